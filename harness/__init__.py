@@ -1,0 +1,23 @@
+"""amp-parity: a parity and timing harness for automatic mixed precision in PyTorch and R torch.
+
+The public surface; importing it never imports torch (the frontends run in worker processes).
+"""
+
+from __future__ import annotations
+
+from harness.errors import (
+    AmpParityError, FixtureError, FrontendUnavailable, ResultError, ScriptError, SpecError, WorkerCrashed,
+    WorkerError, WorkerTimeout,
+)
+from harness.fixtures import FixtureFile, ensure_fixtures
+from harness.matrix import Cell, cells_for
+from harness.reference import Reference, run_reference
+from harness.results import load_result, save_result
+from harness.runner import MatrixRunner
+from harness.spec import MODES, PRESETS, SCRIPTS, WorkloadSpec
+
+__all__ = [
+    "MODES", "PRESETS", "SCRIPTS", "AmpParityError", "Cell", "FixtureError", "FixtureFile", "FrontendUnavailable",
+    "MatrixRunner", "Reference", "ResultError", "ScriptError", "SpecError", "WorkerCrashed", "WorkerError",
+    "WorkerTimeout", "WorkloadSpec", "cells_for", "ensure_fixtures", "load_result", "run_reference", "save_result",
+]

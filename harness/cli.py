@@ -1,0 +1,132 @@
+"""``python -m harness``: run, doctor, prepare. Parses options and hands them to the objects that work.
+
+The harness's own errors print ``error: <message>`` and exit 1, with no traceback unless ``--debug``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import traceback
+import warnings
+from pathlib import Path
+from typing import NoReturn
+
+from rich.console import Console
+
+from harness.errors import AmpParityError, SpecError
+
+__all__ = ["exit_with_error", "main"]
+
+_DEBUG = False
+
+
+def exit_with_error(err: BaseException) -> NoReturn:
+    """Print one line for ``err`` (the traceback too under ``--debug``) and exit non-zero."""
+    if _DEBUG:
+        traceback.print_exception(err)
+    if isinstance(err, AmpParityError):
+        print(f"error: {err}", file=sys.stderr)
+    else:
+        print(f"error: unexpected {type(err).__name__}: {err} (run with --debug for the traceback)", file=sys.stderr)
+    sys.exit(1)
+
+
+def _parser() -> argparse.ArgumentParser:
+    from harness.runner import DEFAULT_TIMEOUT_S
+    from harness.spec_args import add_spec_arguments
+
+    parser = argparse.ArgumentParser(prog="python -m harness", description="AMP parity between PyTorch and R torch.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress and R console output")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run the matrix (frontends × modes) and print a table")
+    add_spec_arguments(run)
+    run.add_argument("--frontend", action="append", default=None, help="python, r (repeatable or comma-separated; default both)")
+    run.add_argument("--json", type=Path, default=None, help="write the whole result here (final weights go to <name>.weights/)")
+    run.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
+    run.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
+
+    commands.add_parser("doctor", help="report what can run here and how to fix what is missing")
+
+    prepare = commands.add_parser("prepare", help="print the run spec a script receives (used by the R scripts' shell mode)")
+    add_spec_arguments(prepare, with_modes=False)
+    prepare.add_argument("--weights-out", type=Path, default=None, help="where the script writes its final weights")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The command-line entry point."""
+    global _DEBUG
+    args = _parser().parse_args(argv)
+    _DEBUG = args.debug
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    warnings.simplefilter("default")
+    try:
+        if args.command == "doctor":
+            from harness.doctor import doctor
+
+            sys.exit(doctor())
+        if args.command == "prepare":
+            from harness.prepare import prepare_run_spec
+            from harness.spec_args import spec_from_args
+
+            print(json.dumps(prepare_run_spec(spec_from_args(args), args.weights_out)))
+            return
+        sys.exit(_run(args))
+    except KeyboardInterrupt:
+        print("error: interrupted; no result was written.", file=sys.stderr)
+        sys.exit(130)
+    except Exception as err:  # noqa: BLE001 - the one place that turns errors into a line
+        exit_with_error(err)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from harness.results import save_result, weights_dir_for
+    from harness.runner import MatrixRunner
+    from harness.spec import parse_modes
+    from harness.spec_args import spec_from_args
+    from harness.table import print_result
+
+    spec = spec_from_args(args)
+    modes = parse_modes(args.mode)
+    frontends = _parse_frontends(args.frontend)
+    if args.json is not None and args.json.exists() and not args.overwrite:
+        raise SpecError("--json", str(args.json), "a path that does not exist yet (or pass --overwrite)")
+    _require_device(spec.device)
+    console = Console(width=None if Console().is_terminal else 120)
+    with MatrixRunner(spec, frontends, timeout=args.timeout) as runner:
+        with console.status("running cells...") as status:
+            result = runner.run(modes, on_cell=lambda c: status.update(f"{c['id']}: {c['status']}"))
+        if args.json is not None:
+            runner.publish_weights(result["cells"], weights_dir_for(args.json))
+            save_result(result, args.json, overwrite=args.overwrite)
+    print_result(result, console)
+    if args.json is not None:
+        console.print(f"result written to {args.json}")
+    return 1 if any(c["status"] in ("error", "numerical_failure") for c in result["cells"]) else 0
+
+
+def _parse_frontends(values: list[str] | None) -> tuple[str, ...]:
+    from harness.frontends.registry import FRONTENDS
+
+    if not values:
+        return tuple(FRONTENDS)
+    asked = [f.strip() for v in values for f in v.split(",") if f.strip()]
+    for name in asked:
+        if name not in FRONTENDS:
+            raise SpecError("frontend", name, f"one of {', '.join(repr(f) for f in FRONTENDS)}")
+    return tuple(f for f in FRONTENDS if f in asked)
+
+
+def _require_device(device: str) -> None:
+    """Refuse ``cuda`` on a machine without one, before any worker starts."""
+    if device != "cuda":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise SpecError("device", "cuda", "'cpu' on this machine: torch sees no CUDA GPU")

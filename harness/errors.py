@@ -1,0 +1,82 @@
+"""The harness's own errors: every one says what was expected, what was got, and what to do.
+
+Hierarchy (each also subclasses the builtin a caller would naturally catch)::
+
+    AmpParityError                      base: the CLI prints ``error: <message>`` and exits 1
+    ├── SpecError(ValueError)           an invalid workload spec value (field, value, allowed)
+    ├── FixtureError(RuntimeError)      a fixture file that cannot be built or read
+    ├── ResultError(ValueError)         a result file of another schema version, or unreadable
+    ├── FrontendUnavailable(RuntimeError)
+    │                                   a frontend cannot run here (R, rpy2 or R torch missing)
+    └── WorkerError(RuntimeError)       a frontend worker did not return a record
+        ├── ScriptError                 the script raised: carries the frontend's own message
+        ├── WorkerCrashed               the worker process died (signal, segfault, exit)
+        └── WorkerTimeout               the worker did not answer within its timeout
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AmpParityError",
+    "FixtureError",
+    "FrontendUnavailable",
+    "ResultError",
+    "ScriptError",
+    "SpecError",
+    "WorkerCrashed",
+    "WorkerError",
+    "WorkerTimeout",
+]
+
+
+class AmpParityError(Exception):
+    """Base of every error the harness raises on purpose; its message is meant for a user."""
+
+
+class SpecError(AmpParityError, ValueError):
+    """A spec field has a value outside what is allowed."""
+
+    def __init__(self, field: str, value: object, allowed: str) -> None:
+        self.field = field
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"{field} must be {allowed}, got {value!r}.")
+
+
+class FixtureError(AmpParityError, RuntimeError):
+    """A fixture file could not be built or read."""
+
+
+class ResultError(AmpParityError, ValueError):
+    """A result file that this version of the harness cannot read."""
+
+
+class FrontendUnavailable(AmpParityError, RuntimeError):
+    """A frontend cannot run on this machine; the message says how to install what is missing."""
+
+
+class WorkerError(AmpParityError, RuntimeError):
+    """A frontend worker did not return a run record."""
+
+
+class ScriptError(WorkerError):
+    """The script raised an error; the message keeps the frontend's own words.
+
+    ``frontend_message`` is the original (R's ``conditionMessage`` or Python's ``str(exc)``), and the
+    message adds the script, the mode and the spec that caused it.
+    """
+
+    def __init__(self, frontend: str, script: str, mode: str, spec_summary: str, frontend_message: str) -> None:
+        self.frontend = frontend
+        self.script = script
+        self.mode = mode
+        self.frontend_message = frontend_message
+        super().__init__(f"{frontend} script {script} (mode {mode}, {spec_summary}) failed: {frontend_message}")
+
+
+class WorkerCrashed(WorkerError):
+    """The worker process died while running a call (a segfault in native code, a kill)."""
+
+
+class WorkerTimeout(WorkerError):
+    """The worker did not answer within its timeout and was stopped."""

@@ -1,0 +1,166 @@
+"""Fixtures: the spec's data, targets and initial weights, drawn once from a seeded NumPy generator.
+
+Both frontends load exactly these tensors, so parity never depends on either frontend's RNG or init
+code. Files are keyed by the hash of the fields that decide them (``FIXTURE_FIELDS``), written
+atomically under a lock, and verified against their manifest on every load: a truncated, corrupted or
+mismatching file is rebuilt with a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import math
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import load_file, save_file
+
+from harness.atomic import atomic_path, write_json_atomic
+from harness.errors import FixtureError
+from harness.paths import fixtures_dir
+from harness.spec import FIXTURE_FIELDS, WorkloadSpec
+
+__all__ = ["FIXTURE_SCHEMA_VERSION", "FixtureFile", "FixtureWarning", "ensure_fixtures", "load_fixture_arrays"]
+
+log = logging.getLogger(__name__)
+
+FIXTURE_SCHEMA_VERSION = 1
+_DATA_FILE = "fixtures.safetensors"
+_MANIFEST_FILE = "manifest.json"
+_CHUNK = 1 << 24
+
+
+class FixtureWarning(UserWarning):
+    """A cached fixture was unusable and has been rebuilt."""
+
+
+@dataclass(frozen=True)
+class FixtureFile:
+    """A verified fixture file and its manifest's checksum."""
+
+    path: Path
+    sha256: str
+    digest: str
+
+
+def ensure_fixtures(spec: WorkloadSpec, cache: Path | None = None) -> FixtureFile:
+    """The spec's fixture file, built if absent and rebuilt (with a warning) if unusable.
+
+    Concurrent callers (pytest-xdist workers, parallel runs) serialise on a lock file, and the data
+    file is renamed into place before its manifest, so no caller ever reads a partial file.
+
+    Raises:
+        FixtureError: the cache directory cannot be created or written.
+    """
+    digest = spec.digest(FIXTURE_FIELDS)
+    folder = (cache or fixtures_dir()) / digest
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with _locked(folder / ".lock"):
+            problem = _verify(folder, spec, digest)
+            if problem is None:
+                return _read_file(folder, digest)
+            if problem != "absent":
+                warnings.warn(f"fixture cache {folder}: {problem}; rebuilding it.", FixtureWarning, stacklevel=2)
+            return _build(folder, spec, digest)
+    except OSError as err:
+        raise FixtureError(
+            f"cannot write the fixture cache {folder}: {err.strerror or err}. "
+            "Make it writable or point AMP_PARITY_FIXTURES at a writable directory."
+        ) from err
+
+
+def load_fixture_arrays(fixture: FixtureFile) -> dict[str, np.ndarray]:
+    """The fixture tensors as float32 NumPy arrays (for the float64 reference and tests)."""
+    return load_file(str(fixture.path))
+
+
+def draw_fixture_arrays(spec: WorkloadSpec) -> dict[str, np.ndarray]:
+    """Draw the tensors from ``numpy.random.default_rng(seed)`` in a fixed order.
+
+    Weights and biases follow ``torch.nn.Linear``'s default init distribution, U(-1/sqrt(in),
+    1/sqrt(in)), so the workload trains like the recipe's; the values themselves come from NumPy.
+    """
+    rng = np.random.default_rng(spec.seed)
+    arrays: dict[str, np.ndarray] = {}
+    for k, (out_features, in_features) in enumerate(spec.layer_shapes):
+        bound = 1.0 / math.sqrt(in_features)
+        arrays[f"layer{k}.weight"] = rng.uniform(-bound, bound, (out_features, in_features)).astype(np.float32)
+        arrays[f"layer{k}.bias"] = rng.uniform(-bound, bound, (out_features,)).astype(np.float32)
+    arrays["data"] = rng.standard_normal((spec.num_batches, spec.batch_size, spec.in_size), dtype=np.float32)
+    arrays["targets"] = rng.standard_normal((spec.num_batches, spec.batch_size, spec.out_size), dtype=np.float32)
+    return arrays
+
+
+def _build(folder: Path, spec: WorkloadSpec, digest: str) -> FixtureFile:
+    log.info("building fixtures %s (%.1f MiB)", digest, spec.fixture_bytes / 2**20)
+    arrays = draw_fixture_arrays(spec)
+    target = folder / _DATA_FILE
+    with atomic_path(target) as tmp:
+        save_file(arrays, str(tmp), metadata={"fixture_digest": digest})
+    sha = _sha256(target)
+    manifest = {
+        "schema_version": FIXTURE_SCHEMA_VERSION,
+        "digest": digest,
+        "fields": {name: getattr(spec, name) for name in FIXTURE_FIELDS},
+        "file": _DATA_FILE,
+        "bytes": target.stat().st_size,
+        "sha256": sha,
+        "tensors": {name: list(a.shape) for name, a in sorted(arrays.items())},
+        "numpy_version": np.__version__,
+    }
+    write_json_atomic(folder / _MANIFEST_FILE, manifest)
+    return FixtureFile(target, sha, digest)
+
+
+def _verify(folder: Path, spec: WorkloadSpec, digest: str) -> str | None:
+    """``None`` if the cached file is usable, else why not (``"absent"`` when never built)."""
+    manifest_path, data_path = folder / _MANIFEST_FILE, folder / _DATA_FILE
+    if not manifest_path.exists() and not data_path.exists():
+        return "absent"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        return f"manifest unreadable ({err})"
+    if not isinstance(manifest, dict) or manifest.get("schema_version") != FIXTURE_SCHEMA_VERSION:
+        return "manifest from another fixture schema"
+    expected = {name: getattr(spec, name) for name in FIXTURE_FIELDS}
+    if manifest.get("digest") != digest or manifest.get("fields") != expected:
+        return f"manifest is for another spec ({manifest.get('fields')})"
+    if not data_path.exists():
+        return "data file missing"
+    if data_path.stat().st_size != manifest.get("bytes"):
+        return f"data file has {data_path.stat().st_size} bytes, manifest says {manifest.get('bytes')} (truncated?)"
+    if _sha256(data_path) != manifest.get("sha256"):
+        return "data file checksum differs from the manifest (corrupted)"
+    return None
+
+
+def _read_file(folder: Path, digest: str) -> FixtureFile:
+    manifest = json.loads((folder / _MANIFEST_FILE).read_text(encoding="utf-8"))
+    return FixtureFile(folder / _DATA_FILE, str(manifest["sha256"]), digest)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    with open(lock_path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,70 @@
+"""Runs inside the R worker process: rpy2 embeds R and calls ``amp_parity_call`` from common.R.
+
+Python torch is never imported here (two libtorch builds in one process crash). Only plain data
+crosses the boundary: the run spec goes in as a JSON string and the record comes back as one, the
+same JSON the R script prints in shell mode. R's console output is routed to the ``harness.r``
+logger, which the worker sends back to the parent.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from harness.paths import REPO_ROOT, script_path
+
+__all__ = ["RHandler"]
+
+r_log = logging.getLogger("harness.r")
+
+#: Wraps the call so an R error reaches Python as R's own condition message, not rpy2's summary.
+_SAFE_CALL = """
+function(script_path, spec_json, mode) {
+  tryCatch(
+    list(ok = amp_parity_call(script_path, spec_json, mode)),
+    error = function(e) list(error = paste(conditionMessage(e), collapse = "\\n"))
+  )
+}
+"""
+
+
+class RScriptFailed(Exception):
+    """An R error, carrying R's own message for the parent's ScriptError."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.frontend_message = message
+
+
+class RHandler:
+    """Embeds R once, sources ``r_scripts/common.R`` and answers run requests."""
+
+    def __init__(self) -> None:
+        from rpy2.rinterface_lib import callbacks
+
+        callbacks.consolewrite_print = _to_log(logging.INFO)
+        callbacks.consolewrite_warnerror = _to_log(logging.WARNING)
+        import rpy2.robjects as ro
+
+        self._ro = ro
+        ro.r["source"](str(REPO_ROOT / "r_scripts" / "common.R"))
+        self._call = ro.r(_SAFE_CALL)
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        """Run one cell (or a test script given by path) and return the parsed record."""
+        path = request.get("script_path") or str(script_path("r", request["script"]))
+        reply = self._call(path, json.dumps(request["run_spec"]), request["mode"])
+        names = list(reply.names)
+        if "error" in names:
+            raise RScriptFailed(str(reply.rx2("error")[0]))
+        return json.loads(str(reply.rx2("ok")[0]))
+
+
+def _to_log(level: int) -> Any:
+    def write(text: str) -> None:
+        text = text.rstrip("\n")
+        if text.strip():
+            r_log.log(level, "%s", text)
+
+    return write

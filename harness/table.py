@@ -1,0 +1,53 @@
+"""The terminal view of a result: one rich table of cells, then reasons and warnings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["print_result"]
+
+_STATUS_STYLE = {"ok": "green", "skipped": "yellow", "unsupported": "magenta", "numerical_failure": "red", "error": "bold red"}
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "—" if value is None else format(value, fmt)
+
+
+def print_result(result: dict[str, Any], console: Console | None = None) -> None:
+    """Print the cells of ``result``: status, final loss, distance from float64, seconds, speedup."""
+    console = console or Console(width=None if Console().is_terminal else 120)
+    spec = result["spec"]
+    table = Table(
+        title=f"amp-parity · preset {spec['preset']} · {spec['device']} · {spec['amp_dtype']} · {spec['epochs'] * spec['num_batches']} steps",
+        header_style="bold",
+    )
+    for name, justify in [
+        ("mode", "left"), ("frontend", "left"), ("status", "left"), ("final loss", "right"),
+        ("Δloss f64", "right"), ("Δweights f64", "right"), ("seconds", "right"), ("×default", "right"),
+    ]:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for cell in result["cells"]:
+        record = cell.get("record") or {}
+        distance = cell.get("reference_distance") or {}
+        status = cell["status"]
+        table.add_row(
+            cell["mode"], cell["frontend"], f"[{_STATUS_STYLE.get(status, '')}]{status}[/]",
+            _num(record.get("final_loss"), ".7g"), _num(distance.get("max_rel_loss_error"), ".2e"),
+            _num(distance.get("final_weights_rel_error"), ".2e"), _num(record.get("seconds_total"), ".4f"),
+            _num(cell.get("speedup_vs_default"), ".2f"),
+        )
+    console.print(table)
+    if not result["reference"]["available"]:
+        console.print(f"[dim]{result['reference']['reason']}[/]")
+    reasons = {}
+    for cell in result["cells"]:
+        if cell["status"] != "ok" and cell["reason"]:
+            reasons.setdefault(cell["reason"], []).append(cell["id"])
+    for reason, ids in reasons.items():
+        who = ids[0] if len(ids) == 1 else f"{len(ids)} cells ({ids[0]}, ...)"
+        console.print(f"[yellow]{who}[/]: {reason}", soft_wrap=True)
+    for warning in result["warnings"]:
+        console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)

@@ -1,0 +1,157 @@
+"""Code shared by the Python scripts; the twin of ``r_scripts/common.R`` (same names, same order).
+
+The contract both halves follow is ``docs/contract.md``. Only plain data leaves this module: the run
+record is a dict of numbers, strings and lists, the final weights a safetensors file.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+__all__ = [
+    "RECORD_FIELDS",
+    "check_mode",
+    "clock",
+    "dtype_name",
+    "load_fixtures",
+    "main_cli",
+    "make_model",
+    "make_record",
+    "peak_memory_bytes",
+    "record_to_json",
+    "reset_peak_memory",
+    "save_final_weights",
+    "sync_device",
+    "torch_dtype",
+]
+
+#: The run record's fields, in the contract's order; ``record_fields`` in common.R is the same list.
+RECORD_FIELDS: tuple[str, ...] = (
+    "schema_version", "frontend", "script", "mode", "device", "amp_dtype",
+    "losses", "final_loss", "loss_scale", "skipped", "skipped_steps",
+    "output_dtype", "loss_dtype", "weights_path",
+    "seconds_total", "seconds_per_epoch", "peak_memory_bytes",
+    "torch_version", "libtorch_version", "language_version", "threads", "device_name",
+)
+RECORD_SCHEMA_VERSION = 1
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
+
+
+def check_mode(mode: str, modes: tuple[str, ...]) -> None:
+    """Refuse a mode this script does not run, naming the ones it does."""
+    if mode not in modes:
+        raise ValueError(f"mode must be one of {', '.join(repr(m) for m in modes)}, but got {mode!r}.")
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    """The torch dtype for a contract dtype name (``bfloat16``, ``float16``, ...)."""
+    return _DTYPES[name]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """The contract's name for a torch dtype: ``torch.bfloat16`` → ``bfloat16``."""
+    return str(dtype).removeprefix("torch.")
+
+
+def load_fixtures(spec: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """The fixture tensors on the spec's device (the same file R loads with ``safe_load_file``)."""
+    return load_file(spec["fixture_path"], device=spec["device"])
+
+
+def make_model(spec: dict[str, Any], fixtures: dict[str, torch.Tensor]) -> torch.nn.Sequential:
+    """The recipe's MLP (Linear+ReLU … Linear) with weights copied from the fixtures."""
+    layers: list[torch.nn.Module] = []
+    for k in range(spec["num_layers"]):
+        out_features = spec["out_size"] if k == spec["num_layers"] - 1 else spec["in_size"]
+        linear = torch.nn.Linear(spec["in_size"], out_features, device=spec["device"])
+        with torch.no_grad():
+            linear.weight.copy_(fixtures[f"layer{k}.weight"])
+            linear.bias.copy_(fixtures[f"layer{k}.bias"])
+        layers.append(linear)
+        if k < spec["num_layers"] - 1:
+            layers.append(torch.nn.ReLU())
+    return torch.nn.Sequential(*layers)
+
+
+def linear_layers(net: torch.nn.Sequential) -> list[torch.nn.Linear]:
+    """The Linear layers in order (every other module is a ReLU)."""
+    return [m for m in net if isinstance(m, torch.nn.Linear)]
+
+
+def sync_device(device: str) -> None:
+    """Wait for queued device work, so a clock read measures finished work (no-op on CPU)."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def clock() -> float:
+    """A monotonic clock in seconds."""
+    return time.perf_counter()
+
+
+def reset_peak_memory(device: str) -> None:
+    """Start the device's peak-memory counter afresh (CUDA only; on CPU the harness reads the worker's RSS)."""
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+
+
+def peak_memory_bytes(device: str) -> int | None:
+    """Peak bytes allocated by tensors on CUDA since :func:`reset_peak_memory`; ``None`` on CPU."""
+    return int(torch.cuda.max_memory_allocated()) if device == "cuda" else None
+
+
+def save_final_weights(net: torch.nn.Sequential, path: str) -> None:
+    """The trained weights, named like the fixtures, as a CPU safetensors file."""
+    tensors: dict[str, torch.Tensor] = {}
+    for k, linear in enumerate(linear_layers(net)):
+        tensors[f"layer{k}.weight"] = linear.weight.detach().to("cpu").contiguous()
+        tensors[f"layer{k}.bias"] = linear.bias.detach().to("cpu").contiguous()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, path)
+
+
+def make_record(**fields: Any) -> dict[str, Any]:
+    """The run record with exactly ``RECORD_FIELDS``; a missing or extra field is a script bug."""
+    fields.setdefault("schema_version", RECORD_SCHEMA_VERSION)
+    fields.setdefault("frontend", "python")
+    fields.setdefault("torch_version", torch.__version__)
+    fields.setdefault("libtorch_version", torch.__version__.split("+")[0])
+    fields.setdefault("language_version", f"Python {platform.python_version()}")
+    if set(fields) != set(RECORD_FIELDS):
+        missing, extra = set(RECORD_FIELDS) - set(fields), set(fields) - set(RECORD_FIELDS)
+        raise RuntimeError(f"run record fields differ from the contract: missing {sorted(missing)}, extra {sorted(extra)}")
+    return {name: fields[name] for name in RECORD_FIELDS}
+
+
+def device_name(device: str) -> str:
+    """``cpu`` or the CUDA device's name."""
+    return torch.cuda.get_device_name() if device == "cuda" else "cpu"
+
+
+def record_to_json(record: dict[str, Any]) -> str:
+    """The record as one JSON line (the shell summary and what the worker returns)."""
+    return json.dumps(record, allow_nan=True)
+
+
+def main_cli(modes: tuple[str, ...], run_workload: Callable[[dict[str, Any], str], dict[str, Any]]) -> None:
+    """Shell mode: parse the spec flags, prepare the fixtures, run, print the record as JSON.
+
+    The spec flags and their validation are the harness's own (one place for both languages).
+    """
+    from harness.cli import exit_with_error
+    from harness.prepare import prepare_from_argv
+
+    try:
+        run_spec, mode = prepare_from_argv(sys.argv[1:], modes, prog=Path(sys.argv[0]).name)
+        print(record_to_json(run_workload(run_spec, mode)))
+    except Exception as err:  # noqa: BLE001 - shell mode prints one line, like the R twin
+        exit_with_error(err)

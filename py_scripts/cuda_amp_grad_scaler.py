@@ -1,0 +1,89 @@
+"""The ``cuda_amp_grad_scaler`` workload in PyTorch: autocast + ``torch.amp.GradScaler``.
+
+Twin of ``r_scripts/cuda_amp_grad_scaler.R``. Mode ``autocast_scaler_clip`` unscales the gradients
+and clips their norm before ``step``, as in the recipe. The scale is recorded after every
+``update()``; a step is *skipped* when that update lowered the scale (the backoff rule fired because
+the gradients held inf/NaN).
+Shell: ``python py_scripts/cuda_amp_grad_scaler.py --preset tiny --mode autocast_scaler --device cpu``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a file: make the checkout importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch
+
+from py_scripts.common import (
+    check_mode, clock, device_name, dtype_name, load_fixtures, main_cli, make_model, make_record,
+    peak_memory_bytes, reset_peak_memory, save_final_weights, sync_device, torch_dtype,
+)
+
+MODES = ("autocast_scaler", "autocast_scaler_clip")
+
+
+def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
+    """Train the MLP for ``spec`` under autocast with gradient scaling (and clipping in ``*_clip``)."""
+    check_mode(mode, MODES)
+    torch.set_num_threads(spec["threads"])
+    device = spec["device"]
+    fixtures = load_fixtures(spec)
+    data, targets = fixtures["data"], fixtures["targets"]
+    net = make_model(spec, fixtures)
+    loss_fn = torch.nn.MSELoss()
+    opt = torch.optim.SGD(net.parameters(), lr=spec["lr"])
+    use_clip = mode == "autocast_scaler_clip"
+    amp_dtype = torch_dtype(spec["amp_dtype"])
+    scaler = torch.amp.GradScaler(
+        device, init_scale=spec["init_scale"], growth_factor=spec["growth_factor"],
+        backoff_factor=spec["backoff_factor"], growth_interval=spec["growth_interval"],
+    )
+
+    losses: list[torch.Tensor] = []
+    loss_scale: list[float] = []
+    output_dtype = loss_dtype = None
+    seconds_per_epoch: list[float] = []
+    reset_peak_memory(device)
+    sync_device(device)
+    epoch_start = clock()
+    for _epoch in range(spec["epochs"]):
+        for i in range(spec["num_batches"]):
+            with torch.autocast(device_type=device, dtype=amp_dtype):
+                output = net(data[i])
+                loss = loss_fn(output, targets[i])
+            if output_dtype is None:
+                output_dtype, loss_dtype = dtype_name(output.dtype), dtype_name(loss.dtype)
+            scaler.scale(loss).backward()
+            if use_clip:
+                scaler.unscale_(opt)
+                torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm=spec["clip_max_norm"])
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+            losses.append(loss.detach())
+            loss_scale.append(scaler.get_scale())
+        sync_device(device)
+        epoch_end = clock()
+        seconds_per_epoch.append(epoch_end - epoch_start)
+        epoch_start = epoch_end
+
+    loss_values = [float(v) for v in torch.stack(losses).float().cpu().tolist()]
+    previous_scale = [float(spec["init_scale"]), *loss_scale[:-1]]
+    skipped = [after < before for before, after in zip(previous_scale, loss_scale)]
+    save_final_weights(net, spec["weights_out"])
+    return make_record(
+        script="cuda_amp_grad_scaler", mode=mode, device=device, amp_dtype=spec["amp_dtype"],
+        losses=loss_values, final_loss=loss_values[-1], loss_scale=loss_scale, skipped=skipped,
+        skipped_steps=sum(skipped), output_dtype=output_dtype, loss_dtype=loss_dtype,
+        weights_path=spec["weights_out"], seconds_total=sum(seconds_per_epoch),
+        seconds_per_epoch=seconds_per_epoch, peak_memory_bytes=peak_memory_bytes(device),
+        threads=torch.get_num_threads(), device_name=device_name(device),
+    )
+
+
+if __name__ == "__main__":
+    main_cli(MODES, run_workload)

@@ -1,0 +1,74 @@
+"""The ``with_autocast`` workload in PyTorch: default precision vs ``torch.autocast`` (no scaler).
+
+Twin of ``r_scripts/with_autocast.R``: same function, names and order of operations.
+Shell: ``python py_scripts/with_autocast.py --preset tiny --mode autocast --device cpu``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a file: make the checkout importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch
+
+from py_scripts.common import (
+    check_mode, clock, device_name, dtype_name, load_fixtures, main_cli, make_model, make_record,
+    peak_memory_bytes, reset_peak_memory, save_final_weights, sync_device, torch_dtype,
+)
+
+MODES = ("default", "autocast")
+
+
+def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
+    """Train the MLP for ``spec`` with autocast off (``default``) or on (``autocast``)."""
+    check_mode(mode, MODES)
+    torch.set_num_threads(spec["threads"])
+    device = spec["device"]
+    fixtures = load_fixtures(spec)
+    data, targets = fixtures["data"], fixtures["targets"]
+    net = make_model(spec, fixtures)
+    loss_fn = torch.nn.MSELoss()
+    opt = torch.optim.SGD(net.parameters(), lr=spec["lr"])
+    use_autocast = mode == "autocast"
+    amp_dtype = torch_dtype(spec["amp_dtype"])
+
+    losses: list[torch.Tensor] = []
+    output_dtype = loss_dtype = None
+    seconds_per_epoch: list[float] = []
+    reset_peak_memory(device)
+    sync_device(device)
+    epoch_start = clock()
+    for _epoch in range(spec["epochs"]):
+        for i in range(spec["num_batches"]):
+            with torch.autocast(device_type=device, dtype=amp_dtype, enabled=use_autocast):
+                output = net(data[i])
+                loss = loss_fn(output, targets[i])
+            if output_dtype is None:
+                output_dtype, loss_dtype = dtype_name(output.dtype), dtype_name(loss.dtype)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss.detach())
+        sync_device(device)
+        epoch_end = clock()
+        seconds_per_epoch.append(epoch_end - epoch_start)
+        epoch_start = epoch_end
+
+    loss_values = [float(v) for v in torch.stack(losses).float().cpu().tolist()]
+    save_final_weights(net, spec["weights_out"])
+    return make_record(
+        script="with_autocast", mode=mode, device=device, amp_dtype=spec["amp_dtype"],
+        losses=loss_values, final_loss=loss_values[-1], loss_scale=None, skipped=None, skipped_steps=None,
+        output_dtype=output_dtype, loss_dtype=loss_dtype, weights_path=spec["weights_out"],
+        seconds_total=sum(seconds_per_epoch), seconds_per_epoch=seconds_per_epoch,
+        peak_memory_bytes=peak_memory_bytes(device), threads=torch.get_num_threads(),
+        device_name=device_name(device),
+    )
+
+
+if __name__ == "__main__":
+    main_cli(MODES, run_workload)

@@ -1,0 +1,382 @@
+#' Code shared by the R scripts; the twin of `py_scripts/common.py` (same names, same order).
+#'
+#' The contract both halves follow is `docs/contract.md`. Sourcing this file defines functions only:
+#' it loads neither torch nor anything else, so argument handling and the rpy2 bridge
+#' (`amp_parity_call()`) work where R torch is not installed. Functions that need torch call it
+#' with `torch::` prefixes, so nothing is attached to the search path either.
+#'
+#' Every R torch call below is one in mlverse/torch's own sources; the file is named where the
+#' API differs from PyTorch's.
+
+#' The run record's fields, in the contract's order; `RECORD_FIELDS` in common.py is the same list.
+record_fields <- c(
+  "schema_version", "frontend", "script", "mode", "device", "amp_dtype",
+  "losses", "final_loss", "loss_scale", "skipped", "skipped_steps",
+  "output_dtype", "loss_dtype", "weights_path",
+  "seconds_total", "seconds_per_epoch", "peak_memory_bytes",
+  "torch_version", "libtorch_version", "language_version", "threads", "device_name"
+)
+record_schema_version <- 1L
+#' Record fields that are JSON arrays even with one element (jsonlite would unbox a length-1 vector).
+record_array_fields <- c("losses", "loss_scale", "skipped", "seconds_per_epoch")
+
+# ---- errors and arguments -----------------------------------------------------------------------
+
+#' `x`, or `y` where `x` is `NULL` (base R has this only from 4.4.0).
+`%||%` <- function(x, y) if (is.null(x)) y else x
+
+#' Signal an error with a cli-formatted message.
+#'
+#' `cli::cli_abort()` needs rlang, which every R torch install has (torch imports it); where rlang is
+#' missing (a machine without torch, checking arguments only) the same text is raised with `stop()`.
+abort_cli <- function(message, ..., .envir = parent.frame()) {
+  if (requireNamespace("rlang", quietly = TRUE)) {
+    cli::cli_abort(message, ..., call = NULL, .envir = .envir)
+  }
+  stop(errorCondition(cli::format_message(message, .envir = .envir), class = "amp_parity_error"))
+}
+
+#' The file being `source()`d (innermost first), or the `Rscript` entry file; `NULL` if neither.
+#'
+#' `source()` keeps the path it was given in a local variable `ofile`; `Rscript file.R` passes
+#' `--file=file.R` in `commandArgs()`.
+sourced_file <- function() {
+  for (frame in rev(sys.frames())) {
+    if (is.character(frame$ofile)) {
+      return(normalizePath(frame$ofile))
+    }
+  }
+  file_arg <- grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)
+  if (length(file_arg) > 0L) normalizePath(sub("^--file=", "", file_arg[[1]])) else NULL
+}
+
+#' The folder holding this file (`r_scripts/`), fixed when common.R is sourced.
+amp_parity_r_dir <- dirname(sourced_file() %||% file.path(getwd(), "r_scripts", "common.R"))
+
+#' Shell flags as a named list: `--batch-size 32` (or `--batch-size=32`) → `list("batch-size" = "32")`.
+#'
+#' Every `--name value` pair is kept as given: the spec flags are validated by the harness
+#' (`python -m harness prepare`), not here. A repeated flag keeps its last value, as argparse does.
+parse_cli_args <- function(args) {
+  parsed <- list()
+  i <- 1L
+  while (i <= length(args)) {
+    arg <- args[[i]]
+    if (!startsWith(arg, "--") || nchar(arg) <= 2L) {
+      abort_cli(c(
+        "Expected a flag such as {.code --mode}, but got {.val {arg}}.",
+        i = "Flags come in {.code --name value} pairs, e.g. {.code --preset tiny --mode autocast}."
+      ))
+    }
+    if (grepl("=", arg, fixed = TRUE)) {
+      name <- sub("=.*$", "", substring(arg, 3L))
+      value <- sub("^[^=]*=", "", arg)
+      i <- i + 1L
+    } else {
+      name <- substring(arg, 3L)
+      value <- if (i < length(args)) args[[i + 1L]] else NA_character_
+      if (is.na(value) || startsWith(value, "--")) {
+        abort_cli("Flag {.code --{name}} needs a value.")
+      }
+      i <- i + 2L
+    }
+    parsed[[name]] <- value
+  }
+  parsed
+}
+
+#' Refuse a missing mode or one this script does not run, naming the ones it does.
+check_mode <- function(mode, modes) {
+  if (is.null(mode) || length(mode) != 1L || is.na(mode)) {
+    abort_cli(c(
+      "{.var mode} is required: one of {.or {.val {modes}}}.",
+      i = "Pass it as {.code --mode {modes[[1]]}}."
+    ))
+  }
+  if (!mode %in% modes) {
+    abort_cli("{.var mode} must be one of {.or {.val {modes}}}, but got {.val {mode}}.")
+  }
+  invisible(mode)
+}
+
+#' The run spec for shell mode, from the harness: spec validation and fixtures live in Python only.
+#'
+#' Runs `python -m harness prepare <flags>` from the checkout's root (the folder above r_scripts/),
+#' with `python` from `AMP_PARITY_PYTHON` (default `python3`). It prints the run spec as one JSON
+#' object, or one line `error: ...` and a non-zero status, which becomes this function's error.
+prepare_run_spec <- function(cli_args) {
+  python <- Sys.getenv("AMP_PARITY_PYTHON", "python3")
+  cli_args[["mode"]] <- NULL
+  flags <- as.vector(rbind(paste0("--", names(cli_args)), unlist(cli_args, use.names = FALSE)))
+  old_wd <- setwd(dirname(amp_parity_r_dir))
+  on.exit(setwd(old_wd), add = TRUE)
+  # system2() runs its command line through the shell, so every piece is quoted.
+  output <- suppressWarnings(system2(
+    shQuote(python), shQuote(c("-m", "harness", "prepare", flags)),
+    stdout = TRUE, stderr = TRUE
+  ))
+  status <- attr(output, "status") %||% 0L
+  is_json <- startsWith(output, "{")
+  if (status != 0L || !any(is_json)) {
+    error_line <- grep("^error:", output, value = TRUE)
+    if (length(error_line) > 0L) {
+      abort_cli("{error_line[[1]]}")
+    }
+    abort_cli(c(
+      "{.code {python} -m harness prepare} failed (status {status}).",
+      " " = "{paste(utils::tail(output, 5), collapse = ' | ')}",
+      i = "Set {.envvar AMP_PARITY_PYTHON} to a Python that has the harness installed."
+    ))
+  }
+  for (line in output[!is_json & nzchar(output)]) message(line) # the harness's warnings
+  jsonlite::fromJSON(utils::tail(output[is_json], 1L), simplifyVector = TRUE)
+}
+
+#' Stop with the install instructions unless R torch and its libtorch are installed.
+require_r_torch <- function() {
+  fix <- c(i = "Install it with {.code install.packages(\"torch\"); torch::install_torch()}.")
+  if (!requireNamespace("torch", quietly = TRUE)) {
+    abort_cli(c("The R package {.pkg torch} is not installed.", fix))
+  }
+  if (!torch::torch_is_installed()) {
+    abort_cli(c("The R package {.pkg torch} is installed, but libtorch is not.", fix))
+  }
+  invisible(TRUE)
+}
+
+# ---- the workload's pieces ----------------------------------------------------------------------
+
+#' The torch dtype for a contract dtype name (`bfloat16`, `float16`, ...).
+torch_dtype <- function(name) {
+  switch(name,
+    float32 = torch::torch_float32(),
+    float16 = torch::torch_float16(),
+    bfloat16 = torch::torch_bfloat16(),
+    float64 = torch::torch_float64(),
+    abort_cli("{.var amp_dtype} must be one of {.or {.val {c('bfloat16', 'float16')}}}, but got {.val {name}}.")
+  )
+}
+
+#' The contract's name for a torch dtype.
+#'
+#' `as.character()` on an R torch dtype gives libtorch's scalar-type name (R/dtype.R:
+#' `as.character.torch_dtype` → `cpp_dtype_to_string`): "Float", "Half", "BFloat16", "Double".
+dtype_name <- function(dtype) {
+  libtorch_name <- as.character(dtype)
+  names <- c(Float = "float32", Half = "float16", BFloat16 = "bfloat16", Double = "float64")
+  if (!libtorch_name %in% names(names)) {
+    abort_cli("Unexpected dtype {.val {libtorch_name}}: expected one of {.or {.val {names(names)}}}.")
+  }
+  names[[libtorch_name]]
+}
+
+#' The fixture tensors on the spec's device (the same file Python loads with `load_file`).
+#'
+#' safetensors' `safe_load_file(path, ..., framework)` returns CPU tensors unless told otherwise;
+#' they are moved with `$to(device =)`.
+load_fixtures <- function(spec) {
+  fixtures <- safetensors::safe_load_file(spec$fixture_path, framework = "torch")
+  lapply(fixtures, function(x) x$to(device = spec$device))
+}
+
+#' The recipe's MLP (Linear+ReLU … Linear) with weights copied from the fixtures.
+#'
+#' R's `nn_linear()` has no `device` argument (R/nn-linear.R): each layer is moved with `$to()`
+#' (in place, R/nn.R `.apply`) before its weights are copied, as Python builds it on the device.
+make_model <- function(spec, fixtures) {
+  layers <- list()
+  for (k in seq_len(spec$num_layers) - 1L) {
+    out_features <- if (k == spec$num_layers - 1L) spec$out_size else spec$in_size
+    linear <- torch::nn_linear(spec$in_size, out_features)
+    linear$to(device = spec$device)
+    torch::with_no_grad({
+      linear$weight$copy_(fixtures[[sprintf("layer%d.weight", k)]])
+      linear$bias$copy_(fixtures[[sprintf("layer%d.bias", k)]])
+    })
+    layers <- c(layers, list(linear))
+    if (k < spec$num_layers - 1L) {
+      layers <- c(layers, list(torch::nn_relu()))
+    }
+  }
+  do.call(torch::nn_sequential, layers)
+}
+
+#' The Linear layers in order (every other module is a ReLU).
+linear_layers <- function(net) {
+  Filter(function(module) inherits(module, "nn_linear"), net$children)
+}
+
+#' Wait for queued device work, so a clock read measures finished work (no-op on CPU).
+sync_device <- function(device) {
+  if (device == "cuda") {
+    torch::cuda_synchronize()
+  }
+  invisible(NULL)
+}
+
+#' A monotonic clock in seconds.
+#'
+#' Base R has none: `proc.time()`'s elapsed time is the wall clock. microbenchmark's
+#' `get_nanotime()` reads `CLOCK_MONOTONIC` on Linux and is used when installed.
+clock <- function() {
+  if (requireNamespace("microbenchmark", quietly = TRUE)) {
+    return(microbenchmark::get_nanotime() / 1e9)
+  }
+  proc.time()[["elapsed"]]
+}
+
+#' Start the device's peak-memory counter afresh, where the frontend can.
+#'
+#' R torch cannot: R/cuda.R has `cuda_memory_stats()` and `cuda_empty_cache()` but no
+#' `reset_peak_memory_stats()`. On CUDA the peak is therefore the worker process's high-water mark
+#' since it started, which can include an earlier run in the same worker. A no-op, kept so the
+#' scripts read like their Python twins.
+reset_peak_memory <- function(device) {
+  invisible(NULL)
+}
+
+#' Peak bytes allocated by tensors on CUDA; `NULL` (JSON null) on CPU.
+#'
+#' `cuda_memory_stats()` (R/cuda.R) nests its entries: `allocated_bytes$all$peak` is libtorch's
+#' "allocated_bytes.all.peak", what `torch.cuda.max_memory_allocated()` reads.
+peak_memory_bytes <- function(device) {
+  if (device != "cuda") {
+    return(NULL)
+  }
+  torch::cuda_memory_stats()$allocated_bytes$all$peak
+}
+
+#' The trained weights, named like the fixtures, as a CPU safetensors file.
+save_final_weights <- function(net, path) {
+  tensors <- list()
+  for (k in seq_along(linear_layers(net)) - 1L) {
+    linear <- linear_layers(net)[[k + 1L]]
+    tensors[[sprintf("layer%d.weight", k)]] <- linear$weight$detach()$cpu()$contiguous()
+    tensors[[sprintf("layer%d.bias", k)]] <- linear$bias$detach()$cpu()$contiguous()
+  }
+  dir.create(dirname(path), recursive = TRUE, showWarnings = FALSE)
+  safetensors::safe_save_file(tensors, path)
+  invisible(path)
+}
+
+#' The libtorch version R torch runs on, or `NULL` where the installed torch does not say.
+#'
+#' R torch keeps it as the internal string `torch_version` in R/install.R (e.g. "2.8.0"): the
+#' libtorch that `install_torch()` downloads and lantern is built against. It is not exported, so
+#' it is read from the namespace. A `TORCH_URL` install of another libtorch is not reflected.
+libtorch_version <- function() {
+  version <- get0("torch_version", envir = asNamespace("torch"), inherits = FALSE)
+  if (is.character(version) && length(version) == 1L) version else NULL
+}
+
+#' `cpu` or the CUDA device's name.
+#'
+#' R torch has no device-name call (R/cuda.R: capability, count, memory stats only), so the name
+#' comes from `nvidia-smi` for the current device (honouring `CUDA_VISIBLE_DEVICES`); `"cuda"` if
+#' that fails.
+device_name <- function(device) {
+  if (device != "cuda") {
+    return("cpu")
+  }
+  index <- torch::cuda_current_device()
+  visible <- trimws(strsplit(Sys.getenv("CUDA_VISIBLE_DEVICES"), ",", fixed = TRUE)[[1]])
+  id <- if (length(visible) > index) visible[[index + 1L]] else as.character(index)
+  name <- tryCatch(
+    suppressWarnings(system2(
+      "nvidia-smi", c("--query-gpu=name", "--format=csv,noheader", paste0("--id=", shQuote(id))),
+      stdout = TRUE, stderr = FALSE
+    )),
+    error = function(err) character()
+  )
+  if (length(name) == 1L && is.null(attr(name, "status")) && nzchar(trimws(name))) trimws(name) else "cuda"
+}
+
+#' The run record with exactly `record_fields`; a missing or extra field is a script bug.
+#'
+#' `schema_version`, `frontend`, `torch_version`, `libtorch_version` and `language_version` are
+#' filled in unless given. A `NULL` field is kept (it becomes JSON null).
+make_record <- function(...) {
+  fields <- list(...)
+  defaults <- list(
+    schema_version = function() record_schema_version,
+    frontend = function() "r",
+    torch_version = function() as.character(utils::packageVersion("torch")),
+    libtorch_version = function() libtorch_version(),
+    language_version = function() R.version.string
+  )
+  for (name in setdiff(names(defaults), names(fields))) {
+    fields[name] <- list(defaults[[name]]())
+  }
+  missing <- setdiff(record_fields, names(fields))
+  extra <- setdiff(names(fields), record_fields)
+  if (length(missing) > 0L || length(extra) > 0L || anyDuplicated(names(fields)) > 0L) {
+    abort_cli(c(
+      "The run record's fields differ from the contract.",
+      x = "Missing: {.val {missing}}; extra or repeated: {.val {c(extra, names(fields)[duplicated(names(fields))])}}."
+    ))
+  }
+  fields[record_fields]
+}
+
+#' The record as one line of JSON (the shell summary and what the bridge returns).
+#'
+#' Array fields stay arrays with one element (`I()`); `NULL` and `NA` become null, and so do
+#' non-finite numbers (jsonlite has no NaN/Infinity). Numbers keep 15 significant digits, which
+#' identify every float32 value exactly.
+record_to_json <- function(record) {
+  if (!is.list(record) || is.null(names(record))) {
+    abort_cli("{.fn run_workload} must return a named list (the run record), not {.cls {class(record)}}.")
+  }
+  for (name in intersect(record_array_fields, names(record))) {
+    if (!is.null(record[[name]])) {
+      record[[name]] <- I(unlist(record[[name]], use.names = FALSE))
+    }
+  }
+  json <- jsonlite::toJSON(record, auto_unbox = TRUE, digits = NA, null = "null", na = "null")
+  as.character(json)
+}
+
+# ---- entry points -------------------------------------------------------------------------------
+
+#' What the harness's rpy2 worker calls: run one mode of one script and return its record as JSON.
+#'
+#' The script is sourced into a fresh environment whose parent holds these functions, so each
+#' call sees a clean script and common.R is not sourced again. R errors propagate unchanged: the
+#' worker keeps R's own message.
+amp_parity_call <- function(script_path, spec_json, mode) {
+  spec <- jsonlite::fromJSON(spec_json, simplifyVector = TRUE)
+  script_env <- new.env(parent = environment(sys.function()))
+  source(script_path, local = script_env)
+  run_workload <- get0("run_workload", envir = script_env, mode = "function", inherits = FALSE)
+  if (is.null(run_workload)) {
+    abort_cli("{.path {script_path}} does not define {.fn run_workload}.")
+  }
+  record_to_json(run_workload(spec, mode))
+}
+
+#' Shell mode: parse the flags, check the mode, get the spec from the harness, run, print the record.
+#'
+#' The mode is checked before Python or torch is touched. Any error prints one message and exits
+#' with status 1, without R's traceback.
+main_cli <- function(modes, run_workload) {
+  failed <- tryCatch(
+    {
+      cli_args <- parse_cli_args(commandArgs(trailingOnly = TRUE))
+      mode <- cli_args[["mode"]]
+      check_mode(mode, modes)
+      require_r_torch()
+      spec <- prepare_run_spec(cli_args)
+      record <- run_workload(spec, mode)
+      cat(record_to_json(record), "\n", sep = "")
+      FALSE
+    },
+    error = function(err) {
+      message("error: ", conditionMessage(err))
+      TRUE
+    }
+  )
+  if (failed) {
+    quit(save = "no", status = 1L)
+  }
+  invisible(NULL)
+}

@@ -1,0 +1,106 @@
+#' The `cuda_amp_grad_scaler` workload in R torch: `with_autocast()` + `cuda_amp_grad_scaler()`.
+#'
+#' Twin of `py_scripts/cuda_amp_grad_scaler.py` (`docs/contract.md`). Mode `autocast_scaler_clip`
+#' unscales the gradients and clips their norm before `step()`. The scale is recorded after every
+#' `update()`; a step is *skipped* when that update lowered the scale (the backoff rule fired because
+#' the gradients held inf/NaN). R torch's scaler takes CUDA tensors only (`scale()` in R/autocast.R
+#' aborts otherwise): on CPU its own error propagates and the harness reports the cell unsupported.
+#' Shell: `Rscript r_scripts/cuda_amp_grad_scaler.R --preset tiny --mode autocast_scaler --device cuda`.
+
+if (!exists("main_cli", mode = "function")) {
+  # Shell mode, or sourced on its own: load common.R from beside this file, into the environment
+  # this file is evaluated in. The harness sources common.R first and this file into a child
+  # environment, so common.R is not sourced twice there. `source()` keeps the path in `ofile`;
+  # `Rscript file.R` passes `--file=file.R`.
+  local({
+    sourced <- Filter(is.character, lapply(sys.frames(), function(frame) frame$ofile))
+    this_file <- if (length(sourced) > 0L) {
+      sourced[[length(sourced)]]
+    } else {
+      sub("^--file=", "", grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)[[1]])
+    }
+    source(file.path(dirname(this_file), "common.R"), local = parent.env(environment()))
+  })
+}
+
+modes <- c("autocast_scaler", "autocast_scaler_clip")
+
+#' Train the MLP for `spec` under autocast with gradient scaling (and clipping in `*_clip`).
+#'
+#' @param spec the run spec, a list (`docs/contract.md`).
+#' @param mode one of `modes`.
+#' @return the run record, a named list with `record_fields`.
+run_workload <- function(spec, mode) {
+  check_mode(mode, modes)
+  require_r_torch()
+  torch::torch_set_num_threads(spec$threads)
+  device <- spec$device
+  fixtures <- load_fixtures(spec)
+  data <- fixtures$data
+  targets <- fixtures$targets
+  net <- make_model(spec, fixtures)
+  loss_fn <- torch::nn_mse_loss()
+  opt <- torch::optim_sgd(net$parameters, lr = spec$lr)
+  use_clip <- mode == "autocast_scaler_clip"
+  amp_dtype <- torch_dtype(spec$amp_dtype)
+  # Unlike torch.amp.GradScaler(device), R's scaler has no device argument: it is CUDA-only.
+  scaler <- torch::cuda_amp_grad_scaler(
+    init_scale = spec$init_scale, growth_factor = spec$growth_factor,
+    backoff_factor = spec$backoff_factor, growth_interval = spec$growth_interval
+  )
+
+  losses <- list()
+  loss_scale <- numeric()
+  output_dtype <- NULL
+  loss_dtype <- NULL
+  seconds_per_epoch <- numeric()
+  reset_peak_memory(device)
+  sync_device(device)
+  epoch_start <- clock()
+  for (epoch in seq_len(spec$epochs)) {
+    for (i in seq_len(spec$num_batches)) {
+      torch::with_autocast(device_type = device, dtype = amp_dtype, {
+        output <- net(data[i, , ])
+        loss <- loss_fn(output, targets[i, , ])
+      })
+      if (is.null(output_dtype)) {
+        output_dtype <- dtype_name(output$dtype)
+        loss_dtype <- dtype_name(loss$dtype)
+      }
+      scaler$scale(loss)$backward()
+      if (use_clip) {
+        scaler$unscale_(opt)
+        torch::nn_utils_clip_grad_norm_(net$parameters, max_norm = spec$clip_max_norm)
+      }
+      scaler$step(opt)
+      scaler$update()
+      opt$zero_grad()
+      losses[[length(losses) + 1L]] <- loss$detach()
+      # R's scaler has no get_scale(): the scale is its public field `.scale`, a 0-dim float32
+      # tensor created by the first scale() and updated in place by update() (R/autocast.R).
+      # `$item()` copies it to R, as Python's get_scale() does with `.item()`.
+      loss_scale <- c(loss_scale, scaler$.scale$item())
+    }
+    sync_device(device)
+    epoch_end <- clock()
+    seconds_per_epoch <- c(seconds_per_epoch, epoch_end - epoch_start)
+    epoch_start <- epoch_end
+  }
+
+  loss_values <- as.numeric(torch::torch_stack(losses)$float()$cpu())
+  previous_scale <- c(spec$init_scale, loss_scale[-length(loss_scale)])
+  skipped <- loss_scale < previous_scale
+  save_final_weights(net, spec$weights_out)
+  make_record(
+    script = "cuda_amp_grad_scaler", mode = mode, device = device, amp_dtype = spec$amp_dtype,
+    losses = loss_values, final_loss = loss_values[[length(loss_values)]], loss_scale = loss_scale,
+    skipped = skipped, skipped_steps = sum(skipped), output_dtype = output_dtype,
+    loss_dtype = loss_dtype, weights_path = spec$weights_out, seconds_total = sum(seconds_per_epoch),
+    seconds_per_epoch = seconds_per_epoch, peak_memory_bytes = peak_memory_bytes(device),
+    threads = torch::torch_get_num_threads(), device_name = device_name(device)
+  )
+}
+
+if (sys.nframe() == 0L) {
+  main_cli(modes, run_workload)
+}

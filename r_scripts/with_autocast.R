@@ -1,0 +1,90 @@
+#' The `with_autocast` workload in R torch: default precision vs `with_autocast()` (no scaler).
+#'
+#' Twin of `py_scripts/with_autocast.py`: same function, names and order of operations
+#' (`docs/contract.md`). Sourcing this file defines `modes` and `run_workload()` and runs nothing.
+#' Shell: `Rscript r_scripts/with_autocast.R --preset tiny --mode autocast --device cpu`.
+
+if (!exists("main_cli", mode = "function")) {
+  # Shell mode, or sourced on its own: load common.R from beside this file, into the environment
+  # this file is evaluated in. The harness sources common.R first and this file into a child
+  # environment, so common.R is not sourced twice there. `source()` keeps the path in `ofile`;
+  # `Rscript file.R` passes `--file=file.R`.
+  local({
+    sourced <- Filter(is.character, lapply(sys.frames(), function(frame) frame$ofile))
+    this_file <- if (length(sourced) > 0L) {
+      sourced[[length(sourced)]]
+    } else {
+      sub("^--file=", "", grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)[[1]])
+    }
+    source(file.path(dirname(this_file), "common.R"), local = parent.env(environment()))
+  })
+}
+
+modes <- c("default", "autocast")
+
+#' Train the MLP for `spec` with autocast off (`default`) or on (`autocast`).
+#'
+#' @param spec the run spec, a list (`docs/contract.md`).
+#' @param mode one of `modes`.
+#' @return the run record, a named list with `record_fields`.
+run_workload <- function(spec, mode) {
+  check_mode(mode, modes)
+  require_r_torch()
+  torch::torch_set_num_threads(spec$threads)
+  device <- spec$device
+  fixtures <- load_fixtures(spec)
+  data <- fixtures$data
+  targets <- fixtures$targets
+  net <- make_model(spec, fixtures)
+  loss_fn <- torch::nn_mse_loss()
+  opt <- torch::optim_sgd(net$parameters, lr = spec$lr)
+  use_autocast <- mode == "autocast"
+  amp_dtype <- torch_dtype(spec$amp_dtype)
+
+  losses <- list()
+  output_dtype <- NULL
+  loss_dtype <- NULL
+  seconds_per_epoch <- numeric()
+  reset_peak_memory(device)
+  sync_device(device)
+  epoch_start <- clock()
+  for (epoch in seq_len(spec$epochs)) {
+    for (i in seq_len(spec$num_batches)) {
+      # `with_autocast()` evaluates the block in this function's frame (R/autocast.R), so
+      # `output` and `loss` are assigned here, as inside Python's `with torch.autocast(...)`.
+      torch::with_autocast(device_type = device, dtype = amp_dtype, enabled = use_autocast, {
+        output <- net(data[i, , ])
+        loss <- loss_fn(output, targets[i, , ])
+      })
+      if (is.null(output_dtype)) {
+        output_dtype <- dtype_name(output$dtype)
+        loss_dtype <- dtype_name(loss$dtype)
+      }
+      loss$backward()
+      opt$step()
+      # R torch's zero_grad() zeroes the gradients in place (set_to_none = FALSE, R/optim.R) where
+      # PyTorch sets them to None; the next backward() gives the same gradients either way.
+      opt$zero_grad()
+      losses[[length(losses) + 1L]] <- loss$detach()
+    }
+    sync_device(device)
+    epoch_end <- clock()
+    seconds_per_epoch <- c(seconds_per_epoch, epoch_end - epoch_start)
+    epoch_start <- epoch_end
+  }
+
+  loss_values <- as.numeric(torch::torch_stack(losses)$float()$cpu())
+  save_final_weights(net, spec$weights_out)
+  make_record(
+    script = "with_autocast", mode = mode, device = device, amp_dtype = spec$amp_dtype,
+    losses = loss_values, final_loss = loss_values[[length(loss_values)]], loss_scale = NULL,
+    skipped = NULL, skipped_steps = NULL, output_dtype = output_dtype, loss_dtype = loss_dtype,
+    weights_path = spec$weights_out, seconds_total = sum(seconds_per_epoch),
+    seconds_per_epoch = seconds_per_epoch, peak_memory_bytes = peak_memory_bytes(device),
+    threads = torch::torch_get_num_threads(), device_name = device_name(device)
+  )
+}
+
+if (sys.nframe() == 0L) {
+  main_cli(modes, run_workload)
+}
