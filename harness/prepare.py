@@ -12,16 +12,22 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import SpecError
-from harness.fixtures import ensure_fixtures
+from harness.fixtures import FixtureFile, ensure_fixtures
 from harness.spec import WorkloadSpec
 from harness.spec_args import add_spec_arguments, spec_from_args
 
 __all__ = ["prepare_from_argv", "prepare_run_spec"]
 
 
-def prepare_run_spec(spec: WorkloadSpec, weights_out: Path | None = None) -> dict[str, Any]:
-    """Plain data for ``run_workload(spec, mode)``: the spec's fields plus ``fixture_path`` and ``weights_out``."""
-    fixture = ensure_fixtures(spec)
+def prepare_run_spec(
+    spec: WorkloadSpec, weights_out: Path | None = None, fixture: FixtureFile | None = None
+) -> dict[str, Any]:
+    """Plain data for ``run_workload(spec, mode)``: the spec's fields plus ``fixture_path`` and ``weights_out``.
+
+    ``fixture``, when given, is an already verified fixture file (skips re-hashing it: at ``recipe``
+    that is a gigabyte, which must not land inside a timed benchmark round).
+    """
+    fixture = fixture or ensure_fixtures(spec)
     if weights_out is None:
         weights_out = Path(tempfile.mkdtemp(prefix="amp-parity-")) / "final_weights.safetensors"
     return {**spec.to_dict(), "fixture_path": str(fixture.path), "weights_out": str(weights_out)}

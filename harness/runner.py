@@ -119,15 +119,12 @@ class MatrixRunner:
                 reason += " (AMP_PARITY_REQUIRE_R=1 makes this a failure)"
             return outcome | {"status": status, "reason": reason}
         worker = self.worker(cell.frontend)
-        request = {
-            "script": cell.script, "mode": cell.mode, "spec_summary": self.spec.summary(),
-            "run_spec": prepare_run_spec(self.spec, self._staging / f"{cell.id}.safetensors"),
-        }
-        start = time.perf_counter()
         try:
-            record = worker.call(request, timeout=self.timeout)
+            worker.start()  # start-up (R, library(torch), import torch) is not part of a cell's time
+            start = time.perf_counter()
+            record = self.call_cell(cell)
         except ScriptError as err:
-            known = (cell.script, cell.device) in FRONTENDS[cell.frontend].unsupported
+            known = self.declared_unsupported(cell)
             status = "unsupported" if known else "error"
             return outcome | {"status": status, "reason": err.frontend_message if known else str(err)}
         except WorkerError as err:
@@ -139,13 +136,30 @@ class MatrixRunner:
         bad_step = _first_nonfinite(record["losses"])
         if bad_step is not None and cell.mode not in SCALER_MODES:
             outcome |= {"status": "numerical_failure", "reason": f"loss is {record['losses'][bad_step]} at step {bad_step}"}
-        if (cell.script, cell.device) in FRONTENDS[cell.frontend].unsupported:
+        if self.declared_unsupported(cell):
             outcome["reason"] = f"declared unsupported for {cell.frontend}, but it ran: update the Frontend registry"
         reference = self.reference(clip=cell.mode == "autocast_scaler_clip")
         if reference is not None and bad_step is None:
             weights = load_file(record["weights_path"])
             outcome["reference_distance"] = distance_from_reference(record["losses"], weights, reference)
         return outcome
+
+    def call_cell(self, cell: Cell) -> dict[str, Any]:
+        """Run ``cell`` in its worker and return the raw run record: what a benchmark round times.
+
+        Raises:
+            WorkerError: the script failed (``ScriptError``), the worker crashed or timed out.
+        """
+        request = {
+            "script": cell.script, "mode": cell.mode, "spec_summary": self.spec.summary(),
+            "run_spec": prepare_run_spec(self.spec, self._staging / f"{cell.id}.safetensors", self.fixture),
+        }
+        record: dict[str, Any] = self.worker(cell.frontend).call(request, timeout=self.timeout)
+        return record
+
+    def declared_unsupported(self, cell: Cell) -> bool:
+        """Whether the frontend is known not to support this cell (it still runs, to notice a change)."""
+        return (cell.script, cell.device) in FRONTENDS[cell.frontend].unsupported
 
     def reference(self, clip: bool) -> Reference | None:
         """The float64 trajectory (with or without clipping), computed once; ``None`` when too costly."""

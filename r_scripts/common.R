@@ -107,29 +107,66 @@ check_mode <- function(mode, modes) {
 prepare_run_spec <- function(cli_args) {
   python <- Sys.getenv("AMP_PARITY_PYTHON", "python3")
   cli_args[["mode"]] <- NULL
-  flags <- as.vector(rbind(paste0("--", names(cli_args)), unlist(cli_args, use.names = FALSE)))
+  flags <- character()
+  for (name in names(cli_args)) {
+    flags <- c(flags, paste0("--", name), cli_args[[name]])
+  }
   old_wd <- setwd(dirname(amp_parity_r_dir))
   on.exit(setwd(old_wd), add = TRUE)
-  # system2() runs its command line through the shell, so every piece is quoted.
-  output <- suppressWarnings(system2(
-    shQuote(python), shQuote(c("-m", "harness", "prepare", flags)),
-    stdout = TRUE, stderr = TRUE
-  ))
+  old_library_path <- Sys.getenv("LD_LIBRARY_PATH")
+  Sys.setenv(LD_LIBRARY_PATH = python_library_path())
+  on.exit(Sys.setenv(LD_LIBRARY_PATH = old_library_path), add = TRUE)
+  # system2() quotes the command but passes the arguments to the shell as they are.
+  python_fix <- c(i = "Set {.envvar AMP_PARITY_PYTHON} to a Python that can import the harness.")
+  output <- tryCatch(
+    suppressWarnings(system2(
+      python, shQuote(c("-m", "harness", "prepare", flags)),
+      stdout = TRUE, stderr = TRUE
+    )),
+    error = function(err) abort_cli(c("Could not run {.code {python}}: {conditionMessage(err)}.", python_fix))
+  )
   status <- attr(output, "status") %||% 0L
   is_json <- startsWith(output, "{")
   if (status != 0L || !any(is_json)) {
-    error_line <- grep("^error:", output, value = TRUE)
+    # The harness's own errors are one line `error: ...`; argparse's end in `prog: error: ...`.
+    error_line <- grep("error: ", output, fixed = TRUE, value = TRUE)
     if (length(error_line) > 0L) {
-      abort_cli("{error_line[[1]]}")
+      abort_cli("{error_line[[length(error_line)]]}")
     }
     abort_cli(c(
       "{.code {python} -m harness prepare} failed (status {status}).",
       " " = "{paste(utils::tail(output, 5), collapse = ' | ')}",
-      i = "Set {.envvar AMP_PARITY_PYTHON} to a Python that has the harness installed."
+      python_fix
     ))
   }
   for (line in output[!is_json & nzchar(output)]) message(line) # the harness's warnings
   jsonlite::fromJSON(utils::tail(output[is_json], 1L), simplifyVector = TRUE)
+}
+
+#' `LD_LIBRARY_PATH` as it was before R started, for Python child processes.
+#'
+#' R's start-up script (`R.home("etc")/ldpaths`) puts R's library folders in front of it, and on
+#' Debian these include the system's, where `libpython3.x.so` may be another build than the one
+#' a pyenv or conda Python was linked against (that Python then starts with the wrong standard
+#' library). The prefix is found by running that same script on an empty path.
+python_library_path <- function() {
+  current <- Sys.getenv("LD_LIBRARY_PATH")
+  ldpaths <- file.path(R.home("etc"), "ldpaths")
+  if (!nzchar(current) || !file.exists(ldpaths)) {
+    return(current)
+  }
+  script <- sprintf('unset LD_LIBRARY_PATH; . %s; printf "%%s" "$LD_LIBRARY_PATH"', shQuote(ldpaths))
+  r_prefix <- tryCatch(
+    suppressWarnings(system2("sh", c("-c", shQuote(script)), stdout = TRUE, stderr = FALSE)),
+    error = function(err) character()
+  )
+  if (length(r_prefix) != 1L || !nzchar(r_prefix)) {
+    return(current)
+  }
+  if (identical(current, r_prefix)) {
+    return("")
+  }
+  if (startsWith(current, paste0(r_prefix, ":"))) substring(current, nchar(r_prefix) + 2L) else current
 }
 
 #' Stop with the install instructions unless R torch and its libtorch are installed.
@@ -163,11 +200,11 @@ torch_dtype <- function(name) {
 #' `as.character.torch_dtype` → `cpp_dtype_to_string`): "Float", "Half", "BFloat16", "Double".
 dtype_name <- function(dtype) {
   libtorch_name <- as.character(dtype)
-  names <- c(Float = "float32", Half = "float16", BFloat16 = "bfloat16", Double = "float64")
-  if (!libtorch_name %in% names(names)) {
-    abort_cli("Unexpected dtype {.val {libtorch_name}}: expected one of {.or {.val {names(names)}}}.")
+  contract_names <- c(Float = "float32", Half = "float16", BFloat16 = "bfloat16", Double = "float64")
+  if (!libtorch_name %in% names(contract_names)) {
+    abort_cli("Unexpected dtype {.val {libtorch_name}}: expected one of {.or {.val {names(contract_names)}}}.")
   }
-  names[[libtorch_name]]
+  contract_names[[libtorch_name]]
 }
 
 #' The fixture tensors on the spec's device (the same file Python loads with `load_file`).
@@ -214,15 +251,15 @@ sync_device <- function(device) {
   invisible(NULL)
 }
 
+#' Whether microbenchmark is installed (checked once, without loading it).
+has_monotonic_clock <- nzchar(system.file(package = "microbenchmark"))
+
 #' A monotonic clock in seconds.
 #'
-#' Base R has none: `proc.time()`'s elapsed time is the wall clock. microbenchmark's
-#' `get_nanotime()` reads `CLOCK_MONOTONIC` on Linux and is used when installed.
+#' Base R has none: `proc.time()`'s elapsed time is the wall clock, in milliseconds.
+#' microbenchmark's `get_nanotime()` reads `CLOCK_MONOTONIC` on Linux and is used when installed.
 clock <- function() {
-  if (requireNamespace("microbenchmark", quietly = TRUE)) {
-    return(microbenchmark::get_nanotime() / 1e9)
-  }
-  proc.time()[["elapsed"]]
+  if (has_monotonic_clock) microbenchmark::get_nanotime() / 1e9 else proc.time()[["elapsed"]]
 }
 
 #' Start the device's peak-memory counter afresh, where the frontend can.
@@ -249,8 +286,9 @@ peak_memory_bytes <- function(device) {
 #' The trained weights, named like the fixtures, as a CPU safetensors file.
 save_final_weights <- function(net, path) {
   tensors <- list()
-  for (k in seq_along(linear_layers(net)) - 1L) {
-    linear <- linear_layers(net)[[k + 1L]]
+  linears <- linear_layers(net)
+  for (k in seq_along(linears) - 1L) {
+    linear <- linears[[k + 1L]]
     tensors[[sprintf("layer%d.weight", k)]] <- linear$weight$detach()$cpu()$contiguous()
     tensors[[sprintf("layer%d.bias", k)]] <- linear$bias$detach()$cpu()$contiguous()
   }
@@ -332,8 +370,26 @@ record_to_json <- function(record) {
       record[[name]] <- I(unlist(record[[name]], use.names = FALSE))
     }
   }
-  json <- jsonlite::toJSON(record, auto_unbox = TRUE, digits = NA, null = "null", na = "null")
+  for (name in names(record)) {
+    if (is.double(record[[name]])) {
+      record[[name]] <- exact_json_numbers(record[[name]], is_array = inherits(record[[name]], "AsIs"))
+    }
+  }
+  json <- jsonlite::toJSON(record, auto_unbox = TRUE, digits = NA, null = "null", na = "null", json_verbatim = TRUE)
   as.character(json)
+}
+
+#' Doubles as JSON text that reads back as the very same doubles.
+#'
+#' jsonlite writes at most 15 significant digits (even with `digits = NA`), which is not enough for
+#' a bitwise comparison with Python's shortest-round-trip floats; `%.17g` always is. Non-finite values
+#' become `null`, as jsonlite's `na = "null"` does.
+exact_json_numbers <- function(x, is_array) {
+  text <- ifelse(is.finite(x), sprintf("%.17g", x), "null")
+  if (is_array || length(x) != 1L) {
+    text <- paste0("[", paste(text, collapse = ","), "]")
+  }
+  structure(text, class = "json")
 }
 
 # ---- entry points -------------------------------------------------------------------------------
@@ -344,6 +400,9 @@ record_to_json <- function(record) {
 #' call sees a clean script and common.R is not sourced again. R errors propagate unchanged: the
 #' worker keeps R's own message.
 amp_parity_call <- function(script_path, spec_json, mode) {
+  if (!file.exists(script_path)) {
+    abort_cli("R script {.path {script_path}} does not exist.")
+  }
   spec <- jsonlite::fromJSON(spec_json, simplifyVector = TRUE)
   script_env <- new.env(parent = environment(sys.function()))
   source(script_path, local = script_env)
@@ -359,6 +418,7 @@ amp_parity_call <- function(script_path, spec_json, mode) {
 #' The mode is checked before Python or torch is touched. Any error prints one message and exits
 #' with status 1, without R's traceback.
 main_cli <- function(modes, run_workload) {
+  options(cli.width = 10000L) # one message per line: the process is ours and ends here
   failed <- tryCatch(
     {
       cli_args <- parse_cli_args(commandArgs(trailingOnly = TRUE))

@@ -7,7 +7,7 @@
 #' aborts otherwise): on CPU its own error propagates and the harness reports the cell unsupported.
 #' Shell: `Rscript r_scripts/cuda_amp_grad_scaler.R --preset tiny --mode autocast_scaler --device cuda`.
 
-if (!exists("main_cli", mode = "function")) {
+if (!exists("amp_parity_call", mode = "function")) {
   # Shell mode, or sourced on its own: load common.R from beside this file, into the environment
   # this file is evaluated in. The harness sources common.R first and this file into a child
   # environment, so common.R is not sourced twice there. `source()` keeps the path in `ofile`;

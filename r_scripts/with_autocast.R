@@ -4,7 +4,7 @@
 #' (`docs/contract.md`). Sourcing this file defines `modes` and `run_workload()` and runs nothing.
 #' Shell: `Rscript r_scripts/with_autocast.R --preset tiny --mode autocast --device cpu`.
 
-if (!exists("main_cli", mode = "function")) {
+if (!exists("amp_parity_call", mode = "function")) {
   # Shell mode, or sourced on its own: load common.R from beside this file, into the environment
   # this file is evaluated in. The harness sources common.R first and this file into a child
   # environment, so common.R is not sourced twice there. `source()` keeps the path in `ofile`;

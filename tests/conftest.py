@@ -1,0 +1,62 @@
+"""Shared fixtures: the tiny spec, one long-lived matrix runner, and the matrix parametrized once.
+
+Cell ids read ``with_autocast-autocast-r-cpu``; pair ids ``with_autocast-autocast-cpu``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from harness.availability import Availability, probe, r_required
+from harness.matrix import Cell, cells_for
+from harness.runner import MatrixRunner
+from harness.spec import MODES, WorkloadSpec
+
+FRONTENDS = ("python", "r")
+CELLS = cells_for(FRONTENDS, MODES, "cpu")
+PAIRS = sorted({cell.pair for cell in CELLS}, key=[c.pair for c in CELLS].index)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``cell`` and ``pair`` arguments over the CPU matrix, once, for every test module."""
+    if "cell" in metafunc.fixturenames:
+        metafunc.parametrize("cell", CELLS, ids=[c.id for c in CELLS])
+    if "pair" in metafunc.fixturenames:
+        metafunc.parametrize("pair", PAIRS)
+
+
+@pytest.fixture(scope="session")
+def availability() -> Availability:
+    """One probe of R, rpy2 and R torch for the whole session."""
+    return probe()
+
+
+@pytest.fixture(scope="session")
+def tiny_spec() -> WorkloadSpec:
+    """The tiny preset on CPU: what CI runs."""
+    return WorkloadSpec.from_preset("tiny")
+
+
+@pytest.fixture(scope="session")
+def runner(tiny_spec: WorkloadSpec, availability: Availability) -> Iterator[MatrixRunner]:
+    """Both frontends' workers, alive for the whole session (R's start-up is paid once)."""
+    with MatrixRunner(tiny_spec, FRONTENDS, timeout=300, availability=availability) as matrix_runner:
+        yield matrix_runner
+
+
+def require_r_torch(availability: Availability) -> None:
+    """Skip with the one-line reason when R torch cannot run; fail instead under AMP_PARITY_REQUIRE_R=1."""
+    reason = availability.r_reason
+    if reason is None:
+        return
+    if r_required():
+        pytest.fail(f"AMP_PARITY_REQUIRE_R=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def require_frontend(cell: Cell, availability: Availability) -> None:
+    """``require_r_torch`` for R cells; Python cells always run."""
+    if cell.frontend == "r":
+        require_r_torch(availability)

@@ -1,0 +1,100 @@
+"""Fixtures: deterministic bytes, verified on load, rebuilt when damaged, safe under concurrency."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.errors import FixtureError
+from harness.fixtures import FixtureWarning, ensure_fixtures, load_fixture_arrays
+from harness.spec import WorkloadSpec
+
+
+def _spec(**overrides: object) -> WorkloadSpec:
+    return WorkloadSpec.from_preset("tiny", **overrides)
+
+
+def test_same_spec_gives_the_same_bytes(tmp_path: Path) -> None:
+    """Two caches built independently from one spec hold byte-identical files."""
+    a = ensure_fixtures(_spec(), tmp_path / "a")
+    b = ensure_fixtures(_spec(), tmp_path / "b")
+    assert a.path.read_bytes() == b.path.read_bytes()
+    assert a.sha256 == b.sha256
+
+
+def test_different_seed_gives_different_tensors(tmp_path: Path) -> None:
+    """Another seed draws other data and weights (and lives under another key)."""
+    a = load_fixture_arrays(ensure_fixtures(_spec(seed=0), tmp_path))
+    b = load_fixture_arrays(ensure_fixtures(_spec(seed=1), tmp_path))
+    assert not np.array_equal(a["data"], b["data"])
+    assert not np.array_equal(a["layer0.weight"], b["layer0.weight"])
+
+
+def test_tensors_have_the_contract_shapes_and_init_range(tmp_path: Path) -> None:
+    """Data, targets and each layer's weight/bias have the contract's shapes; weights lie in ±1/sqrt(in)."""
+    spec = _spec(num_layers=2, out_size=64)
+    arrays = load_fixture_arrays(ensure_fixtures(spec, tmp_path))
+    assert arrays["data"].shape == (10, 32, 128) and arrays["targets"].shape == (10, 32, 64)
+    assert arrays["layer0.weight"].shape == (128, 128) and arrays["layer1.weight"].shape == (64, 128)
+    assert arrays["layer1.bias"].shape == (64,)
+    assert all(a.dtype == np.float32 for a in arrays.values())
+    assert np.abs(arrays["layer0.weight"]).max() <= 1 / np.sqrt(128)
+
+
+def test_lr_and_epochs_reuse_the_same_fixture(tmp_path: Path) -> None:
+    """Fields that do not change the tensors do not change the cache key."""
+    assert ensure_fixtures(_spec(lr=0.01, epochs=5), tmp_path).path == ensure_fixtures(_spec(), tmp_path).path
+
+
+@pytest.mark.parametrize("damage", ["truncate", "corrupt", "other_spec", "no_manifest"])
+def test_damaged_cache_is_detected_and_rebuilt(tmp_path: Path, damage: str) -> None:
+    """A truncated, corrupted, mismatching or manifest-less file is rebuilt with a warning, same bytes."""
+    good = ensure_fixtures(_spec(), tmp_path)
+    original = good.path.read_bytes()
+    manifest = good.path.parent / "manifest.json"
+    if damage == "truncate":
+        good.path.write_bytes(original[: len(original) // 2])
+    elif damage == "corrupt":
+        good.path.write_bytes(original[:-8] + b"\x00" * 8)
+    elif damage == "other_spec":
+        data = json.loads(manifest.read_text())
+        data["fields"]["seed"] = 99
+        manifest.write_text(json.dumps(data))
+    else:
+        manifest.unlink()
+    with pytest.warns(FixtureWarning, match="rebuilding"):
+        rebuilt = ensure_fixtures(_spec(), tmp_path)
+    assert rebuilt.path.read_bytes() == original
+
+
+def test_unwritable_cache_is_a_clear_error(tmp_path: Path) -> None:
+    """A cache folder that cannot be created gives a FixtureError naming the fix."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(FixtureError, match="AMP_PARITY_FIXTURES"):
+        ensure_fixtures(_spec(), blocker / "cache")
+
+
+def _build_in_child(cache: str, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    queue.put(ensure_fixtures(WorkloadSpec.from_preset("tiny", num_batches=40), Path(cache)).sha256)
+
+
+def test_concurrent_builders_both_succeed_with_identical_bytes(tmp_path: Path) -> None:
+    """Two processes building the same fixture at once both succeed, with one file and no leftovers."""
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    children = [ctx.Process(target=_build_in_child, args=(str(tmp_path), queue)) for _ in range(3)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(timeout=120)
+        assert child.exitcode == 0
+    hashes = {queue.get(timeout=5) for _ in children}
+    assert len(hashes) == 1
+    folder = next(p for p in tmp_path.iterdir() if p.is_dir())
+    assert sorted(os.listdir(folder)) == [".lock", "fixtures.safetensors", "manifest.json"]

@@ -1,0 +1,137 @@
+"""The Python scripts: numerics against float64, autocast dtypes, the scaler's rules, shell mode."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+from harness.fixtures import ensure_fixtures, load_fixture_arrays
+from harness.paths import REPO_ROOT
+from harness.prepare import prepare_run_spec
+from harness.reference import distance_from_reference, run_reference
+from harness.spec import WorkloadSpec
+from py_scripts import cuda_amp_grad_scaler, with_autocast
+from py_scripts.common import RECORD_FIELDS
+
+#: Overflow needs float16 (max 65504): bf16 and the fp32 master gradients share float32's range, where
+#: even a scale of 3.4e38 leaves the gradients finite (d(loss)/d(output) is ~2/4096 of the scale).
+#: With fp16 autocast on CPU, a 2**30 scale overflows the first steps' gradients and then backs off.
+OVERFLOW = {"amp_dtype": "float16", "init_scale": 2.0**30}
+#: float32 rounding (2^-24 per operation) compounded over 20 steps of 3 layers stays far below this.
+FP32_TOLERANCE = 1e-5
+
+
+def _run(module: Any, mode: str, tmp_path: Path, **overrides: Any) -> tuple[dict[str, Any], WorkloadSpec]:
+    spec = WorkloadSpec.from_preset("tiny", **overrides)
+    run_spec = prepare_run_spec(spec, tmp_path / f"{mode}.safetensors", ensure_fixtures(spec, tmp_path / "fx"))
+    record: dict[str, Any] = module.run_workload(run_spec, mode)
+    return record, spec
+
+
+def test_default_mode_matches_the_float64_reference_to_fp32_accuracy(tmp_path: Path) -> None:
+    """``default`` on CPU follows the exact trajectory to float32 accuracy, losses and final weights."""
+    record, spec = _run(with_autocast, "default", tmp_path)
+    ref = run_reference(spec, load_fixture_arrays(ensure_fixtures(spec, tmp_path / "fx")), clip=False)
+    distance = distance_from_reference(record["losses"], load_file(record["weights_path"]), ref)
+    assert distance["max_rel_loss_error"] < FP32_TOLERANCE
+    assert distance["final_weights_rel_error"] < FP32_TOLERANCE
+    assert record["output_dtype"] == "float32" and record["loss_dtype"] == "float32"
+
+
+def test_autocast_on_cpu_gives_bf16_output_and_fp32_loss(tmp_path: Path) -> None:
+    """Under CPU autocast the Linear output is bfloat16 and MSE runs in float32, and bf16 error shows."""
+    record, spec = _run(with_autocast, "autocast", tmp_path)
+    assert record["output_dtype"] == "bfloat16"
+    assert record["loss_dtype"] == "float32"
+    ref = run_reference(spec, load_fixture_arrays(ensure_fixtures(spec, tmp_path / "fx")), clip=False)
+    distance = distance_from_reference(record["losses"], load_file(record["weights_path"]), ref)
+    assert FP32_TOLERANCE < distance["final_weights_rel_error"] < 1e-2  # bf16-sized, not fp32-sized
+
+
+def test_record_has_exactly_the_contract_fields(tmp_path: Path) -> None:
+    """A record carries every contract field, in order, with one loss per step."""
+    record, spec = _run(with_autocast, "default", tmp_path)
+    assert tuple(record) == RECORD_FIELDS
+    assert len(record["losses"]) == spec.steps and record["final_loss"] == record["losses"][-1]
+    assert len(record["seconds_per_epoch"]) == spec.epochs
+    assert record["seconds_total"] == pytest.approx(sum(record["seconds_per_epoch"]))
+    assert record["threads"] == 1 and record["device_name"] == "cpu"
+
+
+def _check_scaler_rules(record: dict[str, Any], spec: WorkloadSpec) -> None:
+    """Replay GradScaler's documented rules from the skip flags and compare step by step."""
+    scale, streak = spec.init_scale, 0
+    for step, (skipped, recorded) in enumerate(zip(record["skipped"], record["loss_scale"], strict=True)):
+        if skipped:
+            scale, streak = scale * spec.backoff_factor, 0
+        else:
+            streak += 1
+            if streak == spec.growth_interval:
+                scale, streak = scale * spec.growth_factor, 0
+        assert recorded == scale, f"step {step}: recorded {recorded}, rules give {scale}"
+
+
+def test_scaler_grows_by_its_interval_without_overflow(tmp_path: Path) -> None:
+    """With finite gradients the scale doubles every growth_interval steps and no step is skipped."""
+    record, spec = _run(cuda_amp_grad_scaler, "autocast_scaler", tmp_path)
+    assert record["skipped_steps"] == 0
+    assert record["loss_scale"][:5] == [65536.0, 65536.0, 65536.0, 131072.0, 131072.0]
+    _check_scaler_rules(record, spec)
+
+
+@pytest.mark.parametrize("mode", ["autocast_scaler", "autocast_scaler_clip"])
+def test_forced_overflow_skips_steps_and_backs_off(tmp_path: Path, mode: str) -> None:
+    """A scale that overflows fp16 gradients skips step 0 and halves the scale, then training resumes."""
+    record, spec = _run(cuda_amp_grad_scaler, mode, tmp_path, **OVERFLOW)
+    assert record["output_dtype"] == "float16"
+    assert record["skipped"][0] is True
+    assert record["loss_scale"][0] == 2.0**29
+    assert record["skipped_steps"] >= 1 and not all(record["skipped"])
+    _check_scaler_rules(record, spec)
+
+
+def test_skipped_steps_leave_the_weights_alone(tmp_path: Path) -> None:
+    """When every step overflows (one step, overflowing scale), the final weights equal the initial ones."""
+    record, spec = _run(cuda_amp_grad_scaler, "autocast_scaler", tmp_path, num_batches=1, epochs=1, **OVERFLOW)
+    assert record["skipped"] == [True]
+    initial = load_fixture_arrays(ensure_fixtures(spec, tmp_path / "fx"))
+    final = load_file(record["weights_path"])
+    assert all(np.array_equal(final[name], initial[name]) for name in final)
+
+
+def test_shell_mode_prints_the_record_as_json(tmp_path: Path) -> None:
+    """``python py_scripts/with_autocast.py --preset tiny --mode autocast`` prints one JSON record."""
+    done = subprocess.run(
+        [sys.executable, "py_scripts/with_autocast.py", "--preset", "tiny", "--mode", "autocast", "--device", "cpu",
+         "--weights-out", str(tmp_path / "w.safetensors")],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["mode"] == "autocast" and record["output_dtype"] == "bfloat16" and len(record["losses"]) == 20
+    assert Path(record["weights_path"]).exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--mode", "autocast_scaler"], "error: mode must be one of 'default', 'autocast' for with_autocast.py, got 'autocast_scaler'."),
+        ([], "error: mode must be one of 'default', 'autocast' for with_autocast.py, got None."),
+        (["--mode", "default", "--batch-size", "0"], "error: batch_size must be a whole number >= 1, got 0."),
+    ],
+)
+def test_shell_mode_refuses_bad_input_in_one_line(args: list[str], message: str) -> None:
+    """Bad flags end in one ``error:`` line and exit status 1, no traceback."""
+    done = subprocess.run(
+        [sys.executable, "py_scripts/with_autocast.py", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip() == message
+    assert done.stdout == ""

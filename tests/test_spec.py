@@ -1,0 +1,108 @@
+"""The workload spec: presets, overrides, and refusals that name field, value and what is allowed."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+
+from harness.errors import SpecError
+from harness.spec import MODES, PRESETS, SizeWarning, WorkloadSpec, parse_modes, script_for_mode
+
+
+def test_presets_hold_the_seeds_workload() -> None:
+    """``recipe`` is the seeds' workload and ``tiny`` a small CPU one, both resolved to concrete values."""
+    recipe = WorkloadSpec.from_preset("recipe")
+    assert (recipe.batch_size, recipe.in_size, recipe.out_size, recipe.num_layers) == (512, 4096, 4096, 3)
+    assert (recipe.num_batches, recipe.epochs, recipe.lr) == (50, 3, 0.001)
+    assert recipe.threads >= 1
+    tiny = WorkloadSpec.from_preset("tiny")
+    assert tiny.steps == 20 and tiny.threads == 1 and tiny.amp_dtype == "bfloat16"
+    assert set(PRESETS) == {"tiny", "recipe"}
+
+
+def test_amp_dtype_defaults_follow_the_device() -> None:
+    """bf16 is the CPU default and fp16 the CUDA one; aliases resolve to the full name."""
+    assert WorkloadSpec.from_preset("tiny", device="cuda").amp_dtype == "float16"
+    assert WorkloadSpec.from_preset("tiny", amp_dtype="fp16").amp_dtype == "float16"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "allowed"),
+    [
+        ({"batch_size": 0}, "batch_size", "a whole number >= 1"),
+        ({"in_size": -8}, "in_size", "a whole number >= 1"),
+        ({"num_layers": 2.5}, "num_layers", "a whole number >= 1"),
+        ({"epochs": True}, "epochs", "a whole number >= 1"),
+        ({"lr": float("nan")}, "lr", "a finite number > 0"),
+        ({"lr": -0.1}, "lr", "a finite number > 0"),
+        ({"lr": float("inf")}, "lr", "a finite number > 0"),
+        ({"device": "tpu"}, "device", "one of 'cpu', 'cuda'"),
+        ({"amp_dtype": "int8"}, "amp_dtype", "one of 'bfloat16', 'float16'"),
+        ({"growth_factor": 1.0}, "growth_factor", "greater than 1"),
+        ({"backoff_factor": 1.5}, "backoff_factor", "between 0 and 1"),
+        ({"threads": -1}, "threads", "a whole number >= 0"),
+    ],
+)
+def test_invalid_values_are_refused_with_field_value_and_allowed(overrides: dict[str, object], field: str, allowed: str) -> None:
+    """Each invalid value raises a SpecError naming the field, the value and what is allowed."""
+    with pytest.raises(SpecError) as info:
+        WorkloadSpec.from_preset("tiny", **overrides)
+    assert info.value.field == field
+    assert allowed in str(info.value)
+    assert repr(next(iter(overrides.values()))) in str(info.value)
+
+
+def test_unknown_preset_and_field_are_refused() -> None:
+    """Unknown presets and field names are errors listing what exists."""
+    with pytest.raises(SpecError, match="preset must be one of 'tiny', 'recipe', got 'huge'"):
+        WorkloadSpec.from_preset("huge")
+    with pytest.raises(SpecError, match="field must be one of .*'batch_size'.*got 'batchsize'"):
+        WorkloadSpec.from_preset("tiny", batchsize=4)
+
+
+def test_absurd_sizes_are_refused_before_allocating_with_the_estimate() -> None:
+    """A spec whose fixtures cannot fit in memory is refused with its size estimate in GiB."""
+    with pytest.raises(SpecError, match=r"GiB of fixtures") as info:
+        WorkloadSpec.from_preset("tiny", batch_size=1_000_000, in_size=100_000)
+    assert "lower --batch-size" in str(info.value)
+
+
+def test_sizes_off_multiples_of_8_warn_but_run() -> None:
+    """A batch size of 30 is accepted with a warning about tensor cores."""
+    with pytest.warns(SizeWarning, match="batch_size=30 not a multiple of 8"):
+        spec = WorkloadSpec.from_preset("tiny", batch_size=30)
+    assert spec.batch_size == 30
+
+
+def test_digest_is_stable_and_sensitive() -> None:
+    """The same spec hashes the same; any field change changes the hash."""
+    a, b = WorkloadSpec.from_preset("tiny"), WorkloadSpec.from_preset("tiny")
+    assert a.digest() == b.digest()
+    assert a.digest() != a.replace(lr=0.01).digest()
+    assert a.digest(("seed",)) != a.replace(seed=1).digest(("seed",))
+
+
+def test_round_trip_through_plain_data() -> None:
+    """A spec written as JSON and read back is equal, resolved values included."""
+    spec = WorkloadSpec.from_preset("recipe", device="cpu", lr=0.01)
+    again = WorkloadSpec.from_mapping(json.loads(json.dumps(spec.to_dict())))
+    assert again == spec
+
+
+def test_modes_parse_in_matrix_order_and_refuse_unknown() -> None:
+    """Comma-separated and repeated modes come back in matrix order; an unknown one is refused."""
+    assert parse_modes(["autocast,default"]) == ("default", "autocast")
+    assert parse_modes(None) == MODES
+    assert script_for_mode("autocast_scaler_clip") == "cuda_amp_grad_scaler"
+    with pytest.raises(SpecError, match="mode must be one of 'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip', got 'fast'"):
+        parse_modes(["default,fast"])
+
+
+def test_valid_presets_do_not_warn() -> None:
+    """The presets use tensor-core-friendly sizes, so building them is silent."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        WorkloadSpec.from_preset("tiny")
+        WorkloadSpec.from_preset("recipe")
