@@ -1,0 +1,32 @@
+"""The benchmark suite really runs and saves what ``--benchmark-compare`` needs (Python cells, 2 rounds)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.paths import REPO_ROOT
+
+
+def test_benchmarks_run_and_record_extra_info(tmp_path: Path) -> None:
+    """``pytest tests/benchmarks --benchmark-only`` times each Python cell, grouped by pair, with extra_info."""
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/benchmarks", "--benchmark-only", f"--benchmark-json={out}",
+         "-k", "python", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+        env={**__import__("os").environ, "AMP_PARITY_BENCH_ROUNDS": "2"},
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    benchmarks = json.loads(out.read_text())["benchmarks"]
+    assert sorted(b["group"] for b in benchmarks) == sorted([
+        "with_autocast-default-cpu", "with_autocast-autocast-cpu",
+        "cuda_amp_grad_scaler-autocast_scaler-cpu", "cuda_amp_grad_scaler-autocast_scaler_clip-cpu",
+    ])
+    for bench in benchmarks:
+        assert bench["stats"]["rounds"] == 2
+        info = bench["extra_info"]
+        assert info["frontend"] == "python" and info["preset"] == "tiny" and info["final_loss"] > 0
+        assert info["torch_version"].startswith("2.") and 0 < info["seconds_in_script"] < bench["stats"]["max"]

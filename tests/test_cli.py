@@ -1,0 +1,99 @@
+"""The command line as a user meets it: one ``error:`` line and exit 1 for bad input, a table and a JSON result otherwise."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.paths import REPO_ROOT
+
+
+def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **(env or {})})
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--preset", "huge"], "error: preset must be one of 'tiny', 'recipe', got 'huge'."),
+        (["run", "--mode", "turbo"], "error: mode must be one of 'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip', got 'turbo'."),
+        (["run", "--device", "tpu"], "error: device must be one of 'cpu', 'cuda', got 'tpu'."),
+        (["run", "--device", "cuda"], "error: device must be 'cpu' on this machine: torch sees no CUDA GPU, got 'cuda'."),
+        (["run", "--amp-dtype", "int8"], "error: amp_dtype must be one of 'bfloat16', 'float16' (or bf16, fp16), got 'int8'."),
+        (["run", "--batch-size", "0"], "error: batch_size must be a whole number >= 1, got 0."),
+        (["run", "--lr", "-1"], "error: lr must be a finite number > 0, got -1.0."),
+        (["run", "--frontend", "julia"], "error: frontend must be one of 'python', 'r', got 'julia'."),
+        (["run", "--spec-file", "/nonexistent.json"], "error: spec_file must be a readable file (No such file or directory), got '/nonexistent.json'."),
+    ],
+)
+def test_bad_values_end_in_one_line_naming_field_value_and_allowed(args: list[str], message: str) -> None:
+    """Each bad value prints exactly one ``error:`` line on stderr, no traceback, exit status 1."""
+    if "cuda" in args:
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("this machine has a GPU")
+    done = _harness(*args)
+    assert done.returncode == 1
+    assert done.stderr.strip() == message
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("args", [["run", "--batch-size", "abc"], ["run", "--lr", "nan"]])
+def test_unparsable_flags_name_the_flag(args: list[str]) -> None:
+    """A flag whose text is not a number is refused by the parser, naming the flag and the text."""
+    done = _harness(*args)
+    assert done.returncode == 2
+    assert f"{args[1]} must be a" in done.stderr and repr(args[2]) in done.stderr
+
+
+def test_run_writes_a_complete_result_and_refuses_to_overwrite(tmp_path: Path) -> None:
+    """``run --json`` prints the table and writes a versioned result with weights beside it; a second run refuses."""
+    path = tmp_path / "tiny.json"
+    done = _harness("run", "--preset", "tiny", "--frontend", "python", "--mode", "default,autocast", "--json", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "amp-parity · preset tiny" in done.stdout and "autocast" in done.stdout
+    result = json.loads(path.read_text())
+    assert result["schema_version"] == 1 and [c["status"] for c in result["cells"]] == ["ok", "ok"]
+    for cell in result["cells"]:
+        assert Path(cell["record"]["weights_path"]).parent == tmp_path / "tiny.weights"
+        assert Path(cell["record"]["weights_path"]).exists()
+    again = _harness("run", "--frontend", "python", "--mode", "default", "--json", str(path))
+    assert again.returncode == 1 and "does not exist yet (or pass --overwrite)" in again.stderr
+    assert json.loads(path.read_text()) == result
+
+
+def test_spec_file_is_read_and_the_command_line_wins(tmp_path: Path) -> None:
+    """``--spec-file`` supplies fields and explicit flags override them."""
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps({"preset": "tiny", "num_batches": 3, "epochs": 1, "lr": 0.5}))
+    done = _harness("prepare", "--spec-file", str(spec_file), "--lr", "0.25")
+    run_spec = json.loads(done.stdout)
+    assert (run_spec["num_batches"], run_spec["epochs"], run_spec["lr"]) == (3, 1, 0.25)
+    assert Path(run_spec["fixture_path"]).exists()
+
+
+def test_doctor_reports_each_component_with_a_fix() -> None:
+    """``doctor`` lists Python torch, R, rpy2 and R torch, and says what happens to R cells."""
+    done = _harness("doctor")
+    assert done.returncode == 0
+    for name in ("Python torch", "rpy2", "R package torch", "R torch libtorch"):
+        assert name in done.stdout
+    assert "R cells will" in done.stdout
+
+
+def test_doctor_fails_under_require_r_when_r_torch_is_missing() -> None:
+    """With AMP_PARITY_REQUIRE_R=1 and no R torch, ``doctor`` exits 1 and says the R cells will fail."""
+    from harness.availability import probe
+
+    if probe().r_reason is None:
+        pytest.skip("R torch is installed here")
+    done = _harness("doctor", env={"AMP_PARITY_REQUIRE_R": "1"})
+    assert done.returncode == 1 and "R cells will fail" in done.stdout

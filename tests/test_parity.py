@@ -1,0 +1,71 @@
+"""The CPU matrix, both frontends: every cell runs, and every pair agrees within the tolerance policy.
+
+R cells skip with the reason when R torch is absent (fail under AMP_PARITY_REQUIRE_R=1). Cells the
+binding is known not to support are strict expected failures carrying the binding's own message: if
+R torch gains CPU support for its scaler, they turn red and the registry must be updated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.availability import Availability
+from harness.matrix import Cell
+from harness.runner import MatrixRunner
+from tests.conftest import CELLS, require_frontend
+
+_OUTCOMES: dict[str, dict[str, Any]] = {}
+
+
+def outcome_of(runner: MatrixRunner, cell: Cell) -> dict[str, Any]:
+    """Each cell runs once per test session, however many tests read it."""
+    if cell.id not in _OUTCOMES:
+        _OUTCOMES[cell.id] = runner.run_cell(cell)
+    return _OUTCOMES[cell.id]
+
+
+@pytest.fixture
+def cell_outcome(cell: Cell, runner: MatrixRunner, availability: Availability, request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The cell's outcome; a declared-unsupported cell is marked as a strict xfail with the binding's message."""
+    require_frontend(cell, availability)
+    outcome = outcome_of(runner, cell)
+    if runner.declared_unsupported(cell):
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"{cell.frontend} does not support this cell: {outcome['reason']}"))
+    return outcome
+
+
+def test_cell_runs(cell: Cell, cell_outcome: dict[str, Any]) -> None:
+    """The cell returns a complete record: one finite loss per step and the autocast dtypes it ran."""
+    assert cell_outcome["status"] == "ok", f"{cell.id}: {cell_outcome['status']}: {cell_outcome['reason']}"
+    record = cell_outcome["record"]
+    assert record["frontend"] == cell.frontend and record["mode"] == cell.mode
+    expected_output = "float32" if cell.mode == "default" else record["amp_dtype"]
+    assert record["output_dtype"] == expected_output and record["loss_dtype"] == "float32"
+
+
+def test_cell_tracks_the_float64_reference(cell: Cell, cell_outcome: dict[str, Any]) -> None:
+    """Each cell's final weights stay within its dtype's distance of the exact trajectory."""
+    assert cell_outcome["status"] == "ok", cell_outcome["reason"]
+    distance = cell_outcome["reference_distance"]
+    assert distance is not None
+    from harness.tolerances import tolerance_for
+
+    tol = tolerance_for(cell.mode, cell.device, cell_outcome["record"]["amp_dtype"], len(cell_outcome["record"]["losses"]), same_libtorch=True)
+    assert distance["final_weights_rel_error"] <= tol.weight_rtol, f"{cell.id}: {distance} vs {tol}"
+
+
+def test_pair_agrees(pair: str, runner: MatrixRunner, availability: Availability, request: pytest.FixtureRequest) -> None:
+    """Python and R agree on losses, weights, scale history and dtypes within the tolerance policy."""
+    from harness.compare import compare_cells
+
+    cells = [c for c in CELLS if c.pair == pair]
+    for cell in cells:
+        require_frontend(cell, availability)
+    outcomes = [outcome_of(runner, c) for c in cells]
+    if any(runner.declared_unsupported(c) for c in cells):
+        reason = next(o["reason"] for o, c in zip(outcomes, cells) if runner.declared_unsupported(c))
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"unsupported by a frontend: {reason}"))
+    verdict = compare_cells(outcomes[0], outcomes[1])
+    assert verdict.verdict in ("identical", "within_tolerance"), verdict.explain()

@@ -1,0 +1,113 @@
+"""The R scripts without R torch: they parse, refuse bad input under Rscript, and match their Python twins."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.paths import REPO_ROOT, script_path
+from harness.spec import SCRIPTS
+from py_scripts.common import RECORD_FIELDS
+
+pytestmark = pytest.mark.skipif(shutil.which("Rscript") is None, reason="R is not installed: apt-get install r-base-core")
+R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
+
+
+def _rscript(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["Rscript", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def _r_value(expression: str) -> list[str]:
+    """Source common.R (no torch needed) and print an R character vector one element per line."""
+    done = _rscript("-e", f'source("r_scripts/common.R"); writeLines({expression})')
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+@pytest.mark.parametrize("path", R_FILES, ids=[p.name for p in R_FILES])
+def test_r_files_parse(path: Path) -> None:
+    """Every R file under r_scripts/ parses."""
+    done = _rscript("-e", f'invisible(parse(file = "{path}"))')
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_python_script_has_its_r_partner() -> None:
+    """Pairs are found by stem: each declared script exists in both languages, and no orphan exists."""
+    for stem in SCRIPTS:
+        assert script_path("python", stem).exists() and script_path("r", stem).exists()
+    py_stems = {p.stem for p in (REPO_ROOT / "py_scripts").glob("*.py") if not p.stem.startswith(("_", "common"))}
+    r_stems = {p.stem for p in R_FILES if not p.stem.startswith(("_", "common"))}
+    assert py_stems == r_stems == set(SCRIPTS)
+
+
+@pytest.mark.parametrize("stem", list(SCRIPTS))
+def test_the_pair_declares_the_same_modes(stem: str) -> None:
+    """``modes`` in the R script equals ``MODES`` in the Python script and the harness's list."""
+    r_modes = _r_value(f'{{source("r_scripts/{stem}.R", local = TRUE); modes}}')
+    py_source = script_path("python", stem).read_text()
+    py_modes = ast.literal_eval(re.search(r"^MODES = (\(.*\))$", py_source, re.M).group(1))  # type: ignore[union-attr]
+    assert tuple(r_modes) == py_modes == SCRIPTS[stem]
+
+
+def test_the_pair_records_the_same_fields() -> None:
+    """``record_fields`` in common.R equals ``RECORD_FIELDS`` in common.py, in order."""
+    assert tuple(_r_value("record_fields")) == RECORD_FIELDS
+
+
+@pytest.mark.parametrize("stem", list(SCRIPTS))
+def test_the_pair_builds_records_with_the_same_field_names(stem: str) -> None:
+    """The names each script passes to make_record are the same in both languages."""
+    def names(text: str, call: str) -> set[str]:
+        body = text[text.index(call):]
+        return set(re.findall(r"(\w+)\s*=(?!=)", body[: body.index("\n    )") if "\n    )" in body else len(body)]))
+
+    py = names(script_path("python", stem).read_text(), "make_record(")
+    r = names(script_path("r", stem).read_text(), "make_record(")
+    assert py == r and {"losses", "loss_scale", "skipped", "output_dtype"} <= py
+
+
+@pytest.mark.parametrize(("stem", "allowed"), [("with_autocast", '"default" or "autocast"'),
+                                                ("cuda_amp_grad_scaler", '"autocast_scaler" or "autocast_scaler_clip"')])
+@pytest.mark.parametrize("mode_args", [["--mode", "bogus"], []], ids=["bad-mode", "no-mode"])
+def test_bad_mode_under_rscript_is_one_message_naming_the_allowed_values(stem: str, allowed: str, mode_args: list[str]) -> None:
+    """A bad or missing --mode exits 1 with one error naming the allowed modes (plus cli's fix line), before torch."""
+    done = _rscript(f"r_scripts/{stem}.R", "--preset", "tiny", "--device", "cpu", *mode_args)
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert 1 <= len(lines) <= 2, done.stderr
+    assert lines[0].startswith("error: ") and allowed in lines[0]
+    assert all(line.startswith("ℹ") for line in lines[1:])
+    assert done.stdout == ""
+
+
+def test_valid_mode_without_r_torch_says_how_to_install_it() -> None:
+    """With R torch absent, a valid invocation exits 1 with the install command."""
+    probe = _rscript("-e", 'cat(requireNamespace("torch", quietly = TRUE))')
+    if probe.stdout.strip() == "TRUE":
+        pytest.skip("R torch is installed here: the message for its absence cannot be provoked")
+    done = _rscript("r_scripts/with_autocast.R", "--preset", "tiny", "--mode", "autocast", "--device", "cpu")
+    assert done.returncode == 1
+    assert 'install.packages("torch")' in done.stderr and "torch::install_torch()" in done.stderr
+
+
+def test_sourcing_a_script_runs_nothing() -> None:
+    """Sourcing an R script from another function defines run_workload and prints nothing."""
+    done = _rscript("-e", 'f <- function() { e <- new.env(); source("r_scripts/with_autocast.R", local = e); '
+                          'cat(is.function(e$run_workload)) }; f()')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "TRUE"
+
+
+def test_probe_reports_r_side_as_json() -> None:
+    """r_scripts/_probe.R prints one JSON object with R's version and R torch's state."""
+    import json
+
+    done = _rscript("r_scripts/_probe.R")
+    info = json.loads(done.stdout)
+    assert info["r_version"].startswith("R version")
+    assert isinstance(info["torch_installed"], bool) and isinstance(info["libtorch_loads"], bool)

@@ -1,0 +1,97 @@
+"""The R worker: rpy2 embeds R in its own process, survives R errors, crashes and hangs (no R torch needed)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from harness.availability import Availability
+from harness.errors import ScriptError, WorkerCrashed, WorkerTimeout
+from harness.frontends.registry import open_worker
+from harness.paths import REPO_ROOT
+from harness.worker import Worker
+
+BRIDGE = REPO_ROOT / "tests" / "r_bridge"
+
+
+@pytest.fixture(scope="module")
+def r_worker(availability: Availability) -> Iterator[Worker]:
+    """One R worker for the module, as the harness keeps one across benchmark rounds."""
+    if availability.rscript is None or availability.rpy2_version is None or availability.rpy2_error:
+        pytest.skip(availability.r_reason or "R or rpy2 missing")
+    worker = open_worker("r")
+    yield worker
+    worker.close()
+
+
+def _request(script: str, mode: str = "default", **spec: Any) -> dict[str, Any]:
+    return {"script": script, "script_path": str(BRIDGE / f"{script}.R"), "mode": mode,
+            "spec_summary": "preset tiny, device cpu", "run_spec": {"device": "cpu", "epochs": 2, "num_batches": 3, **spec}}
+
+
+def test_worker_calls_r_and_returns_values(r_worker: Worker) -> None:
+    """A call returns R's record as plain data, with one-element vectors kept as arrays."""
+    record = r_worker.call(_request("echo", epochs=1, num_batches=1), timeout=60)
+    assert record["losses"] == [1.0] and record["final_loss"] == 1.0
+    record = r_worker.call(_request("echo", "autocast_scaler", init_scale=1024.0), timeout=60)
+    assert record["losses"] == pytest.approx([1, 1 / 2, 1 / 3, 1 / 4, 1 / 5, 1 / 6], rel=0, abs=0)
+    assert record["loss_scale"] == [1024.0] * 6 and record["skipped"] == [False] * 6
+    assert record["frontend"] == "r" and record["language_version"].startswith("R version")
+
+
+def test_r_console_output_goes_to_python_logging(r_worker: Worker, caplog: pytest.LogCaptureFixture) -> None:
+    """R's cat() and message() lines reach the ``harness.r`` logger of the parent process."""
+    with caplog.at_level(logging.INFO, logger="harness.r"):
+        r_worker.call(_request("echo"), timeout=60)
+    messages = [(r.name, r.levelno, r.getMessage()) for r in caplog.records if r.name == "harness.r"]
+    assert ("harness.r", logging.INFO, "echo.R: cat() line") in messages
+    assert ("harness.r", logging.WARNING, "echo.R: message() line") in messages
+
+
+def test_r_error_keeps_rs_message_script_mode_and_spec(r_worker: Worker) -> None:
+    """An R error becomes a ScriptError with R's own message, the script, the mode and the spec."""
+    pid = r_worker.pid
+    with pytest.raises(ScriptError) as info:
+        r_worker.call(_request("r_error", "autocast"), timeout=60)
+    assert "deliberate failure in r_error.R" in info.value.frontend_message
+    assert "r_error" in str(info.value) and "mode autocast" in str(info.value) and "preset tiny" in str(info.value)
+    assert r_worker.pid == pid  # the worker survived
+
+
+def test_syntax_error_is_reported_with_rs_parse_message(r_worker: Worker) -> None:
+    """A script that does not parse gives R's parse error, and the worker lives on."""
+    with pytest.raises(ScriptError, match="unexpected"):
+        r_worker.call(_request("syntax_error"), timeout=60)
+    assert r_worker.call(_request("echo"), timeout=60)["script"] == "echo"
+
+
+def test_crash_becomes_a_worker_error_and_the_next_call_works(r_worker: Worker) -> None:
+    """A segfault kills the worker: the call raises WorkerCrashed naming the signal, the next call restarts it."""
+    starts = r_worker.starts
+    with pytest.raises(WorkerCrashed, match="SIGSEGV|signal|status"):
+        r_worker.call(_request("crash"), timeout=60)
+    assert r_worker.call(_request("echo"), timeout=60)["script"] == "echo"
+    assert r_worker.starts == starts + 1
+
+
+def test_hang_past_the_timeout_is_stopped(r_worker: Worker) -> None:
+    """A script that sleeps past its timeout raises WorkerTimeout within seconds, and the worker restarts."""
+    with pytest.raises(WorkerTimeout, match="within 2 s"):
+        r_worker.call(_request("hang"), timeout=2)
+    assert r_worker.call(_request("echo"), timeout=60)["script"] == "echo"
+
+
+def test_r_worker_never_loads_python_torch(r_worker: Worker) -> None:
+    """The R worker's process has not imported Python torch (two libtorch builds must never meet)."""
+    assert r_worker.call(_request("echo"), timeout=60)["script"] == "echo"
+    assert _python_modules_of(r_worker) == []
+
+
+def _python_modules_of(worker: Worker) -> list[str]:
+    """Python torch's shared libraries mapped into the worker process (none for the R worker)."""
+    with open(f"/proc/{worker.pid}/maps") as handle:
+        maps = handle.read()
+    return sorted({line.split()[-1] for line in maps.splitlines() if "libtorch_python" in line})

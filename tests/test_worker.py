@@ -1,0 +1,72 @@
+"""The generic worker: lives across calls, and turns errors, crashes and hangs into harness errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from harness.errors import ScriptError, WorkerCrashed, WorkerError, WorkerTimeout
+from harness.frontends.registry import open_worker
+from harness.worker import Worker
+
+
+@pytest.fixture
+def worker() -> Iterator[Worker]:
+    """A worker running the misbehaving test handler."""
+    w = Worker("python", "tests.worker_handlers:CrashHandler")
+    yield w
+    w.close()
+
+
+def test_worker_lives_across_calls(worker: Worker) -> None:
+    """Repeated calls go to the same process."""
+    assert worker.call({"value": 1}, timeout=30) == {"echo": 1, "torch_loaded": False}
+    pid = worker.pid
+    assert worker.call({"value": [1, 2]}, timeout=30)["echo"] == [1, 2]
+    assert worker.pid == pid and worker.starts == 1
+
+
+def test_handler_error_keeps_the_message_and_the_worker(worker: Worker) -> None:
+    """A Python exception in the script becomes a ScriptError with its message; the process survives."""
+    worker.start()
+    pid = worker.pid
+    with pytest.raises(ScriptError, match="ValueError: deliberate failure in CrashHandler"):
+        worker.call({"fail": True, "script": "with_autocast", "mode": "default"}, timeout=30)
+    assert worker.pid == pid
+
+
+def test_crash_is_reported_with_the_signal_and_the_worker_restarts(worker: Worker) -> None:
+    """A segfault in the worker raises WorkerCrashed naming SIGSEGV; the next call starts a new process."""
+    with pytest.raises(WorkerCrashed, match="killed by signal SIGSEGV"):
+        worker.call({"crash": True}, timeout=30)
+    assert worker.call({"value": 2}, timeout=30)["echo"] == 2
+    assert worker.starts == 2
+
+
+def test_hang_is_stopped_at_the_timeout(worker: Worker) -> None:
+    """A call that does not answer in time raises WorkerTimeout and the process is killed."""
+    worker.start()
+    pid = worker.pid
+    with pytest.raises(WorkerTimeout, match="within 1 s"):
+        worker.call({"hang": True}, timeout=1)
+    assert worker.pid is None and pid is not None
+
+
+def test_a_handler_that_cannot_start_is_a_clear_error() -> None:
+    """A frontend that fails to import reports why, as a WorkerError (not a crash)."""
+    w = Worker("imaginary", "tests.worker_handlers:BrokenStartHandler")
+    with pytest.raises(WorkerError, match="could not start: ImportError: no module named 'imaginary_frontend'"):
+        w.start()
+    assert not w.alive
+
+
+def test_python_worker_loads_torch_in_its_own_process() -> None:
+    """The Python frontend's worker has libtorch mapped; the test process's detection therefore works."""
+    w = open_worker("python")
+    try:
+        w.start()
+        with open(f"/proc/{w.pid}/maps") as handle:
+            assert "libtorch" in handle.read()
+    finally:
+        w.close()

@@ -1,0 +1,29 @@
+"""Stand-in handlers for the Python worker tests: each misbehaves in one precise way."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+
+class CrashHandler:
+    """Segfaults on request, as a native-code crash would; echoes otherwise."""
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        if request.get("crash"):
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if request.get("hang"):
+            time.sleep(3600)
+        if request.get("fail"):
+            raise ValueError("deliberate failure in CrashHandler")
+        return {"echo": request.get("value"), "torch_loaded": "torch" in sys.modules}
+
+
+class BrokenStartHandler:
+    """Fails while starting, as a frontend whose import fails would."""
+
+    def __init__(self) -> None:
+        raise ImportError("no module named 'imaginary_frontend'")
