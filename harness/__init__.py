@@ -6,8 +6,15 @@ The public surface; importing it never imports torch (the frontends run in worke
 from __future__ import annotations
 
 from harness.errors import (
-    AmpParityError, FixtureError, FrontendUnavailable, ResultError, ScriptError, SpecError, WorkerCrashed,
-    WorkerError, WorkerTimeout,
+    AmpParityError,
+    FixtureError,
+    FrontendUnavailable,
+    ResultError,
+    ScriptError,
+    SpecError,
+    WorkerCrashed,
+    WorkerError,
+    WorkerTimeout,
 )
 from harness.fixtures import FixtureFile, ensure_fixtures
 from harness.matrix import Cell, cells_for

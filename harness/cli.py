@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("error: interrupted; no result was written.", file=sys.stderr)
         sys.exit(130)
-    except Exception as err:  # noqa: BLE001 - the one place that turns errors into a line
+    except Exception as err:
         exit_with_error(err)
 
 

@@ -21,7 +21,8 @@ def print_result(result: dict[str, Any], console: Console | None = None) -> None
     console = console or Console(width=None if Console().is_terminal else 120)
     spec = result["spec"]
     table = Table(
-        title=f"amp-parity · preset {spec['preset']} · {spec['device']} · {spec['amp_dtype']} · {spec['epochs'] * spec['num_batches']} steps",
+        title=(f"amp-parity · preset {spec['preset']} · {spec['device']} · {spec['amp_dtype']} · "
+               f"{spec['epochs'] * spec['num_batches']} steps"),
         header_style="bold",
     )
     for name, justify in [
@@ -42,7 +43,7 @@ def print_result(result: dict[str, Any], console: Console | None = None) -> None
     console.print(table)
     if not result["reference"]["available"]:
         console.print(f"[dim]{result['reference']['reason']}[/]")
-    reasons = {}
+    reasons: dict[str, list[str]] = {}
     for cell in result["cells"]:
         if cell["status"] != "ok" and cell["reason"]:
             reasons.setdefault(cell["reason"], []).append(cell["id"])

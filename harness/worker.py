@@ -179,7 +179,7 @@ def _serve(conn: multiprocessing.connection.Connection, handler_path: str, env: 
     try:
         module_name, class_name = handler_path.split(":")
         handler = getattr(importlib.import_module(module_name), class_name)()
-    except BaseException as err:  # noqa: BLE001 - reported to the parent, which raises
+    except BaseException as err:
         conn.send({"status": "error", "message": f"{type(err).__name__}: {err}", "logs": collector.drain()})
         return
     conn.send({"status": "ok", "value": None, "logs": collector.drain()})
@@ -193,7 +193,7 @@ def _serve(conn: multiprocessing.connection.Connection, handler_path: str, env: 
         try:
             value = handler(request)
             reply = {"status": "ok", "value": value}
-        except Exception as err:  # noqa: BLE001 - every script error goes back as data
+        except Exception as err:
             message = getattr(err, "frontend_message", None) or f"{type(err).__name__}: {err}"
             log.debug("handler error:\n%s", traceback.format_exc())
             reply = {"status": "error", "message": message}

@@ -153,5 +153,5 @@ def main_cli(modes: tuple[str, ...], run_workload: Callable[[dict[str, Any], str
     try:
         run_spec, mode = prepare_from_argv(sys.argv[1:], modes, prog=Path(sys.argv[0]).name)
         print(record_to_json(run_workload(run_spec, mode)))
-    except Exception as err:  # noqa: BLE001 - shell mode prints one line, like the R twin
+    except Exception as err:
         exit_with_error(err)

@@ -19,8 +19,19 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 import torch
 
 from py_scripts.common import (
-    check_mode, clock, device_name, dtype_name, load_fixtures, main_cli, make_model, make_record,
-    peak_memory_bytes, reset_peak_memory, save_final_weights, sync_device, torch_dtype,
+    check_mode,
+    clock,
+    device_name,
+    dtype_name,
+    load_fixtures,
+    main_cli,
+    make_model,
+    make_record,
+    peak_memory_bytes,
+    reset_peak_memory,
+    save_final_weights,
+    sync_device,
+    torch_dtype,
 )
 
 MODES = ("autocast_scaler", "autocast_scaler_clip")
@@ -73,7 +84,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
 
     loss_values = [float(v) for v in torch.stack(losses).float().cpu().tolist()]
     previous_scale = [float(spec["init_scale"]), *loss_scale[:-1]]
-    skipped = [after < before for before, after in zip(previous_scale, loss_scale)]
+    skipped = [after < before for before, after in zip(previous_scale, loss_scale, strict=True)]
     save_final_weights(net, spec["weights_out"])
     return make_record(
         script="cuda_amp_grad_scaler", mode=mode, device=device, amp_dtype=spec["amp_dtype"],

@@ -16,8 +16,19 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 import torch
 
 from py_scripts.common import (
-    check_mode, clock, device_name, dtype_name, load_fixtures, main_cli, make_model, make_record,
-    peak_memory_bytes, reset_peak_memory, save_final_weights, sync_device, torch_dtype,
+    check_mode,
+    clock,
+    device_name,
+    dtype_name,
+    load_fixtures,
+    main_cli,
+    make_model,
+    make_record,
+    peak_memory_bytes,
+    reset_peak_memory,
+    save_final_weights,
+    sync_device,
+    torch_dtype,
 )
 
 MODES = ("default", "autocast")

@@ -23,14 +23,16 @@ def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
     ("args", "message"),
     [
         (["run", "--preset", "huge"], "error: preset must be one of 'tiny', 'recipe', got 'huge'."),
-        (["run", "--mode", "turbo"], "error: mode must be one of 'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip', got 'turbo'."),
+        (["run", "--mode", "turbo"],
+         "error: mode must be one of 'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip', got 'turbo'."),
         (["run", "--device", "tpu"], "error: device must be one of 'cpu', 'cuda', got 'tpu'."),
         (["run", "--device", "cuda"], "error: device must be 'cpu' on this machine: torch sees no CUDA GPU, got 'cuda'."),
         (["run", "--amp-dtype", "int8"], "error: amp_dtype must be one of 'bfloat16', 'float16' (or bf16, fp16), got 'int8'."),
         (["run", "--batch-size", "0"], "error: batch_size must be a whole number >= 1, got 0."),
         (["run", "--lr", "-1"], "error: lr must be a finite number > 0, got -1.0."),
         (["run", "--frontend", "julia"], "error: frontend must be one of 'python', 'r', got 'julia'."),
-        (["run", "--spec-file", "/nonexistent.json"], "error: spec_file must be a readable file (No such file or directory), got '/nonexistent.json'."),
+        (["run", "--spec-file", "/nonexistent.json"],
+         "error: spec_file must be a readable file (No such file or directory), got '/nonexistent.json'."),
     ],
 )
 def test_bad_values_end_in_one_line_naming_field_value_and_allowed(args: list[str], message: str) -> None:

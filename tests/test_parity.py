@@ -52,7 +52,8 @@ def test_cell_tracks_the_float64_reference(cell: Cell, cell_outcome: dict[str, A
     assert distance is not None
     from harness.tolerances import tolerance_for
 
-    tol = tolerance_for(cell.mode, cell.device, cell_outcome["record"]["amp_dtype"], len(cell_outcome["record"]["losses"]), same_libtorch=True)
+    record = cell_outcome["record"]
+    tol = tolerance_for(cell.mode, cell.device, record["amp_dtype"], len(record["losses"]), same_libtorch=True)
     assert distance["final_weights_rel_error"] <= tol.weight_rtol, f"{cell.id}: {distance} vs {tol}"
 
 
@@ -65,7 +66,7 @@ def test_pair_agrees(pair: str, runner: MatrixRunner, availability: Availability
         require_frontend(cell, availability)
     outcomes = [outcome_of(runner, c) for c in cells]
     if any(runner.declared_unsupported(c) for c in cells):
-        reason = next(o["reason"] for o, c in zip(outcomes, cells) if runner.declared_unsupported(c))
+        reason = next(o["reason"] for o, c in zip(outcomes, cells, strict=True) if runner.declared_unsupported(c))
         request.applymarker(pytest.mark.xfail(strict=True, reason=f"unsupported by a frontend: {reason}"))
     verdict = compare_cells(outcomes[0], outcomes[1])
     assert verdict.verdict in ("identical", "within_tolerance"), verdict.explain()

@@ -37,7 +37,9 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
     assert default["worker_peak_rss_bytes"] > 50 * 2**20
 
 
-def test_r_cells_skip_with_the_install_reason(tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_r_cells_skip_with_the_install_reason(
+    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without R torch an R cell is ``skipped`` with the install command as its one-line reason."""
     monkeypatch.delenv("AMP_PARITY_REQUIRE_R", raising=False)
     with MatrixRunner(tiny_spec, ("r",), availability=_without_r_torch(availability)) as runner:
@@ -46,7 +48,9 @@ def test_r_cells_skip_with_the_install_reason(tiny_spec: WorkloadSpec, availabil
     assert outcome["reason"] == 'the R package torch is not installed: in R, install.packages("torch"); torch::install_torch()'
 
 
-def test_require_r_turns_the_skip_into_an_error(tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_require_r_turns_the_skip_into_an_error(
+    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Under AMP_PARITY_REQUIRE_R=1 a missing R torch makes R cells fail, with the reason."""
     monkeypatch.setenv("AMP_PARITY_REQUIRE_R", "1")
     with MatrixRunner(tiny_spec, ("r",), availability=_without_r_torch(availability)) as runner:
@@ -58,7 +62,8 @@ def test_require_r_turns_the_skip_into_an_error(tiny_spec: WorkloadSpec, availab
     ("r_info", "expected"),
     [
         ({}, "rpy2 3.6.0 cannot load R: undefined symbol: R_getVar"),
-        ({"torch_installed": True, "libtorch_installed": False}, "R torch is installed but its libtorch is not: in R, torch::install_torch()"),
+        ({"torch_installed": True, "libtorch_installed": False},
+         "R torch is installed but its libtorch is not: in R, torch::install_torch()"),
         ({"torch_installed": True, "libtorch_installed": True, "libtorch_loads": False, "libtorch_error": "liblantern.so: cannot open"},
          "R torch's libtorch fails to load (liblantern.so: cannot open): in R, torch::install_torch(reinstall = TRUE)"),
     ],
