@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import signal
 import sys
 import traceback
 import warnings
@@ -16,7 +18,8 @@ from typing import NoReturn
 
 from rich.console import Console
 
-from harness.errors import AmpParityError, SpecError
+from harness.errors import AmpParityError, ResultError, SpecError
+from harness.spec import WorkloadSpec
 
 __all__ = ["exit_with_error", "main"]
 
@@ -63,6 +66,8 @@ def main(argv: list[str] | None = None) -> None:
     global _DEBUG
     args = _parser().parse_args(argv)
     _DEBUG = args.debug
+    # A kill (SIGTERM) unwinds like Ctrl-C: workers stop, staged files go, no partial result stays.
+    signal.signal(signal.SIGTERM, _terminate)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     warnings.simplefilter("default")
     try:
@@ -94,9 +99,9 @@ def _run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
     frontends = _parse_frontends(args.frontend)
-    if args.json is not None and args.json.exists() and not args.overwrite:
-        raise SpecError("--json", str(args.json), "a path that does not exist yet (or pass --overwrite)")
-    _require_device(spec.device)
+    if args.json is not None:
+        _check_writable(args.json, args.overwrite)
+    _require_device(spec)
     console = Console(width=None if Console().is_terminal else 120)
     with MatrixRunner(spec, frontends, timeout=args.timeout) as runner:
         with console.status("running cells...") as status:
@@ -108,6 +113,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.json is not None:
         console.print(f"result written to {args.json}")
     return 1 if any(c["status"] in ("error", "numerical_failure") for c in result["cells"]) else 0
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _parse_frontends(values: list[str] | None) -> tuple[str, ...]:
@@ -122,11 +131,22 @@ def _parse_frontends(values: list[str] | None) -> tuple[str, ...]:
     return tuple(f for f in FRONTENDS if f in asked)
 
 
-def _require_device(device: str) -> None:
-    """Refuse ``cuda`` on a machine without one, before any worker starts."""
-    if device != "cuda":
+def _check_writable(path: Path, overwrite: bool) -> None:
+    """Refuse, before minutes of running, a result path that exists or cannot be written."""
+    if path.exists() and not overwrite:
+        raise SpecError("--json", str(path), "a path that does not exist yet (or pass --overwrite)")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise ResultError(f"cannot write a result in {folder}: it is not a writable folder. Choose another --json path.")
+
+
+def _require_device(spec: WorkloadSpec) -> None:
+    """Refuse ``cuda`` on a machine without one, and bf16 on a GPU without it, before any worker starts."""
+    if spec.device != "cuda":
         return
     import torch
 
     if not torch.cuda.is_available():
         raise SpecError("device", "cuda", "'cpu' on this machine: torch sees no CUDA GPU")
+    if spec.amp_dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
+        raise SpecError("amp_dtype", "bfloat16", f"'float16' on {torch.cuda.get_device_name()}, which has no bf16 support")

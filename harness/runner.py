@@ -179,14 +179,29 @@ class MatrixRunner:
         return {"available": True, "reason": None, "losses": plain.losses.tolist(), "losses_clipped": clipped.losses.tolist()}
 
     def publish_weights(self, cells: list[dict[str, Any]], weights_dir: Path) -> None:
-        """Move the staged final weights beside the result and point each record at its file."""
-        weights_dir.mkdir(parents=True, exist_ok=True)
-        for cell in cells:
-            record = cell.get("record")
-            if record and Path(record["weights_path"]).exists():
-                target = weights_dir / Path(record["weights_path"]).name
-                shutil.move(record["weights_path"], target)
-                record["weights_path"] = str(target)
+        """Move the staged final weights beside the result and point each record at its file.
+
+        The files are gathered in a temporary folder beside ``weights_dir`` and renamed into place in
+        one step, so an interrupted publish leaves no half-filled folder under the final name.
+        """
+        weights_dir.parent.mkdir(parents=True, exist_ok=True)
+        gathering = Path(tempfile.mkdtemp(dir=weights_dir.parent, prefix=f".{weights_dir.name}."))
+        try:
+            moved = []
+            for cell in cells:
+                record = cell.get("record")
+                if record and Path(record["weights_path"]).exists():
+                    name = Path(record["weights_path"]).name
+                    shutil.move(record["weights_path"], gathering / name)
+                    moved.append((record, name))
+            if weights_dir.exists():
+                shutil.rmtree(weights_dir)
+            gathering.rename(weights_dir)
+        except BaseException:
+            shutil.rmtree(gathering, ignore_errors=True)
+            raise
+        for record, name in moved:
+            record["weights_path"] = str(weights_dir / name)
 
 
 def add_speedups(cells: list[dict[str, Any]]) -> None:

@@ -99,3 +99,33 @@ def test_doctor_fails_under_require_r_when_r_torch_is_missing() -> None:
         pytest.skip("R torch is installed here")
     done = _harness("doctor", env={"AMP_PARITY_REQUIRE_R": "1"})
     assert done.returncode == 1 and "R cells will fail" in done.stdout
+
+
+@pytest.mark.parametrize("signum", [2, 15], ids=["ctrl-c", "kill"])
+def test_interrupted_run_leaves_nothing_behind(tmp_path: Path, signum: int) -> None:
+    """Ctrl-C or kill during a run exits 130 with one line, and leaves no result, weights or staged files."""
+    import os
+    import signal
+    import time
+
+    staging = tmp_path / "tmp"
+    staging.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--frontend", "python", "--num-batches", "300", "--epochs", "4",
+         "--json", str(tmp_path / "run.json")],
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(staging)},
+    )
+    time.sleep(4)
+    process.send_signal(signal.Signals(signum))
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert stderr.strip().splitlines()[-1] == "error: interrupted; no result was written."
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
+    assert [p.name for p in staging.iterdir() if p.name.startswith("amp-parity")] == []  # torch keeps its own caches there
+
+
+def test_result_folder_that_is_not_writable_is_refused_before_running(tmp_path: Path) -> None:
+    """A --json path in a folder that does not exist is refused at once, with what to do."""
+    done = _harness("run", "--frontend", "python", "--json", str(tmp_path / "missing" / "run.json"))
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"error: cannot write a result in {tmp_path / 'missing'}: it is not a writable folder. Choose another --json path."
