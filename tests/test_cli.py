@@ -128,4 +128,5 @@ def test_result_folder_that_is_not_writable_is_refused_before_running(tmp_path: 
     """A --json path in a folder that does not exist is refused at once, with what to do."""
     done = _harness("run", "--frontend", "python", "--json", str(tmp_path / "missing" / "run.json"))
     assert done.returncode == 1
-    assert done.stderr.strip() == f"error: cannot write a result in {tmp_path / 'missing'}: it is not a writable folder. Choose another --json path."
+    folder = tmp_path / "missing"
+    assert done.stderr.strip() == f"error: cannot write a result in {folder}: it is not a writable folder. Choose another --json path."
