@@ -5,6 +5,7 @@ The public surface; importing it never imports torch (the frontends run in worke
 
 from __future__ import annotations
 
+from harness.compare import PairVerdict, compare_cells, compare_result
 from harness.errors import (
     AmpParityError,
     FixtureError,
@@ -19,12 +20,39 @@ from harness.errors import (
 from harness.fixtures import FixtureFile, ensure_fixtures
 from harness.matrix import Cell, cells_for
 from harness.reference import Reference, run_reference
+from harness.report import write_report
 from harness.results import load_result, save_result
 from harness.runner import MatrixRunner
 from harness.spec import MODES, PRESETS, SCRIPTS, WorkloadSpec
+from harness.tolerances import Tolerance, tolerance_for
 
 __all__ = [
-    "MODES", "PRESETS", "SCRIPTS", "AmpParityError", "Cell", "FixtureError", "FixtureFile", "FrontendUnavailable",
-    "MatrixRunner", "Reference", "ResultError", "ScriptError", "SpecError", "WorkerCrashed", "WorkerError",
-    "WorkerTimeout", "WorkloadSpec", "cells_for", "ensure_fixtures", "load_result", "run_reference", "save_result",
+    "AmpParityError",
+    "Cell",
+    "FixtureError",
+    "FixtureFile",
+    "FrontendUnavailable",
+    "MODES",
+    "MatrixRunner",
+    "PRESETS",
+    "PairVerdict",
+    "Reference",
+    "ResultError",
+    "SCRIPTS",
+    "ScriptError",
+    "SpecError",
+    "Tolerance",
+    "WorkerCrashed",
+    "WorkerError",
+    "WorkerTimeout",
+    "WorkloadSpec",
+    "cells_for",
+    "compare_cells",
+    "compare_result",
+    "ensure_fixtures",
+    "load_result",
+    "run_reference",
+    "save_result",
+    "tolerance_for",
+    "write_report",
 ]

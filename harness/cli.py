@@ -52,6 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", type=Path, default=None, help="write the whole result here (final weights go to <name>.weights/)")
     run.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     run.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
+    run.add_argument("--report", type=Path, default=None, metavar="DIR", help="also write the report (markdown + plots) into DIR")
+
+    report = commands.add_parser("report", help="write the markdown report and plots of a result file")
+    report.add_argument("result", type=Path, help="a result written by `run --json`")
+    report.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for report.md and the PNG plots")
 
     commands.add_parser("doctor", help="report what can run here and how to fix what is missing")
 
@@ -81,6 +86,12 @@ def main(argv: list[str] | None = None) -> None:
 
             print(json.dumps(prepare_run_spec(spec_from_args(args), args.weights_out)))
             return
+        if args.command == "report":
+            from harness.report import report_main
+
+            written = report_main(args.result, args.out)
+            print(f"report written to {written[0]} ({len(written) - 1} plots beside it)")
+            return
         sys.exit(_run(args))
     except KeyboardInterrupt:
         print("error: interrupted; no result was written.", file=sys.stderr)
@@ -109,9 +120,15 @@ def _run(args: argparse.Namespace) -> int:
         if args.json is not None:
             runner.publish_weights(result["cells"], weights_dir_for(args.json))
             save_result(result, args.json, overwrite=args.overwrite)
+        if args.report is not None:  # while the runner is open: the report reads the weights files
+            from harness.report import write_report
+
+            written = write_report(result, args.report)
     print_result(result, console)
     if args.json is not None:
         console.print(f"result written to {args.json}")
+    if args.report is not None:
+        console.print(f"report written to {written[0]}")
     return 1 if any(c["status"] in ("error", "numerical_failure") for c in result["cells"]) else 0
 
 

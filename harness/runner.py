@@ -19,6 +19,7 @@ import numpy as np
 from safetensors.numpy import load_file
 
 from harness.availability import Availability, probe, r_required
+from harness.compare import compare_result
 from harness.errors import ScriptError, WorkerError
 from harness.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
 from harness.frontends.registry import FRONTENDS, open_worker
@@ -29,7 +30,7 @@ from harness.results import RESULT_SCHEMA_VERSION
 from harness.spec import SCRIPTS, WorkloadSpec
 from harness.worker import Worker
 
-__all__ = ["DEFAULT_TIMEOUT_S", "MatrixRunner", "SCALER_MODES"]
+__all__ = ["DEFAULT_TIMEOUT_S", "MatrixRunner", "SCALER_MODES", "add_speedups", "collect_warnings"]
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ class MatrixRunner:
             if on_cell is not None:
                 on_cell(outcome)
         add_speedups(cells)
-        return {
+        result = {
             "schema_version": RESULT_SCHEMA_VERSION,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
             "wall_seconds": time.time() - started,
@@ -104,6 +105,8 @@ class MatrixRunner:
             "warnings": collect_warnings(cells),
             "cells": cells,
         }
+        result["pairs"] = [verdict.to_dict() for verdict in compare_result(result)]
+        return result
 
     def run_cell(self, cell: Cell) -> dict[str, Any]:
         """Run one cell; the outcome's ``status`` says how it ended (it never raises)."""

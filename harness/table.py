@@ -12,6 +12,16 @@ __all__ = ["print_result"]
 _STATUS_STYLE = {"ok": "green", "skipped": "yellow", "unsupported": "magenta", "numerical_failure": "red", "error": "bold red"}
 
 
+_VERDICT_STYLE = {"identical": "green", "within_tolerance": "green", "skipped": "yellow", "unsupported": "magenta",
+                  "diverged": "bold red", "error": "bold red"}
+
+
+def _first_reason(pair: dict[str, Any]) -> str:
+    """The headline of the pair's explanation, without the repeated pair name."""
+    lines = pair.get("explanation") or [""]
+    return str(lines[0]).split(": ", 1)[-1]
+
+
 def _num(value: float | None, fmt: str) -> str:
     return "—" if value is None else format(value, fmt)
 
@@ -50,5 +60,18 @@ def print_result(result: dict[str, Any], console: Console | None = None) -> None
     for reason, ids in reasons.items():
         who = ids[0] if len(ids) == 1 else f"{len(ids)} cells ({ids[0]}, ...)"
         console.print(f"[yellow]{who}[/]: {reason}", soft_wrap=True)
+    compared = [p for p in result.get("pairs", []) if p["verdict"] != "skipped"]
+    not_compared = len(result.get("pairs", [])) - len(compared)
+    if not_compared:
+        console.print(f"[yellow]parity:[/] {not_compared} pair(s) not compared: a frontend was skipped (reason above)")
+    if compared:
+        pairs = Table(title="parity (python vs r)", header_style="bold")
+        pairs.add_column("pair")
+        pairs.add_column("verdict")
+        pairs.add_column("why", overflow="fold")
+        for pair in compared:
+            verdict = pair["verdict"]
+            pairs.add_row(pair["pair"], f"[{_VERDICT_STYLE.get(verdict, '')}]{verdict}[/]", _first_reason(pair))
+        console.print(pairs)
     for warning in result["warnings"]:
         console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)

@@ -63,7 +63,13 @@ class Worker:
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
         self._process = ctx.Process(target=_serve, args=(child, self.handler, self.env), name=f"amp-parity-{self.name}", daemon=True)
-        self._process.start()
+        try:
+            self._process.start()
+        except BaseException:
+            child.close()
+            parent.close()
+            self._process = None
+            raise
         child.close()
         self._conn = parent
         self.starts += 1
@@ -92,7 +98,7 @@ class Worker:
                 self._conn.send(None)
             except OSError:
                 pass
-        if self._process is not None:
+        if self._process is not None and self._process.pid is not None:  # only a started process can be joined
             self._process.join(timeout=5)
             if self._process.is_alive():
                 self._process.kill()

@@ -130,3 +130,29 @@ def test_result_folder_that_is_not_writable_is_refused_before_running(tmp_path: 
     assert done.returncode == 1
     folder = tmp_path / "missing"
     assert done.stderr.strip() == f"error: cannot write a result in {folder}: it is not a writable folder. Choose another --json path."
+
+
+def test_report_command_and_run_report_write_the_report(tmp_path: Path) -> None:
+    """``run --report DIR`` and ``report RESULT --out DIR`` both write report.md and three plots with the run's numbers."""
+    path = tmp_path / "run.json"
+    done = _harness("run", "--frontend", "python", "--mode", "default", "--json", str(path), "--report", str(tmp_path / "a"))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(path.read_text())
+    assert [p["verdict"] for p in result["pairs"]] == []  # python only: no pair to compare
+    again = _harness("report", str(path), "--out", str(tmp_path / "b"))
+    assert again.returncode == 0 and again.stdout.startswith("report written to")
+    for folder in ("a", "b"):
+        names = sorted(p.name for p in (tmp_path / folder).iterdir())
+        assert names == ["loss_diff.png", "losses.png", "report.md", "timing.png"]
+        text = (tmp_path / folder / "report.md").read_text()
+        assert f"{result['cells'][0]['record']['final_loss']:.7g}" in text
+
+
+def test_report_of_a_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    """A result from a newer schema gets one line telling the user to upgrade."""
+    path = tmp_path / "future.json"
+    path.write_text(json.dumps({"schema_version": 9, "cells": []}))
+    done = _harness("report", str(path), "--out", str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"error: {path} has result schema version 9; this harness reads version 1: upgrade amp-parity to read it."
+    assert not (tmp_path / "out").exists()

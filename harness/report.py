@@ -1,0 +1,223 @@
+"""The report of a result: ``report.md`` (the parity tracker) and its PNG plots, in one folder.
+
+The markdown says, for every cell, how it ended and, for every pair, the verdict and why; then the
+speedups (as the seeds report them: seconds per mode and AMP ÷ default), peak memory, versions and
+threads, warnings and the float64 reference's status. It is written for a result with R skipped (it
+says so, and why) as much as for one with both frontends. Every file is written atomically.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.atomic import atomic_path
+from harness.compare import PairVerdict, compare_result
+from harness.errors import ResultError
+from harness.plots import plot_loss_diff, plot_losses, plot_timing, timing_samples
+from harness.results import load_result
+from harness.spec import MODES
+
+__all__ = ["PLOT_FILES", "REPORT_FILE", "render_markdown", "report_main", "write_report"]
+
+REPORT_FILE = "report.md"
+#: The plots, in the order the report shows them, with the function that draws each.
+PLOT_FILES = {"losses.png": plot_losses, "loss_diff.png": plot_loss_diff, "timing.png": plot_timing}
+
+
+def report_main(result_path: Path, out_dir: Path) -> list[Path]:
+    """Load the result at ``result_path`` and write its report into ``out_dir``.
+
+    Raises:
+        ResultError: the result cannot be read (see :func:`harness.results.load_result`), or ``out_dir``
+            is not writable.
+    """
+    return write_report(load_result(Path(result_path)), Path(out_dir))
+
+
+def write_report(result: Mapping[str, Any], out_dir: Path) -> list[Path]:
+    """Write ``report.md`` and the plots into ``out_dir`` (created if absent); return their paths.
+
+    Raises:
+        ResultError: ``out_dir`` cannot be created or written.
+    """
+    out_dir = Path(out_dir)
+    verdicts = compare_result(result)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written = [draw(result, out_dir / name) for name, draw in PLOT_FILES.items()]
+        target = out_dir / REPORT_FILE
+        with atomic_path(target) as tmp:
+            tmp.write_text(render_markdown(result, verdicts), encoding="utf-8")
+    except OSError as err:
+        raise ResultError(
+            f"cannot write the report to {out_dir}: {err.strerror or err}. Choose a writable folder (--out)."
+        ) from err
+    return [target, *written]
+
+
+def render_markdown(result: Mapping[str, Any], verdicts: list[PairVerdict] | None = None) -> str:
+    """The report as markdown text (``verdicts`` default to :func:`harness.compare.compare_result`)."""
+    verdicts = compare_result(result) if verdicts is None else verdicts
+    spec = result["spec"]
+    steps = spec["epochs"] * spec["num_batches"]
+    out = [
+        "# amp-parity report", "",
+        f"Preset **{spec['preset']}** on **{spec['device']}**, AMP dtype **{spec['amp_dtype']}**, {steps} steps "
+        f"(batch {spec['batch_size']}, {spec['in_size']}→{spec['out_size']}, {spec['num_layers']} layers, lr {spec['lr']:g}, "
+        f"seed {spec['seed']}, threads {spec['threads']}). Created {result.get('created')}; spec digest "
+        f"`{result.get('spec_digest')}`, fixture `{(result.get('fixture') or {}).get('digest')}`; "
+        f"matrix wall time {_num(result.get('wall_seconds'), '.1f')} s.", "",
+    ]
+    out += _summary(result, verdicts)
+    out += _warnings(result)
+    out += _cells_table(result)
+    out += _pairs_table(verdicts)
+    out += _speedups(result)
+    out += _memory(result)
+    out += _versions(result)
+    out += ["## Plots", ""] + [f"![{name}]({name})" for name in PLOT_FILES] + [""]
+    out += _pair_details(verdicts)
+    return "\n".join(out)
+
+
+def _summary(result: Mapping[str, Any], verdicts: list[PairVerdict]) -> list[str]:
+    cells = result["cells"]
+    statuses = Counter(c["status"] for c in cells)
+    counts = Counter(v.verdict for v in verdicts)
+    lines = [
+        "## Summary", "",
+        f"- Cells: {len(cells)} ({', '.join(f'{n} {s}' for s, n in statuses.items())}).",
+        f"- Pairs: {len(verdicts)} ({', '.join(f'{n} {v}' for v, n in counts.items()) or 'none: one frontend only'}).",
+    ]
+    for frontend in sorted({c["frontend"] for c in cells}):
+        own = [c for c in cells if c["frontend"] == frontend]
+        if all(c["status"] == "skipped" for c in own):
+            lines.append(f"- **{frontend} was not run** (every {frontend} cell skipped): {_cell_text(own[0].get('reason'))}")
+    reference = result.get("reference") or {}
+    if reference.get("available"):
+        lines.append(f"- float64 reference: computed ({len(reference.get('losses') or [])} steps, plain and clipped).")
+    else:
+        lines.append(f"- float64 reference: not computed — {_cell_text(reference.get('reason'))}.")
+    return [*lines, ""]
+
+
+def _warnings(result: Mapping[str, Any]) -> list[str]:
+    warnings = result.get("warnings") or []
+    return ["## Warnings", "", *([f"- {_cell_text(w)}" for w in warnings] or ["None."]), ""]
+
+
+def _cells_table(result: Mapping[str, Any]) -> list[str]:
+    lines = [
+        "## Parity tracker", "", "### Cells", "",
+        "| cell | status | final loss | Δloss vs f64 | Δweights vs f64 | skipped steps | reason |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for cell in result["cells"]:
+        record = cell.get("record") or {}
+        distance = cell.get("reference_distance") or {}
+        lines.append(
+            f"| `{cell['id']}` | {cell['status']} | {_num(record.get('final_loss'), '.7g')} | "
+            f"{_num(distance.get('max_rel_loss_error'), '.2e')} | {_num(distance.get('final_weights_rel_error'), '.2e')} | "
+            f"{_num(record.get('skipped_steps'), 'd')} | {_cell_text(cell.get('reason')) or ''} |"
+        )
+    return [*lines, "", "Δ vs f64: max relative loss error over steps; relative L2 error of all final weights.", ""]
+
+
+def _pairs_table(verdicts: list[PairVerdict]) -> list[str]:
+    lines = ["### Pairs", ""]
+    if not verdicts:
+        return [*lines, "No pairs: only one frontend was asked for.", ""]
+    lines += ["| pair | frontends | verdict | why |", "|---|---|---|---|"]
+    for v in verdicts:
+        lines.append(f"| `{v.pair}` | {' vs '.join(v.frontends)} | **{v.verdict}** | {_cell_text(v.cause)} |")
+    return [*lines, ""]
+
+
+def _speedups(result: Mapping[str, Any]) -> list[str]:
+    cells = {(c["mode"], c["frontend"]): c for c in result["cells"]}
+    frontends = [f for f in ("python", "r") if any(c["frontend"] == f for c in result["cells"])]
+    modes = [m for m in MODES if any(c["mode"] == m for c in result["cells"])]
+    head = "| mode | " + " | ".join(f"{f} s | {f} s/epoch (min–max) | {f} ÷ default" for f in frontends) + " | R ÷ Python |"
+    lines = ["## Speed", "", head, "|---|" + "---:|" * (3 * len(frontends) + 1)]
+    for mode in modes:
+        row = [mode]
+        seconds: dict[str, float | None] = {}
+        for f in frontends:
+            cell = cells.get((mode, f))
+            record = (cell or {}).get("record") or {}
+            ok = cell is not None and cell["status"] == "ok"
+            seconds[f] = record.get("seconds_total") if ok else None
+            default = (cells.get(("default", f)) or {}).get("record") or {}
+            base = default.get("seconds_total")
+            per_epoch, _ = timing_samples(cell, prefer_rounds=False) if ok and cell else ([], "")
+            spread = f"{min(per_epoch):.4g}–{max(per_epoch):.4g}" if per_epoch else "—"
+            ratio = seconds[f] / base if seconds[f] and base else None
+            row += [_num(seconds[f], ".4g") if ok else (cell or {}).get("status", "—"), spread, _num(ratio, ".2f")]
+        py, r = seconds.get("python"), seconds.get("r")
+        row.append(_num(r / py if r and py else None, ".2f"))
+        lines.append("| " + " | ".join(row) + " |")
+    return [
+        *lines, "",
+        "Seconds: the script's timed training loop (`seconds_total`); ÷ default: this mode's seconds over the same "
+        "frontend's `default` seconds (below 1: AMP is faster); R ÷ Python: above 1, R is slower.",
+        "",
+    ]
+
+
+def _memory(result: Mapping[str, Any]) -> list[str]:
+    lines = ["## Peak memory", "", "| cell | peak | measured as |", "|---|---:|---|"]
+    for cell in result["cells"]:
+        record = cell.get("record") or {}
+        if cell["status"] != "ok":
+            continue
+        if record.get("peak_memory_bytes") is not None:
+            lines.append(f"| `{cell['id']}` | {_mib(record['peak_memory_bytes'])} | CUDA peak allocated by tensors |")
+        else:
+            lines.append(f"| `{cell['id']}` | {_mib(cell.get('worker_peak_rss_bytes'))} | worker peak RSS (process high-water mark) |")
+    return [*lines, "", "Worker RSS is a high-water mark over the worker's life: it bounds every cell the worker ran before.", ""]
+
+
+def _versions(result: Mapping[str, Any]) -> list[str]:
+    lines = ["## Versions and threads", "", "| frontend | torch | libtorch | language | threads | device |", "|---|---|---|---|---:|---|"]
+    seen: dict[str, Mapping[str, Any]] = {}
+    for cell in result["cells"]:
+        if cell.get("record") and cell["frontend"] not in seen:
+            seen[cell["frontend"]] = cell["record"]
+    for frontend, record in seen.items():
+        lines.append(
+            f"| {frontend} | {record.get('torch_version')} | {record.get('libtorch_version')} | {record.get('language_version')} | "
+            f"{record.get('threads')} | {record.get('device_name')} |"
+        )
+    env = result.get("environment") or {}
+    r_env = env.get("r") or {}
+    lines += [
+        "", f"Threads asked for: {result['spec']['threads']}. Harness: Python {env.get('python_version')}, torch "
+        f"{env.get('torch_version')}, {env.get('platform')}. R: {r_env.get('r_version') or 'not found'}, R torch "
+        f"{r_env.get('torch_version') or 'not installed'}.",
+    ]
+    missing = [f for f in ("python", "r") if env.get(f"{f}_unavailable")]
+    lines += [f"{f} unavailable here: {_cell_text(env[f'{f}_unavailable'])}." for f in missing]
+    return [*lines, ""]
+
+
+def _pair_details(verdicts: list[PairVerdict]) -> list[str]:
+    lines = ["## Pair details", ""]
+    for v in verdicts:
+        lines += [f"### {v.pair}: {v.verdict}", "", "```text", v.explain(), "```", ""]
+    return lines if verdicts else []
+
+
+def _num(value: Any, fmt: str) -> str:
+    return "—" if value is None else format(value, fmt)
+
+
+def _mib(value: Any) -> str:
+    return "—" if value is None else f"{value / 2**20:.1f} MiB"
+
+
+def _cell_text(text: Any) -> str:
+    """Text safe inside a markdown table cell: one line, pipes escaped."""
+    return "" if text is None else " ".join(str(text).split()).replace("|", "\\|")

@@ -1,0 +1,172 @@
+"""The tolerance policy: how far apart two frontends may be and still be called the same computation.
+
+One policy, keyed by mode, device, AMP dtype and step count; every number below carries the reason
+it has that value. A frontend pair is judged against the *other frontend*, not against float64, so
+the numbers bound the gap between two correct implementations of the same steps.
+
+Where the numbers come from (measured on the ``tiny`` preset, CPU, seeds 0-2, with two independent
+implementations of each precision: torch vs a NumPy float32 trajectory, and torch autocast vs a NumPy
+emulation that rounds every GEMM input and output to bf16/fp16 and accumulates in float32):
+
+============  =======  ==========================  ==========================  ====================
+precision     steps    gap between the two (loss   each from float64 (loss     tolerance at
+                       rel / weights rel L2)       rel / weights rel L2)       that step count
+============  =======  ==========================  ==========================  ====================
+float32       20       2.4e-7 / 1.2e-8             1.6e-7 / 1.2e-7             7.6e-6 / 7.6e-6
+float32       500      2.3e-6 / 5.0e-5             1.2e-5 / 2.3e-4             1.9e-4 / 1.9e-4
+bfloat16      20       9.7e-7 / 5.6e-7             4.5e-5 / 1.0e-4             2.4e-4 / 4.9e-4
+bfloat16      100      2.7e-5 / 9.2e-5             4.5e-5 / 3.6e-4             1.2e-3 / 2.4e-3
+bfloat16      500      4.8e-5 / 5.8e-4             8.3e-5 / 1.7e-3             6.1e-3 / 1.2e-2
+float16       20       1.2e-6 / 1.3e-5             6.3e-6 / 3.5e-5             3.1e-5 / 1.2e-4
+float16       500      7.3e-6 / 1.6e-4             1.5e-5 / 3.6e-4             7.6e-4 / 3.1e-3
+============  =======  ==========================  ==========================  ====================
+
+float16 was measured without the scaler: with ``tiny``'s growth interval of 4 the scale overflows
+within 100 steps, and the skipped steps (which both sides must share, step for step) move a run far
+further from float64 than rounding does.
+
+Two correct implementations can be at most as far apart as the sum of their distances from float64
+(the triangle inequality), so each tolerance is set at or above twice the measured float64 distance
+at 20 steps and grows linearly with steps after that. A real behavioural difference (a missing
+``unscale_``, a cast the other side does not make, a different learning rate) moves the trajectory
+by far more; the subtler ones (a layer left in float32) also change ``output_dtype`` or one side's
+distance from float64, which :mod:`harness.compare` reports separately.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from harness.errors import SpecError
+from harness.spec import AMP_DTYPES, DEVICES, MODES
+
+__all__ = ["EPS", "MEASURED_STEPS", "Tolerance", "precision_for", "tolerance_for"]
+
+#: Machine epsilon (the gap between 1 and the next number) of each dtype a mode computes in:
+#: float32 has a 23-bit fraction (2^-23 ≈ 1.19e-7), bfloat16 a 7-bit one (2^-7 ≈ 7.8e-3, float32's
+#: range with 3 significant digits), float16 a 10-bit one (2^-10 ≈ 9.8e-4, with a narrow range that is
+#: why it needs a loss scaler). Round-to-nearest makes each rounding at most half of this, relatively.
+EPS: dict[str, float] = {"float32": 2.0**-23, "bfloat16": 2.0**-7, "float16": 2.0**-10}
+
+#: The step count the base numbers were measured at (the ``tiny`` preset: 2 epochs x 10 batches).
+MEASURED_STEPS = 20
+
+#: (loss_rtol, weight_rtol) at MEASURED_STEPS, in units of the precision's EPS.
+#: float32 (``default``): 64 eps ≈ 7.6e-6. The measured gap is ≤ 2 eps, but a float32 dot product of
+#: K terms summed in a different order (another BLAS blocking, a wider layer) differs by about
+#: sqrt(K) roundings of random sign: 64 for the recipe's K = 4096. Still 100x below what TF32 (a 2^-10
+#: fraction that CUDA may use for float32 matmuls) would produce, so a TF32 side is caught.
+#: bfloat16: eps/32 ≈ 2.4e-4 for the loss and eps/16 ≈ 4.9e-4 for weights: 2.6x and 2.3x the triangle
+#: bound (2 x the float64 distance: 9e-5 loss, 2.1e-4 weights). Only GEMM inputs and outputs are rounded
+#: to bf16 (accumulation and master weights are float32), hence a small fraction of eps.
+#: float16: eps/32 ≈ 3.1e-5 loss (2.4x the bound 1.3e-5) and eps/8 ≈ 1.2e-4 weights (1.7x the bound 7e-5);
+#: float16 keeps 3 more fraction bits than bf16, so the same fraction of its eps is tighter in absolute terms.
+_BASE_IN_EPS: dict[str, tuple[float, float]] = {
+    "float32": (64.0, 64.0),
+    "bfloat16": (1.0 / 32.0, 1.0 / 16.0),
+    "float16": (1.0 / 32.0, 1.0 / 8.0),
+}
+
+#: CUDA is not measured here (no GPU where these numbers were taken). cuBLAS chooses GEMM algorithms
+#: (split-K, tile order) by heuristics that can differ between the library builds each frontend
+#: loads, so two frontends on one GPU may accumulate in different orders: doubled as a margin until
+#: measured. Lower it when a GPU run shows the gap.
+_DEVICE_FACTOR: dict[str, float] = {"cpu": 1.0, "cuda": 2.0}
+
+#: ``atol`` = ``rtol`` x this. Losses start near 1 (unit-variance targets, MSE), and initial weights
+#: are U(±1/sqrt(in_size)), ≥ 1/64 for in_size ≤ 4096. The absolute floor only matters for a loss or a
+#: tensor that has shrunk 64x below those scales, where a relative error stops meaning anything.
+_ATOL_SHARE = 1.0 / 64.0
+
+#: A tensor whose every element is within this many float32 ULPs of the other side's is rounding in
+#: the last bits whatever the mode: one SGD update (lr x grad, then a subtraction) rounds each weight
+#: twice, and a fused multiply-add on one side only changes that by ≤ 1 ULP per update.
+_MAX_ULPS = 4
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How close two frontends' runs must be, and why.
+
+    Losses at a step agree when ``|a - b| <= loss_atol + loss_rtol * max(|a|, |b|)``. A final-weights
+    tensor agrees when its relative L2 error ``||a - b|| / max(||a||, ||b||)`` is ``<= weight_rtol``, or its largest
+    element difference is ``<= weight_atol``, or every element is within ``max_ulps`` float32 ULPs.
+    ``expected_identical`` is the stricter expectation (bitwise equality); it is reported, never used
+    to fail a pair that is within tolerance.
+    """
+
+    loss_rtol: float
+    loss_atol: float
+    weight_rtol: float
+    weight_atol: float
+    max_ulps: int
+    expected_identical: bool
+    precision: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for a verdict's details and the report."""
+        return dataclasses.asdict(self)
+
+    def describe(self) -> str:
+        """One line with the numbers, for explanations."""
+        return (
+            f"loss rtol {self.loss_rtol:.2e} (atol {self.loss_atol:.1e}), weights rel L2 {self.weight_rtol:.2e} "
+            f"(atol {self.weight_atol:.1e}, or <= {self.max_ulps} ULPs)"
+        )
+
+
+def precision_for(mode: str, amp_dtype: str) -> str:
+    """The dtype whose rounding dominates ``mode``: float32 for ``default``, else the AMP dtype."""
+    return "float32" if mode == "default" else amp_dtype
+
+
+def tolerance_for(mode: str, device: str, amp_dtype: str, steps: int, same_libtorch: bool) -> Tolerance:
+    """The tolerance for a pair of cells running ``mode`` for ``steps`` optimizer steps.
+
+    The base numbers (at 20 steps) grow linearly with ``steps``: a rounding difference made at one
+    step is carried by every later step, and each step adds its own. Measured growth from 20 to 500
+    steps was at most 17x (bf16 weights) for 25x the steps; an isolated jump (one implementation
+    flipping a ReLU that the other does not) can exceed any smooth law, which is why a ``diverged``
+    verdict names the first step and the worst tensor for a person to judge.
+
+    ``same_libtorch``: both frontends report the same libtorch version. Then ``default`` mode runs the
+    same float32 kernels in the same order on both sides and is expected bitwise identical (autocast
+    modes also go through the frontend's own autocast and scaler code, so only ``default`` is promised).
+
+    Raises:
+        SpecError: an unknown mode, device or AMP dtype, or ``steps`` < 1.
+    """
+    if mode not in MODES:
+        raise SpecError("mode", mode, f"one of {', '.join(map(repr, MODES))}")
+    if device not in DEVICES:
+        raise SpecError("device", device, f"one of {', '.join(map(repr, DEVICES))}")
+    if amp_dtype not in AMP_DTYPES:
+        raise SpecError("amp_dtype", amp_dtype, f"one of {', '.join(map(repr, AMP_DTYPES))}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise SpecError("steps", steps, "a whole number >= 1")
+    precision = precision_for(mode, amp_dtype)
+    eps = EPS[precision]
+    loss_units, weight_units = _BASE_IN_EPS[precision]
+    growth = max(1.0, steps / MEASURED_STEPS)
+    scale = eps * growth * _DEVICE_FACTOR[device]
+    loss_rtol, weight_rtol = loss_units * scale, weight_units * scale
+    expected_identical = mode == "default" and same_libtorch
+    reason = (
+        f"{mode} computes in {precision} (eps {eps:.2e}); base {loss_units:g} eps (loss) and {weight_units:g} eps "
+        f"(weights) at {MEASURED_STEPS} steps, x{growth:g} for {steps} steps"
+        + (f", x{_DEVICE_FACTOR[device]:g} on {device} (cuBLAS algorithm choice, not yet measured)" if device == "cuda" else "")
+        + ("; same libtorch on both sides, so bitwise identity is expected" if expected_identical else "")
+    )
+    return Tolerance(
+        loss_rtol=loss_rtol,
+        loss_atol=loss_rtol * _ATOL_SHARE,
+        weight_rtol=weight_rtol,
+        weight_atol=weight_rtol * _ATOL_SHARE,
+        max_ulps=_MAX_ULPS,
+        expected_identical=expected_identical,
+        precision=precision,
+        reason=reason,
+    )

@@ -1,0 +1,117 @@
+"""A fake frontend for the comparison and report tests: "r" twins of real Python cells.
+
+A real Python result is built once (the tiny preset, every mode); each twin is a copy of a Python
+cell relabelled as another frontend, with its own weights file, into which a test plants exactly one
+difference (a nudged weight, a loss trajectory that splits, an extra skipped step, another dtype, a
+failed status). What the comparison must find is then known exactly. — httpx ``MockTransport``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from safetensors.numpy import load_file, save_file
+
+from harness.matrix import Cell
+from harness.runner import MatrixRunner, add_speedups, collect_warnings
+from harness.spec import MODES, WorkloadSpec
+
+__all__ = [
+    "WeightsEdit",
+    "build_python_result",
+    "extra_skip",
+    "nudge_one_ulp",
+    "pair_result",
+    "split_losses",
+    "twin_cell",
+    "with_status",
+]
+
+#: A change planted into a twin's final weights (edits the arrays in place).
+WeightsEdit = Callable[[dict[str, np.ndarray]], None]
+
+
+def build_python_result(folder: Path, spec: WorkloadSpec | None = None) -> dict[str, Any]:
+    """Run every mode with the Python frontend only; its weights files are published under ``folder``."""
+    spec = spec or WorkloadSpec.from_preset("tiny")
+    with MatrixRunner(spec, ("python",)) as runner:
+        result = runner.run(MODES)
+        runner.publish_weights(result["cells"], folder / "python.weights")
+    return result
+
+
+def twin_cell(
+    cell: dict[str, Any],
+    folder: Path,
+    frontend: str = "r",
+    edit: WeightsEdit | None = None,
+    **record_changes: Any,
+) -> dict[str, Any]:
+    """A copy of ``cell`` as if ``frontend`` had run it, with ``edit`` applied to a copy of its weights.
+
+    ``record_changes`` replace record fields (``losses=...``, ``output_dtype=...``).
+    """
+    twin = copy.deepcopy(cell)
+    twin_id = Cell(frontend, cell["script"], cell["mode"], cell["device"]).id
+    twin |= {"id": twin_id, "frontend": frontend}
+    record = twin.get("record")
+    if record is None:
+        return twin
+    record |= {"frontend": frontend, **record_changes}
+    weights = load_file(cell["record"]["weights_path"])
+    if edit is not None:
+        edit(weights)
+    target = folder / f"{twin_id}.safetensors"
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file(weights, str(target))
+    record["weights_path"] = str(target)
+    return twin
+
+
+def with_status(cell: dict[str, Any], status: str, reason: str) -> dict[str, Any]:
+    """``cell`` ended with ``status`` (no record unless it is a numerical failure, as the runner does)."""
+    changed = copy.deepcopy(cell) | {"status": status, "reason": reason, "reference_distance": None}
+    if status != "numerical_failure":
+        changed |= {"record": None, "wall_seconds": None, "worker_peak_rss_bytes": None}
+    return changed
+
+
+def pair_result(result: dict[str, Any], twins: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``result`` with each twin (keyed by the pair id) placed after its Python cell, as the runner orders them."""
+    combined = copy.deepcopy(result)
+    cells = []
+    for cell in combined["cells"]:
+        cells.append(cell)
+        if cell["pair"] in twins:
+            cells.append(copy.deepcopy(twins[cell["pair"]]))
+    add_speedups(cells)
+    combined["cells"] = cells
+    combined["warnings"] = collect_warnings(cells)
+    return combined
+
+
+def nudge_one_ulp(name: str, index: tuple[int, ...]) -> WeightsEdit:
+    """Move one element of tensor ``name`` to the next float32 up (one ULP)."""
+
+    def edit(weights: dict[str, np.ndarray]) -> None:
+        tensor = weights[name]
+        tensor[index] = np.nextafter(tensor[index], np.float32(np.inf), dtype=np.float32)
+
+    return edit
+
+
+def split_losses(losses: list[float], step: int, offset: float = 1.0) -> list[float]:
+    """The trajectory with ``offset`` added from ``step`` on: it splits from the original at ``step``."""
+    return [v + offset if i >= step else v for i, v in enumerate(losses)]
+
+
+def extra_skip(record: dict[str, Any], step: int) -> dict[str, Any]:
+    """Record changes for one more skipped step at ``step``: the scale is halved from that step on."""
+    skipped = list(record["skipped"])
+    skipped[step] = True
+    scale = [s / 2 if i >= step else s for i, s in enumerate(record["loss_scale"])]
+    return {"skipped": skipped, "loss_scale": scale, "skipped_steps": sum(skipped)}
