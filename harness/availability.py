@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.paths import REPO_ROOT
 
-__all__ = ["INSTALL_R_TORCH", "Availability", "probe", "r_required"]
+__all__ = ["INSTALL_R_TORCH", "Availability", "probe", "python_cuda", "r_required"]
 
 INSTALL_R_TORCH = 'install.packages("torch"); torch::install_torch()'
 _PROBE_TIMEOUT_S = 120
@@ -97,6 +97,22 @@ def probe() -> Availability:
         r=r_info,
         r_probe_error=r_error,
     )
+
+
+def python_cuda() -> str:
+    """What Python torch sees of CUDA, probed in a subprocess (``doctor`` only: it costs an ``import torch``)."""
+    code = (
+        "import torch\n"
+        "if torch.cuda.is_available():\n"
+        "    print(f'{torch.cuda.get_device_name()} (CUDA {torch.version.cuda}, bf16 {torch.cuda.is_bf16_supported()})')\n"
+        "else:\n"
+        "    print(f'no GPU visible (torch {torch.__version__}, built for CUDA {torch.version.cuda})')\n"
+    )
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"import torch took over {_PROBE_TIMEOUT_S} s"
+    return done.stdout.strip() or (done.stderr.strip().splitlines() or ["import torch failed"])[-1]
 
 
 def _dist_version(name: str) -> str | None:

@@ -16,8 +16,6 @@ import warnings
 from pathlib import Path
 from typing import NoReturn
 
-from rich.console import Console
-
 from harness.errors import AmpParityError, ResultError, SpecError
 from harness.spec import WorkloadSpec
 
@@ -105,7 +103,7 @@ def _run(args: argparse.Namespace) -> int:
     from harness.runner import MatrixRunner
     from harness.spec import parse_modes
     from harness.spec_args import spec_from_args
-    from harness.table import print_result
+    from harness.table import make_console, print_result
 
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
@@ -113,7 +111,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json is not None:
         _check_writable(args.json, args.overwrite)
     _require_device(spec)
-    console = Console(width=None if Console().is_terminal else 120)
+    console = make_console()
     with MatrixRunner(spec, frontends, timeout=args.timeout) as runner:
         with console.status("running cells...") as status:
             result = runner.run(modes, on_cell=lambda c: status.update(f"{c['id']}: {c['status']}"))

@@ -5,26 +5,28 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from harness.availability import INSTALL_R_TORCH, Availability, probe, r_required
+from harness.availability import INSTALL_R_TORCH, Availability, probe, python_cuda, r_required
+from harness.table import make_console
 
 __all__ = ["doctor"]
 
 
 def doctor(console: Console | None = None, availability: Availability | None = None) -> int:
     """Print the availability table; return 0 when Python can run (and R too under AMP_PARITY_REQUIRE_R=1)."""
-    console = console or Console()
+    console = console or make_console()
     a = availability or probe()
     r = a.r
     rows = [
         ("Python", a.python_version, None),
         ("Python torch", a.torch_version, a.python_reason),
-        ("CUDA (Python torch)", "checked when --device cuda is asked for", None),
+        ("CUDA (Python torch)", python_cuda() if a.torch_version else None, None),
         ("R", r.get("r_version") or ("found" if a.rscript else None),
          None if a.rscript else "apt-get install r-base-core r-base-dev"),
         ("rpy2", a.rpy2_version, 'pip install "rpy2>=3.5.17,<3.6"' if a.rpy2_version is None else a.rpy2_error),
         ("R packages jsonlite, cli", "yes" if r.get("cli") and r.get("jsonlite") else None,
          None if r.get("cli") else "apt-get install r-cran-jsonlite r-cran-cli (or install.packages(c('jsonlite', 'cli')))"),
         ("R package torch", r.get("torch_version"), None if r.get("torch_installed") else f"in R: {INSTALL_R_TORCH}"),
+        ("R torch's libtorch version", r.get("libtorch_version"), None),
         ("R package safetensors", "yes" if r.get("safetensors") else None,
          None if r.get("safetensors") else "installed with R torch (install.packages('safetensors'))"),
         ("R torch libtorch", "loads" if r.get("libtorch_loads") else None,
@@ -38,6 +40,12 @@ def doctor(console: Console | None = None, availability: Availability | None = N
     for name, found, fix in rows:
         table.add_row(name, found or "[red]missing[/]", fix or "")
     console.print(table)
+    python_libtorch = (a.torch_version or "").split("+")[0]
+    if r.get("libtorch_version") and python_libtorch and r["libtorch_version"] != python_libtorch:
+        console.print(
+            f"[bold yellow]warning:[/] libtorch versions differ (Python torch {python_libtorch}, R torch {r['libtorch_version']}): "
+            "the frontends can agree within tolerance but not bitwise"
+        )
     verdict = a.r_reason
     if verdict is None:
         console.print("[green]R cells will run.[/]")

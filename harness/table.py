@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["print_result"]
+__all__ = ["make_console", "print_result"]
 
 _STATUS_STYLE = {"ok": "green", "skipped": "yellow", "unsupported": "magenta", "numerical_failure": "red", "error": "bold red"}
 
@@ -22,13 +22,18 @@ def _first_reason(pair: dict[str, Any]) -> str:
     return str(lines[0]).split(": ", 1)[-1]
 
 
+def make_console() -> Console:
+    """A console as wide as the terminal, or 120 columns when output goes to a file or pipe (CI logs)."""
+    return Console(width=None if Console().is_terminal else 120)
+
+
 def _num(value: float | None, fmt: str) -> str:
     return "—" if value is None else format(value, fmt)
 
 
 def print_result(result: dict[str, Any], console: Console | None = None) -> None:
     """Print the cells of ``result``: status, final loss, distance from float64, seconds, speedup."""
-    console = console or Console(width=None if Console().is_terminal else 120)
+    console = console or make_console()
     spec = result["spec"]
     table = Table(
         title=(f"amp-parity · preset {spec['preset']} · {spec['device']} · {spec['amp_dtype']} · "

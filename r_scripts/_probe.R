@@ -11,6 +11,7 @@ probe_r_side <- function() {
     safetensors = requireNamespace("safetensors", quietly = TRUE),
     torch_installed = requireNamespace("torch", quietly = TRUE),
     torch_version = NULL,
+    libtorch_version = NULL,
     libtorch_installed = FALSE,
     libtorch_loads = FALSE,
     libtorch_error = NULL,
@@ -18,6 +19,10 @@ probe_r_side <- function() {
   )
   if (info$torch_installed) {
     info$torch_version <- as.character(utils::packageVersion("torch"))
+    # The libtorch version R torch is built for: the unexported string `torch_version` in R/install.R
+    # (the same read as libtorch_version() in common.R).
+    libtorch <- get0("torch_version", envir = asNamespace("torch"), inherits = FALSE)
+    if (is.character(libtorch) && length(libtorch) == 1L) info$libtorch_version <- libtorch
     info$libtorch_installed <- isTRUE(torch::torch_is_installed())
     if (info$libtorch_installed) {
       # torch_is_installed() only looks for the library files; a tensor proves libtorch loads.

@@ -156,3 +156,47 @@ def test_report_of_a_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> 
     assert done.returncode == 1
     assert done.stderr.strip() == f"error: {path} has result schema version 9; this harness reads version 1: upgrade amp-parity to read it."
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"batch_size": 2.5}', "error: batch_size must be a whole number >= 1, got 2.5."),
+        ('{"lr": "fast"}', "error: lr must be a finite number > 0, got 'fast'."),
+        ('{"epochs": -1, "preset": "tiny"}', "error: epochs must be a whole number >= 1, got -1."),
+        ('{"colour": "blue"}', "error: field must be one of "),
+        ("[1, 2]", "error: spec_file must be a JSON object of spec fields, got "),
+        ("{broken", "error: spec_file must be valid JSON ("),
+    ],
+)
+def test_bad_spec_files_end_in_one_line(tmp_path: Path, content: str, message: str) -> None:
+    """A spec file with a bad value, an unknown field or broken JSON is refused with one line naming it."""
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(content)
+    done = _harness("run", "--spec-file", str(spec_file))
+    assert done.returncode == 1
+    assert done.stderr.strip().startswith(message) and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_debug_shows_the_traceback_the_normal_run_hides() -> None:
+    """``--debug`` adds the traceback to the same error line; without it there is none."""
+    plain, debug = _harness("run", "--batch-size", "0"), _harness("--debug", "run", "--batch-size", "0")
+    assert "Traceback" not in plain.stderr
+    assert "Traceback" in debug.stderr and "SpecError" in debug.stderr
+    assert debug.stderr.strip().splitlines()[-1] == plain.stderr.strip()
+
+
+def test_bf16_on_a_gpu_without_it_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU that lacks bf16, ``--amp-dtype bfloat16`` is refused, naming the GPU and float16 as the fix."""
+    import torch
+
+    from harness.cli import _require_device
+    from harness.errors import SpecError
+    from harness.spec import WorkloadSpec
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Tesla T4")
+    with pytest.raises(SpecError, match=r"amp_dtype must be 'float16' on Tesla T4, which has no bf16 support, got 'bfloat16'"):
+        _require_device(WorkloadSpec.from_preset("tiny", device="cuda", amp_dtype="bfloat16"))
+    _require_device(WorkloadSpec.from_preset("tiny", device="cuda"))  # float16 is fine

@@ -53,7 +53,9 @@ def test_r_console_output_goes_to_python_logging(r_worker: Worker, caplog: pytes
 
 def test_r_error_keeps_rs_message_script_mode_and_spec(r_worker: Worker) -> None:
     """An R error becomes a ScriptError with R's own message, the script, the mode and the spec."""
+    r_worker.start()
     pid = r_worker.pid
+    assert pid is not None
     with pytest.raises(ScriptError) as info:
         r_worker.call(_request("r_error", "autocast"), timeout=60)
     assert "deliberate failure in r_error.R" in info.value.frontend_message
@@ -70,6 +72,7 @@ def test_syntax_error_is_reported_with_rs_parse_message(r_worker: Worker) -> Non
 
 def test_crash_becomes_a_worker_error_and_the_next_call_works(r_worker: Worker) -> None:
     """A segfault kills the worker: the call raises WorkerCrashed naming the signal, the next call restarts it."""
+    r_worker.start()
     starts = r_worker.starts
     with pytest.raises(WorkerCrashed, match="SIGSEGV|signal|status"):
         r_worker.call(_request("crash"), timeout=60)
@@ -95,3 +98,22 @@ def _python_modules_of(worker: Worker) -> list[str]:
     with open(f"/proc/{worker.pid}/maps") as handle:
         maps = handle.read()
     return sorted({line.split()[-1] for line in maps.splitlines() if "libtorch_python" in line})
+
+
+def test_worker_killed_from_outside_is_reported_with_the_signal(r_worker: Worker) -> None:
+    """A worker killed by another process (OOM killer, a user) mid-call is a WorkerCrashed naming SIGKILL."""
+    import os
+    import signal
+    import threading
+
+    r_worker.start()
+    pid = r_worker.pid
+    assert pid is not None
+    killer = threading.Timer(1.0, os.kill, args=(pid, signal.SIGKILL))
+    killer.start()
+    try:
+        with pytest.raises(WorkerCrashed, match="killed by signal SIGKILL"):
+            r_worker.call(_request("hang"), timeout=60)
+    finally:
+        killer.cancel()
+    assert r_worker.call(_request("echo"), timeout=60)["script"] == "echo"
