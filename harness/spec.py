@@ -68,22 +68,26 @@ class WorkloadSpec:
     cores, so a stored spec always says what actually ran.
     """
 
-    preset: str = "tiny"
-    batch_size: int = 32
-    in_size: int = 128
-    out_size: int = 128
-    num_layers: int = 3
-    num_batches: int = 10
-    epochs: int = 2
-    lr: float = 0.05
+    # The workload's sizes have no defaults: each preset in PRESETS gives them, with its reasons.
+    preset: str
+    batch_size: int
+    in_size: int
+    out_size: int
+    num_layers: int
+    num_batches: int
+    epochs: int
+    lr: float
     seed: int = 0
     device: str = "cpu"
     amp_dtype: str | None = None
+    # torch.amp.GradScaler's and cuda_amp_grad_scaler()'s own defaults.
     init_scale: float = 65536.0
     growth_factor: float = 2.0
     backoff_factor: float = 0.5
-    growth_interval: int = 4
+    growth_interval: int = 2000
+    # The recipe's max_norm for clip_grad_norm_.
     clip_max_norm: float = 0.1
+    # One thread unless a preset says otherwise: reproducible, and fair between frontends on CPU.
     threads: int = 1
 
     def __post_init__(self) -> None:
@@ -156,7 +160,8 @@ class WorkloadSpec:
 
 #: The presets. ``tiny`` runs in seconds on 2 CPU cores (what CI runs); its learning rate is large
 #: enough that the 20-step trajectory moves measurably (parity of a flat trajectory proves little) and
-#: its growth interval is short so the scaler's growth rule fires within the run.
+#: its growth interval is short so the scaler's growth rule fires within the run (and every field not
+#: named here takes the dataclass default).
 #: ``recipe`` is the seeds' workload. Its lr is PyTorch's recipe's 0.001, not the R vignette's 0.1:
 #: the recipe is the upstream reference, and 0.1 on 4096-wide layers with fp16 overshoots enough to
 #: make a parity verdict depend on divergence rather than on the binding. growth_interval is
@@ -164,11 +169,11 @@ class WorkloadSpec:
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {
         "batch_size": 32, "in_size": 128, "out_size": 128, "num_layers": 3, "num_batches": 10,
-        "epochs": 2, "lr": 0.05, "growth_interval": 4, "threads": 1,
+        "epochs": 2, "lr": 0.05, "growth_interval": 4,
     },
     "recipe": {
         "batch_size": 512, "in_size": 4096, "out_size": 4096, "num_layers": 3, "num_batches": 50,
-        "epochs": 3, "lr": 0.001, "growth_interval": 2000, "threads": 0,
+        "epochs": 3, "lr": 0.001, "threads": 0,
     },
 }
 

@@ -39,7 +39,7 @@ def add_spec_arguments(parser: argparse.ArgumentParser, with_modes: bool = True)
             continue
         group.add_argument(
             "--" + field.name.replace("_", "-"), dest=field.name, default=None,
-            type=_converter(field.name, field.default), help=_HELP.get(field.name),
+            type=_CONVERTERS.get(str(field.type), str), help=_HELP.get(field.name),
         )
     if with_modes:
         parser.add_argument(
@@ -78,25 +78,23 @@ def _read_spec_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _converter(name: str, default: Any) -> Any:
-    """A flag converter whose error names the field, the value and what is allowed."""
-    flag = "--" + name.replace("_", "-")
+def _to_int(text: str) -> int:
+    """argparse prefixes the flag's name, so the message says what is allowed and what was got."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
 
-    def to_int(text: str) -> int:
-        try:
-            return int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} must be a whole number, got {text!r}") from None
 
-    def to_float(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} must be a number, got {text!r}") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{flag} must be a finite number, got {text!r}")
-        return value
+def _to_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
 
-    if isinstance(default, bool) or default is None or isinstance(default, str):
-        return str
-    return to_int if isinstance(default, int) else to_float
+
+#: The flag converter for each annotation of a WorkloadSpec field (anything else is text).
+_CONVERTERS = {"int": _to_int, "float": _to_float}

@@ -53,7 +53,7 @@ def test_unparsable_flags_name_the_flag(args: list[str]) -> None:
     """A flag whose text is not a number is refused by the parser, naming the flag and the text."""
     done = _harness(*args)
     assert done.returncode == 2
-    assert f"{args[1]} must be a" in done.stderr and repr(args[2]) in done.stderr
+    assert f"argument {args[1]}: must be a" in done.stderr and repr(args[2]) in done.stderr
 
 
 def test_run_writes_a_complete_result_and_refuses_to_overwrite(tmp_path: Path) -> None:
