@@ -19,7 +19,7 @@ from typing import NoReturn
 from harness.errors import AmpParityError, ResultError, SpecError
 from harness.spec import WorkloadSpec
 
-__all__ = ["exit_with_error", "main"]
+__all__ = ["exit_with_error", "main", "show_warnings_as_lines"]
 
 _DEBUG = False
 
@@ -33,6 +33,16 @@ def exit_with_error(err: BaseException) -> NoReturn:
     else:
         print(f"error: unexpected {type(err).__name__}: {err} (run with --debug for the traceback)", file=sys.stderr)
     sys.exit(1)
+
+
+def show_warnings_as_lines() -> None:
+    """Print each warning as one ``warning: <message>`` line on stderr (the file and line only under --debug)."""
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: object = None, line: object = None) -> None:
+        where = f" ({filename}:{lineno})" if _DEBUG else ""
+        print(f"warning: {message}{where}", file=sys.stderr)
+
+    warnings.showwarning = show
+    warnings.simplefilter("default")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -72,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     # A kill (SIGTERM) unwinds like Ctrl-C: workers stop, staged files go, no partial result stays.
     signal.signal(signal.SIGTERM, _terminate)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    warnings.simplefilter("default")
+    show_warnings_as_lines()
     try:
         if args.command == "doctor":
             from harness.doctor import doctor

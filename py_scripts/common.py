@@ -147,9 +147,10 @@ def main_cli(modes: tuple[str, ...], run_workload: Callable[[dict[str, Any], str
 
     The spec flags and their validation are the harness's own (one place for both languages).
     """
-    from harness.cli import exit_with_error
+    from harness.cli import exit_with_error, show_warnings_as_lines
     from harness.prepare import prepare_from_argv
 
+    show_warnings_as_lines()
     try:
         run_spec, mode = prepare_from_argv(sys.argv[1:], modes, prog=Path(sys.argv[0]).name)
         print(record_to_json(run_workload(run_spec, mode)))

@@ -200,3 +200,10 @@ def test_bf16_on_a_gpu_without_it_is_refused(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(SpecError, match=r"amp_dtype must be 'float16' on Tesla T4, which has no bf16 support, got 'bfloat16'"):
         _require_device(WorkloadSpec.from_preset("tiny", device="cuda", amp_dtype="bfloat16"))
     _require_device(WorkloadSpec.from_preset("tiny", device="cuda"))  # float16 is fine
+
+
+def test_sizes_off_multiples_of_8_run_with_a_one_line_warning() -> None:
+    """``--batch-size 30`` runs and warns once, in one ``warning:`` line, about tensor cores."""
+    done = _harness("run", "--batch-size", "30", "--frontend", "python", "--mode", "default")
+    assert done.returncode == 0
+    assert done.stderr.strip() == "warning: batch_size=30 not a multiple of 8: it runs, but tensor cores may not engage on a GPU."
