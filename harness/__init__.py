@@ -9,7 +9,6 @@ from harness.compare import PairVerdict, compare_cells, compare_result
 from harness.errors import (
     AmpParityError,
     FixtureError,
-    FrontendUnavailable,
     ResultError,
     ScriptError,
     SpecError,
@@ -31,7 +30,6 @@ __all__ = [
     "Cell",
     "FixtureError",
     "FixtureFile",
-    "FrontendUnavailable",
     "MODES",
     "MatrixRunner",
     "PRESETS",

@@ -6,8 +6,6 @@ Hierarchy (each also subclasses the builtin a caller would naturally catch)::
     ├── SpecError(ValueError)           an invalid workload spec value (field, value, allowed)
     ├── FixtureError(RuntimeError)      a fixture file that cannot be built or read
     ├── ResultError(ValueError)         a result file of another schema version, or unreadable
-    ├── FrontendUnavailable(RuntimeError)
-    │                                   a frontend cannot run here (R, rpy2 or R torch missing)
     └── WorkerError(RuntimeError)       a frontend worker did not return a record
         ├── ScriptError                 the script raised: carries the frontend's own message
         ├── WorkerCrashed               the worker process died (signal, segfault, exit)
@@ -19,7 +17,6 @@ from __future__ import annotations
 __all__ = [
     "AmpParityError",
     "FixtureError",
-    "FrontendUnavailable",
     "ResultError",
     "ScriptError",
     "SpecError",
@@ -49,10 +46,6 @@ class FixtureError(AmpParityError, RuntimeError):
 
 class ResultError(AmpParityError, ValueError):
     """A result file that this version of the harness cannot read."""
-
-
-class FrontendUnavailable(AmpParityError, RuntimeError):
-    """A frontend cannot run on this machine; the message says how to install what is missing."""
 
 
 class WorkerError(AmpParityError, RuntimeError):

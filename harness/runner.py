@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from safetensors.numpy import load_file
 
 from harness.availability import Availability, probe, r_required
@@ -249,7 +248,3 @@ def _first_nonfinite(losses: list[Any]) -> int | None:
             return step
     return None
 
-
-def loss_array(record: dict[str, Any]) -> np.ndarray:
-    """The record's losses as float64 (JSON null for NaN becomes NaN)."""
-    return np.array([np.nan if v is None else v for v in record["losses"]], dtype=np.float64)
