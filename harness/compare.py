@@ -63,6 +63,15 @@ class PairVerdict:
         """The summary without the pair and verdict: the one-line why, for tables."""
         return self.summary.partition(" — ")[2] or self.verdict
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PairVerdict:
+        """The verdict stored in a result's ``pairs`` (the inverse of :meth:`to_dict`)."""
+        return cls(
+            pair=data["pair"], script=data["script"], mode=data["mode"], device=data["device"],
+            frontends=(data["frontends"][0], data["frontends"][1]), verdict=data["verdict"],
+            explanation=list(data["explanation"]), details=dict(data["details"]),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready)."""
         return {

@@ -44,6 +44,8 @@ def write_report(result: Mapping[str, Any], out_dir: Path) -> list[Path]:
         ResultError: ``out_dir`` cannot be created or written.
     """
     out_dir = Path(out_dir)
+    # Judged again from the cells, not read from result["pairs"]: the cells are the source of truth
+    # (a result whose cells were edited or merged after the run would carry stale verdicts).
     verdicts = compare_result(result)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from harness.compare import PairVerdict
+
 __all__ = ["make_console", "print_result"]
 
 _STATUS_STYLE = {"ok": "green", "skipped": "yellow", "unsupported": "magenta", "numerical_failure": "red", "error": "bold red"}
@@ -14,12 +16,6 @@ _STATUS_STYLE = {"ok": "green", "skipped": "yellow", "unsupported": "magenta", "
 
 _VERDICT_STYLE = {"identical": "green", "within_tolerance": "green", "skipped": "yellow", "unsupported": "magenta",
                   "diverged": "bold red", "error": "bold red"}
-
-
-def _first_reason(pair: dict[str, Any]) -> str:
-    """The headline of the pair's explanation, without the repeated pair name."""
-    lines = pair.get("explanation") or [""]
-    return str(lines[0]).split(": ", 1)[-1]
 
 
 def make_console() -> Console:
@@ -76,7 +72,7 @@ def print_result(result: dict[str, Any], console: Console | None = None) -> None
         pairs.add_column("why", overflow="fold")
         for pair in compared:
             verdict = pair["verdict"]
-            pairs.add_row(pair["pair"], f"[{_VERDICT_STYLE.get(verdict, '')}]{verdict}[/]", _first_reason(pair))
+            pairs.add_row(pair["pair"], f"[{_VERDICT_STYLE.get(verdict, '')}]{verdict}[/]", PairVerdict.from_dict(pair).cause)
         console.print(pairs)
     for warning in result["warnings"]:
         console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)
