@@ -48,6 +48,7 @@ def show_warnings_as_lines() -> None:
 def _parser() -> argparse.ArgumentParser:
     from harness.runner import DEFAULT_TIMEOUT_S
     from harness.spec_args import add_spec_arguments
+    from harness.timing import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
 
     parser = argparse.ArgumentParser(prog="python -m harness", description="AMP parity between PyTorch and R torch.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -61,6 +62,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     run.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
     run.add_argument("--report", type=Path, default=None, metavar="DIR", help="also write the report (markdown + plots) into DIR")
+    timing = run.add_argument_group("timing protocol (see harness/timing.py)")
+    timing.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help=f"timed rounds per cell, at most (default {DEFAULT_ROUNDS})")
+    timing.add_argument("--warmup-rounds", type=int, default=DEFAULT_WARMUP_ROUNDS,
+                        help=f"untimed calls per cell, the first (which writes the weights) included (default {DEFAULT_WARMUP_ROUNDS})")
+    timing.add_argument("--max-seconds", type=float, default=DEFAULT_MAX_SECONDS,
+                        help=f"no more timed rounds for a cell once its rounds took this long; it gets one at least "
+                             f"(default {DEFAULT_MAX_SECONDS:g})")
+    timing.add_argument("--interleave", action="store_true", help="time the cells round-robin (A, B, A, B, ...) instead of back to back")
+    timing.add_argument("--profile", action=argparse.BooleanOptionalAction, default=None,
+                        help="profile one step of each Python cell's GEMMs with torch.profiler (default: on CUDA only)")
 
     report = commands.add_parser("report", help="write the markdown report and plots of a result file")
     report.add_argument("result", type=Path, help="a result written by `run --json`")
@@ -114,9 +125,11 @@ def _run(args: argparse.Namespace) -> int:
     from harness.spec import parse_modes
     from harness.spec_args import spec_from_args
     from harness.table import make_console, print_result
+    from harness.timing import TimingProtocol
 
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
+    protocol = TimingProtocol(args.warmup_rounds, args.rounds, args.max_seconds, args.interleave)
     frontends = _parse_frontends(args.frontend)
     if args.json is not None:
         _check_writable(args.json, args.overwrite)
@@ -124,7 +137,7 @@ def _run(args: argparse.Namespace) -> int:
     console = make_console()
     with MatrixRunner(spec, frontends, timeout=args.timeout) as runner:
         with console.status("running cells...") as status:
-            result = runner.run(modes, on_cell=lambda c: status.update(f"{c['id']}: {c['status']}"))
+            result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile)
         if args.json is not None:
             runner.publish_weights(result["cells"], weights_dir_for(args.json))
             save_result(result, args.json, overwrite=args.overwrite)

@@ -93,7 +93,7 @@ def plot_timing(result: Mapping[str, Any], target: Path) -> Path:
     ax.set_yticks(range(len(cells)), [f"{c['mode']} · {c['frontend']}" for c in cells])
     ax.invert_yaxis()
     ax.set_xlim(left=0)
-    unit = "seconds per benchmark round" if rounds else "seconds per epoch (the script's own clock)"
+    unit = "loop seconds per timed round" if rounds else "seconds per epoch (the script's own clock)"
     ax.set_xlabel(f"{unit}: ◆ median, whiskers min–max, | each sample")
     ax.grid(axis="x", alpha=0.3)
     if not cells:
@@ -104,17 +104,14 @@ def plot_timing(result: Mapping[str, Any], target: Path) -> Path:
 
 
 def timing_samples(cell: Mapping[str, Any], prefer_rounds: bool = True) -> tuple[list[float], str]:
-    """A cell's timing samples and their unit: benchmark rounds if recorded, else seconds per epoch.
+    """A cell's timing samples and their unit: the loop time of each timed round, else seconds per epoch.
 
-    ``cell["timing"]`` (pytest-benchmark rounds, when a benchmark run adds them) may hold its samples
-    under ``data`` or ``rounds``; otherwise the script's ``seconds_per_epoch`` is the spread.
+    The timed rounds are ``cell["timing"]["samples"]["loop_seconds"]`` (:mod:`harness.timing`); a cell
+    that was not timed falls back to the spread of its record call's epochs.
     """
-    timing = cell.get("timing")
-    if prefer_rounds and isinstance(timing, Mapping):
-        for key in ("data", "rounds"):
-            samples = timing.get(key)
-            if isinstance(samples, list) and samples:
-                return [float(s) for s in samples], "round"
+    samples = ((cell.get("timing") or {}).get("samples") or {}).get("loop_seconds")
+    if prefer_rounds and isinstance(samples, list) and samples:
+        return [float(s) for s in samples], "round"
     record = cell.get("record") or {}
     return [float(s) for s in record.get("seconds_per_epoch") or []], "epoch"
 

@@ -20,14 +20,17 @@ __all__ = ["prepare_from_argv", "prepare_run_spec"]
 
 
 def prepare_run_spec(
-    spec: WorkloadSpec, weights_out: Path | None = None, fixture: FixtureFile | None = None
+    spec: WorkloadSpec, weights_out: Path | None = None, fixture: FixtureFile | None = None, save_weights: bool = True
 ) -> dict[str, Any]:
     """Plain data for ``run_workload(spec, mode)``: the spec's fields plus ``fixture_path`` and ``weights_out``.
 
     ``fixture``, when given, is an already verified fixture file (skips re-hashing it: at ``recipe``
-    that is a gigabyte, which must not land inside a timed benchmark round).
+    that is a gigabyte, which must not land inside a timed benchmark round). ``save_weights=False``
+    sets ``weights_out`` to null: the script writes no weights (a timed round after the first call).
     """
     fixture = fixture or ensure_fixtures(spec)
+    if not save_weights:
+        return {**spec.to_dict(), "fixture_path": str(fixture.path), "weights_out": None}
     if weights_out is None:
         weights_out = Path(tempfile.mkdtemp(prefix="amp-parity-")) / "final_weights.safetensors"
     return {**spec.to_dict(), "fixture_path": str(fixture.path), "weights_out": str(weights_out)}

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.efficiency import workload_flops
 from harness.spec import WorkloadSpec
 
-__all__ = ["REFERENCE_MAX_FLOPS", "Reference", "distance_from_reference", "reference_flops", "reference_skip_reason", "run_reference"]
+__all__ = ["REFERENCE_MAX_FLOPS", "Reference", "distance_from_reference", "reference_skip_reason", "run_reference"]
 
 #: Above this many float64 operations the reference is skipped: NumPy float64 runs at roughly
 #: 5-20 GFLOP/s on 2 cores, so this keeps it under ~10-40 s. ``tiny`` needs ~2e8; ``recipe`` ~2e13.
@@ -30,15 +31,9 @@ class Reference:
     weights: dict[str, np.ndarray]
 
 
-def reference_flops(spec: WorkloadSpec) -> float:
-    """Forward + backward multiply-adds of every Linear layer over the run (2 per MAC, 3 GEMMs per layer)."""
-    macs = sum(o * i for o, i in spec.layer_shapes) * spec.batch_size
-    return 6.0 * macs * spec.steps
-
-
 def reference_skip_reason(spec: WorkloadSpec) -> str | None:
     """Why the reference is not computed for ``spec``, or ``None`` when it is feasible."""
-    flops = reference_flops(spec)
+    flops = workload_flops(spec)
     if flops > REFERENCE_MAX_FLOPS:
         return (
             f"float64 reference skipped: {flops:.1e} FLOPs exceed the {REFERENCE_MAX_FLOPS:.0e} budget "

@@ -16,9 +16,12 @@ from typing import Any
 from harness.atomic import atomic_path
 from harness.compare import PairVerdict, compare_result
 from harness.errors import ResultError
-from harness.plots import plot_loss_diff, plot_losses, plot_timing, timing_samples
+from harness.plots import plot_loss_diff, plot_losses, plot_timing
+from harness.report_timing import efficiency_section, figures_section, timing_section
 from harness.results import load_result
 from harness.spec import MODES
+from harness.text import cell_text, num
+from harness.timing import ratio
 
 __all__ = ["PLOT_FILES", "REPORT_FILE", "render_markdown", "report_main", "write_report"]
 
@@ -71,14 +74,16 @@ def render_markdown(result: Mapping[str, Any], verdicts: list[PairVerdict] | Non
         f"(batch {spec['batch_size']}, {spec['in_size']}→{spec['out_size']}, {spec['num_layers']} layers, lr {spec['lr']:g}, "
         f"seed {spec['seed']}, threads {spec['threads']}). Created {result.get('created')}; spec digest "
         f"`{result.get('spec_digest')}`, fixture `{(result.get('fixture') or {}).get('digest')}`; "
-        f"matrix wall time {_num(result.get('wall_seconds'), '.1f')} s.", "",
+        f"matrix wall time {num(result.get('wall_seconds'), '.1f')} s.", "",
     ]
     out += _summary(result, verdicts)
     out += _warnings(result)
     out += _cells_table(result)
     out += _pairs_table(verdicts)
     out += _speedups(result)
-    out += _memory(result)
+    out += timing_section(result)
+    out += efficiency_section(result)
+    out += figures_section(result)
     out += _versions(result)
     out += ["## Plots", ""] + [f"![{name}]({name})" for name in PLOT_FILES] + [""]
     out += _pair_details(verdicts)
@@ -97,18 +102,18 @@ def _summary(result: Mapping[str, Any], verdicts: list[PairVerdict]) -> list[str
     for frontend in sorted({c["frontend"] for c in cells}):
         own = [c for c in cells if c["frontend"] == frontend]
         if all(c["status"] == "skipped" for c in own):
-            lines.append(f"- **{frontend} was not run** (every {frontend} cell skipped): {_cell_text(own[0].get('reason'))}")
+            lines.append(f"- **{frontend} was not run** (every {frontend} cell skipped): {cell_text(own[0].get('reason'))}")
     reference = result.get("reference") or {}
     if reference.get("available"):
         lines.append(f"- float64 reference: computed ({len(reference.get('losses') or [])} steps, plain and clipped).")
     else:
-        lines.append(f"- float64 reference: not computed — {_cell_text(reference.get('reason'))}.")
+        lines.append(f"- float64 reference: not computed — {cell_text(reference.get('reason'))}.")
     return [*lines, ""]
 
 
 def _warnings(result: Mapping[str, Any]) -> list[str]:
     warnings = result.get("warnings") or []
-    return ["## Warnings", "", *([f"- {_cell_text(w)}" for w in warnings] or ["None."]), ""]
+    return ["## Warnings", "", *([f"- {cell_text(w)}" for w in warnings] or ["None."]), ""]
 
 
 def _cells_table(result: Mapping[str, Any]) -> list[str]:
@@ -121,9 +126,9 @@ def _cells_table(result: Mapping[str, Any]) -> list[str]:
         record = cell.get("record") or {}
         distance = cell.get("reference_distance") or {}
         lines.append(
-            f"| `{cell['id']}` | {cell['status']} | {_num(record.get('final_loss'), '.7g')} | "
-            f"{_num(distance.get('max_rel_loss_error'), '.2e')} | {_num(distance.get('final_weights_rel_error'), '.2e')} | "
-            f"{_num(record.get('skipped_steps'), 'd')} | {_cell_text(cell.get('reason')) or ''} |"
+            f"| `{cell['id']}` | {cell['status']} | {num(record.get('final_loss'), '.7g')} | "
+            f"{num(distance.get('max_rel_loss_error'), '.2e')} | {num(distance.get('final_weights_rel_error'), '.2e')} | "
+            f"{num(record.get('skipped_steps'), 'd')} | {cell_text(cell.get('reason')) or ''} |"
         )
     return [*lines, "", "Δ vs f64: max relative loss error over steps; relative L2 error of all final weights.", ""]
 
@@ -134,7 +139,7 @@ def _pairs_table(verdicts: list[PairVerdict]) -> list[str]:
         return [*lines, "No pairs: only one frontend was asked for.", ""]
     lines += ["| pair | frontends | verdict | why |", "|---|---|---|---|"]
     for v in verdicts:
-        lines.append(f"| `{v.pair}` | {' vs '.join(v.frontends)} | **{v.verdict}** | {_cell_text(v.cause)} |")
+        lines.append(f"| `{v.pair}` | {' vs '.join(v.frontends)} | **{v.verdict}** | {cell_text(v.cause)} |")
     return [*lines, ""]
 
 
@@ -142,44 +147,43 @@ def _speedups(result: Mapping[str, Any]) -> list[str]:
     cells = {(c["mode"], c["frontend"]): c for c in result["cells"]}
     frontends = [f for f in ("python", "r") if any(c["frontend"] == f for c in result["cells"])]
     modes = [m for m in MODES if any(c["mode"] == m for c in result["cells"])]
-    head = "| mode | " + " | ".join(f"{f} s | {f} s/epoch (min–max) | {f} ÷ default" for f in frontends) + " | R ÷ Python |"
-    lines = ["## Speed", "", head, "|---|" + "---:|" * (3 * len(frontends) + 1)]
+    paired = bool((result.get("protocol") or {}).get("interleave"))
+    head = "| mode | " + " | ".join(f"{f} loop s (median) | {f} ÷ default" for f in frontends) + " | R ÷ Python |"
+    lines = ["## Speed", "", head, "|---|" + "---:|" * (2 * len(frontends) + 1)]
+    notes: list[str] = []
     for mode in modes:
         row = [mode]
-        seconds: dict[str, float | None] = {}
         for f in frontends:
-            cell = cells.get((mode, f))
-            record = (cell or {}).get("record") or {}
-            ok = cell is not None and cell["status"] == "ok"
-            seconds[f] = record.get("seconds_total") if ok else None
-            default = (cells.get(("default", f)) or {}).get("record") or {}
-            base = default.get("seconds_total")
-            per_epoch, _ = timing_samples(cell, prefer_rounds=False) if ok and cell else ([], "")
-            spread = f"{min(per_epoch):.4g}–{max(per_epoch):.4g}" if per_epoch else "—"
-            ratio = seconds[f] / base if seconds[f] and base else None
-            row += [_num(seconds[f], ".4g") if ok else (cell or {}).get("status", "—"), spread, _num(ratio, ".2f")]
-        py, r = seconds.get("python"), seconds.get("r")
-        row.append(_num(r / py if r and py else None, ".2f"))
+            cell = cells.get((mode, f)) or {}
+            timing = cell.get("timing") or {}
+            seconds = (timing.get("loop") or {}).get("median")
+            row += [num(seconds, ".4g") if cell.get("status") == "ok" else cell.get("status", "—"),
+                    _ratio_text(cell.get("speedup_vs_default"), cell.get("speedup_note"), notes, inverse=True)]
+        py, r = (cells.get((mode, f)) or {} for f in ("python", "r"))
+        if py.get("status") == "ok" and r.get("status") == "ok":
+            value, note = ratio(r.get("timing"), py.get("timing"), paired)
+            row.append(_ratio_text(value, note, notes))
+        else:
+            row.append("—")
         lines.append("| " + " | ".join(row) + " |")
     return [
-        *lines, "",
-        "Seconds: the script's timed training loop (`seconds_total`); ÷ default: this mode's seconds over the same "
-        "frontend's `default` seconds (below 1: AMP is faster); R ÷ Python: above 1, R is slower.",
+        *lines, "", *[f"{k}. {note}" for k, note in enumerate(notes, 1)], *([""] if notes else []),
+        "Loop: the script's own clock around its training loop, median of the timed rounds. ÷ default: this mode's loop "
+        "time over the same frontend's `default` (below 1: AMP is faster); R ÷ Python: above 1, R is slower. A ratio is "
+        "printed only where both sides' spread supports it; otherwise a numbered note says why.",
         "",
     ]
 
 
-def _memory(result: Mapping[str, Any]) -> list[str]:
-    lines = ["## Peak memory", "", "| cell | peak | measured as |", "|---|---:|---|"]
-    for cell in result["cells"]:
-        record = cell.get("record") or {}
-        if cell["status"] != "ok":
-            continue
-        if record.get("peak_memory_bytes") is not None:
-            lines.append(f"| `{cell['id']}` | {_mib(record['peak_memory_bytes'])} | CUDA peak allocated by tensors |")
-        else:
-            lines.append(f"| `{cell['id']}` | {_mib(cell.get('worker_peak_rss_bytes'))} | worker peak RSS (process high-water mark) |")
-    return [*lines, "", "Worker RSS is a high-water mark over the worker's life: it bounds every cell the worker ran before.", ""]
+def _ratio_text(value: float | None, note: str | None, notes: list[str], inverse: bool = False) -> str:
+    """A ratio, or a reference to the note that says why there is none."""
+    if value is not None:
+        return f"{1 / value if inverse else value:.2f}"
+    if note is None or note.startswith("cell "):
+        return "—"
+    if note not in notes:
+        notes.append(note)
+    return f"no ratio ({notes.index(note) + 1})"
 
 
 def _versions(result: Mapping[str, Any]) -> list[str]:
@@ -201,7 +205,7 @@ def _versions(result: Mapping[str, Any]) -> list[str]:
         f"{r_env.get('torch_version') or 'not installed'}.",
     ]
     missing = [f for f in ("python", "r") if env.get(f"{f}_unavailable")]
-    lines += [f"{f} unavailable here: {_cell_text(env[f'{f}_unavailable'])}." for f in missing]
+    lines += [f"{f} unavailable here: {cell_text(env[f'{f}_unavailable'])}." for f in missing]
     return [*lines, ""]
 
 
@@ -210,16 +214,3 @@ def _pair_details(verdicts: list[PairVerdict]) -> list[str]:
     for v in verdicts:
         lines += [f"### {v.pair}: {v.verdict}", "", "```text", v.explain(), "```", ""]
     return lines if verdicts else []
-
-
-def _num(value: Any, fmt: str) -> str:
-    return "—" if value is None else format(value, fmt)
-
-
-def _mib(value: Any) -> str:
-    return "—" if value is None else f"{value / 2**20:.1f} MiB"
-
-
-def _cell_text(text: Any) -> str:
-    """Text safe inside a markdown table cell: one line, pipes escaped."""
-    return "" if text is None else " ".join(str(text).split()).replace("|", "\\|")

@@ -13,9 +13,13 @@ from typing import Any
 from harness.atomic import write_json_atomic
 from harness.errors import ResultError
 
-__all__ = ["CELL_STATUSES", "RESULT_SCHEMA_VERSION", "load_result", "save_result", "weights_dir_for"]
+__all__ = ["CELL_STATUSES", "RECORD_SCHEMA_VERSION", "RESULT_SCHEMA_VERSION", "load_result", "save_result", "weights_dir_for"]
 
-RESULT_SCHEMA_VERSION = 1
+#: Version 2 added the timing protocol (``protocol``, per-cell ``timing``), ``peaks``, ``efficiency``,
+#: ``memory`` and GEMM profiles.
+RESULT_SCHEMA_VERSION = 2
+#: The run record's version, written by py_scripts/common.py and r_scripts/common.R (2: seconds_workload, gc_seconds).
+RECORD_SCHEMA_VERSION = 2
 #: ``ok``: a record came back; ``unsupported``: the binding refused a cell it is known not to support
 #: (the binding's own message is the reason); ``skipped``: the frontend is not available here;
 #: ``numerical_failure``: non-finite loss in a mode without a scaler; ``error``: anything else.

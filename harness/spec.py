@@ -162,6 +162,9 @@ class WorkloadSpec:
 #: enough that the 20-step trajectory moves measurably (parity of a flat trajectory proves little) and
 #: its growth interval is short so the scaler's growth rule fires within the run (and every field not
 #: named here takes the dataclass default).
+#: ``bench`` is the timing preset: about a second per CPU cell on one thread (50 steps of 256 x 512 GEMMs),
+#: long enough that round-to-round noise falls to a few percent, short enough for 5 rounds of the
+#: whole matrix in a couple of minutes; its float64 reference still fits the budget (~5e10 FLOPs).
 #: ``recipe`` is the seeds' workload. Its lr is PyTorch's recipe's 0.001, not the R vignette's 0.1:
 #: the recipe is the upstream reference, and 0.1 on 4096-wide layers with fp16 overshoots enough to
 #: make a parity verdict depend on divergence rather than on the binding. growth_interval is
@@ -170,6 +173,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {
         "batch_size": 32, "in_size": 128, "out_size": 128, "num_layers": 3, "num_batches": 10,
         "epochs": 2, "lr": 0.05, "growth_interval": 4,
+    },
+    "bench": {
+        "batch_size": 256, "in_size": 512, "out_size": 512, "num_layers": 3, "num_batches": 25,
+        "epochs": 2, "lr": 0.05, "growth_interval": 10,
     },
     "recipe": {
         "batch_size": 512, "in_size": 4096, "out_size": 4096, "num_layers": 3, "num_batches": 50,

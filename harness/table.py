@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.compare import PairVerdict
+from harness.figures import check_figures
+from harness.text import num
 
 __all__ = ["make_console", "print_result"]
 
@@ -23,10 +25,6 @@ def make_console() -> Console:
     return Console(width=None if Console().is_terminal else 120)
 
 
-def _num(value: float | None, fmt: str) -> str:
-    return "—" if value is None else format(value, fmt)
-
-
 def print_result(result: dict[str, Any], console: Console | None = None) -> None:
     """Print the cells of ``result``: status, final loss, distance from float64, seconds, speedup."""
     console = console or make_console()
@@ -38,18 +36,24 @@ def print_result(result: dict[str, Any], console: Console | None = None) -> None
     )
     for name, justify in [
         ("mode", "left"), ("frontend", "left"), ("status", "left"), ("final loss", "right"),
-        ("Δloss f64", "right"), ("Δweights f64", "right"), ("seconds", "right"), ("×default", "right"),
+        ("Δloss f64", "right"), ("Δweights f64", "right"), ("loop s", "right"), ("CV", "right"), ("×default", "right"),
+        ("TFLOP/s", "right"), ("% peak", "right"),
     ]:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=name == "mode")  # type: ignore[arg-type]
     for cell in result["cells"]:
         record = cell.get("record") or {}
         distance = cell.get("reference_distance") or {}
+        timing = cell.get("timing") or {}
+        loop = timing.get("loop") or {}
+        efficiency = cell.get("efficiency") or {}
         status = cell["status"]
+        speedup = cell.get("speedup_vs_default")
         table.add_row(
             cell["mode"], cell["frontend"], f"[{_STATUS_STYLE.get(status, '')}]{status}[/]",
-            _num(record.get("final_loss"), ".7g"), _num(distance.get("max_rel_loss_error"), ".2e"),
-            _num(distance.get("final_weights_rel_error"), ".2e"), _num(record.get("seconds_total"), ".4f"),
-            _num(cell.get("speedup_vs_default"), ".2f"),
+            num(record.get("final_loss"), ".7g"), num(distance.get("max_rel_loss_error"), ".1e"),
+            num(distance.get("final_weights_rel_error"), ".1e"), num(loop.get("median"), ".3g"), num(loop.get("cv"), ".1%"),
+            num(1 / speedup if speedup else None, ".2f") if speedup or status != "ok" else "[yellow]noisy[/]",
+            num(efficiency.get("tflops"), ".3g"), num(efficiency.get("share_of_peak"), ".0%"),
         )
     console.print(table)
     if not result["reference"]["available"]:
@@ -74,5 +78,18 @@ def print_result(result: dict[str, Any], console: Console | None = None) -> None
             verdict = pair["verdict"]
             pairs.add_row(pair["pair"], f"[{_VERDICT_STYLE.get(verdict, '')}]{verdict}[/]", PairVerdict.from_dict(pair).cause)
         console.print(pairs)
+    noisy = [c["id"] for c in result["cells"] if c["status"] == "ok" and not c.get("speedup_vs_default")]
+    if noisy:
+        console.print(
+            f"[yellow]×default noisy[/] for {len(noisy)} cell(s): the rounds' spread is too wide for a ratio "
+            "(the report says why per cell); use --interleave, more --rounds, or --preset bench.", soft_wrap=True,
+        )
+    checks = check_figures(result)
+    if checks:
+        met = sum(c.met for c in checks)
+        console.print(f"figures: {met} of {len(checks)} met", style="green" if met == len(checks) else "yellow")
+    for check in (c for c in checks if not c.met):
+        console.print(f"[bold red]figure missed[/]: {check.figure} ({check.subject}): {check.measured}; target {check.target}; {check.why}",
+                      soft_wrap=True)
     for warning in result["warnings"]:
         console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)

@@ -42,9 +42,11 @@ class Worker:
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: multiprocessing.connection.Connection | None = None
         self.starts = 0
-        #: The worker's peak resident memory (bytes) as of its last reply: a high-water mark over the
-        #: process's life, so it bounds every cell the worker has run so far.
-        self.peak_rss_bytes: int | None = None
+        #: Seconds the last start took (interpreter, imports, R's start-up and ``library(torch)``).
+        self.startup_seconds: float | None = None
+        #: Resident memory of the last call (see :func:`call_memory`): its peak, what the process held
+        #: before it, and whether the peak covers that call alone (``call``) or the process's life.
+        self.last_memory: dict[str, Any] | None = None
 
     @property
     def alive(self) -> bool:
@@ -73,7 +75,9 @@ class Worker:
         child.close()
         self._conn = parent
         self.starts += 1
+        started = time.perf_counter()
         self._receive(_START_TIMEOUT_S, what="start")
+        self.startup_seconds = time.perf_counter() - started
 
     def call(self, request: dict[str, Any], timeout: float) -> Any:
         """Send ``request``, return the handler's reply.
@@ -125,7 +129,7 @@ class Worker:
                 raise self._crashed(what)
         for name, level, message in reply.get("logs", ()):
             logging.getLogger(name).log(level, "%s", message)
-        self.peak_rss_bytes = reply.get("peak_rss_bytes", self.peak_rss_bytes)
+        self.last_memory = reply.get("memory", self.last_memory)
         if reply["status"] == "ok":
             return reply["value"]
         if what == "start":
@@ -196,6 +200,7 @@ def _serve(conn: multiprocessing.connection.Connection, handler_path: str, env: 
             return
         if request is None:
             return
+        rss_before, scope = _start_call_memory()
         try:
             value = handler(request)
             reply = {"status": "ok", "value": value}
@@ -204,5 +209,38 @@ def _serve(conn: multiprocessing.connection.Connection, handler_path: str, env: 
             log.debug("handler error:\n%s", traceback.format_exc())
             reply = {"status": "error", "message": message}
         reply["logs"] = collector.drain()
-        reply["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        reply["memory"] = {"peak_rss_bytes": _peak_rss_bytes(scope), "rss_before_bytes": rss_before, "scope": scope}
         conn.send(reply)
+
+
+def _start_call_memory() -> tuple[int | None, str]:
+    """Reset this process's resident-memory high-water mark; returns (RSS now, the peak's scope).
+
+    Linux resets ``VmHWM`` when "5" is written to ``/proc/self/clear_refs`` (kernel 4.0+), so the
+    peak read after a call is that call's own. Where that is refused, the peak is the process's
+    lifetime high-water mark (``scope`` "process"), which bounds every call the worker has run.
+    """
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        return _status_bytes("VmRSS"), "process"
+    return _status_bytes("VmRSS"), "call"
+
+
+def _peak_rss_bytes(scope: str) -> int | None:
+    if scope == "call":
+        return _status_bytes("VmHWM")
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _status_bytes(field: str) -> int | None:
+    """A ``kB`` field of ``/proc/self/status`` in bytes; ``None`` off Linux."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None

@@ -27,8 +27,10 @@ from py_scripts.common import (
     main_cli,
     make_model,
     make_record,
+    pause_gc,
     peak_memory_bytes,
     reset_peak_memory,
+    resume_gc,
     save_final_weights,
     sync_device,
     torch_dtype,
@@ -39,6 +41,7 @@ MODES = ("autocast_scaler", "autocast_scaler_clip")
 
 def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     """Train the MLP for ``spec`` under autocast with gradient scaling (and clipping in ``*_clip``)."""
+    workload_start = clock()
     check_mode(mode, MODES)
     torch.set_num_threads(spec["threads"])
     device = spec["device"]
@@ -58,6 +61,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     loss_scale: list[float] = []
     output_dtype = loss_dtype = None
     seconds_per_epoch: list[float] = []
+    gc_state = pause_gc()
     reset_peak_memory(device)
     sync_device(device)
     epoch_start = clock()
@@ -81,6 +85,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
         epoch_end = clock()
         seconds_per_epoch.append(epoch_end - epoch_start)
         epoch_start = epoch_end
+    gc_seconds = resume_gc(gc_state)
 
     loss_values = [float(v) for v in torch.stack(losses).float().cpu().tolist()]
     previous_scale = [float(spec["init_scale"]), *loss_scale[:-1]]
@@ -91,7 +96,8 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
         losses=loss_values, final_loss=loss_values[-1], loss_scale=loss_scale, skipped=skipped,
         skipped_steps=sum(skipped), output_dtype=output_dtype, loss_dtype=loss_dtype,
         weights_path=spec["weights_out"], seconds_total=sum(seconds_per_epoch),
-        seconds_per_epoch=seconds_per_epoch, peak_memory_bytes=peak_memory_bytes(device),
+        seconds_per_epoch=seconds_per_epoch, seconds_workload=clock() - workload_start, gc_seconds=gc_seconds,
+        peak_memory_bytes=peak_memory_bytes(device),
         threads=torch.get_num_threads(), device_name=device_name(device),
     )
 

@@ -24,8 +24,10 @@ from py_scripts.common import (
     main_cli,
     make_model,
     make_record,
+    pause_gc,
     peak_memory_bytes,
     reset_peak_memory,
+    resume_gc,
     save_final_weights,
     sync_device,
     torch_dtype,
@@ -36,6 +38,7 @@ MODES = ("default", "autocast")
 
 def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     """Train the MLP for ``spec`` with autocast off (``default``) or on (``autocast``)."""
+    workload_start = clock()
     check_mode(mode, MODES)
     torch.set_num_threads(spec["threads"])
     device = spec["device"]
@@ -50,6 +53,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     losses: list[torch.Tensor] = []
     output_dtype = loss_dtype = None
     seconds_per_epoch: list[float] = []
+    gc_state = pause_gc()
     reset_peak_memory(device)
     sync_device(device)
     epoch_start = clock()
@@ -68,6 +72,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
         epoch_end = clock()
         seconds_per_epoch.append(epoch_end - epoch_start)
         epoch_start = epoch_end
+    gc_seconds = resume_gc(gc_state)
 
     loss_values = [float(v) for v in torch.stack(losses).float().cpu().tolist()]
     save_final_weights(net, spec["weights_out"])
@@ -76,6 +81,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
         losses=loss_values, final_loss=loss_values[-1], loss_scale=None, skipped=None, skipped_steps=None,
         output_dtype=output_dtype, loss_dtype=loss_dtype, weights_path=spec["weights_out"],
         seconds_total=sum(seconds_per_epoch), seconds_per_epoch=seconds_per_epoch,
+        seconds_workload=clock() - workload_start, gc_seconds=gc_seconds,
         peak_memory_bytes=peak_memory_bytes(device), threads=torch.get_num_threads(),
         device_name=device_name(device),
     )

@@ -31,6 +31,7 @@ modes <- c("autocast_scaler", "autocast_scaler_clip")
 #' @param mode one of `modes`.
 #' @return the run record, a named list with `record_fields`.
 run_workload <- function(spec, mode) {
+  workload_start <- clock()
   check_mode(mode, modes)
   require_r_torch()
   torch::torch_set_num_threads(spec$threads)
@@ -54,6 +55,7 @@ run_workload <- function(spec, mode) {
   output_dtype <- NULL
   loss_dtype <- NULL
   seconds_per_epoch <- numeric()
+  gc_state <- pause_gc() # R cannot switch its collector off: it returns the GC clock (common.R)
   reset_peak_memory(device)
   sync_device(device)
   epoch_start <- clock()
@@ -86,6 +88,7 @@ run_workload <- function(spec, mode) {
     seconds_per_epoch <- c(seconds_per_epoch, epoch_end - epoch_start)
     epoch_start <- epoch_end
   }
+  gc_seconds <- resume_gc(gc_state)
 
   loss_values <- as.numeric(torch::torch_stack(losses)$float()$cpu())
   previous_scale <- c(spec$init_scale, loss_scale[-length(loss_scale)])
@@ -96,7 +99,8 @@ run_workload <- function(spec, mode) {
     losses = loss_values, final_loss = loss_values[[length(loss_values)]], loss_scale = loss_scale,
     skipped = skipped, skipped_steps = sum(skipped), output_dtype = output_dtype,
     loss_dtype = loss_dtype, weights_path = spec$weights_out, seconds_total = sum(seconds_per_epoch),
-    seconds_per_epoch = seconds_per_epoch, peak_memory_bytes = peak_memory_bytes(device),
+    seconds_per_epoch = seconds_per_epoch, seconds_workload = clock() - workload_start,
+    gc_seconds = gc_seconds, peak_memory_bytes = peak_memory_bytes(device),
     threads = torch::torch_get_num_threads(), device_name = device_name(device)
   )
 }

@@ -19,6 +19,7 @@ from safetensors.numpy import load_file, save_file
 from harness.matrix import Cell
 from harness.runner import MatrixRunner, add_speedups, collect_warnings
 from harness.spec import MODES, WorkloadSpec
+from harness.timing import RoundLog, TimingProtocol
 
 __all__ = [
     "WeightsEdit",
@@ -27,6 +28,7 @@ __all__ = [
     "nudge_one_ulp",
     "pair_result",
     "split_losses",
+    "steady_timing",
     "twin_cell",
     "with_status",
 ]
@@ -39,9 +41,21 @@ def build_python_result(folder: Path, spec: WorkloadSpec | None = None) -> dict[
     """Run every mode with the Python frontend only; its weights files are published under ``folder``."""
     spec = spec or WorkloadSpec.from_preset("tiny")
     with MatrixRunner(spec, ("python",)) as runner:
-        result = runner.run(MODES)
+        result = runner.run(MODES, protocol=TimingProtocol(rounds=3))
         runner.publish_weights(result["cells"], folder / "python.weights")
+    for cell in result["cells"]:  # known, steady rounds: the report's ratios are then exact
+        cell["timing"] = steady_timing(cell["record"]["seconds_total"])
+    add_speedups(result["cells"])
     return result
+
+
+def steady_timing(loop_seconds: float, spread: float = 0.01, overhead: float = 0.001) -> dict[str, Any]:
+    """A cell's ``timing`` from three rounds of ``loop_seconds`` × (1, 1 + spread, 1 − spread)."""
+    log = RoundLog()
+    for factor in (1.0, 1.0 + spread, 1.0 - spread):
+        loop = loop_seconds * factor
+        log.add(loop + overhead, {"seconds_total": loop, "seconds_workload": loop + overhead / 2, "gc_seconds": 0.0}, None, True)
+    return log.summary()
 
 
 def twin_cell(
@@ -76,7 +90,7 @@ def with_status(cell: dict[str, Any], status: str, reason: str) -> dict[str, Any
     """``cell`` ended with ``status`` (no record unless it is a numerical failure, as the runner does)."""
     changed = copy.deepcopy(cell) | {"status": status, "reason": reason, "reference_distance": None}
     if status != "numerical_failure":
-        changed |= {"record": None, "wall_seconds": None, "worker_peak_rss_bytes": None}
+        changed |= {"record": None, "wall_seconds": None, "memory": None, "timing": None, "efficiency": None}
     return changed
 
 

@@ -1,8 +1,9 @@
-"""The benchmark suite really runs and saves what ``--benchmark-compare`` needs (Python cells, 2 rounds)."""
+"""The benchmark suite really runs and saves what ``--benchmark-compare`` needs (Python cells, 3 rounds)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +12,13 @@ from harness.paths import REPO_ROOT
 
 
 def test_benchmarks_run_and_record_extra_info(tmp_path: Path) -> None:
-    """``pytest tests/benchmarks --benchmark-only`` times each Python cell, grouped by pair, with extra_info."""
+    """``pytest tests/benchmarks --benchmark-only`` times each Python cell, grouped by pair, with loop time and overhead."""
     out = tmp_path / "bench.json"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "tests/benchmarks", "--benchmark-only", f"--benchmark-json={out}",
          "-k", "python", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
-        env={**__import__("os").environ, "AMP_PARITY_BENCH_ROUNDS": "2"},
+        env={**os.environ, "AMP_PARITY_BENCH_ROUNDS": "3"},
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     benchmarks = json.loads(out.read_text())["benchmarks"]
@@ -26,7 +27,9 @@ def test_benchmarks_run_and_record_extra_info(tmp_path: Path) -> None:
         "cuda_amp_grad_scaler-autocast_scaler-cpu", "cuda_amp_grad_scaler-autocast_scaler_clip-cpu",
     ])
     for bench in benchmarks:
-        assert bench["stats"]["rounds"] == 2
+        assert bench["stats"]["rounds"] == 3
         info = bench["extra_info"]
         assert info["frontend"] == "python" and info["preset"] == "tiny" and info["final_loss"] > 0
-        assert info["torch_version"].startswith("2.") and 0 < info["seconds_in_script"] < bench["stats"]["max"]
+        assert info["torch_version"].startswith("2.") and 0 < info["loop_seconds_median"] < bench["stats"]["median"]
+        assert info["overhead_seconds"] == bench["stats"]["median"] - info["loop_seconds_median"]
+        assert 0 < info["overhead_share"] < 1 and info["tflops"] > 0

@@ -22,7 +22,7 @@ def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["run", "--preset", "huge"], "error: preset must be one of 'tiny', 'recipe', got 'huge'."),
+        (["run", "--preset", "huge"], "error: preset must be one of 'tiny', 'bench', 'recipe', got 'huge'."),
         (["run", "--mode", "turbo"],
          "error: mode must be one of 'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip', got 'turbo'."),
         (["run", "--device", "tpu"], "error: device must be one of 'cpu', 'cuda', got 'tpu'."),
@@ -31,6 +31,10 @@ def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
         (["run", "--batch-size", "0"], "error: batch_size must be a whole number >= 1, got 0."),
         (["run", "--lr", "-1"], "error: lr must be a finite number > 0, got -1.0."),
         (["run", "--frontend", "julia"], "error: frontend must be one of 'python', 'r', got 'julia'."),
+        (["run", "--rounds", "0"], "error: rounds must be an integer ≥ 1 (≥ 3 for a spread), got 0."),
+        (["run", "--warmup-rounds", "0"],
+         "error: warmup_rounds must be an integer ≥ 1: the first call writes the weights and is never timed, got 0."),
+        (["run", "--max-seconds", "0"], "error: max_seconds must be a positive number of seconds, got 0.0."),
         (["run", "--spec-file", "/nonexistent.json"],
          "error: spec_file must be a readable file (No such file or directory), got '/nonexistent.json'."),
     ],
@@ -63,7 +67,7 @@ def test_run_writes_a_complete_result_and_refuses_to_overwrite(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     assert "amp-parity · preset tiny" in done.stdout and "autocast" in done.stdout
     result = json.loads(path.read_text())
-    assert result["schema_version"] == 1 and [c["status"] for c in result["cells"]] == ["ok", "ok"]
+    assert result["schema_version"] == 2 and [c["status"] for c in result["cells"]] == ["ok", "ok"]
     for cell in result["cells"]:
         assert Path(cell["record"]["weights_path"]).parent == tmp_path / "tiny.weights"
         assert Path(cell["record"]["weights_path"]).exists()
@@ -154,7 +158,7 @@ def test_report_of_a_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> 
     path.write_text(json.dumps({"schema_version": 9, "cells": []}))
     done = _harness("report", str(path), "--out", str(tmp_path / "out"))
     assert done.returncode == 1
-    assert done.stderr.strip() == f"error: {path} has result schema version 9; this harness reads version 1: upgrade amp-parity to read it."
+    assert done.stderr.strip() == f"error: {path} has result schema version 9; this harness reads version 2: upgrade amp-parity to read it."
     assert not (tmp_path / "out").exists()
 
 
@@ -207,3 +211,19 @@ def test_sizes_off_multiples_of_8_run_with_a_one_line_warning() -> None:
     done = _harness("run", "--batch-size", "30", "--frontend", "python", "--mode", "default")
     assert done.returncode == 0
     assert done.stderr.strip() == "warning: batch_size=30 not a multiple of 8: it runs, but tensor cores may not engage on a GPU."
+
+
+def test_run_interleaved_with_profile_records_the_protocol(tmp_path: Path) -> None:
+    """``--rounds 3 --interleave --profile`` is what the result's protocol, timing and GEMM profile say ran."""
+    path = tmp_path / "r.json"
+    done = _harness("run", "--frontend", "python", "--mode", "autocast", "--rounds", "3", "--warmup-rounds", "1",
+                    "--interleave", "--profile", "--json", str(path))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(path.read_text())
+    assert result["protocol"] | {"gc": None, "clocks": None} == {
+        "warmup_rounds": 1, "rounds": 3, "max_seconds": 60.0, "interleave": True, "gc": None, "clocks": None,
+    }
+    cell = result["cells"][0]
+    assert cell["timing"]["rounds"] == 3 and cell["timing"]["warmup_calls"] == 1
+    assert cell["gemm_profile"]["half_share"] == 1.0 and cell["gemm_profile"]["step"] == 3
+    assert "figures: " in done.stdout

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from harness.efficiency import workload_flops
 from harness.fixtures import ensure_fixtures, load_fixture_arrays
-from harness.reference import REFERENCE_MAX_FLOPS, reference_flops, reference_skip_reason, run_reference
+from harness.reference import REFERENCE_MAX_FLOPS, reference_skip_reason, run_reference
 from harness.spec import WorkloadSpec
 
 
@@ -53,7 +54,7 @@ def test_reference_matches_float64_autograd(tmp_path_factory: pytest.TempPathFac
 
 def test_reference_budget_skips_recipe_with_a_reason() -> None:
     """The recipe preset is over the float64 budget and says so; tiny is under it."""
-    assert reference_flops(WorkloadSpec.from_preset("tiny")) < REFERENCE_MAX_FLOPS
+    assert workload_flops(WorkloadSpec.from_preset("tiny")) < REFERENCE_MAX_FLOPS
     reason = reference_skip_reason(WorkloadSpec.from_preset("recipe"))
     assert reason is not None and "float64 reference skipped" in reason and "FLOPs" in reason
     assert reference_skip_reason(WorkloadSpec.from_preset("tiny")) is None

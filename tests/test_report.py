@@ -102,8 +102,8 @@ def test_report_says_when_r_was_skipped_and_why(r_skipped: dict[str, Any], tmp_p
 def test_speed_table_has_seconds_and_ratios(both: dict[str, Any], tmp_path: Path) -> None:
     """The speed table shows each frontend's seconds, AMP ÷ default, and R ÷ Python per mode."""
     _, text = _written(both, tmp_path)
-    cells = {(c["mode"], c["frontend"]): c["record"] for c in both["cells"] if c["record"]}
-    default, autocast = cells[("default", "python")]["seconds_total"], cells[("autocast", "python")]["seconds_total"]
+    cells = {(c["mode"], c["frontend"]): c["timing"] for c in both["cells"] if c["timing"]}
+    default, autocast = cells[("default", "python")]["loop"]["median"], cells[("autocast", "python")]["loop"]["median"]
     row = next(line for line in text.splitlines() if line.startswith("| autocast |"))
     assert row.startswith(f"| autocast | {autocast:.4g} |")
     assert f"| {autocast / default:.2f} |" in row
@@ -116,7 +116,9 @@ def test_memory_versions_warnings_and_reference_are_reported(both: dict[str, Any
     """Peak RSS per cell, torch/libtorch versions and threads, the libtorch warning and the reference status appear."""
     _, text = _written(both, tmp_path)
     first = both["cells"][0]
-    assert f"| `{first['id']}` | {first['worker_peak_rss_bytes'] / 2**20:.1f} MiB | worker peak RSS" in text
+    peak = first["memory"]["peak_rss_bytes"] / 2**20
+    before = first["memory"]["rss_before_bytes"] / 2**20
+    assert f"| {peak:.1f} MiB | worker peak RSS over this call ({before:.1f} MiB held before it) |" in text
     record = first["record"]
     assert f"| python | {record['torch_version']} | {record['libtorch_version']} | {record['language_version']} | 1 | cpu |" in text
     assert f"- libtorch versions differ (python {record['libtorch_version']}, r 2.5.1): bitwise parity is not expected" in text
@@ -158,10 +160,11 @@ def test_report_main_refuses_an_unreadable_result(tmp_path: Path) -> None:
         report_main(tmp_path / "absent.json", tmp_path / "out")
 
 
-def test_timing_uses_benchmark_rounds_when_recorded(both: dict[str, Any]) -> None:
-    """A cell with benchmark rounds is timed by them; otherwise by its seconds per epoch."""
+def test_timing_uses_timed_rounds_when_recorded(both: dict[str, Any]) -> None:
+    """A timed cell is plotted by its rounds' loop times; an untimed one by its seconds per epoch."""
     cell = copy.deepcopy(both["cells"][0])
+    cell["timing"] = None
     assert timing_samples(cell) == (cell["record"]["seconds_per_epoch"], "epoch")
-    cell["timing"] = {"rounds": [0.5, 0.25, 0.75]}
+    cell["timing"] = {"samples": {"loop_seconds": [0.5, 0.25, 0.75]}}
     assert timing_samples(cell) == ([0.5, 0.25, 0.75], "round")
     assert timing_samples(cell, prefer_rounds=False)[1] == "epoch"

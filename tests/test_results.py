@@ -18,12 +18,12 @@ def test_round_trip(tmp_path: Path) -> None:
     assert load_result(tmp_path / "r.json") == result
 
 
-@pytest.mark.parametrize(("version", "advice"), [(2, "upgrade amp-parity"), (0, "re-run `python -m harness run --json`")])
+@pytest.mark.parametrize(("version", "advice"), [(3, "upgrade amp-parity"), (1, "re-run `python -m harness run --json`")])
 def test_other_schema_versions_are_refused_with_what_to_do(tmp_path: Path, version: int, advice: str) -> None:
     """A newer or older schema is refused, saying which and what to do."""
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"schema_version": version, "cells": []}))
-    with pytest.raises(ResultError, match=f"schema version {version}.*reads version 1: {advice}"):
+    with pytest.raises(ResultError, match=f"schema version {version}.*reads version 2: {advice}"):
         load_result(path)
 
 

@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 
 from harness.availability import Availability
+from harness.efficiency import workload_flops
 from harness.matrix import Cell
+from harness.measurements import time_cells
 from harness.runner import MatrixRunner
 from harness.spec import MODES, WorkloadSpec
+from harness.timing import TimingProtocol
 
 NO_R_TORCH = {"torch_installed": False, "libtorch_installed": False, "libtorch_loads": False}
 
@@ -20,21 +23,62 @@ def _without_r_torch(availability: Availability) -> Availability:
 
 
 def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, availability: Availability) -> None:
-    """A Python-only run returns 4 ok cells with records, reference distances and speedups."""
+    """A Python-only run returns 4 ok cells with records, reference distances, timing, efficiency and memory."""
+    progress: list[str] = []
+    protocol = TimingProtocol(warmup_rounds=2, rounds=3, interleave=True)
     with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
-        result = runner.run(MODES)
-    assert [c["id"] for c in result["cells"]] == [
+        result = runner.run(MODES, on_progress=progress.append, protocol=protocol)
+    ids = [
         "with_autocast-default-python-cpu", "with_autocast-autocast-python-cpu",
         "cuda_amp_grad_scaler-autocast_scaler-python-cpu", "cuda_amp_grad_scaler-autocast_scaler_clip-python-cpu",
     ]
+    assert [c["id"] for c in result["cells"]] == ids
     assert all(c["status"] == "ok" for c in result["cells"])
-    assert result["schema_version"] == 1 and result["spec"]["preset"] == "tiny"
+    assert result["schema_version"] == 2 and result["spec"]["preset"] == "tiny"
+    assert result["protocol"]["rounds"] == 3 and result["protocol"]["interleave"] is True
     assert result["reference"]["available"] and len(result["reference"]["losses"]) == 20
+    assert result["reference_seconds"] > 0 and result["workers"]["python"]["startup_seconds"] > 0
+    # Interleaved: round k of every cell before round k+1 of any (A, B, A, B ...).
+    rounds = [line for line in progress if ": round " in line]
+    assert rounds == [f"{i}: round {k}/3" for k in (1, 2, 3) for i in ids]
     default, autocast = result["cells"][0], result["cells"][1]
-    assert default["speedup_vs_default"] == 1.0
-    assert autocast["speedup_vs_default"] == pytest.approx(default["record"]["seconds_total"] / autocast["record"]["seconds_total"])
+    assert default["timing"]["rounds"] == 3 and default["timing"]["warmup_calls"] == 2 and default["timing"]["reproducible"]
+    assert default["timing"]["loop"]["median"] > 0 and default["timing"]["call"]["median"] > default["timing"]["loop"]["median"]
+    assert default["speedup_vs_default"] == 1.0  # paired with itself: every per-round ratio is exactly 1
+    assert autocast["speedup_vs_default"] is not None or autocast["speedup_note"].startswith("spread too wide")
     assert default["reference_distance"]["max_rel_loss_error"] < 1e-5
-    assert default["worker_peak_rss_bytes"] > 50 * 2**20
+    assert default["memory"]["scope"] == "call" and default["memory"]["peak_rss_bytes"] > 50 * 2**20
+    assert default["memory"]["cuda_peak_bytes"] is None
+    assert default["efficiency"]["flops"] == workload_flops(tiny_spec) and default["efficiency"]["gemm_dtype"] == "float32"
+    assert autocast["efficiency"]["gemm_dtype"] == "bfloat16" and 0 < autocast["efficiency"]["share_of_peak"] < 1
+    assert set(result["peaks"]["by_dtype"]) == {"float32", "bfloat16"} and result["peaks"]["threads"] == 1
+    assert all(c["gemm_profile"] is None for c in result["cells"])  # CPU: only with --profile
+    assert {f["figure"] for f in result["figures"]} == {"overhead per call", "whole tiny CPU matrix"}
+
+
+def test_budget_limits_rounds_and_profile_flags_nothing_on_true_amp(tiny_spec: WorkloadSpec, availability: Availability) -> None:
+    """With a tiny time budget each cell gets one timed round and no extra warm-up, so no ratio; profiling finds bf16 GEMMs."""
+    protocol = TimingProtocol(warmup_rounds=3, rounds=5, max_seconds=1e-9)
+    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
+        result = runner.run(("default", "autocast"), protocol=protocol, profile=True)
+    default, autocast = result["cells"]
+    assert default["timing"]["rounds"] == 1 and default["timing"]["warmup_calls"] == 1
+    assert autocast["speedup_vs_default"] is None and "too few timed rounds (1 < 3)" in autocast["speedup_note"]
+    assert default["gemm_profile"]["half_share"] == 0.0 and default["gemm_problem"] is None
+    assert autocast["gemm_profile"]["half_share"] == 1.0 and autocast["gemm_problem"] is None
+    assert not result["warnings"]
+
+
+def test_a_failing_timed_round_makes_the_cell_an_error(tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path) -> None:
+    """A script that works for the record call but breaks in a timed round ends as an error naming the round."""
+    fixture_path = tmp_path / "fixture.safetensors"
+    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
+        cell = runner.run_cell(Cell("python", "with_autocast", "default", "cpu"))
+        assert cell["status"] == "ok"
+        fixture_path.write_bytes(b"not a safetensors file")
+        runner.fixture = dataclasses.replace(runner.fixture, path=fixture_path)
+        time_cells(runner, [cell], TimingProtocol(warmup_rounds=1, rounds=2), lambda text: None)
+    assert cell["status"] == "error" and cell["reason"].startswith("timed round 1 failed:") and cell["timing"] is None
 
 
 def test_r_cells_skip_with_the_install_reason(

@@ -19,7 +19,7 @@ def test_presets_hold_the_seeds_workload() -> None:
     assert recipe.threads >= 1
     tiny = WorkloadSpec.from_preset("tiny")
     assert tiny.steps == 20 and tiny.threads == 1 and tiny.amp_dtype == "bfloat16"
-    assert set(PRESETS) == {"tiny", "recipe"}
+    assert set(PRESETS) == {"tiny", "bench", "recipe"}
 
 
 def test_amp_dtype_defaults_follow_the_device() -> None:
@@ -56,7 +56,7 @@ def test_invalid_values_are_refused_with_field_value_and_allowed(overrides: dict
 
 def test_unknown_preset_and_field_are_refused() -> None:
     """Unknown presets and field names are errors listing what exists."""
-    with pytest.raises(SpecError, match="preset must be one of 'tiny', 'recipe', got 'huge'"):
+    with pytest.raises(SpecError, match="preset must be one of 'tiny', 'bench', 'recipe', got 'huge'"):
         WorkloadSpec.from_preset("huge")
     with pytest.raises(SpecError, match="field must be one of .*'batch_size'.*got 'batchsize'"):
         WorkloadSpec.from_preset("tiny", batchsize=4)

@@ -70,3 +70,26 @@ def test_python_worker_loads_torch_in_its_own_process() -> None:
             assert "libtorch" in handle.read()
     finally:
         w.close()
+
+
+def test_peak_memory_is_measured_per_call(worker: Worker) -> None:
+    """A call that touches 200 MiB peaks that much above its start; the next, small call does not inherit that peak."""
+    worker.call({"value": 0}, timeout=30)
+    worker.call({"allocate_mib": 200}, timeout=30)
+    big = worker.last_memory
+    assert big is not None and big["scope"] == "call"
+    assert big["peak_rss_bytes"] - big["rss_before_bytes"] >= 190 * 2**20
+    worker.call({"value": 1}, timeout=30)
+    small = worker.last_memory
+    assert small is not None and small["peak_rss_bytes"] - small["rss_before_bytes"] < 20 * 2**20
+    assert small["peak_rss_bytes"] < big["peak_rss_bytes"] - 150 * 2**20
+
+
+def test_worker_env_reaches_the_process_and_start_up_is_timed() -> None:
+    """``env`` (the thread count, in the runner) is set before the handler is imported; start-up seconds are kept."""
+    w = Worker("python", "tests.worker_handlers:EnvHandler", {"OMP_NUM_THREADS": "3"})
+    try:
+        assert w.call({"name": "OMP_NUM_THREADS"}, timeout=30) == "3"
+        assert w.startup_seconds is not None and w.startup_seconds > 0
+    finally:
+        w.close()

@@ -19,6 +19,10 @@ class CrashHandler:
             time.sleep(3600)
         if request.get("fail"):
             raise ValueError("deliberate failure in CrashHandler")
+        if request.get("allocate_mib"):
+            block = bytearray(request["allocate_mib"] * 2**20)
+            block[::4096] = b"\x01" * len(range(0, len(block), 4096))  # touch every page: make it resident
+            del block
         return {"echo": request.get("value"), "torch_loaded": "torch" in sys.modules}
 
 
@@ -27,3 +31,10 @@ class BrokenStartHandler:
 
     def __init__(self) -> None:
         raise ImportError("no module named 'imaginary_frontend'")
+
+
+class EnvHandler:
+    """Answers with the value of an environment variable in the worker."""
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        return os.environ.get(request["name"])

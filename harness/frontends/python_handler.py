@@ -6,6 +6,7 @@ ever imported in the Python worker, never in the process that hosts R.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 from types import ModuleType
@@ -17,7 +18,13 @@ __all__ = ["PythonHandler"]
 
 
 class PythonHandler:
-    """Imports ``py_scripts.<stem>`` once and answers ``{"script", "mode", "run_spec"}`` requests."""
+    """Imports ``py_scripts.<stem>`` once and answers requests by their ``kind``.
+
+    ``cell`` (the default): ``{"script", "mode", "run_spec"}`` → the run record. ``matmul_peak``:
+    ``{"device", "dtype", "threads"}`` → :func:`harness.matmul_peak.measure_matmul_peak`. ``gemm_profile``:
+    a cell request → :func:`harness.gemm_profile.profile_gemms` of one step. Peaks and profiles run here,
+    in the process and with the torch that runs the cells.
+    """
 
     def __init__(self) -> None:
         if str(REPO_ROOT) not in sys.path:
@@ -28,9 +35,24 @@ class PythonHandler:
         self._modules: dict[str, ModuleType] = {}
 
     def __call__(self, request: dict[str, Any]) -> Any:
-        """Run one cell and return its run record."""
-        script = request["script"]
+        """Answer one request (see the class docstring)."""
+        kind = request.get("kind", "cell")
+        try:
+            if kind == "matmul_peak":
+                from harness.matmul_peak import measure_matmul_peak
+
+                return measure_matmul_peak(request["device"], request["dtype"], request["threads"])
+            module = self._script(request["script"])
+            if kind == "gemm_profile":
+                from harness.gemm_profile import profile_gemms
+
+                return profile_gemms(module.run_workload, request["run_spec"], request["mode"], request.get("step", 3))
+            record: dict[str, Any] = module.run_workload(request["run_spec"], request["mode"])
+            return record
+        finally:
+            gc.enable()  # a script that failed inside its timed loop leaves the collector off
+
+    def _script(self, script: str) -> ModuleType:
         if script not in self._modules:
             self._modules[script] = importlib.import_module(f"py_scripts.{script}")
-        record: dict[str, Any] = self._modules[script].run_workload(request["run_spec"], request["mode"])
-        return record
+        return self._modules[script]

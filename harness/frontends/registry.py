@@ -35,6 +35,6 @@ FRONTENDS: dict[str, Frontend] = {
 }
 
 
-def open_worker(name: str) -> Worker:
-    """A (not yet started) worker for frontend ``name``."""
-    return Worker(name, FRONTENDS[name].handler)
+def open_worker(name: str, env: dict[str, str] | None = None) -> Worker:
+    """A (not yet started) worker for frontend ``name``, with ``env`` added to its environment."""
+    return Worker(name, FRONTENDS[name].handler, env)

@@ -1,26 +1,36 @@
-"""Benchmarks: every frontend × mode cell timed by pytest-benchmark, grouped by pair.
+"""Benchmarks: every frontend × mode cell timed by pytest-benchmark, grouped by pair, under the harness's protocol.
 
 Skipped by the normal test run (``--benchmark-skip`` in the pytest options); run with
 ``tox -e bench`` or ``pytest tests/benchmarks --benchmark-only --benchmark-autosave``, then compare
-runs with ``--benchmark-compare``. ``AMP_PARITY_BENCH_PRESET`` picks the preset (default tiny).
+runs with ``--benchmark-compare``. ``AMP_PARITY_BENCH_PRESET`` picks the preset (default tiny; ``bench``
+runs about a second per CPU cell, the preset for comparisons).
+
+A round is one call through the cell's long-lived worker without writing weights, exactly a timed
+round of ``python -m harness run`` (:mod:`harness.timing`): GC off in the Python loop, the spec's
+threads in both frontends. Each round's own loop time is kept too, so ``extra_info`` holds the
+frontend's loop median and ``overhead_seconds`` = pytest-benchmark's median − that loop median.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
+import numpy as np
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from harness.availability import Availability
+from harness.efficiency import workload_flops
 from harness.matrix import Cell
 from harness.runner import MatrixRunner
 from harness.spec import WorkloadSpec
+from harness.timing import DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
 from tests.conftest import FRONTENDS, require_frontend
 
-#: Rounds per cell: enough for a median and an interquartile range at tiny; lower it for recipe.
-ROUNDS = int(os.environ.get("AMP_PARITY_BENCH_ROUNDS", "5"))
+#: Rounds per cell (the harness's default); lower it with AMP_PARITY_BENCH_ROUNDS for recipe on a CPU.
+ROUNDS = int(os.environ.get("AMP_PARITY_BENCH_ROUNDS", str(DEFAULT_ROUNDS)))
 
 
 @pytest.fixture(scope="module")
@@ -32,19 +42,32 @@ def bench_runner(availability: Availability) -> Iterator[MatrixRunner]:
 
 
 def test_cell_time(benchmark: BenchmarkFixture, cell: Cell, bench_runner: MatrixRunner, availability: Availability) -> None:
-    """Time one cell's whole training run through its worker; record what ran in extra_info."""
+    """Time one cell's training run through its worker; keep the loop times and the overhead in extra_info."""
     require_frontend(cell, availability)
     if bench_runner.declared_unsupported(cell):
         pytest.skip(f"{cell.frontend} does not support {cell.script} on {cell.device} (see test_parity)")
     bench_runner.worker(cell.frontend).start()  # start-up is not part of any round
+    first = bench_runner.call_cell(cell)  # the record call: writes the weights, loads the fixtures
+    records: list[dict[str, Any]] = []
+
+    def one_round() -> dict[str, Any]:
+        record = bench_runner.call_cell(cell, save_weights=False)
+        records.append(record)
+        return record
+
     benchmark.group = cell.pair
-    record = benchmark.pedantic(bench_runner.call_cell, args=(cell,), rounds=ROUNDS, warmup_rounds=1, iterations=1)
+    benchmark.pedantic(one_round, rounds=ROUNDS, warmup_rounds=DEFAULT_WARMUP_ROUNDS - 1, iterations=1)
+    timed = records[DEFAULT_WARMUP_ROUNDS - 1:]
+    loop = float(np.median([r["seconds_total"] for r in timed]))
+    median = float(benchmark.stats.stats.median)
     spec = bench_runner.spec
     benchmark.extra_info.update({
         "frontend": cell.frontend, "script": cell.script, "mode": cell.mode, "device": cell.device,
-        "preset": spec.preset, "amp_dtype": spec.amp_dtype, "threads": record["threads"],
-        "torch_version": record["torch_version"], "libtorch_version": record["libtorch_version"],
-        "language_version": record["language_version"], "final_loss": record["final_loss"],
-        "seconds_in_script": record["seconds_total"], "spec_digest": spec.digest(),
+        "preset": spec.preset, "amp_dtype": spec.amp_dtype, "threads": first["threads"],
+        "torch_version": first["torch_version"], "libtorch_version": first["libtorch_version"],
+        "language_version": first["language_version"], "final_loss": first["final_loss"], "spec_digest": spec.digest(),
+        "loop_seconds_median": loop, "workload_seconds_median": float(np.median([r["seconds_workload"] for r in timed])),
+        "overhead_seconds": median - loop, "overhead_share": (median - loop) / median,
+        "tflops": workload_flops(spec) / loop / 1e12,
     })
-    assert len(record["losses"]) == spec.steps
+    assert len(timed) == ROUNDS and all(r["losses"] == first["losses"] for r in timed)

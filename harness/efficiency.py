@@ -1,0 +1,61 @@
+"""Efficiency of a cell against the hardware: FLOPs from the spec, achieved TFLOP/s, share of a measured peak.
+
+The peak is measured by the harness in the same run, on the same device and in the cell's GEMM dtype
+(:mod:`harness.matmul_peak`): a cell then reads "x % of this machine's measured peak", not a datasheet
+figure the machine may never reach.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from harness.spec import WorkloadSpec
+
+__all__ = ["cell_efficiency", "gemm_dtype", "step_flops", "workload_flops"]
+
+
+def step_flops(spec: WorkloadSpec) -> float:
+    """Floating-point operations of one training step's Linear layers, counted from the spec.
+
+    Each Linear layer of shape (out, in) costs ``2·batch·out·in`` per GEMM: one forward, one for the
+    weight gradient, and one for the input gradient, which the first layer does not need (the data
+    does not require a gradient). Bias adds, ReLU, the loss and the SGD update are O(batch·width) and
+    left out, as in the usual GEMM-based accounting (``torch.utils.flop_counter`` counts the same).
+    """
+    shapes = spec.layer_shapes
+    per_gemm = [2.0 * spec.batch_size * out_features * in_features for out_features, in_features in shapes]
+    return 3.0 * sum(per_gemm) - per_gemm[0]
+
+
+def workload_flops(spec: WorkloadSpec) -> float:
+    """Floating-point operations of the whole run (every step)."""
+    return step_flops(spec) * spec.steps
+
+
+def gemm_dtype(mode: str, spec: WorkloadSpec) -> str:
+    """The dtype a mode's GEMMs run in, hence the peak it is compared with."""
+    return "float32" if mode == "default" else str(spec.amp_dtype)
+
+
+def cell_efficiency(cell: Mapping[str, Any], spec: WorkloadSpec, peaks: Mapping[str, Any]) -> dict[str, Any] | None:
+    """FLOPs, achieved TFLOP/s (over the median timed loop) and the share of the measured peak.
+
+    ``peaks`` maps a dtype to :func:`harness.matmul_peak.measure_matmul_peak`'s result (or to nothing).
+    ``None`` for a cell that produced no record.
+    """
+    record = cell.get("record")
+    if not record:
+        return None
+    timing = cell.get("timing") or {}
+    seconds = (timing.get("loop") or {}).get("median") or record["seconds_total"]
+    flops = workload_flops(spec)
+    tflops = flops / seconds / 1e12 if seconds > 0 else None
+    dtype = gemm_dtype(cell["mode"], spec)
+    peak = peaks.get(dtype) or {}
+    peak_tflops = peak.get("tflops")
+    return {
+        "flops": flops, "step_flops": step_flops(spec), "seconds": seconds, "tflops": tflops,
+        "gemm_dtype": dtype, "peak_tflops": peak_tflops,
+        "share_of_peak": tflops / peak_tflops if tflops is not None and peak_tflops else None,
+    }

@@ -1,0 +1,159 @@
+"""The figures the harness promises (README), checked against a result: met, or missed by how much and why.
+
+Each figure applies to some results only (the 1 % overhead to ``recipe``, the matrix time to ``tiny``
+on CPU, the tensor-core share to CUDA); a result is checked against those that apply to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = [
+    "CV_MAX",
+    "CV_MIN_LOOP_SECONDS",
+    "GPU_AUTOCAST_MIN_SHARE",
+    "OVERHEAD_MAX_SECONDS",
+    "OVERHEAD_MAX_SHARE",
+    "TINY_MATRIX_MAX_SECONDS",
+    "FigureCheck",
+    "check_figures",
+]
+
+#: Overhead per call (benchmark time minus the frontend's loop time): at most 5 ms, whatever the preset …
+OVERHEAD_MAX_SECONDS = 0.005
+#: … and at most 1 % of a ``recipe`` call, where the overhead must not move a comparison.
+OVERHEAD_MAX_SHARE = 0.01
+#: Coefficient of variation of the loop time for CPU cells that run about a second (``bench``) …
+CV_MAX = 0.03
+#: … counted for cells whose median loop takes at least this long (shorter ones are ``tiny``'s 10 ms,
+#: where scheduler noise alone is several percent).
+CV_MIN_LOOP_SECONDS = 0.5
+#: The whole CPU ``tiny`` matrix, both frontends, every mode, R's start-up included, on 2 cores.
+TINY_MATRIX_MAX_SECONDS = 60.0
+#: The Python ``recipe`` autocast cell on an H100-class GPU, as a share of the measured half-precision peak.
+GPU_AUTOCAST_MIN_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class FigureCheck:
+    """One figure checked on one subject (a cell or the whole matrix)."""
+
+    figure: str
+    subject: str
+    target: str
+    measured: str
+    met: bool
+    why: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the result and the report."""
+        return asdict(self)
+
+
+def check_figures(result: Mapping[str, Any]) -> list[FigureCheck]:
+    """Every figure that applies to ``result``, checked."""
+    return [*_overhead(result), *_cv(result), *_tiny_matrix(result), *_gpu_autocast(result)]
+
+
+def _timed(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [c for c in result["cells"] if c["status"] == "ok" and c.get("timing")]
+
+
+def _overhead(result: Mapping[str, Any]) -> list[FigureCheck]:
+    recipe = result["spec"]["preset"] == "recipe"
+    target = f"≤ {OVERHEAD_MAX_SECONDS * 1e3:g} ms per call" + (f" and ≤ {OVERHEAD_MAX_SHARE:.0%} of the call" if recipe else "")
+    checks = []
+    for cell in _timed(result):
+        t = cell["timing"]
+        over, share = t["overhead_seconds"], t["overhead_share"]
+        met = over <= OVERHEAD_MAX_SECONDS and (not recipe or share <= OVERHEAD_MAX_SHARE)
+        why = None
+        if not met:
+            by = [f"{(over - OVERHEAD_MAX_SECONDS) * 1e3:.2f} ms"] if over > OVERHEAD_MAX_SECONDS else []
+            by += [f"{(share - OVERHEAD_MAX_SHARE) * 100:.2f} points"] if recipe and share > OVERHEAD_MAX_SHARE else []
+            why = (
+                f"missed by {' and '.join(by)}: the script's set-up (model, optimizer, fixtures lookup) takes "
+                f"{t['setup_seconds'] * 1e3:.2f} ms per call, the bridge itself (pipe, serialization, rpy2) "
+                f"{t['bridge_seconds'] * 1e3:.2f} ms"
+            )
+        measured = (f"{over * 1e3:.2f} ms ({share:.2%} of the call; set-up {t['setup_seconds'] * 1e3:.2f} ms, "
+                    f"bridge {t['bridge_seconds'] * 1e3:.2f} ms)")
+        checks.append(FigureCheck("overhead per call", cell["id"], target, measured, met, why))
+    return checks
+
+
+def _cv(result: Mapping[str, Any]) -> list[FigureCheck]:
+    checks = []
+    for cell in _timed(result):
+        loop = cell["timing"]["loop"]
+        if cell["device"] != "cpu" or loop["median"] < CV_MIN_LOOP_SECONDS:
+            continue
+        cv = loop["cv"]
+        target = f"CV ≤ {CV_MAX:.0%} (CPU cells of ≥ {CV_MIN_LOOP_SECONDS:g} s)"
+        if cv is None:
+            checks.append(FigureCheck("round-to-round spread", cell["id"], target, f"{loop['n']} round(s)", False,
+                                      "too few timed rounds to measure a spread: raise --rounds or --max-seconds"))
+            continue
+        why = None
+        if cv > CV_MAX:
+            gc = cell["timing"]["gc_seconds"]
+            why = (
+                f"missed by {(cv - CV_MAX) * 100:.1f} points: rounds ranged {loop['min']:.4g}–{loop['max']:.4g} s; "
+                + (f"garbage collection took up to {gc:.3g} s inside the loop; " if gc > 0 else "")
+                + "the rest is the machine's own noise (other processes, frequency changes): time on an idle machine, with --interleave"
+            )
+        checks.append(FigureCheck("round-to-round spread", cell["id"], target, f"CV {cv:.2%} over {loop['n']} rounds", cv <= CV_MAX, why))
+    return checks
+
+
+def _tiny_matrix(result: Mapping[str, Any]) -> list[FigureCheck]:
+    spec = result["spec"]
+    if spec["preset"] != "tiny" or spec["device"] != "cpu":
+        return []
+    wall = result["wall_seconds"]
+    workers = result.get("workers") or {}
+    startup = ", ".join(f"{name} start-up {w['startup_seconds']:.1f} s" for name, w in workers.items() if w.get("startup_seconds"))
+    skipped = sorted({c["frontend"] for c in result["cells"] if c["status"] == "skipped"})
+    partial = f"; {', '.join(skipped)} skipped here, so this covers the rest only" if skipped else ""
+    met = wall <= TINY_MATRIX_MAX_SECONDS
+    why = None if met else (
+        f"missed by {wall - TINY_MATRIX_MAX_SECONDS:.1f} s ({startup or 'no worker start-up recorded'}; "
+        f"float64 reference {result.get('reference_seconds') or 0:.1f} s; the rest is the cells' calls and measurements)"
+    )
+    measured = f"{wall:.1f} s ({startup or 'no worker started'}{partial})"
+    return [FigureCheck("whole tiny CPU matrix", "matrix", f"≤ {TINY_MATRIX_MAX_SECONDS:g} s wall on 2 cores", measured, met, why)]
+
+
+def _gpu_autocast(result: Mapping[str, Any]) -> list[FigureCheck]:
+    spec = result["spec"]
+    if spec["device"] != "cuda" or spec["preset"] != "recipe":
+        return []
+    checks = []
+    for cell in result["cells"]:
+        if (cell["frontend"], cell["mode"]) != ("python", "autocast") or cell["status"] != "ok":
+            continue
+        efficiency = cell.get("efficiency") or {}
+        share = efficiency.get("share_of_peak")
+        name = (cell.get("record") or {}).get("device_name", "cuda")
+        target = f"≥ {GPU_AUTOCAST_MIN_SHARE:.0%} of the measured {spec['amp_dtype']} peak (set for H100-class GPUs; this is {name})"
+        if share is None:
+            checks.append(FigureCheck("GPU autocast efficiency", cell["id"], target, "no measured peak", False,
+                                      "the peak was not measured (see peaks)"))
+            continue
+        why = None
+        if share < GPU_AUTOCAST_MIN_SHARE:
+            profile = cell.get("gemm_profile") or {}
+            step_seconds = efficiency["seconds"] / max(1, spec["epochs"] * spec["num_batches"])
+            gemm = profile.get("gemm_seconds")
+            parts = [f"missed by {(GPU_AUTOCAST_MIN_SHARE - share) * 100:.1f} points"]
+            if profile.get("half_share") is not None and profile["half_share"] < 1:
+                parts.append(f"{1 - profile['half_share']:.0%} of GEMM time ran outside half precision")
+            if gemm:
+                parts.append(f"GEMM kernels are {gemm / step_seconds:.0%} of a step's time; the rest is elementwise work, "
+                             "the optimizer and launch gaps, which a peak matmul does not have")
+            why = "; ".join(parts)
+        measured = f"{share:.1%} ({efficiency['tflops']:.1f} of {efficiency['peak_tflops']:.1f} TFLOP/s)"
+        checks.append(FigureCheck("GPU autocast efficiency", cell["id"], target, measured, share >= GPU_AUTOCAST_MIN_SHARE, why))
+    return checks

@@ -1,0 +1,102 @@
+"""The timing protocol's pieces: statistics, the overhead split, ratios that refuse noisy data, validation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.errors import SpecError
+from harness.timing import MAX_CV_FOR_RATIO, RoundLog, TimingProtocol, ratio, summarize, thread_env
+
+
+def test_summarize_gives_median_quartiles_and_cv() -> None:
+    """Known samples give known statistics (numpy's linear percentiles, sample standard deviation)."""
+    stats = summarize([1.0, 2.0, 3.0, 4.0, 10.0])
+    assert stats["n"] == 5 and stats["median"] == 3.0 and stats["q1"] == 2.0 and stats["q3"] == 4.0
+    assert stats["iqr"] == 2.0 and stats["min"] == 1.0 and stats["max"] == 10.0 and stats["mean"] == 4.0
+    assert stats["cv"] == pytest.approx(3.5355339 / 4.0)
+
+
+def test_fewer_than_three_samples_have_no_spread() -> None:
+    """Two rounds give a median but no IQR or CV: a spread of two samples says nothing."""
+    stats = summarize([1.0, 2.0])
+    assert stats["median"] == 1.5 and stats["iqr"] is None and stats["cv"] is None
+    with pytest.raises(ValueError, match="no samples"):
+        summarize([])
+
+
+def _record(loop: float, workload: float, gc: float = 0.0) -> dict[str, Any]:
+    return {"seconds_total": loop, "seconds_workload": workload, "gc_seconds": gc}
+
+
+def test_round_log_splits_the_overhead_into_setup_and_bridge() -> None:
+    """call − loop = (workload − loop) + (call − workload), as medians over the rounds; a differing round is counted."""
+    log = RoundLog()
+    for call, loop, workload in [(0.110, 0.100, 0.104), (0.112, 0.101, 0.105), (0.111, 0.102, 0.106)]:
+        log.add(call, _record(loop, workload, gc=0.001), 123, same_losses=True)
+    log.add(0.113, _record(0.103, 0.107), 456, same_losses=False)
+    t = log.summary()
+    assert t["rounds"] == 4 and t["warmup_calls"] == 1
+    assert t["overhead_seconds"] == pytest.approx(0.010)
+    assert t["setup_seconds"] == pytest.approx(0.004) and t["bridge_seconds"] == pytest.approx(0.006)
+    assert t["overhead_share"] == pytest.approx(0.010 / 0.1115)
+    assert t["gc_seconds"] == 0.001 and t["loop"]["median"] == pytest.approx(0.1015)
+    assert not t["reproducible"] and t["differing_rounds"] == 1
+    assert t["samples"]["peak_rss_bytes"] == [123, 123, 123, 456]
+
+
+def _timing(loops: list[float]) -> dict[str, Any]:
+    log = RoundLog()
+    for loop in loops:
+        log.add(loop + 0.001, _record(loop, loop), None, same_losses=True)
+    return log.summary()
+
+
+def test_ratio_of_steady_cells_is_the_ratio_of_medians() -> None:
+    """Two cells with a 1 % spread give their ratio of medians, and say what it rests on."""
+    value, note = ratio(_timing([2.0, 2.02, 1.98]), _timing([1.0, 1.01, 0.99]))
+    assert value == pytest.approx(2.0) and note.startswith("ratio of medians")
+
+
+def test_ratio_refuses_a_noisy_cell_or_too_few_rounds() -> None:
+    """A cell with a CV over the limit, or fewer than 3 rounds, gives no ratio and says why."""
+    noisy = _timing([1.0, 1.5, 0.7])
+    assert noisy["loop"]["cv"] > MAX_CV_FOR_RATIO
+    value, note = ratio(noisy, _timing([1.0, 1.01, 0.99]))
+    assert value is None and note.startswith("spread too wide: CV")
+    value, note = ratio(_timing([1.0, 1.0]), _timing([1.0, 1.0]))
+    assert value is None and "too few timed rounds (2 < 3)" in note
+    assert ratio(None, _timing([1.0, 1.0, 1.0])) == (None, "not timed")
+
+
+def test_interleaved_ratio_cancels_drift_common_to_both_sides() -> None:
+    """Rounds that drift together (each cell 1.0, 1.5, 0.7 × its base) are noisy alone but give a steady paired ratio."""
+    drift = [1.0, 1.5, 0.7]
+    a, b = _timing([2.0 * d for d in drift]), _timing(drift)
+    assert ratio(a, b)[0] is None
+    value, note = ratio(a, b, paired=True)
+    assert value == pytest.approx(2.0) and "interleaved" in note
+    value, note = ratio(_timing([2.0, 1.0, 3.0]), b, paired=True)
+    assert value is None and "interleaved ratio varies" in note
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"warmup_rounds": 0}, "warmup_rounds must be an integer ≥ 1: the first call writes the weights"),
+        ({"rounds": 0}, "rounds must be an integer ≥ 1"),
+        ({"rounds": True}, "rounds must be an integer ≥ 1"),
+        ({"max_seconds": -1.0}, "max_seconds must be a positive number of seconds"),
+        ({"max_seconds": float("nan")}, "max_seconds must be a positive number of seconds"),
+    ],
+)
+def test_protocol_refuses_bad_values(fields: dict[str, Any], message: str) -> None:
+    """Bad protocol values are refused with the field, the value and what is allowed."""
+    with pytest.raises(SpecError, match=message.replace("(", r"\(")):
+        TimingProtocol(**fields)
+
+
+def test_thread_env_sets_both_thread_pools() -> None:
+    """Workers start with OpenMP's and MKL's pools sized like the spec's threads."""
+    assert thread_env(3) == {"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3"}
