@@ -27,8 +27,9 @@ OVERHEAD_MAX_SECONDS = 0.005
 OVERHEAD_MAX_SHARE = 0.01
 #: Coefficient of variation of the loop time for CPU cells that run about a second (``bench``) …
 CV_MAX = 0.03
-#: … counted for cells whose median loop takes at least this long (shorter ones are ``tiny``'s 10 ms,
-#: where scheduler noise alone is several percent).
+#: … checked for every CPU cell of the ``bench`` preset (the one sized to run about a second), and for
+#: CPU cells of any preset whose median loop takes at least this long (not ``tiny``'s 10 ms, where
+#: scheduler noise alone is several percent).
 CV_MIN_LOOP_SECONDS = 0.5
 #: The whole CPU ``tiny`` matrix, both frontends, every mode, R's start-up included, on 2 cores.
 TINY_MATRIX_MAX_SECONDS = 60.0
@@ -88,10 +89,10 @@ def _cv(result: Mapping[str, Any]) -> list[FigureCheck]:
     checks = []
     for cell in _timed(result):
         loop = cell["timing"]["loop"]
-        if cell["device"] != "cpu" or loop["median"] < CV_MIN_LOOP_SECONDS:
+        if cell["device"] != "cpu" or (result["spec"]["preset"] != "bench" and loop["median"] < CV_MIN_LOOP_SECONDS):
             continue
         cv = loop["cv"]
-        target = f"CV ≤ {CV_MAX:.0%} (CPU cells of ≥ {CV_MIN_LOOP_SECONDS:g} s)"
+        target = f"CV ≤ {CV_MAX:.0%} (CPU cells of the bench preset, or of ≥ {CV_MIN_LOOP_SECONDS:g} s)"
         if cv is None:
             checks.append(FigureCheck("round-to-round spread", cell["id"], target, f"{loop['n']} round(s)", False,
                                       "too few timed rounds to measure a spread: raise --rounds or --max-seconds"))
@@ -102,6 +103,8 @@ def _cv(result: Mapping[str, Any]) -> list[FigureCheck]:
             why = (
                 f"missed by {(cv - CV_MAX) * 100:.1f} points: rounds ranged {loop['min']:.4g}–{loop['max']:.4g} s; "
                 + (f"garbage collection took up to {gc:.3g} s inside the loop; " if gc > 0 else "")
+                + (f"this cell's loop is only {loop['median']:.2g} s, shorter than the ~1 s the figure assumes; "
+                   if loop["median"] < CV_MIN_LOOP_SECONDS else "")
                 + "the rest is the machine's own noise (other processes, frequency changes): time on an idle machine, with --interleave"
             )
         checks.append(FigureCheck("round-to-round spread", cell["id"], target, f"CV {cv:.2%} over {loop['n']} rounds", cv <= CV_MAX, why))
