@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -26,3 +28,13 @@ def test_success_replaces_the_file(tmp_path: Path) -> None:
     write_json_atomic(target, {"a": 1})
     assert target.read_text() == '{\n  "a": 1\n}\n'
     assert [p.name for p in target.parent.iterdir()] == ["result.json"]
+
+
+def test_written_files_get_the_usual_permissions(tmp_path: Path) -> None:
+    """A file written atomically has the mode a plain open() gives under the umask, not mkstemp's owner-only 0600."""
+    old = os.umask(0o022)
+    try:
+        write_json_atomic(tmp_path / "r.json", {"a": 1})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o644

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from harness.paths import REPO_ROOT, script_path
+from harness.results import RECORD_SCHEMA_VERSION
 from harness.spec import SCRIPTS
+from py_scripts import common
 from py_scripts.common import RECORD_FIELDS
 
 pytestmark = pytest.mark.skipif(shutil.which("Rscript") is None, reason="R is not installed: apt-get install r-base-core")
@@ -55,8 +57,9 @@ def test_the_pair_declares_the_same_modes(stem: str) -> None:
 
 
 def test_the_pair_records_the_same_fields() -> None:
-    """``record_fields`` in common.R equals ``RECORD_FIELDS`` in common.py, in order."""
+    """``record_fields`` in common.R equals ``RECORD_FIELDS`` in common.py, in order, at the version the harness reads."""
     assert tuple(_r_value("record_fields")) == RECORD_FIELDS
+    assert _r_value("as.character(record_schema_version)") == [str(RECORD_SCHEMA_VERSION)] == [str(common.RECORD_SCHEMA_VERSION)]
 
 
 @pytest.mark.parametrize("stem", list(SCRIPTS))

@@ -117,3 +117,25 @@ def test_worker_killed_from_outside_is_reported_with_the_signal(r_worker: Worker
     finally:
         killer.cancel()
     assert r_worker.call(_request("echo"), timeout=60)["script"] == "echo"
+
+
+_COUNTING_SCRIPT = """
+assign("times_sourced", get0("times_sourced", envir = globalenv(), ifnotfound = 0) + 1, envir = globalenv())
+run_workload <- function(spec, mode) list(version = "{version}", times_sourced = get("times_sourced", envir = globalenv()))
+"""
+
+
+def test_a_script_is_sourced_once_until_it_changes(r_worker: Worker, tmp_path: Any) -> None:
+    """Repeated calls reuse the sourced script (its parse time stays out of timed rounds); an edited file is sourced again."""
+    import os
+
+    script = tmp_path / "counting.R"
+    script.write_text(_COUNTING_SCRIPT.replace("{version}", "one"))
+    request = {**_request("echo"), "script_path": str(script)}
+    first = r_worker.call(request, timeout=60)
+    assert r_worker.call(request, timeout=60) == first and first["version"] == "one"
+    script.write_text(_COUNTING_SCRIPT.replace("{version}", "two"))
+    later = os.stat(script).st_mtime + 5
+    os.utime(script, (later, later))
+    again = r_worker.call(request, timeout=60)
+    assert again == {"version": "two", "times_sourced": first["times_sourced"] + 1}

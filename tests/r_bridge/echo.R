@@ -14,7 +14,7 @@ run_workload <- function(spec, mode) {
   loss_scale <- if (scaler_mode) rep(given("init_scale", 65536), steps) else NULL
   skipped <- if (scaler_mode) rep(FALSE, steps) else NULL
   list(
-    schema_version = 1L,
+    schema_version = 2L,
     frontend = "r",
     script = "echo",
     mode = mode,
@@ -30,6 +30,8 @@ run_workload <- function(spec, mode) {
     weights_path = given("weights_out", ""),
     seconds_total = 0.5,
     seconds_per_epoch = rep(0.5 / given("epochs", 1L), given("epochs", 1L)),
+    seconds_workload = 0.6,
+    gc_seconds = 0,
     peak_memory_bytes = NULL,
     torch_version = "none",
     libtorch_version = NULL,
