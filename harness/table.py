@@ -21,8 +21,8 @@ _VERDICT_STYLE = {"identical": "green", "within_tolerance": "green", "skipped": 
 
 
 def make_console() -> Console:
-    """A console as wide as the terminal, or 120 columns when output goes to a file or pipe (CI logs)."""
-    return Console(width=None if Console().is_terminal else 120)
+    """A console as wide as the terminal, or 140 columns (the table has 11) when output goes to a file or pipe (CI logs)."""
+    return Console(width=None if Console().is_terminal else 140)
 
 
 def print_result(result: dict[str, Any], console: Console | None = None) -> None:
@@ -39,7 +39,7 @@ def print_result(result: dict[str, Any], console: Console | None = None) -> None
         ("Δloss f64", "right"), ("Δweights f64", "right"), ("loop s", "right"), ("CV", "right"), ("×default", "right"),
         ("TFLOP/s", "right"), ("% peak", "right"),
     ]:
-        table.add_column(name, justify=justify, no_wrap=name == "mode")  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=name in ("mode", "final loss"))  # type: ignore[arg-type]
     for cell in result["cells"]:
         record = cell.get("record") or {}
         distance = cell.get("reference_distance") or {}
