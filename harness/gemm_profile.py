@@ -12,9 +12,7 @@ is plain data in, plain data out, for the parent.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 __all__ = ["GEMM_KERNEL_PATTERNS", "GEMM_OPS", "amp_gemm_problem", "profile_gemms"]
@@ -42,8 +40,8 @@ def profile_gemms(
     The scripts are not changed for this: a global optimizer step hook advances the profiler, so
     exactly one step is recorded, after one un-recorded warm-up step (the profiler's own start-up
     would otherwise land in the data). Steps skipped by a GradScaler do not call ``optimizer.step``
-    and so do not count. Weights go to a temporary directory, deleted afterwards. Times are the
-    kernel time of each op on CUDA and its CPU time on CPU.
+    and so do not count. No weights are written (``weights_out`` null). Times are the kernel time of
+    each op on CUDA and its CPU time on CPU.
 
     Raises:
         ValueError: ``step`` < 2 (the warm-up step needs a step before it) or beyond the run's steps.
@@ -59,21 +57,19 @@ def profile_gemms(
     device = str(run_spec["device"])
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     fired = 0
-    with tempfile.TemporaryDirectory(prefix="amp-parity-gemm-") as scratch:
-        spec = {**run_spec, "weights_out": str(Path(scratch) / "final_weights.safetensors")}
-        plan = schedule(wait=step - 2, warmup=1, active=1, repeat=1)
-        with profile(activities=activities, schedule=plan, record_shapes=True) as prof:
+    plan = schedule(wait=step - 2, warmup=1, active=1, repeat=1)
+    with profile(activities=activities, schedule=plan, record_shapes=True) as prof:
 
-            def advance(*_: Any) -> None:
-                nonlocal fired
-                fired += 1
-                prof.step()
+        def advance(*_: Any) -> None:
+            nonlocal fired
+            fired += 1
+            prof.step()
 
-            handle = register_optimizer_step_post_hook(advance)
-            try:
-                run_workload(spec, mode)
-            finally:
-                handle.remove()
+        handle = register_optimizer_step_post_hook(advance)
+        try:
+            run_workload({**run_spec, "weights_out": None}, mode)
+        finally:
+            handle.remove()
     if fired < step:
         raise RuntimeError(f"only {fired} optimizer steps ran ({steps} planned), so step {step} was never profiled.")
     events = list(prof.events())

@@ -65,7 +65,7 @@ def time_cells(runner: MatrixRunner, cells: list[dict[str, Any]], protocol: Timi
 def _one_round(runner: MatrixRunner, cell: dict[str, Any], log: RoundLog, timed: bool) -> bool:
     """One call without weights; kept in ``log`` when ``timed``. False (cell now ``error``) if it failed."""
     what = f"timed round {len(log.call_seconds) + 1}" if timed else f"warm-up call {log.warmup_calls + 1}"
-    key = Cell(cell["frontend"], cell["script"], cell["mode"], cell["device"])
+    key = _cell_of(cell)
     worker = runner.worker(cell["frontend"])
     try:
         start = time.perf_counter()
@@ -122,11 +122,15 @@ def profile_cells(runner: MatrixRunner, cells: list[dict[str, Any]], progress: P
         if c["status"] != "ok" or c["frontend"] != "python":
             continue
         progress(f"{c['id']}: profiling step {step}")
-        key = Cell(c["frontend"], c["script"], c["mode"], c["device"])
-        request = runner.cell_request(key, save_weights=False, kind="gemm_profile", step=step)
+        request = runner.cell_request(_cell_of(c), save_weights=False, kind="gemm_profile", step=step)
         try:
             c["gemm_profile"] = runner.worker("python").call(request, timeout=runner.timeout)
         except WorkerError as err:
             c["gemm_profile"] = {"error": str(err)}
             continue
         c["gemm_problem"] = amp_gemm_problem(c["mode"], c["gemm_profile"])
+
+
+def _cell_of(outcome: dict[str, Any]) -> Cell:
+    """The matrix cell an outcome dict describes (the key the runner's calls take)."""
+    return Cell(outcome["frontend"], outcome["script"], outcome["mode"], outcome["device"])

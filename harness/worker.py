@@ -44,7 +44,7 @@ class Worker:
         self.starts = 0
         #: Seconds the last start took (interpreter, imports, R's start-up and ``library(torch)``).
         self.startup_seconds: float | None = None
-        #: Resident memory of the last call (see :func:`call_memory`): its peak, what the process held
+        #: Resident memory of the last call (see :func:`_start_call_memory`): its peak, what the process held
         #: before it, and whether the peak covers that call alone (``call``) or the process's life.
         self.last_memory: dict[str, Any] | None = None
 
