@@ -7,9 +7,12 @@ from typing import Any
 
 from harness.matrix import Cell
 from harness.results import RECORD_SCHEMA_VERSION
-from harness.spec import WorkloadSpec
+from harness.spec import SCRIPTS, WorkloadSpec
 
-__all__ = ["first_nonfinite", "record_problem"]
+__all__ = ["SCALER_MODES", "first_nonfinite", "record_problem"]
+
+#: Modes where a non-finite loss is expected (the scaler skips that step); elsewhere it is a failure.
+SCALER_MODES = frozenset(SCRIPTS["cuda_amp_grad_scaler"])
 
 
 def record_problem(record: Any, spec: WorkloadSpec, cell: Cell) -> str | None:

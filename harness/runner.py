@@ -27,10 +27,10 @@ from harness.frontends.registry import FRONTENDS, open_worker
 from harness.matrix import Cell, cells_for
 from harness.measurements import measure_peaks, profile_cells, time_cells
 from harness.prepare import prepare_run_spec
-from harness.records import first_nonfinite, record_problem
+from harness.records import SCALER_MODES, first_nonfinite, record_problem
 from harness.reference import Reference, distance_from_reference, reference_skip_reason, run_reference
 from harness.results import RESULT_SCHEMA_VERSION
-from harness.spec import SCRIPTS, WorkloadSpec
+from harness.spec import WorkloadSpec
 from harness.timing import TimingProtocol, ratio, thread_env
 from harness.worker import Worker
 
@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 #: A cell that has not answered in this long is hung: ``recipe`` on 2 CPU cores takes a few minutes
 #: per cell, ``tiny`` well under a second.
 DEFAULT_TIMEOUT_S = 900.0
-SCALER_MODES = frozenset(SCRIPTS["cuda_amp_grad_scaler"])
 
 
 class MatrixRunner:

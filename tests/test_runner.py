@@ -144,3 +144,17 @@ def test_publish_weights_moves_files_beside_the_result(tiny_spec: WorkloadSpec, 
         runner.publish_weights(result["cells"], tmp_path / "run.weights")
     path = Path(result["cells"][0]["record"]["weights_path"])
     assert path == tmp_path / "run.weights" / "with_autocast-default-python-cpu.safetensors" and path.stat().st_size > 0
+
+
+def test_a_timed_round_whose_autocast_loss_turns_nan_is_an_error(
+    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside the scaler modes a non-finite loss fails the cell in a timed round as in the record call (autocast too)."""
+    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
+        cell = runner.run_cell(Cell("python", "with_autocast", "autocast", "cpu"))
+        assert cell["status"] == "ok"
+        broken = dict(cell["record"], losses=[*cell["record"]["losses"][:5], float("nan"), *cell["record"]["losses"][6:]])
+        monkeypatch.setattr(runner, "call_cell", lambda *args, **kwargs: broken)
+        time_cells(runner, [cell], TimingProtocol(warmup_rounds=1, rounds=2), lambda text: None)
+    assert cell["status"] == "error" and cell["timing"] is None
+    assert cell["reason"] == "timed round 1: its loss became non-finite where the record call's did not"
