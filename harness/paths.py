@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["REPO_ROOT", "fixtures_dir", "script_path"]
+__all__ = ["REPO_ROOT", "SCRIPTS_ENV", "fixtures_dir", "script_path", "scripts_root"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _SCRIPT_DIRS = {"python": ("py_scripts", ".py"), "r": ("r_scripts", ".R")}
+#: A folder holding ``py_scripts/`` and ``r_scripts/`` to run instead of the checkout's: how a test (or a
+#: maintainer) runs a *copy* of the real scripts with one planted change, through the real workers.
+SCRIPTS_ENV = "AMP_PARITY_SCRIPTS"
 
 
 def fixtures_dir() -> Path:
@@ -19,7 +22,15 @@ def fixtures_dir() -> Path:
     return Path(os.environ.get("AMP_PARITY_FIXTURES") or REPO_ROOT / "fixtures" / "cache")
 
 
+def scripts_root() -> Path:
+    """The folder whose ``py_scripts/`` and ``r_scripts/`` run: ``$AMP_PARITY_SCRIPTS`` or the checkout.
+
+    Read on every call (not at import), so a worker started after the variable was set runs the copy.
+    """
+    return Path(os.environ.get(SCRIPTS_ENV) or REPO_ROOT).resolve()
+
+
 def script_path(frontend: str, stem: str) -> Path:
-    """``py_scripts/<stem>.py`` or ``r_scripts/<stem>.R``: pairs are found by stem."""
+    """``py_scripts/<stem>.py`` or ``r_scripts/<stem>.R`` under :func:`scripts_root`: pairs are found by stem."""
     folder, suffix = _SCRIPT_DIRS[frontend]
-    return REPO_ROOT / folder / f"{stem}{suffix}"
+    return scripts_root() / folder / f"{stem}{suffix}"

@@ -26,6 +26,7 @@ from harness.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
 from harness.frontends.registry import FRONTENDS, open_worker
 from harness.matrix import Cell, cells_for
 from harness.measurements import measure_peaks, profile_cells, time_cells
+from harness.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.prepare import prepare_run_spec
 from harness.records import SCALER_MODES, first_nonfinite, record_problem
 from harness.reference import Reference, distance_from_reference, reference_skip_reason, run_reference
@@ -286,4 +287,6 @@ def collect_warnings(cells: list[dict[str, Any]], spec: WorkloadSpec | None = No
             )
     warnings += [f"{c['id']}: {c['gemm_problem']}" for c in cells if c.get("gemm_problem")]
     warnings += [f"{c['id']}: {c['reason']}" for c in cells if c["status"] == "ok" and c["reason"]]
+    if scripts_root() != REPO_ROOT:
+        warnings.append(f"scripts ran from {scripts_root()} (${SCRIPTS_ENV}), not from this checkout")
     return warnings

@@ -12,7 +12,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from harness.paths import REPO_ROOT
+from harness.paths import scripts_root
 
 __all__ = ["PythonHandler"]
 
@@ -27,8 +27,11 @@ class PythonHandler:
     """
 
     def __init__(self) -> None:
-        if str(REPO_ROOT) not in sys.path:
-            sys.path.insert(0, str(REPO_ROOT))
+        # First on the path, so ``py_scripts`` is the scripts root's (a planted copy under $AMP_PARITY_SCRIPTS).
+        root = str(scripts_root())
+        if root in sys.path:
+            sys.path.remove(root)
+        sys.path.insert(0, root)
         import torch  # paid once, at start-up, not inside the first timed call
 
         self.torch_version = torch.__version__

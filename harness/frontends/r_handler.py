@@ -12,7 +12,7 @@ import json
 import logging
 from typing import Any
 
-from harness.paths import REPO_ROOT, script_path
+from harness.paths import script_path
 
 __all__ = ["RHandler"]
 
@@ -48,7 +48,7 @@ class RHandler:
         import rpy2.robjects as ro
 
         self._ro = ro
-        ro.r["source"](str(REPO_ROOT / "r_scripts" / "common.R"))
+        ro.r["source"](str(script_path("r", "common")))
         self._call = ro.r(_SAFE_CALL)
 
     def __call__(self, request: dict[str, Any]) -> Any:
