@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,13 +10,7 @@ from harness.availability import Availability
 from harness.paths import REPO_ROOT, SCRIPTS_ENV, script_path, scripts_root
 from harness.runner import MatrixRunner, collect_warnings
 from harness.spec import WorkloadSpec
-
-
-def copy_scripts(dest: Path) -> Path:
-    """The checkout's ``py_scripts/`` and ``r_scripts/`` copied under ``dest`` (caches left out)."""
-    for folder in ("py_scripts", "r_scripts"):
-        shutil.copytree(REPO_ROOT / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
+from tests.planting import copy_scripts, plant
 
 
 def test_scripts_root_defaults_to_the_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,10 +28,7 @@ def test_python_worker_runs_the_planted_copy(
     with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
         clean = runner.run(("default",))["cells"][0]["record"]["losses"]
     root = copy_scripts(tmp_path)
-    script = root / "py_scripts" / "with_autocast.py"
-    source = script.read_text()
-    assert source.count('lr=spec["lr"]') == 1
-    script.write_text(source.replace('lr=spec["lr"]', 'lr=2 * spec["lr"]'))
+    plant(root, "py_scripts/with_autocast.py", 'lr=spec["lr"]', 'lr=2 * spec["lr"]')
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
     with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
         result = runner.run(("default",))
