@@ -14,12 +14,12 @@ import sys
 import traceback
 import warnings
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from harness.errors import AmpParityError, ResultError, SpecError
 from harness.spec import WorkloadSpec
 
-__all__ = ["exit_with_error", "main", "show_warnings_as_lines"]
+__all__ = ["exit_status", "exit_with_error", "main", "show_warnings_as_lines"]
 
 _DEBUG = False
 
@@ -150,7 +150,14 @@ def _run(args: argparse.Namespace) -> int:
         console.print(f"result written to {args.json}")
     if args.report is not None:
         console.print(f"report written to {written[0]}")
-    return 1 if any(c["status"] in ("error", "numerical_failure") for c in result["cells"]) else 0
+    return exit_status(result)
+
+
+def exit_status(result: dict[str, Any]) -> int:
+    """1 when a cell ended in ``error`` or ``numerical_failure``, or failed its own verdict (float64 bound,
+    scaler rule: :mod:`harness.cell_verdict`); else 0."""
+    failed = any(c["status"] in ("error", "numerical_failure") for c in result["cells"])
+    return 1 if failed or any((c.get("verdict") or {}).get("outcome") == "fail" for c in result["cells"]) else 0
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -42,17 +42,24 @@ def reference_skip_reason(spec: WorkloadSpec) -> str | None:
     return None
 
 
-def run_reference(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool) -> Reference:
+def run_reference(
+    spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int] = frozenset()
+) -> Reference:
     """Train in float64 from the fixture ``arrays``; ``clip`` applies the clip mode's gradient clipping.
+
+    ``skipped``: the steps (0-based) a scaler run skipped. The reference replays them: the loss is
+    computed, the weights are not updated, as ``GradScaler.step`` does when the gradients held
+    inf/NaN. So an fp16 run that skipped is judged against the steps it really took, not against a
+    trajectory it could never follow.
 
     A spec that diverges (a huge learning rate) diverges here too: the losses become inf/NaN, quietly,
     as they do in the frontends, rather than raising NumPy's overflow warnings.
     """
     with np.errstate(over="ignore", invalid="ignore"):
-        return _train(spec, arrays, clip)
+        return _train(spec, arrays, clip, skipped)
 
 
-def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool) -> Reference:
+def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int]) -> Reference:
     n = spec.num_layers
     weights = [arrays[f"layer{k}.weight"].astype(np.float64) for k in range(n)]
     biases = [arrays[f"layer{k}.bias"].astype(np.float64) for k in range(n)]
@@ -70,6 +77,9 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool) -> Ref
                     inputs.append(np.maximum(z, 0.0))
             diff = pre[-1] - targets[i]
             losses[step] = np.mean(diff * diff)
+            if step in skipped:
+                step += 1
+                continue
             grad = 2.0 * diff / diff.size  # d(mean squared error)/d(output)
             grad_w: list[np.ndarray] = [np.empty(0)] * n
             grad_b: list[np.ndarray] = [np.empty(0)] * n

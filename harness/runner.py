@@ -18,6 +18,7 @@ from typing import Any
 from safetensors.numpy import load_file
 
 from harness.availability import Availability, probe, r_required
+from harness.cell_verdict import check_float64, judge_cell
 from harness.compare import compare_result
 from harness.efficiency import cell_efficiency
 from harness.errors import ScriptError, WorkerError
@@ -29,10 +30,11 @@ from harness.measurements import measure_peaks, profile_cells, time_cells
 from harness.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.prepare import prepare_run_spec
 from harness.records import SCALER_MODES, first_nonfinite, record_problem
-from harness.reference import Reference, distance_from_reference, reference_skip_reason, run_reference
+from harness.reference import Reference, reference_skip_reason, run_reference
 from harness.results import RESULT_SCHEMA_VERSION
 from harness.spec import WorkloadSpec
 from harness.timing import TimingProtocol, ratio, thread_env
+from harness.tolerances import float64_bound_for
 from harness.worker import Worker
 
 __all__ = ["DEFAULT_TIMEOUT_S", "MatrixRunner", "SCALER_MODES", "add_speedups", "collect_warnings"]
@@ -62,7 +64,8 @@ class MatrixRunner:
         self.fixture: FixtureFile = ensure_fixtures(spec)
         self._staging = Path(tempfile.mkdtemp(prefix="amp-parity-weights-"))
         self._workers: dict[str, Worker] = {}
-        self._references: dict[bool, Reference] | None = None
+        self._arrays: dict[str, Any] | None = None
+        self._references: dict[tuple[bool, frozenset[int]], Reference] = {}
         #: Seconds spent computing the float64 reference (part of the matrix's wall time).
         self.reference_seconds = 0.0
         self.reference_reason = reference_skip_reason(spec)
@@ -141,12 +144,19 @@ class MatrixRunner:
         return result
 
     def run_cell(self, cell: Cell) -> dict[str, Any]:
-        """Run one cell; the outcome's ``status`` says how it ended (it never raises)."""
+        """Run one cell; the outcome's ``status`` says how it ended (it never raises), its ``verdict`` how it
+        stands on its own (:mod:`harness.cell_verdict`)."""
+        outcome = self._run_cell(cell)
+        if outcome.get("verdict") is None:
+            outcome["verdict"] = judge_cell(outcome, self.spec.to_dict(), None, self.reference_reason).to_dict()
+        return outcome
+
+    def _run_cell(self, cell: Cell) -> dict[str, Any]:
         outcome: dict[str, Any] = {
             "id": cell.id, "pair": cell.pair, "frontend": cell.frontend, "script": cell.script,
             "mode": cell.mode, "device": cell.device, "status": "ok", "reason": None, "record": None,
             "reference_distance": None, "wall_seconds": None, "memory": None, "timing": None,
-            "efficiency": None, "gemm_profile": None, "gemm_problem": None,
+            "efficiency": None, "gemm_profile": None, "gemm_problem": None, "verdict": None,
         }
         reason = self.unavailable_reason(cell.frontend)
         if reason is not None:
@@ -175,10 +185,15 @@ class MatrixRunner:
             outcome |= {"status": "numerical_failure", "reason": f"loss is {record['losses'][bad_step]} at step {bad_step}"}
         if self.declared_unsupported(cell):
             outcome["reason"] = f"declared unsupported for {cell.frontend}, but it ran: update the Frontend registry"
-        reference = self.reference(clip=cell.mode == "autocast_scaler_clip")
-        if reference is not None and bad_step is None:
-            weights = load_file(record["weights_path"])
-            outcome["reference_distance"] = distance_from_reference(record["losses"], weights, reference)
+        # A scaler run is judged against the steps it really took: the reference skips its skipped steps too.
+        skipped = frozenset(step for step, flag in enumerate(record.get("skipped") or []) if flag)
+        reference = self.reference(clip=cell.mode == "autocast_scaler_clip", skipped=skipped)
+        float64 = None
+        if reference is not None and (bad_step is None or cell.mode in SCALER_MODES):
+            bound = float64_bound_for(cell.mode, cell.device, str(self.spec.amp_dtype), self.spec.steps)
+            float64 = check_float64(record["losses"], load_file(record["weights_path"]), reference, bound, skipped)
+            outcome["reference_distance"] = float64.distance()
+        outcome["verdict"] = judge_cell(outcome, self.spec.to_dict(), float64, self.reference_reason).to_dict()
         return outcome
 
     def call_cell(self, cell: Cell, save_weights: bool = True) -> dict[str, Any]:
@@ -204,16 +219,19 @@ class MatrixRunner:
         """Whether the frontend is known not to support this cell (it still runs, to notice a change)."""
         return (cell.script, cell.device) in FRONTENDS[cell.frontend].unsupported
 
-    def reference(self, clip: bool) -> Reference | None:
-        """The float64 trajectory (with or without clipping), computed once; ``None`` when too costly."""
+    def reference(self, clip: bool, skipped: frozenset[int] = frozenset()) -> Reference | None:
+        """The float64 trajectory (with or without clipping, replaying ``skipped`` steps), computed once
+        per kind; ``None`` when too costly."""
         if self.reference_reason is not None:
             return None
-        if self._references is None:
+        key = (clip, skipped)
+        if key not in self._references:
             started = time.perf_counter()
-            arrays = load_fixture_arrays(self.fixture)
-            self._references = {c: run_reference(self.spec, arrays, clip=c) for c in (False, True)}
-            self.reference_seconds = time.perf_counter() - started
-        return self._references[clip]
+            if self._arrays is None:
+                self._arrays = load_fixture_arrays(self.fixture)
+            self._references[key] = run_reference(self.spec, self._arrays, clip=clip, skipped=skipped)
+            self.reference_seconds += time.perf_counter() - started
+        return self._references[key]
 
     def reference_summary(self) -> dict[str, Any]:
         """The reference trajectories for the result file (losses only; weights stay in memory)."""

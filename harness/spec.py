@@ -87,10 +87,16 @@ class WorkloadSpec:
     growth_interval: int = 2000
     # The recipe's max_norm for clip_grad_norm_.
     clip_max_norm: float = 0.1
+    # Steps (0-based, as the recorded steps are numbered) at which the scaler scripts put an inf into
+    # one gradient before the scaler's step, so the skip-and-backoff path runs at all (tiny in bf16
+    # never overflows). Empty: no injection, and the spec's digest is what it was before this field.
+    overflow_steps: tuple[int, ...] = ()
     # One thread unless a preset says otherwise: reproducible, and fair between frontends on CPU.
     threads: int = 1
 
     def __post_init__(self) -> None:
+        if isinstance(self.overflow_steps, list):  # from JSON (a spec file, a stored result)
+            object.__setattr__(self, "overflow_steps", tuple(self.overflow_steps))
         _validate(self)
         if self.amp_dtype is None:
             object.__setattr__(self, "amp_dtype", DEFAULT_AMP_DTYPE[self.device])
@@ -123,8 +129,8 @@ class WorkloadSpec:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for JSON and for the scripts of both languages."""
-        return dataclasses.asdict(self)
+        """Plain data for JSON and for the scripts of both languages (``overflow_steps`` as a list)."""
+        return dataclasses.asdict(self) | {"overflow_steps": list(self.overflow_steps)}
 
     @property
     def steps(self) -> int:
@@ -147,7 +153,9 @@ class WorkloadSpec:
     def digest(self, fields: tuple[str, ...] | None = None) -> str:
         """A short stable hash of ``fields`` (all fields by default), for cache keys and results."""
         values = self.to_dict()
-        chosen = {k: values[k] for k in (fields or tuple(values))}
+        if not self.overflow_steps:  # a field added later: specs without it keep their digest
+            del values["overflow_steps"]
+        chosen = {k: values[k] for k in (fields or tuple(values)) if k in values}
         return hashlib.sha256(json.dumps(chosen, sort_keys=True).encode()).hexdigest()[:16]
 
     def summary(self) -> str:
@@ -227,6 +235,7 @@ def _validate(spec: WorkloadSpec) -> None:
         raise SpecError("device", spec.device, f"one of {_listing(DEVICES)}")
     if spec.amp_dtype is not None and _DTYPE_ALIASES.get(spec.amp_dtype, spec.amp_dtype) not in AMP_DTYPES:
         raise SpecError("amp_dtype", spec.amp_dtype, f"one of {_listing(AMP_DTYPES)} (or bf16, fp16)")
+    _check_overflow_steps(spec)
     _check_memory(spec)
     _check_tensor_core_sizes(spec)
 
@@ -245,6 +254,20 @@ def _positive_int(name: str, value: object) -> None:
 def _positive_float(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise SpecError(name, value, "a finite number > 0")
+
+
+def _check_overflow_steps(spec: WorkloadSpec) -> None:
+    """Each injected step must exist in the run, once, in order: a typo must not silently inject nothing."""
+    steps = spec.overflow_steps
+    if not isinstance(steps, tuple):
+        raise SpecError("overflow_steps", steps, "a list of step numbers, e.g. [3, 7]")
+    last = spec.epochs * spec.num_batches - 1
+    for step in steps:
+        _int("overflow_steps", step, minimum=0)
+        if step > last:
+            raise SpecError("overflow_steps", step, f"a step number from 0 to {last} (steps are 0-based; this run has {last + 1})")
+    if list(steps) != sorted(set(steps)):
+        raise SpecError("overflow_steps", list(steps), "step numbers in increasing order, each once")
 
 
 def _check_memory(spec: WorkloadSpec) -> None:

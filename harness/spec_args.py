@@ -26,6 +26,7 @@ _HELP = {
     "init_scale": "GradScaler initial scale", "growth_factor": "GradScaler growth factor",
     "backoff_factor": "GradScaler backoff factor", "growth_interval": "GradScaler growth interval",
     "clip_max_norm": "max gradient norm in autocast_scaler_clip", "threads": "torch threads (0 = all cores)",
+    "overflow_steps": "comma-separated 0-based steps at which the scaler modes put an inf into one gradient (e.g. 3,7)",
 }
 
 
@@ -96,5 +97,10 @@ def _to_float(text: str) -> float:
     return value
 
 
+def _to_steps(text: str) -> tuple[int, ...]:
+    """``3,7`` → (3, 7); an empty string is no steps. Range, order and repeats are the spec's to check."""
+    return tuple(_to_int(part.strip()) for part in text.split(",") if part.strip())
+
+
 #: The flag converter for each annotation of a WorkloadSpec field (anything else is text).
-_CONVERTERS = {"int": _to_int, "float": _to_float}
+_CONVERTERS = {"int": _to_int, "float": _to_float, "tuple[int, ...]": _to_steps}

@@ -16,17 +16,21 @@ __all__ = ["make_console", "print_result"]
 _STATUS_STYLE = {"ok": "green", "skipped": "yellow", "unsupported": "magenta", "numerical_failure": "red", "error": "bold red"}
 
 
+_OWN_STYLE = {"pass": "green", "fail": "bold red", "not_judged": "dim"}
+_OWN_TEXT = {"pass": "pass", "fail": "FAIL", "not_judged": "—"}
+
 _VERDICT_STYLE = {"identical": "green", "within_tolerance": "green", "skipped": "yellow", "unsupported": "magenta",
                   "diverged": "bold red", "error": "bold red"}
 
 
 def make_console() -> Console:
-    """A console as wide as the terminal, or 140 columns (the table has 11) when output goes to a file or pipe (CI logs)."""
-    return Console(width=None if Console().is_terminal else 140)
+    """A console as wide as the terminal, or 150 columns (the table has 12) when output goes to a file or pipe (CI logs)."""
+    return Console(width=None if Console().is_terminal else 150)
 
 
 def print_result(result: dict[str, Any], console: Console | None = None) -> None:
-    """Print the cells of ``result``: status, final loss, distance from float64, seconds, speedup."""
+    """Print the cells of ``result``: status, its own verdict (float64 bound, scaler rule), final loss,
+    distance from float64, seconds, speedup; then why any cell failed."""
     console = console or make_console()
     spec = result["spec"]
     table = Table(
@@ -35,7 +39,7 @@ def print_result(result: dict[str, Any], console: Console | None = None) -> None
         header_style="bold",
     )
     for name, justify in [
-        ("mode", "left"), ("frontend", "left"), ("status", "left"), ("final loss", "right"),
+        ("mode", "left"), ("frontend", "left"), ("status", "left"), ("own check", "left"), ("final loss", "right"),
         ("Δloss f64", "right"), ("Δweights f64", "right"), ("loop s", "right"), ("CV", "right"), ("×default", "right"),
         ("TFLOP/s", "right"), ("% peak", "right"),
     ]:
@@ -48,8 +52,10 @@ def print_result(result: dict[str, Any], console: Console | None = None) -> None
         efficiency = cell.get("efficiency") or {}
         status = cell["status"]
         speedup = cell.get("speedup_vs_default")
+        own = (cell.get("verdict") or {}).get("outcome", "not_judged")
         table.add_row(
             cell["mode"], cell["frontend"], f"[{_STATUS_STYLE.get(status, '')}]{status}[/]",
+            f"[{_OWN_STYLE.get(own, '')}]{_OWN_TEXT.get(own, own)}[/]",
             num(record.get("final_loss"), ".7g"), num(distance.get("max_rel_loss_error"), ".1e"),
             num(distance.get("final_weights_rel_error"), ".1e"), num(loop.get("median"), ".3g"), num(loop.get("cv"), ".1%"),
             num(1 / speedup if speedup else None, ".2f") if speedup or status != "ok" else "[yellow]noisy[/]",
@@ -65,6 +71,10 @@ def print_result(result: dict[str, Any], console: Console | None = None) -> None
     for reason, ids in reasons.items():
         who = ids[0] if len(ids) == 1 else f"{len(ids)} cells ({ids[0]}, ...)"
         console.print(f"[yellow]{who}[/]: {reason}", soft_wrap=True)
+    for cell in result["cells"]:
+        verdict = cell.get("verdict") or {}
+        if verdict.get("outcome") == "fail":
+            console.print(f"[bold red]{cell['id']} FAIL[/]: {verdict['reason']}", soft_wrap=True)
     compared = [p for p in result.get("pairs", []) if p["verdict"] != "skipped"]
     not_compared = len(result.get("pairs", [])) - len(compared)
     if not_compared:

@@ -42,7 +42,7 @@ from typing import Any
 from harness.errors import SpecError
 from harness.spec import AMP_DTYPES, DEVICES, MODES
 
-__all__ = ["EPS", "MEASURED_STEPS", "Tolerance", "precision_for", "tolerance_for"]
+__all__ = ["EPS", "MEASURED_STEPS", "Float64Bound", "Tolerance", "float64_bound_for", "precision_for", "tolerance_for"]
 
 #: Machine epsilon (the gap between 1 and the next number) of each dtype a mode computes in:
 #: float32 has a 23-bit fraction (2^-23 ≈ 1.19e-7), bfloat16 a 7-bit one (2^-7 ≈ 7.8e-3, float32's
@@ -170,3 +170,97 @@ def tolerance_for(mode: str, device: str, amp_dtype: str, steps: int, same_libto
         precision=precision,
         reason=reason,
     )
+
+
+# --- One cell against float64 -------------------------------------------------------------------
+#
+# A cell without a partner (the R scaler cells on CPU, every R cell without R torch, any
+# ``--frontend python`` run) is judged by its own distance from the float64 reference, replayed over
+# the steps the run skipped. Measured here (torch 2.13.0 CPU, Python; R's default/autocast cells are
+# bitwise equal to Python's): the largest distance over modes, seeds 0-2 at tiny, seed 0 otherwise,
+# loss relative error / final weights relative L2 error, and the bound below at that step count.
+#
+# ============  ===========================  ====================  ====================  ==================
+# precision     preset (steps)               correct scripts       unscale_ removed      bound
+#                                                                  (clip mode)
+# ============  ===========================  ====================  ====================  ==================
+# float32       tiny (20)                    1.6e-7 / 1.2e-7       --                    7.6e-6 / 1.5e-5
+# float32       bench (50)                   1.5e-7 / 1.9e-7       --                    1.9e-5 / 3.8e-5
+# float32       tiny, 25 epochs (250)        1.4e-7 / 4.1e-7       --                    9.5e-5 / 1.9e-4
+# bfloat16      tiny (20)                    4.5e-5 / 1.0e-4       1.5e-3 / 3.7e-3       2.4e-4 / 4.9e-4
+# bfloat16      bench (50)                   5.9e-6 / 2.9e-5       see below             6.1e-4 / 1.2e-3
+# bfloat16      tiny, 25 epochs (250)        3.6e-5 / 5.8e-4       --                    3.1e-3 / 6.1e-3
+# ============  ===========================  ====================  ====================  ==================
+#
+# The 500-step rows of the table at the top (float32 2.3e-4 weights, bfloat16 1.7e-3, float16
+# 3.6e-4) are covered too by the linear growth: 3.8e-4, 1.2e-2 and 3.1e-3.
+
+#: (loss, weights) bound at MEASURED_STEPS, in units of the precision's EPS, for one cell's distance
+#: from float64. Each is at least 4x the largest distance measured for correct scripts at 20 steps,
+#: and far below what a real mistake does (the table above):
+#: float32: 64 eps ≈ 7.6e-6 (loss) and 128 eps ≈ 1.5e-5 (weights): 48x and 125x the measured distance,
+#: because a dot product of K terms rounds about sqrt(K) times (64 for the recipe's K = 4096, where no
+#: reference runs here to measure it), and 128 for weights so that linear growth covers the 2.3e-4
+#: measured at 500 steps. TF32 matmuls (a 2^-10 fraction) land near 1e-3 and are still caught.
+#: bfloat16: eps/32 ≈ 2.4e-4 and eps/16 ≈ 4.9e-4: 5.4x and 4.7x the measured 4.5e-5 / 1.0e-4; the clip
+#: mode without ``unscale_`` (the mistake the recipe warns about) is 6x and 7.6x beyond them.
+#: float16: eps/32 ≈ 3.1e-5 and eps/8 ≈ 1.2e-4: 4.9x and 3.5x the measured 6.3e-6 / 3.5e-5 (top table).
+_FLOAT64_BOUND_IN_EPS: dict[str, tuple[float, float]] = {
+    "float32": (64.0, 128.0),
+    "bfloat16": (1.0 / 32.0, 1.0 / 16.0),
+    "float16": (1.0 / 32.0, 1.0 / 8.0),
+}
+
+
+@dataclass(frozen=True)
+class Float64Bound:
+    """How far one cell may be from the float64 reference, and why.
+
+    The loss at step ``k`` (0-based) passes when its relative error is ``<= loss_bound_at(k)``; the
+    final weights pass when their relative L2 error (all tensors together) is ``<= weight_rtol``.
+    """
+
+    loss_rtol: float
+    weight_rtol: float
+    precision: str
+    steps: int
+    reason: str
+
+    def loss_bound_at(self, step: int) -> float:
+        """The loss bound after ``step + 1`` steps: the base bound, growing linearly past MEASURED_STEPS."""
+        return self.loss_rtol / _growth(self.steps) * _growth(step + 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for a cell verdict's details."""
+        return dataclasses.asdict(self)
+
+    def describe(self) -> str:
+        """One line with the numbers, for explanations."""
+        return f"loss rel error {self.loss_rtol:.2e} (at {self.steps} steps), weights rel L2 {self.weight_rtol:.2e}"
+
+
+def float64_bound_for(mode: str, device: str, amp_dtype: str, steps: int) -> Float64Bound:
+    """The bound on one cell's distance from float64 after ``steps`` optimizer steps.
+
+    It grows linearly with ``steps`` past MEASURED_STEPS, as :func:`tolerance_for` does: measured
+    growth from 20 to 250 steps was 5.8x at most (bf16 weights) for 12.5x the steps. CUDA doubles it
+    as the pair tolerance does, until measured.
+
+    Raises:
+        SpecError: an unknown mode, device or AMP dtype, or ``steps`` < 1.
+    """
+    tolerance_for(mode, device, amp_dtype, steps, same_libtorch=False)  # the same checks of its arguments
+    precision = precision_for(mode, amp_dtype)
+    eps = EPS[precision]
+    loss_units, weight_units = _FLOAT64_BOUND_IN_EPS[precision]
+    scale = eps * _growth(steps) * _DEVICE_FACTOR[device]
+    reason = (
+        f"{mode} computes in {precision} (eps {eps:.2e}); bound {loss_units:g} eps (loss) and {weight_units:g} eps "
+        f"(weights) from float64 at {MEASURED_STEPS} steps, x{_growth(steps):g} for {steps} steps"
+        + (f", x{_DEVICE_FACTOR[device]:g} on {device} (not yet measured)" if device == "cuda" else "")
+    )
+    return Float64Bound(loss_units * scale, weight_units * scale, precision, steps, reason)
+
+
+def _growth(steps: int) -> float:
+    return max(1.0, steps / MEASURED_STEPS)

@@ -3,7 +3,10 @@
 Twin of ``r_scripts/cuda_amp_grad_scaler.R``. Mode ``autocast_scaler_clip`` unscales the gradients
 and clips their norm before ``step``, as in the recipe. The scale is recorded after every
 ``update()``; a step is *skipped* when that update lowered the scale (the backoff rule fired because
-the gradients held inf/NaN).
+the gradients held inf/NaN). ``overflow_steps`` (0-based) puts an inf into one gradient at those
+steps, after ``backward`` and before ``unscale_``/``step``, so the skip-and-backoff path runs.
+Each step's scale is kept on the device and copied to the host after the loop: reading it inside the
+loop would be a host sync per step on CUDA that ``default`` mode does not pay.
 Shell: ``python py_scripts/cuda_amp_grad_scaler.py --preset tiny --mode autocast_scaler --device cpu``.
 """
 
@@ -23,6 +26,7 @@ from py_scripts.common import (
     clock,
     device_name,
     dtype_name,
+    linear_layers,
     load_fixtures,
     main_cli,
     make_model,
@@ -37,6 +41,12 @@ from py_scripts.common import (
 )
 
 MODES = ("autocast_scaler", "autocast_scaler_clip")
+
+
+def inject_overflow(net: torch.nn.Sequential) -> None:
+    """Put an inf into one gradient element (the first layer's first weight), as an fp16 overflow would."""
+    with torch.no_grad():
+        linear_layers(net)[0].weight.grad[0, 0] = float("inf")
 
 
 def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
@@ -57,14 +67,16 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
         backoff_factor=spec["backoff_factor"], growth_interval=spec["growth_interval"],
     )
 
+    overflow_steps = set(spec["overflow_steps"])
     losses: list[torch.Tensor] = []
-    loss_scale: list[float] = []
+    scales: list[torch.Tensor] = []
     output_dtype = loss_dtype = None
     seconds_per_epoch: list[float] = []
     gc_state = pause_gc()
     reset_peak_memory(device)
     sync_device(device)
     epoch_start = clock()
+    step = 0
     for _epoch in range(spec["epochs"]):
         for i in range(spec["num_batches"]):
             with torch.autocast(device_type=device, dtype=amp_dtype):
@@ -73,6 +85,8 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
             if output_dtype is None:
                 output_dtype, loss_dtype = dtype_name(output.dtype), dtype_name(loss.dtype)
             scaler.scale(loss).backward()
+            if step in overflow_steps:
+                inject_overflow(net)
             if use_clip:
                 scaler.unscale_(opt)
                 torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm=spec["clip_max_norm"])
@@ -80,7 +94,11 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
             scaler.update()
             opt.zero_grad()
             losses.append(loss.detach())
-            loss_scale.append(scaler.get_scale())
+            # get_scale() is .item(), a host sync. GradScaler has no public getter that does not sync;
+            # _get_scale_async() is the one torch's own code uses (it returns the scale tensor, set by
+            # the first scale()). A clone, because update() changes that tensor in place.
+            scales.append(scaler._get_scale_async().detach().clone())  # type: ignore[union-attr]
+            step += 1
         sync_device(device)
         epoch_end = clock()
         seconds_per_epoch.append(epoch_end - epoch_start)
@@ -88,6 +106,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     gc_seconds = resume_gc(gc_state)
 
     loss_values = [float(v) for v in torch.stack(losses).float().cpu().tolist()]
+    loss_scale = [float(v) for v in torch.stack(scales).cpu().tolist()]
     previous_scale = [float(spec["init_scale"]), *loss_scale[:-1]]
     skipped = [after < before for before, after in zip(previous_scale, loss_scale, strict=True)]
     save_final_weights(net, spec["weights_out"])

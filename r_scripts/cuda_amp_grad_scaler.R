@@ -3,8 +3,12 @@
 #' Twin of `py_scripts/cuda_amp_grad_scaler.py` (`docs/contract.md`). Mode `autocast_scaler_clip`
 #' unscales the gradients and clips their norm before `step()`. The scale is recorded after every
 #' `update()`; a step is *skipped* when that update lowered the scale (the backoff rule fired because
-#' the gradients held inf/NaN). R torch's scaler takes CUDA tensors only (`scale()` in R/autocast.R
-#' aborts otherwise): on CPU its own error propagates and the harness reports the cell unsupported.
+#' the gradients held inf/NaN). `overflow_steps` (0-based) puts an inf into one gradient at those
+#' steps, after `backward()` and before `unscale_()`/`step()`, so the skip-and-backoff path runs.
+#' Each step's scale is kept on the device and copied to R after the loop: reading it inside the
+#' loop would be a host sync per step on CUDA that `default` mode does not pay. R torch's scaler
+#' takes CUDA tensors only (`scale()` in R/autocast.R aborts otherwise): on CPU its own error
+#' propagates and the harness reports the cell unsupported.
 #' Shell: `Rscript r_scripts/cuda_amp_grad_scaler.R --preset tiny --mode autocast_scaler --device cuda`.
 
 if (!exists("amp_parity_call", mode = "function")) {
@@ -24,6 +28,17 @@ if (!exists("amp_parity_call", mode = "function")) {
 }
 
 modes <- c("autocast_scaler", "autocast_scaler_clip")
+
+#' Put an inf into one gradient element (the first layer's first weight), as an fp16 overflow would.
+#'
+#' @param net the model from `make_model()`.
+inject_overflow <- function(net) {
+  torch::with_no_grad({
+    grad <- linear_layers(net)[[1]]$weight$grad
+    grad[1, 1] <- Inf # `[<-.torch_tensor` writes into the tensor in place (tensor_slice_put_)
+  })
+  invisible(NULL)
+}
 
 #' Train the MLP for `spec` under autocast with gradient scaling (and clipping in `*_clip`).
 #'
@@ -50,8 +65,10 @@ run_workload <- function(spec, mode) {
     backoff_factor = spec$backoff_factor, growth_interval = spec$growth_interval
   )
 
+  # jsonlite gives `[]` as an empty list and `[3, 7]` as an integer vector.
+  overflow_steps <- as.integer(unlist(spec$overflow_steps))
   losses <- list()
-  loss_scale <- numeric()
+  scales <- list()
   output_dtype <- NULL
   loss_dtype <- NULL
   seconds_per_epoch <- numeric()
@@ -59,6 +76,7 @@ run_workload <- function(spec, mode) {
   reset_peak_memory(device)
   sync_device(device)
   epoch_start <- clock()
+  step <- 0L
   for (epoch in seq_len(spec$epochs)) {
     for (i in seq_len(spec$num_batches)) {
       torch::with_autocast(device_type = device, dtype = amp_dtype, {
@@ -70,6 +88,9 @@ run_workload <- function(spec, mode) {
         loss_dtype <- dtype_name(loss$dtype)
       }
       scaler$scale(loss)$backward()
+      if (step %in% overflow_steps) {
+        inject_overflow(net)
+      }
       if (use_clip) {
         scaler$unscale_(opt)
         torch::nn_utils_clip_grad_norm_(net$parameters, max_norm = spec$clip_max_norm)
@@ -79,9 +100,10 @@ run_workload <- function(spec, mode) {
       opt$zero_grad()
       losses[[length(losses) + 1L]] <- loss$detach()
       # R's scaler has no get_scale(): the scale is its public field `.scale`, a 0-dim float32
-      # tensor created by the first scale() and updated in place by update() (R/autocast.R).
-      # `$item()` copies it to R, as Python's get_scale() does with `.item()`.
-      loss_scale <- c(loss_scale, scaler$.scale$item())
+      # tensor created by the first scale() and updated in place by update() (R/autocast.R);
+      # a clone keeps this step's value on the device, as Python's _get_scale_async() clone does.
+      scales[[length(scales) + 1L]] <- scaler$.scale$detach()$clone()
+      step <- step + 1L
     }
     sync_device(device)
     epoch_end <- clock()
@@ -91,6 +113,7 @@ run_workload <- function(spec, mode) {
   gc_seconds <- resume_gc(gc_state)
 
   loss_values <- as.numeric(torch::torch_stack(losses)$float()$cpu())
+  loss_scale <- as.numeric(torch::torch_stack(scales)$cpu())
   previous_scale <- c(spec$init_scale, loss_scale[-length(loss_scale)])
   skipped <- loss_scale < previous_scale
   save_final_weights(net, spec$weights_out)

@@ -1,0 +1,184 @@
+"""Every cell judged on its own: its distance from float64 against a bound, and its scale history against GradScaler's rule.
+
+Parity says nothing about a cell without a partner (an R scaler cell on CPU is ``unsupported``, every
+R cell is ``skipped`` without R torch, a ``--frontend python`` run has no pairs). The float64
+reference is the one witness every cell has: a cell further from it than
+:func:`harness.tolerances.float64_bound_for` allows fails, naming the first step whose loss is past
+the bound and the final-weights tensor furthest from float64. A scaler cell's scale history must
+also follow GradScaler's rule exactly (:mod:`harness.scaler_oracle`). Either failure fails the run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from harness.reference import Reference
+from harness.scaler_oracle import ScalerCheck, check_scale_history
+from harness.tolerances import Float64Bound
+
+__all__ = ["CELL_OUTCOMES", "CellVerdict", "Float64Check", "check_float64", "judge_cell"]
+
+#: ``pass``: every check that could run passed; ``fail``: one did not (the reason names it);
+#: ``not_judged``: nothing to judge (the cell did not run, or no reference and no scaler).
+CELL_OUTCOMES = ("pass", "fail", "not_judged")
+
+
+@dataclass(frozen=True)
+class Float64Check:
+    """One cell's distance from the float64 reference against its bound."""
+
+    passed: bool
+    max_rel_loss_error: float
+    final_weights_rel_error: float
+    first_step_beyond: int | None
+    worst_tensor: str | None
+    worst_tensor_rel_error: float | None
+    replayed_skipped_steps: tuple[int, ...]
+    bound: Float64Bound
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the result (non-finite errors as None, JSON has no NaN)."""
+        return {
+            "passed": self.passed, "max_rel_loss_error": _finite(self.max_rel_loss_error),
+            "final_weights_rel_error": _finite(self.final_weights_rel_error), "first_step_beyond": self.first_step_beyond,
+            "worst_tensor": self.worst_tensor, "worst_tensor_rel_error": _finite(self.worst_tensor_rel_error),
+            "replayed_skipped_steps": list(self.replayed_skipped_steps), "bound": self.bound.to_dict(), "message": self.message,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Float64Check:
+        """The inverse of :meth:`to_dict`."""
+        return cls(
+            passed=bool(data["passed"]), max_rel_loss_error=_nan(data["max_rel_loss_error"]),
+            final_weights_rel_error=_nan(data["final_weights_rel_error"]), first_step_beyond=data["first_step_beyond"],
+            worst_tensor=data["worst_tensor"], worst_tensor_rel_error=data["worst_tensor_rel_error"],
+            replayed_skipped_steps=tuple(data["replayed_skipped_steps"]), bound=Float64Bound(**data["bound"]),
+            message=str(data["message"]),
+        )
+
+    def distance(self) -> dict[str, float | None]:
+        """The cell's ``reference_distance``: max relative loss error over the judged steps, weights relative L2 error."""
+        return {"max_rel_loss_error": _finite(self.max_rel_loss_error), "final_weights_rel_error": _finite(self.final_weights_rel_error)}
+
+
+@dataclass(frozen=True)
+class CellVerdict:
+    """The judgement of one cell on its own: ``outcome`` (one of CELL_OUTCOMES), the checks, and why."""
+
+    cell: str
+    outcome: str
+    float64: Float64Check | None
+    scaler: ScalerCheck | None
+    reason: str
+
+    @property
+    def failed(self) -> bool:
+        """True when a check failed: the run exits 1."""
+        return self.outcome == "fail"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the result's cell (``verdict``)."""
+        return {
+            "cell": self.cell, "outcome": self.outcome, "reason": self.reason,
+            "float64": self.float64.to_dict() if self.float64 else None, "scaler": self.scaler.to_dict() if self.scaler else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CellVerdict:
+        """The verdict stored in a result's cell (the inverse of :meth:`to_dict`)."""
+        return cls(
+            cell=str(data["cell"]), outcome=str(data["outcome"]), reason=str(data["reason"]),
+            float64=Float64Check.from_dict(data["float64"]) if data.get("float64") else None,
+            scaler=ScalerCheck.from_dict(data["scaler"]) if data.get("scaler") else None,
+        )
+
+    def lines(self) -> list[str]:
+        """Every finding, one per line (the report's details)."""
+        found = [f"{self.cell}: {self.outcome} — {self.reason}"]
+        found += [f"  float64: {self.float64.message}"] if self.float64 else []
+        found += [f"  float64 bound: {self.float64.bound.describe()} — {self.float64.bound.reason}"] if self.float64 else []
+        found += [f"  scaler: {self.scaler.message}"] if self.scaler else []
+        return found
+
+
+def check_float64(
+    losses: list[Any], weights: Mapping[str, np.ndarray], reference: Reference, bound: Float64Bound, skipped: frozenset[int]
+) -> Float64Check:
+    """Judge a run's losses and final weights against ``reference`` (already replayed over ``skipped``).
+
+    A skipped step's loss may be non-finite (that is why it was skipped) and is left out; a non-finite
+    loss at a step that was not skipped fails.
+    """
+    run = np.array([np.nan if v is None else float(v) for v in losses], dtype=np.float64)
+    if run.shape != reference.losses.shape:
+        raise ValueError(f"run has {run.size} losses, reference has {reference.losses.size}")
+    with np.errstate(invalid="ignore", over="ignore"):
+        rel = np.abs(run - reference.losses) / np.maximum(np.abs(reference.losses), np.finfo(np.float64).tiny)
+    judged = np.array([step not in skipped or math.isfinite(run[step]) for step in range(run.size)])
+    allowed = np.array([bound.loss_bound_at(step) for step in range(run.size)])
+    beyond = judged & ~(rel <= allowed)  # NaN is beyond
+    first = int(np.argmax(beyond)) if beyond.any() else None
+    max_loss = float(np.max(rel[judged])) if judged.any() else 0.0  # NaN if any judged step is NaN
+    per_tensor, num, den = {}, 0.0, 0.0
+    for name, ref in reference.weights.items():
+        got = np.asarray(weights[name], dtype=np.float64) if name in weights else np.full_like(ref, np.nan)
+        diff_sq = float(np.sum((got - ref) ** 2)) if got.shape == ref.shape else math.nan
+        norm_sq = float(np.sum(ref * ref))
+        per_tensor[name] = math.sqrt(diff_sq / norm_sq) if norm_sq > 0 else (0.0 if diff_sq == 0 else math.inf)
+        num, den = num + diff_sq, den + norm_sq
+    weights_err = math.sqrt(num / den) if den > 0 else (0.0 if num == 0 else math.inf)
+    worst = max(per_tensor, key=lambda k: math.inf if math.isnan(per_tensor[k]) else per_tensor[k], default=None)
+    weights_ok = weights_err <= bound.weight_rtol
+    passed = first is None and weights_ok
+    if first is not None:
+        head = (
+            f"loss past the float64 bound from step {first}: rel error {rel[first]:.2e} > {allowed[first]:.2e} "
+            f"({int(beyond.sum())} of {int(judged.sum())} steps beyond)"
+        )
+    else:
+        head = f"loss within the float64 bound at every step (max rel error {max_loss:.2e})"
+    head += f"; final weights rel L2 {weights_err:.2e} {'<=' if weights_ok else '>'} {bound.weight_rtol:.2e}"
+    if worst is not None:
+        head += f", worst tensor {worst} ({per_tensor[worst]:.2e})"
+    if skipped:
+        head += f"; reference replayed the skipped steps {sorted(skipped)}"
+    return Float64Check(
+        passed=passed, max_rel_loss_error=max_loss, final_weights_rel_error=weights_err, first_step_beyond=first,
+        worst_tensor=worst, worst_tensor_rel_error=per_tensor.get(worst) if worst else None,
+        replayed_skipped_steps=tuple(sorted(skipped)), bound=bound, message=head,
+    )
+
+
+def judge_cell(cell: Mapping[str, Any], spec: Mapping[str, Any], float64: Float64Check | None, no_float64: str | None) -> CellVerdict:
+    """The verdict for ``cell`` (an outcome of :class:`harness.runner.MatrixRunner`) from its checks.
+
+    ``float64`` is the float64 check when the reference ran; ``no_float64`` why it did not. The scale
+    history of a scaler cell is checked here, from the record and ``spec`` (the result's spec).
+    """
+    cell_id = str(cell["id"])
+    record = cell.get("record")
+    if cell["status"] != "ok" or not isinstance(record, dict):
+        return CellVerdict(cell_id, "not_judged", None, None, f"the cell is {cell['status']}: nothing to judge")
+    scaler = check_scale_history(record, dict(spec)) if record.get("loss_scale") is not None else None
+    failures = [c.message for c in (float64, scaler) if c is not None and not c.passed]
+    if failures:
+        return CellVerdict(cell_id, "fail", float64, scaler, "; ".join(failures))
+    if float64 is None and scaler is None:
+        return CellVerdict(cell_id, "not_judged", None, None, no_float64 or "no float64 reference")
+    parts = ["within the float64 bound" if float64 else f"float64 not judged ({no_float64})"]
+    parts += ["scale history follows GradScaler's rule"] if scaler else []
+    return CellVerdict(cell_id, "pass", float64, scaler, "; ".join(parts))
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)
