@@ -262,10 +262,10 @@ def _check_overflow_steps(spec: WorkloadSpec) -> None:
     if not isinstance(steps, tuple):
         raise SpecError("overflow_steps", steps, "a list of step numbers, e.g. [3, 7]")
     last = spec.epochs * spec.num_batches - 1
-    for step in steps:
-        _int("overflow_steps", step, minimum=0)
-        if step > last:
-            raise SpecError("overflow_steps", step, f"a step number from 0 to {last} (steps are 0-based; this run has {last + 1})")
+    if any(isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= last for s in steps):
+        raise SpecError(
+            "overflow_steps", list(steps), f"a list of whole step numbers from 0 to {last} (0-based: this run has {last + 1} steps)"
+        )
     if list(steps) != sorted(set(steps)):
         raise SpecError("overflow_steps", list(steps), "step numbers in increasing order, each once")
 

@@ -35,6 +35,8 @@ def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
         (["run", "--warmup-rounds", "0"],
          "error: warmup_rounds must be an integer ≥ 1: the first call writes the weights and is never timed, got 0."),
         (["run", "--max-seconds", "0"], "error: max_seconds must be a positive number of seconds, got 0.0."),
+        (["run", "--overflow-steps", "3,25"],
+         "error: overflow_steps must be a list of whole step numbers from 0 to 19 (0-based: this run has 20 steps), got [3, 25]."),
         (["run", "--spec-file", "/nonexistent.json"],
          "error: spec_file must be a readable file (No such file or directory), got '/nonexistent.json'."),
     ],

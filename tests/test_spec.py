@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from harness.errors import SpecError
-from harness.spec import MODES, PRESETS, SizeWarning, WorkloadSpec, parse_modes, script_for_mode
+from harness.spec import FIXTURE_FIELDS, MODES, PRESETS, SizeWarning, WorkloadSpec, parse_modes, script_for_mode
 
 
 def test_presets_hold_the_seeds_workload() -> None:
@@ -43,6 +43,13 @@ def test_amp_dtype_defaults_follow_the_device() -> None:
         ({"growth_factor": 1.0}, "growth_factor", "greater than 1"),
         ({"backoff_factor": 1.5}, "backoff_factor", "between 0 and 1"),
         ({"threads": -1}, "threads", "a whole number >= 0"),
+        ({"overflow_steps": [3, 20]}, "overflow_steps", "whole step numbers from 0 to 19 (0-based: this run has 20 steps)"),
+        ({"overflow_steps": [-1]}, "overflow_steps", "whole step numbers from 0 to 19"),
+        ({"overflow_steps": [7, 3]}, "overflow_steps", "increasing order, each once"),
+        ({"overflow_steps": [3, 3]}, "overflow_steps", "increasing order, each once"),
+        ({"overflow_steps": [True]}, "overflow_steps", "whole step numbers from 0 to 19"),
+        ({"overflow_steps": [2.5]}, "overflow_steps", "whole step numbers from 0 to 19"),
+        ({"overflow_steps": "3,7"}, "overflow_steps", "a list of step numbers"),
     ],
 )
 def test_invalid_values_are_refused_with_field_value_and_allowed(overrides: dict[str, object], field: str, allowed: str) -> None:
@@ -82,6 +89,16 @@ def test_digest_is_stable_and_sensitive() -> None:
     assert a.digest() == b.digest()
     assert a.digest() != a.replace(lr=0.01).digest()
     assert a.digest(("seed",)) != a.replace(seed=1).digest(("seed",))
+
+
+def test_overflow_steps_leave_the_digest_of_specs_without_them_unchanged() -> None:
+    """The field came later: tiny's digest is still the one from before it, and only a spec that injects gets another."""
+    tiny = WorkloadSpec.from_preset("tiny")
+    assert tiny.overflow_steps == () and tiny.digest() == "ec001894fdb3196b"
+    injected = WorkloadSpec.from_mapping({"preset": "tiny", "overflow_steps": [3, 7]})
+    assert injected.overflow_steps == (3, 7) and injected.digest() != tiny.digest()
+    assert injected.digest(FIXTURE_FIELDS) == tiny.digest(FIXTURE_FIELDS)  # same fixtures
+    assert injected.to_dict()["overflow_steps"] == [3, 7]
 
 
 def test_round_trip_through_plain_data() -> None:

@@ -1,0 +1,142 @@
+"""Cell verdicts judged by what they catch: real mistakes planted in copies of the real scripts, and injected overflows.
+
+Each planted run goes through ``python3 -m harness run --preset tiny --frontend python``, as a
+maintainer would run it; the clean scripts must pass the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from safetensors.numpy import load_file
+
+from harness.availability import Availability
+from harness.cell_verdict import check_float64
+from harness.fixtures import load_fixture_arrays
+from harness.paths import REPO_ROOT, SCRIPTS_ENV
+from harness.reference import run_reference
+from harness.runner import MatrixRunner
+from harness.spec import WorkloadSpec
+from harness.tolerances import float64_bound_for
+from tests.conftest import require_r_torch
+from tests.planting import copy_scripts, plant
+
+_SCALER = "py_scripts/cuda_amp_grad_scaler.py"
+_CLIP_CELL = "cuda_amp_grad_scaler-autocast_scaler_clip-python-cpu"
+_SCALER_CELL = "cuda_amp_grad_scaler-autocast_scaler-python-cpu"
+
+
+def _run_tiny(tmp_path: Path, *flags: str, scripts: Path | None = None) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """``python3 -m harness run --preset tiny --frontend python`` (one quick timed round) and its result."""
+    out = tmp_path / "result.json"
+    env = {**os.environ, SCRIPTS_ENV: str(scripts)} if scripts else {k: v for k, v in os.environ.items() if k != SCRIPTS_ENV}
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--preset", "tiny", "--frontend", "python", "--rounds", "1",
+         "--warmup-rounds", "1", "--json", str(out), *flags],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, env={**env, "COLUMNS": "200"},
+    )
+    return done, json.loads(out.read_text()) if out.exists() else {}
+
+
+def _verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["id"]: c["verdict"] for c in result["cells"]}
+
+
+def test_clean_scripts_pass_every_cell_and_exit_0(tmp_path: Path) -> None:
+    """The real scripts: every Python cell passes its float64 bound (and scaler rule), exit status 0."""
+    done, result = _run_tiny(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdicts = _verdicts(result)
+    assert [v["outcome"] for v in verdicts.values()] == ["pass"] * 4
+    assert verdicts[_SCALER_CELL]["scaler"]["passed"] and verdicts[_SCALER_CELL]["float64"]["passed"]
+    assert "FAIL" not in done.stdout
+
+
+def test_unscale_removed_from_the_clip_mode_fails_the_run(tmp_path: Path) -> None:
+    """Clipping scaled gradients (no ``unscale_``): the clip cell is past the float64 bound, named, exit 1."""
+    root = copy_scripts(tmp_path / "scripts")
+    plant(root, _SCALER, "                scaler.unscale_(opt)\n", "")
+    done, result = _run_tiny(tmp_path, "--mode", "autocast_scaler,autocast_scaler_clip", scripts=root)
+    assert done.returncode == 1, done.stdout + done.stderr
+    verdicts = _verdicts(result)
+    clip = verdicts[_CLIP_CELL]
+    assert clip["outcome"] == "fail" and clip["float64"]["first_step_beyond"] is not None and clip["float64"]["worst_tensor"]
+    assert clip["scaler"]["passed"]  # the scale itself is untouched by the mistake
+    assert verdicts[_SCALER_CELL]["outcome"] == "pass"  # the unclipped mode has no unscale_ to lose
+    assert f"{_CLIP_CELL} FAIL: loss past the float64 bound from step" in " ".join(done.stdout.split())
+
+
+def test_another_growth_interval_fails_the_run(tmp_path: Path) -> None:
+    """A scaler built with growth_interval + 1 doubles one step late: the oracle names step 3 and both values, exit 1."""
+    root = copy_scripts(tmp_path / "scripts")
+    plant(root, _SCALER, 'growth_interval=spec["growth_interval"]', 'growth_interval=spec["growth_interval"] + 1')
+    done, result = _run_tiny(tmp_path, "--mode", "autocast_scaler", scripts=root)
+    assert done.returncode == 1, done.stdout + done.stderr
+    scaler = _verdicts(result)[_SCALER_CELL]["scaler"]
+    assert (scaler["passed"], scaler["first_step"], scaler["expected"], scaler["recorded"]) == (False, 3, 131072.0, 65536.0)
+    assert f"{_SCALER_CELL} FAIL: loss scale breaks GradScaler's rule at step 3" in " ".join(done.stdout.split())
+
+
+def test_injected_overflows_back_off_skip_exactly_there_and_the_replay_agrees(availability: Availability) -> None:
+    """Overflows injected at steps 3 and 7: two back-offs, exactly those steps skipped, oracle and replayed float64 pass."""
+    spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
+    with MatrixRunner(spec, ("python",), availability=availability) as runner:
+        result = runner.run(("autocast_scaler", "autocast_scaler_clip"))
+        arrays = load_fixture_arrays(runner.fixture)
+        for cell in result["cells"]:
+            record, verdict = cell["record"], cell["verdict"]
+            scales = record["loss_scale"]
+            assert [i for i, s in enumerate(record["skipped"]) if s] == [3, 7] and record["skipped_steps"] == 2
+            assert (scales[2], scales[3], scales[6], scales[7]) == (65536.0, 32768.0, 32768.0, 16384.0)
+            assert verdict["outcome"] == "pass", verdict["reason"]
+            assert verdict["scaler"]["skipped_steps"] == [3, 7] and verdict["float64"]["replayed_skipped_steps"] == [3, 7]
+            # Against a reference that took steps 3 and 7, the same run would fail its bound: the replay matters.
+            clip = cell["mode"] == "autocast_scaler_clip"
+            unreplayed = run_reference(spec, arrays, clip=clip)
+            bound = float64_bound_for(cell["mode"], "cpu", "bfloat16", spec.steps)
+            naive = check_float64(record["losses"], load_file(record["weights_path"]), unreplayed, bound, frozenset())
+            assert not naive.passed and naive.final_weights_rel_error > 5 * verdict["float64"]["final_weights_rel_error"]
+
+
+def test_r_scaler_with_injection_still_reaches_r_own_cuda_error(availability: Availability) -> None:
+    """On CPU, R's scaler cell with overflows injected ends unsupported with R's own message, not an injection error."""
+    require_r_torch(availability)
+    spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
+    with MatrixRunner(spec, ("r",), availability=availability) as runner:
+        result = runner.run(("autocast_scaler", "autocast_scaler_clip"))
+    for cell in result["cells"]:
+        assert cell["status"] == "unsupported", cell["reason"]
+        assert "device must be" in cell["reason"] and "cuda" in cell["reason"]
+        assert cell["verdict"]["outcome"] == "not_judged"
+
+
+def test_r_inject_overflow_writes_an_inf_into_the_gradient_in_place(availability: Availability) -> None:
+    """The R twin's injection, run on CPU where the rest of R's scaler cannot: one inf in the first layer's gradient."""
+    require_r_torch(availability)
+    code = (
+        'source("r_scripts/cuda_amp_grad_scaler.R"); '
+        "net <- torch::nn_sequential(torch::nn_linear(3, 3), torch::nn_relu(), torch::nn_linear(3, 2)); "
+        "net(torch::torch_ones(2, 3))$sum()$backward(); inject_overflow(net); "
+        "g <- as.matrix(linear_layers(net)[[1]]$weight$grad); "
+        'cat(sum(is.infinite(g)), is.infinite(g[1, 1]), sep = " ")'
+    )
+    done = subprocess.run(["Rscript", "-e", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "1 TRUE"
+
+
+@pytest.mark.parametrize("mode", ["autocast_scaler", "autocast_scaler_clip"])
+def test_scale_history_copied_after_the_loop_is_the_rule_exactly(mode: str, availability: Availability) -> None:
+    """The scales kept on the device and copied after the loop are GradScaler's float32 values: 65536 doubling every 4 steps."""
+    with MatrixRunner(WorkloadSpec.from_preset("tiny"), ("python",), availability=availability) as runner:
+        from harness.matrix import Cell
+
+        record = runner.run_cell(Cell("python", "cuda_amp_grad_scaler", mode, "cpu"))["record"]
+    assert record["loss_scale"] == [65536.0 * 2 ** ((step + 1) // 4) for step in range(20)]
+    assert all(isinstance(v, float) for v in record["loss_scale"]) and record["skipped_steps"] == 0
