@@ -12,7 +12,9 @@ from harness.reference import REFERENCE_MAX_FLOPS, reference_skip_reason, run_re
 from harness.spec import WorkloadSpec
 
 
-def _autograd_reference(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def _autograd_reference(
+    spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int] = frozenset()
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     layers: list[torch.nn.Module] = []
     for k, (out_f, in_f) in enumerate(spec.layer_shapes):
         linear = torch.nn.Linear(in_f, out_f, dtype=torch.float64)
@@ -30,7 +32,8 @@ def _autograd_reference(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip:
             loss.backward()
             if clip:
                 torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm=spec.clip_max_norm)
-            opt.step()
+            if len(losses) not in skipped:  # a skipped step: GradScaler.step does not call opt.step()
+                opt.step()
             opt.zero_grad()
             losses.append(loss.item())
     linears = [m for m in net if isinstance(m, torch.nn.Linear)]
@@ -50,6 +53,21 @@ def test_reference_matches_float64_autograd(tmp_path_factory: pytest.TempPathFac
     for name, value in weights.items():
         np.testing.assert_allclose(ref.weights[name], value, rtol=1e-10, atol=1e-14)
     assert not np.allclose(ref.weights["layer0.weight"], arrays["layer0.weight"])  # it really trained
+
+
+@pytest.mark.parametrize("clip", [False, True], ids=["plain", "clipped"])
+def test_reference_replays_skipped_steps_as_autograd_does(tmp_path_factory: pytest.TempPathFactory, clip: bool) -> None:
+    """Skipped steps 1 and 4: losses still recorded there, no update, equal to float64 autograd that skips the same steps."""
+    spec = WorkloadSpec.from_preset("tiny", num_batches=6)
+    arrays = load_fixture_arrays(ensure_fixtures(spec, tmp_path_factory.mktemp("fx")))
+    skipped = frozenset({1, 4})
+    ref = run_reference(spec, arrays, clip=clip, skipped=skipped)
+    losses, weights = _autograd_reference(spec, arrays, clip, skipped)
+    np.testing.assert_allclose(ref.losses, losses, rtol=1e-12)
+    for name, value in weights.items():
+        np.testing.assert_allclose(ref.weights[name], value, rtol=1e-10, atol=1e-14)
+    plain = run_reference(spec, arrays, clip=clip)
+    assert ref.losses[1] == plain.losses[1] and ref.losses[2] != plain.losses[2]  # the skip shows from the next step
 
 
 def test_reference_budget_skips_recipe_with_a_reason() -> None:
