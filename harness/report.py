@@ -1,6 +1,7 @@
 """The report of a result: ``report.md`` (the parity tracker) and its PNG plots, in one folder.
 
-The markdown says, for every cell, how it ended and, for every pair, the verdict and why; then the
+The markdown says, for every cell, how it ended and how it stands on its own (its float64 bound and,
+for a scaler cell, GradScaler's rule: :mod:`harness.cell_verdict`), for every pair, the verdict and why; then the
 speedups (as the seeds report them: seconds per mode and AMP ÷ default), peak memory, versions and
 threads, warnings and the float64 reference's status. It is written for a result with R skipped (it
 says so, and why) as much as for one with both frontends. Every file is written atomically.
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.atomic import atomic_path
+from harness.cell_verdict import CellVerdict
 from harness.compare import PairVerdict, compare_result
 from harness.errors import ResultError
 from harness.plots import plot_loss_diff, plot_losses, plot_timing
@@ -86,6 +88,7 @@ def render_markdown(result: Mapping[str, Any], verdicts: list[PairVerdict] | Non
     out += figures_section(result)
     out += _versions(result)
     out += ["## Plots", ""] + [f"![{name}]({name})" for name in PLOT_FILES] + [""]
+    out += _cell_details(result)
     out += _pair_details(verdicts)
     return "\n".join(out)
 
@@ -99,6 +102,12 @@ def _summary(result: Mapping[str, Any], verdicts: list[PairVerdict]) -> list[str
         f"- Cells: {len(cells)} ({', '.join(f'{n} {s}' for s, n in statuses.items())}).",
         f"- Pairs: {len(verdicts)} ({', '.join(f'{n} {v}' for v, n in counts.items()) or 'none: one frontend only'}).",
     ]
+    own = Counter((c.get("verdict") or {}).get("outcome", "not_judged") for c in cells)
+    lines.append(
+        "- Cells on their own (float64 bound; scaler cells: GradScaler's rule): "
+        + ", ".join(f"{own[o]} {o.replace('_', ' ')}" for o in ("pass", "fail", "not_judged") if own[o]) + "."
+    )
+    lines += [f"- **`{c['id']}` fails on its own**: {cell_text(c['verdict']['reason'])}" for c in cells if _own(c) == "fail"]
     for frontend in sorted({c["frontend"] for c in cells}):
         own = [c for c in cells if c["frontend"] == frontend]
         if all(c["status"] == "skipped" for c in own):
@@ -119,18 +128,43 @@ def _warnings(result: Mapping[str, Any]) -> list[str]:
 def _cells_table(result: Mapping[str, Any]) -> list[str]:
     lines = [
         "## Parity tracker", "", "### Cells", "",
-        "| cell | status | final loss | Δloss vs f64 | Δweights vs f64 | skipped steps | reason |",
-        "|---|---|---:|---:|---:|---:|---|",
+        "| cell | status | on its own | final loss | Δloss vs f64 | Δweights vs f64 | skipped steps | reason |",
+        "|---|---|---|---:|---:|---:|---:|---|",
     ]
     for cell in result["cells"]:
         record = cell.get("record") or {}
         distance = cell.get("reference_distance") or {}
+        own = _own(cell)
         lines.append(
-            f"| `{cell['id']}` | {cell['status']} | {num(record.get('final_loss'), '.7g')} | "
+            f"| `{cell['id']}` | {cell['status']} | {_OWN_TEXT.get(own, own)} | {num(record.get('final_loss'), '.7g')} | "
             f"{num(distance.get('max_rel_loss_error'), '.2e')} | {num(distance.get('final_weights_rel_error'), '.2e')} | "
             f"{num(record.get('skipped_steps'), 'd')} | {cell_text(cell.get('reason')) or ''} |"
         )
-    return [*lines, "", "Δ vs f64: max relative loss error over steps; relative L2 error of all final weights.", ""]
+    return [
+        *lines, "",
+        "Δ vs f64: max relative loss error over steps; relative L2 error of all final weights. On its own: the cell against "
+        "its float64 bound (the reference replays the steps the run skipped) and, in scaler modes, its scale history against "
+        "GradScaler's rule; a **FAIL** fails the run (details below).", "",
+    ]
+
+
+#: How a cell's own verdict reads in the tracker.
+_OWN_TEXT = {"pass": "pass", "fail": "**FAIL**", "not_judged": "—"}
+
+
+def _own(cell: Mapping[str, Any]) -> str:
+    return str((cell.get("verdict") or {}).get("outcome", "not_judged"))
+
+
+def _cell_details(result: Mapping[str, Any]) -> list[str]:
+    judged = [c for c in result["cells"] if c.get("verdict") and _own(c) != "not_judged"]
+    if not judged:
+        return []
+    lines = ["## Cell details", ""]
+    for cell in judged:
+        verdict = CellVerdict.from_dict(cell["verdict"])
+        lines += [f"### {cell['id']}: {verdict.outcome}", "", "```text", *(line.strip() for line in verdict.lines()[1:]), "```", ""]
+    return lines
 
 
 def _pairs_table(verdicts: list[PairVerdict]) -> list[str]:

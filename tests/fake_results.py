@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from safetensors.numpy import load_file, save_file
 
+from harness.cell_verdict import judge_cell
 from harness.matrix import Cell
 from harness.runner import MatrixRunner, add_speedups, collect_warnings
 from harness.spec import MODES, WorkloadSpec
@@ -89,6 +90,7 @@ def twin_cell(
 def with_status(cell: dict[str, Any], status: str, reason: str) -> dict[str, Any]:
     """``cell`` ended with ``status`` (no record unless it is a numerical failure, as the runner does)."""
     changed = copy.deepcopy(cell) | {"status": status, "reason": reason, "reference_distance": None}
+    changed["verdict"] = judge_cell(changed, {}, None, None).to_dict()  # a cell that did not end ok is not judged
     if status != "numerical_failure":
         changed |= {"record": None, "wall_seconds": None, "memory": None, "timing": None, "efficiency": None}
     return changed

@@ -168,3 +168,43 @@ def test_timing_uses_timed_rounds_when_recorded(both: dict[str, Any]) -> None:
     cell["timing"] = {"samples": {"loop_seconds": [0.5, 0.25, 0.75]}}
     assert timing_samples(cell) == ([0.5, 0.25, 0.75], "round")
     assert timing_samples(cell, prefer_rounds=False)[1] == "epoch"
+
+
+def _failing(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A copy of ``result`` whose Python clip cell failed its own verdict (as a missing ``unscale_`` makes it)."""
+    from harness.cell_verdict import CellVerdict, Float64Check
+
+    failed = copy.deepcopy(result)
+    cell = next(c for c in failed["cells"] if c["id"] == "cuda_amp_grad_scaler-autocast_scaler_clip-python-cpu")
+    check = Float64Check.from_dict(cell["verdict"]["float64"])
+    why = "loss past the float64 bound from step 5"
+    check = Float64Check(**{**check.__dict__, "passed": False, "first_step_beyond": 5, "message": why})
+    cell["verdict"] = CellVerdict(cell["id"], "fail", check, None, why).to_dict()
+    return failed, cell
+
+
+def test_report_tracks_each_cell_on_its_own_and_names_a_failure(python_result: dict[str, Any], tmp_path: Path) -> None:
+    """The tracker has each cell's own verdict; a failing cell is named in the summary with its reason and detailed below."""
+    _, clean = _written(python_result, tmp_path / "clean")
+    assert "- Cells on their own (float64 bound; scaler cells: GradScaler's rule): 4 pass." in clean
+    failed, cell = _failing(python_result)
+    _, text = _written(failed, tmp_path / "failed")
+    assert "- Cells on their own (float64 bound; scaler cells: GradScaler's rule): 3 pass, 1 fail." in text
+    assert f"- **`{cell['id']}` fails on its own**: loss past the float64 bound from step 5" in text
+    assert any(line.startswith(f"| `{cell['id']}` | ok | **FAIL** |") for line in text.splitlines())
+    assert f"### {cell['id']}: fail" in text and "float64 bound: loss rel error" in text
+
+
+def test_cli_table_and_exit_status_count_a_failed_cell(python_result: dict[str, Any]) -> None:
+    """The CLI table shows FAIL with the cell named and why, and the exit status is 1; the clean result exits 0."""
+    from rich.console import Console
+
+    from harness.cli import exit_status
+    from harness.table import print_result
+
+    failed, cell = _failing(python_result)
+    console = Console(record=True, width=200)
+    print_result(failed, console)
+    text = console.export_text()
+    assert f"{cell['id']} FAIL: loss past the float64 bound from step 5" in text and "│ FAIL " in text
+    assert (exit_status(python_result), exit_status(failed)) == (0, 1)
