@@ -102,10 +102,10 @@ def _summary(result: Mapping[str, Any], verdicts: list[PairVerdict]) -> list[str
         f"- Cells: {len(cells)} ({', '.join(f'{n} {s}' for s, n in statuses.items())}).",
         f"- Pairs: {len(verdicts)} ({', '.join(f'{n} {v}' for v, n in counts.items()) or 'none: one frontend only'}).",
     ]
-    own = Counter((c.get("verdict") or {}).get("outcome", "not_judged") for c in cells)
+    alone = Counter(_own(c) for c in cells)
     lines.append(
         "- Cells on their own (float64 bound; scaler cells: GradScaler's rule): "
-        + ", ".join(f"{own[o]} {o.replace('_', ' ')}" for o in ("pass", "fail", "not_judged") if own[o]) + "."
+        + ", ".join(f"{alone[o]} {o.replace('_', ' ')}" for o in ("pass", "fail", "not_judged") if alone[o]) + "."
     )
     lines += [f"- **`{c['id']}` fails on its own**: {cell_text(c['verdict']['reason'])}" for c in cells if _own(c) == "fail"]
     for frontend in sorted({c["frontend"] for c in cells}):
