@@ -174,7 +174,11 @@ def _reference(result: Mapping[str, Any], mode: str) -> np.ndarray | None:
     reference = result.get("reference") or {}
     if not reference.get("available"):
         return None
-    losses = reference.get("losses_clipped" if mode == "autocast_scaler_clip" else "losses")
+    clip = mode == "autocast_scaler_clip"
+    # A scaler run that skipped steps is drawn against the reference replayed over those steps.
+    skipped = next(([i for i, s in enumerate(c["record"].get("skipped") or []) if s] for c in _ok_cells(result, mode)), [])
+    replayed = [r["losses"] for r in reference.get("replayed") or [] if skipped and r["clip"] == clip and r["skipped_steps"] == skipped]
+    losses = replayed[0] if replayed else reference.get("losses_clipped" if clip else "losses")
     return np.asarray(losses, dtype=np.float64) if losses else None
 
 

@@ -234,12 +234,20 @@ class MatrixRunner:
         return self._references[key]
 
     def reference_summary(self) -> dict[str, Any]:
-        """The reference trajectories for the result file (losses only; weights stay in memory)."""
+        """The reference trajectories for the result file (losses only; weights stay in memory), and each one
+        replayed over a run's skipped steps (``replayed``: clip or not, the steps, the losses)."""
         if self.reference_reason is not None:
             return {"available": False, "reason": self.reference_reason}
         plain, clipped = self.reference(False), self.reference(True)
         assert plain is not None and clipped is not None
-        return {"available": True, "reason": None, "losses": plain.losses.tolist(), "losses_clipped": clipped.losses.tolist()}
+        replayed = [
+            {"clip": clip, "skipped_steps": sorted(skipped), "losses": ref.losses.tolist()}
+            for (clip, skipped), ref in self._references.items() if skipped
+        ]
+        return {
+            "available": True, "reason": None, "losses": plain.losses.tolist(), "losses_clipped": clipped.losses.tolist(),
+            "replayed": replayed,
+        }
 
     def publish_weights(self, cells: list[dict[str, Any]], weights_dir: Path) -> None:
         """Move the staged final weights beside the result and point each record at its file.

@@ -102,6 +102,10 @@ def test_injected_overflows_back_off_skip_exactly_there_and_the_replay_agrees(av
             bound = float64_bound_for(cell["mode"], "cpu", "bfloat16", spec.steps)
             naive = check_float64(record["losses"], load_file(record["weights_path"]), unreplayed, bound, frozenset())
             assert not naive.passed and naive.final_weights_rel_error > 5 * verdict["float64"]["final_weights_rel_error"]
+            # The result keeps the replayed trajectory (the plots draw it for these cells).
+            kept = [r for r in result["reference"]["replayed"] if r["clip"] == clip]
+            assert [r["skipped_steps"] for r in kept] == [[3, 7]]
+            assert kept[0]["losses"] == run_reference(spec, arrays, clip=clip, skipped=frozenset({3, 7})).losses.tolist()
 
 
 def test_r_scaler_with_injection_still_reaches_r_own_cuda_error(availability: Availability) -> None:
