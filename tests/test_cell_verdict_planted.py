@@ -144,3 +144,17 @@ def test_scale_history_copied_after_the_loop_is_the_rule_exactly(mode: str, avai
         record = runner.run_cell(Cell("python", "cuda_amp_grad_scaler", mode, "cpu"))["record"]
     assert record["loss_scale"] == [65536.0 * 2 ** ((step + 1) // 4) for step in range(20)]
     assert all(isinstance(v, float) for v in record["loss_scale"]) and record["skipped_steps"] == 0
+
+
+def test_natural_fp16_overflows_are_replayed_and_follow_the_rule(availability: Availability) -> None:
+    """fp16 autocast from a 2**30 scale overflows by itself: the back-offs follow the rule and the replayed reference agrees."""
+    spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16", init_scale=2.0**30)
+    with MatrixRunner(spec, ("python",), availability=availability) as runner:
+        result = runner.run(("autocast_scaler",))
+    cell = result["cells"][0]
+    skipped = [i for i, s in enumerate(cell["record"]["skipped"]) if s]
+    assert len(skipped) >= 3, "the scale must back off several times for this test to mean anything"
+    verdict = cell["verdict"]
+    assert verdict["outcome"] == "pass", verdict["reason"]
+    assert verdict["float64"]["replayed_skipped_steps"] == skipped and verdict["scaler"]["skipped_steps"] == skipped
+    assert verdict["float64"]["bound"]["precision"] == "float16"

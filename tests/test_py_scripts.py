@@ -135,3 +135,18 @@ def test_shell_mode_refuses_bad_input_in_one_line(args: list[str], message: str)
     assert done.returncode == 1
     assert done.stderr.strip() == message
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize("mode", ["autocast_scaler", "autocast_scaler_clip"])
+def test_scaler_script_reads_no_scale_inside_the_loop(mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """get_scale() (a host sync on CUDA) is never called: each step's scale is kept as a tensor and copied after the loop."""
+    import torch
+
+    expected, _ = _run(cuda_amp_grad_scaler, mode, tmp_path)
+
+    def refuse(self: Any) -> float:
+        raise AssertionError("get_scale() called: a host sync per step")
+
+    monkeypatch.setattr(torch.amp.GradScaler, "get_scale", refuse)
+    record, _ = _run(cuda_amp_grad_scaler, mode, tmp_path)
+    assert record["loss_scale"] == expected["loss_scale"] and record["loss_scale"][-1] == 65536.0 * 2**5
