@@ -293,7 +293,8 @@ def add_speedups(cells: list[dict[str, Any]], paired: bool = False) -> None:
 
 def collect_warnings(cells: list[dict[str, Any]], spec: WorkloadSpec | None = None) -> list[str]:
     """Warnings a reader must see: a libtorch or thread-count mismatch, rounds that did not repeat the
-    record call's losses, AMP cells with float32 GEMMs, declared-unsupported cells that ran."""
+    record call's losses, AMP cells with float32 GEMMs, declared-unsupported cells that ran, overflows asked
+    for where no scaler mode ran."""
     warnings = []
     ran = [c for c in cells if c["record"]]
     versions = {c["frontend"]: c["record"].get("libtorch_version") for c in ran if c["record"].get("libtorch_version")}
@@ -313,6 +314,8 @@ def collect_warnings(cells: list[dict[str, Any]], spec: WorkloadSpec | None = No
             )
     warnings += [f"{c['id']}: {c['gemm_problem']}" for c in cells if c.get("gemm_problem")]
     warnings += [f"{c['id']}: {c['reason']}" for c in cells if c["status"] == "ok" and c["reason"]]
+    if spec is not None and spec.overflow_steps and not any(c["mode"] in SCALER_MODES for c in cells):
+        warnings.append(f"overflow_steps {list(spec.overflow_steps)} given, but no scaler mode ran: nothing was injected")
     if scripts_root() != REPO_ROOT:
         warnings.append(f"scripts ran from {scripts_root()} (${SCRIPTS_ENV}), not from this checkout")
     return warnings

@@ -102,3 +102,15 @@ def test_cells_that_did_not_run_are_not_judged() -> None:
         assert verdict.outcome == "not_judged" and status in verdict.reason
     no_reference = judge_cell(_cell(record={"losses": [1.0], "loss_scale": None}), _SPEC, None, "float64 reference skipped: too big")
     assert no_reference.outcome == "not_judged" and "too big" in no_reference.reason
+
+
+def test_overflow_steps_without_a_scaler_mode_are_named_in_the_warnings() -> None:
+    """Asking for overflows in a run of the with_autocast modes only injects nothing, and the result says so."""
+    from harness.runner import collect_warnings
+    from harness.spec import WorkloadSpec
+
+    spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
+    default = {"id": "with_autocast-default-python-cpu", "mode": "default", "status": "ok", "record": None, "reason": None}
+    assert "overflow_steps [3, 7] given, but no scaler mode ran: nothing was injected" in collect_warnings([default], spec)
+    scaler = default | {"id": "cuda_amp_grad_scaler-autocast_scaler-python-cpu", "mode": "autocast_scaler"}
+    assert not any("overflow_steps" in w for w in collect_warnings([default, scaler], spec))
