@@ -10,13 +10,47 @@ import argparse
 import dataclasses
 import json
 import math
+import os
+import sys
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from harness.errors import SpecError
 from harness.spec import AMP_DTYPES, DEVICES, MODES, PRESETS, WorkloadSpec
 
-__all__ = ["add_spec_arguments", "spec_from_args"]
+__all__ = ["OneLineParser", "ThreadsWarning", "add_spec_arguments", "available_cores", "positive_seconds", "spec_from_args"]
+
+
+class ThreadsWarning(UserWarning):
+    """More threads than cores: it runs, but oversubscribed threads make every GEMM many times slower."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors read like the harness's own: one ``error:`` line, exit 1.
+
+    argparse prints a usage block and exits 2; the README promises every bad input one line that says
+    what was wrong and what to do, and the R shell mode relays exactly one ``error:`` line. ``--help``
+    still prints the whole help and exits 0. Subcommand parsers are built with this class too
+    (``add_subparsers`` passes the parent's class on), so ``run --lr inf`` names ``run --help``.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``error: <argparse's message> (see <prog> --help).`` and exit 1."""
+        print(f"error: {message} (see {self.prog} --help).", file=sys.stderr)
+        sys.exit(1)
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        """As argparse's, but an unknown flag points at the help of the command it was given to."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(parsed, "command", None)
+            prog = f"{self.prog} {command}" if isinstance(command, str) else self.prog
+            print(f"error: unrecognized arguments: {' '.join(extras)} (see {prog} --help).", file=sys.stderr)
+            sys.exit(1)
+        namespace_out: argparse.Namespace = parsed
+        return namespace_out
 
 _HELP = {
     "batch_size": "rows per batch", "in_size": "input and hidden width", "out_size": "output width",
@@ -63,7 +97,33 @@ def spec_from_args(args: argparse.Namespace) -> WorkloadSpec:
             values[field.name] = given
     preset = args.preset or values.pop("preset", None) or "tiny"
     values.pop("preset", None)
-    return WorkloadSpec.from_preset(str(preset), **values)
+    spec = WorkloadSpec.from_preset(preset, **values)
+    _warn_oversubscribed(spec.threads)
+    return spec
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS has one, else every core)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _warn_oversubscribed(threads: int) -> None:
+    """Warn, before any cell runs, that more threads than cores will make the run far slower.
+
+    Checked here (the command line of this machine) and not in the spec itself: a stored result read
+    on another machine must not warn about the cores of the machine that reads it.
+    """
+    cores = available_cores()
+    if threads > cores:
+        warnings.warn(
+            f"threads={threads} is more than the {cores} cores this process may use: threads that share a core "
+            f"make every GEMM many times slower. Pass --threads {cores} (or 0 for all cores).",
+            ThreadsWarning,
+            stacklevel=3,
+        )
 
 
 def _read_spec_file(path: Path) -> dict[str, Any]:
@@ -93,6 +153,14 @@ def _to_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """A flag's number of seconds: finite and > 0 (``--timeout nan`` or ``0`` would stop every cell at once or never)."""
+    value = _to_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
     return value
 
 
