@@ -47,7 +47,7 @@ def show_warnings_as_lines() -> None:
 def _parser() -> argparse.ArgumentParser:
     from harness.prepare import add_weights_out_arguments
     from harness.runner import DEFAULT_TIMEOUT_S
-    from harness.spec_args import OneLineParser, add_spec_arguments, positive_seconds
+    from harness.spec_args import OneLineParser, add_spec_arguments, positive_seconds, whole_number
     from harness.timing import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
 
     # --debug and -v are accepted before or after the command ("run with --debug" must work as printed):
@@ -68,8 +68,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
     run.add_argument("--report", type=Path, default=None, metavar="DIR", help="also write the report (markdown + plots) into DIR")
     timing = run.add_argument_group("timing protocol (see harness/timing.py)")
-    timing.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help=f"timed rounds per cell, at most (default {DEFAULT_ROUNDS})")
-    timing.add_argument("--warmup-rounds", type=int, default=DEFAULT_WARMUP_ROUNDS,
+    timing.add_argument("--rounds", type=whole_number, default=DEFAULT_ROUNDS,
+                        help=f"timed rounds per cell, at most (default {DEFAULT_ROUNDS})")
+    timing.add_argument("--warmup-rounds", type=whole_number, default=DEFAULT_WARMUP_ROUNDS,
                         help=f"untimed calls per cell, the first (which writes the weights) included (default {DEFAULT_WARMUP_ROUNDS})")
     timing.add_argument("--max-seconds", type=positive_seconds, default=DEFAULT_MAX_SECONDS,
                         help=f"no more timed rounds for a cell once its rounds took this long; it gets one at least "

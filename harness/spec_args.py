@@ -20,7 +20,16 @@ from typing import Any, NoReturn
 from harness.errors import SpecError
 from harness.spec import AMP_DTYPES, DEVICES, MODES, PRESETS, WorkloadSpec
 
-__all__ = ["OneLineParser", "ThreadsWarning", "add_spec_arguments", "available_cores", "positive_seconds", "spec_from_args"]
+__all__ = [
+    "OneLineParser",
+    "ThreadsWarning",
+    "add_spec_arguments",
+    "available_cores",
+    "finite_number",
+    "positive_seconds",
+    "spec_from_args",
+    "whole_number",
+]
 
 
 class ThreadsWarning(UserWarning):
@@ -138,15 +147,16 @@ def _read_spec_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _to_int(text: str) -> int:
-    """argparse prefixes the flag's name, so the message says what is allowed and what was got."""
+def whole_number(text: str) -> int:
+    """A flag's whole number; argparse prefixes the flag's name, so the message says what is allowed and what was got."""
     try:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
 
 
-def _to_float(text: str) -> float:
+def finite_number(text: str) -> float:
+    """A flag's finite number: ``inf`` and ``nan`` parse as floats but no spec field or limit can use them."""
     try:
         value = float(text)
     except ValueError:
@@ -158,11 +168,11 @@ def _to_float(text: str) -> float:
 
 def positive_seconds(text: str) -> float:
     """A flag's number of seconds: finite and > 0 (``--timeout nan`` or ``0`` would stop every cell at once or never)."""
-    value = _to_float(text)
+    value = finite_number(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
     return value
 
 
 #: The flag converter for each annotation of a WorkloadSpec field (anything else is text).
-_CONVERTERS = {"int": _to_int, "float": _to_float}
+_CONVERTERS = {"int": whole_number, "float": finite_number}

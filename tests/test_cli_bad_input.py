@@ -32,6 +32,7 @@ def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
         (["run", "--lr", "inf"], "error: argument --lr: must be a finite number, got 'inf' (see python -m harness run --help)."),
         (["run", "--batch-size", "abc"],
          "error: argument --batch-size: must be a whole number, got 'abc' (see python -m harness run --help)."),
+        (["run", "--rounds", "3.5"], "error: argument --rounds: must be a whole number, got '3.5' (see python -m harness run --help)."),
         (["run", "--no-such-flag"], "error: unrecognized arguments: --no-such-flag (see python -m harness run --help)."),
         ([], "error: the following arguments are required: COMMAND (see python -m harness --help)."),
         (["report", "x.json"], "error: the following arguments are required: --out (see python -m harness report --help)."),
