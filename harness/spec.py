@@ -27,6 +27,7 @@ __all__ = [
     "SCRIPTS",
     "SizeWarning",
     "WorkloadSpec",
+    "available_cores",
     "parse_modes",
     "script_for_mode",
 ]
@@ -106,7 +107,7 @@ class WorkloadSpec:
         else:
             object.__setattr__(self, "amp_dtype", _DTYPE_ALIASES.get(self.amp_dtype, self.amp_dtype))
         if self.threads == 0:
-            object.__setattr__(self, "threads", os.cpu_count() or 1)
+            object.__setattr__(self, "threads", available_cores())
 
     @classmethod
     def from_preset(cls, preset: str = "tiny", **overrides: Any) -> WorkloadSpec:
@@ -192,6 +193,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "epochs": 3, "lr": 0.001, "threads": 0,
     },
 }
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS has one, else every core): what ``threads=0`` means."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def parse_modes(values: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:

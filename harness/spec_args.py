@@ -10,7 +10,6 @@ import argparse
 import dataclasses
 import json
 import math
-import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -18,13 +17,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from harness.errors import SpecError
-from harness.spec import AMP_DTYPES, DEVICES, MODES, PRESETS, WorkloadSpec
+from harness.spec import AMP_DTYPES, DEVICES, MODES, PRESETS, WorkloadSpec, available_cores
 
 __all__ = [
     "OneLineParser",
     "ThreadsWarning",
     "add_spec_arguments",
-    "available_cores",
     "finite_number",
     "positive_seconds",
     "spec_from_args",
@@ -109,14 +107,6 @@ def spec_from_args(args: argparse.Namespace) -> WorkloadSpec:
     spec = WorkloadSpec.from_preset(preset, **values)
     _warn_oversubscribed(spec.threads)
     return spec
-
-
-def available_cores() -> int:
-    """Cores this process may run on (its CPU affinity where the OS has one, else every core)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _warn_oversubscribed(threads: int) -> None:

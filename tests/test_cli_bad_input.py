@@ -115,7 +115,7 @@ def test_spec_file_of_every_wrong_type_is_one_line(tmp_path: Path, content: dict
 
 def test_more_threads_than_cores_warns_in_one_line_naming_the_core_count() -> None:
     """``--threads 1000`` is accepted with one ``warning:`` line that names this machine's cores and the fix."""
-    from harness.spec_args import available_cores
+    from harness.spec import available_cores
 
     cores = available_cores()
     done = _harness("prepare", "--threads", "1000")
