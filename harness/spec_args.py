@@ -66,7 +66,7 @@ _HELP = {
     "amp_dtype": f"autocast dtype: {', '.join(AMP_DTYPES)} (default: bfloat16 on cpu, float16 on cuda)",
     "init_scale": "GradScaler initial scale", "growth_factor": "GradScaler growth factor",
     "backoff_factor": "GradScaler backoff factor", "growth_interval": "GradScaler growth interval",
-    "clip_max_norm": "max gradient norm in autocast_scaler_clip", "threads": "torch threads (0 = all cores)",
+    "clip_max_norm": "max gradient norm in autocast_scaler_clip", "threads": "torch threads (0 = every core this process may use)",
 }
 
 
