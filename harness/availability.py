@@ -109,10 +109,29 @@ def python_cuda() -> str:
         "    print(f'no GPU visible (torch {torch.__version__}, built for CUDA {torch.version.cuda})')\n"
     )
     try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S)
+        done = _run_probe([sys.executable, "-c", code])
     except subprocess.TimeoutExpired:
         return f"import torch took over {_PROBE_TIMEOUT_S} s"
     return done.stdout.strip() or (done.stderr.strip().splitlines() or ["import torch failed"])[-1]
+
+
+def _run_probe(args: list[str]) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run`` for a probe, but a Ctrl-C or kill during it reaps the probe it stops.
+
+    ``subprocess.run`` kills the child on KeyboardInterrupt without waiting for it, so the interrupted
+    run's last line was ``warning: subprocess N is still running`` instead of its own.
+
+    Raises:
+        subprocess.TimeoutExpired: the probe took over the probe timeout (it is killed and reaped).
+    """
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=_PROBE_TIMEOUT_S)
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
 
 
 def _dist_version(name: str) -> str | None:
@@ -127,7 +146,7 @@ def _dist_version(name: str) -> str | None:
 def _rpy2_load_error() -> str | None:
     code = "import rpy2.robjects as ro; ro.r('1')"
     try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S)
+        done = _run_probe([sys.executable, "-c", code])
     except subprocess.TimeoutExpired:
         return f"loading R through rpy2 took over {_PROBE_TIMEOUT_S} s"
     if done.returncode == 0:
@@ -138,10 +157,7 @@ def _rpy2_load_error() -> str | None:
 
 def _run_r_probe(rscript: str) -> tuple[dict[str, Any], str | None]:
     try:
-        done = subprocess.run(
-            [rscript, str(REPO_ROOT / "r_scripts" / "_probe.R")],
-            capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, cwd=REPO_ROOT,
-        )
+        done = _run_probe([rscript, str(REPO_ROOT / "r_scripts" / "_probe.R")])
     except subprocess.TimeoutExpired:
         return {}, f"Rscript r_scripts/_probe.R took over {_PROBE_TIMEOUT_S} s"
     if done.returncode != 0:

@@ -17,16 +17,15 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from harness.errors import AmpParityError, ResultError, SpecError
-from harness.spec import WorkloadSpec
 
 __all__ = ["exit_status", "exit_with_error", "main", "show_warnings_as_lines"]
 
 _DEBUG = False
 
 
-def exit_with_error(err: BaseException) -> NoReturn:
-    """Print one line for ``err`` (the traceback too under ``--debug``) and exit non-zero."""
-    if _DEBUG:
+def exit_with_error(err: BaseException, debug: bool | None = None) -> NoReturn:
+    """Print one line for ``err`` (the traceback too under ``--debug``, or when ``debug`` says so) and exit non-zero."""
+    if _DEBUG if debug is None else debug:
         traceback.print_exception(err)
     if isinstance(err, AmpParityError):
         print(f"error: {err}", file=sys.stderr)
@@ -46,42 +45,51 @@ def show_warnings_as_lines() -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from harness.prepare import add_weights_out_arguments
     from harness.runner import DEFAULT_TIMEOUT_S
-    from harness.spec_args import add_spec_arguments
+    from harness.spec_args import OneLineParser, add_spec_arguments, positive_seconds, whole_number
     from harness.timing import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
 
-    parser = argparse.ArgumentParser(prog="python -m harness", description="AMP parity between PyTorch and R torch.")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress and R console output")
+    # --debug and -v are accepted before or after the command ("run with --debug" must work as printed):
+    # every parser shares the two actions, which leave their name unset unless given (see main()), so the
+    # command's parser never resets what the top level parsed.
+    switches = OneLineParser(add_help=False)
+    switches.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
+    switches.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                          help="log progress and R console output")
+    parser = OneLineParser(prog="python -m harness", description="AMP parity between PyTorch and R torch.", parents=[switches])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = commands.add_parser("run", help="run the matrix (frontends × modes) and print a table")
+    run = commands.add_parser("run", parents=[switches], help="run the matrix (frontends × modes) and print a table")
     add_spec_arguments(run)
     run.add_argument("--frontend", action="append", default=None, help="python, r (repeatable or comma-separated; default both)")
     run.add_argument("--json", type=Path, default=None, help="write the whole result here (final weights go to <name>.weights/)")
     run.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
-    run.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
+    run.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
     run.add_argument("--report", type=Path, default=None, metavar="DIR", help="also write the report (markdown + plots) into DIR")
     timing = run.add_argument_group("timing protocol (see harness/timing.py)")
-    timing.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help=f"timed rounds per cell, at most (default {DEFAULT_ROUNDS})")
-    timing.add_argument("--warmup-rounds", type=int, default=DEFAULT_WARMUP_ROUNDS,
+    timing.add_argument("--rounds", type=whole_number, default=DEFAULT_ROUNDS,
+                        help=f"timed rounds per cell, at most (default {DEFAULT_ROUNDS})")
+    timing.add_argument("--warmup-rounds", type=whole_number, default=DEFAULT_WARMUP_ROUNDS,
                         help=f"untimed calls per cell, the first (which writes the weights) included (default {DEFAULT_WARMUP_ROUNDS})")
-    timing.add_argument("--max-seconds", type=float, default=DEFAULT_MAX_SECONDS,
+    timing.add_argument("--max-seconds", type=positive_seconds, default=DEFAULT_MAX_SECONDS,
                         help=f"no more timed rounds for a cell once its rounds took this long; it gets one at least "
                              f"(default {DEFAULT_MAX_SECONDS:g})")
     timing.add_argument("--interleave", action="store_true", help="time the cells round-robin (A, B, A, B, ...) instead of back to back")
     timing.add_argument("--profile", action=argparse.BooleanOptionalAction, default=None,
                         help="profile one step of each Python cell's GEMMs with torch.profiler (default: on CUDA only)")
 
-    report = commands.add_parser("report", help="write the markdown report and plots of a result file")
+    report = commands.add_parser("report", parents=[switches], help="write the markdown report and plots of a result file")
     report.add_argument("result", type=Path, help="a result written by `run --json`")
     report.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for report.md and the PNG plots")
 
-    commands.add_parser("doctor", help="report what can run here and how to fix what is missing")
+    commands.add_parser("doctor", parents=[switches], help="report what can run here and how to fix what is missing")
 
-    prepare = commands.add_parser("prepare", help="print the run spec a script receives (used by the R scripts' shell mode)")
+    prepare = commands.add_parser(
+        "prepare", parents=[switches], help="print the run spec a script receives (used by the R scripts' shell mode)"
+    )
     add_spec_arguments(prepare, with_modes=False)
-    prepare.add_argument("--weights-out", type=Path, default=None, help="where the script writes its final weights")
+    add_weights_out_arguments(prepare)
     return parser
 
 
@@ -89,10 +97,11 @@ def main(argv: list[str] | None = None) -> None:
     """The command-line entry point."""
     global _DEBUG
     args = _parser().parse_args(argv)
-    _DEBUG = args.debug
+    _DEBUG = getattr(args, "debug", False)
     # A kill (SIGTERM) unwinds like Ctrl-C: workers stop, staged files go, no partial result stays.
     signal.signal(signal.SIGTERM, _terminate)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    verbose = getattr(args, "verbose", False)
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     show_warnings_as_lines()
     try:
         if args.command == "doctor":
@@ -100,10 +109,9 @@ def main(argv: list[str] | None = None) -> None:
 
             sys.exit(doctor())
         if args.command == "prepare":
-            from harness.prepare import prepare_run_spec
-            from harness.spec_args import spec_from_args
+            from harness.prepare import prepare_shell_run_spec
 
-            print(json.dumps(prepare_run_spec(spec_from_args(args), args.weights_out)))
+            print(json.dumps(prepare_shell_run_spec(args)))
             return
         if args.command == "report":
             from harness.report import report_main
@@ -120,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from harness.prepare import require_device
     from harness.results import save_result, weights_dir_for
     from harness.runner import MatrixRunner
     from harness.spec import parse_modes
@@ -133,7 +142,7 @@ def _run(args: argparse.Namespace) -> int:
     frontends = _parse_frontends(args.frontend)
     if args.json is not None:
         _check_writable(args.json, args.overwrite)
-    _require_device(spec)
+    require_device(spec)
     console = make_console()
     with MatrixRunner(spec, frontends, timeout=args.timeout) as runner:
         with console.status("running cells...") as status:
@@ -170,6 +179,8 @@ def _parse_frontends(values: list[str] | None) -> tuple[str, ...]:
     if not values:
         return tuple(FRONTENDS)
     asked = [f.strip() for v in values for f in v.split(",") if f.strip()]
+    if not asked:  # `--frontend ","` would run no cell and write an empty result
+        raise SpecError("frontend", ",".join(values), f"one or more of {', '.join(repr(f) for f in FRONTENDS)}")
     for name in asked:
         if name not in FRONTENDS:
             raise SpecError("frontend", name, f"one of {', '.join(repr(f) for f in FRONTENDS)}")
@@ -183,15 +194,3 @@ def _check_writable(path: Path, overwrite: bool) -> None:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
         raise ResultError(f"cannot write a result in {folder}: it is not a writable folder. Choose another --json path.")
-
-
-def _require_device(spec: WorkloadSpec) -> None:
-    """Refuse ``cuda`` on a machine without one, and bf16 on a GPU without it, before any worker starts."""
-    if spec.device != "cuda":
-        return
-    import torch
-
-    if not torch.cuda.is_available():
-        raise SpecError("device", "cuda", "'cpu' on this machine: torch sees no CUDA GPU")
-    if spec.amp_dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
-        raise SpecError("amp_dtype", "bfloat16", f"'float16' on {torch.cuda.get_device_name()}, which has no bf16 support")

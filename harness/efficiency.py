@@ -2,7 +2,9 @@
 
 The peak is measured by the harness in the same run, on the same device and in the cell's GEMM dtype
 (:mod:`harness.matmul_peak`): a cell then reads "x % of this machine's measured peak", not a datasheet
-figure the machine may never reach.
+figure the machine may never reach. A share above 100 % would mean the peak did not bound the cell's
+GEMMs (another kernel path, or a measurement the machine's noise pulled down): no share is given then,
+and ``share_note`` says why, rather than a number that cannot be true.
 """
 
 from __future__ import annotations
@@ -54,8 +56,16 @@ def cell_efficiency(cell: Mapping[str, Any], spec: WorkloadSpec, peaks: Mapping[
     dtype = gemm_dtype(cell["mode"], spec)
     peak = peaks.get(dtype) or {}
     peak_tflops = peak.get("tflops")
+    share = tflops / peak_tflops if tflops is not None and peak_tflops else None
+    note = None
+    if share is not None and share > 1:
+        note = (
+            f"no share of peak: the cell reached {tflops:.3g} TFLOP/s, {share:.0%} of the {peak_tflops:.3g} TFLOP/s measured "
+            f"for {dtype} square {peak.get('n')}³ matmuls, so that measurement does not bound this cell's GEMMs here "
+            "(another kernel path, or the machine was busier while the peak was measured)"
+        )
+        share = None
     return {
         "flops": flops, "step_flops": step_flops(spec), "seconds": seconds, "tflops": tflops,
-        "gemm_dtype": dtype, "peak_tflops": peak_tflops,
-        "share_of_peak": tflops / peak_tflops if tflops is not None and peak_tflops else None,
+        "gemm_dtype": dtype, "peak_tflops": peak_tflops, "share_of_peak": share, "share_note": note,
     }

@@ -142,8 +142,9 @@ def _gpu_autocast(result: Mapping[str, Any]) -> list[FigureCheck]:
         name = (cell.get("record") or {}).get("device_name", "cuda")
         target = f"≥ {GPU_AUTOCAST_MIN_SHARE:.0%} of the measured {spec['amp_dtype']} peak (set for H100-class GPUs; this is {name})"
         if share is None:
-            checks.append(FigureCheck("GPU autocast efficiency", cell["id"], target, "no measured peak", False,
-                                      "the peak was not measured (see peaks)"))
+            note = efficiency.get("share_note")
+            checks.append(FigureCheck("GPU autocast efficiency", cell["id"], target, "no share of peak" if note else "no measured peak",
+                                      False, note or "the peak was not measured (see peaks)"))
             continue
         why = None
         if share < GPU_AUTOCAST_MIN_SHARE:

@@ -7,6 +7,8 @@ by the same code as everything else and fixtures drawn by the same generator.
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,9 +16,16 @@ from typing import Any
 from harness.errors import SpecError
 from harness.fixtures import FixtureFile, ensure_fixtures
 from harness.spec import WorkloadSpec
-from harness.spec_args import add_spec_arguments, spec_from_args
+from harness.spec_args import OneLineParser, add_spec_arguments, spec_from_args
 
-__all__ = ["prepare_from_argv", "prepare_run_spec"]
+__all__ = [
+    "add_weights_out_arguments",
+    "check_weights_out",
+    "parse_shell_args",
+    "prepare_run_spec",
+    "prepare_shell_run_spec",
+    "require_device",
+]
 
 
 def prepare_run_spec(
@@ -36,17 +45,74 @@ def prepare_run_spec(
     return {**spec.to_dict(), "fixture_path": str(fixture.path), "weights_out": str(weights_out)}
 
 
-def prepare_from_argv(argv: list[str], modes: tuple[str, ...], prog: str) -> tuple[dict[str, Any], str]:
-    """Shell mode of a script: its flags → (run spec, the one mode this script was asked to run).
+def add_weights_out_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--weights-out FILE`` and ``--overwrite``: the shell modes' (Python's and, through ``prepare``, R's)."""
+    parser.add_argument("--weights-out", type=Path, default=None, help="where the script writes its final weights")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --weights-out file (a regular file only)")
 
-    Raises:
-        SpecError: no ``--mode``, a mode this script does not run, or an invalid spec value.
+
+def parse_shell_args(argv: list[str], modes: tuple[str, ...], prog: str) -> argparse.Namespace:
+    """A script's shell-mode flags: the spec flags, ``--mode``, ``--weights-out``, ``--overwrite`` and ``--debug``.
+
+    A usage error prints one ``error:`` line and exits 1 (:class:`harness.spec_args.OneLineParser`).
     """
-    parser = argparse.ArgumentParser(prog=prog, description="Run one mode of this script and print its run record as JSON.")
+    parser = OneLineParser(prog=prog, description="Run one mode of this script and print its run record as JSON.")
     add_spec_arguments(parser, with_modes=False)
     parser.add_argument("--mode", required=False, help=f"one of {', '.join(modes)}")
-    parser.add_argument("--weights-out", type=Path, default=None, help="where to write the final weights")
-    args = parser.parse_args(argv)
-    if args.mode not in modes:
-        raise SpecError("mode", args.mode, f"one of {', '.join(repr(m) for m in modes)} for {prog}")
-    return prepare_run_spec(spec_from_args(args), args.weights_out), args.mode
+    add_weights_out_arguments(parser)
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    return parser.parse_args(argv)
+
+
+def prepare_shell_run_spec(args: argparse.Namespace) -> dict[str, Any]:
+    """The run spec for a script run by hand (``python script.py ...`` or ``harness prepare`` for R's shell mode).
+
+    Everything that cannot work is refused before the fixtures are drawn: an invalid spec, a device
+    this machine lacks (the same check as ``harness run``), a weights file that would be overwritten.
+
+    Raises:
+        SpecError: any of those, naming the flag, the value and what would work.
+    """
+    spec = spec_from_args(args)
+    require_device(spec)
+    check_weights_out(args.weights_out, args.overwrite)
+    return prepare_run_spec(spec, args.weights_out)
+
+
+def check_weights_out(path: Path | None, overwrite: bool) -> None:
+    """Refuse to write weights over an existing file unless ``overwrite``, and then over a regular file only.
+
+    A user's file (a result JSON, a device node, a link to elsewhere) must never become safetensors bytes
+    because a path was mistyped.
+
+    Raises:
+        SpecError: ``path`` exists and ``overwrite`` is false, or it is not a regular file.
+    """
+    if path is None:
+        return
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise SpecError("--weights-out", str(path), f"a path that can be written ({err.strerror})") from err
+    if not stat.S_ISREG(mode):
+        kind = "folder" if stat.S_ISDIR(mode) else "symbolic link" if stat.S_ISLNK(mode) else "special file"
+        raise SpecError("--weights-out", str(path), f"a new file or a regular file to replace (this is a {kind})")
+    if not overwrite:
+        raise SpecError("--weights-out", str(path), "a path that does not exist yet (or pass --overwrite to replace it)")
+
+
+def require_device(spec: WorkloadSpec) -> None:
+    """Refuse ``cuda`` on a machine without one, and bf16 on a GPU without it, before any cell runs.
+
+    The one check for ``harness run`` and both languages' shell modes (R's through ``harness prepare``).
+    """
+    if spec.device != "cuda":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise SpecError("device", "cuda", "'cpu' on this machine: torch sees no CUDA GPU")
+    if spec.amp_dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
+        raise SpecError("amp_dtype", "bfloat16", f"'float16' on {torch.cuda.get_device_name()}, which has no bf16 support")

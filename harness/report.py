@@ -20,6 +20,7 @@ from harness.compare import PairVerdict, compare_result
 from harness.errors import ResultError
 from harness.plots import plot_loss_diff, plot_losses, plot_timing
 from harness.report_timing import efficiency_section, figures_section, timing_section
+from harness.result_shape import check_result_shape
 from harness.results import load_result
 from harness.spec import MODES
 from harness.text import cell_text, num
@@ -36,10 +37,12 @@ def report_main(result_path: Path, out_dir: Path) -> list[Path]:
     """Load the result at ``result_path`` and write its report into ``out_dir``.
 
     Raises:
-        ResultError: the result cannot be read (see :func:`harness.results.load_result`), or ``out_dir``
-            is not writable.
+        ResultError: the result cannot be read (see :func:`harness.results.load_result`), lacks a field
+            the report needs (checked before anything is written), or ``out_dir`` is not writable.
     """
-    return write_report(load_result(Path(result_path)), Path(out_dir))
+    result = load_result(Path(result_path))
+    check_result_shape(result, str(result_path))
+    return write_report(result, Path(out_dir))
 
 
 def write_report(result: Mapping[str, Any], out_dir: Path) -> list[Path]:
@@ -52,12 +55,13 @@ def write_report(result: Mapping[str, Any], out_dir: Path) -> list[Path]:
     # Judged again from the cells, not read from result["pairs"]: the cells are the source of truth
     # (a result whose cells were edited or merged after the run would carry stale verdicts).
     verdicts = compare_result(result)
+    markdown = render_markdown(result, verdicts)  # before any file: a result it cannot render leaves nothing behind
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         written = [draw(result, out_dir / name) for name, draw in PLOT_FILES.items()]
         target = out_dir / REPORT_FILE
         with atomic_path(target) as tmp:
-            tmp.write_text(render_markdown(result, verdicts), encoding="utf-8")
+            tmp.write_text(markdown, encoding="utf-8")
     except OSError as err:
         raise ResultError(
             f"cannot write the report to {out_dir}: {err.strerror or err}. Choose a writable folder (--out)."

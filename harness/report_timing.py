@@ -57,7 +57,8 @@ def efficiency_section(result: Mapping[str, Any]) -> list[str]:
     """FLOPs, achieved TFLOP/s, share of the measured peak, GEMM precision and peak memory per cell."""
     peaks = result.get("peaks") or {}
     measured = [
-        f"{dtype} {p['tflops']:.3g} TFLOP/s (n={p['n']}, best of {len(p['samples_tflops'])})"
+        f"{dtype} {p['tflops']:.3g} TFLOP/s (n={p['n']}, best of {len(p['samples_tflops'])}"
+        + (f", fastest layout {p['layout']} of {'/'.join(p['layouts_tflops'])})" if p.get("layout") else ")")
         for dtype, p in (peaks.get("by_dtype") or {}).items() if p
     ]
     peak_line = (
@@ -90,6 +91,10 @@ def efficiency_section(result: Mapping[str, Any]) -> list[str]:
             f"{num(e['share_of_peak'], '.1%')} | {half} | {peak_memory} | {how} |"
         )
     problems = [f"- ⚠ `{c['id']}`: {cell_text(c['gemm_problem'])}" for c in result["cells"] if c.get("gemm_problem")]
+    problems += [
+        f"- `{c['id']}`: {cell_text(c['efficiency']['share_note'])}"
+        for c in result["cells"] if (c.get("efficiency") or {}).get("share_note")
+    ]
     return [
         *lines, "", *problems, *([""] if problems else []),
         "FLOPs: forward, weight-gradient and input-gradient GEMMs of every Linear layer (the first needs no input gradient), "

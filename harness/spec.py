@@ -27,6 +27,7 @@ __all__ = [
     "SCRIPTS",
     "SizeWarning",
     "WorkloadSpec",
+    "available_cores",
     "parse_modes",
     "script_for_mode",
 ]
@@ -54,6 +55,15 @@ _TENSOR_CORE_MULTIPLE = 8
 #: Refuse a spec whose fixtures alone would take more than this share of the machine's memory: a run
 #: also holds the model, gradients and activations, so a larger one cannot finish.
 _MAX_MEMORY_SHARE = 0.5
+#: Whole-number fields reach R as R integers, which are 32-bit: a larger value is a double there, and
+#: torch's R API refuses it (sizes, threads, the scaler's growth interval).
+_MAX_INT = 2**31 - 1
+#: The float fields become float32 scalars in both frontends (the learning rate, the scaler's scale and
+#: factors, the clip norm). Beyond float32's largest value a number is inf there, and below its smallest
+#: normal one it loses precision or is flushed to zero by the CPU kernels (FTZ/DAZ): either way every
+#: cell would fail or train on a different number than the spec says.
+_FLOAT32_MAX = 3.4028234663852886e38
+_FLOAT32_MIN_NORMAL = 1.1754943508222875e-38
 
 
 class SizeWarning(UserWarning):
@@ -103,12 +113,12 @@ class WorkloadSpec:
         else:
             object.__setattr__(self, "amp_dtype", _DTYPE_ALIASES.get(self.amp_dtype, self.amp_dtype))
         if self.threads == 0:
-            object.__setattr__(self, "threads", os.cpu_count() or 1)
+            object.__setattr__(self, "threads", available_cores())
 
     @classmethod
     def from_preset(cls, preset: str = "tiny", **overrides: Any) -> WorkloadSpec:
         """The preset's spec with ``overrides`` applied; unknown preset or field names are refused."""
-        if preset not in PRESETS:
+        if not isinstance(preset, str) or preset not in PRESETS:
             raise SpecError("preset", preset, f"one of {_listing(PRESETS)}")
         unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(cls)})
         if unknown:
@@ -122,7 +132,7 @@ class WorkloadSpec:
         if not isinstance(data, Mapping):
             raise SpecError("spec", data, "a JSON object of spec fields")
         fields = dict(data)
-        return cls.from_preset(str(fields.pop("preset", "tiny")), **fields)
+        return cls.from_preset(fields.pop("preset", "tiny"), **fields)
 
     def replace(self, **changes: Any) -> WorkloadSpec:
         """A copy with ``changes``, validated again."""
@@ -193,11 +203,21 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS has one, else every core): what ``threads=0`` means."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def parse_modes(values: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
     """Modes from repeated or comma-separated ``--mode`` values, in matrix order; all when empty."""
     if not values:
         return MODES
     asked = [m.strip() for v in values for m in v.split(",") if m.strip()]
+    if not asked:  # `--mode ""` would run no cell and write an empty result
+        raise SpecError("mode", ",".join(values), f"one or more of {_listing(MODES)}")
     for mode in asked:
         if mode not in MODES:
             raise SpecError("mode", mode, f"one of {_listing(MODES)}")
@@ -217,6 +237,12 @@ def _listing(items: Any) -> str:
 
 
 def _validate(spec: WorkloadSpec) -> None:
+    """Check every field's type first (a spec file is JSON: any field may hold a list), then its range."""
+    for name in ("preset", "device"):
+        if not isinstance(getattr(spec, name), str):
+            raise SpecError(name, getattr(spec, name), f"a string: one of {_listing(PRESETS if name == 'preset' else DEVICES)}")
+    if spec.amp_dtype is not None and not isinstance(spec.amp_dtype, str):
+        raise SpecError("amp_dtype", spec.amp_dtype, f"a string: one of {_listing(AMP_DTYPES)} (or bf16, fp16)")
     if spec.preset not in PRESETS:
         raise SpecError("preset", spec.preset, f"one of {_listing(PRESETS)}")
     for name in ("batch_size", "in_size", "out_size", "num_layers", "num_batches", "epochs", "growth_interval"):
@@ -241,10 +267,9 @@ def _validate(spec: WorkloadSpec) -> None:
 
 
 def _int(name: str, value: object, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SpecError(name, value, f"a whole number >= {minimum}")
-    if value < minimum:
-        raise SpecError(name, value, f"a whole number >= {minimum}")
+    allowed = f"a whole number from {minimum} to {_MAX_INT} (R's largest integer)"
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= _MAX_INT:
+        raise SpecError(name, value, allowed if isinstance(value, int) and value > _MAX_INT else f"a whole number >= {minimum}")
 
 
 def _positive_int(name: str, value: object) -> None:
@@ -254,6 +279,9 @@ def _positive_int(name: str, value: object) -> None:
 def _positive_float(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise SpecError(name, value, "a finite number > 0")
+    if not _FLOAT32_MIN_NORMAL <= value <= _FLOAT32_MAX:
+        float32_range = f"from {_FLOAT32_MIN_NORMAL:.4g} to {_FLOAT32_MAX:.4g}"
+        raise SpecError(name, value, f"a number a float32 holds, {float32_range} (it is a float32 in both frontends)")
 
 
 def _check_overflow_steps(spec: WorkloadSpec) -> None:

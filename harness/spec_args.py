@@ -10,13 +10,54 @@ import argparse
 import dataclasses
 import json
 import math
+import sys
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from harness.errors import SpecError
-from harness.spec import AMP_DTYPES, DEVICES, MODES, PRESETS, WorkloadSpec
+from harness.spec import AMP_DTYPES, DEVICES, MODES, PRESETS, WorkloadSpec, available_cores
 
-__all__ = ["add_spec_arguments", "spec_from_args"]
+__all__ = [
+    "OneLineParser",
+    "ThreadsWarning",
+    "add_spec_arguments",
+    "finite_number",
+    "positive_seconds",
+    "spec_from_args",
+    "whole_number",
+]
+
+
+class ThreadsWarning(UserWarning):
+    """More threads than cores: it runs, but oversubscribed threads make every GEMM many times slower."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors read like the harness's own: one ``error:`` line, exit 1.
+
+    argparse prints a usage block and exits 2; the README promises every bad input one line that says
+    what was wrong and what to do, and the R shell mode relays exactly one ``error:`` line. ``--help``
+    still prints the whole help and exits 0. Subcommand parsers are built with this class too
+    (``add_subparsers`` passes the parent's class on), so ``run --lr inf`` names ``run --help``.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``error: <argparse's message> (see <prog> --help).`` and exit 1."""
+        print(f"error: {message} (see {self.prog} --help).", file=sys.stderr)
+        sys.exit(1)
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        """As argparse's, but an unknown flag points at the help of the command it was given to."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(parsed, "command", None)
+            prog = f"{self.prog} {command}" if isinstance(command, str) else self.prog
+            print(f"error: unrecognized arguments: {' '.join(extras)} (see {prog} --help).", file=sys.stderr)
+            sys.exit(1)
+        namespace_out: argparse.Namespace = parsed
+        return namespace_out
 
 _HELP = {
     "batch_size": "rows per batch", "in_size": "input and hidden width", "out_size": "output width",
@@ -25,7 +66,7 @@ _HELP = {
     "amp_dtype": f"autocast dtype: {', '.join(AMP_DTYPES)} (default: bfloat16 on cpu, float16 on cuda)",
     "init_scale": "GradScaler initial scale", "growth_factor": "GradScaler growth factor",
     "backoff_factor": "GradScaler backoff factor", "growth_interval": "GradScaler growth interval",
-    "clip_max_norm": "max gradient norm in autocast_scaler_clip", "threads": "torch threads (0 = all cores)",
+    "clip_max_norm": "max gradient norm in autocast_scaler_clip", "threads": "torch threads (0 = every core this process may use)",
     "overflow_steps": "comma-separated 0-based steps at which the scaler modes put an inf into one gradient (e.g. 3,7)",
 }
 
@@ -64,7 +105,25 @@ def spec_from_args(args: argparse.Namespace) -> WorkloadSpec:
             values[field.name] = given
     preset = args.preset or values.pop("preset", None) or "tiny"
     values.pop("preset", None)
-    return WorkloadSpec.from_preset(str(preset), **values)
+    spec = WorkloadSpec.from_preset(preset, **values)
+    _warn_oversubscribed(spec.threads)
+    return spec
+
+
+def _warn_oversubscribed(threads: int) -> None:
+    """Warn, before any cell runs, that more threads than cores will make the run far slower.
+
+    Checked here (the command line of this machine) and not in the spec itself: a stored result read
+    on another machine must not warn about the cores of the machine that reads it.
+    """
+    cores = available_cores()
+    if threads > cores:
+        warnings.warn(
+            f"threads={threads} is more than the {cores} cores this process may use: threads that share a core "
+            f"make every GEMM many times slower. Pass --threads {cores} (or 0 for all cores).",
+            ThreadsWarning,
+            stacklevel=3,
+        )
 
 
 def _read_spec_file(path: Path) -> dict[str, Any]:
@@ -79,15 +138,16 @@ def _read_spec_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _to_int(text: str) -> int:
-    """argparse prefixes the flag's name, so the message says what is allowed and what was got."""
+def whole_number(text: str) -> int:
+    """A flag's whole number; argparse prefixes the flag's name, so the message says what is allowed and what was got."""
     try:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
 
 
-def _to_float(text: str) -> float:
+def finite_number(text: str) -> float:
+    """A flag's finite number: ``inf`` and ``nan`` parse as floats but no spec field or limit can use them."""
     try:
         value = float(text)
     except ValueError:
@@ -97,10 +157,18 @@ def _to_float(text: str) -> float:
     return value
 
 
-def _to_steps(text: str) -> tuple[int, ...]:
-    """``3,7`` → (3, 7); an empty string is no steps. Range, order and repeats are the spec's to check."""
-    return tuple(_to_int(part.strip()) for part in text.split(",") if part.strip())
+def positive_seconds(text: str) -> float:
+    """A flag's number of seconds: finite and > 0 (``--timeout nan`` or ``0`` would stop every cell at once or never)."""
+    value = finite_number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return value
 
 
 #: The flag converter for each annotation of a WorkloadSpec field (anything else is text).
-_CONVERTERS = {"int": _to_int, "float": _to_float, "tuple[int, ...]": _to_steps}
+def _to_steps(text: str) -> tuple[int, ...]:
+    """``3,7`` → (3, 7); an empty string is no steps. Range, order and repeats are the spec's to check."""
+    return tuple(whole_number(part.strip()) for part in text.split(",") if part.strip())
+
+
+_CONVERTERS = {"int": whole_number, "float": finite_number, "tuple[int, ...]": _to_steps}

@@ -94,6 +94,10 @@ def print_result(result: dict[str, Any], console: Console | None = None) -> None
             f"[yellow]×default noisy[/] for {len(noisy)} cell(s): the rounds' spread is too wide for a ratio "
             "(the report says why per cell); use --interleave, more --rounds, or --preset bench.", soft_wrap=True,
         )
+    for cell in result["cells"]:  # "% peak" is blank there, not a share above 100 %
+        note = (cell.get("efficiency") or {}).get("share_note")
+        if note:
+            console.print(f"[yellow]% peak[/] {cell['id']}: {note}", soft_wrap=True)
     checks = check_figures(result)
     if checks:
         met = sum(c.met for c in checks)

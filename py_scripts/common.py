@@ -189,14 +189,19 @@ def record_to_json(record: dict[str, Any]) -> str:
 def main_cli(modes: tuple[str, ...], run_workload: Callable[[dict[str, Any], str], dict[str, Any]]) -> None:
     """Shell mode: parse the spec flags, prepare the fixtures, run, print the record as JSON.
 
-    The spec flags and their validation are the harness's own (one place for both languages).
+    The spec flags and their validation are the harness's own (one place for both languages). An error
+    is one ``error:`` line and exit 1; ``--debug`` adds the traceback.
     """
     from harness.cli import exit_with_error, show_warnings_as_lines
-    from harness.prepare import prepare_from_argv
+    from harness.errors import SpecError
+    from harness.prepare import parse_shell_args, prepare_shell_run_spec
 
     show_warnings_as_lines()
+    prog = Path(sys.argv[0]).name
+    args = parse_shell_args(sys.argv[1:], modes, prog=prog)
     try:
-        run_spec, mode = prepare_from_argv(sys.argv[1:], modes, prog=Path(sys.argv[0]).name)
-        print(record_to_json(run_workload(run_spec, mode)))
+        if args.mode not in modes:
+            raise SpecError("mode", args.mode, f"one of {', '.join(repr(m) for m in modes)} for {prog}")
+        print(record_to_json(run_workload(prepare_shell_run_spec(args), args.mode)))
     except Exception as err:
-        exit_with_error(err)
+        exit_with_error(err, debug=args.debug)

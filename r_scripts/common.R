@@ -53,10 +53,15 @@ sourced_file <- function() {
 #' The folder holding this file (`r_scripts/`), fixed when common.R is sourced.
 amp_parity_r_dir <- dirname(sourced_file() %||% file.path(getwd(), "r_scripts", "common.R"))
 
+#' Shell flags that take no value: `--debug` (R's traceback on error) and `--overwrite` (replace an
+#' existing `--weights-out` file), as in the Python scripts' shell mode.
+cli_switches <- c("debug", "overwrite")
+
 #' Shell flags as a named list: `--batch-size 32` (or `--batch-size=32`) → `list("batch-size" = "32")`.
 #'
 #' Every `--name value` pair is kept as given: the spec flags are validated by the harness
-#' (`python -m harness prepare`), not here. A repeated flag keeps its last value, as argparse does.
+#' (`python -m harness prepare`), not here. A switch (`cli_switches`) is kept as `TRUE`. A repeated
+#' flag keeps its last value, as argparse does.
 parse_cli_args <- function(args) {
   parsed <- list()
   i <- 1L
@@ -68,7 +73,11 @@ parse_cli_args <- function(args) {
         i = "Flags come in {.code --name value} pairs, e.g. {.code --preset tiny --mode autocast}."
       ))
     }
-    if (grepl("=", arg, fixed = TRUE)) {
+    if (substring(arg, 3L) %in% cli_switches) {
+      name <- substring(arg, 3L)
+      value <- TRUE
+      i <- i + 1L
+    } else if (grepl("=", arg, fixed = TRUE)) {
       name <- sub("=.*$", "", substring(arg, 3L))
       value <- sub("^[^=]*=", "", arg)
       i <- i + 1L
@@ -109,7 +118,8 @@ prepare_run_spec <- function(cli_args) {
   cli_args[["mode"]] <- NULL
   flags <- character()
   for (name in names(cli_args)) {
-    flags <- c(flags, paste0("--", name), cli_args[[name]])
+    value <- cli_args[[name]]
+    flags <- c(flags, paste0("--", name), if (isTRUE(value)) character() else value)
   }
   old_wd <- setwd(dirname(amp_parity_r_dir))
   on.exit(setwd(old_wd), add = TRUE)
@@ -128,10 +138,14 @@ prepare_run_spec <- function(cli_args) {
   status <- attr(output, "status") %||% 0L
   is_json <- startsWith(output, "{")
   if (status != 0L || !any(is_json)) {
-    # The harness's own errors are one line `error: ...`; argparse's end in `prog: error: ...`.
-    error_line <- grep("error: ", output, fixed = TRUE, value = TRUE)
+    # Every error of the harness, argparse's included, is one line `error: ...`; under --debug the
+    # Python traceback above it is shown too.
+    if (isTRUE(cli_args[["debug"]])) {
+      for (line in output) message(line)
+    }
+    error_line <- grep("^error: ", output, value = TRUE)
     if (length(error_line) > 0L) {
-      abort_cli("{error_line[[length(error_line)]]}")
+      abort_cli("{sub('^error: ', '', error_line[[length(error_line)]])}") # main_cli() prefixes its own
     }
     abort_cli(c(
       "{.code {python} -m harness prepare} failed (status {status}).",
@@ -460,20 +474,25 @@ amp_parity_call <- function(script_path, spec_json, mode) {
 #' Shell mode: parse the flags, check the mode, get the spec from the harness, run, print the record.
 #'
 #' The mode is checked before Python or torch is touched. Any error prints one message and exits
-#' with status 1, without R's traceback.
+#' with status 1, without R's traceback unless `--debug` (Python's twin gets it from exit_with_error()).
 main_cli <- function(modes, run_workload) {
   options(cli.width = 10000L) # one message per line: the process is ours and ends here
+  # Read before the flags are parsed, so that a parse error shows its traceback too.
+  debug <- "--debug" %in% commandArgs(trailingOnly = TRUE)
   failed <- tryCatch(
-    {
-      cli_args <- parse_cli_args(commandArgs(trailingOnly = TRUE))
-      mode <- cli_args[["mode"]]
-      check_mode(mode, modes)
-      require_r_torch()
-      spec <- prepare_run_spec(cli_args)
-      record <- run_workload(spec, mode)
-      cat(record_to_json(record), "\n", sep = "")
-      FALSE
-    },
+    withCallingHandlers(
+      {
+        cli_args <- parse_cli_args(commandArgs(trailingOnly = TRUE))
+        mode <- cli_args[["mode"]]
+        check_mode(mode, modes)
+        require_r_torch()
+        spec <- prepare_run_spec(cli_args)
+        record <- run_workload(spec, mode)
+        cat(record_to_json(record), "\n", sep = "")
+        FALSE
+      },
+      error = function(err) if (debug) print_traceback(sys.calls())
+    ),
     error = function(err) {
       message("error: ", conditionMessage(err))
       TRUE
@@ -483,4 +502,12 @@ main_cli <- function(modes, run_workload) {
     quit(save = "no", status = 1L)
   }
   invisible(NULL)
+}
+
+#' The R calls that led to an error, outermost first, one line each (`--debug` in shell mode).
+print_traceback <- function(calls) {
+  message("Traceback (R calls, most recent last):")
+  for (k in seq_along(calls)) {
+    message(sprintf("%3d: %s", k, deparse(calls[[k]], nlines = 1L, width.cutoff = 200L)))
+  }
 }

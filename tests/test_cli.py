@@ -34,7 +34,8 @@ def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
         (["run", "--rounds", "0"], "error: rounds must be an integer ≥ 1 (≥ 3 for a spread), got 0."),
         (["run", "--warmup-rounds", "0"],
          "error: warmup_rounds must be an integer ≥ 1: the first call writes the weights and is never timed, got 0."),
-        (["run", "--max-seconds", "0"], "error: max_seconds must be a positive number of seconds, got 0.0."),
+        (["run", "--max-seconds", "0"],
+         "error: argument --max-seconds: must be a number of seconds > 0, got '0' (see python -m harness run --help)."),
         (["run", "--overflow-steps", "3,25"],
          "error: overflow_steps must be a list of whole step numbers from 0 to 19 (0-based: this run has 20 steps), got [3, 25]."),
         (["run", "--spec-file", "/nonexistent.json"],
@@ -56,10 +57,11 @@ def test_bad_values_end_in_one_line_naming_field_value_and_allowed(args: list[st
 
 @pytest.mark.parametrize("args", [["run", "--batch-size", "abc"], ["run", "--lr", "nan"]])
 def test_unparsable_flags_name_the_flag(args: list[str]) -> None:
-    """A flag whose text is not a number is refused by the parser, naming the flag and the text."""
+    """A flag whose text is not a number is refused by the parser in one line, naming the flag and the text, exit 1."""
     done = _harness(*args)
-    assert done.returncode == 2
-    assert f"argument {args[1]}: must be a" in done.stderr and repr(args[2]) in done.stderr
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"error: argument {args[1]}: must be a") and repr(args[2]) in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_run_writes_a_complete_result_and_refuses_to_overwrite(tmp_path: Path) -> None:
@@ -196,16 +198,16 @@ def test_bf16_on_a_gpu_without_it_is_refused(monkeypatch: pytest.MonkeyPatch) ->
     """On a GPU that lacks bf16, ``--amp-dtype bfloat16`` is refused, naming the GPU and float16 as the fix."""
     import torch
 
-    from harness.cli import _require_device
     from harness.errors import SpecError
+    from harness.prepare import require_device
     from harness.spec import WorkloadSpec
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Tesla T4")
     with pytest.raises(SpecError, match=r"amp_dtype must be 'float16' on Tesla T4, which has no bf16 support, got 'bfloat16'"):
-        _require_device(WorkloadSpec.from_preset("tiny", device="cuda", amp_dtype="bfloat16"))
-    _require_device(WorkloadSpec.from_preset("tiny", device="cuda"))  # float16 is fine
+        require_device(WorkloadSpec.from_preset("tiny", device="cuda", amp_dtype="bfloat16"))
+    require_device(WorkloadSpec.from_preset("tiny", device="cuda"))  # float16 is fine
 
 
 def test_sizes_off_multiples_of_8_run_with_a_one_line_warning() -> None:

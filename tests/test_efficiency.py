@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -40,3 +42,39 @@ def test_cell_efficiency_uses_the_median_loop_and_the_dtype_peak() -> None:
     assert untimed is not None and untimed["seconds"] == 2.0 and untimed["peak_tflops"] is None and untimed["share_of_peak"] is None
     assert cell_efficiency({"mode": "default", "record": None}, spec, peaks) is None
     assert gemm_dtype("default", spec) == "float32" and gemm_dtype("autocast_scaler", spec.replace(amp_dtype="float16")) == "float16"
+
+
+def test_a_share_above_the_peak_is_not_given_and_says_why() -> None:
+    """A cell faster than its measured peak gets no share (never 153 %), and share_note names both rates."""
+    spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16")
+    cell = {"mode": "autocast", "record": {"seconds_total": 9.0}, "timing": {"loop": {"median": 0.01}}}
+    tflops = workload_flops(spec) / 0.01 / 1e12
+    e = cell_efficiency(cell, spec, {"float16": {"tflops": tflops / 1.53, "n": 256}})
+    assert e is not None and e["share_of_peak"] is None and e["tflops"] == pytest.approx(tflops)
+    assert e["share_note"] is not None and e["share_note"].startswith(
+        f"no share of peak: the cell reached {tflops:.3g} TFLOP/s, 153% of the {tflops / 1.53:.3g} TFLOP/s measured "
+        "for float16 square 256³ matmuls"
+    )
+    within = cell_efficiency(cell, spec, {"float16": {"tflops": tflops / 0.5, "n": 256}})
+    assert within is not None and within["share_of_peak"] == pytest.approx(0.5) and within["share_note"] is None
+
+
+@pytest.mark.filterwarnings("ignore:TF32 acceleration on top of oneDNN")  # torch's note when oneDNN flags are set
+def test_fp16_cell_on_the_fallback_gemm_stays_within_its_measured_peak(tmp_path: Path) -> None:
+    """The 153 % case: float16 on CPU without oneDNN's half kernels (here forced off) runs PyTorch's fallback GEMM,
+    whose speed depends on the operand layout; the peak over a Linear step's layouts bounds a real fp16 cell."""
+    from harness.matmul_peak import measure_matmul_peak
+    from harness.prepare import prepare_run_spec
+    from py_scripts import with_autocast
+
+    spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16", num_batches=4, epochs=1)
+    run_spec = prepare_run_spec(spec, tmp_path / "w.safetensors")
+    before = torch.get_num_threads()
+    with torch.backends.mkldnn.flags(enabled=False):
+        peak = measure_matmul_peak("cpu", "float16", threads=1)
+        record = with_autocast.run_workload(run_spec, "autocast")
+    torch.set_num_threads(before)
+    assert peak["layouts_tflops"]["NT"] > peak["layouts_tflops"]["NN"]  # the layout a lone `a @ b` peak missed
+    e = cell_efficiency({"mode": "autocast", "record": record, "timing": None}, spec, {"float16": peak})
+    assert e is not None and e["share_note"] is None
+    assert 0 < e["share_of_peak"] <= 1

@@ -37,7 +37,8 @@ def test_cpu_peak_is_a_sane_measurement(dtype: str) -> None:
     assert len(peak["samples_tflops"]) == CPU_PLAN.repeats
     assert all(math.isfinite(t) and t > 0 for t in peak["samples_tflops"])
     assert math.isfinite(peak["tflops"]) and peak["tflops"] > 0
-    assert peak["tflops"] == max(peak["samples_tflops"])
+    assert peak["tflops"] == max(peak["samples_tflops"]) == max(peak["layouts_tflops"].values())
+    assert list(peak["layouts_tflops"]) == ["NT", "NN", "TN"] and peak["layouts_tflops"][peak["layout"]] == peak["tflops"]
     assert peak["tflops"] >= peak["tflops_median"] > 0
     assert peak["seconds"] > 0
     assert json.loads(json.dumps(peak)) == peak  # plain data

@@ -44,7 +44,8 @@ def test_efficiency_table_and_peaks(result: dict[str, Any]) -> None:
     expected = f"| `{autocast['id']}` | {e['flops'] / 1e9:.4g} | {e['tflops']:.3g} | bfloat16 | {e['share_of_peak']:.1%} | not profiled |"
     assert row.startswith(expected)
     peak = result["peaks"]["by_dtype"]["bfloat16"]
-    assert f"bfloat16 {peak['tflops']:.3g} TFLOP/s (n={peak['n']}, best of {len(peak['samples_tflops'])})" in text
+    assert (f"bfloat16 {peak['tflops']:.3g} TFLOP/s (n={peak['n']}, best of {len(peak['samples_tflops'])}, "
+            f"fastest layout {peak['layout']} of NT/NN/TN)") in text
 
 
 def test_an_amp_cell_with_float32_gemms_is_marked(result: dict[str, Any]) -> None:

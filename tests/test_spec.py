@@ -123,3 +123,42 @@ def test_valid_presets_do_not_warn() -> None:
         warnings.simplefilter("error")
         WorkloadSpec.from_preset("tiny")
         WorkloadSpec.from_preset("recipe")
+
+
+def test_empty_mode_list_is_refused_not_an_empty_matrix() -> None:
+    """``--mode ""`` or ``--mode ,`` names no mode: refused, where it used to run zero cells."""
+    for values in ([""], [","], [" , "]):
+        with pytest.raises(SpecError, match="mode must be one or more of 'default', 'autocast'"):
+            parse_modes(values)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("amp_dtype", ["bf16"]), ("amp_dtype", {"x": 1}), ("device", ["cpu"]), ("device", 0), ("preset", ["tiny"]),
+     ("lr", "0.1"), ("lr", None), ("init_scale", [1.0]), ("growth_interval", 2.0), ("threads", "2")],
+)
+def test_every_wrong_json_type_is_a_spec_error(field: str, value: object) -> None:
+    """A spec (file) field holding another JSON type is a SpecError naming it, never a TypeError."""
+    data = {**WorkloadSpec.from_preset("tiny").to_dict(), field: value}
+    if value is None:  # null means "the preset's value" for an override; in a stored spec it must be refused
+        with pytest.raises(SpecError, match=f"^{field} must be"):
+            WorkloadSpec(**data)
+        return
+    with pytest.raises(SpecError, match=f"^{field} must be"):
+        WorkloadSpec.from_mapping(data)
+
+
+@pytest.mark.parametrize("field", ["lr", "init_scale", "growth_factor", "clip_max_norm"])
+@pytest.mark.parametrize("value", [1e308, 3.5e38, 1e-39])
+def test_floats_a_float32_cannot_hold_are_refused(field: str, value: float) -> None:
+    """Every float field becomes a float32 in the scripts: beyond its range (or subnormal) it is refused up front."""
+    with pytest.raises(SpecError, match=f"^{field} must be a number a float32 holds, from 1.175e-38 to 3.403e\\+38"):
+        WorkloadSpec.from_preset("tiny", **{field: value})
+    WorkloadSpec.from_preset("tiny", **{field: 3.0e38 if field != "backoff_factor" else 0.5})  # the edge still fits
+
+
+def test_whole_numbers_beyond_r_integers_are_refused() -> None:
+    """Sizes, threads and the growth interval reach R as 32-bit integers: 2**31 is refused, 2**31 - 1 is not (interval)."""
+    with pytest.raises(SpecError, match=r"growth_interval must be a whole number from 1 to 2147483647 \(R's largest integer\)"):
+        WorkloadSpec.from_preset("tiny", growth_interval=2**31)
+    assert WorkloadSpec.from_preset("tiny", growth_interval=2**31 - 1).growth_interval == 2**31 - 1

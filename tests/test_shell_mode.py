@@ -1,0 +1,107 @@
+"""The scripts run by hand (``python py_scripts/with_autocast.py``, ``Rscript r_scripts/with_autocast.R``): twins in bad input too.
+
+Both shell modes take their flags through the harness (the R one through ``python -m harness prepare``),
+so each refusal below must read the same, word for word, in both languages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.availability import Availability
+from harness.paths import REPO_ROOT
+from tests.conftest import require_r_torch
+
+FRONTENDS = ("python", "r")
+_TINY = ["--num-batches", "1", "--epochs", "1"]
+
+
+def _shell(frontend: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "py_scripts/with_autocast.py"] if frontend == "python" else ["Rscript", "r_scripts/with_autocast.R"]
+    return subprocess.run([*command, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(params=FRONTENDS)
+def frontend(request: pytest.FixtureRequest, availability: Availability) -> str:
+    """Each shell mode; the R one needs R torch (it checks for it before asking the harness for a spec)."""
+    if request.param == "r":
+        require_r_torch(availability)
+    name: str = request.param
+    return name
+
+
+def _error_lines(done: subprocess.CompletedProcess[str]) -> list[str]:
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    return [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+
+
+def test_existing_weights_file_is_not_overwritten_without_the_flag(frontend: str, tmp_path: Path) -> None:
+    """``--weights-out`` onto an existing file (here a result JSON) is refused in one line and leaves the file as it was."""
+    path = tmp_path / "result.json"
+    path.write_text('{"schema_version": 2}')
+    done = _shell(frontend, "--mode", "default", *_TINY, "--weights-out", str(path))
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"error: --weights-out must be a path that does not exist yet (or pass --overwrite to replace it), got '{path}'."
+    )
+    assert _error_lines(done) and path.read_text() == '{"schema_version": 2}'
+
+
+def test_overwrite_replaces_a_regular_file_with_the_weights(frontend: str, tmp_path: Path) -> None:
+    """With ``--overwrite`` an existing regular file is replaced by the safetensors weights."""
+    from safetensors.numpy import load_file
+
+    path = tmp_path / "w.safetensors"
+    path.write_text("old")
+    done = _shell(frontend, "--mode", "default", *_TINY, "--weights-out", str(path), "--overwrite")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["weights_path"] == str(path)
+    assert sorted(load_file(path)) == ["layer0.bias", "layer0.weight", "layer1.bias", "layer1.weight", "layer2.bias", "layer2.weight"]
+
+
+@pytest.mark.parametrize("kind", ["folder", "symbolic link", "special file"])
+def test_overwrite_never_replaces_what_is_not_a_regular_file(frontend: str, tmp_path: Path, kind: str) -> None:
+    """Even with ``--overwrite``, a folder, a link or a device node is refused, naming what it is."""
+    target = tmp_path / "target.json"
+    target.write_text("{}")
+    path = {"folder": tmp_path, "symbolic link": tmp_path / "link", "special file": Path("/dev/null")}[kind]
+    if kind == "symbolic link":
+        os.symlink(target, path)
+    done = _shell(frontend, "--mode", "default", *_TINY, "--weights-out", str(path), "--overwrite")
+    assert _error_lines(done)[-1] == (
+        f"error: --weights-out must be a new file or a regular file to replace (this is a {kind}), got '{path}'."
+    )
+    assert target.read_text() == "{}"
+
+
+def test_cuda_without_a_gpu_is_the_same_line_as_harness_run(frontend: str) -> None:
+    """``--device cuda`` on a machine without a GPU gives harness run's message, not a raw pin_memory error."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    done = _shell(frontend, "--mode", "autocast", "--device", "cuda")
+    assert done.stderr.strip().splitlines() == ["error: device must be 'cpu' on this machine: torch sees no CUDA GPU, got 'cuda'."]
+
+
+def test_bad_flag_value_is_one_line(frontend: str) -> None:
+    """``--lr inf`` is refused by the harness's parser in one line, exit 1, in either language."""
+    done = _shell(frontend, "--mode", "default", "--lr", "inf")
+    assert _error_lines(done) == [done.stderr.strip()]
+    assert done.stderr.startswith("error: argument --lr: must be a finite number, got 'inf' (see ")
+
+
+def test_debug_shows_the_traceback_and_still_ends_in_the_error_line(frontend: str) -> None:
+    """``--debug`` is accepted by the shell mode: a traceback, then the same one ``error:`` line."""
+    done = _shell(frontend, "--mode", "default", "--batch-size", "0", "--debug")
+    assert done.returncode == 1
+    assert "Traceback" in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "error: batch_size must be a whole number >= 1, got 0."
+    plain = _shell(frontend, "--mode", "default", "--batch-size", "0")
+    assert plain.stderr.strip() == "error: batch_size must be a whole number >= 1, got 0."
