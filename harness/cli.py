@@ -6,18 +6,21 @@ The harness's own errors print ``error: <message>`` and exit 1, with no tracebac
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
-import os
 import signal
 import sys
 import traceback
 import warnings
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from harness.errors import AmpParityError, ResultError, SpecError
+from harness.errors import AmpParityError, SpecError
 from harness.spec import WorkloadSpec
+
+if TYPE_CHECKING:
+    from harness.outputs import ResultClaim
 
 __all__ = ["exit_with_error", "main", "show_warnings_as_lines"]
 
@@ -59,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     add_spec_arguments(run)
     run.add_argument("--frontend", action="append", default=None, help="python, r (repeatable or comma-separated; default both)")
     run.add_argument("--json", type=Path, default=None, help="write the whole result here (final weights go to <name>.weights/)")
-    run.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
+    run.add_argument("--overwrite", action="store_true", help="replace an existing result and its weights (only what amp-parity wrote)")
     run.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
     run.add_argument("--report", type=Path, default=None, metavar="DIR", help="also write the report (markdown + plots) into DIR")
     timing = run.add_argument_group("timing protocol (see harness/timing.py)")
@@ -120,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from harness.results import save_result, weights_dir_for
+    from harness.outputs import ResultClaim, check_report_folder
     from harness.runner import MatrixRunner
     from harness.spec import parse_modes
     from harness.spec_args import spec_from_args
@@ -131,26 +134,56 @@ def _run(args: argparse.Namespace) -> int:
     modes = parse_modes(args.mode)
     protocol = TimingProtocol(args.warmup_rounds, args.rounds, args.max_seconds, args.interleave)
     frontends = _parse_frontends(args.frontend)
-    if args.json is not None:
-        _check_writable(args.json, args.overwrite)
     _require_device(spec)
-    console = make_console()
-    with MatrixRunner(spec, frontends, timeout=args.timeout) as runner:
-        with console.status("running cells...") as status:
-            result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile)
-        if args.json is not None:
-            runner.publish_weights(result["cells"], weights_dir_for(args.json))
-            save_result(result, args.json, overwrite=args.overwrite)
-        if args.report is not None:  # while the runner is open: the report reads the weights files
-            from harness.report import write_report
-
-            written = write_report(result, args.report)
-    print_result(result, console)
-    if args.json is not None:
-        console.print(f"result written to {args.json}")
     if args.report is not None:
-        console.print(f"report written to {written[0]}")
-    return 1 if any(c["status"] in ("error", "numerical_failure") for c in result["cells"]) else 0
+        check_report_folder(args.report)
+    console = make_console()
+    with contextlib.ExitStack() as claimed:
+        # Claimed before the first cell and held to the end: a second run for the same --json is refused.
+        claim = claimed.enter_context(ResultClaim(args.json, args.overwrite)) if args.json is not None else None
+        with MatrixRunner(spec, frontends, timeout=args.timeout, staging=claim.staging if claim else None) as runner:
+            with console.status("running cells...") as status:
+                result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile)
+            saved = _save(result, claim)
+            written = _write_report(result, args.report)  # while the runner is open: the report reads the weights files
+    print_result(result, console)
+    lines = [line for line in (saved, written) if line is not None]
+    for line in lines:
+        if line.startswith("error:"):
+            print(line, file=sys.stderr)
+        else:
+            console.print(line)
+    failed = any(c["status"] in ("error", "numerical_failure") for c in result["cells"])
+    return 1 if failed or any(line.startswith("error:") for line in lines) else 0
+
+
+def _save(result: dict[str, Any], claim: ResultClaim | None) -> str | None:
+    """Publish the result; if that fails after the whole run, save it elsewhere rather than lose it. Returns the line to print."""
+    from harness.outputs import rescue_result
+
+    if claim is None:
+        return None
+    try:
+        claim.publish(result)
+        return f"result written to {claim.path}"
+    except AmpParityError as err:
+        try:
+            elsewhere = rescue_result(result)
+        except AmpParityError as again:
+            return f"error: {err} The result is lost: it could not be saved elsewhere either ({again})"
+        return f"error: {err} The result was saved to {elsewhere} instead (weights beside it)."
+
+
+def _write_report(result: dict[str, Any], folder: Path | None) -> str | None:
+    """Write the report after the run; a failure is one line, not the loss of the table."""
+    from harness.report import write_report
+
+    if folder is None:
+        return None
+    try:
+        return f"report written to {write_report(result, folder)[0]}"
+    except AmpParityError as err:
+        return f"error: {err}"
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -167,15 +200,6 @@ def _parse_frontends(values: list[str] | None) -> tuple[str, ...]:
         if name not in FRONTENDS:
             raise SpecError("frontend", name, f"one of {', '.join(repr(f) for f in FRONTENDS)}")
     return tuple(f for f in FRONTENDS if f in asked)
-
-
-def _check_writable(path: Path, overwrite: bool) -> None:
-    """Refuse, before minutes of running, a result path that exists or cannot be written."""
-    if path.exists() and not overwrite:
-        raise SpecError("--json", str(path), "a path that does not exist yet (or pass --overwrite)")
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise ResultError(f"cannot write a result in {folder}: it is not a writable folder. Choose another --json path.")
 
 
 def _require_device(spec: WorkloadSpec) -> None:

@@ -7,6 +7,7 @@ by the same code as everything else and fixtures drawn by the same generator.
 from __future__ import annotations
 
 import argparse
+import secrets
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,8 @@ def prepare_run_spec(
     fixture = fixture or ensure_fixtures(spec)
     if not save_weights:
         return {**spec.to_dict(), "fixture_path": str(fixture.path), "weights_out": None}
-    if weights_out is None:
-        weights_out = Path(tempfile.mkdtemp(prefix="amp-parity-")) / "final_weights.safetensors"
+    if weights_out is None:  # a fresh name, not a folder: a call that never runs the script leaves nothing behind
+        weights_out = Path(tempfile.gettempdir()) / f"amp-parity-final-weights-{secrets.token_hex(6)}.safetensors"
     return {**spec.to_dict(), "fixture_path": str(fixture.path), "weights_out": str(weights_out)}
 
 

@@ -137,15 +137,6 @@ def test_nan_loss_in_default_mode_is_a_numerical_failure_with_its_step(availabil
     assert scaler["status"] == "ok"  # the scaler skips non-finite steps: not a failure there
 
 
-def test_publish_weights_moves_files_beside_the_result(tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path) -> None:
-    """Final weights are staged during the run and moved into ``<result>.weights/`` at the end."""
-    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
-        result = runner.run(("default",))
-        runner.publish_weights(result["cells"], tmp_path / "run.weights")
-    path = Path(result["cells"][0]["record"]["weights_path"])
-    assert path == tmp_path / "run.weights" / "with_autocast-default-python-cpu.safetensors" and path.stat().st_size > 0
-
-
 def test_a_timed_round_whose_autocast_loss_turns_nan_is_an_error(
     tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch
 ) -> None:
