@@ -67,10 +67,10 @@ def test_run_writes_a_complete_result_and_refuses_to_overwrite(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     assert "amp-parity · preset tiny" in done.stdout and "autocast" in done.stdout
     result = json.loads(path.read_text())
-    assert result["schema_version"] == 2 and [c["status"] for c in result["cells"]] == ["ok", "ok"]
+    assert result["schema_version"] == 3 and [c["status"] for c in result["cells"]] == ["ok", "ok"]
     for cell in result["cells"]:
-        assert Path(cell["record"]["weights_path"]).parent == tmp_path / "tiny.weights"
-        assert Path(cell["record"]["weights_path"]).exists()
+        assert Path(cell["record"]["weights_path"]).parent == Path("tiny.weights")  # relative to the result
+        assert (tmp_path / cell["record"]["weights_path"]).exists()
     again = _harness("run", "--frontend", "python", "--mode", "default", "--json", str(path))
     assert again.returncode == 1 and "does not exist yet (or pass --overwrite)" in again.stderr
     assert json.loads(path.read_text()) == result
@@ -133,7 +133,9 @@ def test_result_folder_that_is_not_writable_is_refused_before_running(tmp_path: 
     done = _harness("run", "--frontend", "python", "--json", str(tmp_path / "missing" / "run.json"))
     assert done.returncode == 1
     folder = tmp_path / "missing"
-    assert done.stderr.strip() == f"error: cannot write a result in {folder}: it is not a writable folder. Choose another --json path."
+    assert done.stderr.strip() == (
+        f"error: cannot write a result in {folder}: it does not exist. Create it (mkdir -p {folder}) or choose another --json path."
+    )
 
 
 def test_report_command_and_run_report_write_the_report(tmp_path: Path) -> None:

@@ -73,7 +73,8 @@ def test_weights_paths_are_stored_relative_to_the_result_and_read_back_absolute(
     (run_dir / "out.weights").mkdir()
     (run_dir / "out.weights" / "a.safetensors").write_bytes(b"x")
     monkeypatch.chdir(run_dir)
-    result = {"schema_version": RESULT_SCHEMA_VERSION, "cells": [{"record": {"weights_path": "out.weights/a.safetensors"}}, {"record": None}]}
+    cells = [{"record": {"weights_path": "out.weights/a.safetensors"}}, {"record": None}]
+    result = {"schema_version": RESULT_SCHEMA_VERSION, "cells": cells}
     save_result(result, Path("out.json"))
     assert json.loads((run_dir / "out.json").read_text())["cells"][0]["record"]["weights_path"] == "out.weights/a.safetensors"
     monkeypatch.chdir(elsewhere)
@@ -82,7 +83,7 @@ def test_weights_paths_are_stored_relative_to_the_result_and_read_back_absolute(
     assert loaded["cells"][1]["record"] is None
 
 
-def test_version_2_weights_paths_relative_to_the_run_folder_are_found_beside_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_version_2_weights_paths_relative_to_the_run_folder_are_found_beside_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A version-2 result (paths relative to the run's working folder) is read as version 3 from anywhere."""
     (tmp_path / "results" / "x.weights").mkdir(parents=True)
     (tmp_path / "results" / "x.weights" / "a.safetensors").write_bytes(b"x")
