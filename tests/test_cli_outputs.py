@@ -20,8 +20,8 @@ from harness.paths import REPO_ROOT
 from tests.conftest import require_r_torch
 
 #: A Python-only run long enough (a few seconds per cell) to be caught mid-way.
-_SLOW = ("run", "--frontend", "python", "--mode", "default", "--num-batches", "300", "--epochs", "4")
 _QUICK = ("run", "--frontend", "python", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1")
+_SLOW = (*_QUICK, "--num-batches", "300", "--epochs", "4")
 
 
 def _env(tmp: Path) -> dict[str, str]:

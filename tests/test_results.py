@@ -109,3 +109,12 @@ def test_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
     blocker.write_text("")
     with pytest.raises(ResultError, match="cannot write .*Choose a writable path"):
         save_result({"schema_version": 1, "cells": []}, blocker / "r.json")
+
+
+def test_the_documented_version_2_example_is_still_read() -> None:
+    """``docs/example-result-tiny-cpu.json`` (schema 2, absolute weights paths) loads as version 3 with its paths kept."""
+    from harness.paths import REPO_ROOT
+
+    loaded = load_result(REPO_ROOT / "docs" / "example-result-tiny-cpu.json")
+    assert loaded["schema_version"] == RESULT_SCHEMA_VERSION == 3
+    assert loaded["cells"][0]["record"]["weights_path"] == "/tmp/ex.weights/with_autocast-default-python-cpu.safetensors"
