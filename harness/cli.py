@@ -79,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="write the markdown report and plots of a result file")
     report.add_argument("result", type=Path, help="a result written by `run --json`")
     report.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for report.md and the PNG plots")
+    report.add_argument("--overwrite", action="store_true", help="replace a report already in DIR")
 
     commands.add_parser("doctor", help="report what can run here and how to fix what is missing")
 
@@ -109,8 +110,10 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(prepare_run_spec(spec_from_args(args), args.weights_out)))
             return
         if args.command == "report":
+            from harness.outputs import check_report_folder
             from harness.report import report_main
 
+            check_report_folder(args.out, args.overwrite, flag="--out")
             written = report_main(args.result, args.out)
             print(f"report written to {written[0]} ({len(written) - 1} plots beside it)")
             return
@@ -136,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
     frontends = _parse_frontends(args.frontend)
     _require_device(spec)
     if args.report is not None:
-        check_report_folder(args.report)
+        check_report_folder(args.report, args.overwrite)
     console = make_console()
     with contextlib.ExitStack() as claimed:
         # Claimed before the first cell and held to the end: a second run for the same --json is refused.

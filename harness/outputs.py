@@ -203,16 +203,17 @@ def foreign_weights(folder: Path, result_name: str) -> str | None:
     return None
 
 
-def check_report_folder(folder: Path) -> None:
-    """Refuse, before any cell runs, a ``--report`` folder that cannot be written.
+def check_report_folder(folder: Path, overwrite: bool = False, flag: str = "--report") -> None:
+    """Refuse, before any cell runs, a report folder that cannot be written or whose report would replace a file unasked.
 
     Missing folders are fine (the report creates them): they are created to prove it, then removed.
+    An existing ``report.md`` or plot is replaced only with ``--overwrite``, and only if it is a regular file.
 
     Raises:
         SpecError: ``folder`` (or a parent) is a file.
-        ResultError: it cannot be created or written.
+        ResultError: it cannot be created or written, or holds a report and ``overwrite`` is false.
     """
-    from harness.report import REPORT_FILE
+    from harness.report import PLOT_FILES, REPORT_FILE
 
     folder = Path(folder)
     missing, existing = [], folder
@@ -221,13 +222,25 @@ def check_report_folder(folder: Path) -> None:
         existing = existing.parent
     if not existing.is_dir():
         where = "it is" if existing == folder else f"{existing} is"
-        raise SpecError("--report", str(folder), f"a folder (or one to create), but {where} {_kind(existing)}")
+        raise SpecError(flag, str(folder), f"a folder (or one to create), but {where} {_kind(existing)}")
+    for name in (REPORT_FILE, *PLOT_FILES) if not missing else ():
+        present = folder / name
+        if not os.path.lexists(present):
+            continue
+        if not overwrite:
+            raise ResultError(
+                f"{present} already exists; pass --overwrite to replace the report in {folder}, or choose another {flag} folder."
+            )
+        if present.is_symlink() or not present.is_file():
+            raise ResultError(
+                f"{present} is {_kind(present)}; --overwrite replaces only report files. Move it away or choose another {flag} folder."
+            )
     try:
         for part in reversed(missing):
             part.mkdir()
         probe_atomic(folder / REPORT_FILE)
     except OSError as err:
-        raise ResultError(f"cannot write the report in {folder}: {_why(err)}. Choose another --report folder.") from err
+        raise ResultError(f"cannot write the report in {folder}: {_why(err)}. Choose another {flag} folder.") from err
     finally:
         for part in missing:
             with contextlib.suppress(OSError):

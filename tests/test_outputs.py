@@ -187,3 +187,15 @@ def test_report_folder_checks(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
     with pytest.raises(ResultError, match="cannot write the report in /proc/r: .*Choose another --report folder"):
         check_report_folder(Path("/proc/r"))
+
+
+def test_an_existing_report_is_replaced_only_with_overwrite_and_only_as_a_file(tmp_path: Path) -> None:
+    """A report already in the folder needs --overwrite; a folder or link where a report file goes is refused even then."""
+    (tmp_path / "report.md").write_text("my edited report")
+    with pytest.raises(ResultError, match=r"report\.md already exists; pass --overwrite to replace the report in .*another --out folder"):
+        check_report_folder(tmp_path, flag="--out")
+    check_report_folder(tmp_path, overwrite=True)
+    (tmp_path / "losses.png").mkdir()
+    with pytest.raises(ResultError, match=r"losses\.png is a folder; --overwrite replaces only report files"):
+        check_report_folder(tmp_path, overwrite=True)
+    assert (tmp_path / "report.md").read_text() == "my edited report"
