@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -17,6 +18,8 @@ import pytest
 
 from harness.availability import Availability
 from harness.paths import REPO_ROOT
+from harness.runner import STAGING_PREFIX
+from harness.staging import StagingDir
 from tests.conftest import require_r_torch
 
 #: A Python-only run long enough (a few seconds per cell) to be caught mid-way.
@@ -64,6 +67,8 @@ def test_two_runs_with_the_same_new_json_the_second_is_refused_and_the_first_kee
     assert json.loads((tmp_path / "X.weights" / ".amp-parity-weights.json").read_text()) == {"result": "X.json"}
     assert (tmp_path / result["cells"][0]["record"]["weights_path"]).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "tmp"]
+    mode = stat.S_IMODE((tmp_path / "X.json").stat().st_mode)  # weights were 0600 beside a 0644 result
+    assert {stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "X.weights").iterdir()} == {mode}
 
 
 def test_run_keeps_a_users_weights_folder(tmp_path: Path) -> None:
@@ -145,22 +150,18 @@ def test_a_killed_run_leaves_no_traceback_and_its_debris_is_swept_by_the_next_ru
 
 
 def test_a_killed_run_without_json_has_its_temporary_staging_swept(tmp_path: Path) -> None:
-    """The ``amp-parity-weights-*`` folder a killed run leaves in $TMPDIR is removed by the next run, not a live one's."""
+    """The ``amp-parity-weights-*`` folder a killed run leaves in $TMPDIR is removed by the next run, a live one's is not."""
     env = _env(tmp_path / "tmp")
     run = _start(*_SLOW, env=env)
-    staged = lambda: [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith("amp-parity-weights-")]  # noqa: E731
+    staged = lambda: [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith(STAGING_PREFIX)]  # noqa: E731
     _wait_for(lambda: staged() and any(staged()[0].iterdir()))
-    live = _start(*_SLOW, env=env)  # starts while the first is alive: must leave its folder alone
-    _wait_for(lambda: len(staged()) == 2)
-    assert run.poll() is None
     os.killpg(run.pid, signal.SIGKILL)  # the run and its worker: nothing cleans up
     run.communicate(timeout=60)
-    os.killpg(live.pid, signal.SIGKILL)
-    live.communicate(timeout=60)
-    assert len(staged()) == 2
-    done = _harness(*_QUICK, env=env)
-    assert done.returncode == 0, done.stderr
-    assert staged() == []
+    (killed,) = staged()
+    with StagingDir(tmp_path / "tmp", STAGING_PREFIX) as live:  # another run's, alive while the next one starts
+        done = _harness(*_QUICK, env=env)
+        assert done.returncode == 0, done.stderr
+        assert staged() == [live.path] and not killed.exists()
 
 
 def test_prepare_leaves_nothing_in_the_temporary_folder(tmp_path: Path) -> None:
