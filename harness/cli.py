@@ -119,6 +119,9 @@ def main(argv: list[str] | None = None) -> None:
             return
         sys.exit(_run(args))
     except KeyboardInterrupt:
+        # A probe subprocess interrupted mid-way is killed but not yet reaped; its ResourceWarning
+        # would land after this line as a second, misleading one.
+        warnings.filterwarnings("ignore", category=ResourceWarning)
         print("error: interrupted; no result was written.", file=sys.stderr)
         sys.exit(130)
     except Exception as err:

@@ -11,6 +11,7 @@ from harness.availability import Availability
 from harness.efficiency import workload_flops
 from harness.matrix import Cell
 from harness.measurements import time_cells
+from harness.results import RESULT_SCHEMA_VERSION
 from harness.runner import MatrixRunner
 from harness.spec import MODES, WorkloadSpec
 from harness.timing import TimingProtocol
@@ -34,7 +35,7 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
     ]
     assert [c["id"] for c in result["cells"]] == ids
     assert all(c["status"] == "ok" for c in result["cells"])
-    assert result["schema_version"] == 2 and result["spec"]["preset"] == "tiny"
+    assert result["schema_version"] == RESULT_SCHEMA_VERSION == 3 and result["spec"]["preset"] == "tiny"
     assert result["protocol"]["rounds"] == 3 and result["protocol"]["interleave"] is True
     assert result["reference"]["available"] and len(result["reference"]["losses"]) == 20
     assert result["reference_seconds"] > 0 and result["workers"]["python"]["startup_seconds"] > 0
