@@ -164,7 +164,9 @@ def test_report_of_a_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> 
     path.write_text(json.dumps({"schema_version": 9, "cells": []}))
     done = _harness("report", str(path), "--out", str(tmp_path / "out"))
     assert done.returncode == 1
-    assert done.stderr.strip() == f"error: {path} has result schema version 9; this harness reads versions 2 and 3: upgrade amp-parity to read it."
+    assert done.stderr.strip() == (
+        f"error: {path} has result schema version 9; this harness reads versions 2 and 3: upgrade amp-parity to read it."
+    )
     assert not (tmp_path / "out").exists()
 
 
