@@ -14,13 +14,10 @@ import sys
 import traceback
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import NoReturn
 
 from harness.errors import AmpParityError, SpecError
 from harness.spec import WorkloadSpec
-
-if TYPE_CHECKING:
-    from harness.outputs import ResultClaim
 
 __all__ = ["exit_with_error", "main", "show_warnings_as_lines"]
 
@@ -129,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from harness.outputs import ResultClaim, check_report_folder
+    from harness.outputs import ResultClaim, check_report_folder, publish_or_rescue, write_report_or_say_why
     from harness.runner import MatrixRunner
     from harness.spec import parse_modes
     from harness.spec_args import spec_from_args
@@ -150,8 +147,8 @@ def _run(args: argparse.Namespace) -> int:
         with MatrixRunner(spec, frontends, timeout=args.timeout, staging=claim.staging if claim else None) as runner:
             with console.status("running cells...") as status:
                 result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile)
-            saved = _save(result, claim)
-            written = _write_report(result, args.report)  # while the runner is open: the report reads the weights files
+            saved = publish_or_rescue(result, claim) if claim is not None else None
+            written = write_report_or_say_why(result, args.report) if args.report is not None else None  # reads the weights
     print_result(result, console)
     lines = [line for line in (saved, written) if line is not None]
     for line in lines:
@@ -161,35 +158,6 @@ def _run(args: argparse.Namespace) -> int:
             console.print(line)
     failed = any(c["status"] in ("error", "numerical_failure") for c in result["cells"])
     return 1 if failed or any(line.startswith("error:") for line in lines) else 0
-
-
-def _save(result: dict[str, Any], claim: ResultClaim | None) -> str | None:
-    """Publish the result; if that fails after the whole run, save it elsewhere rather than lose it. Returns the line to print."""
-    from harness.outputs import rescue_result
-
-    if claim is None:
-        return None
-    try:
-        claim.publish(result)
-        return f"result written to {claim.path}"
-    except AmpParityError as err:
-        try:
-            elsewhere = rescue_result(result)
-        except AmpParityError as again:
-            return f"error: {err} The result is lost: it could not be saved elsewhere either ({again})"
-        return f"error: {err} The result was saved to {elsewhere} instead (weights beside it)."
-
-
-def _write_report(result: dict[str, Any], folder: Path | None) -> str | None:
-    """Write the report after the run; a failure is one line, not the loss of the table."""
-    from harness.report import write_report
-
-    if folder is None:
-        return None
-    try:
-        return f"report written to {write_report(result, folder)[0]}"
-    except AmpParityError as err:
-        return f"error: {err}"
 
 
 def _terminate(signum: int, frame: object) -> None:

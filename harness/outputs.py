@@ -35,11 +35,19 @@ from pathlib import Path
 from typing import Any
 
 from harness.atomic import atomic_path, file_mode, folder_mode, probe_atomic
-from harness.errors import ResultError, SpecError
+from harness.errors import AmpParityError, ResultError, SpecError
 from harness.results import WEIGHTS_SUFFIX, is_result_file, stored_form, weights_dir_for
 from harness.staging import StagingDir
 
-__all__ = ["MARKER_FILE", "STAGING_PREFIX", "ResultClaim", "check_report_folder", "rescue_result"]
+__all__ = [
+    "MARKER_FILE",
+    "STAGING_PREFIX",
+    "ResultClaim",
+    "check_report_folder",
+    "publish_or_rescue",
+    "rescue_result",
+    "write_report_or_say_why",
+]
 
 #: The file in a weights folder that says this harness wrote it, and for which result.
 MARKER_FILE = ".amp-parity-weights.json"
@@ -261,6 +269,32 @@ def rescue_result(result: dict[str, Any]) -> Path:
     with ResultClaim(folder / "result.json") as claim:
         claim.publish(result)
     return claim.path
+
+
+def publish_or_rescue(result: dict[str, Any], claim: ResultClaim) -> str:
+    """Publish ``result`` after the run, or if that fails save it elsewhere rather than lose it; the line to print.
+
+    A line starting ``error:`` says why it is not where it was asked for, and where it is instead.
+    """
+    try:
+        claim.publish(result)
+        return f"result written to {claim.path}"
+    except AmpParityError as err:
+        try:
+            elsewhere = rescue_result(result)
+        except AmpParityError as again:
+            return f"error: {err} The result is lost: it could not be saved elsewhere either ({again})"
+        return f"error: {err} The result was saved to {elsewhere} instead (weights beside it)."
+
+
+def write_report_or_say_why(result: dict[str, Any], folder: Path) -> str:
+    """Write the report after the run; a failure is one ``error:`` line, not the loss of the table or the result."""
+    from harness.report import write_report
+
+    try:
+        return f"report written to {write_report(result, folder)[0]}"
+    except AmpParityError as err:
+        return f"error: {err}"
 
 
 def _refuse_impossible(path: Path) -> None:
