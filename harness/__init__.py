@@ -18,6 +18,7 @@ from harness.errors import (
 )
 from harness.fixtures import FixtureFile, ensure_fixtures
 from harness.matrix import Cell, cells_for
+from harness.outputs import ResultClaim
 from harness.reference import Reference, run_reference
 from harness.report import write_report
 from harness.results import load_result, save_result
@@ -35,6 +36,7 @@ __all__ = [
     "PRESETS",
     "PairVerdict",
     "Reference",
+    "ResultClaim",
     "ResultError",
     "SCRIPTS",
     "ScriptError",

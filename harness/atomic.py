@@ -11,10 +11,14 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_path", "write_json_atomic"]
+__all__ = ["TEMP_SUFFIX", "atomic_path", "file_mode", "folder_mode", "probe_atomic", "temporaries_of", "write_json_atomic"]
+
+#: How :func:`atomic_path`'s temporary files end (a later writer under a lock may sweep its dead peers').
+TEMP_SUFFIX = ".tmp"
 
 
 @contextlib.contextmanager
@@ -27,18 +31,49 @@ def atomic_path(target: Path) -> Iterator[Path]:
     result or report can be read by the user's group as any other file they write.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = _temporary(target)
     try:
         yield tmp
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, file_mode())
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def probe_atomic(target: Path) -> None:
+    """Create and remove the temporary file :func:`atomic_path` would use for ``target``.
+
+    Proves, before minutes of work, that the folder exists and is writable and that the temporary
+    name (longer than ``target``'s) fits the file system.
+
+    Raises:
+        OSError: it cannot be created (the ``strerror`` says why).
+    """
+    _temporary(target).unlink()
+
+
+def temporaries_of(target: Path) -> list[Path]:
+    """The temporary files :func:`atomic_path` made for ``target`` that are still there (a killed writer's)."""
+    return sorted(target.parent.glob(f".{glob_escape(target.name)}.*{TEMP_SUFFIX}"))
+
+
+def _temporary(target: Path) -> Path:
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=TEMP_SUFFIX)
+    os.close(fd)
+    return Path(tmp_name)
+
+
+def file_mode() -> int:
+    """The mode a plain ``open()`` gives a new file under this process's umask (0644 under umask 022)."""
+    return 0o666 & ~_umask()
+
+
+def folder_mode() -> int:
+    """The mode a plain ``mkdir`` gives a new folder under this process's umask (0755 under umask 022)."""
+    return 0o777 & ~_umask()
 
 
 def _umask() -> int:

@@ -6,9 +6,9 @@ The harness's own errors print ``error: <message>`` and exit 1, with no tracebac
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
-import os
 import signal
 import sys
 import traceback
@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
-from harness.errors import AmpParityError, ResultError, SpecError
+from harness.errors import AmpParityError, SpecError
 
 __all__ = ["exit_status", "exit_with_error", "main", "show_warnings_as_lines"]
 
@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     add_spec_arguments(run)
     run.add_argument("--frontend", action="append", default=None, help="python, r (repeatable or comma-separated; default both)")
     run.add_argument("--json", type=Path, default=None, help="write the whole result here (final weights go to <name>.weights/)")
-    run.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
+    run.add_argument("--overwrite", action="store_true", help="replace an existing result and its weights (only what amp-parity wrote)")
     run.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
     run.add_argument("--report", type=Path, default=None, metavar="DIR", help="also write the report (markdown + plots) into DIR")
     timing = run.add_argument_group("timing protocol (see harness/timing.py)")
@@ -82,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", parents=[switches], help="write the markdown report and plots of a result file")
     report.add_argument("result", type=Path, help="a result written by `run --json`")
     report.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for report.md and the PNG plots")
+    report.add_argument("--overwrite", action="store_true", help="replace a report already in DIR")
 
     commands.add_parser("doctor", parents=[switches], help="report what can run here and how to fix what is missing")
 
@@ -114,13 +115,18 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(prepare_shell_run_spec(args)))
             return
         if args.command == "report":
+            from harness.outputs import check_report_folder
             from harness.report import report_main
 
+            check_report_folder(args.out, args.overwrite, flag="--out")
             written = report_main(args.result, args.out)
             print(f"report written to {written[0]} ({len(written) - 1} plots beside it)")
             return
         sys.exit(_run(args))
     except KeyboardInterrupt:
+        # A probe subprocess interrupted mid-way is killed but not yet reaped; its ResourceWarning
+        # would land after this line as a second, misleading one.
+        warnings.filterwarnings("ignore", category=ResourceWarning)
         print("error: interrupted; no result was written.", file=sys.stderr)
         sys.exit(130)
     except Exception as err:
@@ -128,8 +134,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from harness.outputs import ResultClaim, check_report_folder, publish_or_rescue, write_report_or_say_why
     from harness.prepare import require_device
-    from harness.results import save_result, weights_dir_for
     from harness.runner import MatrixRunner
     from harness.spec import parse_modes
     from harness.spec_args import spec_from_args
@@ -140,26 +146,26 @@ def _run(args: argparse.Namespace) -> int:
     modes = parse_modes(args.mode)
     protocol = TimingProtocol(args.warmup_rounds, args.rounds, args.max_seconds, args.interleave)
     frontends = _parse_frontends(args.frontend)
-    if args.json is not None:
-        _check_writable(args.json, args.overwrite)
     require_device(spec)
-    console = make_console()
-    with MatrixRunner(spec, frontends, timeout=args.timeout) as runner:
-        with console.status("running cells...") as status:
-            result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile)
-        if args.json is not None:
-            runner.publish_weights(result["cells"], weights_dir_for(args.json))
-            save_result(result, args.json, overwrite=args.overwrite)
-        if args.report is not None:  # while the runner is open: the report reads the weights files
-            from harness.report import write_report
-
-            written = write_report(result, args.report)
-    print_result(result, console)
-    if args.json is not None:
-        console.print(f"result written to {args.json}")
     if args.report is not None:
-        console.print(f"report written to {written[0]}")
-    return exit_status(result)
+        check_report_folder(args.report, args.overwrite)
+    console = make_console()
+    with contextlib.ExitStack() as claimed:
+        # Claimed before the first cell and held to the end: a second run for the same --json is refused.
+        claim = claimed.enter_context(ResultClaim(args.json, args.overwrite)) if args.json is not None else None
+        with MatrixRunner(spec, frontends, timeout=args.timeout, staging=claim.staging if claim else None) as runner:
+            with console.status("running cells...") as status:
+                result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile)
+            saved = publish_or_rescue(result, claim) if claim is not None else None
+            written = write_report_or_say_why(result, args.report) if args.report is not None else None  # reads the weights
+    print_result(result, console)
+    lines = [line for line in (saved, written) if line is not None]
+    for line in lines:
+        if line.startswith("error:"):
+            print(line, file=sys.stderr)
+        else:
+            console.print(line)
+    return 1 if any(line.startswith("error:") for line in lines) else exit_status(result)
 
 
 def exit_status(result: dict[str, Any]) -> int:
@@ -186,11 +192,3 @@ def _parse_frontends(values: list[str] | None) -> tuple[str, ...]:
             raise SpecError("frontend", name, f"one of {', '.join(repr(f) for f in FRONTENDS)}")
     return tuple(f for f in FRONTENDS if f in asked)
 
-
-def _check_writable(path: Path, overwrite: bool) -> None:
-    """Refuse, before minutes of running, a result path that exists or cannot be written."""
-    if path.exists() and not overwrite:
-        raise SpecError("--json", str(path), "a path that does not exist yet (or pass --overwrite)")
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise ResultError(f"cannot write a result in {folder}: it is not a writable folder. Choose another --json path.")

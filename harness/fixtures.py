@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file, save_file
 
-from harness.atomic import atomic_path, write_json_atomic
+from harness.atomic import atomic_path, temporaries_of, write_json_atomic
 from harness.errors import FixtureError
 from harness.paths import fixtures_dir
 from harness.spec import FIXTURE_FIELDS, WorkloadSpec
@@ -64,6 +64,7 @@ def ensure_fixtures(spec: WorkloadSpec, cache: Path | None = None) -> FixtureFil
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with _locked(folder / ".lock"):
+            _sweep_dead_writers(folder)
             problem = _verify(folder, spec, digest)
             if problem is None:
                 return _read_file(folder, digest)
@@ -118,6 +119,18 @@ def _build(folder: Path, spec: WorkloadSpec, digest: str) -> FixtureFile:
     }
     write_json_atomic(folder / _MANIFEST_FILE, manifest)
     return FixtureFile(target, sha, digest)
+
+
+def _sweep_dead_writers(folder: Path) -> None:
+    """Remove temporary files a killed writer left (a SIGKILL during a build runs no clean-up).
+
+    Only called under the lock, and every writer writes under it: any temporary file found then
+    belongs to a process that died while holding the lock (at ``recipe`` size, a gigabyte and more).
+    """
+    for name in (_DATA_FILE, _MANIFEST_FILE):
+        for tmp in temporaries_of(folder / name):
+            log.info("removing %s, left by a fixture build that was killed", tmp)
+            tmp.unlink(missing_ok=True)
 
 
 def _verify(folder: Path, spec: WorkloadSpec, digest: str) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import stat
 import tempfile
 from pathlib import Path
@@ -40,8 +41,8 @@ def prepare_run_spec(
     fixture = fixture or ensure_fixtures(spec)
     if not save_weights:
         return {**spec.to_dict(), "fixture_path": str(fixture.path), "weights_out": None}
-    if weights_out is None:
-        weights_out = Path(tempfile.mkdtemp(prefix="amp-parity-")) / "final_weights.safetensors"
+    if weights_out is None:  # a fresh name, not a folder: a call that never runs the script leaves nothing behind
+        weights_out = Path(tempfile.gettempdir()) / f"amp-parity-final-weights-{secrets.token_hex(6)}.safetensors"
     return {**spec.to_dict(), "fixture_path": str(fixture.path), "weights_out": str(weights_out)}
 
 

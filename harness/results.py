@@ -1,58 +1,111 @@
-"""The matrix result: one versioned JSON file (plus a folder of final-weights files beside it).
+"""The matrix result: one versioned JSON file, with a folder of final-weights files beside it.
 
-Results are written atomically and never overwritten by accident; a file from another schema version
-is refused with what to do, not half-read.
+Results are written atomically and never overwritten by accident (see :mod:`harness.claim` for how a
+run claims its result path and publishes the result and its weights together). A file from a newer
+schema version is refused with what to do, not half-read; older ones are read through ``_update_to_N``
+steps (asv's way).
+
+Weights paths are stored relative to the result file's folder (since schema 3), so a result and its
+weights folder can be moved or read from any working directory; in memory (after :func:`load_result`)
+they are absolute.
 """
 
 from __future__ import annotations
 
+import copy
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from harness.atomic import write_json_atomic
 from harness.errors import ResultError
 
-__all__ = ["CELL_STATUSES", "RECORD_SCHEMA_VERSION", "RESULT_SCHEMA_VERSION", "load_result", "save_result", "weights_dir_for"]
+__all__ = [
+    "CELL_STATUSES",
+    "RECORD_SCHEMA_VERSION",
+    "RESULT_SCHEMA_VERSION",
+    "WEIGHTS_SUFFIX",
+    "is_result_file",
+    "load_result",
+    "save_result",
+    "stored_form",
+    "weights_dir_for",
+]
 
 #: Version 2 added the timing protocol (``protocol``, per-cell ``timing``), ``peaks``, ``efficiency``,
-#: ``memory`` and GEMM profiles.
-RESULT_SCHEMA_VERSION = 2
+#: ``memory`` and GEMM profiles. Version 3 stores ``weights_path`` relative to the result's folder
+#: (version 2 stored it relative to the working directory of the run).
+RESULT_SCHEMA_VERSION = 3
 #: The run record's version, written by py_scripts/common.py and r_scripts/common.R (2: seconds_workload, gc_seconds).
 RECORD_SCHEMA_VERSION = 2
 #: ``ok``: a record came back; ``unsupported``: the binding refused a cell it is known not to support
 #: (the binding's own message is the reason); ``skipped``: the frontend is not available here;
 #: ``numerical_failure``: non-finite loss in a mode without a scaler; ``error``: anything else.
 CELL_STATUSES = ("ok", "unsupported", "skipped", "numerical_failure", "error")
+#: The weights folder's suffix; a result path may not end in it (it would be its own weights folder).
+WEIGHTS_SUFFIX = ".weights"
 
 
 def weights_dir_for(result_path: Path) -> Path:
-    """``run.json`` → ``run.weights/``: the final-weights files live beside their result."""
-    return result_path.with_suffix(".weights")
+    """``run.json`` → ``run.weights/``; any other name keeps its suffix: ``run.txt`` → ``run.txt.weights/``.
+
+    So ``B.json`` and ``B.txt`` never share a weights folder. (``B.txt.json`` and ``B.txt`` still map to
+    the same one; the claim refuses whichever comes second, see :mod:`harness.claim`.)
+    """
+    if result_path.suffix == ".json":
+        return result_path.with_suffix(WEIGHTS_SUFFIX)
+    return result_path.with_name(result_path.name + WEIGHTS_SUFFIX)
 
 
 def save_result(result: dict[str, Any], path: Path, overwrite: bool = False) -> None:
-    """Write ``result`` to ``path`` atomically.
+    """Write ``result`` to ``path`` atomically, its weights paths made relative to ``path``'s folder.
+
+    ``overwrite`` replaces only a result file this harness wrote (never another kind of file).
 
     Raises:
-        ResultError: ``path`` exists and ``overwrite`` is false, or its folder is not writable.
+        ResultError: ``path`` exists and ``overwrite`` is false or it is not a result, or its folder is not writable.
     """
-    if path.exists() and not overwrite:
-        raise ResultError(f"{path} already exists; choose another path or pass --overwrite to replace it.")
+    if os.path.lexists(path):
+        if not overwrite:
+            raise ResultError(f"{path} already exists; choose another path or pass --overwrite to replace it.")
+        if not is_result_file(path):
+            raise ResultError(
+                f"{path} is not an amp-parity result; --overwrite replaces only those. Move it away or choose another path."
+            )
     try:
-        write_json_atomic(path, result)
+        write_json_atomic(path, stored_form(result, path))
     except OSError as err:
         raise ResultError(f"cannot write {path}: {err.strerror or err}. Choose a writable path.") from err
 
 
+def stored_form(result: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A copy of ``result`` as it is stored at ``path``: weights paths relative to its folder."""
+    folder = Path(os.path.abspath(path)).parent
+    return _map_weights_paths(copy.deepcopy(result), lambda p: Path(os.path.relpath(os.path.abspath(p), folder)).as_posix())
+
+
+def is_result_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file (not a link, device or folder) holding an amp-parity result."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "schema_version" in data and "cells" in data
+
+
 def load_result(path: Path) -> dict[str, Any]:
-    """Read a result file of this schema version.
+    """Read a result file (this schema version or an older one), weights paths made absolute.
 
     Raises:
         ResultError: unreadable, not a result, or another schema version (with what to do).
     """
+    path = Path(path)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise ResultError(f"cannot read {path}: {err.strerror or err}.") from err
     except ValueError as err:
@@ -60,10 +113,40 @@ def load_result(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or "schema_version" not in data or "cells" not in data:
         raise ResultError(f"{path} is not an amp-parity result (no schema_version/cells).")
     version = data["schema_version"]
-    if version != RESULT_SCHEMA_VERSION:
+    if version == 2:
+        data = _update_to_3(data, path)
+    elif version != RESULT_SCHEMA_VERSION:
         newer = isinstance(version, int) and version > RESULT_SCHEMA_VERSION
         fix = "upgrade amp-parity to read it" if newer else "re-run `python -m harness run --json` to regenerate it"
         raise ResultError(
-            f"{path} has result schema version {version!r}; this harness reads version {RESULT_SCHEMA_VERSION}: {fix}."
+            f"{path} has result schema version {version!r}; this harness reads versions 2 and {RESULT_SCHEMA_VERSION}: {fix}."
         )
-    return data
+    folder = Path(os.path.abspath(path)).parent
+    return _map_weights_paths(data, lambda p: os.path.normpath(os.path.join(folder, p)))
+
+
+def _update_to_3(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Version 2 → 3: a weights path relative to the run's working directory becomes relative to the result.
+
+    Version 2 put the weights in ``<result without suffix>.weights/``; a relative path whose file is
+    there is pointed at it, any other is kept as it was (it still works from the run's folder).
+    """
+    folder = Path(os.path.abspath(path)).parent
+    beside = folder / path.with_suffix(WEIGHTS_SUFFIX).name
+
+    def update(stored: str) -> str:
+        if os.path.isabs(stored) or not (beside / Path(stored).name).exists():
+            return os.path.relpath(os.path.abspath(stored), folder)
+        return os.path.relpath(beside / Path(stored).name, folder)
+
+    return _map_weights_paths(data, update) | {"schema_version": RESULT_SCHEMA_VERSION}
+
+
+def _map_weights_paths(result: dict[str, Any], change: Callable[[str], str]) -> dict[str, Any]:
+    """Apply ``change`` to every cell record's ``weights_path`` (in place); records without one are kept."""
+    cells = result.get("cells")
+    for cell in cells if isinstance(cells, list) else ():
+        record = cell.get("record") if isinstance(cell, dict) else None
+        if isinstance(record, dict) and isinstance(record.get("weights_path"), str):
+            record["weights_path"] = change(record["weights_path"])
+    return result

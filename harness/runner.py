@@ -8,7 +8,6 @@ calls come the measurements (:mod:`harness.measurements`): timed rounds, matmul 
 from __future__ import annotations
 
 import logging
-import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from harness.records import SCALER_MODES, first_nonfinite, record_problem
 from harness.reference import Reference, reference_skip_reason, run_reference
 from harness.results import RESULT_SCHEMA_VERSION
 from harness.spec import WorkloadSpec
+from harness.staging import StagingDir
 from harness.timing import TimingProtocol, ratio, thread_env
 from harness.tolerances import float64_bound_for
 from harness.worker import Worker
@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 #: A cell that has not answered in this long is hung: ``recipe`` on 2 CPU cores takes a few minutes
 #: per cell, ``tiny`` well under a second.
 DEFAULT_TIMEOUT_S = 900.0
+#: The runner's own staging folders in the temporary directory (a killed run's are swept by the next).
+STAGING_PREFIX = "amp-parity-weights-"
 
 
 class MatrixRunner:
@@ -55,14 +57,21 @@ class MatrixRunner:
         frontends: tuple[str, ...] = ("python", "r"),
         timeout: float = DEFAULT_TIMEOUT_S,
         availability: Availability | None = None,
+        staging: Path | None = None,
     ) -> None:
+        """``staging``: the folder the scripts write their final weights into (a :class:`harness.outputs.ResultClaim`'s,
+        to publish them); by default a folder of this runner's own in the temporary directory, dropped on close."""
         self._created = time.perf_counter()
         self.spec = spec
         self.frontends = frontends
         self.timeout = timeout
         self.availability = availability or probe()
         self.fixture: FixtureFile = ensure_fixtures(spec)
-        self._staging = Path(tempfile.mkdtemp(prefix="amp-parity-weights-"))
+        self._own_staging: StagingDir | None = None
+        if staging is None:
+            self._own_staging = StagingDir(Path(tempfile.gettempdir()), STAGING_PREFIX)
+            staging = self._own_staging.path
+        self._staging = staging
         self._workers: dict[str, Worker] = {}
         self._arrays: dict[str, Any] | None = None
         self._references: dict[tuple[bool, frozenset[int]], Reference] = {}
@@ -77,11 +86,12 @@ class MatrixRunner:
         self.close()
 
     def close(self) -> None:
-        """Stop the workers and drop the staged weights."""
+        """Stop the workers and drop the staged weights (when the staging folder is the runner's own)."""
         for worker in self._workers.values():
             worker.close()
         self._workers.clear()
-        shutil.rmtree(self._staging, ignore_errors=True)
+        if self._own_staging is not None:
+            self._own_staging.close()
 
     def worker(self, frontend: str) -> Worker:
         """The frontend's long-lived worker (started on first use)."""
@@ -248,31 +258,6 @@ class MatrixRunner:
             "available": True, "reason": None, "losses": plain.losses.tolist(), "losses_clipped": clipped.losses.tolist(),
             "replayed": replayed,
         }
-
-    def publish_weights(self, cells: list[dict[str, Any]], weights_dir: Path) -> None:
-        """Move the staged final weights beside the result and point each record at its file.
-
-        The files are gathered in a temporary folder beside ``weights_dir`` and renamed into place in
-        one step, so an interrupted publish leaves no half-filled folder under the final name.
-        """
-        weights_dir.parent.mkdir(parents=True, exist_ok=True)
-        gathering = Path(tempfile.mkdtemp(dir=weights_dir.parent, prefix=f".{weights_dir.name}."))
-        try:
-            moved = []
-            for cell in cells:
-                record = cell.get("record")
-                if record and Path(record["weights_path"]).exists():
-                    name = Path(record["weights_path"]).name
-                    shutil.move(record["weights_path"], gathering / name)
-                    moved.append((record, name))
-            if weights_dir.exists():
-                shutil.rmtree(weights_dir)
-            gathering.rename(weights_dir)
-        except BaseException:
-            shutil.rmtree(gathering, ignore_errors=True)
-            raise
-        for record, name in moved:
-            record["weights_path"] = str(weights_dir / name)
 
 
 def add_speedups(cells: list[dict[str, Any]], paired: bool = False) -> None:

@@ -190,13 +190,14 @@ def _serve(conn: multiprocessing.connection.Connection, handler_path: str, env: 
         module_name, class_name = handler_path.split(":")
         handler = getattr(importlib.import_module(module_name), class_name)()
     except BaseException as err:
-        conn.send({"status": "error", "message": f"{type(err).__name__}: {err}", "logs": collector.drain()})
+        _reply(conn, {"status": "error", "message": f"{type(err).__name__}: {err}", "logs": collector.drain()})
         return
-    conn.send({"status": "ok", "value": None, "logs": collector.drain()})
+    if not _reply(conn, {"status": "ok", "value": None, "logs": collector.drain()}):
+        return
     while True:
         try:
             request = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):
             return
         if request is None:
             return
@@ -210,7 +211,17 @@ def _serve(conn: multiprocessing.connection.Connection, handler_path: str, env: 
             reply = {"status": "error", "message": message}
         reply["logs"] = collector.drain()
         reply["memory"] = {"peak_rss_bytes": _peak_rss_bytes(scope), "rss_before_bytes": rss_before, "scope": scope}
+        if not _reply(conn, reply):
+            return
+
+
+def _reply(conn: multiprocessing.connection.Connection, reply: dict[str, Any]) -> bool:
+    """Send ``reply``; ``False`` when the parent is gone (killed): the orphan then exits quietly, no traceback."""
+    try:
         conn.send(reply)
+    except OSError:  # BrokenPipeError, ConnectionResetError
+        return False
+    return True
 
 
 def _start_call_memory() -> tuple[int | None, str]:

@@ -18,6 +18,7 @@ from safetensors.numpy import load_file, save_file
 
 from harness.cell_verdict import judge_cell
 from harness.matrix import Cell
+from harness.outputs import ResultClaim
 from harness.runner import MatrixRunner, add_speedups, collect_warnings
 from harness.spec import MODES, WorkloadSpec
 from harness.timing import RoundLog, TimingProtocol
@@ -39,11 +40,12 @@ WeightsEdit = Callable[[dict[str, np.ndarray]], None]
 
 
 def build_python_result(folder: Path, spec: WorkloadSpec | None = None) -> dict[str, Any]:
-    """Run every mode with the Python frontend only; its weights files are published under ``folder``."""
+    """Run every mode with the Python frontend only; it is published as ``folder/python.json`` (weights beside it)."""
     spec = spec or WorkloadSpec.from_preset("tiny")
-    with MatrixRunner(spec, ("python",)) as runner:
+    folder.mkdir(parents=True, exist_ok=True)
+    with ResultClaim(folder / "python.json") as claim, MatrixRunner(spec, ("python",), staging=claim.staging) as runner:
         result = runner.run(MODES, protocol=TimingProtocol(rounds=3))
-        runner.publish_weights(result["cells"], folder / "python.weights")
+        claim.publish(result)
     for cell in result["cells"]:  # known, steady rounds: the report's ratios are then exact
         cell["timing"] = steady_timing(cell["record"]["seconds_total"])
     add_speedups(result["cells"])

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -98,3 +101,30 @@ def test_concurrent_builders_both_succeed_with_identical_bytes(tmp_path: Path) -
     assert len(hashes) == 1
     folder = next(p for p in tmp_path.iterdir() if p.is_dir())
     assert sorted(os.listdir(folder)) == [".lock", "fixtures.safetensors", "manifest.json"]
+
+
+_KILLED_MID_WRITE = """
+import os, signal, sys
+from pathlib import Path
+import harness.fixtures as fixtures
+from harness.spec import WorkloadSpec
+
+def half_then_killed(arrays, path, metadata=None):
+    Path(path).write_bytes(b"\\0" * 4_000_000)  # part of the file is on disk...
+    os.kill(os.getpid(), signal.SIGKILL)         # ...when the writer is killed: no clean-up runs
+
+fixtures.save_file = half_then_killed
+fixtures.ensure_fixtures(WorkloadSpec.from_preset("tiny", num_batches=40), Path(sys.argv[1]))
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_a_temporary_that_the_next_build_removes(tmp_path: Path) -> None:
+    """SIGKILL during a fixture write leaves a big ``.tmp``; the next caller (under the lock) removes it and builds."""
+    done = subprocess.run([sys.executable, "-c", _KILLED_MID_WRITE, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    folder = next(p for p in tmp_path.iterdir() if p.is_dir())
+    left = [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+    assert len(left) == 1 and left[0].stat().st_size == 4_000_000
+    fixture = ensure_fixtures(WorkloadSpec.from_preset("tiny", num_batches=40), tmp_path)
+    assert sorted(os.listdir(folder)) == [".lock", "fixtures.safetensors", "manifest.json"]
+    assert fixture.path.stat().st_size > 0

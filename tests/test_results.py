@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from harness.errors import ResultError
-from harness.results import RESULT_SCHEMA_VERSION, load_result, save_result
+from harness.results import RESULT_SCHEMA_VERSION, load_result, save_result, weights_dir_for
 
 
 def test_round_trip(tmp_path: Path) -> None:
@@ -18,12 +19,12 @@ def test_round_trip(tmp_path: Path) -> None:
     assert load_result(tmp_path / "r.json") == result
 
 
-@pytest.mark.parametrize(("version", "advice"), [(3, "upgrade amp-parity"), (1, "re-run `python -m harness run --json`")])
+@pytest.mark.parametrize(("version", "advice"), [(4, "upgrade amp-parity"), (1, "re-run `python -m harness run --json`")])
 def test_other_schema_versions_are_refused_with_what_to_do(tmp_path: Path, version: int, advice: str) -> None:
     """A newer or older schema is refused, saying which and what to do."""
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"schema_version": version, "cells": []}))
-    with pytest.raises(ResultError, match=f"schema version {version}.*reads version 2: {advice}"):
+    with pytest.raises(ResultError, match=f"schema version {version}.*reads versions 2 and 3: {advice}"):
         load_result(path)
 
 
@@ -38,14 +39,68 @@ def test_not_json_and_not_a_result_are_refused(tmp_path: Path) -> None:
 
 
 def test_existing_result_is_not_overwritten(tmp_path: Path) -> None:
-    """Saving over an existing file is refused unless asked, and the old content stays."""
+    """Saving over an existing result is refused unless asked, and the old content stays."""
     path = tmp_path / "r.json"
-    path.write_text("keep")
+    path.write_text(json.dumps({"schema_version": 3, "cells": [{"id": "keep"}]}))
     with pytest.raises(ResultError, match="already exists.*--overwrite"):
-        save_result({"schema_version": 1, "cells": []}, path)
-    assert path.read_text() == "keep"
-    save_result({"schema_version": 1, "cells": []}, path, overwrite=True)
+        save_result({"schema_version": 3, "cells": []}, path)
+    assert json.loads(path.read_text())["cells"] == [{"id": "keep"}]
+    save_result({"schema_version": 3, "cells": []}, path, overwrite=True)
     assert json.loads(path.read_text())["cells"] == []
+
+
+@pytest.mark.parametrize("kind", ["text file", "symlink", "folder"])
+def test_overwrite_replaces_only_a_result_file(tmp_path: Path, kind: str) -> None:
+    """``overwrite`` never replaces what is not a result this harness wrote: a user's file, a link, a folder."""
+    path = tmp_path / "r.json"
+    if kind == "text file":
+        path.write_text("my notes")
+    elif kind == "symlink":
+        (tmp_path / "target").write_text(json.dumps({"schema_version": 3, "cells": []}))
+        path.symlink_to(tmp_path / "target")
+    else:
+        path.mkdir()
+    with pytest.raises(ResultError, match="is not an amp-parity result; --overwrite replaces only those"):
+        save_result({"schema_version": 3, "cells": []}, path, overwrite=True)
+    assert path.read_text() == "my notes" if kind == "text file" else os.path.lexists(path)
+
+
+def test_weights_paths_are_stored_relative_to_the_result_and_read_back_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A result saved from one folder and loaded from another still finds its weights (the report-elsewhere bug)."""
+    run_dir, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    run_dir.mkdir()
+    elsewhere.mkdir()
+    (run_dir / "out.weights").mkdir()
+    (run_dir / "out.weights" / "a.safetensors").write_bytes(b"x")
+    monkeypatch.chdir(run_dir)
+    cells = [{"record": {"weights_path": "out.weights/a.safetensors"}}, {"record": None}]
+    result = {"schema_version": RESULT_SCHEMA_VERSION, "cells": cells}
+    save_result(result, Path("out.json"))
+    assert json.loads((run_dir / "out.json").read_text())["cells"][0]["record"]["weights_path"] == "out.weights/a.safetensors"
+    monkeypatch.chdir(elsewhere)
+    loaded = load_result(Path("../run/out.json"))
+    assert Path(loaded["cells"][0]["record"]["weights_path"]).resolve() == (run_dir / "out.weights" / "a.safetensors").resolve()
+    assert loaded["cells"][1]["record"] is None
+
+
+def test_version_2_weights_paths_relative_to_the_run_folder_are_found_beside_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A version-2 result (paths relative to the run's working folder) is read as version 3 from anywhere."""
+    (tmp_path / "results" / "x.weights").mkdir(parents=True)
+    (tmp_path / "results" / "x.weights" / "a.safetensors").write_bytes(b"x")
+    stored = {"schema_version": 2, "cells": [{"record": {"weights_path": "results/x.weights/a.safetensors"}},
+                                             {"record": {"weights_path": "/abs/elsewhere.safetensors"}}]}
+    (tmp_path / "results" / "x.json").write_text(json.dumps(stored))
+    monkeypatch.chdir(tmp_path / "results")
+    loaded = load_result(Path("x.json"))
+    assert loaded["schema_version"] == RESULT_SCHEMA_VERSION
+    assert loaded["cells"][0]["record"]["weights_path"] == str(tmp_path / "results" / "x.weights" / "a.safetensors")
+    assert loaded["cells"][1]["record"]["weights_path"] == "/abs/elsewhere.safetensors"
+
+
+@pytest.mark.parametrize(("name", "weights"), [("B.json", "B.weights"), ("B.txt", "B.txt.weights"), ("B", "B.weights")])
+def test_results_with_different_names_get_different_weights_folders(name: str, weights: str) -> None:
+    """``B.json`` and ``B.txt`` no longer share ``B.weights/`` (the second used to replace the first's weights)."""
+    assert weights_dir_for(Path("d") / name) == Path("d") / weights
 
 
 def test_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
@@ -54,3 +109,12 @@ def test_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
     blocker.write_text("")
     with pytest.raises(ResultError, match="cannot write .*Choose a writable path"):
         save_result({"schema_version": 1, "cells": []}, blocker / "r.json")
+
+
+def test_the_documented_version_2_example_is_still_read() -> None:
+    """``docs/example-result-tiny-cpu.json`` (schema 2, absolute weights paths) loads as version 3 with its paths kept."""
+    from harness.paths import REPO_ROOT
+
+    loaded = load_result(REPO_ROOT / "docs" / "example-result-tiny-cpu.json")
+    assert loaded["schema_version"] == RESULT_SCHEMA_VERSION == 3
+    assert loaded["cells"][0]["record"]["weights_path"] == "/tmp/ex.weights/with_autocast-default-python-cpu.safetensors"

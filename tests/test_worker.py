@@ -93,3 +93,28 @@ def test_worker_env_reaches_the_process_and_start_up_is_timed() -> None:
         assert w.startup_seconds is not None and w.startup_seconds > 0
     finally:
         w.close()
+
+
+_PARENT_KILLED_MID_CALL = """
+import os, signal, threading, time
+from harness.worker import Worker
+worker = Worker("python", "tests.worker_handlers:CrashHandler")
+worker.start()
+threading.Thread(target=worker.call, args=({"sleep_s": 2, "value": 1}, 60), daemon=True).start()
+time.sleep(0.5)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_worker_whose_parent_is_killed_mid_call_exits_quietly() -> None:
+    """The orphaned worker finds its parent gone when it answers and exits without a BrokenPipe traceback."""
+    import signal
+    import subprocess
+    import sys
+
+    from harness.paths import REPO_ROOT
+
+    # capture_output reads to EOF: it returns once the orphan, which shares stderr, has exited too
+    done = subprocess.run([sys.executable, "-c", _PARENT_KILLED_MID_CALL], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr

@@ -17,6 +17,8 @@ class CrashHandler:
             os.kill(os.getpid(), signal.SIGSEGV)
         if request.get("hang"):
             time.sleep(3600)
+        if request.get("sleep_s"):
+            time.sleep(request["sleep_s"])
         if request.get("fail"):
             raise ValueError("deliberate failure in CrashHandler")
         if request.get("allocate_mib"):

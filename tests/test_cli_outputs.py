@@ -1,0 +1,193 @@
+"""The command line's output places under fire: two runs at once, kills, bad places, a save that fails after the run.
+
+Each test runs ``python -m harness`` as a user would (a subprocess) and reproduces one failure a user met.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.availability import Availability
+from harness.paths import REPO_ROOT
+from harness.runner import STAGING_PREFIX
+from harness.staging import StagingDir
+from tests.conftest import require_r_torch
+
+#: A Python-only run long enough (a few seconds per cell) to be caught mid-way.
+_QUICK = ("run", "--frontend", "python", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1")
+_SLOW = (*_QUICK, "--num-batches", "300", "--epochs", "4")
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    tmp.mkdir(exist_ok=True)
+    return {**os.environ, "TMPDIR": str(tmp)}
+
+
+def _harness(*args: str, cwd: Path = REPO_ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env=env or dict(os.environ))
+
+
+def _start(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+
+
+def _wait_for(condition: object, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def test_two_runs_with_the_same_new_json_the_second_is_refused_and_the_first_keeps_its_weights(tmp_path: Path) -> None:
+    """The second of two concurrent runs for one --json is refused at once; the result points at its own weights."""
+    env = _env(tmp_path / "tmp")
+    first = _start(*_SLOW, "--json", str(tmp_path / "X.json"), env=env)
+    _wait_for(lambda: any(p.name.startswith(".amp-parity-staging-") for p in tmp_path.iterdir()))
+    second = _harness(*_QUICK, "--json", str(tmp_path / "X.json"), env=env)
+    assert second.returncode == 1
+    assert second.stderr.strip() == (
+        f"error: another run is writing {tmp_path / 'X.json'} (it holds {tmp_path / '.X.weights.lock'}); "
+        "wait for it to end or choose another --json path."
+    )
+    _, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr
+    result = json.loads((tmp_path / "X.json").read_text())
+    assert result["spec"]["num_batches"] == 300
+    assert json.loads((tmp_path / "X.weights" / ".amp-parity-weights.json").read_text()) == {"result": "X.json"}
+    assert (tmp_path / result["cells"][0]["record"]["weights_path"]).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "tmp"]
+    mode = stat.S_IMODE((tmp_path / "X.json").stat().st_mode)  # weights were 0600 beside a 0644 result
+    assert {stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "X.weights").iterdir()} == {mode}
+
+
+def test_run_keeps_a_users_weights_folder(tmp_path: Path) -> None:
+    """``run --json X.json`` with a user's ``X.weights/`` is refused before any cell runs (it used to delete it)."""
+    (tmp_path / "X.weights").mkdir()
+    (tmp_path / "X.weights" / "mine.txt").write_text("precious")
+    done = _harness(*_QUICK, "--json", str(tmp_path / "X.json"))
+    assert done.returncode == 1 and "amp-parity · preset" not in done.stdout
+    assert done.stderr.strip() == (
+        f"error: {tmp_path / 'X.weights'} was not written by amp-parity (it has no .amp-parity-weights.json); "
+        "amp-parity never replaces it. Move it away or choose another --json path."
+    )
+    assert (tmp_path / "X.weights" / "mine.txt").read_text() == "precious"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--json", "/proc/x.json"), "error: cannot write a result in /proc: "),
+        (("--json", "{tmp}/" + "y" * 240 + ".json"), "a name is too long for the file system"),
+        (("--json", "{tmp}/out/z.weights"), "error: --json must be a file name that does not end in .weights"),
+        (("--report", "{tmp}/file"), "error: --report must be a folder (or one to create), but it is a file, got"),
+        (("--report", "/proc/report"), "error: cannot write the report in /proc/report: "),
+    ],
+    ids=["proc", "long-name", "dot-weights", "report-at-a-file", "report-under-proc"],
+)
+def test_output_places_that_cannot_work_are_refused_before_the_first_cell(tmp_path: Path, args: tuple[str, str], message: str) -> None:
+    """Places that used to fail after the whole matrix ran (result lost) are refused at once, in one line."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "file").write_text("")
+    done = _harness(*_QUICK, args[0], args[1].format(tmp=tmp_path))
+    assert done.returncode == 1
+    assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr, done.stderr
+    assert "amp-parity · preset" not in done.stdout  # no cell ran
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "out"] and list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_save_that_fails_after_the_run_still_prints_the_table_and_says_where_the_result_went(tmp_path: Path) -> None:
+    """A full disk at the very end (planted into the real CLI) loses neither the table nor the result."""
+    plant = (  # the disk fills up just as the result is renamed into place
+        "import errno, os, sys\n"
+        "real = os.replace\n"
+        "def full(src, dst):\n"
+        "    if os.path.basename(dst) == 'X.json':\n"
+        "        raise OSError(errno.ENOSPC, 'No space left on device')\n"
+        "    real(src, dst)\n"
+        "os.replace = full\n"
+        "from harness.cli import main\n"
+        "main(sys.argv[1:])\n"
+    )
+    env = _env(tmp_path / "tmp")
+    done = subprocess.run([sys.executable, "-c", plant, *_QUICK, "--json", str(tmp_path / "X.json")], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 1
+    assert "amp-parity · preset" in done.stdout and "default" in done.stdout
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"error: cannot write {tmp_path / 'X.json'}: No space left on device. The result was saved to ")
+    saved = Path(line.split(" was saved to ")[1].removesuffix(" instead (weights beside it)."))
+    assert saved.parent.parent == tmp_path / "tmp"
+    rescued = json.loads(saved.read_text())
+    assert (saved.parent / rescued["cells"][0]["record"]["weights_path"]).stat().st_size > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
+
+
+def test_a_killed_run_leaves_no_traceback_and_its_debris_is_swept_by_the_next_run(tmp_path: Path) -> None:
+    """SIGKILL of a run leaves its staging folder and lock beside the result; the next run for that --json removes them.
+
+    (The orphan's exit mid-call is proven in tests/test_worker.py; here it is idle, and must stay quiet too.)
+    """
+    env = _env(tmp_path / "tmp")
+    run = _start(*_SLOW, "--json", str(tmp_path / "X.json"), env=env)
+    staging = lambda: [p for p in tmp_path.iterdir() if p.name.startswith(".amp-parity-staging-")]  # noqa: E731
+    _wait_for(lambda: staging() and any(staging()[0].iterdir()))  # the record call wrote its weights: timed rounds run now
+    run.send_signal(signal.SIGKILL)
+    _, stderr = run.communicate(timeout=300)  # EOF once the orphaned worker has exited too
+    assert run.returncode == -signal.SIGKILL
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+    assert len(staging()) == 1
+    again = _harness(*_QUICK, "--json", str(tmp_path / "X.json"), env=env)
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "tmp"]
+
+
+def test_a_killed_run_without_json_has_its_temporary_staging_swept(tmp_path: Path) -> None:
+    """The ``amp-parity-weights-*`` folder a killed run leaves in $TMPDIR is removed by the next run, a live one's is not."""
+    env = _env(tmp_path / "tmp")
+    run = _start(*_SLOW, env=env)
+    staged = lambda: [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith(STAGING_PREFIX)]  # noqa: E731
+    _wait_for(lambda: staged() and any(staged()[0].iterdir()))
+    os.killpg(run.pid, signal.SIGKILL)  # the run and its worker: nothing cleans up
+    run.communicate(timeout=60)
+    (killed,) = staged()
+    with StagingDir(tmp_path / "tmp", STAGING_PREFIX) as live:  # another run's, alive while the next one starts
+        done = _harness(*_QUICK, env=env)
+        assert done.returncode == 0, done.stderr
+        assert staged() == [live.path] and not killed.exists()
+
+
+def test_prepare_leaves_nothing_in_the_temporary_folder(tmp_path: Path) -> None:
+    """``prepare`` without --weights-out names a fresh weights file but creates no folder (it left one per call)."""
+    env = _env(tmp_path / "tmp")
+    done = _harness("prepare", "--preset", "tiny", env=env)
+    assert done.returncode == 0, done.stderr
+    weights_out = Path(json.loads(done.stdout)["weights_out"])
+    assert weights_out.parent == tmp_path / "tmp" and not weights_out.exists()
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_report_from_another_folder_reads_the_weights(tmp_path: Path, availability: Availability) -> None:
+    """A result written with a relative --json is reported from another folder with the same verdicts (not ``error``)."""
+    require_r_torch(availability)
+    (tmp_path / "results").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    done = _harness("run", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1", "--json", "results/X.json", cwd=tmp_path, env=env)
+    assert done.returncode in (0, 1), done.stderr
+    verdicts = [p["verdict"] for p in json.loads((tmp_path / "results" / "X.json").read_text())["pairs"]]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    report = _harness("report", "../results/X.json", "--out", "rep", cwd=elsewhere, env=env)
+    assert report.returncode == 0, report.stderr
+    assert verdicts and "error" not in verdicts
+    assert "cannot read" not in (elsewhere / "rep" / "report.md").read_text()

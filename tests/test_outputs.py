@@ -1,0 +1,201 @@
+"""Claiming a result path: nothing a user owns is replaced, a result and its weights are published together or not at all."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.errors import ResultError, SpecError
+from harness.outputs import MARKER_FILE, ResultClaim, check_report_folder, rescue_result
+from harness.results import RESULT_SCHEMA_VERSION, load_result
+
+
+def _staged_result(claim: ResultClaim, tag: str = "new", names: tuple[str, ...] = ("a", "b")) -> dict[str, Any]:
+    """A result whose cells' weights files sit in the claim's staging folder, as the workers leave them."""
+    cells = []
+    for name in names:
+        weights = claim.staging / f"{name}.safetensors"
+        weights.write_text(f"{tag}-{name}")
+        weights.chmod(0o600)  # as mkstemp-made files are: the publish must give them the umask's mode
+        cells.append({"id": name, "record": {"weights_path": str(weights)}})
+    cells.append({"id": "failed", "record": None})
+    return {"schema_version": RESULT_SCHEMA_VERSION, "cells": cells}
+
+
+def _publish(path: Path, tag: str = "new", overwrite: bool = False) -> dict[str, Any]:
+    with ResultClaim(path, overwrite) as claim:
+        result = _staged_result(claim, tag)
+        claim.publish(result)
+    return result
+
+
+def test_publish_writes_the_result_and_its_weights_and_nothing_else(tmp_path: Path) -> None:
+    """After a publish the folder holds the result and its weights folder only, with the modes a plain write gives."""
+    result = _publish(tmp_path / "run.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json", "run.weights"]
+    assert sorted(p.name for p in (tmp_path / "run.weights").iterdir()) == [MARKER_FILE, "a.safetensors", "b.safetensors"]
+    assert result["cells"][0]["record"]["weights_path"] == str(tmp_path / "run.weights" / "a.safetensors")
+    stored = json.loads((tmp_path / "run.json").read_text())
+    paths = [c["record"] and c["record"]["weights_path"] for c in stored["cells"]]
+    assert paths == ["run.weights/a.safetensors", "run.weights/b.safetensors", None]
+    mode = stat.S_IMODE((tmp_path / "run.json").stat().st_mode)
+    assert stat.S_IMODE((tmp_path / "run.weights" / "a.safetensors").stat().st_mode) == mode
+    assert stat.S_IMODE((tmp_path / "run.weights").stat().st_mode) == mode | ((mode & 0o444) >> 2)  # r → x on folders
+
+
+def test_an_existing_weights_folder_is_kept_without_overwrite(tmp_path: Path) -> None:
+    """``--json X.json`` no longer deletes an existing ``X.weights/``: it is refused before the run, the user's file stays."""
+    (tmp_path / "X.weights").mkdir()
+    (tmp_path / "X.weights" / "mine.txt").write_text("precious")
+    with pytest.raises(ResultError, match=r"X\.weights was not written by amp-parity .*never replaces it"):
+        ResultClaim(tmp_path / "X.json")
+    with pytest.raises(ResultError, match="never replaces it"):
+        ResultClaim(tmp_path / "X.json", overwrite=True)
+    assert (tmp_path / "X.weights" / "mine.txt").read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.weights"]  # no lock or staging folder left
+
+
+def test_own_weights_folder_needs_overwrite_and_a_users_file_in_it_stops_even_that(tmp_path: Path) -> None:
+    """A weights folder the harness wrote is replaced only with --overwrite, and not once a user put a file into it."""
+    _publish(tmp_path / "X.json", "old")
+    with pytest.raises(SpecError, match="does not exist yet"):
+        ResultClaim(tmp_path / "X.json")
+    (tmp_path / "X.json").unlink()  # a result deleted by hand: its weights folder is still guarded
+    with pytest.raises(ResultError, match=r"already exists \(the weights of an earlier run for X\.json\); pass --overwrite"):
+        ResultClaim(tmp_path / "X.json")
+    (tmp_path / "X.weights" / "notes.md").write_text("mine")
+    with pytest.raises(ResultError, match="holds notes.md, which amp-parity did not write"):
+        ResultClaim(tmp_path / "X.json", overwrite=True)
+    assert (tmp_path / "X.weights" / "a.safetensors").read_text() == "old-a"
+
+
+def test_overwrite_replaces_the_result_and_its_own_weights(tmp_path: Path) -> None:
+    """With --overwrite a result and the weights folder the harness wrote for it are replaced together."""
+    _publish(tmp_path / "X.json", "old")
+    _publish(tmp_path / "X.json", "new", overwrite=True)
+    assert (tmp_path / "X.weights" / "a.safetensors").read_text() == "new-a"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights"]
+
+
+def test_a_result_never_takes_the_weights_folder_of_another(tmp_path: Path) -> None:
+    """``B.txt`` beside ``B.json`` gets its own folder; ``B.txt`` vs ``B.txt.json`` (one folder) is refused, even with --overwrite."""
+    _publish(tmp_path / "B.json", "json")
+    _publish(tmp_path / "B.txt", "txt")
+    assert load_result(tmp_path / "B.json")["cells"][0]["record"]["weights_path"] == str(tmp_path / "B.weights" / "a.safetensors")
+    assert (tmp_path / "B.weights" / "a.safetensors").read_text() == "json-a"
+    with pytest.raises(ResultError, match=r"B\.txt\.weights holds the weights of 'B\.txt'"):
+        ResultClaim(tmp_path / "B.txt.json", overwrite=True)
+    assert (tmp_path / "B.txt.weights" / "a.safetensors").read_text() == "txt-a"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink to a result", "user's file"])
+def test_overwrite_refuses_what_is_not_a_result_it_wrote(tmp_path: Path, kind: str) -> None:
+    """``--overwrite`` replaces a result file only: a device-like special file, a link or a user's file is refused."""
+    path = tmp_path / "X.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink to a result":
+        _publish(tmp_path / "real.json")
+        path.symlink_to(tmp_path / "real.json")
+    else:
+        path.write_text("my notes")
+    expected = {"fifo": "a device or special file", "symlink to a result": "a symbolic link", "user's file": "a file"}[kind]
+    with pytest.raises(ResultError, match=f"X.json is {expected}, not an amp-parity result; --overwrite replaces only those"):
+        ResultClaim(path, overwrite=True)
+    assert os.path.lexists(path) and not (tmp_path / "X.weights").exists()
+
+
+def test_a_second_claim_of_the_same_path_is_refused_while_the_first_holds_it(tmp_path: Path) -> None:
+    """Two runs with the same new --json: the second is refused at once, and the first still publishes."""
+    with ResultClaim(tmp_path / "X.json") as first:
+        with pytest.raises(ResultError, match=r"another run is writing .*X\.json .*wait for it to end or choose another --json path"):
+            ResultClaim(tmp_path / "X.json")
+        with pytest.raises(ResultError, match="another run is writing"):
+            ResultClaim(tmp_path / "X")  # another name, the same weights folder
+        first.publish(_staged_result(first))
+    assert load_result(tmp_path / "X.json")["cells"][1]["record"]["weights_path"] == str(tmp_path / "X.weights" / "b.safetensors")
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("z.weights", "--json must be a file name that does not end in .weights"),
+        ("folder", "--json must be a file, but it is a folder"),
+        ("missing/run.json", "it does not exist. Create it (mkdir -p"),
+        ("x" * 240 + ".json", "a name is too long for the file system"),
+    ],
+)
+def test_paths_that_cannot_hold_a_result_are_refused_up_front(tmp_path: Path, name: str, error: str) -> None:
+    """A result path that would fail only after the run is refused when claimed, and leaves nothing behind."""
+    (tmp_path / "folder").mkdir()
+    with pytest.raises((ResultError, SpecError), match=error.replace("(", r"\(").replace(".", r"\.")):
+        ResultClaim(tmp_path / name)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]
+
+
+def test_a_result_under_proc_is_refused_up_front() -> None:
+    """``--json /proc/x.json`` (a folder no file can be made in) is refused when claimed."""
+    with pytest.raises(ResultError, match="cannot write a result in /proc: .*Choose another --json path"):
+        ResultClaim(Path("/proc/x.json"))
+
+
+def test_a_failed_publish_keeps_the_old_result_and_weights_and_the_result_can_be_rescued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the result cannot be renamed into place the old pair stays whole, and the new one is saved elsewhere."""
+    _publish(tmp_path / "X.json", "old")
+    old_result = (tmp_path / "X.json").read_text()
+    rescue_dir = tmp_path / "tmp"
+    rescue_dir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(rescue_dir))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    real_replace = os.replace
+
+    def full_disk(src: str, dst: str) -> None:
+        if Path(dst).name == "X.json":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_replace(src, dst)
+
+    monkeypatch.setattr("harness.atomic.os.replace", full_disk)
+    with ResultClaim(tmp_path / "X.json", overwrite=True) as claim:
+        result = _staged_result(claim, "new")
+        with pytest.raises(ResultError, match=r"cannot write .*X\.json: No space left on device"):
+            claim.publish(result)
+        assert (tmp_path / "X.json").read_text() == old_result
+        assert (tmp_path / "X.weights" / "a.safetensors").read_text() == "old-a"
+        saved = rescue_result(result)
+    assert saved.parent.parent == rescue_dir
+    rescued = load_result(saved)
+    assert Path(rescued["cells"][0]["record"]["weights_path"]).read_text() == "new-a"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "tmp"]
+
+
+def test_report_folder_checks(tmp_path: Path) -> None:
+    """``--report`` at a file is refused naming it; missing parents are fine and are not left behind by the check."""
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SpecError, match=r"--report must be a folder \(or one to create\), but it is a file"):
+        check_report_folder(tmp_path / "file")
+    with pytest.raises(SpecError, match=r"but .*file is a file"):
+        check_report_folder(tmp_path / "file" / "sub")
+    check_report_folder(tmp_path / "a" / "b" / "c")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+    with pytest.raises(ResultError, match="cannot write the report in /proc/r: .*Choose another --report folder"):
+        check_report_folder(Path("/proc/r"))
+
+
+def test_an_existing_report_is_replaced_only_with_overwrite_and_only_as_a_file(tmp_path: Path) -> None:
+    """A report already in the folder needs --overwrite; a folder or link where a report file goes is refused even then."""
+    (tmp_path / "report.md").write_text("my edited report")
+    with pytest.raises(ResultError, match=r"report\.md already exists; pass --overwrite to replace the report in .*another --out folder"):
+        check_report_folder(tmp_path, flag="--out")
+    check_report_folder(tmp_path, overwrite=True)
+    (tmp_path / "losses.png").mkdir()
+    with pytest.raises(ResultError, match=r"losses\.png is a folder; --overwrite replaces only report files"):
+        check_report_folder(tmp_path, overwrite=True)
+    assert (tmp_path / "report.md").read_text() == "my edited report"
