@@ -18,8 +18,9 @@ __all__ = ["CELL_STATUSES", "RECORD_SCHEMA_VERSION", "RESULT_SCHEMA_VERSION", "l
 #: Version 2 added the timing protocol (``protocol``, per-cell ``timing``), ``peaks``, ``efficiency``,
 #: ``memory`` and GEMM profiles.
 RESULT_SCHEMA_VERSION = 2
-#: The run record's version, written by py_scripts/common.py and r_scripts/common.R (2: seconds_workload, gc_seconds).
-RECORD_SCHEMA_VERSION = 2
+#: The run record's version, written by py_scripts/common.py and r_scripts/common.R (2: seconds_workload,
+#: gc_seconds; 3: ``clock``, the clock the frontend timed its loop with).
+RECORD_SCHEMA_VERSION = 3
 #: ``ok``: a record came back; ``unsupported``: the binding refused a cell it is known not to support
 #: (the binding's own message is the reason); ``skipped``: the frontend is not available here;
 #: ``numerical_failure``: non-finite loss in a mode without a scaler; ``error``: anything else.

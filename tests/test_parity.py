@@ -37,12 +37,14 @@ def cell_outcome(cell: Cell, runner: MatrixRunner, availability: Availability, r
 
 
 def test_cell_runs(cell: Cell, cell_outcome: dict[str, Any]) -> None:
-    """The cell returns a complete record: one finite loss per step and the autocast dtypes it ran."""
+    """The cell returns a complete record: one finite loss per step, the autocast dtypes it ran and the clock it timed with."""
     assert cell_outcome["status"] == "ok", f"{cell.id}: {cell_outcome['status']}: {cell_outcome['reason']}"
     record = cell_outcome["record"]
     assert record["frontend"] == cell.frontend and record["mode"] == cell.mode
     expected_output = "float32" if cell.mode == "default" else record["amp_dtype"]
     assert record["output_dtype"] == expected_output and record["loss_dtype"] == "float32"
+    clocks = {"python": {"time.perf_counter"}, "r": {"microbenchmark::get_nanotime", "bench::hires_time", "proc.time"}}
+    assert record["clock"] in clocks[cell.frontend]
 
 
 def test_cell_tracks_the_float64_reference(cell: Cell, cell_outcome: dict[str, Any]) -> None:
