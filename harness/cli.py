@@ -62,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     run.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
     run.add_argument("--report", type=Path, default=None, metavar="DIR", help="also write the report (markdown + plots) into DIR")
+    run.add_argument("--tolerance-only", action="store_true",
+                     help="judge every pair by the tolerance; by default a pair expected bitwise identical (one libtorch, CPU) "
+                          "that is not is diverged")
     timing = run.add_argument_group("timing protocol (see harness/timing.py)")
     timing.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help=f"timed rounds per cell, at most (default {DEFAULT_ROUNDS})")
     timing.add_argument("--warmup-rounds", type=int, default=DEFAULT_WARMUP_ROUNDS,
@@ -76,6 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="write the markdown report and plots of a result file")
     report.add_argument("result", type=Path, help="a result written by `run --json`")
     report.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for report.md and the PNG plots")
+    report.add_argument("--tolerance-only", action=argparse.BooleanOptionalAction, default=None,
+                        help="judge every pair by the tolerance (--no-tolerance-only: strictly); default: as the run did")
 
     commands.add_parser("doctor", help="report what can run here and how to fix what is missing")
 
@@ -108,7 +113,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.command == "report":
             from harness.report import report_main
 
-            written = report_main(args.result, args.out)
+            judging = None if args.tolerance_only is None else "tolerance_only" if args.tolerance_only else "strict"
+            written = report_main(args.result, args.out, judging)
             print(f"report written to {written[0]} ({len(written) - 1} plots beside it)")
             return
         sys.exit(_run(args))
@@ -137,7 +143,8 @@ def _run(args: argparse.Namespace) -> int:
     console = make_console()
     with MatrixRunner(spec, frontends, timeout=args.timeout) as runner:
         with console.status("running cells...") as status:
-            result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile)
+            result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile,
+                                judging="tolerance_only" if args.tolerance_only else "strict")
         if args.json is not None:
             runner.publish_weights(result["cells"], weights_dir_for(args.json))
             save_result(result, args.json, overwrite=args.overwrite)
@@ -150,7 +157,8 @@ def _run(args: argparse.Namespace) -> int:
         console.print(f"result written to {args.json}")
     if args.report is not None:
         console.print(f"report written to {written[0]}")
-    return 1 if any(c["status"] in ("error", "numerical_failure") for c in result["cells"]) else 0
+    failed_cell = any(c["status"] in ("error", "numerical_failure") for c in result["cells"])
+    return 1 if failed_cell or any(p["verdict"] == "diverged" for p in result["pairs"]) else 0
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -33,6 +33,7 @@ from harness.reference import Reference, distance_from_reference, reference_skip
 from harness.results import RESULT_SCHEMA_VERSION
 from harness.spec import WorkloadSpec
 from harness.timing import TimingProtocol, ratio, thread_env
+from harness.tolerances import DEFAULT_JUDGING, check_judging
 from harness.worker import Worker
 
 __all__ = ["DEFAULT_TIMEOUT_S", "MatrixRunner", "SCALER_MODES", "add_speedups", "collect_warnings"]
@@ -100,11 +101,15 @@ class MatrixRunner:
         on_progress: Callable[[str], None] | None = None,
         protocol: TimingProtocol | None = None,
         profile: bool | None = None,
+        judging: str = DEFAULT_JUDGING,
     ) -> dict[str, Any]:
         """Run every cell of the matrix, then time and measure them; return the whole (unsaved) result.
 
-        ``profile`` (default: on CUDA only) profiles one step of each Python cell's GEMMs.
+        ``profile`` (default: on CUDA only) profiles one step of each Python cell's GEMMs. ``judging``
+        (``strict`` or ``tolerance_only``, see :mod:`harness.tolerances`) is how pairs are judged; the
+        result keeps it, so ``report`` judges the result the same way.
         """
+        check_judging(judging)
         protocol = protocol or TimingProtocol()
         progress = on_progress or (lambda text: None)
         started = time.time()
@@ -135,6 +140,7 @@ class MatrixRunner:
             "reference_seconds": self.reference_seconds,
             "warnings": collect_warnings(cells, self.spec),
             "cells": cells,
+            "judging": judging,
         }
         result["pairs"] = [verdict.to_dict() for verdict in compare_result(result)]
         result["figures"] = [check.to_dict() for check in check_figures(result)]
