@@ -28,7 +28,7 @@ from harness.matrix import Cell, cells_for
 from harness.measurements import measure_peaks, profile_cells, time_cells
 from harness.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.prepare import prepare_run_spec
-from harness.records import SCALER_MODES, first_nonfinite, record_problem
+from harness.records import SCALER_MODES, first_nonfinite, nonfinite_reason, record_problem
 from harness.reference import Reference, distance_from_reference, reference_skip_reason, run_reference
 from harness.results import RESULT_SCHEMA_VERSION
 from harness.spec import WorkloadSpec
@@ -178,7 +178,7 @@ class MatrixRunner:
             return outcome | {"status": "error", "reason": problem}
         bad_step = first_nonfinite(record["losses"])
         if bad_step is not None and cell.mode not in SCALER_MODES:
-            outcome |= {"status": "numerical_failure", "reason": f"loss is {record['losses'][bad_step]} at step {bad_step}"}
+            outcome |= {"status": "numerical_failure", "reason": nonfinite_reason(record["losses"], cell.frontend)}
         if self.declared_unsupported(cell):
             outcome["reason"] = f"declared unsupported for {cell.frontend}, but it ran: update the Frontend registry"
         reference = self.reference(clip=cell.mode == "autocast_scaler_clip")

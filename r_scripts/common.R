@@ -407,9 +407,9 @@ make_record <- function(...) {
 
 #' The record as one line of JSON (the shell summary and what the bridge returns).
 #'
-#' Array fields stay arrays with one element (`I()`); `NULL` and `NA` become null, and so do
-#' non-finite numbers (jsonlite has no NaN/Infinity). Numbers keep 15 significant digits, which
-#' identify every float32 value exactly.
+#' Array fields stay arrays with one element (`I()`); `NULL` and `NA` become null; NaN and infinities
+#' are written as Python's json does (`NaN`, `Infinity`), which jsonlite cannot. Numbers keep 15
+#' significant digits, which identify every float32 value exactly.
 record_to_json <- function(record) {
   if (!is.list(record) || is.null(names(record))) {
     abort_cli("{.fn run_workload} must return a named list (the run record), not {.cls {class(record)}}.")
@@ -431,10 +431,13 @@ record_to_json <- function(record) {
 #' Doubles as JSON text that reads back as the very same doubles.
 #'
 #' jsonlite writes at most 15 significant digits (even with `digits = NA`), which is not enough for
-#' a bitwise comparison with Python's shortest-round-trip floats; `%.17g` always is. Non-finite values
-#' become `null`, as jsonlite's `na = "null"` does.
+#' a bitwise comparison with Python's shortest-round-trip floats; `%.17g` always is. NaN and infinities
+#' are written as Python's json writes and reads them (`NaN`, `Infinity`, `-Infinity`), so a failure
+#' report can say which it was ("loss is NaN at step 3 (r)"); only `NA` (nothing recorded) is `null`.
 exact_json_numbers <- function(x, is_array) {
-  text <- ifelse(is.finite(x), sprintf("%.17g", x), "null")
+  text <- ifelse(is.finite(x), sprintf("%.17g", x),
+    ifelse(is.nan(x), "NaN", ifelse(is.na(x), "null", ifelse(x > 0, "Infinity", "-Infinity")))
+  )
   if (is_array || length(x) != 1L) {
     text <- paste0("[", paste(text, collapse = ","), "]")
   }
