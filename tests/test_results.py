@@ -54,3 +54,17 @@ def test_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
     blocker.write_text("")
     with pytest.raises(ResultError, match="cannot write .*Choose a writable path"):
         save_result({"schema_version": 1, "cells": []}, blocker / "r.json")
+
+
+def test_measured_results_under_docs_results_can_be_committed() -> None:
+    """git ignores the checkout's top-level results/ only: a result, its weights and report under docs/results/ can land."""
+    import shutil
+    import subprocess
+
+    from harness.paths import REPO_ROOT
+
+    if shutil.which("git") is None or not (REPO_ROOT / ".git").exists():
+        pytest.skip("not a git checkout: nothing decides what is ignored")
+    paths = ["docs/results/m/tiny.json", "docs/results/m/tiny.weights/a.safetensors", "docs/results/m/tiny/report.md", "results/a.json"]
+    done = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert done.stdout.split() == ["results/a.json"]
