@@ -1,4 +1,4 @@
-"""The CPU matrix, both frontends: every cell runs, and every pair agrees within the tolerance policy.
+"""The CPU matrix, both frontends: every cell runs, and every pair agrees (bitwise where one libtorch runs on CPU).
 
 R cells skip with the reason when R torch is absent (fail under AMP_PARITY_REQUIRE_R=1). Cells the
 binding is known not to support are strict expected failures carrying the binding's own message: if
@@ -60,7 +60,7 @@ def test_cell_tracks_the_float64_reference(cell: Cell, cell_outcome: dict[str, A
 
 
 def test_pair_agrees(pair: str, runner: MatrixRunner, availability: Availability, request: pytest.FixtureRequest) -> None:
-    """Python and R agree on losses, weights, scale history and dtypes within the tolerance policy."""
+    """Python and R agree on losses, weights, scale history and dtypes: bitwise on one libtorch on CPU (strict), else within tolerance."""
     from harness.compare import compare_cells
 
     cells = [c for c in CELLS if c.pair == pair]
