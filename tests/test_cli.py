@@ -90,7 +90,7 @@ def test_doctor_reports_each_component_with_a_fix() -> None:
     """``doctor`` lists Python torch, R, rpy2 and R torch, and says what happens to R cells."""
     done = _harness("doctor")
     assert done.returncode == 0
-    for name in ("Python torch", "rpy2", "R package torch", "R torch libtorch"):
+    for name in ("Python torch", "rpy2", "R package torch", "R torch libtorch", "R clock"):
         assert name in done.stdout
     assert "R cells will" in done.stdout
 
