@@ -24,13 +24,15 @@ from harness.report import write_report
 from harness.results import load_result, save_result
 from harness.runner import MatrixRunner
 from harness.spec import MODES, PRESETS, SCRIPTS, WorkloadSpec
-from harness.tolerances import Tolerance, tolerance_for
+from harness.tolerances import DEFAULT_JUDGING, JUDGING_POLICIES, Tolerance, tolerance_for
 
 __all__ = [
     "AmpParityError",
     "Cell",
+    "DEFAULT_JUDGING",
     "FixtureError",
     "FixtureFile",
+    "JUDGING_POLICIES",
     "MODES",
     "MatrixRunner",
     "PRESETS",

@@ -67,6 +67,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--overwrite", action="store_true", help="replace an existing result and its weights (only what amp-parity wrote)")
     run.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
     run.add_argument("--report", type=Path, default=None, metavar="DIR", help="also write the report (markdown + plots) into DIR")
+    run.add_argument("--tolerance-only", action="store_true",
+                     help="judge every pair by the tolerance; by default a pair expected bitwise identical (one libtorch, CPU) "
+                          "that is not is diverged")
     timing = run.add_argument_group("timing protocol (see harness/timing.py)")
     timing.add_argument("--rounds", type=whole_number, default=DEFAULT_ROUNDS,
                         help=f"timed rounds per cell, at most (default {DEFAULT_ROUNDS})")
@@ -83,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("result", type=Path, help="a result written by `run --json`")
     report.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for report.md and the PNG plots")
     report.add_argument("--overwrite", action="store_true", help="replace a report already in DIR")
+    report.add_argument("--tolerance-only", action=argparse.BooleanOptionalAction, default=None,
+                        help="judge every pair by the tolerance (--no-tolerance-only: strictly); default: as the run did")
 
     commands.add_parser("doctor", parents=[switches], help="report what can run here and how to fix what is missing")
 
@@ -119,7 +124,8 @@ def main(argv: list[str] | None = None) -> None:
             from harness.report import report_main
 
             check_report_folder(args.out, args.overwrite, flag="--out")
-            written = report_main(args.result, args.out)
+            judging = None if args.tolerance_only is None else "tolerance_only" if args.tolerance_only else "strict"
+            written = report_main(args.result, args.out, judging)
             print(f"report written to {written[0]} ({len(written) - 1} plots beside it)")
             return
         sys.exit(_run(args))
@@ -155,7 +161,8 @@ def _run(args: argparse.Namespace) -> int:
         claim = claimed.enter_context(ResultClaim(args.json, args.overwrite)) if args.json is not None else None
         with MatrixRunner(spec, frontends, timeout=args.timeout, staging=claim.staging if claim else None) as runner:
             with console.status("running cells...") as status:
-                result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile)
+                result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile,
+                                    judging="tolerance_only" if args.tolerance_only else "strict")
             saved = publish_or_rescue(result, claim) if claim is not None else None
             written = write_report_or_say_why(result, args.report) if args.report is not None else None  # reads the weights
     print_result(result, console)
@@ -169,10 +176,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def exit_status(result: dict[str, Any]) -> int:
-    """1 when a cell ended in ``error`` or ``numerical_failure``, or failed its own verdict (float64 bound,
-    scaler rule: :mod:`harness.cell_verdict`); else 0."""
+    """1 when a cell ended in ``error`` or ``numerical_failure``, a pair ``diverged``, or a cell failed its own
+    verdict (float64 bound, scaler rule: :mod:`harness.cell_verdict`); else 0."""
     failed = any(c["status"] in ("error", "numerical_failure") for c in result["cells"])
-    return 1 if failed or any((c.get("verdict") or {}).get("outcome") == "fail" for c in result["cells"]) else 0
+    diverged = any(p["verdict"] == "diverged" for p in result["pairs"])
+    return 1 if failed or diverged or any((c.get("verdict") or {}).get("outcome") == "fail" for c in result["cells"]) else 0
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -20,13 +20,15 @@ from safetensors.numpy import load_file
 
 from harness.errors import SpecError
 from harness.frontends.registry import FRONTENDS
-from harness.tolerances import Tolerance, tolerance_for
+from harness.tolerances import DEFAULT_JUDGING, Tolerance, check_judging, tolerance_for
 
 __all__ = ["VERDICTS", "PairVerdict", "compare_cells", "compare_result", "ulp_distance"]
 
 #: ``identical``: losses, weights and scales bitwise equal. ``within_tolerance``: not identical, every
-#: difference inside the :mod:`harness.tolerances` policy. ``diverged``: a real difference (the first
-#: step and the worst tensor are named). ``unsupported`` / ``error`` / ``skipped``: a side did not give
+#: difference inside the :mod:`harness.tolerances` policy, and identity not required. ``diverged``: a
+#: real difference (the first step and the worst tensor are named): beyond tolerance, or, under the
+#: ``strict`` policy, not bitwise identical where identity is expected (one libtorch, CPU).
+#: ``unsupported`` / ``error`` / ``skipped``: a side did not give
 #: a comparable run (its reason is carried); ``error`` also covers a numerical failure and unreadable weights.
 VERDICTS = ("identical", "within_tolerance", "diverged", "unsupported", "error", "skipped")
 #: Which non-ok status decides the verdict when both sides failed differently: the worst first.
@@ -115,11 +117,17 @@ def _ordered_bits(x: np.ndarray) -> np.ndarray:
     return np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
 
 
-def compare_result(result: Mapping[str, Any]) -> list[PairVerdict]:
+def compare_result(result: Mapping[str, Any], judging: str | None = None) -> list[PairVerdict]:
     """A verdict for every pair of ``result`` (frontends in registry order: python, then r).
 
+    ``judging`` (``strict`` or ``tolerance_only``) defaults to the policy the result was run under
+    (its ``judging`` field), so a report judges a result as its run did; ``strict`` if it has none.
     A pair with one cell (one frontend was not asked for) is left out: there is nothing to compare.
+
+    Raises:
+        SpecError: an unknown judging policy.
     """
+    judging = check_judging(judging or str(result.get("judging") or DEFAULT_JUDGING))
     pairs: dict[str, list[dict[str, Any]]] = {}
     for cell in result["cells"]:
         pairs.setdefault(cell["pair"], []).append(cell)
@@ -132,18 +140,24 @@ def compare_result(result: Mapping[str, Any]) -> list[PairVerdict]:
             if cells[0]["status"] == other["status"] == "ok" and spec.get("amp_dtype"):
                 steps = int(spec["epochs"]) * int(spec["num_batches"])
                 tolerance = tolerance_for(cells[0]["mode"], cells[0]["device"], spec["amp_dtype"], steps, _same_libtorch(cells[0], other))
-            verdicts.append(compare_cells(cells[0], other, tolerance))
+            verdicts.append(compare_cells(cells[0], other, tolerance, judging))
     return verdicts
 
 
-def compare_cells(a: Mapping[str, Any], b: Mapping[str, Any], tolerance: Tolerance | None = None) -> PairVerdict:
+def compare_cells(
+    a: Mapping[str, Any], b: Mapping[str, Any], tolerance: Tolerance | None = None, judging: str = DEFAULT_JUDGING
+) -> PairVerdict:
     """Judge frontend ``a`` against frontend ``b`` on one cell of the matrix.
 
     ``tolerance`` defaults to the policy for the cells' mode, device, AMP dtype and step count.
+    ``judging``: ``strict`` fails a pair that is not bitwise identical where the tolerance expects
+    identity; ``tolerance_only`` lets the tolerance decide (see :mod:`harness.tolerances`).
 
     Raises:
         ValueError: ``a`` and ``b`` are not two frontends of one pair.
+        SpecError: an unknown judging policy.
     """
+    check_judging(judging)
     if a["pair"] != b["pair"] or a["frontend"] == b["frontend"]:
         raise ValueError(f"cells {a['id']!r} and {b['id']!r} are not two frontends of one pair")
     names = (str(a["frontend"]), str(b["frontend"]))
@@ -165,12 +179,13 @@ def compare_cells(a: Mapping[str, Any], b: Mapping[str, Any], tolerance: Toleran
         return _verdict(a, names, "error", [_headline(a, names, "error", f"no tolerance for this record: {err}")], {})
     found = _Findings()
     found.details["tolerance"] = tol.to_dict()
+    found.details["judging"] = judging
     _compare_losses(ra, rb, names, tol, found)
     _compare_weights(ra, rb, names, tol, found)
     _compare_scaler(ra, rb, names, found)
     _compare_dtypes(ra, rb, names, found)
     _compare_reference(a, b, names, found)
-    return _verdict(a, names, *_judge(a, b, names, tol, found))
+    return _verdict(a, names, *_judge(a, b, names, tol, found, identity_required=judging == "strict" and tol.expected_identical))
 
 
 def _verdict(a: Mapping[str, Any], names: tuple[str, str], verdict: str, explanation: list[str], details: dict[str, Any]) -> PairVerdict:
@@ -182,18 +197,24 @@ def _headline(a: Mapping[str, Any], names: tuple[str, str], verdict: str, cause:
 
 
 def _judge(
-    a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, str], tol: Tolerance, found: _Findings
+    a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, str], tol: Tolerance, found: _Findings, identity_required: bool
 ) -> tuple[str, list[str], dict[str, Any]]:
     losses, weights = found.details.get("losses", {}), found.details.get("weights", {})
     worst = weights.get("worst_tensor")
-    if found.mismatches:
+    versions = (a["record"].get("libtorch_version"), b["record"].get("libtorch_version"))
+    not_identical = identity_required and not found.identical and not found.problems
+    if found.mismatches or not_identical:
         verdict = "diverged"
         step = losses.get("first_beyond_tolerance_step")
-        head = f"losses split at step {step}" if step is not None else found.mismatches[0].split(";")[0]
+        if found.mismatches:
+            head = f"losses split at step {step}" if step is not None else found.mismatches[0].split(";")[0]
+        else:
+            head = f"not bitwise identical where identity is expected ({a['mode']} on {a['device']}, both on libtorch {versions[0]})"
         if step is None and losses.get("first_difference_step") is not None:
             head += f"; losses first differ at step {losses['first_difference_step']}"
         if worst:
-            head += f"; worst tensor {worst} (rel L2 {weights['tensors'][worst]['rel_l2']:.2e})"
+            t = weights["tensors"][worst]
+            head += f"; worst tensor {worst} (rel L2 {t['rel_l2']:.2e}, {_ulps(t['max_ulps'])})"
         elif weights.get("tensors"):
             head += "; final weights bitwise equal"
     elif found.problems:
@@ -208,17 +229,24 @@ def _judge(
             head += f"; worst tensor {worst} (rel L2 {t['rel_l2']:.2e}, {_ulps(t['max_ulps'])})"
     lines = [_headline(a, names, verdict, head)]
     lines += [f"MISMATCH {m}" for m in found.mismatches] + [f"PROBLEM {p}" for p in found.problems] + found.lines
-    versions = (a["record"].get("libtorch_version"), b["record"].get("libtorch_version"))
-    if tol.expected_identical and not found.identical:
+    if not_identical:
         lines.append(
-            f"note: expected bitwise identical ({a['mode']} mode, both frontends on libtorch {versions[0]}) but it is not; "
-            "judged by the tolerance instead"
+            f"strict: {a['mode']} on {a['device']} with libtorch {versions[0]} on both sides runs the same kernels in the same "
+            "order, so any difference is a difference in the scripts or the bindings"
+            + ("" if found.mismatches else ", even though every difference is inside the tolerance")
+            + "; --tolerance-only judges by the tolerance instead"
+        )
+    elif tol.expected_identical and not found.identical:
+        lines.append(
+            f"note: expected bitwise identical ({a['mode']} on {a['device']}, both frontends on libtorch {versions[0]}) but it is not; "
+            "judged by the tolerance instead (--tolerance-only)"
         )
     elif versions[0] != versions[1]:
         lines.append(f"note: libtorch differs ({names[0]} {versions[0]}, {names[1]} {versions[1]}): bitwise identity is not expected")
     lines.append(f"tolerance: {tol.describe()} — {tol.reason}")
     found.details.update(
-        identical=found.identical, expected_identical=tol.expected_identical, mismatches=found.mismatches, problems=found.problems
+        identical=found.identical, expected_identical=tol.expected_identical, identity_required=identity_required,
+        mismatches=found.mismatches, problems=found.problems,
     )
     return verdict, lines, found.details
 

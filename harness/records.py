@@ -9,7 +9,7 @@ from harness.matrix import Cell
 from harness.results import RECORD_SCHEMA_VERSION
 from harness.spec import SCRIPTS, WorkloadSpec
 
-__all__ = ["SCALER_MODES", "first_nonfinite", "record_problem"]
+__all__ = ["SCALER_MODES", "describe_loss", "first_nonfinite", "nonfinite_reason", "record_problem"]
 
 #: Modes where a non-finite loss is expected (the scaler skips that step); elsewhere it is a failure.
 SCALER_MODES = frozenset(SCRIPTS["cuda_amp_grad_scaler"])
@@ -33,3 +33,25 @@ def first_nonfinite(losses: list[Any]) -> int | None:
             return step
     return None
 
+
+
+def describe_loss(value: Any) -> str:
+    """A loss as a person reads it: ``NaN``, ``inf``, ``-inf``, ``missing`` (null in the record), or the number."""
+    if value is None:
+        return "missing"
+    number = float(value)
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "inf" if number > 0 else "-inf"
+    return f"{number:.7g}"
+
+
+def nonfinite_reason(losses: list[Any], frontend: str) -> str | None:
+    """``loss is NaN at step 3 (r)`` for the first non-finite loss, or ``None`` when every loss is finite.
+
+    Both scripts write NaN and ±infinity as such (JSON ``NaN``/``Infinity``, which Python's json reads),
+    and null only for a loss that was not recorded, so the reason can name which it was.
+    """
+    step = first_nonfinite(losses)
+    return None if step is None else f"loss is {describe_loss(losses[step])} at step {step} ({frontend})"

@@ -25,16 +25,24 @@ from harness.results import load_result
 from harness.spec import MODES
 from harness.text import cell_text, num
 from harness.timing import ratio
+from harness.tolerances import DEFAULT_JUDGING
 
 __all__ = ["PLOT_FILES", "REPORT_FILE", "render_markdown", "report_main", "write_report"]
 
 REPORT_FILE = "report.md"
+#: How the summary names each judging policy (harness/tolerances.py).
+_JUDGING_TEXT = {
+    "strict": "`strict`: a pair expected bitwise identical (one libtorch, CPU) that is not is diverged",
+    "tolerance_only": "`tolerance_only` (--tolerance-only): every pair by the tolerance, bitwise identity only noted",
+}
 #: The plots, in the order the report shows them, with the function that draws each.
 PLOT_FILES = {"losses.png": plot_losses, "loss_diff.png": plot_loss_diff, "timing.png": plot_timing}
 
 
-def report_main(result_path: Path, out_dir: Path) -> list[Path]:
+def report_main(result_path: Path, out_dir: Path, judging: str | None = None) -> list[Path]:
     """Load the result at ``result_path`` and write its report into ``out_dir``.
+
+    ``judging`` overrides the policy the result was run under (``strict`` or ``tolerance_only``).
 
     Raises:
         ResultError: the result cannot be read (see :func:`harness.results.load_result`), lacks a field
@@ -42,11 +50,13 @@ def report_main(result_path: Path, out_dir: Path) -> list[Path]:
     """
     result = load_result(Path(result_path))
     check_result_shape(result, str(result_path))
-    return write_report(result, Path(out_dir))
+    return write_report(result, Path(out_dir), judging)
 
 
-def write_report(result: Mapping[str, Any], out_dir: Path) -> list[Path]:
+def write_report(result: Mapping[str, Any], out_dir: Path, judging: str | None = None) -> list[Path]:
     """Write ``report.md`` and the plots into ``out_dir`` (created if absent); return their paths.
+
+    Pairs are judged under ``judging``, by default the policy the result was run under.
 
     Raises:
         ResultError: ``out_dir`` cannot be created or written.
@@ -54,8 +64,8 @@ def write_report(result: Mapping[str, Any], out_dir: Path) -> list[Path]:
     out_dir = Path(out_dir)
     # Judged again from the cells, not read from result["pairs"]: the cells are the source of truth
     # (a result whose cells were edited or merged after the run would carry stale verdicts).
-    verdicts = compare_result(result)
-    markdown = render_markdown(result, verdicts)  # before any file: a result it cannot render leaves nothing behind
+    verdicts = compare_result(result, judging)
+    markdown = render_markdown(result, verdicts, judging)  # before any file: a result it cannot render leaves nothing behind
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         written = [draw(result, out_dir / name) for name, draw in PLOT_FILES.items()]
@@ -69,9 +79,9 @@ def write_report(result: Mapping[str, Any], out_dir: Path) -> list[Path]:
     return [target, *written]
 
 
-def render_markdown(result: Mapping[str, Any], verdicts: list[PairVerdict] | None = None) -> str:
-    """The report as markdown text (``verdicts`` default to :func:`harness.compare.compare_result`)."""
-    verdicts = compare_result(result) if verdicts is None else verdicts
+def render_markdown(result: Mapping[str, Any], verdicts: list[PairVerdict] | None = None, judging: str | None = None) -> str:
+    """The report as markdown text (``verdicts`` default to :func:`harness.compare.compare_result` under ``judging``)."""
+    verdicts = compare_result(result, judging) if verdicts is None else verdicts
     spec = result["spec"]
     steps = spec["epochs"] * spec["num_batches"]
     out = [
@@ -82,7 +92,7 @@ def render_markdown(result: Mapping[str, Any], verdicts: list[PairVerdict] | Non
         f"`{result.get('spec_digest')}`, fixture `{(result.get('fixture') or {}).get('digest')}`; "
         f"matrix wall time {num(result.get('wall_seconds'), '.1f')} s.", "",
     ]
-    out += _summary(result, verdicts)
+    out += _summary(result, verdicts, judging or str(result.get("judging") or DEFAULT_JUDGING))
     out += _warnings(result)
     out += _cells_table(result)
     out += _pairs_table(verdicts)
@@ -97,14 +107,16 @@ def render_markdown(result: Mapping[str, Any], verdicts: list[PairVerdict] | Non
     return "\n".join(out)
 
 
-def _summary(result: Mapping[str, Any], verdicts: list[PairVerdict]) -> list[str]:
+def _summary(result: Mapping[str, Any], verdicts: list[PairVerdict], judging: str) -> list[str]:
     cells = result["cells"]
     statuses = Counter(c["status"] for c in cells)
     counts = Counter(v.verdict for v in verdicts)
+    ran = str(result.get("judging") or DEFAULT_JUDGING)
     lines = [
         "## Summary", "",
         f"- Cells: {len(cells)} ({', '.join(f'{n} {s}' for s, n in statuses.items())}).",
         f"- Pairs: {len(verdicts)} ({', '.join(f'{n} {v}' for v, n in counts.items()) or 'none: one frontend only'}).",
+        f"- Judged {_JUDGING_TEXT[judging]}" + (f" (this result was run under `{ran}`)." if judging != ran else "."),
     ]
     alone = Counter(_own(c) for c in cells)
     lines.append(

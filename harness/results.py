@@ -38,8 +38,9 @@ __all__ = [
 #: ``memory`` and GEMM profiles. Version 3 stores ``weights_path`` relative to the result's folder
 #: (version 2 stored it relative to the working directory of the run).
 RESULT_SCHEMA_VERSION = 3
-#: The run record's version, written by py_scripts/common.py and r_scripts/common.R (2: seconds_workload, gc_seconds).
-RECORD_SCHEMA_VERSION = 2
+#: The run record's version, written by py_scripts/common.py and r_scripts/common.R (2: seconds_workload,
+#: gc_seconds; 3: ``clock``, the clock the frontend timed its loop with).
+RECORD_SCHEMA_VERSION = 3
 #: ``ok``: a record came back; ``unsupported``: the binding refused a cell it is known not to support
 #: (the binding's own message is the reason); ``skipped``: the frontend is not available here;
 #: ``numerical_failure``: non-finite loss in a mode without a scaler; ``error``: anything else.

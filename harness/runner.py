@@ -28,13 +28,13 @@ from harness.matrix import Cell, cells_for
 from harness.measurements import measure_peaks, profile_cells, time_cells
 from harness.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.prepare import prepare_run_spec
-from harness.records import SCALER_MODES, first_nonfinite, record_problem
+from harness.records import SCALER_MODES, first_nonfinite, nonfinite_reason, record_problem
 from harness.reference import Reference, reference_skip_reason, run_reference
 from harness.results import RESULT_SCHEMA_VERSION
 from harness.spec import WorkloadSpec
 from harness.staging import StagingDir
 from harness.timing import TimingProtocol, ratio, thread_env
-from harness.tolerances import float64_bound_for
+from harness.tolerances import DEFAULT_JUDGING, check_judging, float64_bound_for
 from harness.worker import Worker
 
 __all__ = ["DEFAULT_TIMEOUT_S", "MatrixRunner", "SCALER_MODES", "add_speedups", "collect_warnings"]
@@ -113,11 +113,15 @@ class MatrixRunner:
         on_progress: Callable[[str], None] | None = None,
         protocol: TimingProtocol | None = None,
         profile: bool | None = None,
+        judging: str = DEFAULT_JUDGING,
     ) -> dict[str, Any]:
         """Run every cell of the matrix, then time and measure them; return the whole (unsaved) result.
 
-        ``profile`` (default: on CUDA only) profiles one step of each Python cell's GEMMs.
+        ``profile`` (default: on CUDA only) profiles one step of each Python cell's GEMMs. ``judging``
+        (``strict`` or ``tolerance_only``, see :mod:`harness.tolerances`) is how pairs are judged; the
+        result keeps it, so ``report`` judges the result the same way.
         """
+        check_judging(judging)
         protocol = protocol or TimingProtocol()
         progress = on_progress or (lambda text: None)
         started = time.time()
@@ -148,6 +152,7 @@ class MatrixRunner:
             "reference_seconds": self.reference_seconds,
             "warnings": collect_warnings(cells, self.spec),
             "cells": cells,
+            "judging": judging,
         }
         result["pairs"] = [verdict.to_dict() for verdict in compare_result(result)]
         result["figures"] = [check.to_dict() for check in check_figures(result)]
@@ -192,7 +197,7 @@ class MatrixRunner:
             return outcome | {"status": "error", "reason": problem}
         bad_step = first_nonfinite(record["losses"])
         if bad_step is not None and cell.mode not in SCALER_MODES:
-            outcome |= {"status": "numerical_failure", "reason": f"loss is {record['losses'][bad_step]} at step {bad_step}"}
+            outcome |= {"status": "numerical_failure", "reason": nonfinite_reason(record["losses"], cell.frontend)}
         if self.declared_unsupported(cell):
             outcome["reason"] = f"declared unsupported for {cell.frontend}, but it ran: update the Frontend registry"
         # A scaler run is judged against the steps it really took: the reference skips its skipped steps too.

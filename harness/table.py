@@ -10,6 +10,7 @@ from rich.table import Table
 from harness.compare import PairVerdict
 from harness.figures import check_figures
 from harness.text import num
+from harness.timing import frontend_costs
 
 __all__ = ["make_console", "print_result"]
 
@@ -62,6 +63,13 @@ def print_result(result: dict[str, Any], console: Console | None = None) -> None
             num(efficiency.get("tflops"), ".3g"), num(efficiency.get("share_of_peak"), ".0%"),
         )
     console.print(table)
+    costs = frontend_costs(result["cells"])
+    if costs:
+        console.print(
+            "per call: " + "; ".join(f"{name} script set-up {c['setup_seconds'] * 1e3:.2f} ms (its own cost), harness bridge "
+                                     f"{c['bridge_seconds'] * 1e3:.2f} ms" for name, c in costs.items()),
+            style="dim", soft_wrap=True,
+        )
     if not result["reference"]["available"]:
         console.print(f"[dim]{result['reference']['reason']}[/]")
     reasons: dict[str, list[str]] = {}

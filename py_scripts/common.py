@@ -20,6 +20,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 __all__ = [
+    "CLOCK_NAME",
     "RECORD_FIELDS",
     "check_mode",
     "clock",
@@ -45,10 +46,14 @@ RECORD_FIELDS: tuple[str, ...] = (
     "schema_version", "frontend", "script", "mode", "device", "amp_dtype",
     "losses", "final_loss", "loss_scale", "skipped", "skipped_steps",
     "output_dtype", "loss_dtype", "weights_path",
-    "seconds_total", "seconds_per_epoch", "seconds_workload", "gc_seconds", "peak_memory_bytes",
+    "seconds_total", "seconds_per_epoch", "seconds_workload", "gc_seconds", "clock", "peak_memory_bytes",
     "torch_version", "libtorch_version", "language_version", "threads", "device_name",
 )
-RECORD_SCHEMA_VERSION = 2
+#: 3: ``clock`` (which clock timed the loop). The harness reads this version only (harness/results.py).
+RECORD_SCHEMA_VERSION = 3
+#: What ``clock()`` reads, as each record names it: ``time.perf_counter`` is CLOCK_MONOTONIC on Linux,
+#: in nanoseconds.
+CLOCK_NAME = "time.perf_counter"
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 
 
@@ -114,7 +119,7 @@ def sync_device(device: str) -> None:
 
 
 def clock() -> float:
-    """A monotonic clock in seconds."""
+    """A monotonic clock in seconds, with nanosecond resolution (``CLOCK_NAME``)."""
     return time.perf_counter()
 
 
@@ -170,6 +175,7 @@ def make_record(**fields: Any) -> dict[str, Any]:
     fields.setdefault("torch_version", torch.__version__)
     fields.setdefault("libtorch_version", torch.__version__.split("+")[0])
     fields.setdefault("language_version", f"Python {platform.python_version()}")
+    fields.setdefault("clock", CLOCK_NAME)
     if set(fields) != set(RECORD_FIELDS):
         missing, extra = set(RECORD_FIELDS) - set(fields), set(fields) - set(RECORD_FIELDS)
         raise RuntimeError(f"run record fields differ from the contract: missing {sorted(missing)}, extra {sorted(extra)}")

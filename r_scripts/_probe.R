@@ -9,6 +9,8 @@ probe_r_side <- function() {
     jsonlite = TRUE,
     cli = requireNamespace("cli", quietly = TRUE),
     safetensors = requireNamespace("safetensors", quietly = TRUE),
+    # bench::hires_time() is the R scripts' clock (common.R's clock_name); without it, proc.time()'s 1 ms
+    bench = nzchar(system.file(package = "bench")),
     torch_installed = requireNamespace("torch", quietly = TRUE),
     torch_version = NULL,
     libtorch_version = NULL,

@@ -13,10 +13,11 @@ record_fields <- c(
   "schema_version", "frontend", "script", "mode", "device", "amp_dtype",
   "losses", "final_loss", "loss_scale", "skipped", "skipped_steps",
   "output_dtype", "loss_dtype", "weights_path",
-  "seconds_total", "seconds_per_epoch", "seconds_workload", "gc_seconds", "peak_memory_bytes",
+  "seconds_total", "seconds_per_epoch", "seconds_workload", "gc_seconds", "clock", "peak_memory_bytes",
   "torch_version", "libtorch_version", "language_version", "threads", "device_name"
 )
-record_schema_version <- 2L
+#' 3: `clock` (which clock timed the loop). The harness reads this version only (harness/results.py).
+record_schema_version <- 3L
 #' Record fields that are JSON arrays even with one element (jsonlite would unbox a length-1 vector).
 record_array_fields <- c("losses", "loss_scale", "skipped", "seconds_per_epoch")
 
@@ -278,16 +279,29 @@ sync_device <- function(device) {
   invisible(NULL)
 }
 
-#' Whether microbenchmark is installed (checked once, without loading it).
-has_monotonic_clock <- nzchar(system.file(package = "microbenchmark"))
-
-#' A monotonic clock in seconds.
+#' What `clock()` reads, as each record names it (checked once, without loading bench).
 #'
-#' Base R has none: `proc.time()`'s elapsed time is the wall clock, in milliseconds.
-#' microbenchmark's `get_nanotime()` reads `CLOCK_MONOTONIC` on Linux and is used when installed.
-clock <- function() {
-  if (has_monotonic_clock) microbenchmark::get_nanotime() / 1e9 else proc.time()[["elapsed"]]
+#' Base R's only sub-second clock is `proc.time()`'s elapsed time, in milliseconds: a 15 ms loop
+#' would read as 15 or 16. Debian's r-cran-bench (installed by .ci/setup) has `bench::hires_time()`:
+#' nanoseconds, but from `CLOCK_REALTIME` on Linux (bench's src/nanotime.c), so it is not monotonic:
+#' an NTP step during a loop would show in that loop's time (NTP normally slews, which does not).
+#' No Debian R package exports a monotonic clock (microbenchmark, which reads `CLOCK_MONOTONIC`, is
+#' not packaged in Debian; it is preferred where it is installed). The double it returns (~1.8e9 s)
+#' resolves 0.24 us.
+clock_name <- if (nzchar(system.file(package = "microbenchmark"))) {
+  "microbenchmark::get_nanotime"
+} else if (nzchar(system.file(package = "bench"))) {
+  "bench::hires_time"
+} else {
+  "proc.time"
 }
+
+#' A clock in seconds, the best one installed (`clock_name`); the twin of common.py's monotonic one.
+clock <- switch(clock_name,
+  "microbenchmark::get_nanotime" = function() microbenchmark::get_nanotime() / 1e9,
+  "bench::hires_time" = function() as.numeric(bench::hires_time()),
+  function() proc.time()[["elapsed"]]
+)
 
 #' Empty R's young generation now, before the timed loop; returns R's GC clock (seconds).
 #'
@@ -379,7 +393,7 @@ device_name <- function(device) {
 
 #' The run record with exactly `record_fields`; a missing or extra field is a script bug.
 #'
-#' `schema_version`, `frontend`, `torch_version`, `libtorch_version` and `language_version` are
+#' `schema_version`, `frontend`, `torch_version`, `libtorch_version`, `language_version` and `clock` are
 #' filled in unless given. A `NULL` field is kept (it becomes JSON null).
 make_record <- function(...) {
   fields <- list(...)
@@ -388,7 +402,8 @@ make_record <- function(...) {
     frontend = function() "r",
     torch_version = function() as.character(utils::packageVersion("torch")),
     libtorch_version = function() libtorch_version(),
-    language_version = function() R.version.string
+    language_version = function() R.version.string,
+    clock = function() clock_name
   )
   for (name in setdiff(names(defaults), names(fields))) {
     fields[name] <- list(defaults[[name]]())
@@ -406,9 +421,9 @@ make_record <- function(...) {
 
 #' The record as one line of JSON (the shell summary and what the bridge returns).
 #'
-#' Array fields stay arrays with one element (`I()`); `NULL` and `NA` become null, and so do
-#' non-finite numbers (jsonlite has no NaN/Infinity). Numbers keep 15 significant digits, which
-#' identify every float32 value exactly.
+#' Array fields stay arrays with one element (`I()`); `NULL` and `NA` become null; NaN and infinities
+#' are written as Python's json does (`NaN`, `Infinity`), which jsonlite cannot. Numbers keep 15
+#' significant digits, which identify every float32 value exactly.
 record_to_json <- function(record) {
   if (!is.list(record) || is.null(names(record))) {
     abort_cli("{.fn run_workload} must return a named list (the run record), not {.cls {class(record)}}.")
@@ -430,10 +445,13 @@ record_to_json <- function(record) {
 #' Doubles as JSON text that reads back as the very same doubles.
 #'
 #' jsonlite writes at most 15 significant digits (even with `digits = NA`), which is not enough for
-#' a bitwise comparison with Python's shortest-round-trip floats; `%.17g` always is. Non-finite values
-#' become `null`, as jsonlite's `na = "null"` does.
+#' a bitwise comparison with Python's shortest-round-trip floats; `%.17g` always is. NaN and infinities
+#' are written as Python's json writes and reads them (`NaN`, `Infinity`, `-Infinity`), so a failure
+#' report can say which it was ("loss is NaN at step 3 (r)"); only `NA` (nothing recorded) is `null`.
 exact_json_numbers <- function(x, is_array) {
-  text <- ifelse(is.finite(x), sprintf("%.17g", x), "null")
+  text <- ifelse(is.finite(x), sprintf("%.17g", x),
+    ifelse(is.nan(x), "NaN", ifelse(is.na(x), "null", ifelse(x > 0, "Infinity", "-Infinity")))
+  )
   if (is_array || length(x) != 1L) {
     text <- paste0("[", paste(text, collapse = ","), "]")
   }

@@ -52,12 +52,16 @@ def build_python_result(folder: Path, spec: WorkloadSpec | None = None) -> dict[
     return result
 
 
-def steady_timing(loop_seconds: float, spread: float = 0.01, overhead: float = 0.001) -> dict[str, Any]:
-    """A cell's ``timing`` from three rounds of ``loop_seconds`` × (1, 1 + spread, 1 − spread)."""
+def steady_timing(loop_seconds: float, spread: float = 0.01, overhead: float = 0.001, setup: float | None = None) -> dict[str, Any]:
+    """A cell's ``timing`` from three rounds of ``loop_seconds`` × (1, 1 + spread, 1 − spread).
+
+    Each call is ``overhead`` longer than its loop: ``setup`` of it (default half) in the script, the rest the bridge.
+    """
     log = RoundLog()
+    setup = overhead / 2 if setup is None else setup
     for factor in (1.0, 1.0 + spread, 1.0 - spread):
         loop = loop_seconds * factor
-        log.add(loop + overhead, {"seconds_total": loop, "seconds_workload": loop + overhead / 2, "gc_seconds": 0.0}, None, True)
+        log.add(loop + overhead, {"seconds_total": loop, "seconds_workload": loop + setup, "gc_seconds": 0.0}, None, True)
     return log.summary()
 
 

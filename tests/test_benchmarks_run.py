@@ -12,7 +12,7 @@ from harness.paths import REPO_ROOT
 
 
 def test_benchmarks_run_and_record_extra_info(tmp_path: Path) -> None:
-    """``pytest tests/benchmarks --benchmark-only`` times each Python cell, grouped by pair, with loop time and overhead."""
+    """``pytest tests/benchmarks --benchmark-only`` times each Python cell, grouped by pair, with loop time, bridge and set-up."""
     out = tmp_path / "bench.json"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "tests/benchmarks", "--benchmark-only", f"--benchmark-json={out}",
@@ -31,5 +31,7 @@ def test_benchmarks_run_and_record_extra_info(tmp_path: Path) -> None:
         info = bench["extra_info"]
         assert info["frontend"] == "python" and info["preset"] == "tiny" and info["final_loss"] > 0
         assert info["torch_version"].startswith("2.") and 0 < info["loop_seconds_median"] < bench["stats"]["median"]
-        assert info["overhead_seconds"] == bench["stats"]["median"] - info["loop_seconds_median"]
+        assert info["overhead_seconds"] == bench["stats"]["median"] - info["workload_seconds_median"]
+        assert info["setup_seconds"] == info["workload_seconds_median"] - info["loop_seconds_median"] > 0
+        assert info["clock"] == "time.perf_counter"
         assert 0 < info["overhead_share"] < 1 and info["tflops"] > 0

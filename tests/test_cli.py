@@ -94,7 +94,7 @@ def test_doctor_reports_each_component_with_a_fix() -> None:
     """``doctor`` lists Python torch, R, rpy2 and R torch, and says what happens to R cells."""
     done = _harness("doctor")
     assert done.returncode == 0
-    for name in ("Python torch", "rpy2", "R package torch", "R torch libtorch"):
+    for name in ("Python torch", "rpy2", "R package torch", "R torch libtorch", "R clock"):
         assert name in done.stdout
     assert "R cells will" in done.stdout
 
@@ -160,6 +160,36 @@ def test_report_command_and_run_report_write_the_report(tmp_path: Path) -> None:
         assert names == ["loss_diff.png", "losses.png", "report.md", "timing.png"]
         text = (tmp_path / folder / "report.md").read_text()
         assert f"{result['cells'][0]['record']['final_loss']:.7g}" in text
+
+
+def test_report_judges_as_the_run_did_unless_told_otherwise(tmp_path: Path) -> None:
+    """``report`` judges a one-ULP pair diverged as a strict run did, within tolerance with --tolerance-only, and back with --no-."""
+    from harness.results import save_result
+    from tests.fake_results import build_python_result, nudge_one_ulp, pair_result, twin_cell
+
+    python = build_python_result(tmp_path / "py")
+    cell = next(c for c in python["cells"] if c["mode"] == "default")
+    result = pair_result(python, {cell["pair"]: twin_cell(cell, tmp_path / "r", edit=nudge_one_ulp("layer0.bias", (1,)))})
+    result["judging"] = "strict"
+    path = tmp_path / "paired.json"
+    save_result(result, path)
+    verdicts = {}
+    for flag in ("", "--tolerance-only", "--no-tolerance-only"):
+        out = tmp_path / (flag or "as-run")
+        done = _harness("report", str(path), "--out", str(out), *([flag] if flag else []))
+        assert done.returncode == 0, done.stderr
+        text = (out / "report.md").read_text()
+        verdicts[flag] = next(v for v in ("diverged", "within_tolerance") if f"| python vs r | **{v}** |" in text)
+    assert verdicts == {"": "diverged", "--tolerance-only": "within_tolerance", "--no-tolerance-only": "diverged"}
+
+
+def test_run_records_its_judging_policy(tmp_path: Path) -> None:
+    """``run --tolerance-only`` records ``tolerance_only`` in the result; without the flag ``strict``."""
+    for flags, expected in (([], "strict"), (["--tolerance-only"], "tolerance_only")):
+        path = tmp_path / f"{expected}.json"
+        done = _harness("run", "--frontend", "python", "--mode", "default", "--rounds", "1", "--json", str(path), *flags)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(path.read_text())["judging"] == expected
 
 
 def test_report_of_a_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> None:

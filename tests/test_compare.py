@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from harness.compare import VERDICTS, PairVerdict, compare_cells, compare_result, ulp_distance
+from harness.errors import SpecError
 from harness.spec import MODES
 from tests.fake_results import build_python_result, extra_skip, nudge_one_ulp, pair_result, split_losses, twin_cell, with_status
 
@@ -40,29 +41,56 @@ def test_exact_copy_is_identical(python: Cells, tmp_path: Path) -> None:
         assert "all 6 tensors bitwise equal" in verdict.explain()
 
 
-def test_one_ulp_nudge_is_within_tolerance_with_tensor_and_index_named(python: Cells, tmp_path: Path) -> None:
-    """One weight moved by one ULP is ``within_tolerance``, names layer1.weight at (3, 5), and notes the missed identity."""
+def test_one_ulp_nudge_on_one_libtorch_is_diverged_under_the_strict_policy(python: Cells, tmp_path: Path) -> None:
+    """One weight moved by one ULP, one libtorch on CPU: ``diverged`` (identity is the truth), naming layer1.weight at (3, 5)."""
     twin = twin_cell(python["default"], tmp_path, edit=nudge_one_ulp("layer1.weight", (3, 5)))
     verdict = compare_cells(python["default"], twin)
-    assert verdict.verdict == "within_tolerance", verdict.explain()
+    assert verdict.verdict == "diverged" and not verdict.ok, verdict.explain()
+    assert verdict.details["identity_required"] is True and verdict.details["mismatches"] == []
+    assert verdict.details["judging"] == "strict"
     weights = verdict.details["weights"]
     assert weights["worst_tensor"] == "layer1.weight"
     assert weights["tensors"]["layer1.weight"]["max_ulps"] == 1
     assert weights["tensors"]["layer1.weight"]["worst_index"] == [3, 5]
-    assert [k for k, t in weights["tensors"].items() if not t["identical"]] == ["layer1.weight"]
-    assert "worst tensor layer1.weight" in verdict.summary and "1 ULP" in verdict.summary
+    assert "not bitwise identical where identity is expected (default on cpu, both on libtorch" in verdict.summary
+    assert "worst tensor layer1.weight (rel L2" in verdict.summary and "1 ULP)" in verdict.summary
     assert "layer1.weight: max |Δ|" in verdict.explain() and "at (3, 5)" in verdict.explain()
-    assert verdict.details["expected_identical"] is True
-    assert "expected bitwise identical (default mode, both frontends on libtorch" in verdict.explain()
+    assert "even though every difference is inside the tolerance" in verdict.explain()
 
 
-def test_one_ulp_nudge_in_an_autocast_mode_carries_no_identity_note(python: Cells, tmp_path: Path) -> None:
-    """Bitwise identity is promised for ``default`` only, so an autocast pair off by one ULP has no such note."""
-    twin = twin_cell(python["autocast"], tmp_path, edit=nudge_one_ulp("layer0.bias", (7,)))
-    verdict = compare_cells(python["autocast"], twin)
-    assert verdict.verdict == "within_tolerance"
+def test_one_ulp_nudge_is_within_tolerance_when_asked_for_tolerance_only(python: Cells, tmp_path: Path) -> None:
+    """``tolerance_only``: the same one-ULP nudge is ``within_tolerance``, and the missed identity is noted."""
+    twin = twin_cell(python["default"], tmp_path, edit=nudge_one_ulp("layer1.weight", (3, 5)))
+    verdict = compare_cells(python["default"], twin, judging="tolerance_only")
+    assert verdict.verdict == "within_tolerance", verdict.explain()
+    assert verdict.details["expected_identical"] is True and verdict.details["identity_required"] is False
+    assert "worst tensor layer1.weight" in verdict.summary and "1 ULP" in verdict.summary
+    assert "expected bitwise identical (default on cpu, both frontends on libtorch" in verdict.explain()
+
+
+@pytest.mark.parametrize("mode", ["autocast", "autocast_scaler_clip"])
+def test_every_mode_is_held_to_identity_on_one_libtorch(python: Cells, tmp_path: Path, mode: str) -> None:
+    """Autocast and scaler modes on one libtorch on CPU are expected bitwise identical too: one ULP is ``diverged``."""
+    twin = twin_cell(python[mode], tmp_path, edit=nudge_one_ulp("layer0.bias", (7,)))
+    verdict = compare_cells(python[mode], twin)
+    assert verdict.verdict == "diverged", verdict.explain()
     assert verdict.details["weights"]["tensors"]["layer0.bias"]["worst_index"] == [7]
+
+
+def test_one_ulp_nudge_across_libtorch_versions_is_within_tolerance(python: Cells, tmp_path: Path) -> None:
+    """With different libtorch versions identity is not expected: one ULP is ``within_tolerance``, with no identity note."""
+    twin = twin_cell(python["autocast"], tmp_path, edit=nudge_one_ulp("layer0.bias", (7,)), libtorch_version="2.12.0")
+    verdict = compare_cells(python["autocast"], twin)
+    assert verdict.verdict == "within_tolerance", verdict.explain()
+    assert verdict.details["expected_identical"] is False
     assert "expected bitwise identical" not in verdict.explain()
+    assert "note: libtorch differs (python 2.13.0, r 2.12.0)" in verdict.explain()
+
+
+def test_an_unknown_judging_policy_is_refused(python: Cells, tmp_path: Path) -> None:
+    """A judging policy other than strict or tolerance_only raises SpecError naming both."""
+    with pytest.raises(SpecError, match="judging must be one of 'strict', 'tolerance_only', got 'lenient'"):
+        compare_cells(python["default"], twin_cell(python["default"], tmp_path), judging="lenient")
 
 
 def test_loss_trajectory_split_at_step_k_diverges_from_k(python: Cells, tmp_path: Path) -> None:
@@ -81,11 +109,14 @@ def test_loss_trajectory_split_at_step_k_diverges_from_k(python: Cells, tmp_path
 
 
 def test_a_loss_difference_inside_the_tolerance_is_within(python: Cells, tmp_path: Path) -> None:
-    """A relative loss change of 1e-5 from step 4 (tolerance 2.4e-4 in bf16) is within tolerance, first difference at 4."""
+    """Tolerance only: a relative loss change of 1e-5 from step 4 (tolerance 2.4e-4 in bf16) is within, first difference at 4."""
     cell = python["autocast"]
     losses = [v * (1 + 1e-5) if i >= 4 else v for i, v in enumerate(cell["record"]["losses"])]
-    verdict = compare_cells(cell, twin_cell(cell, tmp_path, losses=losses))
+    twin = twin_cell(cell, tmp_path, losses=losses)
+    verdict = compare_cells(cell, twin, judging="tolerance_only")
     assert verdict.verdict == "within_tolerance", verdict.explain()
+    strict = compare_cells(cell, twin)
+    assert strict.verdict == "diverged" and "losses first differ at step 4" in strict.summary
     assert verdict.details["losses"]["first_difference_step"] == 4
     assert verdict.details["losses"]["first_beyond_tolerance_step"] is None
 
@@ -122,7 +153,7 @@ def test_weights_beyond_tolerance_name_the_worst_tensor(python: Cells, tmp_path:
     assert verdict.verdict == "diverged"
     assert verdict.details["weights"]["worst_tensor"] == "layer2.weight"
     assert verdict.details["weights"]["tensors"]["layer2.weight"]["rel_l2"] == pytest.approx(0.01 / 1.01, rel=1e-4)
-    assert "worst tensor layer2.weight (rel L2 9.90e-03)" in verdict.summary
+    assert "worst tensor layer2.weight (rel L2 9.90e-03, " in verdict.summary
     assert "layer2.weight: max |Δ|" in verdict.explain() and "beyond tolerance" in verdict.explain()
 
 
@@ -188,7 +219,17 @@ def test_compare_result_orders_python_first_and_ignores_lone_cells(result: dict[
     verdicts = compare_result(combined)
     assert {v.pair for v in verdicts} == {"with_autocast-default-cpu", "with_autocast-autocast-cpu"}
     assert all(v.frontends == ("python", "r") and v.verdict == "identical" for v in verdicts)
-    assert verdicts[0].details["tolerance"]["expected_identical"] is (verdicts[0].mode == "default")
+    assert all(v.details["tolerance"]["expected_identical"] is True for v in verdicts)
+
+
+def test_compare_result_judges_as_the_run_did_unless_told_otherwise(result: dict[str, Any], tmp_path: Path) -> None:
+    """A result run under tolerance_only is judged so by default; an explicit policy overrides the recorded one."""
+    cell = next(c for c in result["cells"] if c["mode"] == "default")
+    combined = pair_result(result, {cell["pair"]: twin_cell(cell, tmp_path, edit=nudge_one_ulp("layer2.bias", (0,)))})
+    assert [v.verdict for v in compare_result(combined)] == ["diverged"]  # no field: strict
+    combined["judging"] = "tolerance_only"
+    assert [v.verdict for v in compare_result(combined)] == ["within_tolerance"]
+    assert [v.verdict for v in compare_result(combined, "strict")] == ["diverged"]
 
 
 def test_a_python_only_result_has_no_pairs(result: dict[str, Any]) -> None:
@@ -215,7 +256,7 @@ def test_a_clean_rerun_is_never_diverged(python: Cells, tmp_path: Path) -> None:
 def test_verdict_is_plain_data_and_explains_every_line(python: Cells, tmp_path: Path) -> None:
     """``to_dict`` survives JSON, and ``explain`` prints the summary then every finding, indented."""
     twin = twin_cell(python["default"], tmp_path, edit=nudge_one_ulp("layer0.weight", (0, 0)))
-    verdict = compare_cells(python["default"], twin)
+    verdict = compare_cells(python["default"], twin, judging="tolerance_only")
     data = json.loads(json.dumps(verdict.to_dict()))
     assert data["verdict"] == "within_tolerance" and data["frontends"] == ["python", "r"]
     assert data["details"]["weights"]["tensors"]["layer0.weight"]["worst_index"] == [0, 0]

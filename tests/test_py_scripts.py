@@ -62,7 +62,7 @@ def test_record_has_exactly_the_contract_fields(tmp_path: Path) -> None:
     assert len(record["losses"]) == spec.steps and record["final_loss"] == record["losses"][-1]
     assert len(record["seconds_per_epoch"]) == spec.epochs
     assert record["seconds_total"] == pytest.approx(sum(record["seconds_per_epoch"]))
-    assert record["threads"] == 1 and record["device_name"] == "cpu"
+    assert record["threads"] == 1 and record["device_name"] == "cpu" and record["clock"] == "time.perf_counter"
 
 
 def _check_scaler_rules(record: dict[str, Any], spec: WorkloadSpec) -> None:

@@ -62,6 +62,31 @@ def test_the_pair_records_the_same_fields() -> None:
     assert _r_value("as.character(record_schema_version)") == [str(RECORD_SCHEMA_VERSION)] == [str(common.RECORD_SCHEMA_VERSION)]
 
 
+def test_r_clock_is_the_best_installed_and_named_in_the_record() -> None:
+    """R times with bench::hires_time where bench is installed (0.24 us steps, not proc.time's 1 ms), and says so."""
+    has_bench = _r_value('as.character(nzchar(system.file(package = "bench")))') == ["TRUE"]
+    has_microbenchmark = _r_value('as.character(nzchar(system.file(package = "microbenchmark")))') == ["TRUE"]
+    expected = "microbenchmark::get_nanotime" if has_microbenchmark else "bench::hires_time" if has_bench else "proc.time"
+    assert _r_value("clock_name") == [expected]
+    if expected == "proc.time":
+        pytest.skip("bench is not installed here (apt-get install r-cran-bench): R falls back to proc.time, 1 ms steps")
+    # 1000 back-to-back reads: every step between distinct reads is far below proc.time's 1 ms.
+    steps = _r_value("{ x <- vapply(1:1000, function(i) clock(), 0); d <- diff(x); format(c(min(d[d > 0]), median(d)), digits = 3) }")
+    assert 0 < float(steps[0]) < 1e-5 and float(steps[1]) < 1e-4
+
+
+def test_r_records_name_nan_and_infinities_as_python_json_reads_them() -> None:
+    """R writes NaN, Inf and -Inf as JSON NaN/Infinity/-Infinity (not null), and NA as null, exactly as Python's json reads them."""
+    import json
+    import math
+
+    line = _r_value('record_to_json(list(losses = c(0.5, NaN, Inf, -Inf, NA), final_loss = NaN, skipped_steps = 2L))')
+    assert line == ['{"losses":[0.5,NaN,Infinity,-Infinity,null],"final_loss":NaN,"skipped_steps":2}']
+    record = json.loads(line[0])
+    assert record["losses"][0] == 0.5 and math.isnan(record["losses"][1]) and record["losses"][2:4] == [math.inf, -math.inf]
+    assert record["losses"][4] is None and math.isnan(record["final_loss"])
+
+
 @pytest.mark.parametrize("stem", list(SCRIPTS))
 def test_the_pair_builds_records_with_the_same_field_names(stem: str) -> None:
     """The names each script passes to make_record are the same in both languages."""

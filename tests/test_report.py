@@ -89,6 +89,14 @@ def test_report_lists_every_pair_with_its_verdict(both: dict[str, Any], tmp_path
         assert verdict.explain() in text
     assert "losses split at step 11" in text
     assert "- Pairs: 4 (2 identical, 1 diverged, 1 unsupported)." in text
+    assert "- Judged `strict`: a pair expected bitwise identical (one libtorch, CPU) that is not is diverged." in text
+
+
+def test_report_names_a_judging_policy_other_than_the_runs(both: dict[str, Any], tmp_path: Path) -> None:
+    """A report asked for tolerance-only judging of a strict result says so in its summary."""
+    text = render_markdown(both, judging="tolerance_only")
+    assert "- Judged `tolerance_only` (--tolerance-only): every pair by the tolerance, bitwise identity only noted " in text
+    assert "(this result was run under `strict`)." in text
 
 
 def test_report_says_when_r_was_skipped_and_why(r_skipped: dict[str, Any], tmp_path: Path) -> None:

@@ -118,3 +118,17 @@ def test_the_documented_version_2_example_is_still_read() -> None:
     loaded = load_result(REPO_ROOT / "docs" / "example-result-tiny-cpu.json")
     assert loaded["schema_version"] == RESULT_SCHEMA_VERSION == 3
     assert loaded["cells"][0]["record"]["weights_path"] == "/tmp/ex.weights/with_autocast-default-python-cpu.safetensors"
+
+
+def test_measured_results_under_docs_results_can_be_committed() -> None:
+    """git ignores the checkout's top-level results/ only: a result, its weights and report under docs/results/ can land."""
+    import shutil
+    import subprocess
+
+    from harness.paths import REPO_ROOT
+
+    if shutil.which("git") is None or not (REPO_ROOT / ".git").exists():
+        pytest.skip("not a git checkout: nothing decides what is ignored")
+    paths = ["docs/results/m/tiny.json", "docs/results/m/tiny.weights/a.safetensors", "docs/results/m/tiny/report.md", "results/a.json"]
+    done = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert done.stdout.split() == ["results/a.json"]

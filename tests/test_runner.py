@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from pathlib import Path
 
 import pytest
@@ -11,10 +13,12 @@ from harness.availability import Availability
 from harness.efficiency import workload_flops
 from harness.matrix import Cell
 from harness.measurements import time_cells
+from harness.records import describe_loss, nonfinite_reason
 from harness.results import RESULT_SCHEMA_VERSION
 from harness.runner import MatrixRunner
 from harness.spec import MODES, WorkloadSpec
 from harness.timing import TimingProtocol
+from tests.conftest import require_r_torch
 
 NO_R_TORCH = {"torch_installed": False, "libtorch_installed": False, "libtorch_loads": False}
 
@@ -125,17 +129,30 @@ def test_no_r_at_all_is_named(availability: Availability) -> None:
     assert dataclasses.replace(availability, rscript=None).r_reason.startswith("R is not installed")  # type: ignore[union-attr]
 
 
-def test_nan_loss_in_default_mode_is_a_numerical_failure_with_its_step(availability: Availability) -> None:
-    """A learning rate that blows up gives ``numerical_failure`` naming the first non-finite step, and the run goes on."""
+@pytest.mark.parametrize("frontend", ["python", "r"])
+def test_nan_loss_in_default_mode_is_a_numerical_failure_with_its_step(availability: Availability, frontend: str) -> None:
+    """A learning rate that blows up gives ``numerical_failure`` naming the first non-finite loss as such, its step and frontend."""
+    if frontend == "r":
+        require_r_torch(availability)
     spec = WorkloadSpec.from_preset("tiny", lr=1e6)
-    with MatrixRunner(spec, ("python",), availability=availability) as runner:
-        result = runner.run(("default", "autocast_scaler"))
-    default, scaler = result["cells"]
+    with MatrixRunner(spec, (frontend,), availability=availability) as runner:
+        result = runner.run(("default", "autocast_scaler") if frontend == "python" else ("default",), protocol=TimingProtocol(1, 1))
+    default = result["cells"][0]
     assert default["status"] == "numerical_failure"
-    assert default["reason"].startswith("loss is ") and " at step " in default["reason"]
-    step = int(default["reason"].rsplit(" ", 1)[1])
+    found = re.fullmatch(rf"loss is (NaN|inf|-inf) at step (\d+) \({frontend}\)", default["reason"])
+    assert found is not None, default["reason"]
+    step = int(found.group(2))
     assert 0 < step < spec.steps
-    assert scaler["status"] == "ok"  # the scaler skips non-finite steps: not a failure there
+    assert describe_loss(default["record"]["losses"][step]) == found.group(1)
+    if frontend == "python":
+        assert result["cells"][1]["status"] == "ok"  # the scaler skips non-finite steps: not a failure there
+
+
+@pytest.mark.parametrize(("value", "name"), [(None, "missing"), (math.nan, "NaN"), (math.inf, "inf"), (-math.inf, "-inf"), (0.25, "0.25")])
+def test_non_finite_losses_are_named_as_such(value: float | None, name: str) -> None:
+    """A missing, NaN or infinite loss is named so, with its step and frontend; a finite run has no reason."""
+    assert describe_loss(value) == name
+    assert nonfinite_reason([1.0, 0.5, value], "r") == (None if name == "0.25" else f"loss is {name} at step 2 (r)")
 
 
 def test_a_timed_round_whose_autocast_loss_turns_nan_is_an_error(
@@ -149,4 +166,4 @@ def test_a_timed_round_whose_autocast_loss_turns_nan_is_an_error(
         monkeypatch.setattr(runner, "call_cell", lambda *args, **kwargs: broken)
         time_cells(runner, [cell], TimingProtocol(warmup_rounds=1, rounds=2), lambda text: None)
     assert cell["status"] == "error" and cell["timing"] is None
-    assert cell["reason"] == "timed round 1: its loss became non-finite where the record call's did not"
+    assert cell["reason"] == "timed round 1: loss is NaN at step 5 (python), where the record call's losses were finite"

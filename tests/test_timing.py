@@ -31,16 +31,16 @@ def _record(loop: float, workload: float, gc: float = 0.0) -> dict[str, Any]:
 
 
 def test_round_log_splits_the_overhead_into_setup_and_bridge() -> None:
-    """call − loop = (workload − loop) + (call − workload), as medians over the rounds; a differing round is counted."""
+    """The harness's overhead is the bridge (call − workload); the script's set-up (workload − loop) is kept apart; medians."""
     log = RoundLog()
     for call, loop, workload in [(0.110, 0.100, 0.104), (0.112, 0.101, 0.105), (0.111, 0.102, 0.106)]:
         log.add(call, _record(loop, workload, gc=0.001), 123, same_losses=True)
     log.add(0.113, _record(0.103, 0.107), 456, same_losses=False)
     t = log.summary()
     assert t["rounds"] == 4 and t["warmup_calls"] == 1
-    assert t["overhead_seconds"] == pytest.approx(0.010)
-    assert t["setup_seconds"] == pytest.approx(0.004) and t["bridge_seconds"] == pytest.approx(0.006)
-    assert t["overhead_share"] == pytest.approx(0.010 / 0.1115)
+    assert t["overhead_seconds"] == pytest.approx(0.006) == t["bridge_seconds"]
+    assert t["setup_seconds"] == pytest.approx(0.004) and t["setup_share"] == pytest.approx(0.004 / 0.1115)
+    assert t["overhead_share"] == pytest.approx(0.006 / 0.1115)
     assert t["gc_seconds"] == 0.001 and t["loop"]["median"] == pytest.approx(0.1015)
     assert not t["reproducible"] and t["differing_rounds"] == 1
     assert t["samples"]["peak_rss_bytes"] == [123, 123, 123, 456]

@@ -8,7 +8,16 @@ import pytest
 
 from harness.errors import SpecError
 from harness.spec import MODES
-from harness.tolerances import EPS, MEASURED_STEPS, Tolerance, precision_for, tolerance_for
+from harness.tolerances import (
+    DEFAULT_JUDGING,
+    EPS,
+    JUDGING_POLICIES,
+    MEASURED_STEPS,
+    Tolerance,
+    check_judging,
+    precision_for,
+    tolerance_for,
+)
 
 #: Measured on the tiny preset (CPU, seed 0): each run's distance from the float64 reference.
 _TINY_DEFAULT_FROM_F64 = (1.19e-7, 1.18e-7)  # (max relative loss error, final weights relative L2)
@@ -76,14 +85,28 @@ def test_absolute_floors_are_a_64th_of_the_relative_ones() -> None:
 
 
 @pytest.mark.parametrize(
-    ("mode", "same_libtorch", "expected"),
-    [("default", True, True), ("default", False, False), ("autocast", True, False), ("autocast_scaler_clip", True, False)],
+    ("mode", "device", "same_libtorch", "expected"),
+    [
+        ("default", "cpu", True, True), ("autocast", "cpu", True, True), ("autocast_scaler_clip", "cpu", True, True),
+        ("default", "cpu", False, False), ("autocast", "cpu", False, False),
+        ("default", "cuda", True, False), ("autocast_scaler", "cuda", True, False),
+    ],
 )
-def test_bitwise_identity_is_expected_only_for_default_on_one_libtorch(mode: str, same_libtorch: bool, expected: bool) -> None:
-    """Only ``default`` mode with one libtorch version on both sides is expected bitwise identical."""
-    tol = tolerance_for(mode, "cpu", "bfloat16", 20, same_libtorch=same_libtorch)
+def test_bitwise_identity_is_expected_in_every_mode_on_one_libtorch_on_cpu(
+    mode: str, device: str, same_libtorch: bool, expected: bool
+) -> None:
+    """Every mode on CPU with one libtorch version on both sides is expected bitwise identical; other libtorch or CUDA is not."""
+    tol = tolerance_for(mode, device, "bfloat16", 20, same_libtorch=same_libtorch)
     assert tol.expected_identical is expected
     assert ("bitwise identity is expected" in tol.reason) is expected
+
+
+@pytest.mark.parametrize("judging", ["strict", "tolerance_only"])
+def test_known_judging_policies_pass_and_others_are_refused(judging: str) -> None:
+    """``check_judging`` returns a known policy as is and refuses anything else naming the allowed ones."""
+    assert check_judging(judging) == judging and DEFAULT_JUDGING == "strict" and judging in JUDGING_POLICIES
+    with pytest.raises(SpecError, match="judging must be one of 'strict', 'tolerance_only', got 'Strict'"):
+        check_judging("Strict")
 
 
 def test_reason_names_the_mode_precision_and_steps() -> None:

@@ -1,0 +1,105 @@
+"""The verdict is judged by what it catches: real scripts, one small planted change each, run by the real workers.
+
+Each test copies ``py_scripts/`` and ``r_scripts/`` (:mod:`tests.planting`), changes one line in one
+copy, and runs the real matrix (both frontends, only the modes the change concerns, one timed round)
+with ``$AMP_PARITY_SCRIPTS`` pointing at the copy. On one libtorch on CPU the correct scripts are
+bitwise identical, so every one of these changes, each far inside the float tolerances, must come out
+``diverged``; and an unchanged copy must stay ``identical``. They need R torch: they skip with the
+reason when it is absent and fail under ``AMP_PARITY_REQUIRE_R=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.availability import Availability
+from harness.paths import REPO_ROOT, SCRIPTS_ENV
+from harness.runner import MatrixRunner
+from harness.spec import WorkloadSpec
+from harness.timing import TimingProtocol
+from tests.conftest import require_r_torch
+from tests.planting import copy_scripts, plant
+
+#: One untimed call (the record call) and one timed round: the verdict needs the record only.
+_PROTOCOL = TimingProtocol(warmup_rounds=1, rounds=1)
+
+#: (file, the line as it is, the line planted, the modes whose pair it must break).
+PLANTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
+    "r-lr-1e-6": ("r_scripts/with_autocast.R", "lr = spec$lr)", "lr = spec$lr * (1 + 1e-6))", ("default",)),
+    "python-lr-1e-6": ("py_scripts/with_autocast.py", 'lr=spec["lr"])', 'lr=spec["lr"] * (1 + 1e-6))', ("default",)),
+    # optim_sgd(params, lr, momentum = 0, dampening = 0, weight_decay = 0, nesterov = FALSE) in R/optim-sgd.R
+    "r-weight-decay-1e-4": (
+        "r_scripts/with_autocast.R", "lr = spec$lr)", "lr = spec$lr, weight_decay = 1e-4)", ("autocast",)
+    ),
+    # nn_leaky_relu(negative_slope = 0.01, inplace = FALSE) in R/nn-activation.R
+    "r-leaky-relu": ("r_scripts/common.R", "torch::nn_relu()", "torch::nn_leaky_relu()", ("default", "autocast")),
+}
+
+
+def _run_copy(root: Path, spec: WorkloadSpec, modes: tuple[str, ...], availability: Availability,
+              monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The matrix of ``modes``, both frontends, run from the scripts under ``root``."""
+    monkeypatch.setenv(SCRIPTS_ENV, str(root))
+    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability) as runner:
+        return runner.run(modes, protocol=_PROTOCOL)
+
+
+@pytest.mark.parametrize("name", list(PLANTS))
+def test_a_planted_difference_is_diverged(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """A small change in one frontend's real script makes its pair ``diverged``, naming where the runs first differ."""
+    require_r_torch(availability)
+    relative, old, new, modes = PLANTS[name]
+    root = copy_scripts(tmp_path)
+    plant(root, relative, old, new)
+    result = _run_copy(root, tiny_spec, modes, availability, monkeypatch)
+    assert [c["status"] for c in result["cells"]] == ["ok", "ok"] * len(modes), [c["reason"] for c in result["cells"]]
+    assert result["judging"] == "strict"
+    for pair in result["pairs"]:
+        explanation = "\n".join(pair["explanation"])
+        assert pair["verdict"] == "diverged", explanation
+        assert pair["details"]["identity_required"] is True and pair["details"]["identical"] is False
+        assert "losses first differ at step" in explanation or "losses split at step" in explanation
+        assert pair["details"]["weights"]["worst_tensor"] is not None
+        assert "further from float64" in explanation or "equally far" in explanation
+
+
+def test_an_unchanged_copy_stays_identical(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """The copy without a planted change is ``identical`` in both modes R supports on CPU: no false alarm."""
+    require_r_torch(availability)
+    result = _run_copy(copy_scripts(tmp_path), tiny_spec, ("default", "autocast"), availability, monkeypatch)
+    verdicts = {p["mode"]: p["verdict"] for p in result["pairs"]}
+    assert verdicts == {"default": "identical", "autocast": "identical"}, [p["explanation"][0] for p in result["pairs"]]
+
+
+def test_the_cli_fails_a_run_whose_r_learning_rate_is_off_by_one_in_a_million(
+    tmp_path: Path, availability: Availability
+) -> None:
+    """``python -m harness run --preset tiny`` with the lr-planted R copy prints ``diverged`` for ``default`` and exits 1."""
+    require_r_torch(availability)
+    root = copy_scripts(tmp_path / "scripts")
+    relative, old, new, _ = PLANTS["r-lr-1e-6"]
+    plant(root, relative, old, new)
+    out = tmp_path / "run.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--preset", "tiny", "--json", str(out)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, SCRIPTS_ENV: str(root)},
+    )
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    row = next(line for line in done.stdout.splitlines() if "with_autocast-default-cpu" in line and "│" in line)
+    assert "diverged" in row
+    result = json.loads(out.read_text())
+    verdicts = {p["mode"]: p["verdict"] for p in result["pairs"]}
+    assert verdicts["default"] == "diverged" and verdicts["autocast"] == "diverged"
+    assert all(c["status"] in ("ok", "unsupported") for c in result["cells"])
+
