@@ -81,7 +81,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
         losses=loss_values, final_loss=loss_values[-1], loss_scale=None, skipped=None, skipped_steps=None,
         output_dtype=output_dtype, loss_dtype=loss_dtype, weights_path=spec["weights_out"],
         seconds_total=sum(seconds_per_epoch), seconds_per_epoch=seconds_per_epoch,
-        seconds_workload=clock() - workload_start, gc_seconds=gc_seconds,
+        workload_start=workload_start, gc_seconds=gc_seconds,
         peak_memory_bytes=peak_memory_bytes(device), threads=torch.get_num_threads(),
         device_name=device_name(device),
     )

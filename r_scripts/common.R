@@ -391,23 +391,35 @@ device_name <- function(device) {
   if (length(name) == 1L && is.null(attr(name, "status")) && nzchar(trimws(name))) trimws(name) else "cuda"
 }
 
+#' The record fields that are the same for every call of a process, looked up once: the version strings
+#' (`packageVersion()` alone costs most of a millisecond, which a timed round would pay after its clock).
+static_fields <- local({
+  cached <- NULL
+  function() {
+    if (is.null(cached)) {
+      cached <<- list(
+        schema_version = record_schema_version, frontend = "r",
+        torch_version = as.character(utils::packageVersion("torch")),
+        libtorch_version = libtorch_version(), language_version = R.version.string, clock = clock_name
+      )
+    }
+    cached
+  }
+})
+
 #' The run record with exactly `record_fields`; a missing or extra field is a script bug.
 #'
 #' `schema_version`, `frontend`, `torch_version`, `libtorch_version`, `language_version` and `clock` are
-#' filled in unless given. A `NULL` field is kept (it becomes JSON null).
-make_record <- function(...) {
+#' filled in unless given. A `NULL` field is kept (it becomes JSON null). `seconds_workload` is stamped
+#' last, from `workload_start` (the first line of `run_workload`), so building the record is the script's
+#' own cost: what the harness calls its bridge starts after it.
+make_record <- function(workload_start, ...) {
   fields <- list(...)
-  defaults <- list(
-    schema_version = function() record_schema_version,
-    frontend = function() "r",
-    torch_version = function() as.character(utils::packageVersion("torch")),
-    libtorch_version = function() libtorch_version(),
-    language_version = function() R.version.string,
-    clock = function() clock_name
-  )
-  for (name in setdiff(names(defaults), names(fields))) {
-    fields[name] <- list(defaults[[name]]())
+  static <- static_fields()
+  for (name in setdiff(names(static), names(fields))) {
+    fields[name] <- list(static[[name]])
   }
+  fields$seconds_workload <- clock() - workload_start
   missing <- setdiff(record_fields, names(fields))
   extra <- setdiff(names(fields), record_fields)
   if (length(missing) > 0L || length(extra) > 0L || anyDuplicated(names(fields)) > 0L) {
@@ -421,25 +433,49 @@ make_record <- function(...) {
 
 #' The record as one line of JSON (the shell summary and what the bridge returns).
 #'
-#' Array fields stay arrays with one element (`I()`); `NULL` and `NA` become null; NaN and infinities
-#' are written as Python's json does (`NaN`, `Infinity`), which jsonlite cannot. Numbers keep 15
-#' significant digits, which identify every float32 value exactly.
+#' Array fields stay arrays with one element; `NULL` and `NA` become null; NaN and infinities are written
+#' as Python's json does (`NaN`, `Infinity`), which jsonlite cannot. Doubles are written with 17
+#' significant digits (`exact_json_numbers()`), so Python reads back the very same doubles. Written field
+#' by field with vectorised base R rather than `jsonlite::toJSON()` on the whole list, whose method
+#' dispatch per field every timed round would pay as bridge overhead (Python's twin is `json.dumps`).
 record_to_json <- function(record) {
   if (!is.list(record) || is.null(names(record))) {
     abort_cli("{.fn run_workload} must return a named list (the run record), not {.cls {class(record)}}.")
   }
-  for (name in intersect(record_array_fields, names(record))) {
-    if (!is.null(record[[name]])) {
-      record[[name]] <- I(unlist(record[[name]], use.names = FALSE))
-    }
+  values <- vapply(names(record), function(name) {
+    json_value(record[[name]], is_array = name %in% record_array_fields)
+  }, character(1L), USE.NAMES = FALSE)
+  paste0("{", paste0(json_string(names(record)), ":", values, collapse = ","), "}")
+}
+
+#' One field's value as JSON text: a number, string or logical, or an array of them; `NULL` is null.
+json_value <- function(value, is_array) {
+  if (is.null(value)) {
+    return("null")
   }
-  for (name in names(record)) {
-    if (is.double(record[[name]])) {
-      record[[name]] <- exact_json_numbers(record[[name]], is_array = inherits(record[[name]], "AsIs"))
-    }
+  value <- unlist(value, use.names = FALSE) # a list of numbers (the losses as collected) is a vector
+  text <- if (is.double(value)) {
+    exact_json_numbers(value)
+  } else if (is.logical(value)) {
+    ifelse(is.na(value), "null", ifelse(value, "true", "false"))
+  } else if (is.integer(value)) {
+    ifelse(is.na(value), "null", as.character(value))
+  } else {
+    json_string(as.character(value))
   }
-  json <- jsonlite::toJSON(record, auto_unbox = TRUE, digits = NA, null = "null", na = "null", json_verbatim = TRUE)
-  as.character(json)
+  if (is_array || length(text) != 1L) paste0("[", paste(text, collapse = ","), "]") else text
+}
+
+#' Strings as JSON text (vectorised: a record's keys in one call). Printable ASCII (every name, dtype,
+#' version and ordinary path) is quoted by base R's `encodeString()`, which escapes `"` and `\\` exactly
+#' as JSON does; any other string goes through jsonlite, which also escapes control characters and keeps
+#' UTF-8. `NA` is null.
+json_string <- function(x) {
+  text <- encodeString(x, quote = "\"")
+  other <- !is.na(x) & !grepl("^[ -~]*$", x)
+  text[other] <- vapply(x[other], function(one) as.character(jsonlite::toJSON(one, auto_unbox = TRUE)), character(1L))
+  text[is.na(x)] <- "null"
+  text
 }
 
 #' Doubles as JSON text that reads back as the very same doubles.
@@ -448,20 +484,22 @@ record_to_json <- function(record) {
 #' a bitwise comparison with Python's shortest-round-trip floats; `%.17g` always is. NaN and infinities
 #' are written as Python's json writes and reads them (`NaN`, `Infinity`, `-Infinity`), so a failure
 #' report can say which it was ("loss is NaN at step 3 (r)"); only `NA` (nothing recorded) is `null`.
-exact_json_numbers <- function(x, is_array) {
-  text <- ifelse(is.finite(x), sprintf("%.17g", x),
+exact_json_numbers <- function(x) {
+  if (all(is.finite(x))) {
+    return(sprintf("%.17g", x)) # the usual case, without four passes of ifelse()
+  }
+  ifelse(is.finite(x), sprintf("%.17g", x),
     ifelse(is.nan(x), "NaN", ifelse(is.na(x), "null", ifelse(x > 0, "Infinity", "-Infinity")))
   )
-  if (is_array || length(x) != 1L) {
-    text <- paste0("[", paste(text, collapse = ","), "]")
-  }
-  structure(text, class = "json")
 }
 
 # ---- entry points -------------------------------------------------------------------------------
 
 #' Scripts the bridge has sourced, by path, each with the mtime it had then.
 sourced_scripts <- new.env(parent = emptyenv())
+
+#' The last run spec the bridge parsed, as JSON text and as a list.
+last_spec <- new.env(parent = emptyenv())
 
 #' What the harness's rpy2 worker calls: run one mode of one script and return its record as JSON.
 #'
@@ -473,7 +511,13 @@ amp_parity_call <- function(script_path, spec_json, mode) {
   if (!file.exists(script_path)) {
     abort_cli("R script {.path {script_path}} does not exist.")
   }
-  spec <- jsonlite::fromJSON(spec_json, simplifyVector = TRUE)
+  # Timed rounds send the same spec again and again: parsed once (0.4 ms of bridge a call otherwise).
+  # R copies on modify, so a script cannot change the kept spec.
+  if (!identical(spec_json, last_spec$json)) {
+    last_spec$spec <- jsonlite::fromJSON(spec_json, simplifyVector = TRUE)
+    last_spec$json <- spec_json
+  }
+  spec <- last_spec$spec
   mtime <- format(as.numeric(file.info(script_path)$mtime), digits = 17)
   cached <- get0(script_path, envir = sourced_scripts, inherits = FALSE)
   if (is.null(cached) || !identical(cached$mtime, mtime)) {

@@ -122,7 +122,7 @@ run_workload <- function(spec, mode) {
     losses = loss_values, final_loss = loss_values[[length(loss_values)]], loss_scale = loss_scale,
     skipped = skipped, skipped_steps = sum(skipped), output_dtype = output_dtype,
     loss_dtype = loss_dtype, weights_path = spec$weights_out, seconds_total = sum(seconds_per_epoch),
-    seconds_per_epoch = seconds_per_epoch, seconds_workload = clock() - workload_start,
+    seconds_per_epoch = seconds_per_epoch, workload_start = workload_start,
     gc_seconds = gc_seconds, peak_memory_bytes = peak_memory_bytes(device),
     threads = torch::torch_get_num_threads(), device_name = device_name(device)
   )

@@ -87,6 +87,23 @@ def test_r_records_name_nan_and_infinities_as_python_json_reads_them() -> None:
     assert record["losses"][4] is None and math.isnan(record["final_loss"])
 
 
+def test_r_records_write_every_value_as_json_reads_it_back() -> None:
+    """R's record writer keeps one-element arrays, exact doubles, integers, logicals and hostile strings as Python reads them."""
+    import json
+
+    hostile = r'paste0("/tmp/a \"q\" \\ b/", intToUtf8(c(233, 9)), "x", intToUtf8(1), ".st")'
+    line = _r_value(
+        "record_to_json(list(losses = list(1/3), loss_scale = 65536, skipped = c(FALSE, TRUE, NA), threads = 2147483647L, "
+        f"output_dtype = NULL, clock = NA_character_, weights_path = {hostile}, x = -0.0, y = 1e300))"
+    )
+    record = json.loads(line[0])
+    assert record == {
+        "losses": [1 / 3], "loss_scale": [65536.0], "skipped": [False, True, None], "threads": 2147483647, "output_dtype": None,
+        "clock": None, "weights_path": '/tmp/a "q" \\ b/\u00e9\tx\x01.st', "x": 0.0, "y": 1e300,
+    }
+    assert json.loads(line[0])["losses"][0].hex() == (1 / 3).hex()
+
+
 @pytest.mark.parametrize("stem", list(SCRIPTS))
 def test_the_pair_builds_records_with_the_same_field_names(stem: str) -> None:
     """The names each script passes to make_record are the same in both languages."""
