@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
-from harness.errors import AmpParityError, SpecError
+from harness.errors import AmpParityError
 
 __all__ = ["exit_status", "exit_with_error", "main", "show_warnings_as_lines"]
 
@@ -189,14 +189,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 def _parse_frontends(values: list[str] | None) -> tuple[str, ...]:
     from harness.frontends.registry import FRONTENDS
+    from harness.spec import parse_choices
 
-    if not values:
-        return tuple(FRONTENDS)
-    asked = [f.strip() for v in values for f in v.split(",") if f.strip()]
-    if not asked:  # `--frontend ","` would run no cell and write an empty result
-        raise SpecError("frontend", ",".join(values), f"one or more of {', '.join(repr(f) for f in FRONTENDS)}")
-    for name in asked:
-        if name not in FRONTENDS:
-            raise SpecError("frontend", name, f"one of {', '.join(repr(f) for f in FRONTENDS)}")
-    return tuple(f for f in FRONTENDS if f in asked)
+    return parse_choices("frontend", values, tuple(FRONTENDS))
 

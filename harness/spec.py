@@ -28,6 +28,7 @@ __all__ = [
     "SizeWarning",
     "WorkloadSpec",
     "available_cores",
+    "parse_choices",
     "parse_modes",
     "script_for_mode",
 ]
@@ -213,15 +214,25 @@ def available_cores() -> int:
 
 def parse_modes(values: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
     """Modes from repeated or comma-separated ``--mode`` values, in matrix order; all when empty."""
+    return parse_choices("mode", values, MODES)
+
+
+def parse_choices(name: str, values: list[str] | tuple[str, ...] | None, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """Repeated or comma-separated flag values (``--mode``, ``--frontend``), in ``allowed``'s order; all when none given.
+
+    Raises:
+        SpecError: a value outside ``allowed``, or only separators (``--mode ""`` would run no cell and
+            write an empty result).
+    """
     if not values:
-        return MODES
+        return allowed
     asked = [m.strip() for v in values for m in v.split(",") if m.strip()]
-    if not asked:  # `--mode ""` would run no cell and write an empty result
-        raise SpecError("mode", ",".join(values), f"one or more of {_listing(MODES)}")
-    for mode in asked:
-        if mode not in MODES:
-            raise SpecError("mode", mode, f"one of {_listing(MODES)}")
-    return tuple(m for m in MODES if m in asked)
+    if not asked:
+        raise SpecError(name, ",".join(values), f"one or more of {_listing(allowed)}")
+    for value in asked:
+        if value not in allowed:
+            raise SpecError(name, value, f"one of {_listing(allowed)}")
+    return tuple(m for m in allowed if m in asked)
 
 
 def script_for_mode(mode: str) -> str:
