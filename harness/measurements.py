@@ -16,7 +16,7 @@ from harness.efficiency import gemm_dtype
 from harness.errors import WorkerError
 from harness.gemm_profile import amp_gemm_problem
 from harness.matrix import Cell
-from harness.records import SCALER_MODES, first_nonfinite, nonfinite_reason, record_problem
+from harness.records import numerical_failure, record_problem
 from harness.timing import RoundLog, TimingProtocol
 
 if TYPE_CHECKING:
@@ -75,8 +75,9 @@ def _one_round(runner: MatrixRunner, cell: dict[str, Any], log: RoundLog, timed:
         cell |= {"status": "error", "reason": f"{what} failed: {err}", "timing": None}
         return False
     problem = record_problem(record, runner.spec, key)
-    if problem is None and first_nonfinite(record["losses"]) is not None and cell["mode"] not in SCALER_MODES:
-        problem = f"{nonfinite_reason(record['losses'], cell['frontend'])}, where the record call's losses were finite"
+    failure = numerical_failure(record, key) if problem is None else None
+    if failure is not None:
+        problem = f"{failure}, where the record call's losses were finite"
     if problem is not None:
         cell |= {"status": "error", "reason": f"{what}: {problem}", "timing": None}
         return False

@@ -9,7 +9,7 @@ from harness.matrix import Cell
 from harness.results import RECORD_SCHEMA_VERSION
 from harness.spec import SCRIPTS, WorkloadSpec
 
-__all__ = ["SCALER_MODES", "describe_loss", "first_nonfinite", "nonfinite_reason", "record_problem"]
+__all__ = ["SCALER_MODES", "describe_loss", "first_nonfinite", "nonfinite_reason", "numerical_failure", "record_problem"]
 
 #: Modes where a non-finite loss is expected (the scaler skips that step); elsewhere it is a failure.
 SCALER_MODES = frozenset(SCRIPTS["cuda_amp_grad_scaler"])
@@ -34,7 +34,6 @@ def first_nonfinite(losses: list[Any]) -> int | None:
     return None
 
 
-
 def describe_loss(value: Any) -> str:
     """A loss as a person reads it: ``NaN``, ``inf``, ``-inf``, ``missing`` (null in the record), or the number."""
     if value is None:
@@ -55,3 +54,12 @@ def nonfinite_reason(losses: list[Any], frontend: str) -> str | None:
     """
     step = first_nonfinite(losses)
     return None if step is None else f"loss is {describe_loss(losses[step])} at step {step} ({frontend})"
+
+
+def numerical_failure(record: dict[str, Any], cell: Cell) -> str | None:
+    """Why ``record``'s run failed numerically (its first non-finite loss), or ``None``.
+
+    One rule for the record call and every timed round: a non-finite loss fails every mode but the scaler
+    modes, where the scaler skips that step by design.
+    """
+    return None if cell.mode in SCALER_MODES else nonfinite_reason(record["losses"], cell.frontend)

@@ -28,7 +28,7 @@ from harness.matrix import Cell, cells_for
 from harness.measurements import measure_peaks, profile_cells, time_cells
 from harness.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.prepare import prepare_run_spec
-from harness.records import SCALER_MODES, first_nonfinite, nonfinite_reason, record_problem
+from harness.records import SCALER_MODES, numerical_failure, record_problem
 from harness.reference import Reference, reference_skip_reason, run_reference
 from harness.results import RESULT_SCHEMA_VERSION
 from harness.spec import WorkloadSpec
@@ -195,16 +195,16 @@ class MatrixRunner:
         problem = record_problem(record, self.spec, cell)
         if problem is not None:
             return outcome | {"status": "error", "reason": problem}
-        bad_step = first_nonfinite(record["losses"])
-        if bad_step is not None and cell.mode not in SCALER_MODES:
-            outcome |= {"status": "numerical_failure", "reason": nonfinite_reason(record["losses"], cell.frontend)}
+        failure = numerical_failure(record, cell)
+        if failure is not None:
+            outcome |= {"status": "numerical_failure", "reason": failure}
         if self.declared_unsupported(cell):
             outcome["reason"] = f"declared unsupported for {cell.frontend}, but it ran: update the Frontend registry"
         # A scaler run is judged against the steps it really took: the reference skips its skipped steps too.
         skipped = frozenset(step for step, flag in enumerate(record.get("skipped") or []) if flag)
         reference = self.reference(clip=cell.mode == "autocast_scaler_clip", skipped=skipped)
         float64 = None
-        if reference is not None and (bad_step is None or cell.mode in SCALER_MODES):
+        if reference is not None and failure is None:
             bound = float64_bound_for(cell.mode, cell.device, str(self.spec.amp_dtype), self.spec.steps)
             float64 = check_float64(record["losses"], load_file(record["weights_path"]), reference, bound, skipped)
             outcome["reference_distance"] = float64.distance()
