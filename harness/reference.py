@@ -14,7 +14,7 @@ import numpy as np
 from harness.efficiency import workload_flops
 from harness.spec import WorkloadSpec
 
-__all__ = ["REFERENCE_MAX_FLOPS", "Reference", "distance_from_reference", "reference_skip_reason", "run_reference"]
+__all__ = ["REFERENCE_MAX_FLOPS", "Reference", "reference_skip_reason", "run_reference"]
 
 #: Above this many float64 operations the reference is skipped: NumPy float64 runs at roughly
 #: 5-20 GFLOP/s on 2 cores, so this keeps it under ~10-40 s. ``tiny`` needs ~2e8; ``recipe`` ~2e13.
@@ -99,14 +99,3 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
             step += 1
     final = {f"layer{k}.weight": weights[k] for k in range(n)} | {f"layer{k}.bias": biases[k] for k in range(n)}
     return Reference(losses=losses, weights=final)
-
-
-def distance_from_reference(losses: list[float], weights: dict[str, np.ndarray], ref: Reference) -> dict[str, float]:
-    """Max relative loss error over steps, and the relative L2 error of all final weights together."""
-    run = np.asarray(losses, dtype=np.float64)
-    if run.shape != ref.losses.shape:
-        raise ValueError(f"run has {run.size} losses, reference has {ref.losses.size}")
-    loss_err = float(np.max(np.abs(run - ref.losses) / np.maximum(np.abs(ref.losses), np.finfo(np.float64).tiny)))
-    num = sum(float(np.sum((weights[k].astype(np.float64) - v) ** 2)) for k, v in ref.weights.items())
-    den = sum(float(np.sum(v * v)) for v in ref.weights.values())
-    return {"max_rel_loss_error": loss_err, "final_weights_rel_error": float(np.sqrt(num / den))}
