@@ -1,0 +1,435 @@
+"""What comparing two runs of one pair finds: one small typed record per kind of comparison.
+
+Findings are measurements only (NumPy on the two sides' records and weights): how far apart the losses
+are at each step, each final-weights tensor, the loss-scale history and skipped steps, the dtypes inside
+autocast, each side's distance from float64, the libtorch versions. Whether that is a verdict is
+:mod:`harness.compare`'s business, and how it reads is :mod:`harness.explain`'s; neither parses text.
+Each finding knows, as typed fields, whether it is bitwise equal (``identical``) and whether it is
+inside the tolerance (``beyond`` is the opposite), so the judge reads booleans and numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from safetensors.numpy import load_file
+
+from harness.tolerances import Tolerance
+
+__all__ = [
+    "DTYPE_FIELDS",
+    "DtypeFindings",
+    "Float64Findings",
+    "HistoryFindings",
+    "LossFindings",
+    "PairFindings",
+    "StatusFindings",
+    "TensorFindings",
+    "UnreadableWeights",
+    "WeightFindings",
+    "find_dtypes",
+    "find_float64",
+    "find_history",
+    "find_pair",
+    "find_losses",
+    "find_weights",
+    "ulp_distance",
+]
+
+#: The dtypes each side records from inside the autocast region; they must be equal.
+DTYPE_FIELDS = ("output_dtype", "loss_dtype")
+
+#: Two values, one per side, in the pair's frontend order.
+Both = tuple[Any, Any]
+
+
+@dataclass(frozen=True)
+class StatusFindings:
+    """A side that gave no comparable run: each side's status, and the reasons of those that failed."""
+
+    statuses: tuple[str, str]
+    reasons: tuple[str | None, str | None]
+    failed: tuple[bool, bool]
+
+
+@dataclass(frozen=True)
+class LossFindings:
+    """The two loss trajectories, step by step, against the tolerance."""
+
+    counts: tuple[int, int]
+    steps: int
+    max_abs: float
+    max_rel: float
+    worst_step: int
+    first_difference_step: int | None
+    first_beyond_tolerance_step: int | None
+    steps_beyond_tolerance: int
+    final: tuple[float | None, float | None]
+    #: At the first step beyond tolerance: each side's loss, their gap and the gap allowed there.
+    first_beyond: tuple[float, float, float, float] | None
+    #: The largest share of the allowed gap any step used (0 when bitwise equal), and its step.
+    tolerance_used: float
+    tolerance_used_step: int
+
+    @property
+    def count_differs(self) -> bool:
+        """The sides recorded different numbers of steps."""
+        return self.counts[0] != self.counts[1]
+
+    @property
+    def identical(self) -> bool:
+        """Bitwise equal at every step, and as many steps on each side."""
+        return not self.count_differs and self.first_difference_step is None
+
+    @property
+    def beyond(self) -> bool:
+        """A step past the tolerance, or a different step count."""
+        return self.count_differs or self.first_beyond_tolerance_step is not None
+
+
+@dataclass(frozen=True)
+class TensorFindings:
+    """One final-weights tensor on both sides."""
+
+    name: str
+    shapes: tuple[tuple[int, ...], tuple[int, ...]]
+    dtypes: tuple[str, str]
+    identical: bool
+    within: bool
+    max_abs: float
+    rel_l2: float
+    max_ulps: int
+    worst_index: tuple[int, ...] | None
+    #: Both sides' values at ``worst_index`` (as float64; None where there is no element).
+    worst_values: tuple[float, float] | None
+    diff_sq: float
+    norm_sq: float
+    #: The largest share of the tolerance used, by the criterion that admits the tensor most easily.
+    tolerance_used: float
+
+    @property
+    def shape_differs(self) -> bool:
+        """The sides' shapes differ: nothing else about the tensor was compared."""
+        return self.shapes[0] != self.shapes[1]
+
+    @property
+    def dtype_differs(self) -> bool:
+        """The sides stored different dtypes (the contract says float32)."""
+        return self.dtypes[0] != self.dtypes[1]
+
+    @property
+    def beyond(self) -> bool:
+        """A shape or dtype that differs, or a difference past the tolerance."""
+        return self.shape_differs or self.dtype_differs or (not self.identical and not self.within)
+
+
+@dataclass(frozen=True)
+class UnreadableWeights:
+    """A side whose final-weights file could not be read."""
+
+    side: int
+    path: str
+    error: str
+
+
+@dataclass(frozen=True)
+class WeightFindings:
+    """The final weights, tensor by tensor (in layer order), with the relative L2 gap of all of them."""
+
+    unreadable: tuple[UnreadableWeights, ...]
+    #: The tensor names each side lacks (present on the other side only).
+    missing: tuple[tuple[str, ...], tuple[str, ...]]
+    tensors: tuple[TensorFindings, ...]
+    rel_l2_all: float
+
+    @property
+    def readable(self) -> bool:
+        """Both files could be read."""
+        return not self.unreadable
+
+    @property
+    def differing(self) -> tuple[TensorFindings, ...]:
+        """The tensors that are not bitwise equal."""
+        return tuple(t for t in self.tensors if not t.identical)
+
+    @property
+    def worst(self) -> TensorFindings | None:
+        """The tensor furthest apart (beyond tolerance first), or None when every tensor is bitwise equal."""
+        if not self.differing:
+            return None
+        return max(self.tensors, key=lambda t: (not t.within, t.rel_l2, t.max_ulps))
+
+    @property
+    def identical(self) -> bool:
+        """Both files read, the same tensor names, every tensor bitwise equal."""
+        return self.readable and not any(self.missing) and not self.differing
+
+    @property
+    def beyond(self) -> bool:
+        """A tensor missing on one side or beyond tolerance."""
+        return any(self.missing) or any(t.beyond for t in self.tensors)
+
+
+@dataclass(frozen=True)
+class HistoryFindings:
+    """A per-step history both sides must share exactly: the loss scale, or which steps were skipped."""
+
+    field: str
+    present: tuple[bool, bool]
+    differing_steps: tuple[int, ...]
+    length: int
+    #: Each side's value at the first differing step (None where that side has no such step).
+    first_values: tuple[Any, Any] | None
+    #: The steps each side skipped (for ``skipped``).
+    skipped_at: tuple[tuple[int, ...], tuple[int, ...]]
+    #: The first side's first and last value, when it recorded any.
+    span: tuple[Any, Any] | None
+
+    @property
+    def recorded(self) -> bool:
+        """Both sides recorded this history."""
+        return all(self.present)
+
+    @property
+    def identical(self) -> bool:
+        """Recorded by both and equal at every step, or recorded by neither."""
+        return self.present[0] == self.present[1] and not self.differing_steps
+
+    @property
+    def first_difference_step(self) -> int | None:
+        """The first step where the sides differ."""
+        return self.differing_steps[0] if self.differing_steps else None
+
+
+@dataclass(frozen=True)
+class DtypeFindings:
+    """Each side's recorded dtypes: inside autocast (output, loss), and the AMP dtype it ran with."""
+
+    output_dtype: Both
+    loss_dtype: Both
+    amp_dtype: Both
+
+    def differing(self) -> list[str]:
+        """The names of the fields that differ, in record order."""
+        return [name for name in (*DTYPE_FIELDS, "amp_dtype") if getattr(self, name)[0] != getattr(self, name)[1]]
+
+    @property
+    def autocast_equal(self) -> bool:
+        """The dtypes inside autocast are equal."""
+        return all(getattr(self, name)[0] == getattr(self, name)[1] for name in DTYPE_FIELDS)
+
+
+@dataclass(frozen=True)
+class Float64Findings:
+    """Each side's recorded distance from the float64 reference (``reference_distance``), when both have one."""
+
+    distances: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]
+    #: The relative L2 gap between the two sides' final weights (all tensors), to weigh against the distances.
+    weight_gap: float | None
+
+    @property
+    def recorded(self) -> bool:
+        """Both sides have a distance."""
+        return all(self.distances)
+
+    @property
+    def weight_errors(self) -> tuple[float, float]:
+        """Each side's final-weights relative L2 error from float64."""
+        da, db = self.distances
+        assert da and db, "only when recorded"
+        return float(da["final_weights_rel_error"]), float(db["final_weights_rel_error"])
+
+    @property
+    def further(self) -> int | None:
+        """The side further from float64 (0 or 1), or None when equally far or not recorded."""
+        if not self.recorded:
+            return None
+        wa, wb = self.weight_errors
+        return None if wa == wb else (0 if wa > wb else 1)
+
+    @property
+    def further_ratio(self) -> float:
+        """How many times the nearer side's weight error the further side's is."""
+        wa, wb = self.weight_errors
+        far, near = (wa, wb) if wa > wb else (wb, wa)
+        return far / near if near else math.inf
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise distance in float32 ULPs (units in the last place): 0 for equal, 1 for neighbours.
+
+    The float32 bit patterns are mapped to integers in the order of the values they encode (negative
+    numbers reflected below zero, so -0.0 and +0.0 both map to 0), and the distance is the difference
+    of those integers. NaN on one side only counts as the largest distance; NaN on both as 0.
+    """
+    ia, ib = _ordered_bits(a), _ordered_bits(b)
+    dist = np.abs(ia - ib)
+    nan_a, nan_b = np.isnan(np.asarray(a, np.float32)), np.isnan(np.asarray(b, np.float32))
+    dist = np.where(nan_a & nan_b, 0, dist)
+    return np.where(nan_a ^ nan_b, np.iinfo(np.int64).max, dist)
+
+
+def _ordered_bits(x: np.ndarray) -> np.ndarray:
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.int32).astype(np.int64)
+    return np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
+
+
+def find_losses(losses_a: Sequence[float | None], losses_b: Sequence[float | None], tol: Tolerance) -> LossFindings:
+    """The two trajectories over the steps both recorded (NaN on both sides is equal, on one side infinitely far)."""
+    la, lb = _losses(losses_a), _losses(losses_b)
+    counts = (int(la.size), int(lb.size))
+    n = min(counts)
+    la, lb = la[:n], lb[:n]
+    both_nan, one_nan = np.isnan(la) & np.isnan(lb), np.isnan(la) ^ np.isnan(lb)
+    diff = np.where(both_nan, 0.0, np.where(one_nan, np.inf, np.abs(la - lb)))
+    scale = np.fmax(np.abs(la), np.abs(lb))
+    rel = np.where(diff == 0, 0.0, diff / np.where(scale > 0, scale, np.inf))
+    allowed = tol.loss_atol + tol.loss_rtol * np.nan_to_num(scale)
+    beyond = diff > allowed
+    differ = diff > 0
+    used = diff / allowed
+    first = int(np.argmax(beyond)) if beyond.any() else None
+    return LossFindings(
+        counts=counts, steps=n, max_abs=float(diff.max()) if n else 0.0, max_rel=float(rel.max()) if n else 0.0,
+        worst_step=int(np.argmax(diff)) if n else 0,
+        first_difference_step=int(np.argmax(differ)) if differ.any() else None,
+        first_beyond_tolerance_step=first, steps_beyond_tolerance=int(beyond.sum()),
+        final=(_num(la[-1]), _num(lb[-1])) if n else (None, None),
+        first_beyond=(float(la[first]), float(lb[first]), float(diff[first]), float(tol.loss_atol + tol.loss_rtol * scale[first]))
+        if first is not None else None,
+        tolerance_used=float(used.max()) if n else 0.0, tolerance_used_step=int(np.argmax(used)) if n else 0,
+    )
+
+
+def find_weights(paths: tuple[Any, Any], tol: Tolerance) -> WeightFindings:
+    """Both sides' final-weights files, read and compared tensor by tensor."""
+    loaded: list[dict[str, np.ndarray]] = []
+    unreadable = []
+    for side, path in enumerate(paths):
+        try:
+            loaded.append(load_file(str(path)))
+        except Exception as err:
+            unreadable.append(UnreadableWeights(side, str(path), f"{type(err).__name__}: {err}"))
+    if unreadable:
+        return WeightFindings(tuple(unreadable), ((), ()), (), math.nan)
+    wa, wb = loaded
+    missing = (tuple(sorted(set(wb) - set(wa))), tuple(sorted(set(wa) - set(wb))))
+    tensors = tuple(_find_tensor(key, wa[key], wb[key], tol) for key in sorted(set(wa) & set(wb), key=_tensor_order))
+    num, den = sum(t.diff_sq for t in tensors), sum(t.norm_sq for t in tensors)
+    return WeightFindings((), missing, tensors, math.sqrt(num / den) if den > 0 else (0.0 if num == 0 else math.inf))
+
+
+def _find_tensor(key: str, a: np.ndarray, b: np.ndarray, tol: Tolerance) -> TensorFindings:
+    shapes, dtypes = (tuple(a.shape), tuple(b.shape)), (str(a.dtype), str(b.dtype))
+    if a.shape != b.shape:
+        return TensorFindings(key, shapes, dtypes, False, False, math.inf, math.inf, -1, None, None, 0.0, 0.0, math.inf)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    nan_a, nan_b = np.isnan(a64), np.isnan(b64)
+    diff = np.where(nan_a & nan_b, 0.0, np.where(nan_a ^ nan_b, np.inf, np.abs(a64 - b64)))
+    ulps = ulp_distance(a, b)
+    # relative to the larger norm: symmetric, so swapping the frontends never changes a verdict
+    diff_sq = float(np.sum(np.square(diff)))
+    norm_sq = max(float(np.sum(np.square(np.nan_to_num(a64)))), float(np.sum(np.square(np.nan_to_num(b64)))))
+    rel = math.sqrt(diff_sq / norm_sq) if norm_sq > 0 else (0.0 if diff_sq == 0 else math.inf)
+    max_abs, max_ulps = (float(diff.max()), int(ulps.max())) if diff.size else (0.0, 0)
+    identical = a.dtype == b.dtype and bool(np.array_equal(a.view(np.uint8), b.view(np.uint8)))
+    within = rel <= tol.weight_rtol or max_abs <= tol.weight_atol or max_ulps <= tol.max_ulps
+    index = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape)) if diff.size else ()
+    values = (float(a64[index]), float(b64[index])) if diff.size else None
+    used = min(_share(rel, tol.weight_rtol), _share(max_abs, tol.weight_atol), _share(max_ulps, tol.max_ulps))
+    return TensorFindings(key, shapes, dtypes, identical, within, max_abs, rel, max_ulps, index, values, diff_sq, norm_sq, used)
+
+
+def find_history(field: str, sa: Sequence[Any] | None, sb: Sequence[Any] | None) -> HistoryFindings:
+    """Where two per-step histories differ (a step one side lacks differs)."""
+    present = (sa is not None, sb is not None)
+    if sa is None or sb is None:
+        return HistoryFindings(field, present, (), len(sa or sb or ()), None, ((), ()), (sa[0], sa[-1]) if sa else None)
+    length = max(len(sa), len(sb))
+    steps = tuple(i for i in range(length) if i >= len(sa) or i >= len(sb) or sa[i] != sb[i])
+    first = (sa[steps[0]] if steps[0] < len(sa) else None, sb[steps[0]] if steps[0] < len(sb) else None) if steps else None
+    skipped = (tuple(i for i, v in enumerate(sa) if v), tuple(i for i, v in enumerate(sb) if v)) if field == "skipped" else ((), ())
+    return HistoryFindings(field, present, steps, length, first, skipped, (sa[0], sa[-1]) if sa else None)
+
+
+def find_dtypes(ra: Mapping[str, Any], rb: Mapping[str, Any]) -> DtypeFindings:
+    """Each side's recorded dtypes."""
+    return DtypeFindings(*((ra.get(name), rb.get(name)) for name in (*DTYPE_FIELDS, "amp_dtype")))
+
+
+def find_float64(da: Mapping[str, Any] | None, db: Mapping[str, Any] | None, weights: WeightFindings | None) -> Float64Findings:
+    """Each side's distance from float64, beside the weight gap between the sides."""
+    return Float64Findings((da, db), weights.rel_l2_all if weights and weights.readable else None)
+
+
+def _losses(values: Sequence[float | None]) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in values or []], dtype=np.float64)
+
+
+def _share(value: float, allowed: float) -> float:
+    return 0.0 if value == 0 else (value / allowed if allowed > 0 else math.inf)
+
+
+def _tensor_order(key: str) -> tuple[int, str]:
+    layer, _, kind = key.partition(".")
+    digits = layer.removeprefix("layer")
+    return (int(digits) if digits.isdigit() else 1 << 30, kind or key)
+
+
+def _num(value: Any) -> float | None:
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+@dataclass(frozen=True)
+class PairFindings:
+    """Everything comparing two ok runs of one pair found, under the tolerance they are held to."""
+
+    names: tuple[str, str]
+    mode: str
+    device: str
+    tolerance: Tolerance
+    losses: LossFindings
+    weights: WeightFindings
+    loss_scale: HistoryFindings
+    skipped: HistoryFindings
+    dtypes: DtypeFindings
+    float64: Float64Findings
+    libtorch: tuple[str | None, str | None]
+
+    @property
+    def identical(self) -> bool:
+        """Losses, weights, loss-scale history, skipped steps and dtypes all bitwise equal."""
+        histories = self.loss_scale.identical and self.skipped.identical
+        return self.losses.identical and self.weights.identical and histories and not self.dtypes.differing()
+
+    @property
+    def beyond(self) -> bool:
+        """Some check failed outright: beyond tolerance, or something that must be equal is not."""
+        histories = not (self.loss_scale.identical and self.skipped.identical)
+        return self.losses.beyond or self.weights.beyond or histories or bool(self.dtypes.differing())
+
+    @property
+    def same_libtorch(self) -> bool:
+        """Both sides report the same libtorch version."""
+        return self.libtorch[0] is not None and self.libtorch[0] == self.libtorch[1]
+
+
+def find_pair(
+    names: tuple[str, str], mode: str, device: str, ra: Mapping[str, Any], rb: Mapping[str, Any], tol: Tolerance,
+    distances: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None],
+) -> PairFindings:
+    """Compare two run records (and the weights files they point to) under ``tol``."""
+    weights = find_weights((ra.get("weights_path"), rb.get("weights_path")), tol)
+    return PairFindings(
+        names=names, mode=mode, device=device, tolerance=tol,
+        losses=find_losses(ra.get("losses") or [], rb.get("losses") or [], tol), weights=weights,
+        loss_scale=find_history("loss_scale", ra.get("loss_scale"), rb.get("loss_scale")),
+        skipped=find_history("skipped", ra.get("skipped"), rb.get("skipped")),
+        dtypes=find_dtypes(ra, rb), float64=find_float64(distances[0], distances[1], weights),
+        libtorch=(ra.get("libtorch_version"), rb.get("libtorch_version")),
+    )
