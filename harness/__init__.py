@@ -5,7 +5,7 @@ The public surface; importing it never imports torch (the frontends run in worke
 
 from __future__ import annotations
 
-from harness.compare import PairVerdict, compare_cells, compare_result
+from harness.compare import compare_cells, compare_result
 from harness.errors import (
     AmpParityError,
     FixtureError,
@@ -18,6 +18,7 @@ from harness.errors import (
 )
 from harness.fixtures import FixtureFile, ensure_fixtures
 from harness.matrix import Cell, cells_for
+from harness.model import CellResult, MatrixResult, PairVerdict, Status
 from harness.outputs import ResultClaim
 from harness.reference import Reference, run_reference
 from harness.report import write_report
@@ -29,11 +30,13 @@ from harness.tolerances import DEFAULT_JUDGING, JUDGING_POLICIES, Tolerance, tol
 __all__ = [
     "AmpParityError",
     "Cell",
+    "CellResult",
     "DEFAULT_JUDGING",
     "FixtureError",
     "FixtureFile",
     "JUDGING_POLICIES",
     "MODES",
+    "MatrixResult",
     "MatrixRunner",
     "PRESETS",
     "PairVerdict",
@@ -43,6 +46,7 @@ __all__ = [
     "SCRIPTS",
     "ScriptError",
     "SpecError",
+    "Status",
     "Tolerance",
     "WorkerCrashed",
     "WorkerError",

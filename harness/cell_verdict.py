@@ -12,99 +12,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from harness.reference import Reference
-from harness.scaler_oracle import ScalerCheck, check_scale_history
+from harness.scaler_oracle import check_scale_history
 from harness.tolerances import Float64Bound
+from harness.verdicts import CellVerdict, Float64Check
 
-__all__ = ["CELL_OUTCOMES", "CellVerdict", "Float64Check", "check_float64", "judge_cell"]
-
-#: ``pass``: every check that could run passed; ``fail``: one did not (the reason names it);
-#: ``not_judged``: nothing to judge (the cell did not run, or no reference and no scaler).
-CELL_OUTCOMES = ("pass", "fail", "not_judged")
-
-
-@dataclass(frozen=True)
-class Float64Check:
-    """One cell's distance from the float64 reference against its bound."""
-
-    passed: bool
-    max_rel_loss_error: float
-    final_weights_rel_error: float
-    first_step_beyond: int | None
-    worst_tensor: str | None
-    worst_tensor_rel_error: float | None
-    replayed_skipped_steps: tuple[int, ...]
-    bound: Float64Bound
-    message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data for the result (non-finite errors as None, JSON has no NaN)."""
-        return {
-            "passed": self.passed, "max_rel_loss_error": _finite(self.max_rel_loss_error),
-            "final_weights_rel_error": _finite(self.final_weights_rel_error), "first_step_beyond": self.first_step_beyond,
-            "worst_tensor": self.worst_tensor, "worst_tensor_rel_error": _finite(self.worst_tensor_rel_error),
-            "replayed_skipped_steps": list(self.replayed_skipped_steps), "bound": self.bound.to_dict(), "message": self.message,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Float64Check:
-        """The inverse of :meth:`to_dict`."""
-        return cls(
-            passed=bool(data["passed"]), max_rel_loss_error=_nan(data["max_rel_loss_error"]),
-            final_weights_rel_error=_nan(data["final_weights_rel_error"]), first_step_beyond=data["first_step_beyond"],
-            worst_tensor=data["worst_tensor"], worst_tensor_rel_error=data["worst_tensor_rel_error"],
-            replayed_skipped_steps=tuple(data["replayed_skipped_steps"]), bound=Float64Bound(**data["bound"]),
-            message=str(data["message"]),
-        )
-
-    def distance(self) -> dict[str, float | None]:
-        """The cell's ``reference_distance``: max relative loss error over the judged steps, weights relative L2 error."""
-        return {"max_rel_loss_error": _finite(self.max_rel_loss_error), "final_weights_rel_error": _finite(self.final_weights_rel_error)}
-
-
-@dataclass(frozen=True)
-class CellVerdict:
-    """The judgement of one cell on its own: ``outcome`` (one of CELL_OUTCOMES), the checks, and why."""
-
-    cell: str
-    outcome: str
-    float64: Float64Check | None
-    scaler: ScalerCheck | None
-    reason: str
-
-    @property
-    def failed(self) -> bool:
-        """True when a check failed: the run exits 1."""
-        return self.outcome == "fail"
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data for the result's cell (``verdict``)."""
-        return {
-            "cell": self.cell, "outcome": self.outcome, "reason": self.reason,
-            "float64": self.float64.to_dict() if self.float64 else None, "scaler": self.scaler.to_dict() if self.scaler else None,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CellVerdict:
-        """The verdict stored in a result's cell (the inverse of :meth:`to_dict`)."""
-        return cls(
-            cell=str(data["cell"]), outcome=str(data["outcome"]), reason=str(data["reason"]),
-            float64=Float64Check.from_dict(data["float64"]) if data.get("float64") else None,
-            scaler=ScalerCheck.from_dict(data["scaler"]) if data.get("scaler") else None,
-        )
-
-    def lines(self) -> list[str]:
-        """Every finding, one per line (the report's details)."""
-        found = [f"{self.cell}: {self.outcome} — {self.reason}"]
-        found += [f"  float64: {self.float64.message}"] if self.float64 else []
-        found += [f"  float64 bound: {self.float64.bound.describe()} — {self.float64.bound.reason}"] if self.float64 else []
-        found += [f"  scaler: {self.scaler.message}"] if self.scaler else []
-        return found
+__all__ = ["check_float64", "judge_cell"]
 
 
 def check_float64(
@@ -174,11 +91,3 @@ def judge_cell(cell: Mapping[str, Any], spec: Mapping[str, Any], float64: Float6
     parts = ["within the float64 bound" if float64 else f"float64 not judged ({no_float64})"]
     parts += ["scale history follows GradScaler's rule"] if scaler else []
     return CellVerdict(cell_id, "pass", float64, scaler, "; ".join(parts))
-
-
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
-def _nan(value: float | None) -> float:
-    return math.nan if value is None else float(value)

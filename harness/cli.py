@@ -46,9 +46,9 @@ def show_warnings_as_lines() -> None:
 
 def _parser() -> argparse.ArgumentParser:
     from harness.prepare import add_weights_out_arguments
+    from harness.protocol import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
     from harness.runner import DEFAULT_TIMEOUT_S
     from harness.spec_args import OneLineParser, add_spec_arguments, positive_seconds, whole_number
-    from harness.timing import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
 
     # --debug and -v are accepted before or after the command ("run with --debug" must work as printed):
     # every parser shares the two actions, which leave their name unset unless given (see main()), so the
@@ -142,11 +142,11 @@ def main(argv: list[str] | None = None) -> None:
 def _run(args: argparse.Namespace) -> int:
     from harness.outputs import ResultClaim, check_report_folder, publish_or_rescue, write_report_or_say_why
     from harness.prepare import require_device
+    from harness.protocol import TimingProtocol
     from harness.runner import MatrixRunner
     from harness.spec import parse_modes
     from harness.spec_args import spec_from_args
     from harness.table import make_console, print_result
-    from harness.timing import TimingProtocol
 
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)

@@ -12,7 +12,6 @@ then say why (:mod:`harness.explain`): every mismatch goes into the explanation;
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import SpecError
@@ -20,8 +19,9 @@ from harness.explain import Judgement, explain_pair, headline
 from harness.findings import PairFindings, StatusFindings, find_pair
 from harness.matrix import FRONTEND_ORDER
 from harness.tolerances import DEFAULT_JUDGING, Tolerance, check_judging, tolerance_for
+from harness.verdicts import PairVerdict
 
-__all__ = ["VERDICTS", "PairVerdict", "compare_cells", "compare_result", "judge", "judge_statuses"]
+__all__ = ["VERDICTS", "compare_cells", "compare_result", "judge", "judge_statuses"]
 
 #: ``identical``: losses, weights and scales bitwise equal. ``within_tolerance``: not identical, every
 #: difference inside the :mod:`harness.tolerances` policy, and identity not required. ``diverged``: a
@@ -33,56 +33,6 @@ VERDICTS = ("identical", "within_tolerance", "diverged", "unsupported", "error",
 #: Which non-ok status decides the verdict when a side did not run: the worst of the two sides first.
 _STATUS_RANK = ("error", "numerical_failure", "unsupported", "skipped")
 _STATUS_VERDICT = {"error": "error", "numerical_failure": "error", "unsupported": "unsupported", "skipped": "skipped"}
-
-
-@dataclass(frozen=True)
-class PairVerdict:
-    """The judgement of one pair, with every line a person needs to act on it."""
-
-    pair: str
-    script: str
-    mode: str
-    device: str
-    frontends: tuple[str, str]
-    verdict: str
-    explanation: list[str] = field(default_factory=list, hash=False)
-    details: dict[str, Any] = field(default_factory=dict, hash=False)
-
-    @property
-    def ok(self) -> bool:
-        """True when the two frontends agree (bitwise or within tolerance)."""
-        return self.verdict in ("identical", "within_tolerance")
-
-    @property
-    def summary(self) -> str:
-        """The first explanation line: the verdict and its main cause."""
-        return self.explanation[0] if self.explanation else f"{self.pair}: {self.verdict}"
-
-    @property
-    def cause(self) -> str:
-        """The summary without the pair and verdict: the one-line why, for tables."""
-        return self.summary.partition(" — ")[2] or self.verdict
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> PairVerdict:
-        """The verdict stored in a result's ``pairs`` (the inverse of :meth:`to_dict`)."""
-        return cls(
-            pair=data["pair"], script=data["script"], mode=data["mode"], device=data["device"],
-            frontends=(data["frontends"][0], data["frontends"][1]), verdict=data["verdict"],
-            explanation=list(data["explanation"]), details=dict(data["details"]),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data (JSON-ready)."""
-        return {
-            "pair": self.pair, "script": self.script, "mode": self.mode, "device": self.device,
-            "frontends": list(self.frontends), "verdict": self.verdict,
-            "explanation": list(self.explanation), "details": self.details,
-        }
-
-    def explain(self) -> str:
-        """The whole explanation, one finding per line (what a failing test prints)."""
-        return "\n".join([self.summary, *(f"  {line}" for line in self.explanation[1:])])
 
 
 def compare_result(result: Mapping[str, Any], judging: str | None = None) -> list[PairVerdict]:

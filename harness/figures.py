@@ -7,8 +7,9 @@ on CPU, the tensor-core share to CUDA); a result is checked against those that a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from typing import Any
+
+from harness.verdicts import FigureCheck
 
 __all__ = [
     "CV_MAX",
@@ -17,7 +18,6 @@ __all__ = [
     "OVERHEAD_MAX_SECONDS",
     "OVERHEAD_MAX_SHARE",
     "TINY_MATRIX_MAX_SECONDS",
-    "FigureCheck",
     "check_figures",
 ]
 
@@ -37,22 +37,6 @@ CV_MIN_LOOP_SECONDS = 0.5
 TINY_MATRIX_MAX_SECONDS = 60.0
 #: The Python ``recipe`` autocast cell on an H100-class GPU, as a share of the measured half-precision peak.
 GPU_AUTOCAST_MIN_SHARE = 0.5
-
-
-@dataclass(frozen=True)
-class FigureCheck:
-    """One figure checked on one subject (a cell or the whole matrix)."""
-
-    figure: str
-    subject: str
-    target: str
-    measured: str
-    met: bool
-    why: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data for the result and the report."""
-        return asdict(self)
 
 
 def check_figures(result: Mapping[str, Any]) -> list[FigureCheck]:

@@ -16,8 +16,9 @@ from harness.efficiency import gemm_dtype
 from harness.errors import WorkerError
 from harness.gemm_profile import amp_gemm_problem
 from harness.matrix import Cell
+from harness.protocol import TimingProtocol
 from harness.records import numerical_failure, record_problem
-from harness.timing import RoundLog, TimingProtocol
+from harness.timing import RoundLog
 
 if TYPE_CHECKING:
     from harness.runner import MatrixRunner

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.atomic import atomic_path
-from harness.cell_verdict import CellVerdict
-from harness.compare import PairVerdict, compare_result
+from harness.compare import compare_result
 from harness.errors import ResultError
+from harness.model import CellVerdict, PairVerdict
 from harness.plots import plot_loss_diff, plot_losses, plot_timing
 from harness.report_timing import efficiency_section, figures_section, timing_section
 from harness.result_shape import check_result_shape

@@ -28,12 +28,13 @@ from harness.matrix import Cell, cells_for
 from harness.measurements import measure_peaks, profile_cells, time_cells
 from harness.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.prepare import prepare_run_spec
+from harness.protocol import TimingProtocol, thread_env
 from harness.records import SCALER_MODES, numerical_failure, record_problem
 from harness.reference import Reference, reference_skip_reason, run_reference
 from harness.results import RESULT_SCHEMA_VERSION
 from harness.spec import WorkloadSpec
 from harness.staging import StagingDir
-from harness.timing import TimingProtocol, ratio, thread_env
+from harness.timing import ratio
 from harness.tolerances import DEFAULT_JUDGING, check_judging, float64_bound_for
 from harness.worker import Worker
 

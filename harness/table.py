@@ -7,8 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from harness.compare import PairVerdict
 from harness.figures import check_figures
+from harness.model import PairVerdict
 from harness.text import num
 from harness.timing import frontend_costs
 

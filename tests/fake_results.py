@@ -19,9 +19,10 @@ from safetensors.numpy import load_file, save_file
 from harness.cell_verdict import judge_cell
 from harness.matrix import Cell
 from harness.outputs import ResultClaim
+from harness.protocol import TimingProtocol
 from harness.runner import MatrixRunner, add_speedups, collect_warnings
 from harness.spec import MODES, WorkloadSpec
-from harness.timing import RoundLog, TimingProtocol
+from harness.timing import RoundLog
 
 __all__ = [
     "WeightsEdit",

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.cell_verdict import CellVerdict, check_float64, judge_cell
+from harness.cell_verdict import check_float64, judge_cell
+from harness.model import CellVerdict
 from harness.reference import Reference
 from harness.scaler_oracle import expected_scale_history
 from harness.tolerances import MEASURED_STEPS, float64_bound_for

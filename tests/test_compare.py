@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.compare import VERDICTS, PairVerdict, compare_cells, compare_result
+from harness.compare import VERDICTS, compare_cells, compare_result
 from harness.errors import SpecError
 from harness.findings import ulp_distance
+from harness.model import PairVerdict
 from harness.spec import MODES
 from tests.fake_results import build_python_result, extra_skip, nudge_one_ulp, pair_result, split_losses, twin_cell, with_status
 

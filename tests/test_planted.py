@@ -21,9 +21,9 @@ import pytest
 
 from harness.availability import Availability
 from harness.paths import REPO_ROOT, SCRIPTS_ENV
+from harness.protocol import TimingProtocol
 from harness.runner import MatrixRunner
 from harness.spec import WorkloadSpec
-from harness.timing import TimingProtocol
 from tests.conftest import require_r_torch
 from tests.planting import copy_scripts, plant
 

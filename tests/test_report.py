@@ -180,7 +180,7 @@ def test_timing_uses_timed_rounds_when_recorded(both: dict[str, Any]) -> None:
 
 def _failing(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A copy of ``result`` whose Python clip cell failed its own verdict (as a missing ``unscale_`` makes it)."""
-    from harness.cell_verdict import CellVerdict, Float64Check
+    from harness.model import CellVerdict, Float64Check
 
     failed = copy.deepcopy(result)
     cell = next(c for c in failed["cells"] if c["id"] == "cuda_amp_grad_scaler-autocast_scaler_clip-python-cpu")

@@ -13,11 +13,11 @@ from harness.availability import Availability
 from harness.efficiency import workload_flops
 from harness.matrix import Cell
 from harness.measurements import time_cells
+from harness.protocol import TimingProtocol
 from harness.records import describe_loss, nonfinite_reason
 from harness.results import RESULT_SCHEMA_VERSION
 from harness.runner import MatrixRunner
 from harness.spec import MODES, WorkloadSpec
-from harness.timing import TimingProtocol
 from tests.conftest import require_r_torch
 
 NO_R_TORCH = {"torch_installed": False, "libtorch_installed": False, "libtorch_loads": False}

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from harness.errors import SpecError
-from harness.timing import MAX_CV_FOR_RATIO, RoundLog, TimingProtocol, ratio, summarize, thread_env
+from harness.protocol import TimingProtocol, thread_env
+from harness.timing import MAX_CV_FOR_RATIO, RoundLog, ratio, summarize
 
 
 def test_summarize_gives_median_quartiles_and_cv() -> None:

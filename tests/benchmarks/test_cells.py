@@ -26,9 +26,9 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from harness.availability import Availability
 from harness.efficiency import workload_flops
 from harness.matrix import Cell
+from harness.protocol import DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
 from harness.runner import MatrixRunner
 from harness.spec import WorkloadSpec
-from harness.timing import DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
 from tests.conftest import FRONTENDS, require_frontend
 
 #: Rounds per cell (the harness's default); lower it with AMP_PARITY_BENCH_ROUNDS for recipe on a CPU.

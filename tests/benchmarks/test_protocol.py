@@ -25,9 +25,10 @@ from harness.fixtures import ensure_fixtures
 from harness.matrix import Cell
 from harness.paths import REPO_ROOT
 from harness.prepare import prepare_run_spec
+from harness.protocol import DEFAULT_ROUNDS
 from harness.runner import MatrixRunner
 from harness.spec import WorkloadSpec
-from harness.timing import DEFAULT_ROUNDS, summarize
+from harness.timing import summarize
 
 PRESET = os.environ.get("AMP_PARITY_BENCH_PRESET", "bench")
 
