@@ -18,7 +18,9 @@ from harness.errors import SpecError
 from harness.explain import Judgement, explain_pair, headline
 from harness.findings import PairFindings, StatusFindings, find_pair
 from harness.matrix import FRONTEND_ORDER
+from harness.model import CellResult, MatrixResult
 from harness.tolerances import DEFAULT_JUDGING, Tolerance, check_judging, tolerance_for
+from harness.typed_input import as_cell, as_result
 from harness.verdicts import PairVerdict
 
 __all__ = ["VERDICTS", "compare_cells", "compare_result", "judge", "judge_statuses"]
@@ -35,35 +37,36 @@ _STATUS_RANK = ("error", "numerical_failure", "unsupported", "skipped")
 _STATUS_VERDICT = {"error": "error", "numerical_failure": "error", "unsupported": "unsupported", "skipped": "skipped"}
 
 
-def compare_result(result: Mapping[str, Any], judging: str | None = None) -> list[PairVerdict]:
+def compare_result(result: MatrixResult | Mapping[str, Any], judging: str | None = None) -> list[PairVerdict]:
     """A verdict for every pair of ``result`` (frontends in :data:`harness.matrix.FRONTEND_ORDER`: python, then r).
 
     ``judging`` (``strict`` or ``tolerance_only``) defaults to the policy the result was run under
-    (its ``judging`` field), so a report judges a result as its run did; ``strict`` if it has none.
+    (its ``judging`` field), so a report judges a result as its run did.
     A pair with one cell (one frontend was not asked for) is left out: there is nothing to compare.
 
     Raises:
         SpecError: an unknown judging policy.
     """
-    judging = check_judging(judging or str(result.get("judging") or DEFAULT_JUDGING))
-    pairs: dict[str, list[Mapping[str, Any]]] = {}
-    for cell in result["cells"]:
-        pairs.setdefault(cell["pair"], []).append(cell)
-    spec = result.get("spec") or {}
+    result = as_result(result)
+    judging = check_judging(judging or result.judging or DEFAULT_JUDGING)
+    pairs: dict[str, list[CellResult]] = {}
+    for cell in result.cells:
+        pairs.setdefault(cell.pair, []).append(cell)
     verdicts = []
     for cells in pairs.values():
         cells = sorted(cells, key=_frontend_rank)
         for other in cells[1:]:
             tolerance = None
-            if cells[0]["status"] == other["status"] == "ok" and spec.get("amp_dtype"):
-                steps = int(spec["epochs"]) * int(spec["num_batches"])
-                tolerance = tolerance_for(cells[0]["mode"], cells[0]["device"], spec["amp_dtype"], steps, _same_libtorch(cells[0], other))
+            if cells[0].ok and other.ok and result.spec.amp_dtype:
+                same = _same_libtorch(cells[0], other)
+                tolerance = tolerance_for(cells[0].mode, cells[0].device, result.spec.amp_dtype, result.steps, same)
             verdicts.append(compare_cells(cells[0], other, tolerance, judging))
     return verdicts
 
 
 def compare_cells(
-    a: Mapping[str, Any], b: Mapping[str, Any], tolerance: Tolerance | None = None, judging: str = DEFAULT_JUDGING
+    a: CellResult | Mapping[str, Any], b: CellResult | Mapping[str, Any], tolerance: Tolerance | None = None,
+    judging: str = DEFAULT_JUDGING,
 ) -> PairVerdict:
     """Judge frontend ``a`` against frontend ``b`` on one cell of the matrix.
 
@@ -76,24 +79,25 @@ def compare_cells(
         SpecError: an unknown judging policy.
     """
     check_judging(judging)
-    if a["pair"] != b["pair"] or a["frontend"] == b["frontend"]:
-        raise ValueError(f"cells {a['id']!r} and {b['id']!r} are not two frontends of one pair")
-    names = (str(a["frontend"]), str(b["frontend"]))
+    a, b = as_cell(a), as_cell(b)
+    if a.pair != b.pair or a.frontend == b.frontend:
+        raise ValueError(f"cells {a.id!r} and {b.id!r} are not two frontends of one pair")
+    names = (a.frontend, b.frontend)
     statuses = StatusFindings(
-        (str(a["status"]), str(b["status"])), (a.get("reason"), b.get("reason")),
-        (a["status"] != "ok" or not a.get("record"), b["status"] != "ok" or not b.get("record")),
+        (str(a.status), str(b.status)), (a.reason, b.reason), (not a.ok or a.record is None, not b.ok or b.record is None),
     )
     if any(statuses.failed):
         return _status_verdict(a, names, statuses)
-    ra, rb = a["record"], b["record"]
+    ra, rb = a.record, b.record
+    assert ra is not None and rb is not None
     try:
-        steps = max(len(ra["losses"]), len(rb["losses"]), 1)
-        tol = tolerance or tolerance_for(str(a["mode"]), str(a["device"]), str(ra.get("amp_dtype")), steps, _same_libtorch(a, b))
+        steps = max(len(ra.losses), len(rb.losses), 1)
+        tol = tolerance or tolerance_for(a.mode, a.device, str(ra.amp_dtype), steps, _same_libtorch(a, b))
     except SpecError as err:
-        return _verdict(a, names, "error", [headline(str(a["pair"]), names, "error", f"no tolerance for this record: {err}")], {})
-    found = find_pair(names, str(a["mode"]), str(a["device"]), ra, rb, tol, (a.get("reference_distance"), b.get("reference_distance")))
+        return _verdict(a, names, "error", [headline(a.pair, names, "error", f"no tolerance for this record: {err}")], {})
+    found = find_pair(names, a.mode, a.device, ra, rb, tol, (a.reference_distance, b.reference_distance))
     judged = judge(found, judging)
-    return _verdict(a, names, judged.verdict, *explain_pair(str(a["pair"]), found, judged))
+    return _verdict(a, names, judged.verdict, *explain_pair(a.pair, found, judged))
 
 
 def judge(found: PairFindings, judging: str) -> Judgement:
@@ -122,7 +126,7 @@ def judge_statuses(statuses: StatusFindings) -> str:
     return _STATUS_VERDICT.get(worst, "error")
 
 
-def _status_verdict(a: Mapping[str, Any], names: tuple[str, str], statuses: StatusFindings) -> PairVerdict:
+def _status_verdict(a: CellResult, names: tuple[str, str], statuses: StatusFindings) -> PairVerdict:
     verdict = judge_statuses(statuses)
     sides = [i for i in (0, 1) if statuses.failed[i]]
     lines = [f"{names[i]} {statuses.statuses[i]}: {statuses.reasons[i] or 'no run record'}" for i in sides]
@@ -130,18 +134,18 @@ def _status_verdict(a: Mapping[str, Any], names: tuple[str, str], statuses: Stat
         "statuses": dict(zip(names, statuses.statuses, strict=True)),
         "reasons": {names[i]: statuses.reasons[i] for i in sides},
     }
-    return _verdict(a, names, verdict, [headline(str(a["pair"]), names, verdict, lines[0]), *lines[1:]], details)
+    return _verdict(a, names, verdict, [headline(a.pair, names, verdict, lines[0]), *lines[1:]], details)
 
 
-def _verdict(a: Mapping[str, Any], names: tuple[str, str], verdict: str, explanation: list[str], details: dict[str, Any]) -> PairVerdict:
-    return PairVerdict(str(a["pair"]), str(a["script"]), str(a["mode"]), str(a["device"]), names, verdict, explanation, details)
+def _verdict(a: CellResult, names: tuple[str, str], verdict: str, explanation: list[str], details: dict[str, Any]) -> PairVerdict:
+    return PairVerdict(a.pair, a.script, a.mode, a.device, names, verdict, explanation, details)
 
 
-def _same_libtorch(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    va, vb = ((c.get("record") or {}).get("libtorch_version") for c in (a, b))
+def _same_libtorch(a: CellResult, b: CellResult) -> bool:
+    va, vb = (c.record.libtorch_version if c.record else None for c in (a, b))
     return va is not None and va == vb
 
 
-def _frontend_rank(cell: Mapping[str, Any]) -> tuple[int, str]:
-    name = str(cell["frontend"])
+def _frontend_rank(cell: CellResult) -> tuple[int, str]:
+    name = cell.frontend
     return (FRONTEND_ORDER.index(name) if name in FRONTEND_ORDER else len(FRONTEND_ORDER), name)

@@ -8,6 +8,7 @@ used, a ``diverged`` pair the first failing check, the first step and the worst 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,8 +204,8 @@ def _float64_note(found: PairFindings) -> str:
     assert da and db
     wa, wb = f64.weight_errors
     line = (
-        f"distance from float64: {names[0]} loss {da['max_rel_loss_error']:.2e} / weights {wa:.2e}; "
-        f"{names[1]} loss {db['max_rel_loss_error']:.2e} / weights {wb:.2e}"
+        f"distance from float64: {names[0]} loss {_e(da.max_rel_loss_error)} / weights {wa:.2e}; "
+        f"{names[1]} loss {_e(db.max_rel_loss_error)} / weights {wb:.2e}"
     )
     if f64.further is not None:
         line += f"; {names[f64.further]} is further from float64 ({f64.further_ratio:.3g}x {names[1 - f64.further]}'s weight error)"
@@ -279,7 +280,7 @@ def _details(found: PairFindings, judged: Judgement, failed: list[str], problems
     if scaler:
         details["scaler"] = scaler
     details["dtypes"] = {name: list(getattr(found.dtypes, name)) for name in (*DTYPE_FIELDS, "amp_dtype")}
-    details["reference_distance"] = dict(zip(names, found.float64.distances, strict=True))
+    details["reference_distance"] = {name: d.to_json() if d else None for name, d in zip(names, found.float64.distances, strict=True)}
     if found.float64.further is not None:
         details["further_from_float64"] = names[found.float64.further]
     details.update(
@@ -300,6 +301,11 @@ def _tensor_details(t: TensorFindings) -> dict[str, Any]:
 
 def _finite(value: float) -> float | None:
     return value if value == value and abs(value) != float("inf") else None
+
+
+def _e(value: float | None) -> str:
+    """A distance in the explanation's format; a non-finite one (stored as None) as inf."""
+    return f"{math.inf if value is None else value:.2e}"
 
 
 def _percent(share: float) -> str:

@@ -11,13 +11,14 @@ inside the tolerance (``beyond`` is the opposite), so the judge reads booleans a
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from safetensors.numpy import load_file
 
+from harness.model import ReferenceDistance, RunRecord
 from harness.tolerances import Tolerance
 
 __all__ = [
@@ -227,7 +228,7 @@ class DtypeFindings:
 class Float64Findings:
     """Each side's recorded distance from the float64 reference (``reference_distance``), when both have one."""
 
-    distances: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]
+    distances: tuple[ReferenceDistance | None, ReferenceDistance | None]
     #: The relative L2 gap between the two sides' final weights (all tensors), to weigh against the distances.
     weight_gap: float | None
 
@@ -238,10 +239,10 @@ class Float64Findings:
 
     @property
     def weight_errors(self) -> tuple[float, float]:
-        """Each side's final-weights relative L2 error from float64."""
+        """Each side's final-weights relative L2 error from float64 (a non-finite one, stored as None, is infinite)."""
         da, db = self.distances
         assert da and db, "only when recorded"
-        return float(da["final_weights_rel_error"]), float(db["final_weights_rel_error"])
+        return tuple(math.inf if d.final_weights_rel_error is None else d.final_weights_rel_error for d in (da, db))  # type: ignore[return-value]
 
     @property
     def further(self) -> int | None:
@@ -356,12 +357,12 @@ def find_history(field: str, sa: Sequence[Any] | None, sb: Sequence[Any] | None)
     return HistoryFindings(field, present, steps, length, first, skipped, (sa[0], sa[-1]) if sa else None)
 
 
-def find_dtypes(ra: Mapping[str, Any], rb: Mapping[str, Any]) -> DtypeFindings:
+def find_dtypes(ra: RunRecord, rb: RunRecord) -> DtypeFindings:
     """Each side's recorded dtypes."""
-    return DtypeFindings(*((ra.get(name), rb.get(name)) for name in (*DTYPE_FIELDS, "amp_dtype")))
+    return DtypeFindings((ra.output_dtype, rb.output_dtype), (ra.loss_dtype, rb.loss_dtype), (ra.amp_dtype, rb.amp_dtype))
 
 
-def find_float64(da: Mapping[str, Any] | None, db: Mapping[str, Any] | None, weights: WeightFindings | None) -> Float64Findings:
+def find_float64(da: ReferenceDistance | None, db: ReferenceDistance | None, weights: WeightFindings | None) -> Float64Findings:
     """Each side's distance from float64, beside the weight gap between the sides."""
     return Float64Findings((da, db), weights.rel_l2_all if weights and weights.readable else None)
 
@@ -420,16 +421,16 @@ class PairFindings:
 
 
 def find_pair(
-    names: tuple[str, str], mode: str, device: str, ra: Mapping[str, Any], rb: Mapping[str, Any], tol: Tolerance,
-    distances: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None],
+    names: tuple[str, str], mode: str, device: str, ra: RunRecord, rb: RunRecord, tol: Tolerance,
+    distances: tuple[ReferenceDistance | None, ReferenceDistance | None],
 ) -> PairFindings:
     """Compare two run records (and the weights files they point to) under ``tol``."""
-    weights = find_weights((ra.get("weights_path"), rb.get("weights_path")), tol)
+    weights = find_weights((ra.weights_path, rb.weights_path), tol)
     return PairFindings(
         names=names, mode=mode, device=device, tolerance=tol,
-        losses=find_losses(ra.get("losses") or [], rb.get("losses") or [], tol), weights=weights,
-        loss_scale=find_history("loss_scale", ra.get("loss_scale"), rb.get("loss_scale")),
-        skipped=find_history("skipped", ra.get("skipped"), rb.get("skipped")),
+        losses=find_losses(ra.losses, rb.losses, tol), weights=weights,
+        loss_scale=find_history("loss_scale", ra.loss_scale, rb.loss_scale),
+        skipped=find_history("skipped", ra.skipped, rb.skipped),
         dtypes=find_dtypes(ra, rb), float64=find_float64(distances[0], distances[1], weights),
-        libtorch=(ra.get("libtorch_version"), rb.get("libtorch_version")),
+        libtorch=(ra.libtorch_version, rb.libtorch_version),
     )
