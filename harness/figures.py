@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.model import CellResult, MatrixResult, Status, Timing
+from harness.typed_input import as_result
 from harness.verdicts import FigureCheck
 
 __all__ = [
@@ -39,23 +41,23 @@ TINY_MATRIX_MAX_SECONDS = 60.0
 GPU_AUTOCAST_MIN_SHARE = 0.5
 
 
-def check_figures(result: Mapping[str, Any]) -> list[FigureCheck]:
+def check_figures(result: MatrixResult | Mapping[str, Any]) -> list[FigureCheck]:
     """Every figure that applies to ``result``, checked."""
+    result = as_result(result)
     return [*_overhead(result), *_cv(result), *_tiny_matrix(result), *_gpu_autocast(result)]
 
 
-def _timed(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [c for c in result["cells"] if c["status"] == "ok" and c.get("timing")]
+def _timed(result: MatrixResult) -> list[tuple[CellResult, Timing]]:
+    return [(c, c.timing) for c in result.cells if c.ok and c.timing]
 
 
-def _overhead(result: Mapping[str, Any]) -> list[FigureCheck]:
-    recipe = result["spec"]["preset"] == "recipe"
+def _overhead(result: MatrixResult) -> list[FigureCheck]:
+    recipe = result.spec.preset == "recipe"
     target = (f"bridge ≤ {OVERHEAD_MAX_SECONDS * 1e3:g} ms per call" + (f" and ≤ {OVERHEAD_MAX_SHARE:.0%} of the call" if recipe else "")
               + " (the script's own set-up not counted)")
     checks = []
-    for cell in _timed(result):
-        t = cell["timing"]
-        over, share = t["overhead_seconds"], t["overhead_share"]
+    for cell, t in _timed(result):
+        over, share = t.overhead_seconds, t.overhead_share
         met = over <= OVERHEAD_MAX_SECONDS and (not recipe or share <= OVERHEAD_MAX_SHARE)
         why = None
         if not met:
@@ -63,79 +65,80 @@ def _overhead(result: Mapping[str, Any]) -> list[FigureCheck]:
             by += [f"{(share - OVERHEAD_MAX_SHARE) * 100:.2f} points"] if recipe and share > OVERHEAD_MAX_SHARE else []
             why = (
                 f"missed by {' and '.join(by)}: the bridge (pipe, serialization, rpy2) takes {over * 1e3:.2f} ms per call "
-                f"around a {t['call']['median']:.3g} s call"
+                f"around a {t.call.median:.3g} s call"
             )
-        measured = (f"bridge {over * 1e3:.2f} ms ({share:.2%} of the call); {cell['frontend']} script set-up "
-                    f"{t['setup_seconds'] * 1e3:.2f} ms, the frontend's own cost")
-        checks.append(FigureCheck("overhead per call", cell["id"], target, measured, met, why))
+        measured = (f"bridge {over * 1e3:.2f} ms ({share:.2%} of the call); {cell.frontend} script set-up "
+                    f"{t.setup_seconds * 1e3:.2f} ms, the frontend's own cost")
+        checks.append(FigureCheck("overhead per call", cell.id, target, measured, met, why))
     return checks
 
 
-def _cv(result: Mapping[str, Any]) -> list[FigureCheck]:
+def _cv(result: MatrixResult) -> list[FigureCheck]:
     checks = []
-    for cell in _timed(result):
-        loop = cell["timing"]["loop"]
-        if cell["device"] != "cpu" or (result["spec"]["preset"] != "bench" and loop["median"] < CV_MIN_LOOP_SECONDS):
+    for cell, t in _timed(result):
+        loop = t.loop
+        if cell.device != "cpu" or (result.spec.preset != "bench" and loop.median < CV_MIN_LOOP_SECONDS):
             continue
-        cv = loop["cv"]
+        cv = loop.cv
         target = f"CV ≤ {CV_MAX:.0%} (CPU cells of the bench preset, or of ≥ {CV_MIN_LOOP_SECONDS:g} s)"
         if cv is None:
-            checks.append(FigureCheck("round-to-round spread", cell["id"], target, f"{loop['n']} round(s)", False,
+            checks.append(FigureCheck("round-to-round spread", cell.id, target, f"{loop.n} round(s)", False,
                                       "too few timed rounds to measure a spread: raise --rounds or --max-seconds"))
             continue
         why = None
         if cv > CV_MAX:
-            gc = cell["timing"]["gc_seconds"]
+            gc = t.gc_seconds
             why = (
-                f"missed by {(cv - CV_MAX) * 100:.1f} points: rounds ranged {loop['min']:.4g}–{loop['max']:.4g} s; "
+                f"missed by {(cv - CV_MAX) * 100:.1f} points: rounds ranged {loop.min:.4g}–{loop.max:.4g} s; "
                 + (f"garbage collection took up to {gc:.3g} s inside the loop; " if gc > 0 else "")
-                + (f"this cell's loop is only {loop['median']:.2g} s, shorter than the ~1 s the figure assumes; "
-                   if loop["median"] < CV_MIN_LOOP_SECONDS else "")
+                + (f"this cell's loop is only {loop.median:.2g} s, shorter than the ~1 s the figure assumes; "
+                   if loop.median < CV_MIN_LOOP_SECONDS else "")
                 + "the rest is the machine's own noise (other processes, frequency changes): time on an idle machine, with --interleave"
             )
-        checks.append(FigureCheck("round-to-round spread", cell["id"], target, f"CV {cv:.2%} over {loop['n']} rounds", cv <= CV_MAX, why))
+        checks.append(FigureCheck("round-to-round spread", cell.id, target, f"CV {cv:.2%} over {loop.n} rounds", cv <= CV_MAX, why))
     return checks
 
 
-def _tiny_matrix(result: Mapping[str, Any]) -> list[FigureCheck]:
-    spec = result["spec"]
-    if spec["preset"] != "tiny" or spec["device"] != "cpu":
+def _tiny_matrix(result: MatrixResult) -> list[FigureCheck]:
+    spec = result.spec
+    if spec.preset != "tiny" or spec.device != "cpu":
         return []
-    wall = result["wall_seconds"]
-    workers = result.get("workers") or {}
-    startup = ", ".join(f"{name} start-up {w['startup_seconds']:.1f} s" for name, w in workers.items() if w.get("startup_seconds"))
-    skipped = sorted({c["frontend"] for c in result["cells"] if c["status"] == "skipped"})
+    wall = result.wall_seconds
+    startup = ", ".join(
+        f"{name} start-up {w['startup_seconds']:.1f} s" for name, w in result.workers.items() if w.get("startup_seconds")
+    )
+    skipped = sorted({c.frontend for c in result.cells if c.status == Status.SKIPPED})
     partial = f"; {', '.join(skipped)} skipped here, so this covers the rest only" if skipped else ""
     met = wall <= TINY_MATRIX_MAX_SECONDS
     why = None if met else (
         f"missed by {wall - TINY_MATRIX_MAX_SECONDS:.1f} s ({startup or 'no worker start-up recorded'}; "
-        f"float64 reference {result.get('reference_seconds') or 0:.1f} s; the rest is the cells' calls and measurements)"
+        f"float64 reference {result.reference_seconds or 0:.1f} s; the rest is the cells' calls and measurements)"
     )
     measured = f"{wall:.1f} s ({startup or 'no worker started'}{partial})"
     return [FigureCheck("whole tiny CPU matrix", "matrix", f"≤ {TINY_MATRIX_MAX_SECONDS:g} s wall on 2 cores", measured, met, why)]
 
 
-def _gpu_autocast(result: Mapping[str, Any]) -> list[FigureCheck]:
-    spec = result["spec"]
-    if spec["device"] != "cuda" or spec["preset"] != "recipe":
+def _gpu_autocast(result: MatrixResult) -> list[FigureCheck]:
+    spec = result.spec
+    if spec.device != "cuda" or spec.preset != "recipe":
         return []
     checks = []
-    for cell in result["cells"]:
-        if (cell["frontend"], cell["mode"]) != ("python", "autocast") or cell["status"] != "ok":
+    for cell in result.cells:
+        if (cell.frontend, cell.mode) != ("python", "autocast") or not cell.ok:
             continue
-        efficiency = cell.get("efficiency") or {}
-        share = efficiency.get("share_of_peak")
-        name = (cell.get("record") or {}).get("device_name", "cuda")
-        target = f"≥ {GPU_AUTOCAST_MIN_SHARE:.0%} of the measured {spec['amp_dtype']} peak (set for H100-class GPUs; this is {name})"
-        if share is None:
-            note = efficiency.get("share_note")
-            checks.append(FigureCheck("GPU autocast efficiency", cell["id"], target, "no share of peak" if note else "no measured peak",
+        efficiency = cell.efficiency
+        share = efficiency.share_of_peak if efficiency else None
+        name = (cell.record.device_name if cell.record else None) or "cuda"
+        target = f"≥ {GPU_AUTOCAST_MIN_SHARE:.0%} of the measured {spec.amp_dtype} peak (set for H100-class GPUs; this is {name})"
+        if efficiency is None or share is None:
+            note = efficiency.share_note if efficiency else None
+            checks.append(FigureCheck("GPU autocast efficiency", cell.id, target, "no share of peak" if note else "no measured peak",
                                       False, note or "the peak was not measured (see peaks)"))
             continue
         why = None
         if share < GPU_AUTOCAST_MIN_SHARE:
-            profile = cell.get("gemm_profile") or {}
-            step_seconds = efficiency["seconds"] / max(1, spec["epochs"] * spec["num_batches"])
+            profile = cell.gemm_profile or {}
+            step_seconds = efficiency.seconds / max(1, result.steps)
             gemm = profile.get("gemm_seconds")
             parts = [f"missed by {(GPU_AUTOCAST_MIN_SHARE - share) * 100:.1f} points"]
             if profile.get("half_share") is not None and profile["half_share"] < 1:
@@ -144,6 +147,6 @@ def _gpu_autocast(result: Mapping[str, Any]) -> list[FigureCheck]:
                 parts.append(f"GEMM kernels are {gemm / step_seconds:.0%} of a step's time; the rest is elementwise work, "
                              "the optimizer and launch gaps, which a peak matmul does not have")
             why = "; ".join(parts)
-        measured = f"{share:.1%} ({efficiency['tflops']:.1f} of {efficiency['peak_tflops']:.1f} TFLOP/s)"
-        checks.append(FigureCheck("GPU autocast efficiency", cell["id"], target, measured, share >= GPU_AUTOCAST_MIN_SHARE, why))
+        measured = f"{share:.1%} ({efficiency.tflops or 0:.1f} of {efficiency.peak_tflops or 0:.1f} TFLOP/s)"
+        checks.append(FigureCheck("GPU autocast efficiency", cell.id, target, measured, share >= GPU_AUTOCAST_MIN_SHARE, why))
     return checks

@@ -18,6 +18,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from harness.atomic import atomic_path
+from harness.matrix import FRONTEND_ORDER
+from harness.model import CellResult, MatrixResult
 from harness.spec import MODES
 
 __all__ = ["plot_loss_diff", "plot_losses", "plot_timing", "timing_samples"]
@@ -30,7 +32,7 @@ _REFERENCE_STYLE: dict[str, Any] = {"color": "black", "linestyle": ":", "linewid
 _PAIR_STYLE: dict[str, Any] = {"color": "tab:red", "linestyle": "-", "marker": "s"}
 
 
-def plot_losses(result: Mapping[str, Any], target: Path) -> Path:
+def plot_losses(result: MatrixResult, target: Path) -> Path:
     """Loss per step, one panel per mode: every frontend that ran, and the float64 reference."""
     fig, panels = _panels(result, "Loss per step")
     for mode, ax in panels.items():
@@ -38,7 +40,7 @@ def plot_losses(result: Mapping[str, Any], target: Path) -> Path:
         reference = _reference(result, mode)
         for cell in cells:
             losses = _losses(cell)
-            ax.plot(np.arange(losses.size), losses, label=cell["frontend"], markersize=3, **_style(cell["frontend"]))
+            ax.plot(np.arange(losses.size), losses, label=cell.frontend, markersize=3, **_style(cell.frontend))
         if reference is not None:
             ax.plot(np.arange(reference.size), reference, label="float64", **_REFERENCE_STYLE)
         ax.set_xlabel("step")
@@ -47,7 +49,7 @@ def plot_losses(result: Mapping[str, Any], target: Path) -> Path:
     return _save(fig, target)
 
 
-def plot_loss_diff(result: Mapping[str, Any], target: Path) -> Path:
+def plot_loss_diff(result: MatrixResult, target: Path) -> Path:
     """|Δloss| per step on a log scale: each frontend vs float64, and frontend vs frontend.
 
     A log axis cannot show zero, so steps where two runs agree bitwise are left out of a line, and a
@@ -60,10 +62,10 @@ def plot_loss_diff(result: Mapping[str, Any], target: Path) -> Path:
         drawn = False
         if reference is not None:
             for cell in cells:
-                drawn |= _diff_line(ax, _losses(cell), reference, f"{cell['frontend']} vs float64", _style(cell["frontend"]))
+                drawn |= _diff_line(ax, _losses(cell), reference, f"{cell.frontend} vs float64", _style(cell.frontend))
         if len(cells) >= 2:
             a, b = cells[0], cells[1]
-            drawn |= _diff_line(ax, _losses(a), _losses(b), f"{a['frontend']} vs {b['frontend']}", _PAIR_STYLE)
+            drawn |= _diff_line(ax, _losses(a), _losses(b), f"{a.frontend} vs {b.frontend}", _PAIR_STYLE)
         ax.set_xlabel("step")
         ax.set_ylabel("|Δ loss|")
         if drawn:
@@ -73,9 +75,9 @@ def plot_loss_diff(result: Mapping[str, Any], target: Path) -> Path:
     return _save(fig, target)
 
 
-def plot_timing(result: Mapping[str, Any], target: Path) -> Path:
+def plot_timing(result: MatrixResult, target: Path) -> Path:
     """Time per cell with its spread (median, min–max whiskers, every sample as a dot)."""
-    cells = [c for c in result["cells"] if c["status"] == "ok" and c.get("record")]
+    cells = [c for c in result.cells if c.ok and c.record]
     rounds = bool(cells) and all(timing_samples(c)[1] == "round" for c in cells)
     fig = Figure(figsize=(9, 1.2 + 0.45 * max(len(cells), 1)), layout="constrained")
     ax = fig.add_subplot()
@@ -84,13 +86,13 @@ def plot_timing(result: Mapping[str, Any], target: Path) -> Path:
         if not samples:
             continue
         median = float(np.median(samples))
-        style = _style(cell["frontend"])
+        style = _style(cell.frontend)
         ax.errorbar(
             [median], [row], xerr=[[median - min(samples)], [max(samples) - median]],
-            fmt="D", color=style["color"], capsize=4, label=cell["frontend"],
+            fmt="D", color=style["color"], capsize=4, label=cell.frontend,
         )
         ax.plot(samples, [row] * len(samples), "|", color=style["color"], alpha=0.6, markersize=10)
-    ax.set_yticks(range(len(cells)), [f"{c['mode']} · {c['frontend']}" for c in cells])
+    ax.set_yticks(range(len(cells)), [f"{c.mode} · {c.frontend}" for c in cells])
     ax.invert_yaxis()
     ax.set_xlim(left=0)
     unit = "loop seconds per timed round" if rounds else "seconds per epoch (the script's own clock)"
@@ -103,25 +105,24 @@ def plot_timing(result: Mapping[str, Any], target: Path) -> Path:
     return _save(fig, target)
 
 
-def timing_samples(cell: Mapping[str, Any], prefer_rounds: bool = True) -> tuple[list[float], str]:
+def timing_samples(cell: CellResult, prefer_rounds: bool = True) -> tuple[list[float], str]:
     """A cell's timing samples and their unit: the loop time of each timed round, else seconds per epoch.
 
-    The timed rounds are ``cell["timing"]["samples"]["loop_seconds"]`` (:mod:`harness.timing`); a cell
-    that was not timed falls back to the spread of its record call's epochs.
+    The timed rounds are ``cell.timing.samples.loop_seconds`` (:mod:`harness.timing`); a cell that was
+    not timed falls back to the spread of its record call's epochs.
     """
-    samples = ((cell.get("timing") or {}).get("samples") or {}).get("loop_seconds")
-    if prefer_rounds and isinstance(samples, list) and samples:
+    samples = cell.timing.samples.loop_seconds if cell.timing else ()
+    if prefer_rounds and samples:
         return [float(s) for s in samples], "round"
-    record = cell.get("record") or {}
-    return [float(s) for s in record.get("seconds_per_epoch") or []], "epoch"
+    return [float(s) for s in (cell.record.seconds_per_epoch if cell.record else ())], "epoch"
 
 
-def _modes(result: Mapping[str, Any]) -> list[str]:
-    present = {c["mode"] for c in result["cells"]}
+def _modes(result: MatrixResult) -> list[str]:
+    present = {c.mode for c in result.cells}
     return [m for m in MODES if m in present] + sorted(present - set(MODES))
 
 
-def _panels(result: Mapping[str, Any], title: str) -> tuple[Figure, dict[str, Axes]]:
+def _panels(result: MatrixResult, title: str) -> tuple[Figure, dict[str, Axes]]:
     modes = _modes(result) or ["(no cells)"]
     cols = min(2, len(modes))
     rows = math.ceil(len(modes) / cols)
@@ -133,19 +134,18 @@ def _panels(result: Mapping[str, Any], title: str) -> tuple[Figure, dict[str, Ax
     return fig, dict(zip(modes, axes.flat, strict=False))
 
 
-def _title(result: Mapping[str, Any]) -> str:
-    spec = result.get("spec") or {}
-    steps = spec.get("epochs", 0) * spec.get("num_batches", 0)
-    return f"preset {spec.get('preset')} · {spec.get('device')} · {spec.get('amp_dtype')} · {steps} steps"
+def _title(result: MatrixResult) -> str:
+    spec = result.spec
+    return f"preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps"
 
 
-def _finish(ax: Axes, result: Mapping[str, Any], mode: str, has_data: bool, empty: str | None = None) -> None:
-    missing = [f"{c['frontend']} {c['status']}" for c in result["cells"] if c["mode"] == mode and c["status"] != "ok"]
+def _finish(ax: Axes, result: MatrixResult, mode: str, has_data: bool, empty: str | None = None) -> None:
+    missing = [f"{c.frontend} {c.status}" for c in result.cells if c.mode == mode and not c.ok]
     ax.set_title(f"{mode} ({', '.join(missing)})" if missing else mode)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     if not has_data:
-        why = empty or "; ".join(f"{c['frontend']} {c['status']}" for c in result["cells"] if c["mode"] == mode) or "no cells"
+        why = empty or "; ".join(f"{c.frontend} {c.status}" for c in result.cells if c.mode == mode) or "no cells"
         ax.text(0.5, 0.5, why, ha="center", va="center", transform=ax.transAxes, wrap=True)
         ax.set_xticks([])
         ax.set_yticks([])
@@ -164,26 +164,26 @@ def _diff_line(ax: Axes, a: np.ndarray, b: np.ndarray, label: str, style: Mappin
     return True
 
 
-def _ok_cells(result: Mapping[str, Any], mode: str) -> list[Mapping[str, Any]]:
-    order = list(_STYLE)
-    cells = [c for c in result["cells"] if c["mode"] == mode and c["status"] == "ok" and c.get("record")]
-    return sorted(cells, key=lambda c: order.index(c["frontend"]) if c["frontend"] in order else len(order))
+def _ok_cells(result: MatrixResult, mode: str) -> list[CellResult]:
+    cells = [c for c in result.cells if c.mode == mode and c.ok and c.record]
+    return sorted(cells, key=lambda c: FRONTEND_ORDER.index(c.frontend) if c.frontend in FRONTEND_ORDER else len(FRONTEND_ORDER))
 
 
-def _reference(result: Mapping[str, Any], mode: str) -> np.ndarray | None:
-    reference = result.get("reference") or {}
-    if not reference.get("available"):
+def _reference(result: MatrixResult, mode: str) -> np.ndarray | None:
+    reference = result.reference
+    if not reference.available:
         return None
     clip = mode == "autocast_scaler_clip"
     # A scaler run that skipped steps is drawn against the reference replayed over those steps.
-    skipped = next(([i for i, s in enumerate(c["record"].get("skipped") or []) if s] for c in _ok_cells(result, mode)), [])
-    replayed = [r["losses"] for r in reference.get("replayed") or [] if skipped and r["clip"] == clip and r["skipped_steps"] == skipped]
-    losses = replayed[0] if replayed else reference.get("losses_clipped" if clip else "losses")
+    skipped = next((sorted(c.record.skipped_step_indices) for c in _ok_cells(result, mode) if c.record), [])
+    replayed = [r["losses"] for r in reference.replayed if skipped and r["clip"] == clip and r["skipped_steps"] == skipped]
+    losses = replayed[0] if replayed else (reference.losses_clipped if clip else reference.losses)
     return np.asarray(losses, dtype=np.float64) if losses else None
 
 
-def _losses(cell: Mapping[str, Any]) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in cell["record"]["losses"]], dtype=np.float64)
+def _losses(cell: CellResult) -> np.ndarray:
+    assert cell.record is not None, "only cells that ran are drawn"
+    return np.array([np.nan if v is None else v for v in cell.record.losses], dtype=np.float64)
 
 
 def _style(frontend: str) -> dict[str, Any]:

@@ -17,7 +17,8 @@ from typing import Any
 from harness.atomic import atomic_path
 from harness.compare import compare_result
 from harness.errors import ResultError
-from harness.model import CellVerdict, PairVerdict
+from harness.matrix import FRONTEND_ORDER
+from harness.model import CELL_OUTCOMES, CellResult, MatrixResult, PairVerdict, RunRecord, Status
 from harness.plots import plot_loss_diff, plot_losses, plot_timing
 from harness.report_timing import efficiency_section, figures_section, timing_section
 from harness.result_shape import check_result_shape
@@ -26,6 +27,7 @@ from harness.spec import MODES
 from harness.text import cell_text, num
 from harness.timing import ratio
 from harness.tolerances import DEFAULT_JUDGING
+from harness.typed_input import as_result
 
 __all__ = ["PLOT_FILES", "REPORT_FILE", "render_markdown", "report_main", "write_report"]
 
@@ -48,12 +50,13 @@ def report_main(result_path: Path, out_dir: Path, judging: str | None = None) ->
         ResultError: the result cannot be read (see :func:`harness.results.load_result`), lacks a field
             the report needs (checked before anything is written), or ``out_dir`` is not writable.
     """
-    result = load_result(Path(result_path))
-    check_result_shape(result, str(result_path))
-    return write_report(result, Path(out_dir), judging)
+    loaded = load_result(Path(result_path))
+    if not isinstance(loaded, MatrixResult):
+        check_result_shape(loaded, str(result_path))
+    return write_report(as_result(loaded), Path(out_dir), judging)
 
 
-def write_report(result: Mapping[str, Any], out_dir: Path, judging: str | None = None) -> list[Path]:
+def write_report(result: MatrixResult | Mapping[str, Any], out_dir: Path, judging: str | None = None) -> list[Path]:
     """Write ``report.md`` and the plots into ``out_dir`` (created if absent); return their paths.
 
     Pairs are judged under ``judging``, by default the policy the result was run under.
@@ -61,8 +64,9 @@ def write_report(result: Mapping[str, Any], out_dir: Path, judging: str | None =
     Raises:
         ResultError: ``out_dir`` cannot be created or written.
     """
+    result = as_result(result)
     out_dir = Path(out_dir)
-    # Judged again from the cells, not read from result["pairs"]: the cells are the source of truth
+    # Judged again from the cells, not read from result.pairs: the cells are the source of truth
     # (a result whose cells were edited or merged after the run would carry stale verdicts).
     verdicts = compare_result(result, judging)
     markdown = render_markdown(result, verdicts, judging)  # before any file: a result it cannot render leaves nothing behind
@@ -79,24 +83,26 @@ def write_report(result: Mapping[str, Any], out_dir: Path, judging: str | None =
     return [target, *written]
 
 
-def render_markdown(result: Mapping[str, Any], verdicts: list[PairVerdict] | None = None, judging: str | None = None) -> str:
+def render_markdown(
+    result: MatrixResult | Mapping[str, Any], verdicts: list[PairVerdict] | None = None, judging: str | None = None
+) -> str:
     """The report as markdown text (``verdicts`` default to :func:`harness.compare.compare_result` under ``judging``)."""
+    result = as_result(result)
     verdicts = compare_result(result, judging) if verdicts is None else verdicts
-    spec = result["spec"]
-    steps = spec["epochs"] * spec["num_batches"]
+    spec = result.spec
     out = [
         "# amp-parity report", "",
-        f"Preset **{spec['preset']}** on **{spec['device']}**, AMP dtype **{spec['amp_dtype']}**, {steps} steps "
-        f"(batch {spec['batch_size']}, {spec['in_size']}→{spec['out_size']}, {spec['num_layers']} layers, lr {spec['lr']:g}, "
-        f"seed {spec['seed']}, threads {spec['threads']}). Created {result.get('created')}; spec digest "
-        f"`{result.get('spec_digest')}`, fixture `{(result.get('fixture') or {}).get('digest')}`; "
-        f"matrix wall time {num(result.get('wall_seconds'), '.1f')} s.", "",
+        f"Preset **{spec.preset}** on **{spec.device}**, AMP dtype **{spec.amp_dtype}**, {result.steps} steps "
+        f"(batch {spec.batch_size}, {spec.in_size}→{spec.out_size}, {spec.num_layers} layers, lr {spec.lr:g}, "
+        f"seed {spec.seed}, threads {spec.threads}). Created {result.created}; spec digest "
+        f"`{result.spec_digest}`, fixture `{result.fixture.get('digest')}`; "
+        f"matrix wall time {num(result.wall_seconds, '.1f')} s.", "",
     ]
-    out += _summary(result, verdicts, judging or str(result.get("judging") or DEFAULT_JUDGING))
+    out += _summary(result, verdicts, judging or result.judging or DEFAULT_JUDGING)
     out += _warnings(result)
     out += _cells_table(result)
     out += _pairs_table(verdicts)
-    out += _speedups(result)
+    out += _speed(result)
     out += timing_section(result)
     out += efficiency_section(result)
     out += figures_section(result)
@@ -107,11 +113,11 @@ def render_markdown(result: Mapping[str, Any], verdicts: list[PairVerdict] | Non
     return "\n".join(out)
 
 
-def _summary(result: Mapping[str, Any], verdicts: list[PairVerdict], judging: str) -> list[str]:
-    cells = result["cells"]
-    statuses = Counter(c["status"] for c in cells)
+def _summary(result: MatrixResult, verdicts: list[PairVerdict], judging: str) -> list[str]:
+    cells = result.cells
+    statuses = Counter(str(c.status) for c in cells)
     counts = Counter(v.verdict for v in verdicts)
-    ran = str(result.get("judging") or DEFAULT_JUDGING)
+    ran = result.judging or DEFAULT_JUDGING
     lines = [
         "## Summary", "",
         f"- Cells: {len(cells)} ({', '.join(f'{n} {s}' for s, n in statuses.items())}).",
@@ -121,40 +127,37 @@ def _summary(result: Mapping[str, Any], verdicts: list[PairVerdict], judging: st
     alone = Counter(_own(c) for c in cells)
     lines.append(
         "- Cells on their own (float64 bound; scaler cells: GradScaler's rule): "
-        + ", ".join(f"{alone[o]} {o.replace('_', ' ')}" for o in ("pass", "fail", "not_judged") if alone[o]) + "."
+        + ", ".join(f"{alone[o]} {o.replace('_', ' ')}" for o in CELL_OUTCOMES if alone[o]) + "."
     )
-    lines += [f"- **`{c['id']}` fails on its own**: {cell_text(c['verdict']['reason'])}" for c in cells if _own(c) == "fail"]
-    for frontend in sorted({c["frontend"] for c in cells}):
-        own = [c for c in cells if c["frontend"] == frontend]
-        if all(c["status"] == "skipped" for c in own):
-            lines.append(f"- **{frontend} was not run** (every {frontend} cell skipped): {cell_text(own[0].get('reason'))}")
-    reference = result.get("reference") or {}
-    if reference.get("available"):
-        lines.append(f"- float64 reference: computed ({len(reference.get('losses') or [])} steps, plain and clipped).")
+    lines += [f"- **`{c.id}` fails on its own**: {cell_text(c.verdict.reason)}" for c in cells if c.verdict and c.verdict.failed]
+    for frontend in sorted({c.frontend for c in cells}):
+        own = [c for c in cells if c.frontend == frontend]
+        if all(c.status == Status.SKIPPED for c in own):
+            lines.append(f"- **{frontend} was not run** (every {frontend} cell skipped): {cell_text(own[0].reason)}")
+    reference = result.reference
+    if reference.available:
+        lines.append(f"- float64 reference: computed ({len(reference.losses or ())} steps, plain and clipped).")
     else:
-        lines.append(f"- float64 reference: not computed — {cell_text(reference.get('reason'))}.")
+        lines.append(f"- float64 reference: not computed — {cell_text(reference.reason)}.")
     return [*lines, ""]
 
 
-def _warnings(result: Mapping[str, Any]) -> list[str]:
-    warnings = result.get("warnings") or []
-    return ["## Warnings", "", *([f"- {cell_text(w)}" for w in warnings] or ["None."]), ""]
+def _warnings(result: MatrixResult) -> list[str]:
+    return ["## Warnings", "", *([f"- {cell_text(w)}" for w in result.warnings] or ["None."]), ""]
 
 
-def _cells_table(result: Mapping[str, Any]) -> list[str]:
+def _cells_table(result: MatrixResult) -> list[str]:
     lines = [
         "## Parity tracker", "", "### Cells", "",
         "| cell | status | on its own | final loss | Δloss vs f64 | Δweights vs f64 | skipped steps | reason |",
         "|---|---|---|---:|---:|---:|---:|---|",
     ]
-    for cell in result["cells"]:
-        record = cell.get("record") or {}
-        distance = cell.get("reference_distance") or {}
-        own = _own(cell)
+    for cell in result.cells:
+        record, distance = cell.record, cell.reference_distance
         lines.append(
-            f"| `{cell['id']}` | {cell['status']} | {_OWN_TEXT.get(own, own)} | {num(record.get('final_loss'), '.7g')} | "
-            f"{num(distance.get('max_rel_loss_error'), '.2e')} | {num(distance.get('final_weights_rel_error'), '.2e')} | "
-            f"{num(record.get('skipped_steps'), 'd')} | {cell_text(cell.get('reason')) or ''} |"
+            f"| `{cell.id}` | {cell.status} | {_OWN_TEXT[_own(cell)]} | {num(record and record.final_loss, '.7g')} | "
+            f"{num(distance and distance.max_rel_loss_error, '.2e')} | {num(distance and distance.final_weights_rel_error, '.2e')} | "
+            f"{num(record and record.skipped_steps, 'd')} | {cell_text(cell.reason)} |"
         )
     return [
         *lines, "",
@@ -168,19 +171,17 @@ def _cells_table(result: Mapping[str, Any]) -> list[str]:
 _OWN_TEXT = {"pass": "pass", "fail": "**FAIL**", "not_judged": "—"}
 
 
-def _own(cell: Mapping[str, Any]) -> str:
-    return str((cell.get("verdict") or {}).get("outcome", "not_judged"))
+def _own(cell: CellResult) -> str:
+    return cell.verdict.outcome if cell.verdict else "not_judged"
 
 
-def _cell_details(result: Mapping[str, Any]) -> list[str]:
-    judged = [c for c in result["cells"] if c.get("verdict") and _own(c) != "not_judged"]
-    if not judged:
-        return []
-    lines = ["## Cell details", ""]
-    for cell in judged:
-        verdict = CellVerdict.from_dict(cell["verdict"])
-        lines += [f"### {cell['id']}: {verdict.outcome}", "", "```text", *(line.strip() for line in verdict.lines()[1:]), "```", ""]
-    return lines
+def _cell_details(result: MatrixResult) -> list[str]:
+    lines = []
+    for cell in result.cells:
+        if cell.verdict and cell.verdict.outcome != "not_judged":
+            verdict = cell.verdict
+            lines += [f"### {cell.id}: {verdict.outcome}", "", "```text", *(line.strip() for line in verdict.lines()[1:]), "```", ""]
+    return ["## Cell details", "", *lines] if lines else []
 
 
 def _pairs_table(verdicts: list[PairVerdict]) -> list[str]:
@@ -193,26 +194,27 @@ def _pairs_table(verdicts: list[PairVerdict]) -> list[str]:
     return [*lines, ""]
 
 
-def _speedups(result: Mapping[str, Any]) -> list[str]:
-    cells = {(c["mode"], c["frontend"]): c for c in result["cells"]}
-    frontends = [f for f in ("python", "r") if any(c["frontend"] == f for c in result["cells"])]
-    modes = [m for m in MODES if any(c["mode"] == m for c in result["cells"])]
-    paired = bool((result.get("protocol") or {}).get("interleave"))
+def _speed(result: MatrixResult) -> list[str]:
+    cells = {(c.mode, c.frontend): c for c in result.cells}
+    frontends = [f for f in FRONTEND_ORDER if any(c.frontend == f for c in result.cells)]
+    modes = [m for m in MODES if any(c.mode == m for c in result.cells)]
     head = "| mode | " + " | ".join(f"{f} loop s (median) | {f} ÷ default" for f in frontends) + " | R ÷ Python |"
     lines = ["## Speed", "", head, "|---|" + "---:|" * (2 * len(frontends) + 1)]
     notes: list[str] = []
     for mode in modes:
         row = [mode]
         for f in frontends:
-            cell = cells.get((mode, f)) or {}
-            timing = cell.get("timing") or {}
-            seconds = (timing.get("loop") or {}).get("median")
-            row += [num(seconds, ".4g") if cell.get("status") == "ok" else cell.get("status", "—"),
-                    _ratio_text(cell.get("speedup_vs_default"), cell.get("speedup_note"), notes, inverse=True)]
-        py, r = (cells.get((mode, f)) or {} for f in ("python", "r"))
-        if py.get("status") == "ok" and r.get("status") == "ok":
-            value, note = ratio(r.get("timing"), py.get("timing"), paired)
-            row.append(_ratio_text(value, note, notes))
+            cell = cells.get((mode, f))
+            if cell is None:
+                row += ["—", "—"]
+                continue
+            seconds = cell.timing.loop.median if cell.timing else None
+            shown = num(seconds, ".4g") if cell.ok else str(cell.status)
+            row += [shown, _ratio_text(cell.time_vs_default, cell.time_vs_default_note, notes)]
+        py, r = cells.get((mode, "python")), cells.get((mode, "r"))
+        if py and r and py.ok and r.ok:
+            timings = (r.timing.to_json() if r.timing else None, py.timing.to_json() if py.timing else None)  # until ratio reads Timing
+            row.append(_ratio_text(*ratio(*timings, result.protocol.interleave), notes))
         else:
             row.append("—")
         lines.append("| " + " | ".join(row) + " |")
@@ -225,10 +227,10 @@ def _speedups(result: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _ratio_text(value: float | None, note: str | None, notes: list[str], inverse: bool = False) -> str:
+def _ratio_text(value: float | None, note: str | None, notes: list[str]) -> str:
     """A ratio, or a reference to the note that says why there is none."""
     if value is not None:
-        return f"{1 / value if inverse else value:.2f}"
+        return f"{value:.2f}"
     if note is None or note.startswith("cell "):
         return "—"
     if note not in notes:
@@ -236,25 +238,25 @@ def _ratio_text(value: float | None, note: str | None, notes: list[str], inverse
     return f"no ratio ({notes.index(note) + 1})"
 
 
-def _versions(result: Mapping[str, Any]) -> list[str]:
+def _versions(result: MatrixResult) -> list[str]:
     lines = ["## Versions and threads", "", "| frontend | torch | libtorch | language | threads | device |", "|---|---|---|---|---:|---|"]
-    seen: dict[str, Mapping[str, Any]] = {}
-    for cell in result["cells"]:
-        if cell.get("record") and cell["frontend"] not in seen:
-            seen[cell["frontend"]] = cell["record"]
+    seen: dict[str, RunRecord] = {}
+    for cell in result.cells:
+        if cell.record and cell.frontend not in seen:
+            seen[cell.frontend] = cell.record
     for frontend, record in seen.items():
         lines.append(
-            f"| {frontend} | {record.get('torch_version')} | {record.get('libtorch_version')} | {record.get('language_version')} | "
-            f"{record.get('threads')} | {record.get('device_name')} |"
+            f"| {frontend} | {record.torch_version} | {record.libtorch_version} | {record.language_version} | "
+            f"{record.threads} | {record.device_name} |"
         )
-    env = result.get("environment") or {}
+    env = result.environment
     r_env = env.get("r") or {}
     lines += [
-        "", f"Threads asked for: {result['spec']['threads']}. Harness: Python {env.get('python_version')}, torch "
+        "", f"Threads asked for: {result.spec.threads}. Harness: Python {env.get('python_version')}, torch "
         f"{env.get('torch_version')}, {env.get('platform')}. R: {r_env.get('r_version') or 'not found'}, R torch "
         f"{r_env.get('torch_version') or 'not installed'}.",
     ]
-    missing = [f for f in ("python", "r") if env.get(f"{f}_unavailable")]
+    missing = [f for f in FRONTEND_ORDER if env.get(f"{f}_unavailable")]
     lines += [f"{f} unavailable here: {cell_text(env[f'{f}_unavailable'])}." for f in missing]
     return [*lines, ""]
 

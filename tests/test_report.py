@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from harness.errors import ResultError
 from harness.plots import timing_samples
 from harness.report import PLOT_FILES, REPORT_FILE, render_markdown, report_main, write_report
 from harness.results import save_result
+from harness.typed_input import as_cell
 from tests.fake_results import build_python_result, pair_result, split_losses, twin_cell, with_status
 
 _R_MISSING = 'the R package torch is not installed: in R, install.packages("torch"); torch::install_torch()'
@@ -170,12 +172,13 @@ def test_report_main_refuses_an_unreadable_result(tmp_path: Path) -> None:
 
 def test_timing_uses_timed_rounds_when_recorded(both: dict[str, Any]) -> None:
     """A timed cell is plotted by its rounds' loop times; an untimed one by its seconds per epoch."""
-    cell = copy.deepcopy(both["cells"][0])
-    cell["timing"] = None
-    assert timing_samples(cell) == (cell["record"]["seconds_per_epoch"], "epoch")
-    cell["timing"] = {"samples": {"loop_seconds": [0.5, 0.25, 0.75]}}
-    assert timing_samples(cell) == ([0.5, 0.25, 0.75], "round")
-    assert timing_samples(cell, prefer_rounds=False)[1] == "epoch"
+    timed = as_cell(both["cells"][0])
+    assert timed.timing is not None and timed.record is not None
+    untimed = dataclasses.replace(timed, timing=None)
+    assert timing_samples(untimed) == (list(timed.record.seconds_per_epoch), "epoch")
+    rounds = dataclasses.replace(timed.timing, samples=dataclasses.replace(timed.timing.samples, loop_seconds=(0.5, 0.25, 0.75)))
+    assert timing_samples(dataclasses.replace(timed, timing=rounds)) == ([0.5, 0.25, 0.75], "round")
+    assert timing_samples(dataclasses.replace(timed, timing=rounds), prefer_rounds=False)[1] == "epoch"
 
 
 def _failing(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
