@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.compare import VERDICTS, PairVerdict, compare_cells, compare_result, ulp_distance
+from harness.compare import PairVerdict, compare_cells, compare_result, ulp_distance
 from harness.errors import SpecError
 from harness.spec import MODES
 from tests.fake_results import build_python_result, extra_skip, nudge_one_ulp, pair_result, split_losses, twin_cell, with_status
@@ -263,7 +262,7 @@ def test_verdict_is_plain_data_and_explains_every_line(python: Cells, tmp_path: 
     lines = verdict.explain().splitlines()
     assert lines[0] == verdict.summary and len(lines) == len(verdict.explanation)
     assert all(line.startswith("  ") for line in lines[1:])
-    assert verdict.verdict in VERDICTS and isinstance(copy.copy(verdict), PairVerdict)
+    assert PairVerdict.from_dict(data) == verdict  # every field, the details included, comes back from the JSON
 
 
 def test_ulp_distance_is_order_preserving_across_zero() -> None:
