@@ -15,6 +15,21 @@ from harness.spec import WorkloadSpec
 from tests.support import CELLS, FRONTENDS, PAIRS
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--run-slow``: also run the tests marked ``slow`` (minutes, or a gigabyte of fixture)."""
+    parser.addoption("--run-slow", action="store_true", help="also run tests marked slow (e.g. the whole recipe fixture)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip ``slow`` tests, with the flag that runs them, unless ``--run-slow`` was given."""
+    if config.getoption("--run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow (a minute, a gigabyte of fixture): run with --run-slow")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrize ``cell`` and ``pair`` arguments over the CPU matrix, once, for every test module."""
     if "cell" in metafunc.fixturenames:
