@@ -27,7 +27,10 @@ from harness.errors import FixtureError
 from harness.paths import fixtures_dir
 from harness.spec import FIXTURE_FIELDS, WorkloadSpec
 
-__all__ = ["FIXTURE_SCHEMA_VERSION", "FixtureFile", "FixtureWarning", "ensure_fixtures", "load_fixture_arrays"]
+__all__ = [
+    "FIXTURE_SCHEMA_VERSION", "FixtureFile", "FixtureWarning", "draw_fixture_arrays", "ensure_fixtures", "iter_fixture_arrays",
+    "load_fixture_arrays", "tensor_sha256",
+]
 
 log = logging.getLogger(__name__)
 
@@ -84,20 +87,34 @@ def load_fixture_arrays(fixture: FixtureFile) -> dict[str, np.ndarray]:
 
 
 def draw_fixture_arrays(spec: WorkloadSpec) -> dict[str, np.ndarray]:
-    """Draw the tensors from ``numpy.random.default_rng(seed)`` in a fixed order.
+    """Draw the tensors from ``numpy.random.default_rng(seed)`` in a fixed order (:func:`iter_fixture_arrays`)."""
+    return dict(iter_fixture_arrays(spec))
+
+
+def iter_fixture_arrays(spec: WorkloadSpec) -> Iterator[tuple[str, np.ndarray]]:
+    """The tensors one by one, in the order they are drawn, each drawn only when asked for.
 
     Weights and biases follow ``torch.nn.Linear``'s default init distribution, U(-1/sqrt(in),
     1/sqrt(in)), so the workload trains like the recipe's; the values themselves come from NumPy.
+    Lazy so that a check can stop after the first tensors of a large fixture (``recipe``'s data alone
+    is 800 MB): every tensor depends on all drawn before it, so only a prefix can be had cheaply.
     """
     rng = np.random.default_rng(spec.seed)
-    arrays: dict[str, np.ndarray] = {}
     for k, (out_features, in_features) in enumerate(spec.layer_shapes):
         bound = 1.0 / math.sqrt(in_features)
-        arrays[f"layer{k}.weight"] = rng.uniform(-bound, bound, (out_features, in_features)).astype(np.float32)
-        arrays[f"layer{k}.bias"] = rng.uniform(-bound, bound, (out_features,)).astype(np.float32)
-    arrays["data"] = rng.standard_normal((spec.num_batches, spec.batch_size, spec.in_size), dtype=np.float32)
-    arrays["targets"] = rng.standard_normal((spec.num_batches, spec.batch_size, spec.out_size), dtype=np.float32)
-    return arrays
+        yield f"layer{k}.weight", rng.uniform(-bound, bound, (out_features, in_features)).astype(np.float32)
+        yield f"layer{k}.bias", rng.uniform(-bound, bound, (out_features,)).astype(np.float32)
+    yield "data", rng.standard_normal((spec.num_batches, spec.batch_size, spec.in_size), dtype=np.float32)
+    yield "targets", rng.standard_normal((spec.num_batches, spec.batch_size, spec.out_size), dtype=np.float32)
+
+
+def tensor_sha256(array: np.ndarray) -> str:
+    """The SHA-256 of one tensor's values (C order, little-endian float32), whatever file holds it.
+
+    The manifest keeps one per tensor, so a changed fixture names the tensor that changed, and a file
+    rewritten with the same values (another safetensors version) is told apart from changed values.
+    """
+    return hashlib.sha256(np.ascontiguousarray(array, dtype="<f4").tobytes()).hexdigest()
 
 
 def _build(folder: Path, spec: WorkloadSpec, digest: str) -> FixtureFile:
@@ -115,6 +132,7 @@ def _build(folder: Path, spec: WorkloadSpec, digest: str) -> FixtureFile:
         "bytes": target.stat().st_size,
         "sha256": sha,
         "tensors": {name: list(a.shape) for name, a in sorted(arrays.items())},
+        "tensor_sha256": {name: tensor_sha256(a) for name, a in sorted(arrays.items())},
         "numpy_version": np.__version__,
     }
     write_json_atomic(folder / _MANIFEST_FILE, manifest)

@@ -9,14 +9,25 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.availability import Availability, probe, r_required
-from harness.matrix import Cell, cells_for
+from harness.availability import Availability, probe
 from harness.runner import MatrixRunner
-from harness.spec import MODES, WorkloadSpec
+from harness.spec import WorkloadSpec
+from tests.support import CELLS, FRONTENDS, PAIRS
 
-FRONTENDS = ("python", "r")
-CELLS = cells_for(FRONTENDS, MODES, "cpu")
-PAIRS = sorted({cell.pair for cell in CELLS}, key=[c.pair for c in CELLS].index)
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--run-slow``: also run the tests marked ``slow`` (minutes, or a gigabyte of fixture)."""
+    parser.addoption("--run-slow", action="store_true", help="also run tests marked slow (e.g. the whole recipe fixture)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip ``slow`` tests, with the flag that runs them, unless ``--run-slow`` was given."""
+    if config.getoption("--run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow (a minute, a gigabyte of fixture): run with --run-slow")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -45,18 +56,3 @@ def runner(tiny_spec: WorkloadSpec, availability: Availability) -> Iterator[Matr
     with MatrixRunner(tiny_spec, FRONTENDS, timeout=300, availability=availability) as matrix_runner:
         yield matrix_runner
 
-
-def require_r_torch(availability: Availability) -> None:
-    """Skip with the one-line reason when R torch cannot run; fail instead under AMP_PARITY_REQUIRE_R=1."""
-    reason = availability.r_reason
-    if reason is None:
-        return
-    if r_required():
-        pytest.fail(f"AMP_PARITY_REQUIRE_R=1 but {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
-def require_frontend(cell: Cell, availability: Availability) -> None:
-    """``require_r_torch`` for R cells; Python cells always run."""
-    if cell.frontend == "r":
-        require_r_torch(availability)

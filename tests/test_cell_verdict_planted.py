@@ -24,8 +24,8 @@ from harness.reference import run_reference
 from harness.runner import MatrixRunner
 from harness.spec import WorkloadSpec
 from harness.tolerances import float64_bound_for
-from tests.conftest import require_r_torch
 from tests.planting import copy_scripts, plant
+from tests.support import require_r_torch
 
 _SCALER = "py_scripts/cuda_amp_grad_scaler.py"
 _CLIP_CELL = "cuda_amp_grad_scaler-autocast_scaler_clip-python-cpu"

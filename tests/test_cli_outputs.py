@@ -20,7 +20,7 @@ from harness.availability import Availability
 from harness.paths import REPO_ROOT
 from harness.runner import STAGING_PREFIX
 from harness.staging import StagingDir
-from tests.conftest import require_r_torch
+from tests.support import require_r_torch
 
 #: A Python-only run long enough (a few seconds per cell) to be caught mid-way.
 _QUICK = ("run", "--frontend", "python", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1")

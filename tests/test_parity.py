@@ -14,7 +14,7 @@ import pytest
 from harness.availability import Availability
 from harness.matrix import Cell
 from harness.runner import MatrixRunner
-from tests.conftest import CELLS, require_frontend
+from tests.support import CELLS, require_frontend
 
 _OUTCOMES: dict[str, dict[str, Any]] = {}
 

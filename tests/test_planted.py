@@ -24,8 +24,8 @@ from harness.paths import REPO_ROOT, SCRIPTS_ENV
 from harness.protocol import TimingProtocol
 from harness.runner import MatrixRunner
 from harness.spec import WorkloadSpec
-from tests.conftest import require_r_torch
 from tests.planting import copy_scripts, plant
+from tests.support import require_r_torch
 
 #: One untimed call (the record call) and one timed round: the verdict needs the record only.
 _PROTOCOL = TimingProtocol(warmup_rounds=1, rounds=1)

@@ -14,8 +14,9 @@ import pytest
 from harness.errors import ResultError
 from harness.paths import REPO_ROOT
 from harness.result_shape import check_result_shape
+from tests.support import GOLDEN_RESULT
 
-_EXAMPLE = REPO_ROOT / "docs" / "example-result-tiny-cpu.json"
+_EXAMPLE = GOLDEN_RESULT
 _FIX = "Re-run `python -m harness run --json` to write a complete one."
 
 
@@ -25,7 +26,7 @@ def _example() -> dict[str, Any]:
 
 
 def test_a_real_result_passes() -> None:
-    """The committed example result (a real run) has every field the report needs."""
+    """The golden result (a real run, ``tests/data/``) has every field the report needs."""
     check_result_shape(_example(), "example.json")
 
 

@@ -111,13 +111,19 @@ def test_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
         save_result({"schema_version": 1, "cells": []}, blocker / "r.json")
 
 
-def test_the_documented_version_2_example_is_still_read() -> None:
-    """``docs/example-result-tiny-cpu.json`` (schema 2, absolute weights paths) loads as version 3 with its paths kept."""
-    from harness.paths import REPO_ROOT
+def test_a_version_2_result_is_still_read(tmp_path: Path) -> None:
+    """The golden result stored as schema 2 (absolute weights paths) loads as version 3 with its paths kept."""
+    from tests.support import GOLDEN_RESULT
 
-    loaded = load_result(REPO_ROOT / "docs" / "example-result-tiny-cpu.json")
+    stored = json.loads(GOLDEN_RESULT.read_text(encoding="utf-8")) | {"schema_version": 2}
+    records = [c["record"] for c in stored["cells"] if c["record"]]
+    for record in records:
+        record["weights_path"] = str(GOLDEN_RESULT.parent / record["weights_path"])
+    (tmp_path / "old.json").write_text(json.dumps(stored), encoding="utf-8")
+    loaded = load_result(tmp_path / "old.json")
     assert loaded["schema_version"] == RESULT_SCHEMA_VERSION == 3
-    assert loaded["cells"][0]["record"]["weights_path"] == "/tmp/ex.weights/with_autocast-default-python-cpu.safetensors"
+    kept = [c["record"]["weights_path"] for c in loaded["cells"] if c["record"]]
+    assert kept == [r["weights_path"] for r in records] and all(Path(p).is_file() for p in kept)
 
 
 def test_measured_results_under_docs_results_can_be_committed() -> None:

@@ -18,7 +18,7 @@ from harness.records import describe_loss, nonfinite_reason
 from harness.results import RESULT_SCHEMA_VERSION
 from harness.runner import MatrixRunner
 from harness.spec import MODES, WorkloadSpec
-from tests.conftest import require_r_torch
+from tests.support import require_r_torch
 
 NO_R_TORCH = {"torch_installed": False, "libtorch_installed": False, "libtorch_loads": False}
 

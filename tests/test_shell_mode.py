@@ -16,7 +16,7 @@ import pytest
 
 from harness.availability import Availability
 from harness.paths import REPO_ROOT
-from tests.conftest import require_r_torch
+from tests.support import require_r_torch
 
 FRONTENDS = ("python", "r")
 _TINY = ["--num-batches", "1", "--epochs", "1"]

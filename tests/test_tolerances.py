@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -137,5 +138,6 @@ def test_tolerance_is_frozen_plain_data() -> None:
     tol = tolerance_for("default", "cpu", "bfloat16", 20, same_libtorch=True)
     with pytest.raises(dataclasses.FrozenInstanceError):
         tol.loss_rtol = 1.0  # type: ignore[misc]
-    assert tol.to_dict()["expected_identical"] is True
-    assert isinstance(tol, Tolerance)
+    data = json.loads(json.dumps(tol.to_dict()))
+    assert data["expected_identical"] is True and data["precision"] == "float32" and data["max_ulps"] == tol.max_ulps
+    assert Tolerance(**data) == tol  # every field is plain data and comes back from JSON unchanged

@@ -29,7 +29,7 @@ from harness.matrix import Cell
 from harness.protocol import DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
 from harness.runner import MatrixRunner
 from harness.spec import WorkloadSpec
-from tests.conftest import FRONTENDS, require_frontend
+from tests.support import FRONTENDS, require_frontend
 
 #: Rounds per cell (the harness's default); lower it with AMP_PARITY_BENCH_ROUNDS for recipe on a CPU.
 ROUNDS = int(os.environ.get("AMP_PARITY_BENCH_ROUNDS", str(DEFAULT_ROUNDS)))

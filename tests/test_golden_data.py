@@ -1,0 +1,85 @@
+"""The golden result under ``tests/data/`` is a real, complete result that the judging and reporting code reads without torch.
+
+It is what the compare, report, table and figures tests replay in milliseconds (``tests.support.golden_result``);
+``tests/data/README.md`` says how it was made and how to make it again.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.paths import REPO_ROOT
+from harness.spec import MODES
+from tests.support import GOLDEN_RESULT, golden_result
+
+#: Loads the golden result, checks its shape, judges its pairs again and writes its report, all in a fresh
+#: interpreter, then says what it found and which torch modules it imported (none may be).
+_REPLAY = """
+import json, sys
+from pathlib import Path
+from harness.compare import compare_result
+from harness.report import write_report
+from harness.result_shape import check_result_shape
+from harness.results import load_result
+
+result = load_result(Path(sys.argv[1]))
+check_result_shape(result, sys.argv[1])
+verdicts = [v.verdict for v in compare_result(result)]
+written = write_report(result, Path(sys.argv[2]))
+print(json.dumps({"verdicts": verdicts, "stored": [p["verdict"] for p in result["pairs"]],
+                  "written": sorted(p.name for p in written),
+                  "torch": sorted(m for m in sys.modules if m == "torch" or m.startswith("torch."))}))
+"""
+#: The golden data stays small enough to commit and to read in milliseconds (result, weights and spec).
+_MAX_BYTES = 300_000
+
+
+def test_golden_result_is_judged_and_reported_without_torch(tmp_path: Path) -> None:
+    """Re-judging gives the stored verdicts, the report is written, and neither imports torch."""
+    done = subprocess.run([sys.executable, "-c", _REPLAY, str(GOLDEN_RESULT), str(tmp_path / "report")], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["verdicts"] == found["stored"] == ["identical", "identical", "unsupported", "unsupported"]
+    assert found["written"] == ["loss_diff.png", "losses.png", "report.md", "timing.png"]
+    assert found["torch"] == []
+    text = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    final = golden_result()["cells"][0]["record"]["final_loss"]
+    assert f"{final:.7g}" in text and "`outputs` device must be \"cuda\", got \"cpu\"" in text
+
+
+def test_golden_result_has_data_for_every_section() -> None:
+    """Both frontends in all four modes, the float64 reference, a scaler back-off and growth, timing, efficiency and figures."""
+    result = golden_result()
+    cells = {c["id"]: c for c in result["cells"]}
+    assert [(c["frontend"], c["mode"]) for c in result["cells"]] == [(f, m) for m in MODES for f in ("python", "r")]
+    assert [c["status"] for c in result["cells"]] == ["ok"] * 5 + ["unsupported", "ok", "unsupported"]
+    assert result["reference"]["available"] and result["judging"] == "strict"
+    scaler = cells["cuda_amp_grad_scaler-autocast_scaler-python-cpu"]
+    assert scaler["record"]["skipped_steps"] == 1 and scaler["record"]["skipped"][2] is True  # the planted overflow at step 2
+    assert scaler["verdict"]["scaler"]["passed"] and "1 growths, 1 back-offs" in scaler["verdict"]["scaler"]["message"]
+    for cell in (c for c in result["cells"] if c["status"] == "ok"):
+        assert cell["verdict"]["outcome"] == "pass" and cell["timing"]["rounds"] >= 3
+        assert cell["efficiency"]["tflops"] > 0 and 0 < cell["efficiency"]["share_of_peak"] < 1
+        assert Path(cell["record"]["weights_path"]).is_file()
+    assert result["figures"] and {f["figure"] for f in result["figures"]} >= {"overhead per call"}
+
+
+def test_golden_files_are_stored_relative_and_small() -> None:
+    """The stored result (schema 3) names its weights relative to itself, so the folder moves; the whole stays small."""
+    stored = json.loads(GOLDEN_RESULT.read_text(encoding="utf-8"))
+    assert stored["schema_version"] == 3
+    paths = [c["record"]["weights_path"] for c in stored["cells"] if c["record"]]
+    assert len(paths) == 6 and all(p.startswith("golden.weights/") for p in paths)
+    total = sum(p.stat().st_size for p in GOLDEN_RESULT.parent.rglob("*") if p.is_file())
+    assert total <= _MAX_BYTES, f"tests/data holds {total} bytes; keep the golden data under {_MAX_BYTES}"
+
+
+def test_golden_result_is_a_fresh_copy_each_time() -> None:
+    """A test that edits its copy does not change the next test's copy."""
+    first = golden_result()
+    first["cells"][0]["record"]["losses"][0] = -1.0
+    assert golden_result()["cells"][0]["record"]["losses"][0] > 0
