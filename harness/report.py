@@ -17,7 +17,7 @@ from typing import Any
 from harness.atomic import atomic_path
 from harness.compare import compare_result
 from harness.errors import ResultError
-from harness.model import CellVerdict, PairVerdict
+from harness.model import CellVerdict, PairVerdict, Timing
 from harness.plots import plot_loss_diff, plot_losses, plot_timing
 from harness.report_timing import efficiency_section, figures_section, timing_section
 from harness.result_shape import check_result_shape
@@ -48,7 +48,7 @@ def report_main(result_path: Path, out_dir: Path, judging: str | None = None) ->
         ResultError: the result cannot be read (see :func:`harness.results.load_result`), lacks a field
             the report needs (checked before anything is written), or ``out_dir`` is not writable.
     """
-    result = load_result(Path(result_path))
+    result = load_result(Path(result_path)).to_json()  # the report reads JSON until it reads the model
     check_result_shape(result, str(result_path))
     return write_report(result, Path(out_dir), judging)
 
@@ -208,10 +208,11 @@ def _speedups(result: Mapping[str, Any]) -> list[str]:
             timing = cell.get("timing") or {}
             seconds = (timing.get("loop") or {}).get("median")
             row += [num(seconds, ".4g") if cell.get("status") == "ok" else cell.get("status", "—"),
-                    _ratio_text(cell.get("speedup_vs_default"), cell.get("speedup_note"), notes, inverse=True)]
+                    _ratio_text(cell.get("time_vs_default"), cell.get("time_vs_default_note"), notes)]
         py, r = (cells.get((mode, f)) or {} for f in ("python", "r"))
         if py.get("status") == "ok" and r.get("status") == "ok":
-            value, note = ratio(r.get("timing"), py.get("timing"), paired)
+            value, note = ratio(Timing.from_json(r["timing"]) if r.get("timing") else None,
+                                Timing.from_json(py["timing"]) if py.get("timing") else None, paired)  # until the report reads the model
             row.append(_ratio_text(value, note, notes))
         else:
             row.append("—")

@@ -52,14 +52,14 @@ def print_result(result: dict[str, Any], console: Console | None = None) -> None
         loop = timing.get("loop") or {}
         efficiency = cell.get("efficiency") or {}
         status = cell["status"]
-        speedup = cell.get("speedup_vs_default")
+        time_vs_default = cell.get("time_vs_default")
         own = (cell.get("verdict") or {}).get("outcome", "not_judged")
         table.add_row(
             cell["mode"], cell["frontend"], f"[{_STATUS_STYLE.get(status, '')}]{status}[/]",
             f"[{_OWN_STYLE.get(own, '')}]{_OWN_TEXT.get(own, own)}[/]",
             num(record.get("final_loss"), ".7g"), num(distance.get("max_rel_loss_error"), ".1e"),
             num(distance.get("final_weights_rel_error"), ".1e"), num(loop.get("median"), ".3g"), num(loop.get("cv"), ".1%"),
-            num(1 / speedup if speedup else None, ".2f") if speedup or status != "ok" else "[yellow]noisy[/]",
+            num(time_vs_default, ".2f") if time_vs_default or status != "ok" else "[yellow]noisy[/]",
             num(efficiency.get("tflops"), ".3g"), num(efficiency.get("share_of_peak"), ".0%"),
         )
     console.print(table)
@@ -96,7 +96,7 @@ def print_result(result: dict[str, Any], console: Console | None = None) -> None
             verdict = pair["verdict"]
             pairs.add_row(pair["pair"], f"[{_VERDICT_STYLE.get(verdict, '')}]{verdict}[/]", PairVerdict.from_dict(pair).cause)
         console.print(pairs)
-    noisy = [c["id"] for c in result["cells"] if c["status"] == "ok" and not c.get("speedup_vs_default")]
+    noisy = [c["id"] for c in result["cells"] if c["status"] == "ok" and not c.get("time_vs_default")]
     if noisy:
         console.print(
             f"[yellow]×default noisy[/] for {len(noisy)} cell(s): the rounds' spread is too wide for a ratio "

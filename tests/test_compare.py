@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness.compare import VERDICTS, compare_cells, compare_result, ulp_distance
-from harness.errors import SpecError
+from harness.errors import UsageError
 from harness.model import PairVerdict
 from harness.spec import MODES
 from tests.fake_results import build_python_result, extra_skip, nudge_one_ulp, pair_result, split_losses, twin_cell, with_status
@@ -89,8 +89,8 @@ def test_one_ulp_nudge_across_libtorch_versions_is_within_tolerance(python: Cell
 
 
 def test_an_unknown_judging_policy_is_refused(python: Cells, tmp_path: Path) -> None:
-    """A judging policy other than strict or tolerance_only raises SpecError naming both."""
-    with pytest.raises(SpecError, match="judging must be one of 'strict', 'tolerance_only', got 'lenient'"):
+    """A judging policy other than strict or tolerance_only raises UsageError naming both."""
+    with pytest.raises(UsageError, match="judging must be one of 'strict', 'tolerance_only', got 'lenient'"):
         compare_cells(python["default"], twin_cell(python["default"], tmp_path), judging="lenient")
 
 

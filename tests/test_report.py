@@ -11,6 +11,7 @@ import pytest
 
 from harness.compare import compare_result
 from harness.errors import ResultError
+from harness.model import MatrixResult
 from harness.plots import timing_samples
 from harness.report import PLOT_FILES, REPORT_FILE, render_markdown, report_main, write_report
 from harness.results import save_result
@@ -157,7 +158,7 @@ def test_an_unwritable_folder_is_a_result_error(both: dict[str, Any], tmp_path: 
 def test_report_main_reads_a_saved_result(both: dict[str, Any], tmp_path: Path) -> None:
     """report_main loads a result file and writes the same report write_report would."""
     path = tmp_path / "run.json"
-    save_result(both, path)
+    save_result(MatrixResult.from_json(both), path)
     paths = report_main(path, tmp_path / "report")
     assert paths[0].read_text(encoding="utf-8") == render_markdown(both)
 
