@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from harness.model import CellResult, CellVerdict, Float64Check, Status
 from harness.reference import Reference
 from harness.scaler_oracle import check_scale_history
+from harness.spec import WorkloadSpec
 from harness.tolerances import Float64Bound
-from harness.verdicts import CellVerdict, Float64Check
 
 __all__ = ["check_float64", "judge_cell"]
 
@@ -72,22 +73,21 @@ def check_float64(
     )
 
 
-def judge_cell(cell: Mapping[str, Any], spec: Mapping[str, Any], float64: Float64Check | None, no_float64: str | None) -> CellVerdict:
-    """The verdict for ``cell`` (an outcome of :class:`harness.runner.MatrixRunner`) from its checks.
+def judge_cell(cell: CellResult, spec: WorkloadSpec, float64: Float64Check | None, no_float64: str | None) -> CellVerdict:
+    """The verdict for ``cell`` from its checks.
 
     ``float64`` is the float64 check when the reference ran; ``no_float64`` why it did not. The scale
-    history of a scaler cell is checked here, from the record and ``spec`` (the result's spec).
+    history of a scaler cell is checked here, from the record and ``spec``.
     """
-    cell_id = str(cell["id"])
-    record = cell.get("record")
-    if cell["status"] != "ok" or not isinstance(record, dict):
-        return CellVerdict(cell_id, "not_judged", None, None, f"the cell is {cell['status']}: nothing to judge")
-    scaler = check_scale_history(record, dict(spec)) if record.get("loss_scale") is not None else None
+    record = cell.record
+    if cell.status is not Status.OK or record is None:
+        return CellVerdict(cell.id, "not_judged", None, None, f"the cell is {cell.status}: nothing to judge")
+    scaler = check_scale_history(record.to_json(), spec.to_dict()) if record.loss_scale is not None else None
     failures = [c.message for c in (float64, scaler) if c is not None and not c.passed]
     if failures:
-        return CellVerdict(cell_id, "fail", float64, scaler, "; ".join(failures))
+        return CellVerdict(cell.id, "fail", float64, scaler, "; ".join(failures))
     if float64 is None and scaler is None:
-        return CellVerdict(cell_id, "not_judged", None, None, no_float64 or "no float64 reference")
+        return CellVerdict(cell.id, "not_judged", None, None, no_float64 or "no float64 reference")
     parts = ["within the float64 bound" if float64 else f"float64 not judged ({no_float64})"]
     parts += ["scale history follows GradScaler's rule"] if scaler else []
-    return CellVerdict(cell_id, "pass", float64, scaler, "; ".join(parts))
+    return CellVerdict(cell.id, "pass", float64, scaler, "; ".join(parts))

@@ -14,9 +14,12 @@ import sys
 import traceback
 import warnings
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from harness.errors import AmpParityError
+
+if TYPE_CHECKING:
+    from harness.model import MatrixResult
 
 __all__ = ["exit_status", "exit_with_error", "main", "show_warnings_as_lines"]
 
@@ -45,9 +48,9 @@ def show_warnings_as_lines() -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from harness.pool import DEFAULT_TIMEOUT_S
     from harness.prepare import add_weights_out_arguments
     from harness.protocol import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
-    from harness.runner import DEFAULT_TIMEOUT_S
     from harness.spec_args import OneLineParser, add_spec_arguments, positive_seconds, whole_number
 
     # --debug and -v are accepted before or after the command ("run with --debug" must work as printed):
@@ -163,7 +166,9 @@ def _run(args: argparse.Namespace) -> int:
             with console.status("running cells...") as status:
                 result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile,
                                     judging="tolerance_only" if args.tolerance_only else "strict")
-            saved = publish_or_rescue(result, claim) if claim is not None else None
+            saved = None
+            if claim is not None:
+                result, saved = publish_or_rescue(result, claim)
             written = write_report_or_say_why(result, args.report) if args.report is not None else None  # reads the weights
     print_result(result, console)
     lines = [line for line in (saved, written) if line is not None]
@@ -175,12 +180,14 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if any(line.startswith("error:") for line in lines) else exit_status(result)
 
 
-def exit_status(result: dict[str, Any]) -> int:
+def exit_status(result: MatrixResult) -> int:
     """1 when a cell ended in ``error`` or ``numerical_failure``, a pair ``diverged``, or a cell failed its own
     verdict (float64 bound, scaler rule: :mod:`harness.cell_verdict`); else 0."""
-    failed = any(c["status"] in ("error", "numerical_failure") for c in result["cells"])
-    diverged = any(p["verdict"] == "diverged" for p in result["pairs"])
-    return 1 if failed or diverged or any((c.get("verdict") or {}).get("outcome") == "fail" for c in result["cells"]) else 0
+    from harness.model import Status
+
+    failed = any(c.status in (Status.ERROR, Status.NUMERICAL_FAILURE) for c in result.cells)
+    diverged = any(p.verdict == "diverged" for p in result.pairs)
+    return 1 if failed or diverged or any(c.verdict is not None and c.verdict.failed for c in result.cells) else 0
 
 
 def _terminate(signum: int, frame: object) -> None:

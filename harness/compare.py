@@ -11,7 +11,6 @@ then say why (:mod:`harness.explain`): every mismatch goes into the explanation;
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from harness.errors import SpecError
@@ -20,7 +19,6 @@ from harness.findings import PairFindings, StatusFindings, find_pair
 from harness.matrix import FRONTEND_ORDER
 from harness.model import CellResult, MatrixResult
 from harness.tolerances import DEFAULT_JUDGING, Tolerance, check_judging, tolerance_for
-from harness.typed_input import as_cell, as_result
 from harness.verdicts import PairVerdict
 
 __all__ = ["VERDICTS", "compare_cells", "compare_result", "judge", "judge_statuses"]
@@ -37,7 +35,7 @@ _STATUS_RANK = ("error", "numerical_failure", "unsupported", "skipped")
 _STATUS_VERDICT = {"error": "error", "numerical_failure": "error", "unsupported": "unsupported", "skipped": "skipped"}
 
 
-def compare_result(result: MatrixResult | Mapping[str, Any], judging: str | None = None) -> list[PairVerdict]:
+def compare_result(result: MatrixResult, judging: str | None = None) -> list[PairVerdict]:
     """A verdict for every pair of ``result`` (frontends in :data:`harness.matrix.FRONTEND_ORDER`: python, then r).
 
     ``judging`` (``strict`` or ``tolerance_only``) defaults to the policy the result was run under
@@ -45,9 +43,8 @@ def compare_result(result: MatrixResult | Mapping[str, Any], judging: str | None
     A pair with one cell (one frontend was not asked for) is left out: there is nothing to compare.
 
     Raises:
-        SpecError: an unknown judging policy.
+        UsageError: an unknown judging policy.
     """
-    result = as_result(result)
     judging = check_judging(judging or result.judging or DEFAULT_JUDGING)
     pairs: dict[str, list[CellResult]] = {}
     for cell in result.cells:
@@ -65,8 +62,7 @@ def compare_result(result: MatrixResult | Mapping[str, Any], judging: str | None
 
 
 def compare_cells(
-    a: CellResult | Mapping[str, Any], b: CellResult | Mapping[str, Any], tolerance: Tolerance | None = None,
-    judging: str = DEFAULT_JUDGING,
+    a: CellResult, b: CellResult, tolerance: Tolerance | None = None, judging: str = DEFAULT_JUDGING
 ) -> PairVerdict:
     """Judge frontend ``a`` against frontend ``b`` on one cell of the matrix.
 
@@ -76,10 +72,9 @@ def compare_cells(
 
     Raises:
         ValueError: ``a`` and ``b`` are not two frontends of one pair.
-        SpecError: an unknown judging policy.
+        UsageError: an unknown judging policy.
     """
     check_judging(judging)
-    a, b = as_cell(a), as_cell(b)
     if a.pair != b.pair or a.frontend == b.frontend:
         raise ValueError(f"cells {a.id!r} and {b.id!r} are not two frontends of one pair")
     names = (a.frontend, b.frontend)

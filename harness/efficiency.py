@@ -1,7 +1,7 @@
 """Efficiency of a cell against the hardware: FLOPs from the spec, achieved TFLOP/s, share of a measured peak.
 
 The peak is measured by the harness in the same run, on the same device and in the cell's GEMM dtype
-(:mod:`harness.matmul_peak`): a cell then reads "x % of this machine's measured peak", not a datasheet
+(:mod:`harness.frontends.matmul_peak`, run in the Python worker): a cell then reads "x % of this machine's measured peak", not a datasheet
 figure the machine may never reach. A share above 100 % would mean the peak did not bound the cell's
 GEMMs (another kernel path, or a measurement the machine's noise pulled down): no share is given then,
 and ``share_note`` says why, rather than a number that cannot be true.
@@ -9,9 +9,7 @@ and ``share_note`` says why, rather than a number that cannot be true.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from harness.model import CellResult, Efficiency, Peaks
 from harness.spec import WorkloadSpec
 
 __all__ = ["cell_efficiency", "gemm_dtype", "step_flops", "workload_flops"]
@@ -40,21 +38,19 @@ def gemm_dtype(mode: str, spec: WorkloadSpec) -> str:
     return "float32" if mode == "default" else str(spec.amp_dtype)
 
 
-def cell_efficiency(cell: Mapping[str, Any], spec: WorkloadSpec, peaks: Mapping[str, Any]) -> dict[str, Any] | None:
+def cell_efficiency(cell: CellResult, spec: WorkloadSpec, peaks: Peaks) -> Efficiency | None:
     """FLOPs, achieved TFLOP/s (over the median timed loop) and the share of the measured peak.
 
-    ``peaks`` maps a dtype to :func:`harness.matmul_peak.measure_matmul_peak`'s result (or to nothing).
+    ``peaks.by_dtype`` maps a dtype to :func:`harness.frontends.matmul_peak.measure_matmul_peak`'s result (or to nothing).
     ``None`` for a cell that produced no record.
     """
-    record = cell.get("record")
-    if not record:
+    if cell.record is None:
         return None
-    timing = cell.get("timing") or {}
-    seconds = (timing.get("loop") or {}).get("median") or record["seconds_total"]
+    seconds = (cell.timing.loop.median if cell.timing is not None else None) or cell.record.seconds_total
     flops = workload_flops(spec)
     tflops = flops / seconds / 1e12 if seconds > 0 else None
-    dtype = gemm_dtype(cell["mode"], spec)
-    peak = peaks.get(dtype) or {}
+    dtype = gemm_dtype(cell.mode, spec)
+    peak = peaks.by_dtype.get(dtype) or {}
     peak_tflops = peak.get("tflops")
     share = tflops / peak_tflops if tflops is not None and peak_tflops else None
     note = None
@@ -65,7 +61,7 @@ def cell_efficiency(cell: Mapping[str, Any], spec: WorkloadSpec, peaks: Mapping[
             "(another kernel path, or the machine was busier while the peak was measured)"
         )
         share = None
-    return {
-        "flops": flops, "step_flops": step_flops(spec), "seconds": seconds, "tflops": tflops,
-        "gemm_dtype": dtype, "peak_tflops": peak_tflops, "share_of_peak": share, "share_note": note,
-    }
+    return Efficiency(
+        flops=flops, step_flops=step_flops(spec), seconds=seconds, tflops=tflops,
+        gemm_dtype=dtype, peak_tflops=peak_tflops, share_of_peak=share, share_note=note,
+    )

@@ -4,6 +4,7 @@ Hierarchy (each also subclasses the builtin a caller would naturally catch)::
 
     AmpParityError                      base: the CLI prints ``error: <message>`` and exits 1
     ├── SpecError(ValueError)           an invalid workload spec value (field, value, allowed)
+    ├── UsageError(ValueError)          an invalid option that is not a spec field: a flag, a path, a choice
     ├── FixtureError(RuntimeError)      a fixture file that cannot be built or read
     ├── ResultError(ValueError)         a result file of another schema version, or unreadable
     └── WorkerError(RuntimeError)       a frontend worker did not return a record
@@ -20,6 +21,7 @@ __all__ = [
     "ResultError",
     "ScriptError",
     "SpecError",
+    "UsageError",
     "WorkerCrashed",
     "WorkerError",
     "WorkerTimeout",
@@ -38,6 +40,19 @@ class SpecError(AmpParityError, ValueError):
         self.value = value
         self.allowed = allowed
         super().__init__(f"{field} must be {allowed}, got {value!r}.")
+
+
+class UsageError(AmpParityError, ValueError):
+    """An option the harness was given has a value outside what is allowed (a flag, a path, a choice; not a spec field).
+
+    The same one line as :class:`SpecError`: what was given, what is allowed.
+    """
+
+    def __init__(self, option: str, value: object, allowed: str) -> None:
+        self.option = option
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"{option} must be {allowed}, got {value!r}.")
 
 
 class FixtureError(AmpParityError, RuntimeError):

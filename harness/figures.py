@@ -6,11 +6,7 @@ on CPU, the tensor-core share to CUDA); a result is checked against those that a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from harness.model import CellResult, MatrixResult, Status, Timing
-from harness.typed_input import as_result
 from harness.verdicts import FigureCheck
 
 __all__ = [
@@ -41,9 +37,8 @@ TINY_MATRIX_MAX_SECONDS = 60.0
 GPU_AUTOCAST_MIN_SHARE = 0.5
 
 
-def check_figures(result: MatrixResult | Mapping[str, Any]) -> list[FigureCheck]:
+def check_figures(result: MatrixResult) -> list[FigureCheck]:
     """Every figure that applies to ``result``, checked."""
-    result = as_result(result)
     return [*_overhead(result), *_cv(result), *_tiny_matrix(result), *_gpu_autocast(result)]
 
 

@@ -17,7 +17,7 @@ and judges nothing by it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -31,6 +31,7 @@ from harness.verdicts import CELL_OUTCOMES, CellVerdict, FigureCheck, Float64Che
 
 __all__ = [
     "CELL_OUTCOMES",
+    "RECORD_SCHEMA_VERSION",
     "RESULT_SCHEMA_VERSION",
     "CellResult",
     "CellVerdict",
@@ -56,6 +57,9 @@ __all__ = [
 #: ``time_vs_default`` (this cell's time ÷ its frontend's default cell's: what every view shows) and
 #: ``time_vs_default_note`` instead of version 3's inverse, ``speedup_vs_default`` / ``speedup_note``.
 RESULT_SCHEMA_VERSION = 4
+#: The run record's version, written by py_scripts/common.py and r_scripts/common.R (2: seconds_workload,
+#: gc_seconds; 3: ``clock``, the clock the frontend timed its loop with).
+RECORD_SCHEMA_VERSION = 3
 
 Json = dict[str, Any]
 
@@ -109,7 +113,7 @@ class RunRecord:
     seconds_per_epoch: tuple[float, ...]
     seconds_workload: float
     gc_seconds: float
-    clock: str
+    clock: str | None
     peak_memory_bytes: int | None
     torch_version: str
     libtorch_version: str | None
@@ -238,8 +242,8 @@ class Efficiency:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Efficiency:
-        """The inverse of :meth:`to_json`."""
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
+        """The inverse of :meth:`to_json` (``share_note`` came with schema 3)."""
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name != "share_note"}, share_note=data.get("share_note"))
 
     def to_json(self) -> Json:
         """Plain data."""
@@ -458,6 +462,16 @@ class MatrixResult:
     def steps(self) -> int:
         """Optimizer steps of every cell's run (the spec's)."""
         return self.spec.steps
+
+    def map_weights_paths(self, change: Callable[[str], str]) -> MatrixResult:
+        """This result with every record's ``weights_path`` changed by ``change`` (made relative, absolute, moved)."""
+
+        def moved(cell: CellResult) -> CellResult:
+            if cell.record is None or cell.record.weights_path is None:
+                return cell
+            return dataclasses.replace(cell, record=dataclasses.replace(cell.record, weights_path=change(cell.record.weights_path)))
+
+        return dataclasses.replace(self, cells=tuple(moved(c) for c in self.cells))
 
     def cell(self, cell_id: str) -> CellResult:
         """The cell with this id.

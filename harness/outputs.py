@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.atomic import atomic_path, file_mode, folder_mode, probe_atomic
-from harness.errors import AmpParityError, ResultError, SpecError
+from harness.errors import AmpParityError, ResultError, UsageError
+from harness.model import MatrixResult
 from harness.results import WEIGHTS_SUFFIX, is_result_file, stored_form, weights_dir_for
 from harness.staging import StagingDir
 
@@ -60,7 +61,7 @@ class ResultClaim:
     """The claim of one ``--json`` path for one run: checked, locked and staged; released by :meth:`close`.
 
     Raises:
-        SpecError: the path can never hold a result (ends in ``.weights``, is a folder, or exists without ``--overwrite``).
+        UsageError: the path can never hold a result (ends in ``.weights``, is a folder, or exists without ``--overwrite``).
         ResultError: its folder is missing or not writable, another run holds it, or what is there is not the harness's.
     """
 
@@ -107,36 +108,30 @@ class ResultClaim:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    def publish(self, result: dict[str, Any]) -> None:
-        """Publish the weights folder and the result together; on success the records point at ``W``.
+    def publish(self, result: MatrixResult) -> MatrixResult:
+        """Publish the weights folder and the result together; return the result whose records point at ``W``.
 
         Weights staged elsewhere (another run's staging folder) are moved in first.
 
         Raises:
             ResultError: either could not be written; then neither was, an old ``P``/``W`` stays as it was,
-                and the records point at the staged files (still claimed: :func:`rescue_result` can take them).
+                and the staged files are still claimed (:func:`rescue_result` can take them).
         """
         staged = self.staging
-        records = _records_with_weights(result)
         try:
-            for record in records:
-                source = Path(record["weights_path"])
+            for source in _weights_files(result):
                 if source.parent != staged:
                     shutil.move(source, staged / source.name)
-                    record["weights_path"] = str(staged / source.name)
+            result = _found_in(result, staged, staged)
             (staged / MARKER_FILE).write_text(json.dumps({"result": self.path.name}) + "\n", encoding="utf-8")
             _set_modes(staged)
-            for record in records:
-                record["weights_path"] = str(self.weights_dir / Path(record["weights_path"]).name)
-            stored = stored_form(result, self.path)
-            for record in records:
-                record["weights_path"] = str(staged / Path(record["weights_path"]).name)
+            published = _found_in(result, staged, self.weights_dir)
+            stored = stored_form(published, self.path)
             self._check_existing()  # a user may have put something there during the run
             self._publish_both(stored)
         except OSError as err:
             raise ResultError(f"cannot write {self.path}: {_why(err)}.") from err
-        for record in records:
-            record["weights_path"] = str(self.weights_dir / Path(record["weights_path"]).name)
+        return published
 
     def _publish_both(self, stored: dict[str, Any]) -> None:
         """Write the result's temporary file, rename the staging folder to ``W`` (an old ``W`` moved aside
@@ -168,7 +163,7 @@ class ResultClaim:
         path, weights = self.path, self.weights_dir
         if os.path.lexists(path):
             if not self.overwrite:
-                raise SpecError("--json", str(path), "a path that does not exist yet (or pass --overwrite)")
+                raise UsageError("--json", str(path), "a path that does not exist yet (or pass --overwrite)")
             if not is_result_file(path):
                 raise ResultError(
                     f"{path} is {_kind(path)}, not an amp-parity result; --overwrite replaces only those. "
@@ -218,7 +213,7 @@ def check_report_folder(folder: Path, overwrite: bool = False, flag: str = "--re
     An existing ``report.md`` or plot is replaced only with ``--overwrite``, and only if it is a regular file.
 
     Raises:
-        SpecError: ``folder`` (or a parent) is a file.
+        UsageError: ``folder`` (or a parent) is a file.
         ResultError: it cannot be created or written, or holds a report and ``overwrite`` is false.
     """
     from harness.report import PLOT_FILES, REPORT_FILE
@@ -230,7 +225,7 @@ def check_report_folder(folder: Path, overwrite: bool = False, flag: str = "--re
         existing = existing.parent
     if not existing.is_dir():
         where = "it is" if existing == folder else f"{existing} is"
-        raise SpecError(flag, str(folder), f"a folder (or one to create), but {where} {_kind(existing)}")
+        raise UsageError(flag, str(folder), f"a folder (or one to create), but {where} {_kind(existing)}")
     for name in (REPORT_FILE, *PLOT_FILES) if not missing else ():
         present = folder / name
         if not os.path.lexists(present):
@@ -255,8 +250,9 @@ def check_report_folder(folder: Path, overwrite: bool = False, flag: str = "--re
                 part.rmdir()
 
 
-def rescue_result(result: dict[str, Any]) -> Path:
-    """Publish ``result`` (and its weights) into a new folder under the temporary directory; return its path.
+def rescue_result(result: MatrixResult) -> tuple[MatrixResult, Path]:
+    """Publish ``result`` (and its weights) into a new folder under the temporary directory: the result as
+    published there, and its path.
 
     The last resort when the chosen ``--json`` could not be written after the run: hours of work are
     not dropped for a full disk or a folder that vanished.
@@ -267,27 +263,27 @@ def rescue_result(result: dict[str, Any]) -> Path:
     folder = Path(tempfile.mkdtemp(prefix="amp-parity-result-"))
     os.chmod(folder, folder_mode())
     with ResultClaim(folder / "result.json") as claim:
-        claim.publish(result)
-    return claim.path
+        return claim.publish(result), claim.path
 
 
-def publish_or_rescue(result: dict[str, Any], claim: ResultClaim) -> str:
-    """Publish ``result`` after the run, or if that fails save it elsewhere rather than lose it; the line to print.
+def publish_or_rescue(result: MatrixResult, claim: ResultClaim) -> tuple[MatrixResult, str]:
+    """Publish ``result`` after the run, or if that fails save it elsewhere rather than lose it.
 
-    A line starting ``error:`` says why it is not where it was asked for, and where it is instead.
+    Returns the result as published (its records point at the weights where they now are) and the line
+    to print; a line starting ``error:`` says why it is not where it was asked for, and where it is instead.
     """
     try:
-        claim.publish(result)
-        return f"result written to {claim.path}"
+        return claim.publish(result), f"result written to {claim.path}"
     except AmpParityError as err:
+        staged = _found_in(result, claim.staging, claim.staging)  # a failed publish leaves the weights staged
         try:
-            elsewhere = rescue_result(result)
+            elsewhere, where = rescue_result(staged)
         except AmpParityError as again:
-            return f"error: {err} The result is lost: it could not be saved elsewhere either ({again})"
-        return f"error: {err} The result was saved to {elsewhere} instead (weights beside it)."
+            return staged, f"error: {err} The result is lost: it could not be saved elsewhere either ({again})"
+        return elsewhere, f"error: {err} The result was saved to {where} instead (weights beside it)."
 
 
-def write_report_or_say_why(result: dict[str, Any], folder: Path) -> str:
+def write_report_or_say_why(result: MatrixResult, folder: Path) -> str:
     """Write the report after the run; a failure is one ``error:`` line, not the loss of the table or the result."""
     from harness.report import write_report
 
@@ -300,9 +296,9 @@ def write_report_or_say_why(result: dict[str, Any], folder: Path) -> str:
 def _refuse_impossible(path: Path) -> None:
     if path.name.endswith(WEIGHTS_SUFFIX):
         allowed = f"a file name that does not end in {WEIGHTS_SUFFIX} (it names the weights folder beside a result)"
-        raise SpecError("--json", str(path), allowed)
+        raise UsageError("--json", str(path), allowed)
     if path.is_dir():
-        raise SpecError("--json", str(path), f"a file, but it is a folder (e.g. {path / 'run.json'})")
+        raise UsageError("--json", str(path), f"a file, but it is a folder (e.g. {path / 'run.json'})")
     folder = path.parent
     if not os.path.lexists(folder):
         raise ResultError(
@@ -333,9 +329,15 @@ def _take_lock(lock_path: Path, result_path: Path) -> int:
     raise ResultError(f"cannot claim {result_path}: its lock {lock_path} keeps changing. Choose another --json path.")
 
 
-def _records_with_weights(result: dict[str, Any]) -> list[dict[str, Any]]:
-    records = [cell.get("record") for cell in result["cells"]]
-    return [r for r in records if isinstance(r, dict) and r.get("weights_path") and Path(r["weights_path"]).exists()]
+def _weights_files(result: MatrixResult) -> list[Path]:
+    """The final-weights files the result's records name that exist (a failed cell's may not)."""
+    paths = [Path(c.record.weights_path) for c in result.cells if c.record is not None and c.record.weights_path]
+    return [p for p in paths if p.exists()]
+
+
+def _found_in(result: MatrixResult, folder: Path, target: Path) -> MatrixResult:
+    """``result`` with each weights file that is in ``folder`` (by name) named in ``target`` instead."""
+    return result.map_weights_paths(lambda p: str(target / Path(p).name) if (folder / Path(p).name).is_file() else p)
 
 
 def _set_modes(folder: Path) -> None:

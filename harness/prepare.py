@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness.errors import SpecError
+from harness.errors import SpecError, UsageError
 from harness.fixtures import FixtureFile, ensure_fixtures
 from harness.spec import WorkloadSpec
 from harness.spec_args import OneLineParser, add_spec_arguments, spec_from_args
@@ -72,7 +72,8 @@ def prepare_shell_run_spec(args: argparse.Namespace) -> dict[str, Any]:
     this machine lacks (the same check as ``harness run``), a weights file that would be overwritten.
 
     Raises:
-        SpecError: any of those, naming the flag, the value and what would work.
+        SpecError: an invalid spec or a device this machine lacks; UsageError: a weights file in the way. Each
+            names the field or flag, the value and what would work.
     """
     spec = spec_from_args(args)
     require_device(spec)
@@ -87,7 +88,7 @@ def check_weights_out(path: Path | None, overwrite: bool) -> None:
     because a path was mistyped.
 
     Raises:
-        SpecError: ``path`` exists and ``overwrite`` is false, or it is not a regular file.
+        UsageError: ``path`` exists and ``overwrite`` is false, or it is not a regular file.
     """
     if path is None:
         return
@@ -96,12 +97,12 @@ def check_weights_out(path: Path | None, overwrite: bool) -> None:
     except FileNotFoundError:
         return
     except OSError as err:
-        raise SpecError("--weights-out", str(path), f"a path that can be written ({err.strerror})") from err
+        raise UsageError("--weights-out", str(path), f"a path that can be written ({err.strerror})") from err
     if not stat.S_ISREG(mode):
         kind = "folder" if stat.S_ISDIR(mode) else "symbolic link" if stat.S_ISLNK(mode) else "special file"
-        raise SpecError("--weights-out", str(path), f"a new file or a regular file to replace (this is a {kind})")
+        raise UsageError("--weights-out", str(path), f"a new file or a regular file to replace (this is a {kind})")
     if not overwrite:
-        raise SpecError("--weights-out", str(path), "a path that does not exist yet (or pass --overwrite to replace it)")
+        raise UsageError("--weights-out", str(path), "a path that does not exist yet (or pass --overwrite to replace it)")
 
 
 def require_device(spec: WorkloadSpec) -> None:

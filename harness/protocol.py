@@ -10,7 +10,7 @@ import dataclasses
 import math
 from typing import Any
 
-from harness.errors import SpecError
+from harness.errors import UsageError
 
 __all__ = [
     "DEFAULT_MAX_SECONDS",
@@ -43,14 +43,14 @@ class TimingProtocol:
 
     def __post_init__(self) -> None:
         if isinstance(self.warmup_rounds, bool) or not isinstance(self.warmup_rounds, int) or self.warmup_rounds < 1:
-            raise SpecError(
+            raise UsageError(
                 "warmup_rounds", self.warmup_rounds,
                 "an integer ≥ 1: the first call writes the weights and is never timed",
             )
         if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or self.rounds < 1:
-            raise SpecError("rounds", self.rounds, f"an integer ≥ 1 (≥ {MIN_ROUNDS_FOR_SPREAD} for a spread)")
+            raise UsageError("rounds", self.rounds, f"an integer ≥ 1 (≥ {MIN_ROUNDS_FOR_SPREAD} for a spread)")
         if not isinstance(self.max_seconds, (int, float)) or not math.isfinite(self.max_seconds) or self.max_seconds <= 0:
-            raise SpecError("max_seconds", self.max_seconds, "a positive number of seconds")
+            raise UsageError("max_seconds", self.max_seconds, "a positive number of seconds")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the result, with how GC and threads were handled."""

@@ -1,4 +1,4 @@
-"""Checks of a run record as it comes back from a script, before anything else reads it."""
+"""The one check of a run record as it comes back from a script, before anything else reads it."""
 
 from __future__ import annotations
 
@@ -6,24 +6,13 @@ import math
 from typing import Any
 
 from harness.matrix import Cell
-from harness.results import RECORD_SCHEMA_VERSION
+from harness.model import RECORD_SCHEMA_VERSION, Status
 from harness.spec import SCRIPTS, WorkloadSpec
 
-__all__ = ["SCALER_MODES", "describe_loss", "first_nonfinite", "nonfinite_reason", "numerical_failure", "record_problem"]
+__all__ = ["SCALER_MODES", "describe_loss", "first_nonfinite", "judge_record", "nonfinite_reason"]
 
 #: Modes where a non-finite loss is expected (the scaler skips that step); elsewhere it is a failure.
 SCALER_MODES = frozenset(SCRIPTS["cuda_amp_grad_scaler"])
-
-
-def record_problem(record: Any, spec: WorkloadSpec, cell: Cell) -> str | None:
-    """Why ``record`` is not a usable run record for ``spec``, or ``None``."""
-    if not isinstance(record, dict) or record.get("schema_version") != RECORD_SCHEMA_VERSION:
-        return f"the {cell.frontend} script returned something that is not a version-{RECORD_SCHEMA_VERSION} run record"
-    losses = record.get("losses")
-    if not isinstance(losses, list) or len(losses) != spec.steps:
-        got = len(losses) if isinstance(losses, list) else type(losses).__name__
-        return f"the {cell.frontend} script returned {got} losses, expected {spec.steps} (one per step)"
-    return None
 
 
 def first_nonfinite(losses: list[Any]) -> int | None:
@@ -56,10 +45,19 @@ def nonfinite_reason(losses: list[Any], frontend: str) -> str | None:
     return None if step is None else f"loss is {describe_loss(losses[step])} at step {step} ({frontend})"
 
 
-def numerical_failure(record: dict[str, Any], cell: Cell) -> str | None:
-    """Why ``record``'s run failed numerically (its first non-finite loss), or ``None``.
+def judge_record(record: Any, spec: WorkloadSpec, cell: Cell) -> tuple[Status, str | None]:
+    """How a call that returned ``record`` ended: ``ok``, ``error`` (not a usable record) or ``numerical_failure``.
 
-    One rule for the record call and every timed round: a non-finite loss fails every mode but the scaler
-    modes, where the scaler skips that step by design.
+    One check for the record call and every timed round, so the two cannot drift apart. The record must
+    be a version-``RECORD_SCHEMA_VERSION`` run record with one loss per step of ``spec``; a non-finite
+    loss fails every mode but the scaler modes, where the scaler skips that step by design. The reason
+    names the first non-finite loss (``loss is NaN at step 3 (r)``) or what is wrong with the record.
     """
-    return None if cell.mode in SCALER_MODES else nonfinite_reason(record["losses"], cell.frontend)
+    if not isinstance(record, dict) or record.get("schema_version") != RECORD_SCHEMA_VERSION:
+        return Status.ERROR, f"the {cell.frontend} script returned something that is not a version-{RECORD_SCHEMA_VERSION} run record"
+    losses = record.get("losses")
+    if not isinstance(losses, list) or len(losses) != spec.steps:
+        got = len(losses) if isinstance(losses, list) else type(losses).__name__
+        return Status.ERROR, f"the {cell.frontend} script returned {got} losses, expected {spec.steps} (one per step)"
+    failure = None if cell.mode in SCALER_MODES else nonfinite_reason(losses, cell.frontend)
+    return (Status.OK, None) if failure is None else (Status.NUMERICAL_FAILURE, failure)

@@ -10,9 +10,7 @@ says so, and why) as much as for one with both frontends. Every file is written 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from harness.atomic import atomic_path
 from harness.compare import compare_result
@@ -21,13 +19,11 @@ from harness.matrix import FRONTEND_ORDER
 from harness.model import CELL_OUTCOMES, CellResult, MatrixResult, PairVerdict, RunRecord, Status
 from harness.plots import plot_loss_diff, plot_losses, plot_timing
 from harness.report_timing import efficiency_section, figures_section, timing_section
-from harness.result_shape import check_result_shape
 from harness.results import load_result
 from harness.spec import MODES
 from harness.text import cell_text, num
 from harness.timing import ratio
 from harness.tolerances import DEFAULT_JUDGING
-from harness.typed_input import as_result
 
 __all__ = ["PLOT_FILES", "REPORT_FILE", "render_markdown", "report_main", "write_report"]
 
@@ -50,13 +46,10 @@ def report_main(result_path: Path, out_dir: Path, judging: str | None = None) ->
         ResultError: the result cannot be read (see :func:`harness.results.load_result`), lacks a field
             the report needs (checked before anything is written), or ``out_dir`` is not writable.
     """
-    loaded = load_result(Path(result_path))
-    if not isinstance(loaded, MatrixResult):
-        check_result_shape(loaded, str(result_path))
-    return write_report(as_result(loaded), Path(out_dir), judging)
+    return write_report(load_result(Path(result_path)), Path(out_dir), judging)
 
 
-def write_report(result: MatrixResult | Mapping[str, Any], out_dir: Path, judging: str | None = None) -> list[Path]:
+def write_report(result: MatrixResult, out_dir: Path, judging: str | None = None) -> list[Path]:
     """Write ``report.md`` and the plots into ``out_dir`` (created if absent); return their paths.
 
     Pairs are judged under ``judging``, by default the policy the result was run under.
@@ -64,7 +57,6 @@ def write_report(result: MatrixResult | Mapping[str, Any], out_dir: Path, judgin
     Raises:
         ResultError: ``out_dir`` cannot be created or written.
     """
-    result = as_result(result)
     out_dir = Path(out_dir)
     # Judged again from the cells, not read from result.pairs: the cells are the source of truth
     # (a result whose cells were edited or merged after the run would carry stale verdicts).
@@ -83,11 +75,8 @@ def write_report(result: MatrixResult | Mapping[str, Any], out_dir: Path, judgin
     return [target, *written]
 
 
-def render_markdown(
-    result: MatrixResult | Mapping[str, Any], verdicts: list[PairVerdict] | None = None, judging: str | None = None
-) -> str:
+def render_markdown(result: MatrixResult, verdicts: list[PairVerdict] | None = None, judging: str | None = None) -> str:
     """The report as markdown text (``verdicts`` default to :func:`harness.compare.compare_result` under ``judging``)."""
-    result = as_result(result)
     verdicts = compare_result(result, judging) if verdicts is None else verdicts
     spec = result.spec
     out = [
@@ -213,8 +202,7 @@ def _speed(result: MatrixResult) -> list[str]:
             row += [shown, _ratio_text(cell.time_vs_default, cell.time_vs_default_note, notes)]
         py, r = cells.get((mode, "python")), cells.get((mode, "r"))
         if py and r and py.ok and r.ok:
-            timings = (r.timing.to_json() if r.timing else None, py.timing.to_json() if py.timing else None)  # until ratio reads Timing
-            row.append(_ratio_text(*ratio(*timings, result.protocol.interleave), notes))
+            row.append(_ratio_text(*ratio(r.timing, py.timing, result.protocol.interleave), notes))
         else:
             row.append("—")
         lines.append("| " + " | ".join(row) + " |")

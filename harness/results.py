@@ -12,7 +12,6 @@ they are absolute.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from collections.abc import Callable
@@ -21,30 +20,12 @@ from typing import Any
 
 from harness.atomic import write_json_atomic
 from harness.errors import ResultError
+from harness.model import RESULT_SCHEMA_VERSION, MatrixResult
+from harness.result_shape import check_result_shape
+from harness.tolerances import DEFAULT_JUDGING
 
-__all__ = [
-    "CELL_STATUSES",
-    "RECORD_SCHEMA_VERSION",
-    "RESULT_SCHEMA_VERSION",
-    "WEIGHTS_SUFFIX",
-    "is_result_file",
-    "load_result",
-    "save_result",
-    "stored_form",
-    "weights_dir_for",
-]
+__all__ = ["WEIGHTS_SUFFIX", "is_result_file", "load_result", "save_result", "stored_form", "weights_dir_for"]
 
-#: Version 2 added the timing protocol (``protocol``, per-cell ``timing``), ``peaks``, ``efficiency``,
-#: ``memory`` and GEMM profiles. Version 3 stores ``weights_path`` relative to the result's folder
-#: (version 2 stored it relative to the working directory of the run).
-RESULT_SCHEMA_VERSION = 3
-#: The run record's version, written by py_scripts/common.py and r_scripts/common.R (2: seconds_workload,
-#: gc_seconds; 3: ``clock``, the clock the frontend timed its loop with).
-RECORD_SCHEMA_VERSION = 3
-#: ``ok``: a record came back; ``unsupported``: the binding refused a cell it is known not to support
-#: (the binding's own message is the reason); ``skipped``: the frontend is not available here;
-#: ``numerical_failure``: non-finite loss in a mode without a scaler; ``error``: anything else.
-CELL_STATUSES = ("ok", "unsupported", "skipped", "numerical_failure", "error")
 #: The weights folder's suffix; a result path may not end in it (it would be its own weights folder).
 WEIGHTS_SUFFIX = ".weights"
 
@@ -53,14 +34,14 @@ def weights_dir_for(result_path: Path) -> Path:
     """``run.json`` → ``run.weights/``; any other name keeps its suffix: ``run.txt`` → ``run.txt.weights/``.
 
     So ``B.json`` and ``B.txt`` never share a weights folder. (``B.txt.json`` and ``B.txt`` still map to
-    the same one; the claim refuses whichever comes second, see :mod:`harness.claim`.)
+    the same one; the claim refuses whichever comes second, see :mod:`harness.outputs`.)
     """
     if result_path.suffix == ".json":
         return result_path.with_suffix(WEIGHTS_SUFFIX)
     return result_path.with_name(result_path.name + WEIGHTS_SUFFIX)
 
 
-def save_result(result: dict[str, Any], path: Path, overwrite: bool = False) -> None:
+def save_result(result: MatrixResult, path: Path, overwrite: bool = False) -> None:
     """Write ``result`` to ``path`` atomically, its weights paths made relative to ``path``'s folder.
 
     ``overwrite`` replaces only a result file this harness wrote (never another kind of file).
@@ -81,10 +62,10 @@ def save_result(result: dict[str, Any], path: Path, overwrite: bool = False) -> 
         raise ResultError(f"cannot write {path}: {err.strerror or err}. Choose a writable path.") from err
 
 
-def stored_form(result: dict[str, Any], path: Path) -> dict[str, Any]:
-    """A copy of ``result`` as it is stored at ``path``: weights paths relative to its folder."""
+def stored_form(result: MatrixResult, path: Path) -> dict[str, Any]:
+    """``result`` as it is stored at ``path``: plain JSON data, weights paths relative to its folder."""
     folder = Path(os.path.abspath(path)).parent
-    return _map_weights_paths(copy.deepcopy(result), lambda p: Path(os.path.relpath(os.path.abspath(p), folder)).as_posix())
+    return result.map_weights_paths(lambda p: Path(os.path.relpath(os.path.abspath(p), folder)).as_posix()).to_json()
 
 
 def is_result_file(path: Path) -> bool:
@@ -98,11 +79,11 @@ def is_result_file(path: Path) -> bool:
     return isinstance(data, dict) and "schema_version" in data and "cells" in data
 
 
-def load_result(path: Path) -> dict[str, Any]:
-    """Read a result file (this schema version or an older one), weights paths made absolute.
+def load_result(path: Path) -> MatrixResult:
+    """Read a result file of this schema version or an older one (upgraded on the way), weights paths made absolute.
 
     Raises:
-        ResultError: unreadable, not a result, or another schema version (with what to do).
+        ResultError: unreadable, not a result, from a newer harness, or missing what a result holds (one line each).
     """
     path = Path(path)
     try:
@@ -114,16 +95,18 @@ def load_result(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or "schema_version" not in data or "cells" not in data:
         raise ResultError(f"{path} is not an amp-parity result (no schema_version/cells).")
     version = data["schema_version"]
-    if version == 2:
-        data = _update_to_3(data, path)
-    elif version != RESULT_SCHEMA_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or (version not in _UPDATES and version != RESULT_SCHEMA_VERSION):
         newer = isinstance(version, int) and version > RESULT_SCHEMA_VERSION
         fix = "upgrade amp-parity to read it" if newer else "re-run `python -m harness run --json` to regenerate it"
         raise ResultError(
-            f"{path} has result schema version {version!r}; this harness reads versions 2 and {RESULT_SCHEMA_VERSION}: {fix}."
+            f"{path} has result schema version {version!r}; this harness reads versions {min(_UPDATES)} to "
+            f"{RESULT_SCHEMA_VERSION}: {fix}."
         )
+    check_result_shape(data, str(path))  # before the upgrades read it: a broken file is named, not half-upgraded
+    for step in range(version, RESULT_SCHEMA_VERSION):
+        data = _UPDATES[step](data, path)
     folder = Path(os.path.abspath(path)).parent
-    return _map_weights_paths(data, lambda p: os.path.normpath(os.path.join(folder, p)))
+    return MatrixResult.from_json(data, str(path)).map_weights_paths(lambda p: os.path.normpath(os.path.join(folder, p)))
 
 
 def _update_to_3(data: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -140,10 +123,35 @@ def _update_to_3(data: dict[str, Any], path: Path) -> dict[str, Any]:
             return os.path.relpath(os.path.abspath(stored), folder)
         return os.path.relpath(beside / Path(stored).name, folder)
 
-    return _map_weights_paths(data, update) | {"schema_version": RESULT_SCHEMA_VERSION}
+    return _map_stored_weights_paths(data, update) | {"schema_version": 3}
 
 
-def _map_weights_paths(result: dict[str, Any], change: Callable[[str], str]) -> dict[str, Any]:
+def _update_to_4(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Version 3 → 4: ``speedup_vs_default`` (default ÷ cell) becomes ``time_vs_default`` (cell ÷ default).
+
+    Fields older runs did not write get what the harness of their time meant: ``judging`` the policy
+    :func:`harness.compare.compare_result` applied to a result without one, a timing's ``setup_share``
+    its set-up over the median call.
+    """
+    cells = []
+    for cell in data["cells"]:
+        cell = dict(cell)
+        speedup = cell.pop("speedup_vs_default", None)
+        note = cell.pop("speedup_note", None)
+        cell["time_vs_default"] = None if not speedup else 1 / speedup
+        cell["time_vs_default_note"] = note
+        timing = cell.get("timing")
+        if isinstance(timing, dict) and "setup_share" not in timing and "setup_seconds" in timing:
+            cell["timing"] = timing | {"setup_share": timing["setup_seconds"] / timing["call"]["median"]}
+        cells.append(cell)
+    return data | {"schema_version": 4, "cells": cells, "judging": data.get("judging") or DEFAULT_JUDGING}
+
+
+#: The step that upgrades a file of each older version by one.
+_UPDATES: dict[int, Callable[[dict[str, Any], Path], dict[str, Any]]] = {2: _update_to_3, 3: _update_to_4}
+
+
+def _map_stored_weights_paths(result: dict[str, Any], change: Callable[[str], str]) -> dict[str, Any]:
     """Apply ``change`` to every cell record's ``weights_path`` (in place); records without one are kept."""
     cells = result.get("cells")
     for cell in cells if isinstance(cells, list) else ():

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from harness.errors import SpecError
+from harness.errors import SpecError, UsageError
 
 __all__ = [
     "AMP_DTYPES",
@@ -30,7 +30,6 @@ __all__ = [
     "available_cores",
     "parse_choices",
     "parse_modes",
-    "script_for_mode",
 ]
 
 #: The paired scripts and the modes each one runs, in matrix order. Pairs are found by these stems:
@@ -221,26 +220,18 @@ def parse_choices(name: str, values: list[str] | tuple[str, ...] | None, allowed
     """Repeated or comma-separated flag values (``--mode``, ``--frontend``), in ``allowed``'s order; all when none given.
 
     Raises:
-        SpecError: a value outside ``allowed``, or only separators (``--mode ""`` would run no cell and
+        UsageError: a value outside ``allowed``, or only separators (``--mode ""`` would run no cell and
             write an empty result).
     """
     if not values:
         return allowed
     asked = [m.strip() for v in values for m in v.split(",") if m.strip()]
     if not asked:
-        raise SpecError(name, ",".join(values), f"one or more of {_listing(allowed)}")
+        raise UsageError(name, ",".join(values), f"one or more of {_listing(allowed)}")
     for value in asked:
         if value not in allowed:
-            raise SpecError(name, value, f"one of {_listing(allowed)}")
+            raise UsageError(name, value, f"one of {_listing(allowed)}")
     return tuple(m for m in allowed if m in asked)
-
-
-def script_for_mode(mode: str) -> str:
-    """The script stem that runs ``mode``."""
-    for script, modes in SCRIPTS.items():
-        if mode in modes:
-            return script
-    raise SpecError("mode", mode, f"one of {_listing(MODES)}")
 
 
 def _listing(items: Any) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from harness.errors import SpecError
+from harness.errors import UsageError
 from harness.spec import AMP_DTYPES, DEVICES, MODES, PRESETS, WorkloadSpec, available_cores
 
 __all__ = [
@@ -94,7 +94,8 @@ def spec_from_args(args: argparse.Namespace) -> WorkloadSpec:
     """The spec: preset, then the spec file's fields, then the command line's flags.
 
     Raises:
-        SpecError: an invalid value or an unreadable spec file.
+        SpecError: an invalid value.
+        UsageError: an unreadable spec file.
     """
     values: dict[str, Any] = {}
     if args.spec_file is not None:
@@ -130,11 +131,11 @@ def _read_spec_file(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
-        raise SpecError("spec_file", str(path), f"a readable file ({err.strerror})") from err
+        raise UsageError("spec_file", str(path), f"a readable file ({err.strerror})") from err
     except ValueError as err:
-        raise SpecError("spec_file", str(path), f"valid JSON ({err})") from err
+        raise UsageError("spec_file", str(path), f"valid JSON ({err})") from err
     if not isinstance(data, dict):
-        raise SpecError("spec_file", str(path), "a JSON object of spec fields")
+        raise UsageError("spec_file", str(path), "a JSON object of spec fields")
     return data
 
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from rich.console import Console
 from rich.table import Table
 
@@ -12,7 +9,6 @@ from harness.figures import check_figures
 from harness.model import MatrixResult
 from harness.report_timing import frontend_costs
 from harness.text import num
-from harness.typed_input import as_result
 
 __all__ = ["make_console", "print_result"]
 
@@ -31,10 +27,9 @@ def make_console() -> Console:
     return Console(width=None if Console().is_terminal else 150)
 
 
-def print_result(result: MatrixResult | Mapping[str, Any], console: Console | None = None) -> None:
+def print_result(result: MatrixResult, console: Console | None = None) -> None:
     """Print the cells of ``result``: status, its own verdict (float64 bound, scaler rule), final loss,
     distance from float64, seconds, time ÷ default; then why any cell failed."""
-    result = as_result(result)
     console = console or make_console()
     spec = result.spec
     table = Table(

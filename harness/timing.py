@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.model import Stats, Timing, TimingSamples
 from harness.protocol import MIN_ROUNDS_FOR_SPREAD
 
 __all__ = ["MAX_CV_FOR_RATIO", "RoundLog", "frontend_costs", "ratio", "summarize"]
@@ -65,29 +66,23 @@ class RoundLog:
         """Seconds of timed calls so far (what ``max_seconds`` bounds)."""
         return sum(self.call_seconds)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> Timing:
         """The cell's ``timing``: every sample, their statistics, and the overhead split."""
         call, loop, workload = (np.asarray(x, dtype=float) for x in (self.call_seconds, self.loop_seconds, self.workload_seconds))
         bridge, setup, call_median = float(np.median(call - workload)), float(np.median(workload - loop)), float(np.median(call))
-        return {
-            "rounds": len(self.call_seconds), "warmup_calls": self.warmup_calls,
-            "call": summarize(self.call_seconds), "loop": summarize(self.loop_seconds),
-            "workload": summarize(self.workload_seconds),
+        return Timing(
+            rounds=len(self.call_seconds), warmup_calls=self.warmup_calls,
+            call=summarize(self.call_seconds), loop=summarize(self.loop_seconds), workload=summarize(self.workload_seconds),
             # the harness's own overhead is its bridge; the script's set-up is the frontend's cost
-            "overhead_seconds": bridge,
-            "overhead_share": bridge / call_median,
-            "setup_seconds": setup,
-            "setup_share": setup / call_median,
-            "bridge_seconds": bridge,
-            "gc_seconds": float(np.max(self.gc_seconds)),
-            "reproducible": self.differing_rounds == 0,
-            "differing_rounds": self.differing_rounds,
-            "samples": {
-                "call_seconds": self.call_seconds, "loop_seconds": self.loop_seconds,
-                "workload_seconds": self.workload_seconds, "gc_seconds": self.gc_seconds,
-                "peak_rss_bytes": self.peak_rss_bytes,
-            },
-        }
+            overhead_seconds=bridge, overhead_share=bridge / call_median,
+            setup_seconds=setup, setup_share=setup / call_median, bridge_seconds=bridge,
+            gc_seconds=float(np.max(self.gc_seconds)),
+            reproducible=self.differing_rounds == 0, differing_rounds=self.differing_rounds,
+            samples=TimingSamples(
+                tuple(self.call_seconds), tuple(self.loop_seconds), tuple(self.workload_seconds), tuple(self.gc_seconds),
+                tuple(self.peak_rss_bytes),
+            ),
+        )
 
 
 def frontend_costs(cells: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
@@ -109,7 +104,7 @@ def frontend_costs(cells: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, fl
     }
 
 
-def summarize(samples: Sequence[float]) -> dict[str, Any]:
+def summarize(samples: Sequence[float]) -> Stats:
     """Median, quartiles, IQR, min/max, mean and coefficient of variation (``None`` below 3 samples)."""
     x = np.asarray(samples, dtype=float)
     if x.size == 0:
@@ -117,14 +112,14 @@ def summarize(samples: Sequence[float]) -> dict[str, Any]:
     q1, median, q3 = (float(v) for v in np.percentile(x, [25, 50, 75]))
     mean = float(x.mean())
     spread = x.size >= MIN_ROUNDS_FOR_SPREAD
-    return {
-        "n": int(x.size), "median": median, "q1": q1, "q3": q3, "iqr": q3 - q1 if spread else None,
-        "min": float(x.min()), "max": float(x.max()), "mean": mean,
-        "cv": float(x.std(ddof=1) / mean) if spread and mean > 0 else None,
-    }
+    return Stats(
+        n=int(x.size), median=median, q1=q1, q3=q3, iqr=q3 - q1 if spread else None,
+        min=float(x.min()), max=float(x.max()), mean=mean,
+        cv=float(x.std(ddof=1) / mean) if spread and mean > 0 else None,
+    )
 
 
-def ratio(numerator: Mapping[str, Any] | None, denominator: Mapping[str, Any] | None, paired: bool = False) -> tuple[float | None, str]:
+def ratio(numerator: Timing | None, denominator: Timing | None, paired: bool = False) -> tuple[float | None, str]:
     """``numerator`` loop median ÷ ``denominator``'s, or ``None`` and why the spread does not support one.
 
     ``paired`` (interleaved rounds, same count): the ratio is the median of per-round ratios, and its
@@ -133,7 +128,7 @@ def ratio(numerator: Mapping[str, Any] | None, denominator: Mapping[str, Any] | 
     """
     if not numerator or not denominator:
         return None, "not timed"
-    a, b = numerator["samples"]["loop_seconds"], denominator["samples"]["loop_seconds"]
+    a, b = numerator.samples.loop_seconds, denominator.samples.loop_seconds
     if min(len(a), len(b)) < MIN_ROUNDS_FOR_SPREAD:
         return None, f"too few timed rounds ({min(len(a), len(b))} < {MIN_ROUNDS_FOR_SPREAD}) to know the spread"
     limit = f"{MAX_CV_FOR_RATIO:.0%}"
@@ -143,8 +138,8 @@ def ratio(numerator: Mapping[str, Any] | None, denominator: Mapping[str, Any] | 
         if cv > MAX_CV_FOR_RATIO:
             return None, f"spread too wide: the interleaved ratio varies {cv:.1%} round to round (> {limit})"
         return float(np.median(per_round)), f"median of {len(a)} interleaved rounds, CV {cv:.1%}"
-    cvs = [numerator["loop"]["cv"], denominator["loop"]["cv"]]
+    cvs = [numerator.loop.cv, denominator.loop.cv]
     if any(cv is None or cv > MAX_CV_FOR_RATIO for cv in cvs):
         shown = ", ".join("—" if cv is None else f"{cv:.1%}" for cv in cvs)
         return None, f"spread too wide: CV {shown} (> {limit}); try --interleave or more --rounds"
-    return numerator["loop"]["median"] / denominator["loop"]["median"], f"ratio of medians, CV {cvs[0]:.1%} and {cvs[1]:.1%}"
+    return numerator.loop.median / denominator.loop.median, f"ratio of medians, CV {cvs[0]:.1%} and {cvs[1]:.1%}"

@@ -51,7 +51,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import SpecError
+from harness.errors import SpecError, UsageError
 from harness.spec import AMP_DTYPES, DEVICES, MODES
 
 __all__ = [
@@ -144,10 +144,10 @@ def check_judging(judging: str) -> str:
     """``judging`` if it is a known policy.
 
     Raises:
-        SpecError: not one of ``JUDGING_POLICIES``.
+        UsageError: not one of ``JUDGING_POLICIES``.
     """
     if judging not in JUDGING_POLICIES:
-        raise SpecError("judging", judging, f"one of {', '.join(map(repr, JUDGING_POLICIES))}")
+        raise UsageError("judging", judging, f"one of {', '.join(map(repr, JUDGING_POLICIES))}")
     return judging
 
 

@@ -187,8 +187,9 @@ def make_record(workload_start: float, **fields: Any) -> dict[str, Any]:
 
 @functools.cache
 def static_fields() -> dict[str, Any]:
+    # str(): torch.__version__ is a TorchVersion, and unpickling one in the harness's process would import torch there.
     return {
-        "schema_version": RECORD_SCHEMA_VERSION, "frontend": "python", "torch_version": torch.__version__,
+        "schema_version": RECORD_SCHEMA_VERSION, "frontend": "python", "torch_version": str(torch.__version__),
         "libtorch_version": torch.__version__.split("+")[0], "language_version": f"Python {platform.python_version()}",
         "clock": CLOCK_NAME,
     }

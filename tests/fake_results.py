@@ -18,14 +18,17 @@ from safetensors.numpy import load_file, save_file
 
 from harness.cell_verdict import judge_cell
 from harness.matrix import Cell
+from harness.measurements import with_time_vs_default
+from harness.model import CellResult
 from harness.outputs import ResultClaim
 from harness.protocol import TimingProtocol
-from harness.runner import MatrixRunner, add_speedups, collect_warnings
+from harness.runner import MatrixRunner, collect_warnings
 from harness.spec import MODES, WorkloadSpec
 from harness.timing import RoundLog
 
 __all__ = [
     "WeightsEdit",
+    "add_times_vs_default",
     "build_python_result",
     "extra_skip",
     "nudge_one_ulp",
@@ -41,16 +44,25 @@ WeightsEdit = Callable[[dict[str, np.ndarray]], None]
 
 
 def build_python_result(folder: Path, spec: WorkloadSpec | None = None) -> dict[str, Any]:
-    """Run every mode with the Python frontend only; it is published as ``folder/python.json`` (weights beside it)."""
+    """Run every mode with the Python frontend only; it is published as ``folder/python.json`` (weights beside it).
+
+    Returned as its JSON form (what the views read until they read :class:`harness.model.MatrixResult`).
+    """
     spec = spec or WorkloadSpec.from_preset("tiny")
     folder.mkdir(parents=True, exist_ok=True)
     with ResultClaim(folder / "python.json") as claim, MatrixRunner(spec, ("python",), staging=claim.staging) as runner:
-        result = runner.run(MODES, protocol=TimingProtocol(rounds=3))
-        claim.publish(result)
+        result = claim.publish(runner.run(MODES, protocol=TimingProtocol(rounds=3))).to_json()
     for cell in result["cells"]:  # known, steady rounds: the report's ratios are then exact
         cell["timing"] = steady_timing(cell["record"]["seconds_total"])
-    add_speedups(result["cells"])
+    add_times_vs_default(result["cells"])
     return result
+
+
+def add_times_vs_default(cells: list[dict[str, Any]], paired: bool = False) -> None:
+    """Set each cell's ``time_vs_default`` and its note in place, as the runner computes them."""
+    timed = with_time_vs_default([CellResult.from_json(c) for c in cells], paired)
+    for cell, typed in zip(cells, timed, strict=True):
+        cell |= {"time_vs_default": typed.time_vs_default, "time_vs_default_note": typed.time_vs_default_note}
 
 
 def steady_timing(loop_seconds: float, spread: float = 0.01, overhead: float = 0.001, setup: float | None = None) -> dict[str, Any]:
@@ -63,7 +75,7 @@ def steady_timing(loop_seconds: float, spread: float = 0.01, overhead: float = 0
     for factor in (1.0, 1.0 + spread, 1.0 - spread):
         loop = loop_seconds * factor
         log.add(loop + overhead, {"seconds_total": loop, "seconds_workload": loop + setup, "gc_seconds": 0.0}, None, True)
-    return log.summary()
+    return log.summary().to_json()
 
 
 def twin_cell(
@@ -97,7 +109,8 @@ def twin_cell(
 def with_status(cell: dict[str, Any], status: str, reason: str) -> dict[str, Any]:
     """``cell`` ended with ``status`` (no record unless it is a numerical failure, as the runner does)."""
     changed = copy.deepcopy(cell) | {"status": status, "reason": reason, "reference_distance": None}
-    changed["verdict"] = judge_cell(changed, {}, None, None).to_dict()  # a cell that did not end ok is not judged
+    not_judged = judge_cell(CellResult.from_json(changed), WorkloadSpec.from_preset("tiny"), None, None)  # not ok: not judged
+    changed["verdict"] = not_judged.to_dict()
     if status != "numerical_failure":
         changed |= {"record": None, "wall_seconds": None, "memory": None, "timing": None, "efficiency": None}
     return changed
@@ -111,9 +124,9 @@ def pair_result(result: dict[str, Any], twins: dict[str, dict[str, Any]]) -> dic
         cells.append(cell)
         if cell["pair"] in twins:
             cells.append(copy.deepcopy(twins[cell["pair"]]))
-    add_speedups(cells)
+    add_times_vs_default(cells)
     combined["cells"] = cells
-    combined["warnings"] = collect_warnings(cells)
+    combined["warnings"] = collect_warnings([CellResult.from_json(c) for c in cells])
     return combined
 
 

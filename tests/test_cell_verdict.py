@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from typing import Any
@@ -10,14 +11,17 @@ import numpy as np
 import pytest
 
 from harness.cell_verdict import check_float64, judge_cell
-from harness.model import CellVerdict
+from harness.matrix import Cell
+from harness.model import CellResult, CellVerdict, Status
 from harness.reference import Reference
 from harness.scaler_oracle import expected_scale_history
+from harness.spec import WorkloadSpec
 from harness.tolerances import MEASURED_STEPS, float64_bound_for
+from tests.model_results import committed
 
 _STEPS = 20
 _BOUND = float64_bound_for("autocast", "cpu", "bfloat16", _STEPS)
-_SPEC: dict[str, Any] = {"init_scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 4, "overflow_steps": []}
+_SPEC = WorkloadSpec.from_preset("tiny", init_scale=65536.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=4)
 
 
 def _reference() -> Reference:
@@ -80,8 +84,12 @@ def test_nonfinite_loss_counts_only_where_the_step_was_not_skipped() -> None:
     assert not failed.passed and failed.first_step_beyond == 4 and failed.max_rel_loss_error == math.inf
 
 
-def _cell(status: str = "ok", record: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"id": "cuda_amp_grad_scaler-autocast_scaler-r-cpu", "status": status, "record": record}
+def _cell(status: str = "ok", **record_changes: Any) -> CellResult:
+    """The committed tiny result's Python scaler cell, its record changed by ``record_changes`` (no record unless ``ok``)."""
+    cell = committed().cell("cuda_amp_grad_scaler-autocast_scaler-python-cpu")
+    assert cell.record is not None
+    record = dataclasses.replace(cell.record, **record_changes) if status == "ok" else None
+    return dataclasses.replace(cell, status=Status(status), record=record)
 
 
 def test_cell_verdict_combines_both_checks_and_survives_json() -> None:
@@ -89,11 +97,11 @@ def test_cell_verdict_combines_both_checks_and_survives_json() -> None:
     ref = _reference()
     check = check_float64(*_run(ref), ref, _BOUND, frozenset())
     late = expected_scale_history(65536.0, 2.0, 0.5, 5, [False] * _STEPS)
-    record = {"losses": [1.0] * _STEPS, "loss_scale": late, "skipped": [False] * _STEPS}
-    verdict = judge_cell(_cell(record=record), _SPEC, check, None)
+    verdict = judge_cell(_cell(loss_scale=tuple(late), skipped=(False,) * _STEPS), _SPEC, check, None)
     assert verdict.failed and verdict.float64 is not None and verdict.float64.passed
     assert verdict.scaler is not None and verdict.scaler.first_step == 3 and "step 3" in verdict.reason
     assert CellVerdict.from_dict(json.loads(json.dumps(verdict.to_dict()))) == verdict
+    assert judge_cell(_cell(), _SPEC, check, None).outcome == "pass"  # the real history follows the rule
 
 
 def test_cells_that_did_not_run_are_not_judged() -> None:
@@ -101,17 +109,16 @@ def test_cells_that_did_not_run_are_not_judged() -> None:
     for status in ("unsupported", "skipped", "error"):
         verdict = judge_cell(_cell(status), _SPEC, None, None)
         assert verdict.outcome == "not_judged" and status in verdict.reason
-    no_reference = judge_cell(_cell(record={"losses": [1.0], "loss_scale": None}), _SPEC, None, "float64 reference skipped: too big")
+    no_reference = judge_cell(_cell(loss_scale=None), _SPEC, None, "float64 reference skipped: too big")
     assert no_reference.outcome == "not_judged" and "too big" in no_reference.reason
 
 
 def test_overflow_steps_without_a_scaler_mode_are_named_in_the_warnings() -> None:
     """Asking for overflows in a run of the with_autocast modes only injects nothing, and the result says so."""
     from harness.runner import collect_warnings
-    from harness.spec import WorkloadSpec
 
     spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
-    default = {"id": "with_autocast-default-python-cpu", "mode": "default", "status": "ok", "record": None, "reason": None}
+    default = CellResult(Cell("python", "with_autocast", "default", "cpu"), Status.OK)
     assert "overflow_steps [3, 7] given, but no scaler mode ran: nothing was injected" in collect_warnings([default], spec)
-    scaler = default | {"id": "cuda_amp_grad_scaler-autocast_scaler-python-cpu", "mode": "autocast_scaler"}
+    scaler = CellResult(Cell("python", "cuda_amp_grad_scaler", "autocast_scaler", "cpu"), Status.OK)
     assert not any("overflow_steps" in w for w in collect_warnings([default, scaler], spec))

@@ -87,7 +87,7 @@ def test_injected_overflows_back_off_skip_exactly_there_and_the_replay_agrees(av
     """Overflows injected at steps 3 and 7: two back-offs, exactly those steps skipped, oracle and replayed float64 pass."""
     spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
     with MatrixRunner(spec, ("python",), availability=availability) as runner:
-        result = runner.run(("autocast_scaler", "autocast_scaler_clip"))
+        result = runner.run(("autocast_scaler", "autocast_scaler_clip")).to_json()
         arrays = load_fixture_arrays(runner.fixture)
         for cell in result["cells"]:
             record, verdict = cell["record"], cell["verdict"]
@@ -113,7 +113,7 @@ def test_r_scaler_with_injection_still_reaches_r_own_cuda_error(availability: Av
     require_r_torch(availability)
     spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
     with MatrixRunner(spec, ("r",), availability=availability) as runner:
-        result = runner.run(("autocast_scaler", "autocast_scaler_clip"))
+        result = runner.run(("autocast_scaler", "autocast_scaler_clip")).to_json()
     for cell in result["cells"]:
         assert cell["status"] == "unsupported", cell["reason"]
         assert "device must be" in cell["reason"] and "cuda" in cell["reason"]
@@ -141,7 +141,7 @@ def test_scale_history_copied_after_the_loop_is_the_rule_exactly(mode: str, avai
     with MatrixRunner(WorkloadSpec.from_preset("tiny"), ("python",), availability=availability) as runner:
         from harness.matrix import Cell
 
-        record = runner.run_cell(Cell("python", "cuda_amp_grad_scaler", mode, "cpu"))["record"]
+        record = runner.run_cell(Cell("python", "cuda_amp_grad_scaler", mode, "cpu")).to_json()["record"]
     assert record["loss_scale"] == [65536.0 * 2 ** ((step + 1) // 4) for step in range(20)]
     assert all(isinstance(v, float) for v in record["loss_scale"]) and record["skipped_steps"] == 0
 
@@ -150,7 +150,7 @@ def test_natural_fp16_overflows_are_replayed_and_follow_the_rule(availability: A
     """fp16 autocast from a 2**30 scale overflows by itself: the back-offs follow the rule and the replayed reference agrees."""
     spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16", init_scale=2.0**30)
     with MatrixRunner(spec, ("python",), availability=availability) as runner:
-        result = runner.run(("autocast_scaler",))
+        result = runner.run(("autocast_scaler",)).to_json()
     cell = result["cells"][0]
     skipped = [i for i, s in enumerate(cell["record"]["skipped"]) if s]
     assert len(skipped) >= 3, "the scale must back off several times for this test to mean anything"

@@ -164,6 +164,7 @@ def test_report_command_and_run_report_write_the_report(tmp_path: Path) -> None:
 
 def test_report_judges_as_the_run_did_unless_told_otherwise(tmp_path: Path) -> None:
     """``report`` judges a one-ULP pair diverged as a strict run did, within tolerance with --tolerance-only, and back with --no-."""
+    from harness.model import MatrixResult
     from harness.results import save_result
     from tests.fake_results import build_python_result, nudge_one_ulp, pair_result, twin_cell
 
@@ -172,7 +173,7 @@ def test_report_judges_as_the_run_did_unless_told_otherwise(tmp_path: Path) -> N
     result = pair_result(python, {cell["pair"]: twin_cell(cell, tmp_path / "r", edit=nudge_one_ulp("layer0.bias", (1,)))})
     result["judging"] = "strict"
     path = tmp_path / "paired.json"
-    save_result(result, path)
+    save_result(MatrixResult.from_json(result), path)
     verdicts = {}
     for flag in ("", "--tolerance-only", "--no-tolerance-only"):
         out = tmp_path / (flag or "as-run")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from harness.compare import VERDICTS, compare_cells, compare_result, judge
-from harness.errors import SpecError
+from harness.errors import UsageError
 from harness.findings import ulp_distance
 from harness.model import CellResult, MatrixResult, PairVerdict, ReferenceDistance
 from harness.spec import MODES
@@ -103,8 +103,8 @@ def test_one_ulp_nudge_across_libtorch_versions_is_within_tolerance(python: Cell
 
 
 def test_an_unknown_judging_policy_is_refused(python: Cells, tmp_path: Path) -> None:
-    """A judging policy other than strict or tolerance_only raises SpecError naming both."""
-    with pytest.raises(SpecError, match="judging must be one of 'strict', 'tolerance_only', got 'lenient'"):
+    """A judging policy other than strict or tolerance_only raises UsageError naming both."""
+    with pytest.raises(UsageError, match="judging must be one of 'strict', 'tolerance_only', got 'lenient'"):
         compare_cells(python["default"], twin_cell(python["default"], tmp_path), judging="lenient")
 
 

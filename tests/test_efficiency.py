@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from harness.efficiency import cell_efficiency, gemm_dtype, step_flops, workload_flops
+from harness.matrix import Cell
+from harness.model import CellResult, Peaks, RunRecord, Status
+from harness.paths import REPO_ROOT
+from harness.results import load_result
 from harness.spec import WorkloadSpec
+
+#: A real result (schema 3, both frontends) committed with its weights.
+COMMITTED_TINY = REPO_ROOT / "docs" / "results" / "cpu-xeon-amx-2-cores" / "tiny.json"
 
 
 @pytest.mark.parametrize("overrides", [{}, {"num_layers": 1}, {"num_layers": 4, "out_size": 24, "batch_size": 16}])
@@ -29,41 +38,54 @@ def test_step_flops_match_torch_flop_counter(overrides: dict[str, int]) -> None:
     assert workload_flops(spec) == step_flops(spec) * spec.steps
 
 
+def _cell(mode: str, seconds_total: float, loop_median: float | None) -> CellResult:
+    """A real cell of the committed tiny result, in ``mode``, with its record's loop seconds and its timed median set."""
+    cell = next(c for c in load_result(COMMITTED_TINY).cells if c.mode == mode and c.record is not None)
+    assert cell.record is not None and cell.timing is not None
+    loop = dataclasses.replace(cell.timing.loop, median=loop_median)
+    timing = None if loop_median is None else dataclasses.replace(cell.timing, loop=loop)
+    return dataclasses.replace(cell, record=dataclasses.replace(cell.record, seconds_total=seconds_total), timing=timing)
+
+
+def _peaks(by_dtype: dict[str, Any]) -> Peaks:
+    return Peaks("cpu", 1, by_dtype, None)
+
+
 def test_cell_efficiency_uses_the_median_loop_and_the_dtype_peak() -> None:
     """TFLOP/s = FLOPs ÷ median timed loop; the share divides by the peak of the mode's GEMM dtype."""
     spec = WorkloadSpec.from_preset("tiny")
-    cell = {"mode": "autocast", "record": {"seconds_total": 9.0}, "timing": {"loop": {"median": 0.001}}}
-    peaks = {"bfloat16": {"tflops": 0.5}, "float32": {"tflops": 0.1}}
-    e = cell_efficiency(cell, spec, peaks)
-    assert e is not None and e["seconds"] == 0.001 and e["gemm_dtype"] == "bfloat16"
-    assert e["tflops"] == pytest.approx(workload_flops(spec) / 0.001 / 1e12)
-    assert e["share_of_peak"] == pytest.approx(e["tflops"] / 0.5)
-    untimed = cell_efficiency({"mode": "default", "record": {"seconds_total": 2.0}, "timing": None}, spec, {})
-    assert untimed is not None and untimed["seconds"] == 2.0 and untimed["peak_tflops"] is None and untimed["share_of_peak"] is None
-    assert cell_efficiency({"mode": "default", "record": None}, spec, peaks) is None
+    peaks = _peaks({"bfloat16": {"tflops": 0.5}, "float32": {"tflops": 0.1}})
+    e = cell_efficiency(_cell("autocast", 9.0, 0.001), spec, peaks)
+    assert e is not None and e.seconds == 0.001 and e.gemm_dtype == "bfloat16"
+    assert e.tflops == pytest.approx(workload_flops(spec) / 0.001 / 1e12)
+    assert e.share_of_peak == pytest.approx(e.tflops / 0.5)
+    untimed = cell_efficiency(_cell("default", 2.0, None), spec, _peaks({}))
+    assert untimed is not None and untimed.seconds == 2.0 and untimed.peak_tflops is None and untimed.share_of_peak is None
+    not_run = CellResult(Cell("r", "with_autocast", "default", "cpu"), Status.SKIPPED, "no R")
+    assert cell_efficiency(not_run, spec, peaks) is None
     assert gemm_dtype("default", spec) == "float32" and gemm_dtype("autocast_scaler", spec.replace(amp_dtype="float16")) == "float16"
 
 
 def test_a_share_above_the_peak_is_not_given_and_says_why() -> None:
     """A cell faster than its measured peak gets no share (never 153 %), and share_note names both rates."""
     spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16")
-    cell = {"mode": "autocast", "record": {"seconds_total": 9.0}, "timing": {"loop": {"median": 0.01}}}
+    cell = _cell("autocast", 9.0, 0.01)
     tflops = workload_flops(spec) / 0.01 / 1e12
-    e = cell_efficiency(cell, spec, {"float16": {"tflops": tflops / 1.53, "n": 256}})
-    assert e is not None and e["share_of_peak"] is None and e["tflops"] == pytest.approx(tflops)
-    assert e["share_note"] is not None and e["share_note"].startswith(
+    e = cell_efficiency(cell, spec, _peaks({"float16": {"tflops": tflops / 1.53, "n": 256}}))
+    assert e is not None and e.share_of_peak is None and e.tflops == pytest.approx(tflops)
+    assert e.share_note is not None and e.share_note.startswith(
         f"no share of peak: the cell reached {tflops:.3g} TFLOP/s, 153% of the {tflops / 1.53:.3g} TFLOP/s measured "
         "for float16 square 256³ matmuls"
     )
-    within = cell_efficiency(cell, spec, {"float16": {"tflops": tflops / 0.5, "n": 256}})
-    assert within is not None and within["share_of_peak"] == pytest.approx(0.5) and within["share_note"] is None
+    within = cell_efficiency(cell, spec, _peaks({"float16": {"tflops": tflops / 0.5, "n": 256}}))
+    assert within is not None and within.share_of_peak == pytest.approx(0.5) and within.share_note is None
 
 
 @pytest.mark.filterwarnings("ignore:TF32 acceleration on top of oneDNN")  # torch's note when oneDNN flags are set
 def test_fp16_cell_on_the_fallback_gemm_stays_within_its_measured_peak(tmp_path: Path) -> None:
     """The 153 % case: float16 on CPU without oneDNN's half kernels (here forced off) runs PyTorch's fallback GEMM,
     whose speed depends on the operand layout; the peak over a Linear step's layouts bounds a real fp16 cell."""
-    from harness.matmul_peak import measure_matmul_peak
+    from harness.frontends.matmul_peak import measure_matmul_peak
     from harness.prepare import prepare_run_spec
     from py_scripts import with_autocast
 
@@ -75,6 +97,7 @@ def test_fp16_cell_on_the_fallback_gemm_stays_within_its_measured_peak(tmp_path:
         record = with_autocast.run_workload(run_spec, "autocast")
     torch.set_num_threads(before)
     assert peak["layouts_tflops"]["NT"] > peak["layouts_tflops"]["NN"]  # the layout a lone `a @ b` peak missed
-    e = cell_efficiency({"mode": "autocast", "record": record, "timing": None}, spec, {"float16": peak})
-    assert e is not None and e["share_note"] is None
-    assert 0 < e["share_of_peak"] <= 1
+    cell = CellResult(Cell("python", "with_autocast", "autocast", "cpu"), Status.OK, record=RunRecord.from_json(record))
+    e = cell_efficiency(cell, spec, _peaks({"float16": peak}))
+    assert e is not None and e.share_note is None and e.share_of_peak is not None
+    assert 0 < e.share_of_peak <= 1

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from harness import gemm_profile
 from harness.fixtures import ensure_fixtures
-from harness.gemm_profile import amp_gemm_problem, profile_gemms
+from harness.frontends import gemm_profiler as gemm_profile
+from harness.frontends.gemm_profiler import profile_gemms
+from harness.gemm_profile import amp_gemm_problem
 from harness.prepare import prepare_run_spec
 from harness.spec import WorkloadSpec
 from py_scripts import cuda_amp_grad_scaler, with_autocast

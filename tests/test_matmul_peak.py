@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import matmul_peak
-from harness.matmul_peak import CPU_PLAN, measure_matmul_peak
+from harness.frontends import matmul_peak
+from harness.frontends.matmul_peak import CPU_PLAN, measure_matmul_peak
 
 
 @pytest.fixture

@@ -7,32 +7,35 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from harness.errors import ResultError, SpecError
-from harness.outputs import MARKER_FILE, ResultClaim, check_report_folder, rescue_result
-from harness.results import RESULT_SCHEMA_VERSION, load_result
+from harness.errors import ResultError, UsageError
+from harness.model import MatrixResult
+from harness.outputs import MARKER_FILE, ResultClaim, check_report_folder, publish_or_rescue, rescue_result
+from harness.results import load_result
+from tests.model_results import committed, with_weights
 
 
-def _staged_result(claim: ResultClaim, tag: str = "new", names: tuple[str, ...] = ("a", "b")) -> dict[str, Any]:
-    """A result whose cells' weights files sit in the claim's staging folder, as the workers leave them."""
-    cells = []
+def _staged_result(claim: ResultClaim, tag: str = "new", names: tuple[str, ...] = ("a", "b")) -> MatrixResult:
+    """A real result whose cells' weights files sit in the claim's staging folder, as the workers leave them; a third cell has none."""
+    paths: list[Path | None] = []
     for name in names:
         weights = claim.staging / f"{name}.safetensors"
         weights.write_text(f"{tag}-{name}")
         weights.chmod(0o600)  # as mkstemp-made files are: the publish must give them the umask's mode
-        cells.append({"id": name, "record": {"weights_path": str(weights)}})
-    cells.append({"id": "failed", "record": None})
-    return {"schema_version": RESULT_SCHEMA_VERSION, "cells": cells}
+        paths.append(weights)
+    return with_weights(committed(), [*paths, None])
 
 
-def _publish(path: Path, tag: str = "new", overwrite: bool = False) -> dict[str, Any]:
+def _publish(path: Path, tag: str = "new", overwrite: bool = False) -> MatrixResult:
     with ResultClaim(path, overwrite) as claim:
-        result = _staged_result(claim, tag)
-        claim.publish(result)
-    return result
+        return claim.publish(_staged_result(claim, tag))
+
+
+def _weights(result: MatrixResult, k: int) -> str | None:
+    record = result.cells[k].record
+    return None if record is None else record.weights_path
 
 
 def test_publish_writes_the_result_and_its_weights_and_nothing_else(tmp_path: Path) -> None:
@@ -40,7 +43,7 @@ def test_publish_writes_the_result_and_its_weights_and_nothing_else(tmp_path: Pa
     result = _publish(tmp_path / "run.json")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json", "run.weights"]
     assert sorted(p.name for p in (tmp_path / "run.weights").iterdir()) == [MARKER_FILE, "a.safetensors", "b.safetensors"]
-    assert result["cells"][0]["record"]["weights_path"] == str(tmp_path / "run.weights" / "a.safetensors")
+    assert _weights(result, 0) == str(tmp_path / "run.weights" / "a.safetensors")
     stored = json.loads((tmp_path / "run.json").read_text())
     paths = [c["record"] and c["record"]["weights_path"] for c in stored["cells"]]
     assert paths == ["run.weights/a.safetensors", "run.weights/b.safetensors", None]
@@ -64,7 +67,7 @@ def test_an_existing_weights_folder_is_kept_without_overwrite(tmp_path: Path) ->
 def test_own_weights_folder_needs_overwrite_and_a_users_file_in_it_stops_even_that(tmp_path: Path) -> None:
     """A weights folder the harness wrote is replaced only with --overwrite, and not once a user put a file into it."""
     _publish(tmp_path / "X.json", "old")
-    with pytest.raises(SpecError, match="does not exist yet"):
+    with pytest.raises(UsageError, match="does not exist yet"):
         ResultClaim(tmp_path / "X.json")
     (tmp_path / "X.json").unlink()  # a result deleted by hand: its weights folder is still guarded
     with pytest.raises(ResultError, match=r"already exists \(the weights of an earlier run for X\.json\); pass --overwrite"):
@@ -87,7 +90,7 @@ def test_a_result_never_takes_the_weights_folder_of_another(tmp_path: Path) -> N
     """``B.txt`` beside ``B.json`` gets its own folder; ``B.txt`` vs ``B.txt.json`` (one folder) is refused, even with --overwrite."""
     _publish(tmp_path / "B.json", "json")
     _publish(tmp_path / "B.txt", "txt")
-    assert load_result(tmp_path / "B.json")["cells"][0]["record"]["weights_path"] == str(tmp_path / "B.weights" / "a.safetensors")
+    assert _weights(load_result(tmp_path / "B.json"), 0) == str(tmp_path / "B.weights" / "a.safetensors")
     assert (tmp_path / "B.weights" / "a.safetensors").read_text() == "json-a"
     with pytest.raises(ResultError, match=r"B\.txt\.weights holds the weights of 'B\.txt'"):
         ResultClaim(tmp_path / "B.txt.json", overwrite=True)
@@ -119,7 +122,7 @@ def test_a_second_claim_of_the_same_path_is_refused_while_the_first_holds_it(tmp
         with pytest.raises(ResultError, match="another run is writing"):
             ResultClaim(tmp_path / "X")  # another name, the same weights folder
         first.publish(_staged_result(first))
-    assert load_result(tmp_path / "X.json")["cells"][1]["record"]["weights_path"] == str(tmp_path / "X.weights" / "b.safetensors")
+    assert _weights(load_result(tmp_path / "X.json"), 1) == str(tmp_path / "X.weights" / "b.safetensors")
 
 
 @pytest.mark.parametrize(
@@ -134,7 +137,7 @@ def test_a_second_claim_of_the_same_path_is_refused_while_the_first_holds_it(tmp
 def test_paths_that_cannot_hold_a_result_are_refused_up_front(tmp_path: Path, name: str, error: str) -> None:
     """A result path that would fail only after the run is refused when claimed, and leaves nothing behind."""
     (tmp_path / "folder").mkdir()
-    with pytest.raises((ResultError, SpecError), match=error.replace("(", r"\(").replace(".", r"\.")):
+    with pytest.raises((ResultError, UsageError), match=error.replace("(", r"\(").replace(".", r"\.")):
         ResultClaim(tmp_path / name)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]
 
@@ -169,19 +172,40 @@ def test_a_failed_publish_keeps_the_old_result_and_weights_and_the_result_can_be
             claim.publish(result)
         assert (tmp_path / "X.json").read_text() == old_result
         assert (tmp_path / "X.weights" / "a.safetensors").read_text() == "old-a"
-        saved = rescue_result(result)
+        published, saved = rescue_result(result)
     assert saved.parent.parent == rescue_dir
     rescued = load_result(saved)
-    assert Path(rescued["cells"][0]["record"]["weights_path"]).read_text() == "new-a"
+    assert rescued == published and Path(str(_weights(rescued, 0))).read_text() == "new-a"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "tmp"]
+
+
+def test_publish_or_rescue_hands_back_the_result_where_it_was_saved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a failed publish the rescued result's records point at its weights in the rescue folder, and the line says where."""
+    rescue_dir = tmp_path / "tmp"
+    rescue_dir.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(rescue_dir))
+    real_replace = os.replace
+
+    def full_disk(src: str, dst: str) -> None:
+        if Path(dst).name == "X.json":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_replace(src, dst)
+
+    monkeypatch.setattr("harness.atomic.os.replace", full_disk)
+    with ResultClaim(tmp_path / "X.json") as claim:
+        published, line = publish_or_rescue(_staged_result(claim, "new"), claim)
+    assert line.startswith("error: cannot write") and "The result was saved to" in line
+    where = Path(str(_weights(published, 1)))
+    assert where.read_text() == "new-b" and rescue_dir in where.parents and str(where.parent.parent / "result.json") in line
+    assert not (tmp_path / "X.json").exists()
 
 
 def test_report_folder_checks(tmp_path: Path) -> None:
     """``--report`` at a file is refused naming it; missing parents are fine and are not left behind by the check."""
     (tmp_path / "file").write_text("")
-    with pytest.raises(SpecError, match=r"--report must be a folder \(or one to create\), but it is a file"):
+    with pytest.raises(UsageError, match=r"--report must be a folder \(or one to create\), but it is a file"):
         check_report_folder(tmp_path / "file")
-    with pytest.raises(SpecError, match=r"but .*file is a file"):
+    with pytest.raises(UsageError, match=r"but .*file is a file"):
         check_report_folder(tmp_path / "file" / "sub")
     check_report_folder(tmp_path / "a" / "b" / "c")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]

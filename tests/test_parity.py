@@ -22,7 +22,7 @@ _OUTCOMES: dict[str, dict[str, Any]] = {}
 def outcome_of(runner: MatrixRunner, cell: Cell) -> dict[str, Any]:
     """Each cell runs once per test session, however many tests read it."""
     if cell.id not in _OUTCOMES:
-        _OUTCOMES[cell.id] = runner.run_cell(cell)
+        _OUTCOMES[cell.id] = runner.run_cell(cell).to_json()  # compare_cells reads the stored form
     return _OUTCOMES[cell.id]
 
 
@@ -31,7 +31,7 @@ def cell_outcome(cell: Cell, runner: MatrixRunner, availability: Availability, r
     """The cell's outcome; a declared-unsupported cell is marked as a strict xfail with the binding's message."""
     require_frontend(cell, availability)
     outcome = outcome_of(runner, cell)
-    if runner.declared_unsupported(cell):
+    if runner.pool.declared_unsupported(cell):
         request.applymarker(pytest.mark.xfail(strict=True, reason=f"{cell.frontend} does not support this cell: {outcome['reason']}"))
     return outcome
 
@@ -64,8 +64,8 @@ def test_pair_agrees(pair: str, runner: MatrixRunner, availability: Availability
     for cell in cells:
         require_frontend(cell, availability)
     outcomes = [outcome_of(runner, c) for c in cells]
-    if any(runner.declared_unsupported(c) for c in cells):
-        reason = next(o["reason"] for o, c in zip(outcomes, cells, strict=True) if runner.declared_unsupported(c))
+    if any(runner.pool.declared_unsupported(c) for c in cells):
+        reason = next(o["reason"] for o, c in zip(outcomes, cells, strict=True) if runner.pool.declared_unsupported(c))
         request.applymarker(pytest.mark.xfail(strict=True, reason=f"unsupported by a frontend: {reason}"))
     verdict = compare_cells(outcomes[0], outcomes[1])
     assert verdict.verdict in ("identical", "within_tolerance"), verdict.explain()

@@ -48,7 +48,7 @@ def _run_copy(root: Path, spec: WorkloadSpec, modes: tuple[str, ...], availabili
     """The matrix of ``modes``, both frontends, run from the scripts under ``root``."""
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
     with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability) as runner:
-        return runner.run(modes, protocol=_PROTOCOL)
+        return runner.run(modes, protocol=_PROTOCOL).to_json()
 
 
 @pytest.mark.parametrize("name", list(PLANTS))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.model import RECORD_SCHEMA_VERSION
 from harness.paths import REPO_ROOT, script_path
-from harness.results import RECORD_SCHEMA_VERSION
 from harness.spec import SCRIPTS
 from py_scripts import common
 from py_scripts.common import RECORD_FIELDS

@@ -5,27 +5,51 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.errors import ResultError
-from harness.results import RESULT_SCHEMA_VERSION, load_result, save_result, weights_dir_for
+from harness.model import RESULT_SCHEMA_VERSION
+from harness.results import load_result, save_result, weights_dir_for
+from tests.model_results import COMMITTED, committed, with_weights
 
 
 def test_round_trip(tmp_path: Path) -> None:
-    """A saved result loads back equal."""
-    result = {"schema_version": RESULT_SCHEMA_VERSION, "cells": [{"id": "x"}]}
+    """A saved result loads back equal, and is stored as this schema version."""
+    result = committed()
     save_result(result, tmp_path / "r.json")
     assert load_result(tmp_path / "r.json") == result
+    assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == RESULT_SCHEMA_VERSION == 4
 
 
-@pytest.mark.parametrize(("version", "advice"), [(4, "upgrade amp-parity"), (1, "re-run `python -m harness run --json`")])
+@pytest.mark.parametrize(("version", "advice"), [(5, "upgrade amp-parity"), (1, "re-run `python -m harness run --json`")])
 def test_other_schema_versions_are_refused_with_what_to_do(tmp_path: Path, version: int, advice: str) -> None:
-    """A newer or older schema is refused, saying which and what to do."""
+    """A newer or older schema is refused in one line, saying which and what to do."""
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"schema_version": version, "cells": []}))
-    with pytest.raises(ResultError, match=f"schema version {version}.*reads versions 2 and 3: {advice}"):
+    with pytest.raises(ResultError, match=f"schema version {version}.*reads versions 2 to 4: {advice}") as refused:
         load_result(path)
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("name", ["tiny", "bench"])
+def test_the_committed_version_3_results_are_read_as_version_4(name: str) -> None:
+    """docs/results' schema-3 results load with every speed-up turned into a time, and every other field as stored."""
+    stored = json.loads((COMMITTED / f"{name}.json").read_text())
+    assert stored["schema_version"] == 3
+    loaded = load_result(COMMITTED / f"{name}.json")
+    for before, after in zip(stored["cells"], loaded.cells, strict=True):
+        speedup = before["speedup_vs_default"]
+        assert after.time_vs_default == (None if speedup is None else pytest.approx(1 / speedup))
+        assert after.time_vs_default_note == before["speedup_note"]
+        assert after.id == before["id"] and str(after.status) == before["status"]
+        if after.record is not None:
+            assert list(after.record.losses) == before["record"]["losses"]
+            assert Path(str(after.record.weights_path)) == (COMMITTED / before["record"]["weights_path"]).resolve()
+            assert Path(str(after.record.weights_path)).is_file()
+    assert [p.to_dict() for p in loaded.pairs] == stored["pairs"] and loaded.spec.to_dict() == stored["spec"]
+    assert any(c.time_vs_default is not None for c in loaded.cells) or name == "tiny"
 
 
 def test_not_json_and_not_a_result_are_refused(tmp_path: Path) -> None:
@@ -41,12 +65,14 @@ def test_not_json_and_not_a_result_are_refused(tmp_path: Path) -> None:
 def test_existing_result_is_not_overwritten(tmp_path: Path) -> None:
     """Saving over an existing result is refused unless asked, and the old content stays."""
     path = tmp_path / "r.json"
-    path.write_text(json.dumps({"schema_version": 3, "cells": [{"id": "keep"}]}))
+    save_result(committed(), path)
+    kept = path.read_text()
+    smaller = with_weights(committed(), [None])
     with pytest.raises(ResultError, match="already exists.*--overwrite"):
-        save_result({"schema_version": 3, "cells": []}, path)
-    assert json.loads(path.read_text())["cells"] == [{"id": "keep"}]
-    save_result({"schema_version": 3, "cells": []}, path, overwrite=True)
-    assert json.loads(path.read_text())["cells"] == []
+        save_result(smaller, path)
+    assert path.read_text() == kept
+    save_result(smaller, path, overwrite=True)
+    assert [c["id"] for c in json.loads(path.read_text())["cells"]] == [smaller.cells[0].id]
 
 
 @pytest.mark.parametrize("kind", ["text file", "symlink", "folder"])
@@ -56,12 +82,12 @@ def test_overwrite_replaces_only_a_result_file(tmp_path: Path, kind: str) -> Non
     if kind == "text file":
         path.write_text("my notes")
     elif kind == "symlink":
-        (tmp_path / "target").write_text(json.dumps({"schema_version": 3, "cells": []}))
+        save_result(committed(), tmp_path / "target")
         path.symlink_to(tmp_path / "target")
     else:
         path.mkdir()
     with pytest.raises(ResultError, match="is not an amp-parity result; --overwrite replaces only those"):
-        save_result({"schema_version": 3, "cells": []}, path, overwrite=True)
+        save_result(committed(), path, overwrite=True)
     assert path.read_text() == "my notes" if kind == "text file" else os.path.lexists(path)
 
 
@@ -73,28 +99,37 @@ def test_weights_paths_are_stored_relative_to_the_result_and_read_back_absolute(
     (run_dir / "out.weights").mkdir()
     (run_dir / "out.weights" / "a.safetensors").write_bytes(b"x")
     monkeypatch.chdir(run_dir)
-    cells = [{"record": {"weights_path": "out.weights/a.safetensors"}}, {"record": None}]
-    result = {"schema_version": RESULT_SCHEMA_VERSION, "cells": cells}
-    save_result(result, Path("out.json"))
+    save_result(with_weights(committed(), [Path("out.weights/a.safetensors"), None]), Path("out.json"))
     assert json.loads((run_dir / "out.json").read_text())["cells"][0]["record"]["weights_path"] == "out.weights/a.safetensors"
     monkeypatch.chdir(elsewhere)
     loaded = load_result(Path("../run/out.json"))
-    assert Path(loaded["cells"][0]["record"]["weights_path"]).resolve() == (run_dir / "out.weights" / "a.safetensors").resolve()
-    assert loaded["cells"][1]["record"] is None
+    record = loaded.cells[0].record
+    assert record is not None and Path(str(record.weights_path)).resolve() == (run_dir / "out.weights" / "a.safetensors").resolve()
+    assert loaded.cells[1].record is None
 
 
 def test_version_2_weights_paths_relative_to_the_run_folder_are_found_beside_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A version-2 result (paths relative to the run's working folder) is read as version 3 from anywhere."""
+    """A version-2 result (paths relative to the run's working folder) is read as version 4 from anywhere."""
     (tmp_path / "results" / "x.weights").mkdir(parents=True)
     (tmp_path / "results" / "x.weights" / "a.safetensors").write_bytes(b"x")
-    stored = {"schema_version": 2, "cells": [{"record": {"weights_path": "results/x.weights/a.safetensors"}},
-                                             {"record": {"weights_path": "/abs/elsewhere.safetensors"}}]}
+    stored = _version_2(["results/x.weights/a.safetensors", "/abs/elsewhere.safetensors"])
     (tmp_path / "results" / "x.json").write_text(json.dumps(stored))
     monkeypatch.chdir(tmp_path / "results")
     loaded = load_result(Path("x.json"))
-    assert loaded["schema_version"] == RESULT_SCHEMA_VERSION
-    assert loaded["cells"][0]["record"]["weights_path"] == str(tmp_path / "results" / "x.weights" / "a.safetensors")
-    assert loaded["cells"][1]["record"]["weights_path"] == "/abs/elsewhere.safetensors"
+    assert [c.record.weights_path for c in loaded.cells if c.record is not None][:2] == [
+        str(tmp_path / "results" / "x.weights" / "a.safetensors"), "/abs/elsewhere.safetensors"
+    ]
+
+
+def _version_2(weights_paths: list[str]) -> dict[str, Any]:
+    """The documented version-2 example with its first cells' weights paths replaced."""
+    from harness.paths import REPO_ROOT
+
+    data = json.loads((REPO_ROOT / "docs" / "example-result-tiny-cpu.json").read_text())
+    ran = [cell for cell in data["cells"] if cell["record"] is not None]
+    for cell, path in zip(ran, weights_paths, strict=False):
+        cell["record"]["weights_path"] = path
+    return dict(data)
 
 
 @pytest.mark.parametrize(("name", "weights"), [("B.json", "B.weights"), ("B.txt", "B.txt.weights"), ("B", "B.weights")])
@@ -108,11 +143,11 @@ def test_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
     with pytest.raises(ResultError, match="cannot write .*Choose a writable path"):
-        save_result({"schema_version": 1, "cells": []}, blocker / "r.json")
+        save_result(committed(), blocker / "r.json")
 
 
 def test_a_version_2_result_is_still_read(tmp_path: Path) -> None:
-    """The golden result stored as schema 2 (absolute weights paths) loads as version 3 with its paths kept."""
+    """The golden result stored as schema 2 (absolute weights paths) loads as the current version with its paths kept."""
     from tests.support import GOLDEN_RESULT
 
     stored = json.loads(GOLDEN_RESULT.read_text(encoding="utf-8")) | {"schema_version": 2}
@@ -121,9 +156,9 @@ def test_a_version_2_result_is_still_read(tmp_path: Path) -> None:
         record["weights_path"] = str(GOLDEN_RESULT.parent / record["weights_path"])
     (tmp_path / "old.json").write_text(json.dumps(stored), encoding="utf-8")
     loaded = load_result(tmp_path / "old.json")
-    assert loaded["schema_version"] == RESULT_SCHEMA_VERSION == 3
-    kept = [c["record"]["weights_path"] for c in loaded["cells"] if c["record"]]
-    assert kept == [r["weights_path"] for r in records] and all(Path(p).is_file() for p in kept)
+    assert loaded.to_json()["schema_version"] == RESULT_SCHEMA_VERSION
+    kept = [c.record.weights_path for c in loaded.cells if c.record]
+    assert kept == [r["weights_path"] for r in records] and all(Path(str(p)).is_file() for p in kept)
 
 
 def test_measured_results_under_docs_results_can_be_committed() -> None:

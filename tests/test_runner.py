@@ -13,9 +13,9 @@ from harness.availability import Availability
 from harness.efficiency import workload_flops
 from harness.matrix import Cell
 from harness.measurements import time_cells
+from harness.model import RESULT_SCHEMA_VERSION, Status
 from harness.protocol import TimingProtocol
-from harness.records import describe_loss, nonfinite_reason
-from harness.results import RESULT_SCHEMA_VERSION
+from harness.records import describe_loss, judge_record, nonfinite_reason
 from harness.runner import MatrixRunner
 from harness.spec import MODES, WorkloadSpec
 from tests.support import require_r_torch
@@ -37,28 +37,32 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
         "with_autocast-default-python-cpu", "with_autocast-autocast-python-cpu",
         "cuda_amp_grad_scaler-autocast_scaler-python-cpu", "cuda_amp_grad_scaler-autocast_scaler_clip-python-cpu",
     ]
-    assert [c["id"] for c in result["cells"]] == ids
-    assert all(c["status"] == "ok" for c in result["cells"])
-    assert result["schema_version"] == RESULT_SCHEMA_VERSION == 3 and result["spec"]["preset"] == "tiny"
-    assert result["protocol"]["rounds"] == 3 and result["protocol"]["interleave"] is True
-    assert result["reference"]["available"] and len(result["reference"]["losses"]) == 20
-    assert result["reference_seconds"] > 0 and result["workers"]["python"]["startup_seconds"] > 0
+    assert [c.id for c in result.cells] == ids
+    assert all(c.status is Status.OK for c in result.cells)
+    assert result.to_json()["schema_version"] == RESULT_SCHEMA_VERSION == 4 and result.spec == tiny_spec
+    assert result.protocol == protocol
+    assert result.reference.available and result.reference.losses is not None and len(result.reference.losses) == 20
+    assert result.reference_seconds > 0 and result.workers["python"]["startup_seconds"] > 0
     # Interleaved: round k of every cell before round k+1 of any (A, B, A, B ...).
     rounds = [line for line in progress if ": round " in line]
     assert rounds == [f"{i}: round {k}/3" for k in (1, 2, 3) for i in ids]
-    default, autocast = result["cells"][0], result["cells"][1]
-    assert default["timing"]["rounds"] == 3 and default["timing"]["warmup_calls"] == 2 and default["timing"]["reproducible"]
-    assert default["timing"]["loop"]["median"] > 0 and default["timing"]["call"]["median"] > default["timing"]["loop"]["median"]
-    assert default["speedup_vs_default"] == 1.0  # paired with itself: every per-round ratio is exactly 1
-    assert autocast["speedup_vs_default"] is not None or autocast["speedup_note"].startswith("spread too wide")
-    assert default["reference_distance"]["max_rel_loss_error"] < 1e-5
-    assert default["memory"]["scope"] == "call" and default["memory"]["peak_rss_bytes"] > 50 * 2**20
-    assert default["memory"]["cuda_peak_bytes"] is None
-    assert default["efficiency"]["flops"] == workload_flops(tiny_spec) and default["efficiency"]["gemm_dtype"] == "float32"
-    assert autocast["efficiency"]["gemm_dtype"] == "bfloat16" and 0 < autocast["efficiency"]["share_of_peak"] < 1
-    assert set(result["peaks"]["by_dtype"]) == {"float32", "bfloat16"} and result["peaks"]["threads"] == 1
-    assert all(c["gemm_profile"] is None for c in result["cells"])  # CPU: only with --profile
-    assert {f["figure"] for f in result["figures"]} == {"overhead per call", "whole tiny CPU matrix"}
+    default, autocast = result.cells[0], result.cells[1]
+    assert default.timing is not None and autocast.timing is not None
+    assert default.timing.rounds == 3 and default.timing.warmup_calls == 2 and default.timing.reproducible
+    assert default.timing.loop.median > 0 and default.timing.call.median > default.timing.loop.median
+    assert default.time_vs_default == 1.0  # paired with itself: every per-round ratio is exactly 1
+    assert autocast.time_vs_default is not None or str(autocast.time_vs_default_note).startswith("spread too wide")
+    assert default.reference_distance is not None and default.reference_distance.max_rel_loss_error is not None
+    assert default.reference_distance.max_rel_loss_error < 1e-5
+    assert default.memory is not None and default.memory.scope == "call" and (default.memory.peak_rss_bytes or 0) > 50 * 2**20
+    assert default.memory.cuda_peak_bytes is None
+    assert default.efficiency is not None and autocast.efficiency is not None and autocast.efficiency.share_of_peak is not None
+    assert default.efficiency.flops == workload_flops(tiny_spec) and default.efficiency.gemm_dtype == "float32"
+    assert autocast.efficiency.gemm_dtype == "bfloat16" and 0 < autocast.efficiency.share_of_peak < 1
+    assert set(result.peaks.by_dtype) == {"float32", "bfloat16"} and result.peaks.threads == 1
+    assert all(c.gemm_profile is None for c in result.cells)  # CPU: only with --profile
+    assert {f.figure for f in result.figures} == {"overhead per call", "whole tiny CPU matrix"}
+    assert [p.pair for p in result.pairs] == []  # one frontend: nothing to pair
 
 
 def test_budget_limits_rounds_and_profile_flags_nothing_on_true_amp(tiny_spec: WorkloadSpec, availability: Availability) -> None:
@@ -66,12 +70,12 @@ def test_budget_limits_rounds_and_profile_flags_nothing_on_true_amp(tiny_spec: W
     protocol = TimingProtocol(warmup_rounds=3, rounds=5, max_seconds=1e-9)
     with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
         result = runner.run(("default", "autocast"), protocol=protocol, profile=True)
-    default, autocast = result["cells"]
-    assert default["timing"]["rounds"] == 1 and default["timing"]["warmup_calls"] == 1
-    assert autocast["speedup_vs_default"] is None and "too few timed rounds (1 < 3)" in autocast["speedup_note"]
-    assert default["gemm_profile"]["half_share"] == 0.0 and default["gemm_problem"] is None
-    assert autocast["gemm_profile"]["half_share"] == 1.0 and autocast["gemm_problem"] is None
-    assert not result["warnings"]
+    default, autocast = result.cells
+    assert default.timing is not None and default.timing.rounds == 1 and default.timing.warmup_calls == 1
+    assert autocast.time_vs_default is None and "too few timed rounds (1 < 3)" in str(autocast.time_vs_default_note)
+    assert default.gemm_profile is not None and default.gemm_profile["half_share"] == 0.0 and default.gemm_problem is None
+    assert autocast.gemm_profile is not None and autocast.gemm_profile["half_share"] == 1.0 and autocast.gemm_problem is None
+    assert not result.warnings
 
 
 def test_a_failing_timed_round_makes_the_cell_an_error(tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path) -> None:
@@ -79,11 +83,11 @@ def test_a_failing_timed_round_makes_the_cell_an_error(tiny_spec: WorkloadSpec, 
     fixture_path = tmp_path / "fixture.safetensors"
     with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
         cell = runner.run_cell(Cell("python", "with_autocast", "default", "cpu"))
-        assert cell["status"] == "ok"
+        assert cell.status is Status.OK
         fixture_path.write_bytes(b"not a safetensors file")
-        runner.fixture = dataclasses.replace(runner.fixture, path=fixture_path)
-        time_cells(runner, [cell], TimingProtocol(warmup_rounds=1, rounds=2), lambda text: None)
-    assert cell["status"] == "error" and cell["reason"].startswith("timed round 1 failed:") and cell["timing"] is None
+        runner.pool.fixture = dataclasses.replace(runner.pool.fixture, path=fixture_path)
+        [cell] = time_cells(runner.pool, [cell], TimingProtocol(warmup_rounds=1, rounds=2), lambda text: None)
+    assert cell.status is Status.ERROR and str(cell.reason).startswith("timed round 1 failed:") and cell.timing is None
 
 
 def test_r_cells_skip_with_the_install_reason(
@@ -93,8 +97,8 @@ def test_r_cells_skip_with_the_install_reason(
     monkeypatch.delenv("AMP_PARITY_REQUIRE_R", raising=False)
     with MatrixRunner(tiny_spec, ("r",), availability=_without_r_torch(availability)) as runner:
         outcome = runner.run_cell(Cell("r", "with_autocast", "default", "cpu"))
-    assert outcome["status"] == "skipped"
-    assert outcome["reason"] == 'the R package torch is not installed: in R, install.packages("torch"); torch::install_torch()'
+    assert outcome.status is Status.SKIPPED and outcome.record is None
+    assert outcome.reason == 'the R package torch is not installed: in R, install.packages("torch"); torch::install_torch()'
 
 
 def test_require_r_turns_the_skip_into_an_error(
@@ -104,7 +108,7 @@ def test_require_r_turns_the_skip_into_an_error(
     monkeypatch.setenv("AMP_PARITY_REQUIRE_R", "1")
     with MatrixRunner(tiny_spec, ("r",), availability=_without_r_torch(availability)) as runner:
         outcome = runner.run_cell(Cell("r", "with_autocast", "default", "cpu"))
-    assert outcome["status"] == "error" and "AMP_PARITY_REQUIRE_R=1" in outcome["reason"]
+    assert outcome.status is Status.ERROR and "AMP_PARITY_REQUIRE_R=1" in str(outcome.reason)
 
 
 @pytest.mark.parametrize(
@@ -137,15 +141,15 @@ def test_nan_loss_in_default_mode_is_a_numerical_failure_with_its_step(availabil
     spec = WorkloadSpec.from_preset("tiny", lr=1e6)
     with MatrixRunner(spec, (frontend,), availability=availability) as runner:
         result = runner.run(("default", "autocast_scaler") if frontend == "python" else ("default",), protocol=TimingProtocol(1, 1))
-    default = result["cells"][0]
-    assert default["status"] == "numerical_failure"
-    found = re.fullmatch(rf"loss is (NaN|inf|-inf) at step (\d+) \({frontend}\)", default["reason"])
-    assert found is not None, default["reason"]
+    default = result.cells[0]
+    assert default.status is Status.NUMERICAL_FAILURE and default.record is not None
+    found = re.fullmatch(rf"loss is (NaN|inf|-inf) at step (\d+) \({frontend}\)", str(default.reason))
+    assert found is not None, default.reason
     step = int(found.group(2))
     assert 0 < step < spec.steps
-    assert describe_loss(default["record"]["losses"][step]) == found.group(1)
+    assert describe_loss(default.record.losses[step]) == found.group(1)
     if frontend == "python":
-        assert result["cells"][1]["status"] == "ok"  # the scaler skips non-finite steps: not a failure there
+        assert result.cells[1].status is Status.OK  # the scaler skips non-finite steps: not a failure there
 
 
 @pytest.mark.parametrize(("value", "name"), [(None, "missing"), (math.nan, "NaN"), (math.inf, "inf"), (-math.inf, "-inf"), (0.25, "0.25")])
@@ -161,9 +165,31 @@ def test_a_timed_round_whose_autocast_loss_turns_nan_is_an_error(
     """Outside the scaler modes a non-finite loss fails the cell in a timed round as in the record call (autocast too)."""
     with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
         cell = runner.run_cell(Cell("python", "with_autocast", "autocast", "cpu"))
-        assert cell["status"] == "ok"
-        broken = dict(cell["record"], losses=[*cell["record"]["losses"][:5], float("nan"), *cell["record"]["losses"][6:]])
-        monkeypatch.setattr(runner, "call_cell", lambda *args, **kwargs: broken)
-        time_cells(runner, [cell], TimingProtocol(warmup_rounds=1, rounds=2), lambda text: None)
-    assert cell["status"] == "error" and cell["timing"] is None
-    assert cell["reason"] == "timed round 1: loss is NaN at step 5 (python), where the record call's losses were finite"
+        assert cell.status is Status.OK and cell.record is not None
+        losses = list(cell.record.losses)
+        broken = cell.record.to_json() | {"losses": [*losses[:5], float("nan"), *losses[6:]]}
+        monkeypatch.setattr(runner.pool, "call_cell", lambda *args, **kwargs: broken)
+        [cell] = time_cells(runner.pool, [cell], TimingProtocol(warmup_rounds=1, rounds=2), lambda text: None)
+    assert cell.status is Status.ERROR and cell.timing is None
+    assert cell.reason == "timed round 1: loss is NaN at step 5 (python), where the record call's losses were finite"
+
+
+@pytest.mark.parametrize(
+    ("mode", "change", "status", "reason"),
+    [
+        ("default", {}, Status.OK, None),
+        ("default", {"schema_version": 2}, Status.ERROR, "the python script returned something that is not a version-3 run record"),
+        ("default", {"losses": [1.0] * 19}, Status.ERROR, "the python script returned 19 losses, expected 20 (one per step)"),
+        ("default", {"losses": "1.0"}, Status.ERROR, "the python script returned str losses, expected 20 (one per step)"),
+        ("autocast", {"losses": [1.0] * 7 + [math.inf] + [1.0] * 12}, Status.NUMERICAL_FAILURE, "loss is inf at step 7 (python)"),
+        ("autocast_scaler", {"losses": [1.0] * 7 + [math.inf] + [1.0] * 12}, Status.OK, None),
+    ],
+)
+def test_one_record_check_for_every_call(
+    tiny_spec: WorkloadSpec, mode: str, change: dict[str, object], status: Status, reason: str | None
+) -> None:
+    """``judge_record`` refuses what is not a record of the spec's steps, and fails a non-finite loss outside the scaler modes only."""
+    script = "cuda_amp_grad_scaler" if mode.startswith("autocast_scaler") else "with_autocast"
+    record = {"schema_version": 3, "losses": [1.0] * tiny_spec.steps} | change
+    assert judge_record(record, tiny_spec, Cell("python", script, mode, "cpu")) == (status, reason)
+    assert judge_record(None, tiny_spec, Cell("r", script, mode, "cpu"))[0] is Status.ERROR

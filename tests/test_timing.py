@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from harness.errors import SpecError
+from harness.errors import UsageError
+from harness.model import Timing
 from harness.protocol import TimingProtocol, thread_env
 from harness.timing import MAX_CV_FOR_RATIO, RoundLog, ratio, summarize
 
@@ -14,15 +15,15 @@ from harness.timing import MAX_CV_FOR_RATIO, RoundLog, ratio, summarize
 def test_summarize_gives_median_quartiles_and_cv() -> None:
     """Known samples give known statistics (numpy's linear percentiles, sample standard deviation)."""
     stats = summarize([1.0, 2.0, 3.0, 4.0, 10.0])
-    assert stats["n"] == 5 and stats["median"] == 3.0 and stats["q1"] == 2.0 and stats["q3"] == 4.0
-    assert stats["iqr"] == 2.0 and stats["min"] == 1.0 and stats["max"] == 10.0 and stats["mean"] == 4.0
-    assert stats["cv"] == pytest.approx(3.5355339 / 4.0)
+    assert stats.n == 5 and stats.median == 3.0 and stats.q1 == 2.0 and stats.q3 == 4.0
+    assert stats.iqr == 2.0 and stats.min == 1.0 and stats.max == 10.0 and stats.mean == 4.0
+    assert stats.cv == pytest.approx(3.5355339 / 4.0)
 
 
 def test_fewer_than_three_samples_have_no_spread() -> None:
     """Two rounds give a median but no IQR or CV: a spread of two samples says nothing."""
     stats = summarize([1.0, 2.0])
-    assert stats["median"] == 1.5 and stats["iqr"] is None and stats["cv"] is None
+    assert stats.median == 1.5 and stats.iqr is None and stats.cv is None
     with pytest.raises(ValueError, match="no samples"):
         summarize([])
 
@@ -38,16 +39,16 @@ def test_round_log_splits_the_overhead_into_setup_and_bridge() -> None:
         log.add(call, _record(loop, workload, gc=0.001), 123, same_losses=True)
     log.add(0.113, _record(0.103, 0.107), 456, same_losses=False)
     t = log.summary()
-    assert t["rounds"] == 4 and t["warmup_calls"] == 1
-    assert t["overhead_seconds"] == pytest.approx(0.006) == t["bridge_seconds"]
-    assert t["setup_seconds"] == pytest.approx(0.004) and t["setup_share"] == pytest.approx(0.004 / 0.1115)
-    assert t["overhead_share"] == pytest.approx(0.006 / 0.1115)
-    assert t["gc_seconds"] == 0.001 and t["loop"]["median"] == pytest.approx(0.1015)
-    assert not t["reproducible"] and t["differing_rounds"] == 1
-    assert t["samples"]["peak_rss_bytes"] == [123, 123, 123, 456]
+    assert t.rounds == 4 and t.warmup_calls == 1
+    assert t.overhead_seconds == pytest.approx(0.006) == t.bridge_seconds
+    assert t.setup_seconds == pytest.approx(0.004) and t.setup_share == pytest.approx(0.004 / 0.1115)
+    assert t.overhead_share == pytest.approx(0.006 / 0.1115)
+    assert t.gc_seconds == 0.001 and t.loop.median == pytest.approx(0.1015)
+    assert not t.reproducible and t.differing_rounds == 1
+    assert t.samples.peak_rss_bytes == (123, 123, 123, 456)
 
 
-def _timing(loops: list[float]) -> dict[str, Any]:
+def _timing(loops: list[float]) -> Timing:
     log = RoundLog()
     for loop in loops:
         log.add(loop + 0.001, _record(loop, loop), None, same_losses=True)
@@ -63,7 +64,7 @@ def test_ratio_of_steady_cells_is_the_ratio_of_medians() -> None:
 def test_ratio_refuses_a_noisy_cell_or_too_few_rounds() -> None:
     """A cell with a CV over the limit, or fewer than 3 rounds, gives no ratio and says why."""
     noisy = _timing([1.0, 1.5, 0.7])
-    assert noisy["loop"]["cv"] > MAX_CV_FOR_RATIO
+    assert noisy.loop.cv is not None and noisy.loop.cv > MAX_CV_FOR_RATIO
     value, note = ratio(noisy, _timing([1.0, 1.01, 0.99]))
     assert value is None and note.startswith("spread too wide: CV")
     value, note = ratio(_timing([1.0, 1.0]), _timing([1.0, 1.0]))
@@ -94,7 +95,7 @@ def test_interleaved_ratio_cancels_drift_common_to_both_sides() -> None:
 )
 def test_protocol_refuses_bad_values(fields: dict[str, Any], message: str) -> None:
     """Bad protocol values are refused with the field, the value and what is allowed."""
-    with pytest.raises(SpecError, match=message.replace("(", r"\(")):
+    with pytest.raises(UsageError, match=message.replace("(", r"\(")):
         TimingProtocol(**fields)
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from harness.errors import SpecError
+from harness.errors import SpecError, UsageError
 from harness.spec import MODES
 from harness.tolerances import (
     DEFAULT_JUDGING,
@@ -106,7 +106,7 @@ def test_bitwise_identity_is_expected_in_every_mode_on_one_libtorch_on_cpu(
 def test_known_judging_policies_pass_and_others_are_refused(judging: str) -> None:
     """``check_judging`` returns a known policy as is and refuses anything else naming the allowed ones."""
     assert check_judging(judging) == judging and DEFAULT_JUDGING == "strict" and judging in JUDGING_POLICIES
-    with pytest.raises(SpecError, match="judging must be one of 'strict', 'tolerance_only', got 'Strict'"):
+    with pytest.raises(UsageError, match="judging must be one of 'strict', 'tolerance_only', got 'Strict'"):
         check_judging("Strict")
 
 

@@ -22,7 +22,7 @@ from harness.matrix import Cell
 from harness.model import CellResult, MatrixResult, RunRecord, Status, Timing
 from harness.results import load_result
 from harness.timing import RoundLog
-from harness.typed_input import as_result
+from tests.support import GOLDEN_RESULT
 
 __all__ = [
     "GOLDEN_RESULT",
@@ -39,8 +39,6 @@ __all__ = [
     "with_status",
 ]
 
-#: The golden result Data's tests/data holds (both frontends, every mode, 8 steps, 2 layers).
-GOLDEN_RESULT = Path(__file__).resolve().parent / "data" / "golden.json"
 
 #: A change planted into a twin's final weights (edits the arrays in place).
 WeightsEdit = Callable[[dict[str, np.ndarray]], None]
@@ -49,7 +47,7 @@ WeightsEdit = Callable[[dict[str, np.ndarray]], None]
 @functools.cache
 def golden() -> MatrixResult:
     """The golden result as the model (immutable, so one copy serves every test)."""
-    return as_result(load_result(GOLDEN_RESULT))
+    return load_result(GOLDEN_RESULT)
 
 
 def by_mode(result: MatrixResult, frontend: str = "python") -> dict[str, CellResult]:

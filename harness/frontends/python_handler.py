@@ -21,8 +21,8 @@ class PythonHandler:
     """Imports ``py_scripts.<stem>`` once and answers requests by their ``kind``.
 
     ``cell`` (the default): ``{"script", "mode", "run_spec"}`` → the run record. ``matmul_peak``:
-    ``{"device", "dtype", "threads"}`` → :func:`harness.matmul_peak.measure_matmul_peak`. ``gemm_profile``:
-    a cell request → :func:`harness.gemm_profile.profile_gemms` of one step. Peaks and profiles run here,
+    ``{"device", "dtype", "threads"}`` → :func:`harness.frontends.matmul_peak.measure_matmul_peak`. ``gemm_profile``:
+    a cell request → :func:`harness.frontends.gemm_profiler.profile_gemms` of one step. Peaks and profiles run here,
     in the process and with the torch that runs the cells.
     """
 
@@ -42,12 +42,12 @@ class PythonHandler:
         kind = request.get("kind", "cell")
         try:
             if kind == "matmul_peak":
-                from harness.matmul_peak import measure_matmul_peak
+                from harness.frontends.matmul_peak import measure_matmul_peak
 
                 return measure_matmul_peak(request["device"], request["dtype"], request["threads"])
             module = self._script(request["script"])
             if kind == "gemm_profile":
-                from harness.gemm_profile import profile_gemms
+                from harness.frontends.gemm_profiler import profile_gemms
 
                 return profile_gemms(module.run_workload, request["run_spec"], request["mode"], request.get("step", 3))
             record: dict[str, Any] = module.run_workload(request["run_spec"], request["mode"])

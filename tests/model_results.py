@@ -1,0 +1,36 @@
+"""Typed results for the tests of the result's storage: the committed real results, read into the model."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from harness.model import MatrixResult
+from harness.paths import REPO_ROOT
+from harness.results import load_result
+
+__all__ = ["COMMITTED", "committed", "with_weights"]
+
+#: Real results (schema 3: tiny and bench, both frontends, with their weights) committed under docs/results/.
+COMMITTED = REPO_ROOT / "docs" / "results" / "cpu-xeon-amx-2-cores"
+
+
+def committed(name: str = "tiny") -> MatrixResult:
+    """The committed result ``name`` (upgraded to this schema on load)."""
+    return load_result(COMMITTED / f"{name}.json")
+
+
+def with_weights(result: MatrixResult, paths: list[Path | None]) -> MatrixResult:
+    """``result`` cut to ``len(paths)`` cells: for a path, its next cell with a record, pointed at that path; for
+    ``None``, its next cell that has none (an R scaler cell on CPU is ``unsupported``)."""
+    ran = iter(c for c in result.cells if c.record is not None)
+    not_run = iter(c for c in result.cells if c.record is None)
+    cells = []
+    for path in paths:
+        if path is None:
+            cells.append(next(not_run))
+        else:
+            cell = next(ran)
+            assert cell.record is not None
+            cells.append(dataclasses.replace(cell, record=dataclasses.replace(cell.record, weights_path=str(path))))
+    return dataclasses.replace(result, cells=tuple(cells))
