@@ -7,53 +7,53 @@ R torch gains CPU support for its scaler, they turn red and the registry must be
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from harness.availability import Availability
 from harness.matrix import Cell
+from harness.model import CellResult
 from harness.runner import MatrixRunner
 from tests.support import CELLS, require_frontend
 
-_OUTCOMES: dict[str, dict[str, Any]] = {}
+_OUTCOMES: dict[str, CellResult] = {}
 
 
-def outcome_of(runner: MatrixRunner, cell: Cell) -> dict[str, Any]:
+def outcome_of(runner: MatrixRunner, cell: Cell) -> CellResult:
     """Each cell runs once per test session, however many tests read it."""
     if cell.id not in _OUTCOMES:
-        _OUTCOMES[cell.id] = runner.run_cell(cell).to_json()  # compare_cells reads the stored form
+        _OUTCOMES[cell.id] = runner.run_cell(cell)
     return _OUTCOMES[cell.id]
 
 
 @pytest.fixture
-def cell_outcome(cell: Cell, runner: MatrixRunner, availability: Availability, request: pytest.FixtureRequest) -> dict[str, Any]:
+def cell_outcome(cell: Cell, runner: MatrixRunner, availability: Availability, request: pytest.FixtureRequest) -> CellResult:
     """The cell's outcome; a declared-unsupported cell is marked as a strict xfail with the binding's message."""
     require_frontend(cell, availability)
     outcome = outcome_of(runner, cell)
     if runner.pool.declared_unsupported(cell):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=f"{cell.frontend} does not support this cell: {outcome['reason']}"))
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"{cell.frontend} does not support this cell: {outcome.reason}"))
     return outcome
 
 
-def test_cell_runs(cell: Cell, cell_outcome: dict[str, Any]) -> None:
+def test_cell_runs(cell: Cell, cell_outcome: CellResult) -> None:
     """The cell returns a complete record: one finite loss per step, the autocast dtypes it ran and the clock it timed with."""
-    assert cell_outcome["status"] == "ok", f"{cell.id}: {cell_outcome['status']}: {cell_outcome['reason']}"
-    record = cell_outcome["record"]
-    assert record["frontend"] == cell.frontend and record["mode"] == cell.mode
-    expected_output = "float32" if cell.mode == "default" else record["amp_dtype"]
-    assert record["output_dtype"] == expected_output and record["loss_dtype"] == "float32"
+    assert cell_outcome.ok, f"{cell.id}: {cell_outcome.status}: {cell_outcome.reason}"
+    record = cell_outcome.record
+    assert record is not None and record.frontend == cell.frontend and record.mode == cell.mode
+    expected_output = "float32" if cell.mode == "default" else record.amp_dtype
+    assert record.output_dtype == expected_output and record.loss_dtype == "float32"
     clocks = {"python": {"time.perf_counter"}, "r": {"microbenchmark::get_nanotime", "bench::hires_time", "proc.time"}}
-    assert record["clock"] in clocks[cell.frontend]
+    assert record.clock in clocks[cell.frontend]
 
 
-def test_cell_tracks_the_float64_reference(cell: Cell, cell_outcome: dict[str, Any]) -> None:
+def test_cell_tracks_the_float64_reference(cell: Cell, cell_outcome: CellResult) -> None:
     """Each cell passes its own verdict: within its float64 bound, and a scaler cell's scale follows GradScaler's rule."""
-    assert cell_outcome["status"] == "ok", cell_outcome["reason"]
-    assert cell_outcome["reference_distance"] is not None
-    verdict = cell_outcome["verdict"]
-    assert verdict["outcome"] == "pass", f"{cell.id}: {verdict['reason']}"
-    assert verdict["float64"]["passed"] and (verdict["scaler"] is not None) == cell.mode.startswith("autocast_scaler")
+    assert cell_outcome.ok, cell_outcome.reason
+    assert cell_outcome.reference_distance is not None
+    verdict = cell_outcome.verdict
+    assert verdict is not None and verdict.outcome == "pass", f"{cell.id}: {verdict and verdict.reason}"
+    assert verdict.float64 is not None and verdict.float64.passed
+    assert (verdict.scaler is not None) == cell.mode.startswith("autocast_scaler")
 
 
 def test_pair_agrees(pair: str, runner: MatrixRunner, availability: Availability, request: pytest.FixtureRequest) -> None:
@@ -65,7 +65,7 @@ def test_pair_agrees(pair: str, runner: MatrixRunner, availability: Availability
         require_frontend(cell, availability)
     outcomes = [outcome_of(runner, c) for c in cells]
     if any(runner.pool.declared_unsupported(c) for c in cells):
-        reason = next(o["reason"] for o, c in zip(outcomes, cells, strict=True) if runner.pool.declared_unsupported(c))
+        reason = next(o.reason for o, c in zip(outcomes, cells, strict=True) if runner.pool.declared_unsupported(c))
         request.applymarker(pytest.mark.xfail(strict=True, reason=f"unsupported by a frontend: {reason}"))
     verdict = compare_cells(outcomes[0], outcomes[1])
     assert verdict.verdict in ("identical", "within_tolerance"), verdict.explain()
