@@ -12,8 +12,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from harness.findings import DTYPE_FIELDS, HistoryFindings, LossFindings, PairFindings, TensorFindings, WeightFindings
+from harness.findings import DTYPE_FIELDS, HistoryFindings, LossFindings, PairFindings
 from harness.tolerances import Tolerance
+from harness.weight_findings import TensorFindings, WeightFindings
 
 __all__ = ["Judgement", "Mismatch", "explain_pair", "headline", "mismatches"]
 
@@ -152,12 +153,9 @@ def _within_cause(found: PairFindings) -> str:
 
 def _weight_criterion(t: TensorFindings, tol: Tolerance) -> str:
     """The weight criterion that admits ``t`` most easily (the one whose share is ``t.tolerance_used``)."""
-    shares = {
-        f"rel L2 <= {tol.weight_rtol:.2e}": t.rel_l2 / tol.weight_rtol if tol.weight_rtol else float("inf"),
-        f"max |Δ| <= {tol.weight_atol:.1e}": t.max_abs / tol.weight_atol if tol.weight_atol else float("inf"),
-        f"<= {tol.max_ulps} ULPs": t.max_ulps / tol.max_ulps if tol.max_ulps else float("inf"),
-    }
-    return min(shares, key=lambda k: shares[k])
+    return {
+        "rel_l2": f"rel L2 <= {tol.weight_rtol:.2e}", "max_abs": f"max |Δ| <= {tol.weight_atol:.1e}", "ulps": f"<= {tol.max_ulps} ULPs",
+    }[t.admitted_by]
 
 
 def _notes(found: PairFindings) -> list[str]:

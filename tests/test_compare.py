@@ -11,9 +11,9 @@ import pytest
 
 from harness.compare import VERDICTS, compare_cells, compare_result, judge
 from harness.errors import UsageError
-from harness.findings import ulp_distance
 from harness.model import CellResult, MatrixResult, PairVerdict, ReferenceDistance
 from harness.spec import MODES
+from harness.weight_findings import ulp_distance
 from tests.twins import by_mode, extra_skip, golden, nudge_one_ulp, replace_cells, split_losses, twin_cell, with_record, with_status
 
 Cells = dict[str, CellResult]
