@@ -13,7 +13,7 @@ follow; then the timed rounds. Each round keeps three clocks:
 The bridge (``call − workload``: pipe, serialization, rpy2) is the harness's own overhead, the figure
 ``overhead_seconds`` that the README bounds. The script's set-up (``workload − loop``: building the model
 and optimizer, R torch's ``nn_linear`` modules among them) is the frontend's own cost: reported per
-frontend (``setup_seconds``, :func:`frontend_costs`), never charged to the harness.
+frontend (``setup_seconds``, :func:`harness.report_timing.frontend_costs`), never charged to the harness.
 Garbage collection: Python's collector is off inside the loop; R's cannot be, so R collects before the
 loop and reports the seconds it spent collecting inside it (``gc_seconds``). Threads: both frontends
 set the spec's thread count and the workers start with ``OMP_NUM_THREADS`` equal to it.
@@ -30,7 +30,7 @@ import numpy as np
 from harness.model import Stats, Timing, TimingSamples
 from harness.protocol import MIN_ROUNDS_FOR_SPREAD
 
-__all__ = ["MAX_CV_FOR_RATIO", "RoundLog", "frontend_costs", "ratio", "summarize"]
+__all__ = ["MAX_CV_FOR_RATIO", "RoundLog", "ratio", "summarize"]
 
 #: A ratio between two cells is printed only when each cell's coefficient of variation (or, for
 #: interleaved rounds, the ratio's own) is at most this: AMP's CPU speed differences here are 10-30 %,
@@ -83,25 +83,6 @@ class RoundLog:
                 tuple(self.peak_rss_bytes),
             ),
         )
-
-
-def frontend_costs(cells: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
-    """Per frontend, the median over its timed cells of the script's set-up and of the bridge, in seconds.
-
-    The set-up is the frontend's own cost per call (R torch builds its modules in R), shown beside the
-    harness's bridge so neither is mistaken for the other.
-    """
-    by_frontend: dict[str, list[Mapping[str, Any]]] = {}
-    for cell in cells:
-        if cell.get("timing"):
-            by_frontend.setdefault(str(cell["frontend"]), []).append(cell["timing"])
-    return {
-        name: {
-            "setup_seconds": float(np.median([t["setup_seconds"] for t in timings])),
-            "bridge_seconds": float(np.median([t["bridge_seconds"] for t in timings])),
-        }
-        for name, timings in by_frontend.items()
-    }
 
 
 def summarize(samples: Sequence[float]) -> Stats:
