@@ -7,15 +7,14 @@ importing one a second time as a module gives two copies of its state).
 
 from __future__ import annotations
 
-import copy
 import functools
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from harness.availability import Availability, r_required
 from harness.matrix import Cell, cells_for
+from harness.model import MatrixResult
 from harness.spec import MODES
 
 __all__ = ["CELLS", "FRONTENDS", "GOLDEN_RESULT", "PAIRS", "golden_result", "require_frontend", "require_r_torch"]
@@ -29,14 +28,14 @@ PAIRS = sorted({cell.pair for cell in CELLS}, key=[c.pair for c in CELLS].index)
 GOLDEN_RESULT = Path(__file__).resolve().parent / "data" / "golden.json"
 
 
-def golden_result() -> dict[str, Any]:
-    """The golden result as ``load_result`` reads it (weights paths absolute); a fresh copy a test may edit."""
-    return copy.deepcopy(_golden_loaded())
+def golden_result() -> MatrixResult:
+    """The golden result as ``load_result`` reads it (weights paths absolute); immutable, so one copy serves every test."""
+    return _golden_loaded()
 
 
 @functools.cache
-def _golden_loaded() -> dict[str, Any]:
-    """Read once per process: tests that edit their copy never see each other's edits."""
+def _golden_loaded() -> MatrixResult:
+    """Read once per process."""
     from harness.results import load_result
 
     return load_result(GOLDEN_RESULT)

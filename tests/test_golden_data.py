@@ -6,10 +6,13 @@ It is what the compare, report, table and figures tests replay in milliseconds (
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from harness.paths import REPO_ROOT
 from harness.spec import MODES
@@ -22,14 +25,12 @@ import json, sys
 from pathlib import Path
 from harness.compare import compare_result
 from harness.report import write_report
-from harness.result_shape import check_result_shape
 from harness.results import load_result
 
-result = load_result(Path(sys.argv[1]))
-check_result_shape(result, sys.argv[1])
+result = load_result(Path(sys.argv[1]))  # the typed model: its shape is checked as it is read
 verdicts = [v.verdict for v in compare_result(result)]
 written = write_report(result, Path(sys.argv[2]))
-print(json.dumps({"verdicts": verdicts, "stored": [p["verdict"] for p in result["pairs"]],
+print(json.dumps({"verdicts": verdicts, "stored": [p.verdict for p in result.pairs],
                   "written": sorted(p.name for p in written),
                   "torch": sorted(m for m in sys.modules if m == "torch" or m.startswith("torch."))}))
 """
@@ -47,25 +48,28 @@ def test_golden_result_is_judged_and_reported_without_torch(tmp_path: Path) -> N
     assert found["written"] == ["loss_diff.png", "losses.png", "report.md", "timing.png"]
     assert found["torch"] == []
     text = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
-    final = golden_result()["cells"][0]["record"]["final_loss"]
+    record = golden_result().cells[0].record
+    assert record is not None
+    final = record.final_loss
     assert f"{final:.7g}" in text and "`outputs` device must be \"cuda\", got \"cpu\"" in text
 
 
 def test_golden_result_has_data_for_every_section() -> None:
     """Both frontends in all four modes, the float64 reference, a scaler back-off and growth, timing, efficiency and figures."""
     result = golden_result()
-    cells = {c["id"]: c for c in result["cells"]}
-    assert [(c["frontend"], c["mode"]) for c in result["cells"]] == [(f, m) for m in MODES for f in ("python", "r")]
-    assert [c["status"] for c in result["cells"]] == ["ok"] * 5 + ["unsupported", "ok", "unsupported"]
-    assert result["reference"]["available"] and result["judging"] == "strict"
-    scaler = cells["cuda_amp_grad_scaler-autocast_scaler-python-cpu"]
-    assert scaler["record"]["skipped_steps"] == 1 and scaler["record"]["skipped"][2] is True  # the planted overflow at step 2
-    assert scaler["verdict"]["scaler"]["passed"] and "1 growths, 1 back-offs" in scaler["verdict"]["scaler"]["message"]
-    for cell in (c for c in result["cells"] if c["status"] == "ok"):
-        assert cell["verdict"]["outcome"] == "pass" and cell["timing"]["rounds"] >= 3
-        assert cell["efficiency"]["tflops"] > 0 and 0 < cell["efficiency"]["share_of_peak"] < 1
-        assert Path(cell["record"]["weights_path"]).is_file()
-    assert result["figures"] and {f["figure"] for f in result["figures"]} >= {"overhead per call"}
+    assert [(c.frontend, c.mode) for c in result.cells] == [(f, m) for m in MODES for f in ("python", "r")]
+    assert [c.status for c in result.cells] == ["ok"] * 5 + ["unsupported", "ok", "unsupported"]
+    assert result.reference.available and result.judging == "strict"
+    scaler = result.cell("cuda_amp_grad_scaler-autocast_scaler-python-cpu")
+    assert scaler.record is not None and scaler.record.skipped is not None and scaler.verdict and scaler.verdict.scaler
+    assert scaler.record.skipped_steps == 1 and scaler.record.skipped[2] is True  # the planted overflow at step 2
+    assert scaler.verdict.scaler.passed and "1 growths, 1 back-offs" in scaler.verdict.scaler.message
+    for cell in (c for c in result.cells if c.ok):
+        assert cell.verdict and cell.verdict.outcome == "pass" and cell.timing and cell.timing.rounds >= 3
+        assert cell.efficiency and cell.efficiency.tflops and cell.efficiency.share_of_peak
+        assert cell.efficiency.tflops > 0 and 0 < cell.efficiency.share_of_peak < 1
+        assert cell.record and Path(str(cell.record.weights_path)).is_file()
+    assert result.figures and {f.figure for f in result.figures} >= {"overhead per call"}
 
 
 def test_golden_files_are_stored_relative_and_small() -> None:
@@ -78,8 +82,10 @@ def test_golden_files_are_stored_relative_and_small() -> None:
     assert total <= _MAX_BYTES, f"tests/data holds {total} bytes; keep the golden data under {_MAX_BYTES}"
 
 
-def test_golden_result_is_a_fresh_copy_each_time() -> None:
-    """A test that edits its copy does not change the next test's copy."""
+def test_golden_result_cannot_be_edited_in_place() -> None:
+    """The model is immutable: a test edits its copy with dataclasses.replace, and the next test's copy is untouched."""
     first = golden_result()
-    first["cells"][0]["record"]["losses"][0] = -1.0
-    assert golden_result()["cells"][0]["record"]["losses"][0] > 0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.cells[0].reason = "edited"  # type: ignore[misc]
+    edited = dataclasses.replace(first, cells=first.cells[1:])
+    assert len(edited.cells) == 7 and len(golden_result().cells) == 8

@@ -15,7 +15,8 @@ from harness.model import CellResult, CellVerdict, MatrixResult, ReferenceSummar
 from harness.plots import timing_samples
 from harness.report import PLOT_FILES, REPORT_FILE, render_markdown, report_main, write_report
 from harness.table import print_result
-from tests.twins import GOLDEN_RESULT, by_mode, golden, replace_cells, split_losses, steady_timing, twin_cell, with_status
+from tests.support import GOLDEN_RESULT
+from tests.twins import by_mode, golden, replace_cells, split_losses, steady_timing, twin_cell, with_status
 
 _R_MISSING = 'the R package torch is not installed: in R, install.packages("torch"); torch::install_torch()'
 

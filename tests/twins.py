@@ -10,7 +10,6 @@ the comparison must find is known exactly. NumPy and safetensors only: no torch.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,12 +19,10 @@ from safetensors.numpy import load_file, save_file
 
 from harness.matrix import Cell
 from harness.model import CellResult, MatrixResult, RunRecord, Status, Timing
-from harness.results import load_result
 from harness.timing import RoundLog
-from tests.support import GOLDEN_RESULT
+from tests.support import golden_result
 
 __all__ = [
-    "GOLDEN_RESULT",
     "WeightsEdit",
     "by_mode",
     "extra_skip",
@@ -44,10 +41,9 @@ __all__ = [
 WeightsEdit = Callable[[dict[str, np.ndarray]], None]
 
 
-@functools.cache
 def golden() -> MatrixResult:
     """The golden result as the model (immutable, so one copy serves every test)."""
-    return load_result(GOLDEN_RESULT)
+    return golden_result()
 
 
 def by_mode(result: MatrixResult, frontend: str = "python") -> dict[str, CellResult]:
