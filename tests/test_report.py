@@ -216,4 +216,4 @@ def test_cli_table_and_exit_status_count_a_failed_cell(python_result: dict[str, 
     print_result(failed, console)
     text = console.export_text()
     assert f"{cell['id']} FAIL: loss past the float64 bound from step 5" in text and "│ FAIL " in text
-    assert (exit_status(python_result), exit_status(failed)) == (0, 1)
+    assert (exit_status(MatrixResult.from_json(python_result)), exit_status(MatrixResult.from_json(failed))) == (0, 1)

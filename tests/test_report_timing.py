@@ -70,7 +70,7 @@ def test_a_noisy_cell_gets_no_ratio_but_a_note(result: dict[str, Any]) -> None:
     text = render_markdown(noisy)
     row = _line(text.split("## Speed")[1], "| autocast |")
     assert "| no ratio (1) |" in row
-    assert "1. spread too wide: CV 1.0%, 20.0% (> 5%); try --interleave or more --rounds" in text
+    assert "1. spread too wide: CV 20.0%, 1.0% (> 5%); try --interleave or more --rounds" in text  # the cell's, then the default's
 
 
 def test_figures_met_and_missed_by_how_much(result: dict[str, Any]) -> None:
