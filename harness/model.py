@@ -4,7 +4,8 @@ A run produces one :class:`MatrixResult`: its spec (a real :class:`~harness.spec
 ``steps`` is read from it, never recomputed), one :class:`CellResult` per matrix cell, the pair and
 figure verdicts, and what the machine was. The modules that compute these things (runner,
 measurements, compare, cell_verdict, figures) import this module; it imports none of them, only leaf
-modules (errors, spec, matrix, protocol, tolerances, scaler_oracle, verdicts), so there is no cycle.
+modules (errors, spec, matrix, protocol, result_shape, and the model's own leaves run_record, measured and
+verdicts, whose types it re-exports), so there is no cycle.
 
 Nothing here mutates: a cell filled in stages (the record call, then timing, efficiency, verdict) is
 built again with :func:`dataclasses.replace`. ``from_json`` reads the current schema only;
@@ -18,14 +19,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from harness.errors import ResultError
 from harness.matrix import Cell
+from harness.measured import Efficiency, Memory, ReferenceDistance, Stats, Timing, TimingSamples
 from harness.protocol import TimingProtocol
 from harness.result_shape import check_result_shape
+from harness.run_record import RECORD_SCHEMA_VERSION, RunRecord
 from harness.spec import WorkloadSpec
 from harness.verdicts import CELL_OUTCOMES, CellVerdict, FigureCheck, Float64Check, PairVerdict
 
@@ -57,11 +60,16 @@ __all__ = [
 #: ``time_vs_default`` (this cell's time ÷ its frontend's default cell's: what every view shows) and
 #: ``time_vs_default_note`` instead of version 3's inverse, ``speedup_vs_default`` / ``speedup_note``.
 RESULT_SCHEMA_VERSION = 4
-#: The run record's version, written by py_scripts/common.py and r_scripts/common.R (2: seconds_workload,
-#: gc_seconds; 3: ``clock``, the clock the frontend timed its loop with).
-RECORD_SCHEMA_VERSION = 3
-
 Json = dict[str, Any]
+
+
+def _tuple(values: Any) -> tuple[Any, ...] | None:
+    return None if values is None else tuple(values)
+
+
+def _list(values: tuple[Any, ...] | None) -> list[Any] | None:
+    return None if values is None else list(values)
+
 
 
 class Status(StrEnum):
@@ -77,222 +85,6 @@ class Status(StrEnum):
     SKIPPED = "skipped"
     NUMERICAL_FAILURE = "numerical_failure"
     ERROR = "error"
-
-
-def _tuple(values: Any) -> tuple[Any, ...] | None:
-    return None if values is None else tuple(values)
-
-
-def _list(values: tuple[Any, ...] | None) -> list[Any] | None:
-    return None if values is None else list(values)
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """A script's run record (schema 3, ``docs/contract.md``), as the script returned it.
-
-    Numbers keep the type the script wrote (R writes ``gc_seconds`` 0 as an integer), so a record
-    stored again is byte for byte what came back. Fields this version does not know are kept in ``extra``.
-    """
-
-    schema_version: int
-    frontend: str
-    script: str
-    mode: str
-    device: str
-    amp_dtype: str
-    losses: tuple[float | None, ...]
-    final_loss: float | None
-    loss_scale: tuple[float, ...] | None
-    skipped: tuple[bool, ...] | None
-    skipped_steps: int | None
-    output_dtype: str | None
-    loss_dtype: str | None
-    weights_path: str | None
-    seconds_total: float
-    seconds_per_epoch: tuple[float, ...]
-    seconds_workload: float
-    gc_seconds: float
-    clock: str | None
-    peak_memory_bytes: int | None
-    torch_version: str
-    libtorch_version: str | None
-    language_version: str
-    threads: int
-    device_name: str | None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    _SEQUENCES = ("losses", "loss_scale", "skipped", "seconds_per_epoch")
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
-        """A record from its JSON object (a script's answer, already checked by :func:`harness.records.judge_record`)."""
-        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
-        values: dict[str, Any] = {name: data.get(name) for name in known}
-        for name in cls._SEQUENCES:
-            values[name] = _tuple(values[name])
-        return cls(**values, extra={k: v for k, v in data.items() if k not in known})
-
-    def to_json(self) -> Json:
-        """The record as the script wrote it."""
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
-        for name in self._SEQUENCES:
-            data[name] = _list(data[name])
-        return data | dict(self.extra)
-
-    @property
-    def skipped_step_indices(self) -> frozenset[int]:
-        """The steps the scaler skipped (empty outside the scaler modes)."""
-        return frozenset(step for step, flag in enumerate(self.skipped or ()) if flag)
-
-
-@dataclass(frozen=True)
-class Stats:
-    """Statistics of one clock's samples; ``iqr`` and ``cv`` are ``None`` below three samples."""
-
-    n: int
-    median: float
-    q1: float
-    q3: float
-    iqr: float | None
-    min: float
-    max: float
-    mean: float
-    cv: float | None
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Stats:
-        """The inverse of :meth:`to_json`."""
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
-
-    def to_json(self) -> Json:
-        """Plain data."""
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True)
-class TimingSamples:
-    """Every timed round's value, in the order the rounds ran."""
-
-    call_seconds: tuple[float, ...]
-    loop_seconds: tuple[float, ...]
-    workload_seconds: tuple[float, ...]
-    gc_seconds: tuple[float, ...]
-    peak_rss_bytes: tuple[int | None, ...]
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TimingSamples:
-        """The inverse of :meth:`to_json`."""
-        return cls(**{f.name: tuple(data[f.name]) for f in dataclasses.fields(cls)})
-
-    def to_json(self) -> Json:
-        """Plain data."""
-        return {f.name: list(getattr(self, f.name)) for f in dataclasses.fields(self)}
-
-
-@dataclass(frozen=True)
-class Timing:
-    """A cell's timed rounds (see :mod:`harness.timing` for the three clocks and the overhead split)."""
-
-    rounds: int
-    warmup_calls: int
-    call: Stats
-    loop: Stats
-    workload: Stats
-    overhead_seconds: float
-    overhead_share: float
-    setup_seconds: float
-    setup_share: float
-    bridge_seconds: float
-    gc_seconds: float
-    reproducible: bool
-    differing_rounds: int
-    samples: TimingSamples
-
-    _STATS = ("call", "loop", "workload")
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Timing:
-        """The inverse of :meth:`to_json`."""
-        values = {f.name: data[f.name] for f in dataclasses.fields(cls)}
-        values.update({name: Stats.from_json(data[name]) for name in cls._STATS})
-        values["samples"] = TimingSamples.from_json(data["samples"])
-        return cls(**values)
-
-    def to_json(self) -> Json:
-        """Plain data, in the stored key order."""
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        data.update({name: getattr(self, name).to_json() for name in self._STATS})
-        data["samples"] = self.samples.to_json()
-        return data
-
-
-@dataclass(frozen=True)
-class Efficiency:
-    """A cell against the hardware (:func:`harness.efficiency.cell_efficiency` says how each is found)."""
-
-    flops: float
-    step_flops: float
-    seconds: float
-    tflops: float | None
-    gemm_dtype: str
-    peak_tflops: float | None
-    share_of_peak: float | None
-    share_note: str | None
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Efficiency:
-        """The inverse of :meth:`to_json` (``share_note`` came with schema 3)."""
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name != "share_note"}, share_note=data.get("share_note"))
-
-    def to_json(self) -> Json:
-        """Plain data."""
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True)
-class Memory:
-    """The record call's memory: the worker's resident set (``scope``: what it covers) and the device's peak."""
-
-    peak_rss_bytes: int | None = None
-    rss_before_bytes: int | None = None
-    scope: str | None = None
-    cuda_peak_bytes: int | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Memory:
-        """The inverse of :meth:`to_json`; what a worker reports beyond the known fields is kept in ``extra``."""
-        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
-        return cls(**{k: data.get(k) for k in known}, extra={k: v for k, v in data.items() if k not in known})
-
-    def to_json(self) -> Json:
-        """Plain data (``extra`` before ``cuda_peak_bytes``, as the worker's report came first)."""
-        head = {"peak_rss_bytes": self.peak_rss_bytes, "rss_before_bytes": self.rss_before_bytes, "scope": self.scope}
-        return head | dict(self.extra) | {"cuda_peak_bytes": self.cuda_peak_bytes}
-
-
-@dataclass(frozen=True)
-class ReferenceDistance:
-    """A cell's distance from float64: max relative loss error over the judged steps, weights relative L2 error."""
-
-    max_rel_loss_error: float | None
-    final_weights_rel_error: float | None
-
-    @classmethod
-    def from_check(cls, check: Float64Check) -> ReferenceDistance:
-        """The distance a float64 check measured (non-finite as ``None``)."""
-        distance = check.distance()
-        return cls(distance["max_rel_loss_error"], distance["final_weights_rel_error"])
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ReferenceDistance:
-        """The inverse of :meth:`to_json`."""
-        return cls(data["max_rel_loss_error"], data["final_weights_rel_error"])
-
-    def to_json(self) -> Json:
-        """Plain data."""
-        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,7 @@ class ResultClaim:
             result = _found_in(result, staged, staged)
             (staged / MARKER_FILE).write_text(json.dumps({"result": self.path.name}) + "\n", encoding="utf-8")
             _set_modes(staged)
-            published = _found_in(result, staged, self.weights_dir)
+            published = _found_in(result, staged, Path(os.path.abspath(self.weights_dir)))  # absolute in memory, as loaded
             stored = stored_form(published, self.path)
             self._check_existing()  # a user may have put something there during the run
             self._publish_both(stored)

@@ -1,7 +1,2 @@
-"""The frontends: each runs a paired script inside a :class:`harness.worker.Worker` process."""
-
-from __future__ import annotations
-
-from harness.frontends.registry import FRONTENDS, Frontend, open_worker
-
-__all__ = ["FRONTENDS", "Frontend", "open_worker"]
+"""The frontends: the registry the parent reads (:mod:`harness.frontends.registry`), and the code that runs
+inside a worker process (the handlers, the matmul peak, the GEMM profiler), which the parent never imports."""
