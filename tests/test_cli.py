@@ -71,7 +71,7 @@ def test_run_writes_a_complete_result_and_refuses_to_overwrite(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     assert "amp-parity · preset tiny" in done.stdout and "autocast" in done.stdout
     result = json.loads(path.read_text())
-    assert result["schema_version"] == 3 and [c["status"] for c in result["cells"]] == ["ok", "ok"]
+    assert result["schema_version"] == 4 and [c["status"] for c in result["cells"]] == ["ok", "ok"]
     for cell in result["cells"]:
         assert Path(cell["record"]["weights_path"]).parent == Path("tiny.weights")  # relative to the result
         assert (tmp_path / cell["record"]["weights_path"]).exists()
@@ -200,7 +200,7 @@ def test_report_of_a_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> 
     done = _harness("report", str(path), "--out", str(tmp_path / "out"))
     assert done.returncode == 1
     assert done.stderr.strip() == (
-        f"error: {path} has result schema version 9; this harness reads versions 2 and 3: upgrade amp-parity to read it."
+        f"error: {path} has result schema version 9; this harness reads versions 2 to 4: upgrade amp-parity to read it."
     )
     assert not (tmp_path / "out").exists()
 

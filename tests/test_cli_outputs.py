@@ -18,7 +18,7 @@ import pytest
 
 from harness.availability import Availability
 from harness.paths import REPO_ROOT
-from harness.runner import STAGING_PREFIX
+from harness.pool import STAGING_PREFIX
 from harness.staging import StagingDir
 from tests.conftest import require_r_torch
 
