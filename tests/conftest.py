@@ -61,7 +61,7 @@ def runner(tiny_spec: WorkloadSpec, availability: Availability) -> Iterator[Matr
 
 @pytest.fixture(scope="session")
 def python_run(tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
-    """One real ``run`` of the Python cells ``default`` and ``autocast`` (3 interleaved rounds, GEMM profile, report).
+    """One real ``run`` of the four Python cells of ``tiny`` (3 interleaved rounds, GEMM profile, report).
 
     Run once per test session, whatever the number of xdist workers (their temporary folders share a
     parent): the CLI tests that only read a run's result, table and report read this one.
@@ -69,5 +69,5 @@ def python_run(tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent
-    return shared_run(root, "python-run", "--frontend", "python", "--mode", "default,autocast", "--rounds", "3",
-                      "--warmup-rounds", "1", "--interleave", "--profile")
+    return shared_run(root, "python-run", "--preset", "tiny", "--frontend", "python", "--rounds", "3", "--warmup-rounds", "1",
+                      "--interleave", "--profile")

@@ -70,7 +70,7 @@ def test_run_writes_a_complete_result_and_refuses_to_overwrite(python_run: Share
     assert done.returncode == 0, done.stderr
     assert "amp-parity · preset tiny" in done.stdout and "autocast" in done.stdout
     result = python_run.result()
-    assert result["schema_version"] == 3 and [c["status"] for c in result["cells"]] == ["ok", "ok"]
+    assert result["schema_version"] == 3 and [c["status"] for c in result["cells"]] == ["ok"] * 4
     for cell in result["cells"]:
         assert Path(cell["record"]["weights_path"]).parent == Path(f"{path.stem}.weights")  # relative to the result
         assert (path.parent / cell["record"]["weights_path"]).exists()
