@@ -5,6 +5,7 @@ Cell ids read ``with_autocast-autocast-r-cpu``; pair ids ``with_autocast-autocas
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from harness.availability import Availability, probe
 from harness.runner import MatrixRunner
 from harness.spec import WorkloadSpec
-from tests.support import CELLS, FRONTENDS, PAIRS
+from tests.support import CELLS, FRONTENDS, PAIRS, SharedRun, shared_run
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,3 +57,17 @@ def runner(tiny_spec: WorkloadSpec, availability: Availability) -> Iterator[Matr
     with MatrixRunner(tiny_spec, FRONTENDS, timeout=300, availability=availability) as matrix_runner:
         yield matrix_runner
 
+
+
+@pytest.fixture(scope="session")
+def python_run(tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
+    """One real ``run`` of the four Python cells of ``tiny`` (3 interleaved rounds, GEMM profile, report).
+
+    Run once per test session, whatever the number of xdist workers (their temporary folders share a
+    parent): the CLI tests that only read a run's result, table and report read this one.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    return shared_run(root, "python-run", "--preset", "tiny", "--frontend", "python", "--rounds", "3", "--warmup-rounds", "1",
+                      "--interleave", "--profile")

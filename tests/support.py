@@ -7,8 +7,18 @@ importing one a second time as a module gives two copies of its state).
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import fcntl
 import functools
+import io
+import json
+import signal
+import subprocess
+import sys
+import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +27,10 @@ from harness.matrix import Cell, cells_for
 from harness.model import MatrixResult
 from harness.spec import MODES
 
-__all__ = ["CELLS", "FRONTENDS", "GOLDEN_RESULT", "PAIRS", "golden_result", "require_frontend", "require_r_torch"]
+__all__ = [
+    "CELLS", "FRONTENDS", "GOLDEN_RESULT", "PAIRS", "SharedRun", "golden_result", "harness_command", "require_frontend", "require_r_torch",
+    "run_cli", "shared_run",
+]
 
 FRONTENDS = ("python", "r")
 CELLS = cells_for(FRONTENDS, MODES, "cpu")
@@ -39,6 +52,77 @@ def _golden_loaded() -> MatrixResult:
     from harness.results import load_result
 
     return load_result(GOLDEN_RESULT)
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m harness ARGS`` run in this process (``harness.cli.main``): exit status, stdout and stderr.
+
+    For tests of what the command prints and returns, without a new interpreter's imports (seconds on a
+    busy 2-core machine). The CLI's process-wide settings (SIGTERM handler, warning display) are put
+    back afterwards. Tests whose point is the process (signals, locks, concurrent runs, ``$TMPDIR``)
+    use :func:`harness_command` instead.
+    """
+    from harness import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    handler = signal.getsignal(signal.SIGTERM)
+    code: int | str | None = 0
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            cli.main(list(args))
+    except SystemExit as done:
+        code = done.code
+    finally:
+        signal.signal(signal.SIGTERM, handler)
+    if isinstance(code, str):  # sys.exit("text") prints the text and exits 1
+        err.write(code + "\n")
+        code = 1
+    return subprocess.CompletedProcess(["python", "-m", "harness", *args], code or 0, out.getvalue(), err.getvalue())
+
+
+def harness_command(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+                    timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """The real command, ``python -m harness ARGS``, in a new process (from the checkout unless ``cwd`` says otherwise)."""
+    from harness.paths import REPO_ROOT
+
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd or REPO_ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedRun:
+    """A real ``python -m harness run`` that several tests read (and none may change): its outcome and outputs."""
+
+    done: subprocess.CompletedProcess[str]
+    json: Path
+    report: Path
+
+    def result(self) -> dict[str, Any]:
+        """The result file as stored (weights paths relative)."""
+        data: dict[str, Any] = json.loads(self.json.read_text(encoding="utf-8"))
+        return data
+
+
+def shared_run(root: Path, name: str, *args: str) -> SharedRun:
+    """``python -m harness run ARGS --json ROOT/NAME/NAME.json --report ROOT/NAME/report``, once for every process.
+
+    ``root`` is a folder all pytest-xdist workers of a session share: the first worker to get here runs
+    the command (under a lock) and records its exit status and output; the others wait and read them.
+    A run of a few seconds' cells costs tens of seconds of interpreter and worker start-up on a busy
+    2-core machine, so the tests that only read a run's output share one.
+    """
+    folder = root / name
+    paths = SharedRun(subprocess.CompletedProcess([], 0), folder / f"{name}.json", folder / "report")
+    outcome = root / f"{name}.outcome.json"
+    with open(root / f"{name}.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not outcome.exists():
+            folder.mkdir()
+            done = harness_command("run", *args, "--json", str(paths.json), "--report", str(paths.report))
+            outcome.write_text(json.dumps([done.returncode, done.stdout, done.stderr]), encoding="utf-8")
+    returncode, stdout, stderr = json.loads(outcome.read_text(encoding="utf-8"))
+    command = [sys.executable, "-m", "harness", "run", *args]
+    return dataclasses.replace(paths, done=subprocess.CompletedProcess(command, returncode, stdout, stderr))
 
 
 def require_r_torch(availability: Availability) -> None:

@@ -1,15 +1,14 @@
 """Cell verdicts judged by what they catch: real mistakes planted in copies of the real scripts, and injected overflows.
 
-Each planted run goes through ``python3 -m harness run --preset tiny --frontend python``, as a
-maintainer would run it; the clean scripts must pass the same way.
+Each planted run goes through ``python -m harness run --preset tiny --frontend python`` as a maintainer
+would run it (its ``main``, in this process: :func:`tests.support.run_cli`); the clean scripts pass the
+same way in the session's shared real run (the ``python_run`` fixture).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,22 +24,20 @@ from harness.runner import MatrixRunner
 from harness.spec import WorkloadSpec
 from harness.tolerances import float64_bound_for
 from tests.planting import copy_scripts, plant
-from tests.support import require_r_torch
+from tests.support import SharedRun, require_r_torch, run_cli
 
 _SCALER = "py_scripts/cuda_amp_grad_scaler.py"
 _CLIP_CELL = "cuda_amp_grad_scaler-autocast_scaler_clip-python-cpu"
 _SCALER_CELL = "cuda_amp_grad_scaler-autocast_scaler-python-cpu"
 
 
-def _run_tiny(tmp_path: Path, *flags: str, scripts: Path | None = None) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    """``python3 -m harness run --preset tiny --frontend python`` (one quick timed round) and its result."""
+def _run_tiny(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *flags: str, scripts: Path
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """``python -m harness run --preset tiny --frontend python`` (one timed round) on the scripts under ``scripts``, and its result."""
     out = tmp_path / "result.json"
-    env = {**os.environ, SCRIPTS_ENV: str(scripts)} if scripts else {k: v for k, v in os.environ.items() if k != SCRIPTS_ENV}
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--preset", "tiny", "--frontend", "python", "--rounds", "1",
-         "--warmup-rounds", "1", "--json", str(out), *flags],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, env={**env, "COLUMNS": "200"},
-    )
+    monkeypatch.setenv(SCRIPTS_ENV, str(scripts))  # the workers the run starts inherit it
+    done = run_cli("run", "--preset", "tiny", "--frontend", "python", "--rounds", "1", "--warmup-rounds", "1", "--json", str(out), *flags)
     return done, json.loads(out.read_text()) if out.exists() else {}
 
 
@@ -48,9 +45,9 @@ def _verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["id"]: c["verdict"] for c in result["cells"]}
 
 
-def test_clean_scripts_pass_every_cell_and_exit_0(tmp_path: Path) -> None:
+def test_clean_scripts_pass_every_cell_and_exit_0(python_run: SharedRun) -> None:
     """The real scripts: every Python cell passes its float64 bound (and scaler rule), exit status 0."""
-    done, result = _run_tiny(tmp_path)
+    done, result = python_run.done, python_run.result()
     assert done.returncode == 0, done.stdout + done.stderr
     verdicts = _verdicts(result)
     assert [v["outcome"] for v in verdicts.values()] == ["pass"] * 4
@@ -58,11 +55,11 @@ def test_clean_scripts_pass_every_cell_and_exit_0(tmp_path: Path) -> None:
     assert "FAIL" not in done.stdout
 
 
-def test_unscale_removed_from_the_clip_mode_fails_the_run(tmp_path: Path) -> None:
+def test_unscale_removed_from_the_clip_mode_fails_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Clipping scaled gradients (no ``unscale_``): the clip cell is past the float64 bound, named, exit 1."""
     root = copy_scripts(tmp_path / "scripts")
     plant(root, _SCALER, "                scaler.unscale_(opt)\n", "")
-    done, result = _run_tiny(tmp_path, "--mode", "autocast_scaler,autocast_scaler_clip", scripts=root)
+    done, result = _run_tiny(tmp_path, monkeypatch, "--mode", "autocast_scaler,autocast_scaler_clip", scripts=root)
     assert done.returncode == 1, done.stdout + done.stderr
     verdicts = _verdicts(result)
     clip = verdicts[_CLIP_CELL]
@@ -72,11 +69,11 @@ def test_unscale_removed_from_the_clip_mode_fails_the_run(tmp_path: Path) -> Non
     assert f"{_CLIP_CELL} FAIL: loss past the float64 bound from step" in " ".join(done.stdout.split())
 
 
-def test_another_growth_interval_fails_the_run(tmp_path: Path) -> None:
+def test_another_growth_interval_fails_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A scaler built with growth_interval + 1 doubles one step late: the oracle names step 3 and both values, exit 1."""
     root = copy_scripts(tmp_path / "scripts")
     plant(root, _SCALER, 'growth_interval=spec["growth_interval"]', 'growth_interval=spec["growth_interval"] + 1')
-    done, result = _run_tiny(tmp_path, "--mode", "autocast_scaler", scripts=root)
+    done, result = _run_tiny(tmp_path, monkeypatch, "--mode", "autocast_scaler", scripts=root)
     assert done.returncode == 1, done.stdout + done.stderr
     scaler = _verdicts(result)[_SCALER_CELL]["scaler"]
     assert (scaler["passed"], scaler["first_step"], scaler["expected"], scaler["recorded"]) == (False, 3, 131072.0, 65536.0)
@@ -136,12 +133,12 @@ def test_r_inject_overflow_writes_an_inf_into_the_gradient_in_place(availability
 
 
 @pytest.mark.parametrize("mode", ["autocast_scaler", "autocast_scaler_clip"])
-def test_scale_history_copied_after_the_loop_is_the_rule_exactly(mode: str, availability: Availability) -> None:
+def test_scale_history_copied_after_the_loop_is_the_rule_exactly(mode: str, runner: MatrixRunner) -> None:
     """The scales kept on the device and copied after the loop are GradScaler's float32 values: 65536 doubling every 4 steps."""
-    with MatrixRunner(WorkloadSpec.from_preset("tiny"), ("python",), availability=availability) as runner:
-        from harness.matrix import Cell
+    from harness.matrix import Cell
 
-        record = runner.run_cell(Cell("python", "cuda_amp_grad_scaler", mode, "cpu")).to_json()["record"]
+    assert runner.spec == WorkloadSpec.from_preset("tiny")  # the session's runner (its Python worker is shared)
+    record = runner.run_cell(Cell("python", "cuda_amp_grad_scaler", mode, "cpu")).to_json()["record"]
     assert record["loss_scale"] == [65536.0 * 2 ** ((step + 1) // 4) for step in range(20)]
     assert all(isinstance(v, float) for v in record["loss_scale"]) and record["skipped_steps"] == 0
 

@@ -1,4 +1,9 @@
-"""The command line as a user meets it: one ``error:`` line and exit 1 for bad input, a table and a JSON result otherwise."""
+"""The command line as a user meets it: one ``error:`` line and exit 1 for bad input, a table and a JSON result otherwise.
+
+Messages and exit statuses are checked through ``harness.cli.main`` in this process (:func:`tests.support.run_cli`);
+the tests that read a real run's result, table and report share one (the ``python_run`` fixture); what is
+about the process itself (a signal, the ``python -m harness`` entry point) runs ``python -m harness``.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.availability import Availability
 from harness.model import RESULT_SCHEMA_VERSION
 from harness.paths import REPO_ROOT
-
-
-def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import os
-
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, **(env or {})})
+from tests.support import SharedRun, golden_result, harness_command, run_cli
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,7 @@ def test_bad_values_end_in_one_line_naming_field_value_and_allowed(args: list[st
 
         if torch.cuda.is_available():
             pytest.skip("this machine has a GPU")
-    done = _harness(*args)
+    done = run_cli(*args)
     assert done.returncode == 1
     assert done.stderr.strip() == message
     assert "Traceback" not in done.stdout + done.stderr
@@ -59,54 +59,52 @@ def test_bad_values_end_in_one_line_naming_field_value_and_allowed(args: list[st
 @pytest.mark.parametrize("args", [["run", "--batch-size", "abc"], ["run", "--lr", "nan"]])
 def test_unparsable_flags_name_the_flag(args: list[str]) -> None:
     """A flag whose text is not a number is refused by the parser in one line, naming the flag and the text, exit 1."""
-    done = _harness(*args)
+    done = run_cli(*args)
     assert done.returncode == 1
     assert done.stderr.startswith(f"error: argument {args[1]}: must be a") and repr(args[2]) in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
 
-def test_run_writes_a_complete_result_and_refuses_to_overwrite(tmp_path: Path) -> None:
+def test_run_writes_a_complete_result_and_refuses_to_overwrite(python_run: SharedRun) -> None:
     """``run --json`` prints the table and writes a versioned result with weights beside it; a second run refuses."""
-    path = tmp_path / "tiny.json"
-    done = _harness("run", "--preset", "tiny", "--frontend", "python", "--mode", "default,autocast", "--json", str(path))
+    done, path = python_run.done, python_run.json
     assert done.returncode == 0, done.stderr
     assert "amp-parity · preset tiny" in done.stdout and "autocast" in done.stdout
-    result = json.loads(path.read_text())
-    assert result["schema_version"] == RESULT_SCHEMA_VERSION and [c["status"] for c in result["cells"]] == ["ok", "ok"]
+    result = python_run.result()
+    assert result["schema_version"] == RESULT_SCHEMA_VERSION and [c["status"] for c in result["cells"]] == ["ok"] * 4
     for cell in result["cells"]:
-        assert Path(cell["record"]["weights_path"]).parent == Path("tiny.weights")  # relative to the result
-        assert (tmp_path / cell["record"]["weights_path"]).exists()
-    again = _harness("run", "--frontend", "python", "--mode", "default", "--json", str(path))
+        assert Path(cell["record"]["weights_path"]).parent == Path(f"{path.stem}.weights")  # relative to the result
+        assert (path.parent / cell["record"]["weights_path"]).exists()
+    again = harness_command("run", "--frontend", "python", "--mode", "default", "--json", str(path))  # the real command's exit status
     assert again.returncode == 1 and "does not exist yet (or pass --overwrite)" in again.stderr
-    assert json.loads(path.read_text()) == result
+    assert python_run.result() == result
 
 
 def test_spec_file_is_read_and_the_command_line_wins(tmp_path: Path) -> None:
     """``--spec-file`` supplies fields and explicit flags override them."""
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(json.dumps({"preset": "tiny", "num_batches": 3, "epochs": 1, "lr": 0.5}))
-    done = _harness("prepare", "--spec-file", str(spec_file), "--lr", "0.25")
+    done = run_cli("prepare", "--spec-file", str(spec_file), "--lr", "0.25")
     run_spec = json.loads(done.stdout)
     assert (run_spec["num_batches"], run_spec["epochs"], run_spec["lr"]) == (3, 1, 0.25)
     assert Path(run_spec["fixture_path"]).exists()
 
 
-def test_doctor_reports_each_component_with_a_fix() -> None:
-    """``doctor`` lists Python torch, R, rpy2 and R torch, and says what happens to R cells."""
-    done = _harness("doctor")
+def test_doctor_reports_each_component_with_a_fix(availability: Availability) -> None:
+    """``doctor`` lists Python torch, R, rpy2 and R torch, and says what happens to R cells (the session's probe, cached)."""
+    done = run_cli("doctor")
     assert done.returncode == 0
     for name in ("Python torch", "rpy2", "R package torch", "R torch libtorch", "R clock"):
         assert name in done.stdout
     assert "R cells will" in done.stdout
 
 
-def test_doctor_fails_under_require_r_when_r_torch_is_missing() -> None:
+def test_doctor_fails_under_require_r_when_r_torch_is_missing(availability: Availability, monkeypatch: pytest.MonkeyPatch) -> None:
     """With AMP_PARITY_REQUIRE_R=1 and no R torch, ``doctor`` exits 1 and says the R cells will fail."""
-    from harness.availability import probe
-
-    if probe().r_reason is None:
+    if availability.r_reason is None:
         pytest.skip("R torch is installed here")
-    done = _harness("doctor", env={"AMP_PARITY_REQUIRE_R": "1"})
+    monkeypatch.setenv("AMP_PARITY_REQUIRE_R", "1")
+    done = run_cli("doctor")
     assert done.returncode == 1 and "R cells will fail" in done.stdout
 
 
@@ -139,7 +137,7 @@ def test_interrupted_run_leaves_nothing_behind(tmp_path: Path, signum: int) -> N
 
 def test_result_folder_that_is_not_writable_is_refused_before_running(tmp_path: Path) -> None:
     """A --json path in a folder that does not exist is refused at once, with what to do."""
-    done = _harness("run", "--frontend", "python", "--json", str(tmp_path / "missing" / "run.json"))
+    done = run_cli("run", "--frontend", "python", "--json", str(tmp_path / "missing" / "run.json"))
     assert done.returncode == 1
     folder = tmp_path / "missing"
     assert done.stderr.strip() == (
@@ -147,58 +145,62 @@ def test_result_folder_that_is_not_writable_is_refused_before_running(tmp_path: 
     )
 
 
-def test_report_command_and_run_report_write_the_report(tmp_path: Path) -> None:
+def test_report_command_and_run_report_write_the_report(python_run: SharedRun, tmp_path: Path) -> None:
     """``run --report DIR`` and ``report RESULT --out DIR`` both write report.md and three plots with the run's numbers."""
-    path = tmp_path / "run.json"
-    done = _harness("run", "--frontend", "python", "--mode", "default", "--json", str(path), "--report", str(tmp_path / "a"))
-    assert done.returncode == 0, done.stderr
-    result = json.loads(path.read_text())
+    assert python_run.done.returncode == 0, python_run.done.stderr
+    result = python_run.result()
     assert [p["verdict"] for p in result["pairs"]] == []  # python only: no pair to compare
-    again = _harness("report", str(path), "--out", str(tmp_path / "b"))
+    again = run_cli("report", str(python_run.json), "--out", str(tmp_path / "b"))
     assert again.returncode == 0 and again.stdout.startswith("report written to")
-    for folder in ("a", "b"):
-        names = sorted(p.name for p in (tmp_path / folder).iterdir())
+    for folder in (python_run.report, tmp_path / "b"):
+        names = sorted(p.name for p in folder.iterdir())
         assert names == ["loss_diff.png", "losses.png", "report.md", "timing.png"]
-        text = (tmp_path / folder / "report.md").read_text()
+        text = (folder / "report.md").read_text()
         assert f"{result['cells'][0]['record']['final_loss']:.7g}" in text
 
 
 def test_report_judges_as_the_run_did_unless_told_otherwise(tmp_path: Path) -> None:
     """``report`` judges a one-ULP pair diverged as a strict run did, within tolerance with --tolerance-only, and back with --no-."""
+    from safetensors.numpy import load_file, save_file
+
     from harness.model import MatrixResult
     from harness.results import save_result
-    from tests.fake_results import build_python_result, nudge_one_ulp, pair_result, twin_cell
+    from tests.fake_results import nudge_one_ulp
 
-    python = build_python_result(tmp_path / "py")
-    cell = next(c for c in python["cells"] if c["mode"] == "default")
-    result = pair_result(python, {cell["pair"]: twin_cell(cell, tmp_path / "r", edit=nudge_one_ulp("layer0.bias", (1,)))})
-    result["judging"] = "strict"
+    result = golden_result().to_json()  # a strict run whose default pair is bitwise identical
+    record = next(c for c in result["cells"] if c["id"] == "with_autocast-default-r-cpu")["record"]
+    weights = load_file(record["weights_path"])
+    nudge_one_ulp("layer0.bias", (1,))(weights)
+    record["weights_path"] = str(tmp_path / "nudged.safetensors")
+    save_file(weights, record["weights_path"])
+    assert result["judging"] == "strict"
     path = tmp_path / "paired.json"
     save_result(MatrixResult.from_json(result), path)
     verdicts = {}
     for flag in ("", "--tolerance-only", "--no-tolerance-only"):
         out = tmp_path / (flag or "as-run")
-        done = _harness("report", str(path), "--out", str(out), *([flag] if flag else []))
+        done = run_cli("report", str(path), "--out", str(out), *([flag] if flag else []))
         assert done.returncode == 0, done.stderr
         text = (out / "report.md").read_text()
         verdicts[flag] = next(v for v in ("diverged", "within_tolerance") if f"| python vs r | **{v}** |" in text)
     assert verdicts == {"": "diverged", "--tolerance-only": "within_tolerance", "--no-tolerance-only": "diverged"}
 
 
-def test_run_records_its_judging_policy(tmp_path: Path) -> None:
+def test_run_records_its_judging_policy(python_run: SharedRun, tmp_path: Path) -> None:
     """``run --tolerance-only`` records ``tolerance_only`` in the result; without the flag ``strict``."""
-    for flags, expected in (([], "strict"), (["--tolerance-only"], "tolerance_only")):
-        path = tmp_path / f"{expected}.json"
-        done = _harness("run", "--frontend", "python", "--mode", "default", "--rounds", "1", "--json", str(path), *flags)
-        assert done.returncode == 0, done.stderr
-        assert json.loads(path.read_text())["judging"] == expected
+    assert python_run.result()["judging"] == "strict"
+    path = tmp_path / "tolerance_only.json"
+    done = run_cli("run", "--frontend", "python", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1",
+                    "--num-batches", "2", "--epochs", "1", "--json", str(path), "--tolerance-only")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(path.read_text())["judging"] == "tolerance_only"
 
 
 def test_report_of_a_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> None:
     """A result from a newer schema gets one line telling the user to upgrade."""
     path = tmp_path / "future.json"
     path.write_text(json.dumps({"schema_version": 9, "cells": []}))
-    done = _harness("report", str(path), "--out", str(tmp_path / "out"))
+    done = run_cli("report", str(path), "--out", str(tmp_path / "out"))
     assert done.returncode == 1
     assert done.stderr.strip() == (
         f"error: {path} has result schema version 9; this harness reads versions 2 to 4: upgrade amp-parity to read it."
@@ -221,14 +223,14 @@ def test_bad_spec_files_end_in_one_line(tmp_path: Path, content: str, message: s
     """A spec file with a bad value, an unknown field or broken JSON is refused with one line naming it."""
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(content)
-    done = _harness("run", "--spec-file", str(spec_file))
+    done = run_cli("run", "--spec-file", str(spec_file))
     assert done.returncode == 1
     assert done.stderr.strip().startswith(message) and len(done.stderr.strip().splitlines()) == 1
 
 
 def test_debug_shows_the_traceback_the_normal_run_hides() -> None:
     """``--debug`` adds the traceback to the same error line; without it there is none."""
-    plain, debug = _harness("run", "--batch-size", "0"), _harness("--debug", "run", "--batch-size", "0")
+    plain, debug = run_cli("run", "--batch-size", "0"), run_cli("--debug", "run", "--batch-size", "0")
     assert "Traceback" not in plain.stderr
     assert "Traceback" in debug.stderr and "SpecError" in debug.stderr
     assert debug.stderr.strip().splitlines()[-1] == plain.stderr.strip()
@@ -252,22 +254,20 @@ def test_bf16_on_a_gpu_without_it_is_refused(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_sizes_off_multiples_of_8_run_with_a_one_line_warning() -> None:
     """``--batch-size 30`` runs and warns once, in one ``warning:`` line, about tensor cores."""
-    done = _harness("run", "--batch-size", "30", "--frontend", "python", "--mode", "default")
+    done = run_cli("run", "--batch-size", "30", "--frontend", "python", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1",
+                    "--num-batches", "2", "--epochs", "1")
     assert done.returncode == 0
     assert done.stderr.strip() == "warning: batch_size=30 not a multiple of 8: it runs, but tensor cores may not engage on a GPU."
 
 
-def test_run_interleaved_with_profile_records_the_protocol(tmp_path: Path) -> None:
+def test_run_interleaved_with_profile_records_the_protocol(python_run: SharedRun) -> None:
     """``--rounds 3 --interleave --profile`` is what the result's protocol, timing and GEMM profile say ran."""
-    path = tmp_path / "r.json"
-    done = _harness("run", "--frontend", "python", "--mode", "autocast", "--rounds", "3", "--warmup-rounds", "1",
-                    "--interleave", "--profile", "--json", str(path))
-    assert done.returncode == 0, done.stderr
-    result = json.loads(path.read_text())
+    assert python_run.done.returncode == 0, python_run.done.stderr
+    result = python_run.result()
     assert result["protocol"] | {"gc": None, "clocks": None} == {
         "warmup_rounds": 1, "rounds": 3, "max_seconds": 60.0, "interleave": True, "gc": None, "clocks": None,
     }
-    cell = result["cells"][0]
+    cell = next(c for c in result["cells"] if c["mode"] == "autocast")
     assert cell["timing"]["rounds"] == 3 and cell["timing"]["warmup_calls"] == 1
     assert cell["gemm_profile"]["half_share"] == 1.0 and cell["gemm_profile"]["step"] == 3
-    assert "figures: " in done.stdout
+    assert "figures: " in python_run.done.stdout

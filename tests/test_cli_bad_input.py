@@ -1,20 +1,21 @@
-"""Bad input a new user types: each is refused before any cell runs, in one ``error:`` line, exit 1."""
+"""Bad input a new user types: each is refused before any cell runs, in one ``error:`` line, exit 1.
+
+The command's messages and exit statuses are checked through ``harness.cli.main`` in this process
+(:func:`tests.support.run_cli`): a new interpreter per case cost seconds and checked nothing more.
+``test_the_real_command_prints_the_same_line`` runs ``python -m harness`` itself once.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from harness.paths import REPO_ROOT
-
-
-def _harness(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+from harness.availability import Availability
+from tests.support import harness_command, run_cli
 
 
 def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
@@ -59,12 +60,20 @@ def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
 )
 def test_bad_flags_are_one_line_and_exit_1(args: list[str], message: str) -> None:
     """argparse's own errors and values that would fail in every cell print the one line given here, exit 1."""
-    assert _one_error_line(_harness(*args)) == message
+    assert _one_error_line(run_cli(*args)) == message
+
+
+def test_the_real_command_prints_the_same_line() -> None:
+    """``python -m harness`` in a new process exits 1 with exactly the line ``main`` prints in process, nothing on stdout."""
+    args = ("run", "--lr", "inf")
+    done = harness_command(*args)
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", run_cli(*args).stderr)
+    assert _one_error_line(done).startswith("error: argument --lr: must be a finite number")
 
 
 def test_help_still_prints_the_whole_help_and_exits_0() -> None:
     """``run --help`` is not an error: the full usage, every flag, exit 0."""
-    done = _harness("run", "--help")
+    done = run_cli("run", "--help")
     assert done.returncode == 0 and done.stderr == ""
     assert done.stdout.startswith("usage: python -m harness run") and "--timeout" in done.stdout and "--debug" in done.stdout
 
@@ -73,15 +82,15 @@ def test_help_still_prints_the_whole_help_and_exits_0() -> None:
 def test_debug_is_accepted_before_or_after_the_command(where: str) -> None:
     """``--debug`` works on either side of ``run`` (the error line says "run with --debug"), and shows the traceback."""
     args = ["--debug", "run", "--device", "tpu"] if where == "before" else ["run", "--device", "tpu", "--debug"]
-    done = _harness(*args)
+    done = run_cli(*args)
     assert done.returncode == 1
     assert "Traceback" in done.stderr
     assert done.stderr.strip().splitlines()[-1] == "error: device must be one of 'cpu', 'cuda', got 'tpu'."
 
 
-def test_verbose_is_accepted_after_the_command() -> None:
-    """``doctor -v`` is accepted like ``-v doctor``."""
-    done = _harness("doctor", "-v")
+def test_verbose_is_accepted_after_the_command(availability: Availability) -> None:
+    """``doctor -v`` is accepted like ``-v doctor`` (it reads the session's probe of R: ``probe`` is cached per process)."""
+    done = run_cli("doctor", "-v")
     assert done.returncode in (0, 1)  # 1 only under AMP_PARITY_REQUIRE_R without R torch
     assert "unrecognized" not in done.stderr and "Python" in done.stdout
 
@@ -107,7 +116,7 @@ def test_spec_file_of_every_wrong_type_is_one_line(tmp_path: Path, content: dict
     """A spec file whose field has the wrong JSON type is refused in one line naming the field (no TypeError)."""
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(json.dumps(content))
-    line = _one_error_line(_harness("prepare", "--spec-file", str(spec_file)))
+    line = _one_error_line(run_cli("prepare", "--spec-file", str(spec_file)))
     if message is not None:
         assert line == message
     else:
@@ -119,18 +128,18 @@ def test_more_threads_than_cores_warns_in_one_line_naming_the_core_count() -> No
     from harness.spec import available_cores
 
     cores = available_cores()
-    done = _harness("prepare", "--threads", "1000")
+    done = run_cli("prepare", "--threads", "1000")
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == (
         f"warning: threads=1000 is more than the {cores} cores this process may use: threads that share a core make "
         f"every GEMM many times slower. Pass --threads {cores} (or 0 for all cores)."
     )
     assert json.loads(done.stdout)["threads"] == 1000
-    assert _harness("prepare", "--threads", str(cores)).stderr == ""
+    assert run_cli("prepare", "--threads", str(cores)).stderr == ""
 
 
 def test_refused_run_writes_nothing(tmp_path: Path) -> None:
     """An empty ``--mode`` is refused before any cell, so no (empty) result is written."""
     path = tmp_path / "run.json"
-    _one_error_line(_harness("run", "--mode", ",", "--frontend", "python", "--json", str(path)))
+    _one_error_line(run_cli("run", "--mode", ",", "--frontend", "python", "--json", str(path)))
     assert os.listdir(tmp_path) == []

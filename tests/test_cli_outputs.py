@@ -1,6 +1,9 @@
 """The command line's output places under fire: two runs at once, kills, bad places, a save that fails after the run.
 
-Each test runs ``python -m harness`` as a user would (a subprocess) and reproduces one failure a user met.
+Each test reproduces one failure a user met. Those about the process (concurrent runs, kills, a full disk
+planted into the real command, ``$TMPDIR``) run ``python -m harness`` as a user would (a subprocess); the
+refusals before the first cell are checked through ``harness.cli.main`` in this process
+(:func:`tests.support.run_cli`), which prints the same lines and returns the same status.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from harness.availability import Availability
 from harness.paths import REPO_ROOT
 from harness.pool import STAGING_PREFIX
 from harness.staging import StagingDir
-from tests.support import require_r_torch
+from tests.support import require_r_torch, run_cli
 
 #: A Python-only run long enough (a few seconds per cell) to be caught mid-way.
 _QUICK = ("run", "--frontend", "python", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1")
@@ -75,7 +78,7 @@ def test_run_keeps_a_users_weights_folder(tmp_path: Path) -> None:
     """``run --json X.json`` with a user's ``X.weights/`` is refused before any cell runs (it used to delete it)."""
     (tmp_path / "X.weights").mkdir()
     (tmp_path / "X.weights" / "mine.txt").write_text("precious")
-    done = _harness(*_QUICK, "--json", str(tmp_path / "X.json"))
+    done = run_cli(*_QUICK, "--json", str(tmp_path / "X.json"))
     assert done.returncode == 1 and "amp-parity · preset" not in done.stdout
     assert done.stderr.strip() == (
         f"error: {tmp_path / 'X.weights'} was not written by amp-parity (it has no .amp-parity-weights.json); "
@@ -99,7 +102,7 @@ def test_output_places_that_cannot_work_are_refused_before_the_first_cell(tmp_pa
     """Places that used to fail after the whole matrix ran (result lost) are refused at once, in one line."""
     (tmp_path / "out").mkdir()
     (tmp_path / "file").write_text("")
-    done = _harness(*_QUICK, args[0], args[1].format(tmp=tmp_path))
+    done = run_cli(*_QUICK, args[0], args[1].format(tmp=tmp_path))
     assert done.returncode == 1
     assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr, done.stderr
     assert "amp-parity · preset" not in done.stdout  # no cell ran
