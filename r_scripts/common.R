@@ -435,17 +435,30 @@ make_record <- function(workload_start, ...) {
 #'
 #' Array fields stay arrays with one element; `NULL` and `NA` become null; NaN and infinities are written
 #' as Python's json does (`NaN`, `Infinity`), which jsonlite cannot. Doubles are written with 17
-#' significant digits (`exact_json_numbers()`), so Python reads back the very same doubles. Written field
-#' by field with vectorised base R rather than `jsonlite::toJSON()` on the whole list, whose method
-#' dispatch per field every timed round would pay as bridge overhead (Python's twin is `json.dumps`).
+#' significant digits (`exact_json_numbers()`), so Python reads back the very same doubles. Written with
+#' vectorised base R rather than `jsonlite::toJSON()` on the whole list, whose method dispatch per field
+#' every timed round would pay as bridge overhead (Python's twin is `json.dumps`): the scalar strings and
+#' doubles are each written in one call (a call costs tens of microseconds, whatever its length), and a
+#' record with the contract's fields reuses their quoted keys (`record_keys_json`).
 record_to_json <- function(record) {
   if (!is.list(record) || is.null(names(record))) {
     abort_cli("{.fn run_workload} must return a named list (the run record), not {.cls {class(record)}}.")
   }
-  values <- vapply(names(record), function(name) {
-    json_value(record[[name]], is_array = name %in% record_array_fields)
-  }, character(1L), USE.NAMES = FALSE)
-  paste0("{", paste0(json_string(names(record)), ":", values, collapse = ","), "}")
+  keys <- names(record)
+  is_array <- keys %in% record_array_fields
+  is_scalar <- lengths(record) == 1L & !is_array
+  is_string <- is_scalar & vapply(record, is.character, NA, USE.NAMES = FALSE)
+  is_number <- is_scalar & vapply(record, is.double, NA, USE.NAMES = FALSE)
+  is_null <- vapply(record, is.null, NA, USE.NAMES = FALSE)
+  values <- character(length(record))
+  values[is_string] <- json_string(unlist(record[is_string], use.names = FALSE))
+  values[is_number] <- exact_json_numbers(unlist(record[is_number], use.names = FALSE))
+  values[is_null] <- "null"
+  for (k in which(!(is_string | is_number | is_null))) {
+    values[[k]] <- json_value(record[[k]], is_array = is_array[[k]])
+  }
+  keys_json <- if (identical(keys, record_fields)) record_keys_json else json_string(keys)
+  paste0("{", paste0(keys_json, ":", values, collapse = ","), "}")
 }
 
 #' One field's value as JSON text: a number, string or logical, or an array of them; `NULL` is null.
@@ -477,6 +490,9 @@ json_string <- function(x) {
   text[is.na(x)] <- "null"
   text
 }
+
+#' The contract's record fields as JSON keys, quoted once per process.
+record_keys_json <- json_string(record_fields)
 
 #' Doubles as JSON text that reads back as the very same doubles.
 #'
@@ -518,7 +534,7 @@ amp_parity_call <- function(script_path, spec_json, mode) {
     last_spec$json <- spec_json
   }
   spec <- last_spec$spec
-  mtime <- format(as.numeric(file.info(script_path)$mtime), digits = 17)
+  mtime <- file.mtime(script_path) # a POSIXct with sub-second digits; a tenth of file.info() and format()
   cached <- get0(script_path, envir = sourced_scripts, inherits = FALSE)
   if (is.null(cached) || !identical(cached$mtime, mtime)) {
     script_env <- new.env(parent = environment(sys.function()))
