@@ -18,12 +18,14 @@ __all__ = ["RHandler"]
 
 r_log = logging.getLogger("harness.r")
 
-#: Wraps the call so an R error reaches Python as R's own condition message, not rpy2's summary.
+#: Wraps the call so an R error reaches Python as R's own condition message, not rpy2's summary. The
+#: reply is one character vector, ``c(kind, text)``: converted in one step, where a named list costs rpy2
+#: a conversion per name and per element (0.15 ms of every call's bridge).
 _SAFE_CALL = """
 function(script_path, spec_json, mode) {
   tryCatch(
-    list(ok = amp_parity_call(script_path, spec_json, mode)),
-    error = function(e) list(error = paste(conditionMessage(e), collapse = "\\n"))
+    c("ok", amp_parity_call(script_path, spec_json, mode)),
+    error = function(e) c("error", paste(conditionMessage(e), collapse = "\\n"))
   )
 }
 """
@@ -50,15 +52,22 @@ class RHandler:
         self._ro = ro
         ro.r["source"](str(script_path("r", "common")))
         self._call = ro.r(_SAFE_CALL)
+        self._paths: dict[str, str] = {}
 
     def __call__(self, request: dict[str, Any]) -> Any:
         """Run one cell (or a test script given by path) and return the parsed record."""
-        path = request.get("script_path") or str(script_path("r", request["script"]))
-        reply = self._call(path, json.dumps(request["run_spec"]), request["mode"])
-        names = list(reply.names)
-        if "error" in names:
-            raise RScriptFailed(str(reply.rx2("error")[0]))
-        return json.loads(str(reply.rx2("ok")[0]))
+        path = request.get("script_path") or self._script_path(request["script"])
+        kind, text = self._call(path, json.dumps(request["run_spec"]), request["mode"])
+        if kind == "error":
+            raise RScriptFailed(text)
+        return json.loads(text)
+
+    def _script_path(self, script: str) -> str:
+        # The scripts' folder is fixed for the worker's life (its environment is set at start), and
+        # resolving it costs a timed round's bridge 0.04 ms.
+        if script not in self._paths:
+            self._paths[script] = str(script_path("r", script))
+        return self._paths[script]
 
 
 def _to_log(level: int) -> Any:
