@@ -279,27 +279,34 @@ sync_device <- function(device) {
   invisible(NULL)
 }
 
-#' What `clock()` reads, as each record names it (checked once, without loading bench).
+#' Which clock `clock()` reads: the best installed, checked once, without loading bench.
 #'
 #' Base R's only sub-second clock is `proc.time()`'s elapsed time, in milliseconds: a 15 ms loop
 #' would read as 15 or 16. Debian's r-cran-bench (installed by .ci/setup) has `bench::hires_time()`:
 #' nanoseconds, but from `CLOCK_REALTIME` on Linux (bench's src/nanotime.c), so it is not monotonic:
 #' an NTP step during a loop would show in that loop's time (NTP normally slews, which does not).
-#' No Debian R package exports a monotonic clock (microbenchmark, which reads `CLOCK_MONOTONIC`, is
-#' not packaged in Debian; it is preferred where it is installed). The double it returns (~1.8e9 s)
-#' resolves 0.24 us.
-clock_name <- if (nzchar(system.file(package = "microbenchmark"))) {
-  "microbenchmark::get_nanotime"
+#' No Debian R package exports a monotonic clock (r-cran-clock and r-cran-nanotime are wall-clock time;
+#' microbenchmark, which reads `CLOCK_MONOTONIC`, is not packaged in Debian; it is preferred where it
+#' is installed). The double bench returns (~1.8e9 s) resolves 0.24 us.
+clock_source <- if (nzchar(system.file(package = "microbenchmark"))) {
+  "microbenchmark"
 } else if (nzchar(system.file(package = "bench"))) {
-  "bench::hires_time"
+  "bench"
 } else {
   "proc.time"
 }
 
+#' The clock as each record names it (`clock`): the function and what it reads.
+clock_name <- c(
+  microbenchmark = "microbenchmark::get_nanotime (CLOCK_MONOTONIC)",
+  bench = "bench::hires_time (CLOCK_REALTIME)",
+  proc.time = "proc.time (elapsed, 1 ms steps)"
+)[[clock_source]]
+
 #' A clock in seconds, the best one installed (`clock_name`); the twin of common.py's monotonic one.
-clock <- switch(clock_name,
-  "microbenchmark::get_nanotime" = function() microbenchmark::get_nanotime() / 1e9,
-  "bench::hires_time" = function() as.numeric(bench::hires_time()),
+clock <- switch(clock_source,
+  microbenchmark = function() microbenchmark::get_nanotime() / 1e9,
+  bench = function() as.numeric(bench::hires_time()),
   function() proc.time()[["elapsed"]]
 )
 
