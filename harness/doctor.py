@@ -32,7 +32,7 @@ def doctor(console: Console | None = None, availability: Availability | None = N
         ("R torch libtorch", "loads" if r.get("libtorch_loads") else None,
          None if r.get("libtorch_loads") else (r.get("libtorch_error") or "in R: torch::install_torch()")),
         ("R torch CUDA", "yes" if r.get("cuda_available") else "no", None),
-        ("R clock", "bench::hires_time (ns)" if r.get("bench") else None,
+        ("R clock", "bench::hires_time (ns, CLOCK_REALTIME)" if r.get("bench") else None,
          None if r.get("bench") or not a.rscript else "apt-get install r-cran-bench (without it R times with proc.time, 1 ms steps)"),
     ]
     table = Table(title="amp-parity doctor", header_style="bold")

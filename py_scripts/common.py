@@ -1,7 +1,9 @@
-"""Code shared by the Python scripts; the twin of ``r_scripts/common.R`` (same names, same order).
+"""The workload's pieces shared by the Python scripts: the twin of ``r_scripts/common.R``.
 
-The contract both halves follow is ``docs/contract.md``. Only plain data leaves this module: the run
-record is a dict of numbers, strings and lists, the final weights a safetensors file.
+The same names in the same order as common.R (tests/test_r_scripts.py checks it). The contract both
+halves follow is ``docs/contract.md``. Only plain data leaves this module: the run record is a dict of
+numbers, strings and lists, the final weights a safetensors file. A script run by hand goes through
+:mod:`py_scripts.shell`; the harness's worker imports the scripts (harness/frontends/python_handler.py).
 """
 
 from __future__ import annotations
@@ -11,9 +13,7 @@ import gc
 import json
 import os
 import platform
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,6 @@ __all__ = [
     "dtype_name",
     "linear_layers",
     "load_fixtures",
-    "main_cli",
     "make_model",
     "make_record",
     "pause_gc",
@@ -187,7 +186,10 @@ def make_record(workload_start: float, **fields: Any) -> dict[str, Any]:
 
 @functools.cache
 def static_fields() -> dict[str, Any]:
-    # str(): torch.__version__ is a TorchVersion, and unpickling one in the harness's process would import torch there.
+    """The record fields that are the same for every call of a process, looked up once.
+
+    ``str()``: ``torch.__version__`` is a ``TorchVersion``, and unpickling one in the harness's process would import torch there.
+    """
     return {
         "schema_version": RECORD_SCHEMA_VERSION, "frontend": "python", "torch_version": str(torch.__version__),
         "libtorch_version": torch.__version__.split("+")[0], "language_version": f"Python {platform.python_version()}",
@@ -203,24 +205,3 @@ def device_name(device: str) -> str:
 def record_to_json(record: dict[str, Any]) -> str:
     """The record as one JSON line (the shell summary and what the worker returns)."""
     return json.dumps(record, allow_nan=True)
-
-
-def main_cli(modes: tuple[str, ...], run_workload: Callable[[dict[str, Any], str], dict[str, Any]]) -> None:
-    """Shell mode: parse the spec flags, prepare the fixtures, run, print the record as JSON.
-
-    The spec flags and their validation are the harness's own (one place for both languages). An error
-    is one ``error:`` line and exit 1; ``--debug`` adds the traceback.
-    """
-    from harness.cli import exit_with_error, show_warnings_as_lines
-    from harness.errors import SpecError
-    from harness.prepare import parse_shell_args, prepare_shell_run_spec
-
-    show_warnings_as_lines()
-    prog = Path(sys.argv[0]).name
-    args = parse_shell_args(sys.argv[1:], modes, prog=prog)
-    try:
-        if args.mode not in modes:
-            raise SpecError("mode", args.mode, f"one of {', '.join(repr(m) for m in modes)} for {prog}")
-        print(record_to_json(run_workload(prepare_shell_run_spec(args), args.mode)))
-    except Exception as err:
-        exit_with_error(err, debug=args.debug)

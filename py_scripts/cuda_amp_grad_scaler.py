@@ -28,7 +28,6 @@ from py_scripts.common import (
     dtype_name,
     linear_layers,
     load_fixtures,
-    main_cli,
     make_model,
     make_record,
     pause_gc,
@@ -39,6 +38,7 @@ from py_scripts.common import (
     sync_device,
     torch_dtype,
 )
+from py_scripts.shell import main_cli
 
 MODES = ("autocast_scaler", "autocast_scaler_clip")
 

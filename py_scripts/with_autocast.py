@@ -21,7 +21,6 @@ from py_scripts.common import (
     device_name,
     dtype_name,
     load_fixtures,
-    main_cli,
     make_model,
     make_record,
     pause_gc,
@@ -32,6 +31,7 @@ from py_scripts.common import (
     sync_device,
     torch_dtype,
 )
+from py_scripts.shell import main_cli
 
 MODES = ("default", "autocast")
 

@@ -11,19 +11,16 @@
 #' propagates and the harness reports the cell unsupported.
 #' Shell: `Rscript r_scripts/cuda_amp_grad_scaler.R --preset tiny --mode autocast_scaler --device cuda`.
 
-if (!exists("amp_parity_call", mode = "function")) {
-  # Shell mode, or sourced on its own: load common.R from beside this file, into the environment
-  # this file is evaluated in. The harness sources common.R first and this file into a child
-  # environment, so common.R is not sourced twice there. `source()` keeps the path in `ofile`;
-  # `Rscript file.R` passes `--file=file.R`.
+if (!exists("make_record", mode = "function")) {
+  # Run by hand or sourced on its own: r_scripts/bootstrap.R loads the shared code (common.R, shell.R)
+  # into this file's environment; the harness's bridge has loaded it already. This file is Rscript's
+  # `--file=`, or the innermost `source()` in progress (which keeps the path in a local `ofile`).
   local({
-    sourced <- Filter(is.character, lapply(sys.frames(), function(frame) frame$ofile))
-    this_file <- if (length(sourced) > 0L) {
-      sourced[[length(sourced)]]
-    } else {
-      sub("^--file=", "", grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)[[1]])
-    }
-    source(file.path(dirname(this_file), "common.R"), local = parent.env(environment()))
+    this_file <- c(
+      rev(Filter(is.character, lapply(sys.frames(), function(frame) frame$ofile))),
+      sub("^--file=", "", grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE))
+    )[[1]]
+    source(file.path(dirname(this_file), "bootstrap.R"), local = parent.env(environment()))
   })
 }
 

@@ -18,6 +18,21 @@ from py_scripts.common import RECORD_FIELDS
 
 pytestmark = pytest.mark.skipif(shutil.which("Rscript") is None, reason="R is not installed: apt-get install r-base-core")
 R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
+#: Files that are not scripts but twins of each other: the workload's pieces and the shell mode.
+SHARED_PAIRS = {"common", "shell"}
+#: R files with no Python twin: the harness's rpy2 entry point (Python's worker imports the scripts) and the
+#: scripts' bootstrap (Python finds its modules by import).
+R_ONLY_FILES = {"bridge", "bootstrap"}
+#: What R defines that its Python twin does not, because R lacks it: its reason is where each is defined.
+R_ONLY_NAMES = {
+    "common": {"clock_source", "record_array_fields", "abort_cli", "require_r_torch", "libtorch_version",
+               "json_value", "json_string", "record_keys_json", "exact_json_numbers"},
+    # Python's main_cli calls the harness in-process (parse_shell_args, prepare_shell_run_spec, exit_with_error).
+    "shell": {"%||%", "sourced_file", "amp_parity_r_dir", "cli_switches", "parse_shell_args", "prepare_shell_run_spec",
+              "python_library_path", "print_traceback"},
+}
+#: What Python defines that R does not: the dtype table (R's torch_dtype() is a switch()).
+PY_ONLY_NAMES = {"common": {"dtypes"}, "shell": set()}
 
 
 def _rscript(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -39,12 +54,70 @@ def test_r_files_parse(path: Path) -> None:
 
 
 def test_every_python_script_has_its_r_partner() -> None:
-    """Pairs are found by stem: each declared script exists in both languages, and no orphan exists."""
+    """Pairs are found by stem: each declared script and each shared file exists in both languages, and no orphan exists."""
     for stem in SCRIPTS:
         assert script_path("python", stem).exists() and script_path("r", stem).exists()
-    py_stems = {p.stem for p in (REPO_ROOT / "py_scripts").glob("*.py") if not p.stem.startswith(("_", "common"))}
-    r_stems = {p.stem for p in R_FILES if not p.stem.startswith(("_", "common"))}
-    assert py_stems == r_stems == set(SCRIPTS)
+    py_stems = {p.stem for p in (REPO_ROOT / "py_scripts").glob("*.py") if not p.stem.startswith("_")}
+    r_stems = {p.stem for p in R_FILES if not p.stem.startswith("_")}
+    assert py_stems == set(SCRIPTS) | SHARED_PAIRS
+    assert r_stems == set(SCRIPTS) | SHARED_PAIRS | R_ONLY_FILES
+
+
+def _py_names(stem: str) -> list[str]:
+    """The module's top-level functions and constants in order, as R spells them (``_DTYPES`` → ``dtypes``)."""
+    tree = ast.parse(script_path("python", stem).read_text())
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            names.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if isinstance(target, ast.Name) and target.id != "__all__":
+                names.append(target.id)
+    return [name.lstrip("_").lower() for name in names]
+
+
+def _r_names(stem: str) -> list[str]:
+    """The R file's top-level definitions (``name <- ...`` at the start of a line), in order."""
+    return re.findall(r"^`?([\w.%|]+)`? <- ", script_path("r", stem).read_text(), re.M)
+
+
+@pytest.mark.parametrize("stem", sorted(SHARED_PAIRS))
+def test_the_shared_files_define_the_same_names_in_the_same_order(stem: str) -> None:
+    """common.R and shell.R define what common.py and shell.py define, in the same order; R's extras are the declared R-only ones."""
+    py, r = _py_names(stem), _r_names(stem)
+    assert [name for name in r if name not in R_ONLY_NAMES[stem]] == [name for name in py if name not in PY_ONLY_NAMES[stem]]
+    assert set(R_ONLY_NAMES[stem]) <= set(r) and set(PY_ONLY_NAMES[stem]) <= set(py)
+    if stem == "common":  # shell.R says once, at its top, that all but main_cli() are R-only
+        text = script_path("r", stem).read_text()
+        for name in R_ONLY_NAMES[stem]:
+            doc = text.split(f"\n{name} <- ")[0].rsplit("\n\n", 1)[-1]  # the roxygen block above the definition
+            assert doc.startswith("#' R-only"), f"{name} in common.R does not say why it is R-only"
+
+
+def test_only_the_bootstrap_and_the_bridge_load_the_shared_code() -> None:
+    """Each script sources bootstrap.R and nothing else; bootstrap.R loads common.R and shell.R, bridge.R common.R alone."""
+    def sourced_files(text: str) -> list[str]:  # the first quoted file name in each source(...) call, comments left out
+        text = re.sub(r"(?m)^\s*#.*$", "", text)
+        windows = (text[call.end():call.end() + 200] for call in re.finditer(r"\bsource\(", text))
+        return [m.group(1) for window in windows if (m := re.search(r'"(\w+\.R)"', window))]
+
+    sourced = {p.stem: sourced_files(p.read_text()) for p in R_FILES}
+    for stem in SCRIPTS:
+        assert sourced[stem] == ["bootstrap.R"], sourced[stem]
+    assert re.findall(r'"(\w+\.R)"', script_path("r", "bootstrap").read_text()) == ["common.R", "shell.R"]
+    assert sourced["bridge"] == ["common.R"] and sourced["common"] == sourced["shell"] == []
+
+
+def test_each_file_loads_what_its_job_needs() -> None:
+    """Sourcing bridge.R gives the entry point and the workload's pieces but not the shell mode; a script sourced
+    on its own gets both through the bootstrap, into its own environment, with no helper variable left behind."""
+    done = _rscript("-e", 'source("r_scripts/bridge.R"); cat(exists("amp_parity_call"), exists("make_record"), exists("main_cli"), "")'
+                          '; rm(list = ls()); f <- function() { e <- new.env(); source("r_scripts/with_autocast.R", local = e); '
+                          'cat(exists("main_cli", envir = e, inherits = FALSE), exists("make_record", envir = e, inherits = FALSE), '
+                          'exists("this_file", envir = e), exists("here", envir = e)) }; f()')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["TRUE", "TRUE", "FALSE", "TRUE", "TRUE", "FALSE", "FALSE"]
 
 
 @pytest.mark.parametrize("stem", list(SCRIPTS))
@@ -63,12 +136,15 @@ def test_the_pair_records_the_same_fields() -> None:
 
 
 def test_r_clock_is_the_best_installed_and_named_in_the_record() -> None:
-    """R times with bench::hires_time where bench is installed (0.24 us steps, not proc.time's 1 ms), and says so."""
+    """R times with bench::hires_time where bench is installed (0.24 us steps, not proc.time's 1 ms), and names what it reads."""
     has_bench = _r_value('as.character(nzchar(system.file(package = "bench")))') == ["TRUE"]
     has_microbenchmark = _r_value('as.character(nzchar(system.file(package = "microbenchmark")))') == ["TRUE"]
-    expected = "microbenchmark::get_nanotime" if has_microbenchmark else "bench::hires_time" if has_bench else "proc.time"
+    expected = (
+        "microbenchmark::get_nanotime (CLOCK_MONOTONIC)" if has_microbenchmark
+        else "bench::hires_time (CLOCK_REALTIME)" if has_bench else "proc.time (elapsed, 1 ms steps)"
+    )
     assert _r_value("clock_name") == [expected]
-    if expected == "proc.time":
+    if not (has_bench or has_microbenchmark):
         pytest.skip("bench is not installed here (apt-get install r-cran-bench): R falls back to proc.time, 1 ms steps")
     # 1000 back-to-back reads: every step between distinct reads is far below proc.time's 1 ms.
     steps = _r_value("{ x <- vapply(1:1000, function(i) clock(), 0); d <- diff(x); format(c(min(d[d > 0]), median(d)), digits = 3) }")

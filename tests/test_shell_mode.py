@@ -22,9 +22,10 @@ FRONTENDS = ("python", "r")
 _TINY = ["--num-batches", "1", "--epochs", "1"]
 
 
-def _shell(frontend: str, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "py_scripts/with_autocast.py"] if frontend == "python" else ["Rscript", "r_scripts/with_autocast.R"]
-    return subprocess.run([*command, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+def _shell(frontend: str, *args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:
+    script = REPO_ROOT / ("py_scripts/with_autocast.py" if frontend == "python" else "r_scripts/with_autocast.R")
+    command = [sys.executable, str(script)] if frontend == "python" else ["Rscript", str(script)]
+    return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(params=FRONTENDS)
@@ -105,3 +106,13 @@ def test_debug_shows_the_traceback_and_still_ends_in_the_error_line(frontend: st
     assert done.stderr.strip().splitlines()[-1] == "error: batch_size must be a whole number >= 1, got 0."
     plain = _shell(frontend, "--mode", "default", "--batch-size", "0")
     assert plain.stderr.strip() == "error: batch_size must be a whole number >= 1, got 0."
+
+
+def test_a_script_run_from_another_folder_finds_its_shared_code(frontend: str, tmp_path: Path) -> None:
+    """Run by its full path from an unrelated folder, a script loads its shared code (R: bootstrap.R, common.R, shell.R) and runs."""
+    weights = tmp_path / "w.safetensors"
+    done = _shell(frontend, "--mode", "default", *_TINY, "--weights-out", str(weights), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["frontend"] == frontend and record["weights_path"] == str(weights) and weights.is_file()
+    assert list(tmp_path.iterdir()) == [weights]  # nothing written into the folder it was run from

@@ -1,4 +1,4 @@
-"""Runs inside the R worker process: rpy2 embeds R and calls ``amp_parity_call`` from common.R.
+"""Runs inside the R worker process: rpy2 embeds R and calls ``amp_parity_call`` from ``r_scripts/bridge.R``.
 
 Python torch is never imported here (two libtorch builds in one process crash). Only plain data
 crosses the boundary: the run spec goes in as a JSON string and the record comes back as one, the
@@ -18,12 +18,14 @@ __all__ = ["RHandler"]
 
 r_log = logging.getLogger("harness.r")
 
-#: Wraps the call so an R error reaches Python as R's own condition message, not rpy2's summary.
+#: Wraps the call so an R error reaches Python as R's own condition message, not rpy2's summary. The
+#: reply is one character vector, ``c(kind, text)``: converted in one step, where a named list costs rpy2
+#: a conversion per name and per element (0.15 ms of every call's bridge).
 _SAFE_CALL = """
 function(script_path, spec_json, mode) {
   tryCatch(
-    list(ok = amp_parity_call(script_path, spec_json, mode)),
-    error = function(e) list(error = paste(conditionMessage(e), collapse = "\\n"))
+    c("ok", amp_parity_call(script_path, spec_json, mode)),
+    error = function(e) c("error", paste(conditionMessage(e), collapse = "\\n"))
   )
 }
 """
@@ -38,7 +40,7 @@ class RScriptFailed(Exception):
 
 
 class RHandler:
-    """Embeds R once, sources ``r_scripts/common.R`` and answers run requests."""
+    """Embeds R once, sources ``r_scripts/bridge.R`` (which loads ``common.R``) and answers run requests."""
 
     def __init__(self) -> None:
         from rpy2.rinterface_lib import callbacks
@@ -48,17 +50,24 @@ class RHandler:
         import rpy2.robjects as ro
 
         self._ro = ro
-        ro.r["source"](str(script_path("r", "common")))
+        ro.r["source"](str(script_path("r", "bridge")))
         self._call = ro.r(_SAFE_CALL)
+        self._paths: dict[str, str] = {}
 
     def __call__(self, request: dict[str, Any]) -> Any:
         """Run one cell (or a test script given by path) and return the parsed record."""
-        path = request.get("script_path") or str(script_path("r", request["script"]))
-        reply = self._call(path, json.dumps(request["run_spec"]), request["mode"])
-        names = list(reply.names)
-        if "error" in names:
-            raise RScriptFailed(str(reply.rx2("error")[0]))
-        return json.loads(str(reply.rx2("ok")[0]))
+        path = request.get("script_path") or self._script_path(request["script"])
+        kind, text = self._call(path, json.dumps(request["run_spec"]), request["mode"])
+        if kind == "error":
+            raise RScriptFailed(text)
+        return json.loads(text)
+
+    def _script_path(self, script: str) -> str:
+        # The scripts' folder is fixed for the worker's life (its environment is set at start), and
+        # resolving it costs a timed round's bridge 0.04 ms.
+        if script not in self._paths:
+            self._paths[script] = str(script_path("r", script))
+        return self._paths[script]
 
 
 def _to_log(level: int) -> Any:

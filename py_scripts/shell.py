@@ -1,0 +1,38 @@
+"""The Python scripts' shell mode, a script run by hand: the twin of ``r_scripts/shell.R``.
+
+``python py_scripts/with_autocast.py --preset tiny --mode autocast`` parses its flags, checks the mode,
+prepares the run spec, runs and prints the record. The flags and their validation are the harness's own
+(:func:`harness.prepare.parse_shell_args`, :func:`harness.prepare.prepare_shell_run_spec`), which R's
+shell mode reaches through ``python -m harness prepare``: one place for both languages.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from py_scripts.common import record_to_json
+
+__all__ = ["main_cli"]
+
+
+def main_cli(modes: tuple[str, ...], run_workload: Callable[[dict[str, Any], str], dict[str, Any]]) -> None:
+    """Shell mode: parse the spec flags, prepare the fixtures, run, print the record as JSON.
+
+    An error is one ``error:`` line and exit 1; ``--debug`` adds the traceback (R's twin prints its own).
+    """
+    from harness.cli import exit_with_error, show_warnings_as_lines
+    from harness.errors import SpecError
+    from harness.prepare import parse_shell_args, prepare_shell_run_spec
+
+    show_warnings_as_lines()
+    prog = Path(sys.argv[0]).name
+    args = parse_shell_args(sys.argv[1:], modes, prog=prog)
+    try:
+        if args.mode not in modes:
+            raise SpecError("mode", args.mode, f"one of {', '.join(repr(m) for m in modes)} for {prog}")
+        print(record_to_json(run_workload(prepare_shell_run_spec(args), args.mode)))
+    except Exception as err:
+        exit_with_error(err, debug=args.debug)
