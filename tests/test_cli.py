@@ -165,7 +165,7 @@ def test_report_judges_as_the_run_did_unless_told_otherwise(tmp_path: Path) -> N
 
     from harness.model import MatrixResult
     from harness.results import save_result
-    from tests.fake_results import nudge_one_ulp
+    from tests.twins import nudge_one_ulp
 
     result = golden_result().to_json()  # a strict run whose default pair is bitwise identical
     record = next(c for c in result["cells"] if c["id"] == "with_autocast-default-r-cpu")["record"]

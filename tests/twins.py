@@ -130,5 +130,4 @@ def steady_timing(loop_seconds: float, spread: float = 0.01, overhead: float = 0
     for factor in (1.0, 1.0 + spread, 1.0 - spread):
         loop = loop_seconds * factor
         log.add(loop + overhead, {"seconds_total": loop, "seconds_workload": loop + setup, "gc_seconds": 0.0}, None, True)
-    summary: Any = log.summary()
-    return summary if isinstance(summary, Timing) else Timing.from_json(summary)
+    return log.summary()
