@@ -17,8 +17,8 @@ from harness.paths import REPO_ROOT
 from harness.results import load_result
 from harness.spec import WorkloadSpec
 
-#: A real result (schema 3, both frontends) committed with its weights.
-COMMITTED_TINY = REPO_ROOT / "docs" / "results" / "cpu-xeon-amx-2-cores" / "tiny.json"
+#: A real result (schema 3, both frontends) committed with its weights: the golden test data.
+COMMITTED_TINY = REPO_ROOT / "tests" / "data" / "golden.json"
 
 
 @pytest.mark.parametrize("overrides", [{}, {"num_layers": 1}, {"num_layers": 4, "out_size": 24, "batch_size": 16}])
