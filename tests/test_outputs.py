@@ -158,14 +158,7 @@ def test_a_failed_publish_keeps_the_old_result_and_weights_and_the_result_can_be
     rescue_dir.mkdir()
     monkeypatch.setenv("TMPDIR", str(rescue_dir))
     monkeypatch.setattr("tempfile.tempdir", None)
-    real_replace = os.replace
-
-    def full_disk(src: str, dst: str) -> None:
-        if Path(dst).name == "X.json":
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real_replace(src, dst)
-
-    monkeypatch.setattr("harness.atomic.os.replace", full_disk)
+    _fill_disk_for("X.json", monkeypatch)
     with ResultClaim(tmp_path / "X.json", overwrite=True) as claim:
         result = _staged_result(claim, "new")
         with pytest.raises(ResultError, match=r"cannot write .*X\.json: No space left on device"):
@@ -184,14 +177,7 @@ def test_publish_or_rescue_hands_back_the_result_where_it_was_saved(tmp_path: Pa
     rescue_dir = tmp_path / "tmp"
     rescue_dir.mkdir()
     monkeypatch.setattr("tempfile.tempdir", str(rescue_dir))
-    real_replace = os.replace
-
-    def full_disk(src: str, dst: str) -> None:
-        if Path(dst).name == "X.json":
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real_replace(src, dst)
-
-    monkeypatch.setattr("harness.atomic.os.replace", full_disk)
+    _fill_disk_for("X.json", monkeypatch)
     with ResultClaim(tmp_path / "X.json") as claim:
         published, line = publish_or_rescue(_staged_result(claim, "new"), claim)
     assert line.startswith("error: cannot write") and "The result was saved to" in line
@@ -223,3 +209,15 @@ def test_an_existing_report_is_replaced_only_with_overwrite_and_only_as_a_file(t
     with pytest.raises(ResultError, match=r"losses\.png is a folder; --overwrite replaces only report files"):
         check_report_folder(tmp_path, overwrite=True)
     assert (tmp_path / "report.md").read_text() == "my edited report"
+
+
+def _fill_disk_for(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the atomic writer's final rename onto ``name`` fail as a full disk does (ENOSPC); other renames go through."""
+    real_replace = os.replace
+
+    def full_disk(src: str, dst: str) -> None:
+        if Path(dst).name == name:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_replace(src, dst)
+
+    monkeypatch.setattr("harness.atomic.os.replace", full_disk)
