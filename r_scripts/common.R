@@ -7,7 +7,7 @@
 #' torch call it with `torch::` prefixes, so nothing is attached to the search path either.
 #'
 #' The other R files by job: shell.R (a script run by hand: flags, the spec from the harness, `main_cli()`),
-#' bridge.R (the harness's rpy2 entry point, `amp_parity_call()`), bootstrap.R (what a script sources to load
+#' _bridge.R (the harness's rpy2 entry point, `amp_parity_call()`), _bootstrap.R (what a script sources to load
 #' this file and shell.R when it runs by hand). Every R torch call below is one in mlverse/torch's own
 #' sources; the file is named where the API differs from PyTorch's.
 

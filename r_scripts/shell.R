@@ -4,7 +4,7 @@
 #' mode, gets the run spec from the harness (`python -m harness prepare`: spec validation and fixtures
 #' live in Python only), runs and prints the record. Python's `main_cli()` calls the same harness code
 #' in-process (`harness.prepare.parse_shell_args()`, `prepare_shell_run_spec()`), so every helper here
-#' but `main_cli()` is R-only. Loaded by bootstrap.R, after common.R, whose functions it uses.
+#' but `main_cli()` is R-only. Loaded by _bootstrap.R, after common.R, whose functions it uses.
 
 #' `x`, or `y` where `x` is `NULL` (base R has this only from 4.4.0).
 `%||%` <- function(x, y) if (is.null(x)) y else x

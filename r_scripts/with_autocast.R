@@ -5,7 +5,7 @@
 #' Shell: `Rscript r_scripts/with_autocast.R --preset tiny --mode autocast --device cpu`.
 
 if (!exists("make_record", mode = "function")) {
-  # Run by hand or sourced on its own: r_scripts/bootstrap.R loads the shared code (common.R, shell.R)
+  # Run by hand or sourced on its own: r_scripts/_bootstrap.R loads the shared code (common.R, shell.R)
   # into this file's environment; the harness's bridge has loaded it already. This file is Rscript's
   # `--file=`, or the innermost `source()` in progress (which keeps the path in a local `ofile`).
   local({
@@ -13,7 +13,7 @@ if (!exists("make_record", mode = "function")) {
       rev(Filter(is.character, lapply(sys.frames(), function(frame) frame$ofile))),
       sub("^--file=", "", grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE))
     )[[1]]
-    source(file.path(dirname(this_file), "bootstrap.R"), local = parent.env(environment()))
+    source(file.path(dirname(this_file), "_bootstrap.R"), local = parent.env(environment()))
   })
 }
 

@@ -20,9 +20,9 @@ pytestmark = pytest.mark.skipif(shutil.which("Rscript") is None, reason="R is no
 R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
 #: Files that are not scripts but twins of each other: the workload's pieces and the shell mode.
 SHARED_PAIRS = {"common", "shell"}
-#: R files with no Python twin: the harness's rpy2 entry point (Python's worker imports the scripts) and the
-#: scripts' bootstrap (Python finds its modules by import).
-R_ONLY_FILES = {"bridge", "bootstrap"}
+#: R files with no Python twin, named with a leading "_" like _probe.R: the harness's rpy2 entry point (Python's
+#: worker imports the scripts) and the scripts' bootstrap (Python finds its modules by import).
+R_ONLY_FILES = {"_bridge", "_bootstrap"}
 #: What R defines that its Python twin does not, because R lacks it: its reason is where each is defined.
 R_ONLY_NAMES = {
     "common": {"clock_source", "record_array_fields", "abort_cli", "require_r_torch", "libtorch_version",
@@ -60,7 +60,8 @@ def test_every_python_script_has_its_r_partner() -> None:
     py_stems = {p.stem for p in (REPO_ROOT / "py_scripts").glob("*.py") if not p.stem.startswith("_")}
     r_stems = {p.stem for p in R_FILES if not p.stem.startswith("_")}
     assert py_stems == set(SCRIPTS) | SHARED_PAIRS
-    assert r_stems == set(SCRIPTS) | SHARED_PAIRS | R_ONLY_FILES
+    assert r_stems == set(SCRIPTS) | SHARED_PAIRS
+    assert R_ONLY_FILES <= {p.stem for p in R_FILES}  # R-only files start with "_": no twin is expected
 
 
 def _py_names(stem: str) -> list[str]:
@@ -96,7 +97,7 @@ def test_the_shared_files_define_the_same_names_in_the_same_order(stem: str) -> 
 
 
 def test_only_the_bootstrap_and_the_bridge_load_the_shared_code() -> None:
-    """Each script sources bootstrap.R and nothing else; bootstrap.R loads common.R and shell.R, bridge.R common.R alone."""
+    """Each script sources _bootstrap.R and nothing else; _bootstrap.R loads common.R and shell.R, _bridge.R common.R alone."""
     def sourced_files(text: str) -> list[str]:  # the first quoted file name in each source(...) call, comments left out
         text = re.sub(r"(?m)^\s*#.*$", "", text)
         windows = (text[call.end():call.end() + 200] for call in re.finditer(r"\bsource\(", text))
@@ -104,15 +105,15 @@ def test_only_the_bootstrap_and_the_bridge_load_the_shared_code() -> None:
 
     sourced = {p.stem: sourced_files(p.read_text()) for p in R_FILES}
     for stem in SCRIPTS:
-        assert sourced[stem] == ["bootstrap.R"], sourced[stem]
-    assert re.findall(r'"(\w+\.R)"', script_path("r", "bootstrap").read_text()) == ["common.R", "shell.R"]
-    assert sourced["bridge"] == ["common.R"] and sourced["common"] == sourced["shell"] == []
+        assert sourced[stem] == ["_bootstrap.R"], sourced[stem]
+    assert re.findall(r'"(\w+\.R)"', script_path("r", "_bootstrap").read_text()) == ["common.R", "shell.R"]
+    assert sourced["_bridge"] == ["common.R"] and sourced["common"] == sourced["shell"] == []
 
 
 def test_each_file_loads_what_its_job_needs() -> None:
-    """Sourcing bridge.R gives the entry point and the workload's pieces but not the shell mode; a script sourced
+    """Sourcing _bridge.R gives the entry point and the workload's pieces but not the shell mode; a script sourced
     on its own gets both through the bootstrap, into its own environment, with no helper variable left behind."""
-    done = _rscript("-e", 'source("r_scripts/bridge.R"); cat(exists("amp_parity_call"), exists("make_record"), exists("main_cli"), "")'
+    done = _rscript("-e", 'source("r_scripts/_bridge.R"); cat(exists("amp_parity_call"), exists("make_record"), exists("main_cli"), "")'
                           '; rm(list = ls()); f <- function() { e <- new.env(); source("r_scripts/with_autocast.R", local = e); '
                           'cat(exists("main_cli", envir = e, inherits = FALSE), exists("make_record", envir = e, inherits = FALSE), '
                           'exists("this_file", envir = e), exists("here", envir = e)) }; f()')

@@ -1,4 +1,4 @@
-"""Runs inside the R worker process: rpy2 embeds R and calls ``amp_parity_call`` from ``r_scripts/bridge.R``.
+"""Runs inside the R worker process: rpy2 embeds R and calls ``amp_parity_call`` from ``r_scripts/_bridge.R``.
 
 Python torch is never imported here (two libtorch builds in one process crash). Only plain data
 crosses the boundary: the run spec goes in as a JSON string and the record comes back as one, the
@@ -40,7 +40,7 @@ class RScriptFailed(Exception):
 
 
 class RHandler:
-    """Embeds R once, sources ``r_scripts/bridge.R`` (which loads ``common.R``) and answers run requests."""
+    """Embeds R once, sources ``r_scripts/_bridge.R`` (which loads ``common.R``) and answers run requests."""
 
     def __init__(self) -> None:
         from rpy2.rinterface_lib import callbacks
@@ -50,7 +50,7 @@ class RHandler:
         import rpy2.robjects as ro
 
         self._ro = ro
-        ro.r["source"](str(script_path("r", "bridge")))
+        ro.r["source"](str(script_path("r", "_bridge")))
         self._call = ro.r(_SAFE_CALL)
         self._paths: dict[str, str] = {}
 

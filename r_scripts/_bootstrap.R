@@ -2,7 +2,7 @@
 #'
 #' A script run by hand (`Rscript r_scripts/with_autocast.R ...`) or sourced on its own sources this
 #' file into the environment it is evaluated in, so its `run_workload()` and `main_cli()` find the
-#' shared code there. The harness's bridge (bridge.R) loads common.R before it sources a script, and
+#' shared code there. The harness's bridge (_bridge.R) loads common.R before it sources a script, and
 #' the script then skips this file. It defines nothing of its own.
 local({
   # This file is the innermost `source()` in progress: `source()` keeps its path in a local `ofile`.
