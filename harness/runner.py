@@ -27,7 +27,7 @@ from harness.figures import check_figures
 from harness.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
 from harness.matrix import Cell, cells_for
 from harness.measurements import measure_peaks, profile_cells, time_cells, with_time_vs_default
-from harness.model import CellResult, MatrixResult, Memory, ReferenceDistance, ReferenceSummary, RunRecord, Status
+from harness.model import CellResult, Float64Check, MatrixResult, Memory, ReferenceDistance, ReferenceSummary, RunRecord, Status
 from harness.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.pool import DEFAULT_TIMEOUT_S, WorkerPool
 from harness.protocol import TimingProtocol
@@ -120,7 +120,8 @@ class MatrixRunner:
         outcome, float64 = self._run_cell(cell)
         return dataclasses.replace(outcome, verdict=judge_cell(outcome, self.spec, float64, self.reference_reason))
 
-    def _run_cell(self, cell: Cell) -> tuple[CellResult, Any]:
+    def _run_cell(self, cell: Cell) -> tuple[CellResult, Float64Check | None]:
+        """The record call, and the cell's float64 check when it has one (its verdict is judged from both)."""
         reason = self.pool.unavailable_reason(cell.frontend)
         if reason is not None:
             if cell.frontend == "r" and r_required():
