@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.findings import DTYPE_FIELDS, HistoryFindings, LossFindings, PairFindings
 from harness.tolerances import Tolerance
+from harness.verdicts import finite_or_none
 from harness.weight_findings import TensorFindings, WeightFindings
 
 __all__ = ["Judgement", "Mismatch", "explain_pair", "headline", "mismatches"]
@@ -293,12 +294,8 @@ def _tensor_details(t: TensorFindings) -> dict[str, Any]:
                             "max_abs": t.max_abs, "rel_l2": t.rel_l2, "max_ulps": t.max_ulps,
                             "worst_index": list(t.worst_index) if t.worst_index is not None else None}
     if not t.shape_differs:
-        info["values"] = [_finite(v) for v in t.worst_values] if t.worst_values else None
+        info["values"] = [finite_or_none(v) for v in t.worst_values] if t.worst_values else None
     return info
-
-
-def _finite(value: float) -> float | None:
-    return value if value == value and abs(value) != float("inf") else None
 
 
 def _e(value: float | None) -> str:

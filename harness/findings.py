@@ -19,6 +19,7 @@ import numpy as np
 
 from harness.model import ReferenceDistance, RunRecord
 from harness.tolerances import Tolerance
+from harness.verdicts import finite_or_none
 from harness.weight_findings import WeightFindings, find_weights
 
 __all__ = [
@@ -192,7 +193,7 @@ def find_losses(losses_a: Sequence[float | None], losses_b: Sequence[float | Non
         worst_step=int(np.argmax(diff)) if n else 0,
         first_difference_step=int(np.argmax(differ)) if differ.any() else None,
         first_beyond_tolerance_step=first, steps_beyond_tolerance=int(beyond.sum()),
-        final=(_num(la[-1]), _num(lb[-1])) if n else (None, None),
+        final=(finite_or_none(la[-1]), finite_or_none(lb[-1])) if n else (None, None),
         first_beyond=(float(la[first]), float(lb[first]), float(diff[first]), float(tol.loss_atol + tol.loss_rtol * scale[first]))
         if first is not None else None,
         tolerance_used=float(used.max()) if n else 0.0, tolerance_used_step=int(np.argmax(used)) if n else 0,
@@ -223,11 +224,6 @@ def find_float64(da: ReferenceDistance | None, db: ReferenceDistance | None, wei
 
 def _losses(values: Sequence[float | None]) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in values or []], dtype=np.float64)
-
-
-def _num(value: Any) -> float | None:
-    number = float(value)
-    return number if math.isfinite(number) else None
 
 
 @dataclass(frozen=True)

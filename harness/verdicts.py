@@ -15,7 +15,7 @@ from typing import Any
 from harness.scaler_oracle import ScalerCheck
 from harness.tolerances import Float64Bound
 
-__all__ = ["CELL_OUTCOMES", "CellVerdict", "FigureCheck", "Float64Check", "PairVerdict"]
+__all__ = ["CELL_OUTCOMES", "CellVerdict", "FigureCheck", "Float64Check", "PairVerdict", "finite_or_none"]
 
 #: ``pass``: every check that could run passed; ``fail``: one did not (the reason names it);
 #: ``not_judged``: nothing to judge (the cell did not run, or no reference and no scaler).
@@ -105,9 +105,9 @@ class Float64Check:
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the result (non-finite errors as None, JSON has no NaN)."""
         return {
-            "passed": self.passed, "max_rel_loss_error": _finite(self.max_rel_loss_error),
-            "final_weights_rel_error": _finite(self.final_weights_rel_error), "first_step_beyond": self.first_step_beyond,
-            "worst_tensor": self.worst_tensor, "worst_tensor_rel_error": _finite(self.worst_tensor_rel_error),
+            "passed": self.passed, "max_rel_loss_error": finite_or_none(self.max_rel_loss_error),
+            "final_weights_rel_error": finite_or_none(self.final_weights_rel_error), "first_step_beyond": self.first_step_beyond,
+            "worst_tensor": self.worst_tensor, "worst_tensor_rel_error": finite_or_none(self.worst_tensor_rel_error),
             "replayed_skipped_steps": list(self.replayed_skipped_steps), "bound": self.bound.to_dict(), "message": self.message,
         }
 
@@ -124,7 +124,10 @@ class Float64Check:
 
     def distance(self) -> dict[str, float | None]:
         """The cell's ``reference_distance``: max relative loss error over the judged steps, weights relative L2 error."""
-        return {"max_rel_loss_error": _finite(self.max_rel_loss_error), "final_weights_rel_error": _finite(self.final_weights_rel_error)}
+        return {
+            "max_rel_loss_error": finite_or_none(self.max_rel_loss_error),
+            "final_weights_rel_error": finite_or_none(self.final_weights_rel_error),
+        }
 
 
 @dataclass(frozen=True)
@@ -168,8 +171,12 @@ class CellVerdict:
 
 
 
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
+def finite_or_none(value: Any) -> float | None:
+    """A number as a result stores it: JSON has no NaN or infinity, so a non-finite (or missing) one is ``None``."""
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 def _nan(value: float | None) -> float:
