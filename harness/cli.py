@@ -1,4 +1,4 @@
-"""``python -m harness``: run, doctor, prepare. Parses options and hands them to the objects that work.
+"""``python -m harness``: run, trace, report, doctor, prepare. Parses options and hands them to the objects that work.
 
 The harness's own errors print ``error: <message>`` and exit 1, with no traceback unless ``--debug``.
 """
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NoReturn
 from harness.errors import AmpParityError
 
 if TYPE_CHECKING:
+    from harness.known_differences import KnownDifference
     from harness.model import MatrixResult
 
 __all__ = ["exit_status", "exit_with_error", "main", "show_warnings_as_lines"]
@@ -47,9 +48,18 @@ def show_warnings_as_lines() -> None:
     warnings.simplefilter("default")
 
 
+def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--no-scaler-lift`` and ``--known-differences``: what ``run`` and ``trace`` share about how cells run and pairs are judged."""
+    from harness.prepare import add_scaler_lift_argument
+
+    add_scaler_lift_argument(parser)
+    parser.add_argument("--known-differences", type=Path, default=None, metavar="FILE",
+                        help="judge against this known-differences list (default: harness/known_differences.toml)")
+
+
 def _parser() -> argparse.ArgumentParser:
     from harness.pool import DEFAULT_TIMEOUT_S
-    from harness.prepare import add_weights_out_arguments
+    from harness.prepare import add_scaler_lift_argument, add_weights_out_arguments
     from harness.protocol import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
     from harness.spec_args import OneLineParser, add_spec_arguments, positive_seconds, whole_number
 
@@ -73,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--tolerance-only", action="store_true",
                      help="judge every pair by the tolerance; by default a pair expected bitwise identical (one libtorch, CPU) "
                           "that is not is diverged")
+    add_judging_arguments(run)
+    run.add_argument("--no-trace", dest="trace", action="store_false",
+                     help="do not trace the pairs that are not identical (their explanation then cannot name where they part)")
     timing = run.add_argument_group("timing protocol (see harness/timing.py)")
     timing.add_argument("--rounds", type=whole_number, default=DEFAULT_ROUNDS,
                         help=f"timed rounds per cell, at most (default {DEFAULT_ROUNDS})")
@@ -91,6 +104,18 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--overwrite", action="store_true", help="replace a report already in DIR")
     report.add_argument("--tolerance-only", action=argparse.BooleanOptionalAction, default=None,
                         help="judge every pair by the tolerance (--no-tolerance-only: strictly); default: as the run did")
+    report.add_argument("--known-differences", type=Path, default=None, metavar="FILE",
+                        help="judge against this known-differences list (default: harness/known_differences.toml)")
+
+    trace = commands.add_parser(
+        "trace", parents=[switches],
+        help="run the record calls and trace every pair point by point: where the frontends part, or that they never do",
+    )
+    add_spec_arguments(trace)
+    trace.add_argument("--frontend", action="append", default=None, help="python, r (repeatable or comma-separated; default both)")
+    trace.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
+    trace.add_argument("--tolerance-only", action="store_true", help="judge every pair by the tolerance (see run --help)")
+    add_judging_arguments(trace)
 
     commands.add_parser("doctor", parents=[switches], help="report what can run here and how to fix what is missing")
 
@@ -99,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_spec_arguments(prepare, with_modes=False)
     add_weights_out_arguments(prepare)
+    add_scaler_lift_argument(prepare)
     return parser
 
 
@@ -128,9 +154,11 @@ def main(argv: list[str] | None = None) -> None:
 
             check_report_folder(args.out, args.overwrite, flag="--out")
             judging = None if args.tolerance_only is None else "tolerance_only" if args.tolerance_only else "strict"
-            written = report_main(args.result, args.out, judging)
+            written = report_main(args.result, args.out, judging, _known(args))
             print(f"report written to {written[0]} ({len(written) - 1} plots beside it)")
             return
+        if args.command == "trace":
+            sys.exit(_trace(args))
         sys.exit(_run(args))
     except KeyboardInterrupt:
         # A probe subprocess interrupted mid-way is killed but not yet reaped; its ResourceWarning
@@ -162,7 +190,10 @@ def _run(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as claimed:
         # Claimed before the first cell and held to the end: a second run for the same --json is refused.
         claim = claimed.enter_context(ResultClaim(args.json, args.overwrite)) if args.json is not None else None
-        with MatrixRunner(spec, frontends, timeout=args.timeout, staging=claim.staging if claim else None) as runner:
+        with MatrixRunner(
+            spec, frontends, timeout=args.timeout, staging=claim.staging if claim else None, scaler_lift=args.scaler_lift,
+            trace=args.trace, known=_known(args),
+        ) as runner:
             with console.status("running cells...") as status:
                 result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile,
                                     judging="tolerance_only" if args.tolerance_only else "strict")
@@ -180,13 +211,43 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if any(line.startswith("error:") for line in lines) else exit_status(result)
 
 
+def _trace(args: argparse.Namespace) -> int:
+    """``harness trace``: the record calls of the chosen cells, then every pair traced; each pair's whole explanation."""
+    from harness.prepare import require_device
+    from harness.runner import MatrixRunner
+    from harness.spec import parse_modes
+    from harness.spec_args import spec_from_args
+    from harness.table import make_console, print_trace
+
+    spec = spec_from_args(args)
+    modes = parse_modes(args.mode)
+    frontends = _parse_frontends(args.frontend)
+    require_device(spec)
+    console = make_console()
+    with MatrixRunner(spec, frontends, timeout=args.timeout, scaler_lift=args.scaler_lift, known=_known(args)) as runner:
+        with console.status("running cells...") as status:
+            result = runner.run(modes, on_progress=status.update, judging="tolerance_only" if args.tolerance_only else "strict",
+                                measure=False, trace_all=True)
+    print_trace(result, console)
+    return exit_status(result)
+
+
+def _known(args: argparse.Namespace) -> tuple[KnownDifference, ...] | None:
+    """The known differences ``--known-differences FILE`` names (checked before any cell runs), or None: the committed list."""
+    from harness.known_differences import load_known_differences
+
+    path = getattr(args, "known_differences", None)
+    return None if path is None else load_known_differences(Path(path))
+
+
 def exit_status(result: MatrixResult) -> int:
-    """1 when a cell ended in ``error`` or ``numerical_failure``, a pair ``diverged``, or a cell failed its own
-    verdict (float64 bound, scaler rule: :mod:`harness.cell_verdict`); else 0."""
+    """1 when a cell ended in ``error`` or ``numerical_failure``, a pair ``diverged`` (or names a stale known
+    difference), or a cell failed its own verdict (float64 bound, scaler rule: :mod:`harness.cell_verdict`); else 0."""
+    from harness.compare import FAILING_VERDICTS
     from harness.model import Status
 
     failed = any(c.status in (Status.ERROR, Status.NUMERICAL_FAILURE) for c in result.cells)
-    diverged = any(p.verdict == "diverged" for p in result.pairs)
+    diverged = any(p.verdict in FAILING_VERDICTS for p in result.pairs)
     return 1 if failed or diverged or any(c.verdict is not None and c.verdict.failed for c in result.cells) else 0
 
 

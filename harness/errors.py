@@ -7,6 +7,7 @@ Hierarchy (each also subclasses the builtin a caller would naturally catch)::
     ├── UsageError(ValueError)          an invalid option that is not a spec field: a flag, a path, a choice
     ├── FixtureError(RuntimeError)      a fixture file that cannot be built or read
     ├── ResultError(ValueError)         a result file of another schema version, or unreadable
+    ├── KnownDifferencesError(ValueError) a known-differences list with a missing or wrong field
     └── WorkerError(RuntimeError)       a frontend worker did not return a record
         ├── ScriptError                 the script raised: carries the frontend's own message
         ├── WorkerCrashed               the worker process died (signal, segfault, exit)
@@ -18,6 +19,7 @@ from __future__ import annotations
 __all__ = [
     "AmpParityError",
     "FixtureError",
+    "KnownDifferencesError",
     "ResultError",
     "ScriptError",
     "SpecError",
@@ -61,6 +63,10 @@ class FixtureError(AmpParityError, RuntimeError):
 
 class ResultError(AmpParityError, ValueError):
     """A result file that this version of the harness cannot read."""
+
+
+class KnownDifferencesError(AmpParityError, ValueError):
+    """A known-differences list (``harness/known_differences.toml`` or ``--known-differences FILE``) that cannot be used."""
 
 
 class WorkerError(AmpParityError, RuntimeError):

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from harness.divergence import PairTrace
 from harness.errors import ResultError
 from harness.matrix import Cell
 from harness.measured import Efficiency, Memory, ReferenceDistance, Stats, Timing, TimingSamples
@@ -43,6 +44,7 @@ __all__ = [
     "Float64Check",
     "MatrixResult",
     "Memory",
+    "PairTrace",
     "PairVerdict",
     "Peaks",
     "ReferenceDistance",
@@ -59,7 +61,8 @@ __all__ = [
 #: (version 2 stored it relative to the working directory of the run). Version 4 stores
 #: ``time_vs_default`` (this cell's time ÷ its frontend's default cell's: what every view shows) and
 #: ``time_vs_default_note`` instead of version 3's inverse, ``speedup_vs_default`` / ``speedup_note``.
-RESULT_SCHEMA_VERSION = 4
+#: Version 5 adds ``traces``: each traced pair's :class:`~harness.divergence.PairTrace` (where its runs part).
+RESULT_SCHEMA_VERSION = 5
 Json = dict[str, Any]
 
 
@@ -249,6 +252,8 @@ class MatrixResult:
     judging: str
     pairs: tuple[PairVerdict, ...] = ()
     figures: tuple[FigureCheck, ...] = ()
+    #: The traced pairs (every pair that was not identical, and those a known difference covers).
+    traces: tuple[PairTrace, ...] = ()
 
     @property
     def steps(self) -> int:
@@ -298,6 +303,7 @@ class MatrixResult:
                 warnings=tuple(data["warnings"]), cells=tuple(CellResult.from_json(c) for c in data["cells"]),
                 judging=data["judging"], pairs=tuple(PairVerdict.from_dict(p) for p in data.get("pairs") or ()),
                 figures=tuple(FigureCheck(**f) for f in data.get("figures") or ()),
+                traces=tuple(PairTrace.from_json(t) for t in data["traces"]),
             )
         except (KeyError, TypeError, ValueError) as err:
             what = f"no field {err}" if isinstance(err, KeyError) else str(err)
@@ -314,4 +320,5 @@ class MatrixResult:
             "peaks": self.peaks.to_json(), "reference": self.reference.to_json(), "reference_seconds": self.reference_seconds,
             "warnings": list(self.warnings), "cells": [c.to_json() for c in self.cells], "judging": self.judging,
             "pairs": [p.to_dict() for p in self.pairs], "figures": [f.to_dict() for f in self.figures],
+            "traces": [t.to_json() for t in self.traces],
         }

@@ -34,13 +34,15 @@ class WorkerPool:
 
     ``staging``: the folder the scripts write their final weights into (a :class:`harness.outputs.ResultClaim`'s,
     to publish them); by default a folder of the pool's own in the temporary directory, dropped on close.
+    ``scaler_lift``: whether R's scaler script may lift R torch's CUDA-only check on CPU (every request says so).
     """
 
     def __init__(
         self, spec: WorkloadSpec, fixture: FixtureFile, availability: Availability, timeout: float = DEFAULT_TIMEOUT_S,
-        staging: Path | None = None,
+        staging: Path | None = None, scaler_lift: bool = True,
     ) -> None:
         self.spec = spec
+        self.scaler_lift = scaler_lift
         self.fixture = fixture
         self.availability = availability
         self.timeout = timeout
@@ -101,7 +103,8 @@ class WorkerPool:
         weights_out = self.staging / f"{cell.id}.safetensors" if save_weights else None
         return {
             "script": cell.script, "mode": cell.mode, "spec_summary": self.spec.summary(),
-            "run_spec": prepare_run_spec(self.spec, weights_out, self.fixture, save_weights=save_weights), **extra,
+            "run_spec": prepare_run_spec(self.spec, weights_out, self.fixture, save_weights=save_weights, scaler_lift=self.scaler_lift),
+            **extra,
         }
 
     def last_memory(self, frontend: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from harness.spec import WorkloadSpec
 from harness.spec_args import OneLineParser, add_spec_arguments, spec_from_args
 
 __all__ = [
+    "add_scaler_lift_argument",
     "add_weights_out_arguments",
     "check_weights_out",
     "parse_shell_args",
@@ -30,20 +31,32 @@ __all__ = [
 
 
 def prepare_run_spec(
-    spec: WorkloadSpec, weights_out: Path | None = None, fixture: FixtureFile | None = None, save_weights: bool = True
+    spec: WorkloadSpec, weights_out: Path | None = None, fixture: FixtureFile | None = None, save_weights: bool = True,
+    scaler_lift: bool = True,
 ) -> dict[str, Any]:
-    """Plain data for ``run_workload(spec, mode)``: the spec's fields plus ``fixture_path`` and ``weights_out``.
+    """Plain data for ``run_workload(spec, mode)``: the spec's fields plus ``fixture_path``, ``weights_out`` and ``scaler_lift``.
 
     ``fixture``, when given, is an already verified fixture file (skips re-hashing it: at ``recipe``
     that is a gigabyte, which must not land inside a timed benchmark round). ``save_weights=False``
     sets ``weights_out`` to null: the script writes no weights (a timed round after the first call).
+    ``scaler_lift``: whether R's scaler script may lift R torch's CUDA-only check on CPU (docs/contract.md);
+    not a spec field, so it changes no digest: it decides whether the cell runs, not what it computes.
     """
     fixture = fixture or ensure_fixtures(spec)
-    if not save_weights:
-        return {**spec.to_dict(), "fixture_path": str(fixture.path), "weights_out": None}
-    if weights_out is None:  # a fresh name, not a folder: a call that never runs the script leaves nothing behind
+    if save_weights and weights_out is None:  # a fresh name, not a folder: a call that never runs the script leaves nothing behind
         weights_out = Path(tempfile.gettempdir()) / f"amp-parity-final-weights-{secrets.token_hex(6)}.safetensors"
-    return {**spec.to_dict(), "fixture_path": str(fixture.path), "weights_out": str(weights_out)}
+    return {
+        **spec.to_dict(), "fixture_path": str(fixture.path), "weights_out": str(weights_out) if save_weights else None,
+        "scaler_lift": scaler_lift,
+    }
+
+
+def add_scaler_lift_argument(parser: argparse.ArgumentParser) -> None:
+    """``--no-scaler-lift``: run R torch's scaler on CPU as R torch ships it (its cells are then unsupported)."""
+    parser.add_argument(
+        "--no-scaler-lift", dest="scaler_lift", action="store_false",
+        help="on CPU, do not lift the CUDA-only check of R torch's cuda_amp_grad_scaler() (its cells are then unsupported)",
+    )
 
 
 def add_weights_out_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +74,7 @@ def parse_shell_args(argv: list[str], modes: tuple[str, ...], prog: str) -> argp
     add_spec_arguments(parser, with_modes=False)
     parser.add_argument("--mode", required=False, help=f"one of {', '.join(modes)}")
     add_weights_out_arguments(parser)
+    add_scaler_lift_argument(parser)
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     return parser.parse_args(argv)
 
@@ -78,7 +92,7 @@ def prepare_shell_run_spec(args: argparse.Namespace) -> dict[str, Any]:
     spec = spec_from_args(args)
     require_device(spec)
     check_weights_out(args.weights_out, args.overwrite)
-    return prepare_run_spec(spec, args.weights_out)
+    return prepare_run_spec(spec, args.weights_out, scaler_lift=getattr(args, "scaler_lift", True))
 
 
 def check_weights_out(path: Path | None, overwrite: bool) -> None:

@@ -15,13 +15,14 @@ from pathlib import Path
 from harness.atomic import atomic_path
 from harness.compare import compare_result
 from harness.errors import ResultError
+from harness.known_differences import KnownDifference
 from harness.matrix import FRONTEND_ORDER
 from harness.model import CELL_OUTCOMES, CellResult, MatrixResult, PairVerdict, RunRecord, Status
 from harness.plots import plot_loss_diff, plot_losses, plot_timing
 from harness.report_timing import efficiency_section, figures_section, timing_section
 from harness.results import load_result
 from harness.spec import MODES
-from harness.text import cell_text, num
+from harness.text import cell_text, lift_footnote, num, status_text
 from harness.timing import ratio
 from harness.tolerances import DEFAULT_JUDGING
 
@@ -37,19 +38,24 @@ _JUDGING_TEXT = {
 PLOT_FILES = {"losses.png": plot_losses, "loss_diff.png": plot_loss_diff, "timing.png": plot_timing}
 
 
-def report_main(result_path: Path, out_dir: Path, judging: str | None = None) -> list[Path]:
+def report_main(
+    result_path: Path, out_dir: Path, judging: str | None = None, known: tuple[KnownDifference, ...] | None = None
+) -> list[Path]:
     """Load the result at ``result_path`` and write its report into ``out_dir``.
 
-    ``judging`` overrides the policy the result was run under (``strict`` or ``tolerance_only``).
+    ``judging`` overrides the policy the result was run under (``strict`` or ``tolerance_only``); ``known``
+    is the known-differences list (default: the committed one).
 
     Raises:
         ResultError: the result cannot be read (see :func:`harness.results.load_result`), lacks a field
             the report needs (checked before anything is written), or ``out_dir`` is not writable.
     """
-    return write_report(load_result(Path(result_path)), Path(out_dir), judging)
+    return write_report(load_result(Path(result_path)), Path(out_dir), judging, known)
 
 
-def write_report(result: MatrixResult, out_dir: Path, judging: str | None = None) -> list[Path]:
+def write_report(
+    result: MatrixResult, out_dir: Path, judging: str | None = None, known: tuple[KnownDifference, ...] | None = None
+) -> list[Path]:
     """Write ``report.md`` and the plots into ``out_dir`` (created if absent); return their paths.
 
     Pairs are judged under ``judging``, by default the policy the result was run under.
@@ -60,7 +66,7 @@ def write_report(result: MatrixResult, out_dir: Path, judging: str | None = None
     out_dir = Path(out_dir)
     # Judged again from the cells, not read from result.pairs: the cells are the source of truth
     # (a result whose cells were edited or merged after the run would carry stale verdicts).
-    verdicts = compare_result(result, judging)
+    verdicts = compare_result(result, judging, known)
     markdown = render_markdown(result, verdicts, judging)  # before any file: a result it cannot render leaves nothing behind
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -144,12 +150,13 @@ def _cells_table(result: MatrixResult) -> list[str]:
     for cell in result.cells:
         record, distance = cell.record, cell.reference_distance
         lines.append(
-            f"| `{cell.id}` | {cell.status} | {_OWN_TEXT[_own(cell)]} | {num(record and record.final_loss, '.7g')} | "
+            f"| `{cell.id}` | {status_text(cell)} | {_OWN_TEXT[_own(cell)]} | {num(record and record.final_loss, '.7g')} | "
             f"{num(distance and distance.max_rel_loss_error, '.2e')} | {num(distance and distance.final_weights_rel_error, '.2e')} | "
             f"{num(record and record.skipped_steps, 'd')} | {cell_text(cell.reason)} |"
         )
+    footnote = lift_footnote(result.cells)
     return [
-        *lines, "",
+        *lines, "", *([cell_text(footnote), ""] if footnote else []),
         "Δ vs f64: max relative loss error over steps; relative L2 error of all final weights. On its own: the cell against "
         "its float64 bound (the reference replays the steps the run skipped) and, in scaler modes, its scale history against "
         "GradScaler's rule; a **FAIL** fails the run (details below).", "",

@@ -147,8 +147,15 @@ def _update_to_4(data: dict[str, Any], path: Path) -> dict[str, Any]:
     return data | {"schema_version": 4, "cells": cells, "judging": data.get("judging") or DEFAULT_JUDGING}
 
 
+def _update_to_5(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Version 4 → 5: ``traces`` (each traced pair: where its runs part; nothing was traced before) and the spec's
+    ``overflow_point`` (before it, every injected overflow went in after ``backward``)."""
+    spec = data["spec"] if isinstance(data.get("spec"), dict) else {}
+    return data | {"schema_version": 5, "traces": [], "spec": {"overflow_point": "backward"} | spec}
+
+
 #: The step that upgrades a file of each older version by one.
-_UPDATES: dict[int, Callable[[dict[str, Any], Path], dict[str, Any]]] = {2: _update_to_3, 3: _update_to_4}
+_UPDATES: dict[int, Callable[[dict[str, Any], Path], dict[str, Any]]] = {2: _update_to_3, 3: _update_to_4, 4: _update_to_5}
 
 
 def _map_stored_weights_paths(result: dict[str, Any], change: Callable[[str], str]) -> dict[str, Any]:

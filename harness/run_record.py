@@ -13,8 +13,9 @@ from typing import Any
 __all__ = ["RECORD_SCHEMA_VERSION", "RunRecord"]
 
 #: The run record's version, written by py_scripts/common.py and r_scripts/common.R (2: seconds_workload,
-#: gc_seconds; 3: ``clock``, the clock the frontend timed its loop with).
-RECORD_SCHEMA_VERSION = 3
+#: gc_seconds; 3: ``clock``, the clock the frontend timed its loop with; 4: ``lifted_check``, the check of the
+#: binding a script lifted to run the cell, e.g. R torch's CUDA-only scaler on CPU).
+RECORD_SCHEMA_VERSION = 4
 
 
 def _tuple(values: Any) -> tuple[Any, ...] | None:
@@ -27,7 +28,7 @@ def _list(values: tuple[Any, ...] | None) -> list[Any] | None:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """A script's run record (schema 3, ``docs/contract.md``), as the script returned it.
+    """A script's run record (schema 4, ``docs/contract.md``), as the script returned it.
 
     Numbers keep the type the script wrote (R writes ``gc_seconds`` 0 as an integer), so a record
     stored again is byte for byte what came back. Fields this version does not know are kept in ``extra``.
@@ -58,6 +59,8 @@ class RunRecord:
     language_version: str
     threads: int
     device_name: str | None
+    #: What the script lifted from the binding to run this cell (R's scaler on CPU), or None: nothing.
+    lifted_check: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     _SEQUENCES = ("losses", "loss_scale", "skipped", "seconds_per_epoch")
@@ -76,6 +79,8 @@ class RunRecord:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         for name in self._SEQUENCES:
             data[name] = _list(data[name])
+        if self.schema_version < 4:  # an older record has no such field: stored again as it came
+            del data["lifted_check"]
         return data | dict(self.extra)
 
     @property

@@ -2,7 +2,8 @@
 
 Orchestration only: the workers and calls are the pool's (:mod:`harness.pool`), the record check is
 :func:`harness.records.judge_record`, the timed rounds, peaks and profiles are
-:mod:`harness.measurements`', and what comes out is a :class:`harness.model.MatrixResult`. A cell never
+:mod:`harness.measurements`', a pair's trace is :func:`harness.tracer.trace_pair`'s, and what comes out is
+a :class:`harness.model.MatrixResult`. A cell never
 raises: whatever happens (frontend missing, script error, crash, hang, NaN) ends as a cell with a
 status and a one-line reason, and the run goes on with the other cells.
 """
@@ -20,14 +21,27 @@ from safetensors.numpy import load_file
 
 from harness.availability import Availability, probe, r_required
 from harness.cell_verdict import check_float64, judge_cell
-from harness.compare import compare_result
+from harness.compare import compare_result, needs_trace
 from harness.efficiency import cell_efficiency
 from harness.errors import ScriptError, WorkerError
 from harness.figures import check_figures
 from harness.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
+from harness.known_differences import KnownDifference, load_known_differences
 from harness.matrix import Cell, cells_for
 from harness.measurements import measure_peaks, profile_cells, time_cells, with_time_vs_default
-from harness.model import CellResult, Float64Check, MatrixResult, Memory, ReferenceDistance, ReferenceSummary, RunRecord, Status
+from harness.model import (
+    CellResult,
+    Float64Check,
+    MatrixResult,
+    Memory,
+    PairTrace,
+    PairVerdict,
+    Peaks,
+    ReferenceDistance,
+    ReferenceSummary,
+    RunRecord,
+    Status,
+)
 from harness.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.pool import DEFAULT_TIMEOUT_S, WorkerPool
 from harness.protocol import TimingProtocol
@@ -35,6 +49,7 @@ from harness.records import SCALER_MODES, judge_record
 from harness.reference import Reference, reference_skip_reason, run_reference
 from harness.spec import WorkloadSpec
 from harness.tolerances import DEFAULT_JUDGING, check_judging, float64_bound_for
+from harness.tracer import trace_pair
 
 __all__ = ["MatrixRunner", "collect_warnings"]
 
@@ -51,14 +66,24 @@ class MatrixRunner:
         timeout: float = DEFAULT_TIMEOUT_S,
         availability: Availability | None = None,
         staging: Path | None = None,
+        scaler_lift: bool = True,
+        trace: bool = True,
+        known: tuple[KnownDifference, ...] | None = None,
     ) -> None:
-        """``staging``: the folder the scripts write their final weights into (see :class:`harness.pool.WorkerPool`)."""
+        """``staging``: the folder the scripts write their final weights into (see :class:`harness.pool.WorkerPool`).
+
+        ``scaler_lift``: R's scaler script may lift R torch's CUDA-only check on CPU (``--no-scaler-lift`` turns it
+        off). ``trace``: trace the pairs that need it (:func:`harness.compare.needs_trace`). ``known``: the known
+        differences the pairs are judged against (default: the committed list).
+        """
         self._created = time.perf_counter()
         self.spec = spec
         self.frontends = frontends
         self.availability = availability or probe()
+        self.trace = trace
+        self.known = load_known_differences() if known is None else known
         self.fixture: FixtureFile = ensure_fixtures(spec)
-        self.pool = WorkerPool(spec, self.fixture, self.availability, timeout, staging)
+        self.pool = WorkerPool(spec, self.fixture, self.availability, timeout, staging, scaler_lift)
         self._arrays: dict[str, Any] | None = None
         self._references: dict[tuple[bool, frozenset[int]], Reference] = {}
         #: Seconds spent computing the float64 reference (part of the matrix's wall time).
@@ -82,12 +107,16 @@ class MatrixRunner:
         protocol: TimingProtocol | None = None,
         profile: bool | None = None,
         judging: str = DEFAULT_JUDGING,
+        measure: bool = True,
+        trace_all: bool = False,
     ) -> MatrixResult:
         """Run every cell of the matrix, then time and measure them; return the whole (unsaved) result.
 
         ``profile`` (default: on CUDA only) profiles one step of each Python cell's GEMMs. ``judging``
         (``strict`` or ``tolerance_only``, see :mod:`harness.tolerances`) is how pairs are judged; the
-        result keeps it, so ``report`` judges the result the same way.
+        result keeps it, so ``report`` judges the result the same way. ``measure=False`` runs the record
+        calls only (no timed rounds, peaks or profiles: ``harness trace``); ``trace_all`` traces every pair
+        of two runs, identical or not.
         """
         check_judging(judging)
         protocol = protocol or TimingProtocol()
@@ -98,12 +127,15 @@ class MatrixRunner:
             outcome = self.run_cell(cell)
             cells.append(outcome)
             progress(f"{cell.id}: {outcome.status}")
-        cells = time_cells(self.pool, cells, protocol, progress)
-        peaks = measure_peaks(self.pool, cells, progress)
-        if self.spec.device == "cuda" if profile is None else profile:
-            cells = profile_cells(self.pool, cells, progress)
-        cells = [dataclasses.replace(c, efficiency=cell_efficiency(c, self.spec, peaks)) for c in cells]
-        cells = with_time_vs_default(cells, paired=protocol.interleave)
+        if measure:
+            cells = time_cells(self.pool, cells, protocol, progress)
+            peaks = measure_peaks(self.pool, cells, progress)
+            if self.spec.device == "cuda" if profile is None else profile:
+                cells = profile_cells(self.pool, cells, progress)
+            cells = [dataclasses.replace(c, efficiency=cell_efficiency(c, self.spec, peaks)) for c in cells]
+            cells = with_time_vs_default(cells, paired=protocol.interleave)
+        else:
+            peaks = Peaks(self.spec.device, self.spec.threads, {}, "not measured: the record calls only (harness trace)")
         result = MatrixResult(
             created=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
             wall_seconds=time.perf_counter() - self._created, spec=self.spec, spec_digest=self.spec.digest(),
@@ -112,7 +144,28 @@ class MatrixRunner:
             reference=self.reference_summary(), reference_seconds=self.reference_seconds,
             warnings=tuple(collect_warnings(cells, self.spec)), cells=tuple(cells), judging=judging,
         )
-        return dataclasses.replace(result, pairs=tuple(compare_result(result)), figures=tuple(check_figures(result)))
+        pairs = compare_result(result, known=self.known)
+        if self.trace or trace_all:
+            chosen = [p for p in pairs if needs_trace(p, self.known) or (trace_all and p.verdict == "identical")]
+            traces = self.trace_pairs(result, chosen, progress)
+            if traces:
+                result = dataclasses.replace(result, traces=traces)
+                pairs = compare_result(result, known=self.known)
+        return dataclasses.replace(result, pairs=tuple(pairs), figures=tuple(check_figures(result)))
+
+    def trace_pairs(
+        self, result: MatrixResult, verdicts: Sequence[PairVerdict], on_progress: Callable[[str], None] | None = None
+    ) -> tuple[PairTrace, ...]:
+        """Trace each pair of ``verdicts`` in the workers that ran its cells (:func:`harness.tracer.trace_pair`)."""
+        progress = on_progress or (lambda text: None)
+        traces = []
+        for verdict in verdicts:
+            a, b = (result.cell(f"{verdict.script}-{verdict.mode}-{name}-{verdict.device}") for name in verdict.frontends)
+            trace = trace_pair(self.pool, a, b)
+            traces.append(trace)
+            found = trace.first_difference
+            progress(f"trace {verdict.pair}: " + ("identical" if found is None else f"first differs at step {found.step}, {found.point}"))
+        return tuple(traces)
 
     def run_cell(self, cell: Cell) -> CellResult:
         """Run one cell (the record call); its ``status`` says how it ended (it never raises), its ``verdict``
@@ -143,7 +196,7 @@ class MatrixRunner:
         if status is Status.ERROR:
             return CellResult(cell, status, reason, wall_seconds=wall_seconds, memory=Memory.from_json(memory)), None
         record = RunRecord.from_json(raw)
-        if self.pool.declared_unsupported(cell):
+        if self.pool.declared_unsupported(cell) and record.lifted_check is None:
             reason = f"declared unsupported for {cell.frontend}, but it ran: update the Frontend registry"
         outcome = CellResult(cell, status, reason, record=record, wall_seconds=wall_seconds, memory=Memory.from_json(memory))
         # A scaler run is judged against the steps it really took: the reference skips its skipped steps too.

@@ -23,6 +23,7 @@ __all__ = [
     "DEVICES",
     "FIXTURE_FIELDS",
     "MODES",
+    "OVERFLOW_POINTS",
     "PRESETS",
     "SCRIPTS",
     "SizeWarning",
@@ -45,6 +46,12 @@ _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16"}
 #: Autocast's own default per device: CPU autocast supports bf16 (fp16 CPU kernels are sparse);
 #: CUDA autocast defaults to fp16, the dtype both seeds use.
 DEFAULT_AMP_DTYPE = {"cpu": "bfloat16", "cuda": "float16"}
+
+#: Where ``overflow_steps`` put their inf: right after ``backward()`` (the scaler's ``unscale_`` finds it, as a
+#: real fp16 overflow), or right after ``unscale_()`` (the scripts call it at those steps), where only a
+#: scaler that checks the gradients again before ``step`` can see it: R torch's ``step()`` does
+#: (``.check_inf_per_device``), PyTorch's trusts what ``unscale_`` found (docs/known-differences.md).
+OVERFLOW_POINTS: tuple[str, ...] = ("backward", "unscale")
 
 #: Fields that decide the fixture tensors; the fixture cache is keyed by these alone, so changing the
 #: learning rate or the mode reuses the same data and initial weights.
@@ -101,6 +108,8 @@ class WorkloadSpec:
     # one gradient before the scaler's step, so the skip-and-backoff path runs at all (tiny in bf16
     # never overflows). Empty: no injection, and the spec's digest is what it was before this field.
     overflow_steps: tuple[int, ...] = ()
+    # Where those infs go (OVERFLOW_POINTS); the default keeps the spec's digest what it was before this field.
+    overflow_point: str = "backward"
     # One thread unless a preset says otherwise: reproducible, and fair between frontends on CPU.
     threads: int = 1
 
@@ -165,6 +174,8 @@ class WorkloadSpec:
         values = self.to_dict()
         if not self.overflow_steps:  # a field added later: specs without it keep their digest
             del values["overflow_steps"]
+        if self.overflow_point == "backward":  # likewise
+            del values["overflow_point"]
         chosen = {k: values[k] for k in (fields or tuple(values)) if k in values}
         return hashlib.sha256(json.dumps(chosen, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -240,9 +251,9 @@ def _listing(items: Any) -> str:
 
 def _validate(spec: WorkloadSpec) -> None:
     """Check every field's type first (a spec file is JSON: any field may hold a list), then its range."""
-    for name in ("preset", "device"):
+    for name, allowed in (("preset", PRESETS), ("device", DEVICES), ("overflow_point", OVERFLOW_POINTS)):
         if not isinstance(getattr(spec, name), str):
-            raise SpecError(name, getattr(spec, name), f"a string: one of {_listing(PRESETS if name == 'preset' else DEVICES)}")
+            raise SpecError(name, getattr(spec, name), f"a string: one of {_listing(allowed)}")
     if spec.amp_dtype is not None and not isinstance(spec.amp_dtype, str):
         raise SpecError("amp_dtype", spec.amp_dtype, f"a string: one of {_listing(AMP_DTYPES)} (or bf16, fp16)")
     if spec.preset not in PRESETS:
@@ -263,6 +274,8 @@ def _validate(spec: WorkloadSpec) -> None:
         raise SpecError("device", spec.device, f"one of {_listing(DEVICES)}")
     if spec.amp_dtype is not None and _DTYPE_ALIASES.get(spec.amp_dtype, spec.amp_dtype) not in AMP_DTYPES:
         raise SpecError("amp_dtype", spec.amp_dtype, f"one of {_listing(AMP_DTYPES)} (or bf16, fp16)")
+    if spec.overflow_point not in OVERFLOW_POINTS:
+        raise SpecError("overflow_point", spec.overflow_point, f"one of {_listing(OVERFLOW_POINTS)}")
     _check_overflow_steps(spec)
     _check_memory(spec)
     _check_tensor_core_sizes(spec)

@@ -68,6 +68,7 @@ _HELP = {
     "backoff_factor": "GradScaler backoff factor", "growth_interval": "GradScaler growth interval",
     "clip_max_norm": "max gradient norm in autocast_scaler_clip", "threads": "torch threads (0 = every core this process may use)",
     "overflow_steps": "comma-separated 0-based steps at which the scaler modes put an inf into one gradient (e.g. 3,7)",
+    "overflow_point": "where --overflow-steps put the inf: backward (after backward(), default) or unscale (after unscale_())",
 }
 
 

@@ -8,9 +8,9 @@ from rich.table import Table
 from harness.figures import check_figures
 from harness.model import MatrixResult
 from harness.report_timing import frontend_costs
-from harness.text import num
+from harness.text import lift_footnote, num, status_text
 
-__all__ = ["make_console", "print_result"]
+__all__ = ["make_console", "print_result", "print_trace"]
 
 _STATUS_STYLE = {"ok": "green", "skipped": "yellow", "unsupported": "magenta", "numerical_failure": "red", "error": "bold red"}
 
@@ -18,8 +18,8 @@ _STATUS_STYLE = {"ok": "green", "skipped": "yellow", "unsupported": "magenta", "
 _OWN_STYLE = {"pass": "green", "fail": "bold red", "not_judged": "dim"}
 _OWN_TEXT = {"pass": "pass", "fail": "FAIL", "not_judged": "—"}
 
-_VERDICT_STYLE = {"identical": "green", "within_tolerance": "green", "skipped": "yellow", "unsupported": "magenta",
-                  "diverged": "bold red", "error": "bold red"}
+_VERDICT_STYLE = {"identical": "green", "within_tolerance": "green", "known_difference": "cyan", "skipped": "yellow",
+                  "unsupported": "magenta", "diverged": "bold red", "stale_known_difference": "bold red", "error": "bold red"}
 
 
 def make_console() -> Console:
@@ -47,7 +47,7 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
         loop = cell.timing.loop if cell.timing else None
         own = cell.verdict.outcome if cell.verdict else "not_judged"
         table.add_row(
-            cell.mode, cell.frontend, f"[{_STATUS_STYLE.get(cell.status, '')}]{cell.status}[/]",
+            cell.mode, cell.frontend, f"[{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]",
             f"[{_OWN_STYLE.get(own, '')}]{_OWN_TEXT.get(own, own)}[/]",
             num(record and record.final_loss, ".7g"), num(distance and distance.max_rel_loss_error, ".1e"),
             num(distance and distance.final_weights_rel_error, ".1e"), num(loop and loop.median, ".3g"), num(loop and loop.cv, ".1%"),
@@ -55,6 +55,9 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
             num(efficiency and efficiency.tflops, ".3g"), num(efficiency and efficiency.share_of_peak, ".0%"),
         )
     console.print(table)
+    footnote = lift_footnote(result.cells)
+    if footnote:
+        console.print(footnote, style="magenta", soft_wrap=True)
     costs = frontend_costs(result.cells)
     if costs:
         console.print(
@@ -109,3 +112,23 @@ def _print_pairs(result: MatrixResult, console: Console) -> None:
         for pair in compared:
             pairs.add_row(pair.pair, f"[{_VERDICT_STYLE.get(pair.verdict, '')}]{pair.verdict}[/]", pair.cause)
         console.print(pairs)
+
+
+def print_trace(result: MatrixResult, console: Console | None = None) -> None:
+    """What ``harness trace`` prints: each cell's status in one line, then every pair's whole explanation, trace included."""
+    console = console or make_console()
+    spec = result.spec
+    console.print(f"amp-parity trace · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps", style="bold")
+    for cell in result.cells:
+        reason = f" — {cell.reason}" if cell.reason and not cell.ok else ""
+        console.print(f"  {cell.id}: [{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]{reason}", soft_wrap=True)
+    footnote = lift_footnote(result.cells)
+    if footnote:
+        console.print(footnote, style="magenta", soft_wrap=True)
+    for pair in result.pairs:
+        console.print()
+        console.print(f"[{_VERDICT_STYLE.get(pair.verdict, '')}]{pair.summary}[/]", soft_wrap=True)
+        for line in pair.explanation[1:]:
+            console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
+    for warning in result.warnings:
+        console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["cell_text", "mib", "num"]
+if TYPE_CHECKING:
+    from harness.model import CellResult
+
+__all__ = ["LIFT_MARK", "cell_text", "lift_footnote", "mib", "num", "status_text"]
+
+#: Marks a cell that ran with a check of its binding lifted (R torch's CUDA-only scaler on CPU).
+LIFT_MARK = "†"
 
 
 def num(value: Any, fmt: str) -> str:
@@ -20,3 +27,18 @@ def mib(value: Any) -> str:
 def cell_text(text: Any) -> str:
     """Text safe inside a markdown table cell: one line, pipes escaped."""
     return "" if text is None else " ".join(str(text).split()).replace("|", "\\|")
+
+
+def status_text(cell: CellResult) -> str:
+    """A cell's status, marked when its script lifted a check of the binding to run (``ok†``)."""
+    return f"{cell.status}{LIFT_MARK}" if cell.record is not None and cell.record.lifted_check else str(cell.status)
+
+
+def lift_footnote(cells: Sequence[CellResult]) -> str | None:
+    """The one footnote line for every marked cell (what was lifted, and how to run without it), or None."""
+    lifted = [c for c in cells if c.record is not None and c.record.lifted_check]
+    if not lifted:
+        return None
+    what = lifted[0].record.lifted_check if lifted[0].record else ""
+    return (f"{LIFT_MARK} {', '.join(c.id for c in lifted)}: {what}; run with --no-scaler-lift to use R torch's scaler as it ships "
+            "(then unsupported on CPU)")

@@ -37,8 +37,8 @@ class PairVerdict:
 
     @property
     def ok(self) -> bool:
-        """True when the two frontends agree (bitwise or within tolerance)."""
-        return self.verdict in ("identical", "within_tolerance")
+        """True when the two frontends agree (bitwise, within tolerance, or as a known difference says)."""
+        return self.verdict in ("identical", "within_tolerance", "known_difference")
 
     @property
     def summary(self) -> str:

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 from safetensors.numpy import load_file
 
+from harness.tensor_bytes import ulp_distance
 from harness.tolerances import Tolerance
 
-__all__ = ["TensorFindings", "UnreadableWeights", "WeightFindings", "find_weights", "ulp_distance"]
+__all__ = ["TensorFindings", "UnreadableWeights", "WeightFindings", "find_weights"]
 
 
 @dataclass(frozen=True)
@@ -104,25 +105,6 @@ class WeightFindings:
         return any(self.missing) or any(t.beyond for t in self.tensors)
 
 
-def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise distance in float32 ULPs (units in the last place): 0 for equal, 1 for neighbours.
-
-    The float32 bit patterns are mapped to integers in the order of the values they encode (negative
-    numbers reflected below zero, so -0.0 and +0.0 both map to 0), and the distance is the difference
-    of those integers. NaN on one side only counts as the largest distance; NaN on both as 0.
-    """
-    ia, ib = _ordered_bits(a), _ordered_bits(b)
-    dist = np.abs(ia - ib)
-    nan_a, nan_b = np.isnan(np.asarray(a, np.float32)), np.isnan(np.asarray(b, np.float32))
-    dist = np.where(nan_a & nan_b, 0, dist)
-    return np.where(nan_a ^ nan_b, np.iinfo(np.int64).max, dist)
-
-
-def _ordered_bits(x: np.ndarray) -> np.ndarray:
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.int32).astype(np.int64)
-    return np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
-
-
 def find_weights(paths: tuple[Any, Any], tol: Tolerance) -> WeightFindings:
     """Both sides' final-weights files, read and compared tensor by tensor."""
     loaded: list[dict[str, np.ndarray]] = []
@@ -148,7 +130,7 @@ def _find_tensor(key: str, a: np.ndarray, b: np.ndarray, tol: Tolerance) -> Tens
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     nan_a, nan_b = np.isnan(a64), np.isnan(b64)
     diff = np.where(nan_a & nan_b, 0.0, np.where(nan_a ^ nan_b, np.inf, np.abs(a64 - b64)))
-    ulps = ulp_distance(a, b)
+    ulps = ulp_distance("float32", np.ascontiguousarray(a, np.float32), np.ascontiguousarray(b, np.float32)).reshape(a.shape)
     # relative to the larger norm: symmetric, so swapping the frontends never changes a verdict
     diff_sq = float(np.sum(np.square(diff)))
     norm_sq = max(float(np.sum(np.square(np.nan_to_num(a64)))), float(np.sum(np.square(np.nan_to_num(b64)))))

@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ __all__ = [
     "RECORD_FIELDS",
     "check_mode",
     "clock",
+    "forward",
     "device_name",
     "dtype_name",
     "linear_layers",
@@ -37,8 +39,11 @@ __all__ = [
     "reset_peak_memory",
     "resume_gc",
     "save_final_weights",
+    "set_trace_sink",
     "sync_device",
     "torch_dtype",
+    "trace_parameters",
+    "trace_point",
 ]
 
 #: The run record's fields, in the contract's order; ``record_fields`` in common.R is the same list.
@@ -47,10 +52,11 @@ RECORD_FIELDS: tuple[str, ...] = (
     "losses", "final_loss", "loss_scale", "skipped", "skipped_steps",
     "output_dtype", "loss_dtype", "weights_path",
     "seconds_total", "seconds_per_epoch", "seconds_workload", "gc_seconds", "clock", "peak_memory_bytes",
-    "torch_version", "libtorch_version", "language_version", "threads", "device_name",
+    "torch_version", "libtorch_version", "language_version", "threads", "device_name", "lifted_check",
 )
-#: 3: ``clock`` (which clock timed the loop). The harness reads this version only (harness/results.py).
-RECORD_SCHEMA_VERSION = 3
+#: 3: ``clock`` (which clock timed the loop); 4: ``lifted_check`` (which check of the binding the script lifted
+#: to run this cell, or null). The harness reads this version only (harness/records.py).
+RECORD_SCHEMA_VERSION = 4
 #: What ``clock()`` reads, as each record names it: ``time.perf_counter`` is CLOCK_MONOTONIC on Linux,
 #: in nanoseconds.
 CLOCK_NAME = "time.perf_counter"
@@ -110,6 +116,60 @@ def make_model(spec: dict[str, Any], fixtures: dict[str, torch.Tensor]) -> torch
 def linear_layers(net: torch.nn.Sequential) -> list[torch.nn.Linear]:
     """The Linear layers in order (every other module is a ReLU)."""
     return [m for m in net if isinstance(m, torch.nn.Linear)]
+
+
+def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int) -> torch.Tensor:
+    """The model's forward, module by module, each module's output a trace point (``forward.layer0``, ``forward.relu0``, ...).
+
+    What ``nn.Sequential.forward`` does (each module on the previous output), written out because R torch has
+    tensor hooks but no module forward hooks: both languages name their points here, in the same order.
+    """
+    linears = relus = 0
+    for module in net:
+        x = module(x)
+        if isinstance(module, torch.nn.Linear):
+            trace_point(step, f"forward.layer{linears}", x)
+            linears += 1
+        else:
+            trace_point(step, f"forward.relu{relus}", x)
+            relus += 1
+    return x
+
+
+#: Where trace points go: ``sink`` is None in every call but a traced one, for which the harness's worker
+#: installs its recorder (harness/frontends/trace_recorder.py) with :func:`set_trace_sink`.
+_trace_state: dict[str, Any] = {"sink": None}
+
+
+def set_trace_sink(sink: Callable[[int, str, torch.Tensor], None] | None) -> None:
+    """Send every :func:`trace_point` to ``sink(step, name, tensor)`` from now on (``None``: back to no-ops)."""
+    _trace_state["sink"] = sink
+
+
+def trace_point(step: int, name: str, value: torch.Tensor | Callable[[], torch.Tensor]) -> None:
+    """One named intermediate of ``step`` for the trace (docs/tracing.md); returns at once when not tracing.
+
+    The scripts call it once per point, in computation order, with the same names in both languages, so
+    the harness can name the first tensor where two runs part. A point the training step does not compute
+    itself (the clip coefficient, the scaler's inf check) is passed as a function, called only when
+    tracing, so a timed call pays nothing for it (R's arguments are lazy: its twin passes the expression).
+    """
+    sink = _trace_state["sink"]
+    if sink is not None:
+        sink(step, name, value() if callable(value) else value)
+
+
+def trace_parameters(step: int, stage: str, net: torch.nn.Sequential, grads: bool) -> None:
+    """Every parameter (``grads=False``) or its gradient (``grads=True``) as a point ``<stage>.layer0.weight``, ...
+
+    Named like the fixtures and the final weights; skipped at once when not tracing.
+    """
+    if _trace_state["sink"] is None:
+        return
+    for k, linear in enumerate(linear_layers(net)):
+        for kind in ("weight", "bias"):
+            tensor = getattr(linear, kind)
+            trace_point(step, f"{stage}.layer{k}.{kind}", tensor.grad if grads else tensor)
 
 
 def sync_device(device: str) -> None:

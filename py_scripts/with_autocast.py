@@ -1,6 +1,8 @@
 """The ``with_autocast`` workload in PyTorch: default precision vs ``torch.autocast`` (no scaler).
 
-Twin of ``r_scripts/with_autocast.R``: same function, names and order of operations.
+Twin of ``r_scripts/with_autocast.R``: same function, names and order of operations. Every
+``trace_point`` names one intermediate for the harness's trace (docs/tracing.md); it costs nothing
+unless the harness traces this call.
 Shell: ``python py_scripts/with_autocast.py --preset tiny --mode autocast --device cpu``.
 """
 
@@ -20,6 +22,7 @@ from py_scripts.common import (
     clock,
     device_name,
     dtype_name,
+    forward,
     load_fixtures,
     make_model,
     make_record,
@@ -30,6 +33,8 @@ from py_scripts.common import (
     save_final_weights,
     sync_device,
     torch_dtype,
+    trace_parameters,
+    trace_point,
 )
 from py_scripts.shell import main_cli
 
@@ -57,17 +62,24 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     reset_peak_memory(device)
     sync_device(device)
     epoch_start = clock()
+    step = 0
     for _epoch in range(spec["epochs"]):
         for i in range(spec["num_batches"]):
+            trace_point(step, "batch.data", data[i])
+            trace_point(step, "batch.targets", targets[i])
             with torch.autocast(device_type=device, dtype=amp_dtype, enabled=use_autocast):
-                output = net(data[i])
+                output = forward(net, data[i], step)
                 loss = loss_fn(output, targets[i])
+            trace_point(step, "loss", loss)
             if output_dtype is None:
                 output_dtype, loss_dtype = dtype_name(output.dtype), dtype_name(loss.dtype)
             loss.backward()
+            trace_parameters(step, "grad.backward", net, grads=True)
             opt.step()
+            trace_parameters(step, "param.stepped", net, grads=False)
             opt.zero_grad()
             losses.append(loss.detach())
+            step += 1
         sync_device(device)
         epoch_end = clock()
         seconds_per_epoch.append(epoch_end - epoch_start)
@@ -83,7 +95,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
         seconds_total=sum(seconds_per_epoch), seconds_per_epoch=seconds_per_epoch,
         workload_start=workload_start, gc_seconds=gc_seconds,
         peak_memory_bytes=peak_memory_bytes(device), threads=torch.get_num_threads(),
-        device_name=device_name(device),
+        device_name=device_name(device), lifted_check=None,
     )
 
 

@@ -48,3 +48,26 @@ amp_parity_call <- function(script_path, spec_json, mode) {
   }
   record_to_json(run_workload(spec, mode))
 }
+
+#' What the harness's rpy2 worker calls to trace a cell: `amp_parity_call()` with every `trace_point()`
+#' handed to `record_point(step, name, dtype, shape, bytes)`, the worker's recorder (a Python function,
+#' harness/frontends/trace_recorder.py), so both languages' points are digested by the same code.
+#'
+#' The tensor's bytes come from R torch's `buffer_from_torch_tensor()` (a raw vector, what safetensors
+#' writes), of a fresh copy: that function copies from the start of the tensor's storage and ignores a
+#' view's storage offset (lantern's `_lantern_buffer_from_tensor`, src/lantern/src/Tensor.cpp at
+#' mlverse/torch e4de110), so for `data[i, , ]` with `i > 1` it would return the first batch's bytes
+#' (tests/test_r_worker.py keeps a test of it). When the recorder has every point it was asked to keep, it returns `TRUE` and the run stops
+#' there (a condition of class `amp_parity_trace_done`; `with_autocast()` restores its state on the way
+#' out): the result is then `"null"`, no record.
+amp_parity_trace_call <- function(script_path, spec_json, mode, record_point) {
+  set_trace_sink(function(step, name, value) {
+    value <- value$detach()$cpu()$contiguous()$clone() # clone(): storage of its own, offset 0 (see above)
+    done <- record_point(step, name, dtype_name(value$dtype), value$shape, torch::buffer_from_torch_tensor(value))
+    if (isTRUE(done)) {
+      stop(errorCondition("the trace has every point it was asked to keep", class = "amp_parity_trace_done"))
+    }
+  })
+  on.exit(set_trace_sink(NULL), add = TRUE)
+  tryCatch(amp_parity_call(script_path, spec_json, mode), amp_parity_trace_done = function(cond) "null")
+}

@@ -17,11 +17,12 @@ record_fields <- c(
   "losses", "final_loss", "loss_scale", "skipped", "skipped_steps",
   "output_dtype", "loss_dtype", "weights_path",
   "seconds_total", "seconds_per_epoch", "seconds_workload", "gc_seconds", "clock", "peak_memory_bytes",
-  "torch_version", "libtorch_version", "language_version", "threads", "device_name"
+  "torch_version", "libtorch_version", "language_version", "threads", "device_name", "lifted_check"
 )
 
-#' 3: `clock` (which clock timed the loop). The harness reads this version only (harness/results.py).
-record_schema_version <- 3L
+#' 3: `clock` (which clock timed the loop); 4: `lifted_check` (which check of the binding the script lifted
+#' to run this cell, or null). The harness reads this version only (harness/records.py).
+record_schema_version <- 4L
 
 #' R-only: which clock `clock()` reads, the best installed, checked once without loading bench (Python
 #' has one clock, `time.perf_counter`).
@@ -106,7 +107,10 @@ torch_dtype <- function(name) {
 #' `as.character.torch_dtype` → `cpp_dtype_to_string`): "Float", "Half", "BFloat16", "Double".
 dtype_name <- function(dtype) {
   libtorch_name <- as.character(dtype)
-  contract_names <- c(Float = "float32", Half = "float16", BFloat16 = "bfloat16", Double = "float64")
+  contract_names <- c(
+    Float = "float32", Half = "float16", BFloat16 = "bfloat16", Double = "float64",
+    Int = "int32", Long = "int64", Bool = "bool", Byte = "uint8"
+  )
   if (!libtorch_name %in% names(contract_names)) {
     abort_cli("Unexpected dtype {.val {libtorch_name}}: expected one of {.or {.val {names(contract_names)}}}.")
   }
@@ -160,6 +164,68 @@ make_model <- function(spec, fixtures) {
 #' The Linear layers in order (every other module is a ReLU).
 linear_layers <- function(net) {
   Filter(function(module) inherits(module, "nn_linear"), net$children)
+}
+
+#' The model's forward, module by module, each module's output a trace point (`forward.layer0`, `forward.relu0`, ...).
+#'
+#' What `nn_sequential()`'s forward does (each module on the previous output, R/nn.R), written out because
+#' R torch has tensor hooks but no module forward hooks: both languages name their points here, in the
+#' same order.
+forward <- function(net, x, step) {
+  linears <- 0L
+  relus <- 0L
+  for (module in net$children) {
+    x <- module(x)
+    if (inherits(module, "nn_linear")) {
+      trace_point(step, sprintf("forward.layer%d", linears), x)
+      linears <- linears + 1L
+    } else {
+      trace_point(step, sprintf("forward.relu%d", relus), x)
+      relus <- relus + 1L
+    }
+  }
+  x
+}
+
+#' Where trace points go: `sink` is unset in every call but a traced one, for which the harness's bridge
+#' installs its recorder (`amp_parity_trace_call()` in _bridge.R) with `set_trace_sink()`.
+trace_state <- new.env(parent = emptyenv())
+
+#' Send every `trace_point()` to `sink(step, name, tensor)` from now on (`NULL`: back to no-ops).
+set_trace_sink <- function(sink) {
+  assign("sink", sink, envir = trace_state)
+  invisible(NULL)
+}
+
+#' One named intermediate of `step` for the trace (docs/tracing.md); returns at once when not tracing.
+#'
+#' The scripts call it once per point, in computation order, with the same names in both languages, so
+#' the harness can name the first tensor where two runs part. `value` is evaluated only when tracing (R's
+#' arguments are lazy), so a point the training step does not compute itself costs a timed call nothing
+#' (Python's twin takes a function for those).
+trace_point <- function(step, name, value) {
+  sink <- get0("sink", envir = trace_state, inherits = FALSE)
+  if (is.null(sink)) {
+    return(invisible(NULL))
+  }
+  sink(step, name, value)
+}
+
+#' Every parameter (`grads = FALSE`) or its gradient (`grads = TRUE`) as a point `<stage>.layer0.weight`, ...
+#'
+#' Named like the fixtures and the final weights; skipped at once when not tracing.
+trace_parameters <- function(step, stage, net, grads) {
+  if (is.null(get0("sink", envir = trace_state, inherits = FALSE))) {
+    return(invisible(NULL))
+  }
+  linears <- linear_layers(net)
+  for (k in seq_along(linears) - 1L) {
+    for (kind in c("weight", "bias")) {
+      tensor <- linears[[k + 1L]][[kind]]
+      trace_point(step, sprintf("%s.layer%d.%s", stage, k, kind), if (grads) tensor$grad else tensor)
+    }
+  }
+  invisible(NULL)
 }
 
 #' Wait for queued device work, so a clock read measures finished work (no-op on CPU).

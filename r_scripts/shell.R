@@ -26,9 +26,9 @@ sourced_file <- function() {
 #' The folder holding this file (`r_scripts/`), fixed when shell.R is sourced.
 amp_parity_r_dir <- dirname(sourced_file() %||% file.path(getwd(), "r_scripts", "shell.R"))
 
-#' Shell flags that take no value: `--debug` (R's traceback on error) and `--overwrite` (replace an
-#' existing `--weights-out` file), as in the Python scripts' shell mode.
-cli_switches <- c("debug", "overwrite")
+#' Shell flags that take no value: `--debug` (R's traceback on error), `--overwrite` (replace an
+#' existing `--weights-out` file) and `--no-scaler-lift`, as in the Python scripts' shell mode.
+cli_switches <- c("debug", "overwrite", "no-scaler-lift")
 
 #' Shell flags as a named list: `--batch-size 32` (or `--batch-size=32`) → `list("batch-size" = "32")`.
 #'

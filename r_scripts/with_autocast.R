@@ -2,6 +2,8 @@
 #'
 #' Twin of `py_scripts/with_autocast.py`: same function, names and order of operations
 #' (`docs/contract.md`). Sourcing this file defines `modes` and `run_workload()` and runs nothing.
+#' Every `trace_point()` names one intermediate for the harness's trace (docs/tracing.md); it costs
+#' nothing unless the harness traces this call.
 #' Shell: `Rscript r_scripts/with_autocast.R --preset tiny --mode autocast --device cpu`.
 
 if (!exists("make_record", mode = "function")) {
@@ -47,24 +49,31 @@ run_workload <- function(spec, mode) {
   reset_peak_memory(device)
   sync_device(device)
   epoch_start <- clock()
+  step <- 0L
   for (epoch in seq_len(spec$epochs)) {
     for (i in seq_len(spec$num_batches)) {
+      trace_point(step, "batch.data", data[i, , ])
+      trace_point(step, "batch.targets", targets[i, , ])
       # `with_autocast()` evaluates the block in this function's frame (R/autocast.R), so
       # `output` and `loss` are assigned here, as inside Python's `with torch.autocast(...)`.
       torch::with_autocast(device_type = device, dtype = amp_dtype, enabled = use_autocast, {
-        output <- net(data[i, , ])
+        output <- forward(net, data[i, , ], step)
         loss <- loss_fn(output, targets[i, , ])
       })
+      trace_point(step, "loss", loss)
       if (is.null(output_dtype)) {
         output_dtype <- dtype_name(output$dtype)
         loss_dtype <- dtype_name(loss$dtype)
       }
       loss$backward()
+      trace_parameters(step, "grad.backward", net, grads = TRUE)
       opt$step()
+      trace_parameters(step, "param.stepped", net, grads = FALSE)
       # R torch's zero_grad() zeroes the gradients in place (set_to_none = FALSE, R/optim.R) where
       # PyTorch sets them to None; the next backward() gives the same gradients either way.
       opt$zero_grad()
       losses[[length(losses) + 1L]] <- loss$detach()
+      step <- step + 1L
     }
     sync_device(device)
     epoch_end <- clock()
@@ -82,7 +91,7 @@ run_workload <- function(spec, mode) {
     weights_path = spec$weights_out, seconds_total = sum(seconds_per_epoch),
     seconds_per_epoch = seconds_per_epoch, workload_start = workload_start,
     gc_seconds = gc_seconds, peak_memory_bytes = peak_memory_bytes(device),
-    threads = torch::torch_get_num_threads(), device_name = device_name(device)
+    threads = torch::torch_get_num_threads(), device_name = device_name(device), lifted_check = NULL
   )
 }
 

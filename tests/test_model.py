@@ -27,21 +27,26 @@ from harness.spec import WorkloadSpec
 COMMITTED = Path(__file__).resolve().parent / "data"
 
 
-def schema_4(name: str) -> dict[str, Any]:
-    """A committed schema-3 result with its cells' speed-ups turned into times, as version 4 stores them."""
+def current_schema(name: str) -> dict[str, Any]:
+    """A committed schema-3 result as the current version stores it: its cells' speed-ups turned into times
+    (version 4), no traces and the spec's overflow point (version 5)."""
     data = json.loads((COMMITTED / f"{name}.json").read_text(encoding="utf-8"))
     data["schema_version"] = RESULT_SCHEMA_VERSION
     for cell in data["cells"]:
         speedup = cell.pop("speedup_vs_default")
         cell["time_vs_default"] = None if speedup is None else 1 / speedup
         cell["time_vs_default_note"] = cell.pop("speedup_note")
+    data["traces"] = []
+    spec = list(data["spec"].items())
+    at = [k for k, _ in spec].index("overflow_steps") + 1
+    data["spec"] = dict([*spec[:at], ("overflow_point", "backward"), *spec[at:]])
     return data
 
 
 @pytest.mark.parametrize("name", ["golden"])
 def test_a_real_result_round_trips_byte_for_byte(name: str) -> None:
     """A real result read into the model and written back is the same JSON text, key order included."""
-    data = schema_4(name)
+    data = current_schema(name)
     result = MatrixResult.from_json(data)
     assert json.dumps(result.to_json()) == json.dumps(data)
     assert MatrixResult.from_json(result.to_json()) == result
@@ -49,7 +54,7 @@ def test_a_real_result_round_trips_byte_for_byte(name: str) -> None:
 
 def test_the_model_types_what_it_reads() -> None:
     """Cells, statuses, records, timing and the spec come back as types, not dicts."""
-    result = MatrixResult.from_json(schema_4("golden"))
+    result = MatrixResult.from_json(current_schema("golden"))
     assert isinstance(result.spec, WorkloadSpec) and result.steps == result.spec.steps == 8
     cell = result.cell("with_autocast-autocast-r-cpu")
     assert cell.cell == Cell("r", "with_autocast", "autocast", "cpu") and cell.pair == "with_autocast-autocast-cpu"
@@ -66,7 +71,7 @@ def test_the_model_types_what_it_reads() -> None:
 
 def test_the_model_is_immutable() -> None:
     """A result, its cells and records cannot be changed in place; a stage builds a new cell."""
-    result = MatrixResult.from_json(schema_4("golden"))
+    result = MatrixResult.from_json(current_schema("golden"))
     cell = result.cells[0]
     with pytest.raises(dataclasses.FrozenInstanceError):
         cell.status = Status.ERROR  # type: ignore[misc]
@@ -76,7 +81,7 @@ def test_the_model_is_immutable() -> None:
 
 def test_a_record_keeps_what_the_script_wrote() -> None:
     """Integer seconds, non-finite losses and fields this version does not know survive a round trip."""
-    record = schema_4("golden")["cells"][1]["record"] | {"future_field": [1, 2]}
+    record = current_schema("golden")["cells"][1]["record"] | {"future_field": [1, 2]}
     record["losses"] = [math.nan, math.inf, None, *record["losses"][3:]]
     back = RunRecord.from_json(record).to_json()
     assert json.dumps(back) == json.dumps(record)
@@ -114,7 +119,7 @@ def test_a_cell_not_run_needs_only_its_key_and_status() -> None:
 )
 def test_a_damaged_result_is_refused_in_one_line_naming_the_cause(damage: Any, named: str) -> None:
     """A missing section, an unknown status or a bad spec field is a ResultError naming it, not a KeyError."""
-    data = copy.deepcopy(schema_4("golden"))
+    data = copy.deepcopy(current_schema("golden"))
     damage(data)
     with pytest.raises(ResultError, match=named) as caught:
         MatrixResult.from_json(data, "r.json")
@@ -123,6 +128,6 @@ def test_a_damaged_result_is_refused_in_one_line_naming_the_cause(damage: Any, n
 
 def test_another_schema_version_is_not_read_as_this_one() -> None:
     """``from_json`` reads the current version only and says where older ones are upgraded."""
-    data = schema_4("golden") | {"schema_version": 3}
+    data = current_schema("golden") | {"schema_version": 3}
     with pytest.raises(ResultError, match="load_result, which upgrades"):
         MatrixResult.from_json(data)

@@ -22,8 +22,9 @@ class PythonHandler:
 
     ``cell`` (the default): ``{"script", "mode", "run_spec"}`` → the run record. ``matmul_peak``:
     ``{"device", "dtype", "threads"}`` → :func:`harness.frontends.matmul_peak.measure_matmul_peak`. ``gemm_profile``:
-    a cell request → :func:`harness.frontends.gemm_profiler.profile_gemms` of one step. Peaks and profiles run here,
-    in the process and with the torch that runs the cells.
+    a cell request → :func:`harness.frontends.gemm_profiler.profile_gemms` of one step. ``trace``: a cell request
+    with ``trace: {"keep": [[step, name], ...]}`` → the call's points (:class:`harness.frontends.trace_recorder.TraceRecorder`).
+    Peaks, profiles and traces run here, in the process and with the torch that runs the cells.
     """
 
     def __init__(self) -> None:
@@ -50,10 +51,36 @@ class PythonHandler:
                 from harness.frontends.gemm_profiler import profile_gemms
 
                 return profile_gemms(module.run_workload, request["run_spec"], request["mode"], request.get("step", 3))
+            if kind == "trace":
+                return self._trace(module, request)
             record: dict[str, Any] = module.run_workload(request["run_spec"], request["mode"])
             return record
         finally:
             gc.enable()  # a script that failed inside its timed loop leaves the collector off
+
+    def _trace(self, module: ModuleType, request: dict[str, Any]) -> dict[str, Any]:
+        """Run the cell with every ``trace_point`` going to a recorder; a run stopped once the kept points are in has no record."""
+        import torch
+
+        from harness.frontends.trace_recorder import TraceComplete, TraceRecorder
+
+        common = importlib.import_module("py_scripts.common")
+        recorder = TraceRecorder(request["trace"]["keep"])
+
+        def sink(step: int, name: str, tensor: torch.Tensor) -> None:
+            flat = tensor.detach().to("cpu").contiguous().reshape(-1)
+            dtype = str(flat.dtype).removeprefix("torch.")
+            if recorder.record(step, name, dtype, list(tensor.shape), flat.view(torch.uint8).numpy()):
+                raise TraceComplete
+
+        common.set_trace_sink(sink)
+        try:
+            record = module.run_workload(request["run_spec"], request["mode"])
+        except TraceComplete:
+            record = None
+        finally:
+            common.set_trace_sink(None)
+        return recorder.reply(record)
 
     def _script(self, script: str) -> ModuleType:
         if script not in self._modules:

@@ -31,6 +31,17 @@ function(script_path, spec_json, mode) {
 """
 
 
+#: The same for a traced call (``amp_parity_trace_call`` in _bridge.R), whose points go to ``record_point``.
+_SAFE_TRACE_CALL = """
+function(script_path, spec_json, mode, record_point) {
+  tryCatch(
+    c("ok", amp_parity_trace_call(script_path, spec_json, mode, record_point)),
+    error = function(e) c("error", paste(conditionMessage(e), collapse = "\\n"))
+  )
+}
+"""
+
+
 class RScriptFailed(Exception):
     """An R error, carrying R's own message for the parent's ScriptError."""
 
@@ -40,7 +51,11 @@ class RScriptFailed(Exception):
 
 
 class RHandler:
-    """Embeds R once, sources ``r_scripts/_bridge.R`` (which loads ``common.R``) and answers run requests."""
+    """Embeds R once, sources ``r_scripts/_bridge.R`` (which loads ``common.R``) and answers run requests.
+
+    ``cell`` (the default): the run record. ``trace``: a cell request with ``trace: {"keep": [[step, name], ...]}``
+    → the call's points, recorded by :class:`harness.frontends.trace_recorder.TraceRecorder` (as in the Python worker).
+    """
 
     def __init__(self) -> None:
         from rpy2.rinterface_lib import callbacks
@@ -52,15 +67,37 @@ class RHandler:
         self._ro = ro
         ro.r["source"](str(script_path("r", "_bridge")))
         self._call = ro.r(_SAFE_CALL)
+        self._trace_call = ro.r(_SAFE_TRACE_CALL)
         self._paths: dict[str, str] = {}
 
     def __call__(self, request: dict[str, Any]) -> Any:
-        """Run one cell (or a test script given by path) and return the parsed record."""
+        """Run one cell (or a test script given by path) and return the parsed record (or, for a trace, the points)."""
         path = request.get("script_path") or self._script_path(request["script"])
+        if request.get("kind") == "trace":
+            return self._trace(path, request)
         kind, text = self._call(path, json.dumps(request["run_spec"]), request["mode"])
         if kind == "error":
             raise RScriptFailed(text)
         return json.loads(text)
+
+    def _trace(self, path: str, request: dict[str, Any]) -> dict[str, Any]:
+        import numpy as np
+        import rpy2.rinterface as ri
+
+        from harness.frontends.trace_recorder import TraceRecorder
+
+        recorder = TraceRecorder(request["trace"]["keep"])
+
+        @ri.rternalize  # type: ignore[untyped-decorator]
+        def record_point(step: Any, name: Any, dtype: Any, shape: Any, data: Any) -> Any:
+            # np.asarray reads the raw vector in place (rpy2's array interface); bytes() would copy it byte by byte.
+            done = recorder.record(int(step[0]), str(name[0]), str(dtype[0]), [int(s) for s in shape], np.asarray(data))
+            return ri.BoolSexpVector([done])
+
+        kind, text = self._trace_call(path, json.dumps(request["run_spec"]), request["mode"], record_point)
+        if kind == "error":
+            raise RScriptFailed(text)
+        return recorder.reply(json.loads(text))
 
     def _script_path(self, script: str) -> str:
         # The scripts' folder is fixed for the worker's life (its environment is set at start), and

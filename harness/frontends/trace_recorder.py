@@ -1,0 +1,53 @@
+"""Runs inside a worker (Python's and R's alike): records the points of a traced call.
+
+A traced call is a script's ``run_workload`` with a sink installed (``set_trace_sink`` in
+``py_scripts/common.py`` and ``r_scripts/common.R``): every ``trace_point(step, name, tensor)`` reaches
+:meth:`TraceRecorder.record` as a dtype name, a shape and the tensor's bytes. One recorder for both
+languages, so both sides' points are digested by the same code: equality is decided on the bytes
+(SHA-256), and only the points the harness asks to keep travel back whole (the narrow second pass).
+Neither torch nor R is imported here; each handler turns its language's tensor into bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+from harness.tensor_bytes import decode
+
+__all__ = ["TraceComplete", "TraceRecorder"]
+
+
+class TraceComplete(Exception):
+    """Raised into a traced Python call once every kept point is recorded: the rest of the run is not needed."""
+
+
+class TraceRecorder:
+    """The points of one traced call, in the order the script recorded them.
+
+    ``keep``: ``(step, name)`` points whose whole tensor is returned (none in the first pass). Each point
+    is ``[step, name, dtype, shape, sha256, value]``, ``value`` the number itself for a one-element tensor
+    (a loss, a norm, a scale: the trace's facts, such as whether clipping engaged, are read from them).
+    """
+
+    def __init__(self, keep: Iterable[Iterable[Any]] = ()) -> None:
+        self.keep = {(int(step), str(name)) for step, name in keep}
+        self.points: list[list[Any]] = []
+        self.kept: dict[str, dict[str, Any]] = {}
+
+    def record(self, step: int, name: str, dtype: str, shape: list[int], data: Any) -> bool:
+        """Record one point from its bytes (any buffer); returns True once every kept point is in (stop the run)."""
+        digest = hashlib.sha256(data).hexdigest()
+        elements = 1
+        for size in shape:
+            elements *= int(size)
+        value = float(decode(dtype, data)[0]) if elements == 1 else None
+        self.points.append([int(step), name, dtype, [int(s) for s in shape], digest, value])
+        if (step, name) in self.keep:
+            self.kept[f"{step}:{name}"] = {"dtype": dtype, "shape": [int(s) for s in shape], "data": bytes(data)}
+        return bool(self.keep) and len(self.kept) == len(self.keep)
+
+    def reply(self, record: dict[str, Any] | None) -> dict[str, Any]:
+        """What the worker sends back: the run record (None when the run was stopped early), the points, the kept tensors."""
+        return {"record": record, "points": self.points, "kept": self.kept}
