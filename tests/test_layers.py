@@ -95,8 +95,9 @@ def test_the_model_imports_no_process_or_judging_code() -> None:
     """The result model sits below everything that computes it: it imports leaf modules only."""
     assert _graph()["harness.model"] <= {
         "harness.errors", "harness.matrix", "harness.protocol", "harness.result_shape", "harness.spec", "harness.verdicts",
-        "harness.run_record", "harness.measured",
+        "harness.run_record", "harness.measured", "harness.divergence",
     }
+    assert _graph()["harness.divergence"] <= {"harness.tensor_bytes"}
     assert "harness.runner" not in _graph()["harness.measurements"]
     assert not {"harness.worker", "harness.pool", "harness.runner"} & _graph()["harness.compare"]
 

@@ -39,7 +39,7 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
     ]
     assert [c.id for c in result.cells] == ids
     assert all(c.status is Status.OK for c in result.cells)
-    assert result.to_json()["schema_version"] == RESULT_SCHEMA_VERSION == 4 and result.spec == tiny_spec
+    assert result.to_json()["schema_version"] == RESULT_SCHEMA_VERSION == 5 and result.spec == tiny_spec
     assert result.protocol == protocol
     assert result.reference.available and result.reference.losses is not None and len(result.reference.losses) == 20
     assert result.reference_seconds > 0 and result.workers["python"]["startup_seconds"] > 0
@@ -178,7 +178,7 @@ def test_a_timed_round_whose_autocast_loss_turns_nan_is_an_error(
     ("mode", "change", "status", "reason"),
     [
         ("default", {}, Status.OK, None),
-        ("default", {"schema_version": 2}, Status.ERROR, "the python script returned something that is not a version-3 run record"),
+        ("default", {"schema_version": 2}, Status.ERROR, "the python script returned something that is not a version-4 run record"),
         ("default", {"losses": [1.0] * 19}, Status.ERROR, "the python script returned 19 losses, expected 20 (one per step)"),
         ("default", {"losses": "1.0"}, Status.ERROR, "the python script returned str losses, expected 20 (one per step)"),
         ("autocast", {"losses": [1.0] * 7 + [math.inf] + [1.0] * 12}, Status.NUMERICAL_FAILURE, "loss is inf at step 7 (python)"),
@@ -190,6 +190,6 @@ def test_one_record_check_for_every_call(
 ) -> None:
     """``judge_record`` refuses what is not a record of the spec's steps, and fails a non-finite loss outside the scaler modes only."""
     script = "cuda_amp_grad_scaler" if mode.startswith("autocast_scaler") else "with_autocast"
-    record = {"schema_version": 3, "losses": [1.0] * tiny_spec.steps} | change
+    record = {"schema_version": 4, "losses": [1.0] * tiny_spec.steps} | change
     assert judge_record(record, tiny_spec, Cell("python", script, mode, "cpu")) == (status, reason)
     assert judge_record(None, tiny_spec, Cell("r", script, mode, "cpu"))[0] is Status.ERROR
