@@ -123,7 +123,9 @@ class ResultClaim:
                 if source.parent != staged:
                     shutil.move(source, staged / source.name)
             result = _found_in(result, staged, staged)
-            (staged / MARKER_FILE).write_text(json.dumps({"result": self.path.name}) + "\n", encoding="utf-8")
+            files = sorted(p.name for p in staged.iterdir() if p.name.endswith(_WEIGHTS_FILE_SUFFIX))
+            marker = {"result": self.path.name, "files": files}  # only these are amp-parity's (a user's .safetensors is not)
+            (staged / MARKER_FILE).write_text(json.dumps(marker) + "\n", encoding="utf-8")
             _set_modes(staged)
             published = _found_in(result, staged, Path(os.path.abspath(self.weights_dir)))  # absolute in memory, as loaded
             stored = stored_form(published, self.path)
@@ -187,7 +189,12 @@ class ResultClaim:
 
 
 def foreign_weights(folder: Path, result_name: str) -> str | None:
-    """Why ``folder`` is not a weights folder this harness wrote for ``result_name``, or ``None`` if it is."""
+    """Why ``folder`` is not a weights folder this harness wrote for ``result_name``, or ``None`` if it is.
+
+    Only the files its marker names are the harness's (markers written before they listed their files:
+    the files the result beside it names). Any other entry, a ``.safetensors`` file a user put there
+    included, makes the folder the user's: ``--overwrite`` would delete it.
+    """
     if folder.is_symlink():
         return "is a symbolic link"
     if not folder.is_dir():
@@ -199,11 +206,28 @@ def foreign_weights(folder: Path, result_name: str) -> str | None:
         return f"was not written by amp-parity (it has no {MARKER_FILE})"
     if owner != result_name:
         return f"holds the weights of {owner!r}"
-    for entry in folder.iterdir():
-        ours = entry.name == MARKER_FILE or (entry.name.endswith(_WEIGHTS_FILE_SUFFIX) and entry.is_file() and not entry.is_symlink())
-        if not ours:
+    ours = marker.get("files") if isinstance(marker, dict) else None
+    if ours is None:
+        ours = _named_by_result(folder.parent / result_name, folder)
+    if not isinstance(ours, list) or not all(isinstance(name, str) for name in ours):
+        return f"has a {MARKER_FILE} that does not list its files; amp-parity cannot tell them from a user's"
+    for entry in sorted(folder.iterdir()):
+        if entry.name == MARKER_FILE:
+            continue
+        if entry.name not in ours or entry.is_symlink() or not entry.is_file():
             return f"holds {entry.name}, which amp-parity did not write"
     return None
+
+
+def _named_by_result(result_path: Path, folder: Path) -> list[str] | None:
+    """The names of the weights files in ``folder`` that the result at ``result_path`` names (``None``: unreadable)."""
+    try:
+        cells = json.loads(result_path.read_text(encoding="utf-8"))["cells"]
+        paths = [c["record"]["weights_path"] for c in cells if c.get("record") and c["record"].get("weights_path")]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    where = os.path.abspath(folder)
+    return [Path(p).name for p in paths if os.path.dirname(os.path.abspath(result_path.parent / p)) == where]
 
 
 def check_report_folder(folder: Path, overwrite: bool = False, flag: str = "--report") -> None:

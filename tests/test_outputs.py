@@ -221,3 +221,31 @@ def _fill_disk_for(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
         real_replace(src, dst)
 
     monkeypatch.setattr("harness.atomic.os.replace", full_disk)
+
+
+def test_a_users_safetensors_file_in_a_marked_weights_folder_is_never_deleted(tmp_path: Path) -> None:
+    """``--overwrite`` is refused once a user put a ``.safetensors`` of their own into the weights folder (it deleted it)."""
+    _publish(tmp_path / "X.json", "old")
+    assert json.loads((tmp_path / "X.weights" / MARKER_FILE).read_text()) == {"result": "X.json", "files": ["a.safetensors", "b.safetensors"]}
+    (tmp_path / "X.weights" / "mine.safetensors").write_text("precious")
+    with pytest.raises(ResultError, match=r"X\.weights holds mine\.safetensors, which amp-parity did not write"):
+        ResultClaim(tmp_path / "X.json", overwrite=True)
+    assert (tmp_path / "X.weights" / "mine.safetensors").read_text() == "precious"
+    assert (tmp_path / "X.weights" / "a.safetensors").read_text() == "old-a"
+
+
+def test_a_marker_without_its_file_list_trusts_only_the_files_its_result_names(tmp_path: Path) -> None:
+    """A folder marked before markers listed their files: the result's named files are the harness's, nothing else."""
+    _publish(tmp_path / "X.json", "old")
+    (tmp_path / "X.weights" / MARKER_FILE).write_text(json.dumps({"result": "X.json"}))
+    _publish(tmp_path / "X.json", "new", overwrite=True)  # the result names a and b: the folder is replaced
+    assert (tmp_path / "X.weights" / "a.safetensors").read_text() == "new-a"
+    (tmp_path / "X.weights" / MARKER_FILE).write_text(json.dumps({"result": "X.json"}))
+    (tmp_path / "X.weights" / "c.safetensors").write_text("mine")
+    with pytest.raises(ResultError, match=r"holds c\.safetensors, which amp-parity did not write"):
+        ResultClaim(tmp_path / "X.json", overwrite=True)
+    (tmp_path / "X.weights" / "c.safetensors").unlink()
+    (tmp_path / "X.json").unlink()  # no result to say which files are its own: nothing can be proven ours
+    with pytest.raises(ResultError, match=r"does not list its files; amp-parity cannot tell them from a user's"):
+        ResultClaim(tmp_path / "X.json", overwrite=True)
+    assert (tmp_path / "X.weights" / "b.safetensors").read_text() == "new-b"
