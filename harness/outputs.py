@@ -71,8 +71,9 @@ class ResultClaim:
         self.weights_dir = weights_dir_for(self.path)
         self.folder = self.path.parent
         _refuse_impossible(self.path)
-        self._lock_path = self.folder / f".{self.weights_dir.name}.lock"
-        self._lock_fd: int | None = _take_lock(self._lock_path, self.path)
+        self._lock: _Lock | None = _Lock(
+            self.folder / f".{self.weights_dir.name}.lock", os.path.abspath(self.path), "a result", "--json path"
+        )
         self._staging: StagingDir | None = None
         try:
             self._check_existing()
@@ -102,11 +103,9 @@ class ResultClaim:
         if self._staging is not None:
             self._staging.close()
             self._staging = None
-        if self._lock_fd is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self._lock_path)  # while still held: a waiting run then sees a fresh file
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def publish(self, result: MatrixResult) -> MatrixResult:
         """Publish the weights folder and the result together; return the result whose records point at ``W``.
@@ -332,25 +331,91 @@ def _refuse_impossible(path: Path) -> None:
         raise ResultError(f"cannot write a result in {folder}: it is not a writable folder. Choose another --json path.")
 
 
-def _take_lock(lock_path: Path, result_path: Path) -> int:
-    """Open and lock ``lock_path`` without waiting; retry if a finishing run unlinked it meanwhile."""
-    for _ in range(5):
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
-        except OSError as err:
-            raise ResultError(f"cannot write a result in {lock_path.parent}: {_why(err)}. Choose another --json path.") from err
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise ResultError(
-                f"another run is writing {result_path} (it holds {lock_path}); wait for it to end or choose another --json path."
-            ) from None
+#: The first line of every lock file the harness writes: a file at a lock's name without it is not the harness's.
+_LOCK_TAG = "amp-parity lock"
+
+
+class _Lock:
+    """A lock file ``path`` held (``flock``) by this process for ``what``; it names ``what``, for the run it refuses.
+
+    Only a lock file the harness wrote is removed when released: one it created, or one a killed run left
+    (it starts with :data:`_LOCK_TAG`). An empty file found there (a killed run's before it wrote, or an
+    older version's) is used and left as it was found; any other file at that name is a user's, and the claim
+    is refused rather than the file deleted.
+
+    Raises:
+        ResultError: another run holds it (naming that run's ``what``), or the name is taken by something else.
+    """
+
+    def __init__(self, path: Path, what: str, place: str, flag: str) -> None:
+        self.path = path
+        self._fd: int | None = None
+        for _ in range(5):
+            created = True
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+            except FileExistsError:
+                created = False
+                try:
+                    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+                except FileNotFoundError:
+                    continue  # a finishing run removed it meanwhile
+                except OSError as err:
+                    raise ResultError(f"{path} is in the way ({_why(err)}): amp-parity claims {what} with that name. "
+                                      f"Move it away or choose another {flag}.") from err
+            except OSError as err:
+                raise ResultError(f"cannot write {place} in {path.parent}: {_why(err)}. Choose another {flag}.") from err
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _lock_holder(fd) or what
+                os.close(fd)
+                raise ResultError(
+                    f"another run is writing {holder} (it holds {path}); wait for it to end or choose another {flag}."
+                ) from None
+            try:
+                same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+            except OSError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            text = _read_fd(fd)
+            if not created and text and not text.startswith(_LOCK_TAG):
+                os.close(fd)
+                raise ResultError(f"{path} is not an amp-parity lock file, and amp-parity claims {what} with that name; "
+                                  f"it was left as it is. Move it away or choose another {flag}.")
+            self._fd, self._ours = fd, created or bool(text)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{_LOCK_TAG}\npid {os.getpid()}\n{what}\n".encode(), 0)
+            return
+        raise ResultError(f"cannot claim {what}: its lock {path} keeps changing. Choose another {flag}.")
+
+    def release(self) -> None:
+        """Give the lock up: remove the file if it is the harness's (while still held: a waiting run then sees a fresh
+        file), else empty it again as it was found (idempotent)."""
+        if self._fd is None:
+            return
         with contextlib.suppress(OSError):
-            if os.stat(lock_path).st_ino == os.fstat(fd).st_ino:
-                return fd
-        os.close(fd)
-    raise ResultError(f"cannot claim {result_path}: its lock {lock_path} keeps changing. Choose another --json path.")
+            if self._ours:
+                os.unlink(self.path)
+            else:
+                os.ftruncate(self._fd, 0)
+        os.close(self._fd)
+        self._fd = None
+
+
+def _lock_holder(fd: int) -> str | None:
+    """What the run holding a lock file said it writes (its third line), if it is the harness's and says it."""
+    lines = _read_fd(fd).splitlines()
+    return lines[2] if len(lines) >= 3 and lines[0] == _LOCK_TAG else None
+
+
+def _read_fd(fd: int) -> str:
+    try:
+        return os.pread(fd, 4096, 0).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _weights_files(result: MatrixResult) -> list[Path]:

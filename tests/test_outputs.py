@@ -226,7 +226,8 @@ def _fill_disk_for(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_users_safetensors_file_in_a_marked_weights_folder_is_never_deleted(tmp_path: Path) -> None:
     """``--overwrite`` is refused once a user put a ``.safetensors`` of their own into the weights folder (it deleted it)."""
     _publish(tmp_path / "X.json", "old")
-    assert json.loads((tmp_path / "X.weights" / MARKER_FILE).read_text()) == {"result": "X.json", "files": ["a.safetensors", "b.safetensors"]}
+    marker = json.loads((tmp_path / "X.weights" / MARKER_FILE).read_text())
+    assert marker == {"result": "X.json", "files": ["a.safetensors", "b.safetensors"]}
     (tmp_path / "X.weights" / "mine.safetensors").write_text("precious")
     with pytest.raises(ResultError, match=r"X\.weights holds mine\.safetensors, which amp-parity did not write"):
         ResultClaim(tmp_path / "X.json", overwrite=True)
@@ -249,3 +250,35 @@ def test_a_marker_without_its_file_list_trusts_only_the_files_its_result_names(t
     with pytest.raises(ResultError, match=r"does not list its files; amp-parity cannot tell them from a user's"):
         ResultClaim(tmp_path / "X.json", overwrite=True)
     assert (tmp_path / "X.weights" / "b.safetensors").read_text() == "new-b"
+
+
+def test_a_refused_claim_names_the_run_that_holds_the_weights_folder(tmp_path: Path) -> None:
+    """``B.txt.json`` refused while ``B.txt`` runs (one weights folder) names ``B.txt``, the holder, not itself."""
+    with ResultClaim(tmp_path / "B.txt"):
+        with pytest.raises(ResultError) as refused:
+            ResultClaim(tmp_path / "B.txt.json")
+    assert str(refused.value) == (
+        f"another run is writing {tmp_path / 'B.txt'} (it holds {tmp_path / '.B.txt.weights.lock'}); "
+        "wait for it to end or choose another --json path."
+    )
+
+
+def test_a_users_file_at_the_lock_name_is_never_deleted(tmp_path: Path) -> None:
+    """A user's ``.b.weights.lock`` is refused and kept (a run deleted it); an empty one is left empty; a killed run's is reused."""
+    lock = tmp_path / ".b.weights.lock"
+    lock.write_text("my notes")
+    with pytest.raises(ResultError, match=r"\.b\.weights\.lock is not an amp-parity lock file, .* Move it away or choose another --json"):
+        ResultClaim(tmp_path / "b.json")
+    assert lock.read_text() == "my notes" and sorted(p.name for p in tmp_path.iterdir()) == [".b.weights.lock"]
+    lock.write_text("")
+    _publish(tmp_path / "b.json")
+    assert lock.read_text() == ""
+    lock.unlink()
+    lock.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ResultError, match=r"\.b\.weights\.lock is in the way"):
+        ResultClaim(tmp_path / "b.json", overwrite=True)
+    assert lock.is_symlink() and not (tmp_path / "elsewhere").exists()
+    lock.unlink()
+    lock.write_text("amp-parity lock\npid 1\n/old/b.json\n")  # a killed run's: taken over, and removed at the end
+    _publish(tmp_path / "b.json", overwrite=True)
+    assert not os.path.lexists(lock)
