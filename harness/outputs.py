@@ -43,6 +43,8 @@ from harness.staging import StagingDir
 __all__ = [
     "MARKER_FILE",
     "STAGING_PREFIX",
+    "REPORT_LOCK",
+    "ReportClaim",
     "ResultClaim",
     "check_report_folder",
     "publish_or_rescue",
@@ -54,6 +56,8 @@ __all__ = [
 MARKER_FILE = ".amp-parity-weights.json"
 #: Staging folders beside a result (swept when their run is dead, see :mod:`harness.staging`).
 STAGING_PREFIX = ".amp-parity-staging-"
+#: The lock a run (or ``report``) holds in its report folder while it may write there.
+REPORT_LOCK = ".amp-parity-report.lock"
 _WEIGHTS_FILE_SUFFIX = ".safetensors"
 
 
@@ -289,31 +293,195 @@ def rescue_result(result: MatrixResult) -> tuple[MatrixResult, Path]:
         return claim.publish(result), claim.path
 
 
-def publish_or_rescue(result: MatrixResult, claim: ResultClaim) -> tuple[MatrixResult, str]:
+def publish_or_rescue(result: MatrixResult, claim: ResultClaim) -> tuple[MatrixResult, str, Path | None]:
     """Publish ``result`` after the run, or if that fails save it elsewhere rather than lose it.
 
-    Returns the result as published (its records point at the weights where they now are) and the line
-    to print; a line starting ``error:`` says why it is not where it was asked for, and where it is instead.
+    Returns the result as published (its records point at the weights where they now are), the line
+    to print (a line starting ``error:`` says why it is not where it was asked for, and where it is instead)
+    and the path the result was written to (``None``: nowhere).
     """
     try:
-        return claim.publish(result), f"result written to {claim.path}"
+        return claim.publish(result), f"result written to {claim.path}", claim.path
     except AmpParityError as err:
         staged = _found_in(result, claim.staging, claim.staging)  # a failed publish leaves the weights staged
         try:
             elsewhere, where = rescue_result(staged)
         except AmpParityError as again:
-            return staged, f"error: {err} The result is lost: it could not be saved elsewhere either ({again})"
-        return elsewhere, f"error: {err} The result was saved to {where} instead (weights beside it)."
+            return staged, f"error: {err} The result is lost: it could not be saved elsewhere either ({again})", None
+        return elsewhere, f"error: {err} The result was saved to {where} instead (weights beside it).", where
 
 
-def write_report_or_say_why(result: MatrixResult, folder: Path) -> str:
+class ReportClaim:
+    """The claim of one report folder (``run --report DIR``, ``report --out DIR``): checked, locked and staged
+    before any work; the report is written into the staging folder and moved into ``DIR`` by :meth:`publish`.
+
+    A check before the run is not enough: a run takes minutes, and a ``report.md`` a user writes meanwhile,
+    or a second run's report, would be replaced unasked. So the folder is locked for the run (a second run
+    with the same folder is refused at once, naming the first), and :meth:`publish` never replaces a file
+    that appeared meanwhile unless ``--overwrite`` was given. Folders the claim created are removed again
+    if no report was published (an interrupted or failed run leaves no empty folder).
+
+    ``result``: the run's result claim; its path and weights folder (and any other result's weights folder)
+    can never be a report folder.
+
+    Raises:
+        UsageError: ``folder`` (or a parent) is a file, or is the result or a weights folder.
+        ResultError: it cannot be created or written, holds a report and ``overwrite`` is false, or another run holds it.
+    """
+
+    def __init__(self, folder: Path, overwrite: bool = False, flag: str = "--report", result: ResultClaim | None = None) -> None:
+        self.folder = Path(folder)
+        self.overwrite = overwrite
+        self.flag = flag
+        self.published = False
+        self._created: list[Path] = []
+        self._lock: _Lock | None = None
+        self._staging: StagingDir | None = None
+        _refuse_report_place(self.folder, flag, result)
+        check_report_folder(self.folder, overwrite, flag)
+        try:
+            missing = []
+            part = self.folder
+            while not os.path.lexists(part) and part != part.parent:
+                missing.append(part)
+                part = part.parent
+            for part in reversed(missing):
+                part.mkdir()
+                self._created.append(part)
+            where = os.path.abspath(self.folder)
+            self._lock = _Lock(self.folder / REPORT_LOCK, f"the report in {where}", "the report", f"{flag} folder")
+            self._staging = StagingDir(self.folder, STAGING_PREFIX)
+        except OSError as err:
+            self.close()
+            raise ResultError(f"cannot write the report in {self.folder}: {_why(err)}. Choose another {flag} folder.") from err
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> ReportClaim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def staging(self) -> Path:
+        """The folder the report is written into until :meth:`publish`."""
+        assert self._staging is not None, "the claim is closed"
+        return self._staging.path
+
+    def publish(self) -> list[Path]:
+        """Move the staged report into the folder (plots first, ``report.md`` last); return ``report.md``, then the plots.
+
+        Raises:
+            ResultError: a report file appeared in the folder during the run and ``--overwrite`` was not given
+                (or is not a regular file); nothing is moved then. Or it could not be moved (then nothing stays moved).
+        """
+        from harness.report import PLOT_FILES, REPORT_FILE
+
+        names = [name for name in (*PLOT_FILES, REPORT_FILE) if (self.staging / name).is_file()]
+        for name in names:
+            self._check_target(self.folder / name)
+        moved: list[Path] = []
+        try:
+            for name in names:
+                _move(self.staging / name, self.folder / name, replace=self.overwrite)
+                moved.append(self.folder / name)
+        except FileExistsError as err:
+            _unmove(moved, self.staging)
+            raise self._appeared(Path(err.filename2 or err.filename)) from err
+        except OSError as err:
+            _unmove(moved, self.staging)
+            raise ResultError(f"cannot write the report in {self.folder}: {_why(err)}. Choose another {self.flag} folder.") from err
+        self.published = True
+        return [p for p in moved if p.name == REPORT_FILE] + [p for p in moved if p.name != REPORT_FILE]
+
+    def _check_target(self, target: Path) -> None:
+        if not os.path.lexists(target):
+            return
+        if not self.overwrite:
+            raise self._appeared(target)
+        if target.is_symlink() or not target.is_file():
+            raise ResultError(
+                f"{target} is {_kind(target)}; --overwrite replaces only report files. Move it away or choose another {self.flag} folder."
+            )
+
+    def _appeared(self, target: Path) -> ResultError:
+        return ResultError(
+            f"{target} appeared during the run; it is replaced only with --overwrite. No report was written: write it with "
+            f"`python -m harness report RESULT --out {self.folder}`, or choose another {self.flag} folder."
+        )
+
+    def close(self) -> None:
+        """Drop what is still staged, give up the folder, and remove the folders this claim created if no report went there."""
+        if self._staging is not None:
+            self._staging.close()
+            self._staging = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+        if not self.published:
+            for part in reversed(self._created):
+                with contextlib.suppress(OSError):
+                    part.rmdir()  # only if empty: nothing anyone put there is removed
+        self._created = []
+
+
+def write_report_or_say_why(result: MatrixResult, claim: ReportClaim) -> str:
     """Write the report after the run; a failure is one ``error:`` line, not the loss of the table or the result."""
     from harness.report import write_report
 
     try:
-        return f"report written to {write_report(result, folder)[0]}"
+        write_report(result, claim.staging)
+        return f"report written to {claim.publish()[0]}"
     except AmpParityError as err:
         return f"error: {err}"
+
+
+def _refuse_report_place(folder: Path, flag: str, result: ResultClaim | None) -> None:
+    """Refuse a report folder that is the run's result, inside its weights folder, or any amp-parity weights folder:
+    a report there would be overwritten by the result, or make every later ``--overwrite`` refuse the folder."""
+    from harness.report import PLOT_FILES, REPORT_FILE
+
+    real = Path(os.path.realpath(folder))
+    if result is not None:
+        allowed = f"a folder apart from the result (--json {result.path}) and its weights folder {result.weights_dir}"
+        weights = Path(os.path.realpath(result.weights_dir))
+        if real == Path(os.path.realpath(result.path)) or real == weights or weights in real.parents:
+            raise UsageError(flag, str(folder), allowed)
+        if Path(os.path.realpath(result.path)).parent == real and result.path.name in (REPORT_FILE, *PLOT_FILES):
+            raise UsageError(flag, str(folder), f"a folder where no report file is the result (--json {result.path})")
+    for part in (real, *real.parents):
+        if os.path.lexists(part / MARKER_FILE):
+            raise UsageError(
+                flag, str(folder), f"a folder outside amp-parity's weights folder {part} (a report there makes --overwrite refuse it)"
+            )
+
+
+def _move(source: Path, target: Path, replace: bool) -> None:
+    """Rename ``source`` onto ``target``; without ``replace``, never over a file that exists (``FileExistsError``)."""
+    if replace:
+        os.replace(source, target)
+        return
+    try:
+        os.link(source, target)  # fails if target exists, atomically: a file that appeared meanwhile is never replaced
+    except FileExistsError:
+        raise
+    except OSError as err:
+        if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        if os.path.lexists(target):  # a file system without hard links: check, then rename
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(target)) from err
+        os.rename(source, target)
+        return
+    os.unlink(source)
+
+
+def _unmove(moved: list[Path], staging: Path) -> None:
+    """Put files :func:`_move` moved back into ``staging`` (a failed publish leaves no half report)."""
+    for path in moved:
+        with contextlib.suppress(OSError):
+            os.replace(path, staging / path.name)
 
 
 def _refuse_impossible(path: Path) -> None:

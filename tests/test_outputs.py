@@ -12,7 +12,7 @@ import pytest
 
 from harness.errors import ResultError, UsageError
 from harness.model import MatrixResult
-from harness.outputs import MARKER_FILE, ResultClaim, check_report_folder, publish_or_rescue, rescue_result
+from harness.outputs import MARKER_FILE, ReportClaim, ResultClaim, check_report_folder, publish_or_rescue, rescue_result
 from harness.results import load_result
 from tests.model_results import committed, with_weights
 
@@ -179,8 +179,8 @@ def test_publish_or_rescue_hands_back_the_result_where_it_was_saved(tmp_path: Pa
     monkeypatch.setattr("tempfile.tempdir", str(rescue_dir))
     _fill_disk_for("X.json", monkeypatch)
     with ResultClaim(tmp_path / "X.json") as claim:
-        published, line = publish_or_rescue(_staged_result(claim, "new"), claim)
-    assert line.startswith("error: cannot write") and "The result was saved to" in line
+        published, line, saved = publish_or_rescue(_staged_result(claim, "new"), claim)
+    assert line.startswith("error: cannot write") and f"The result was saved to {saved} instead" in line
     where = Path(str(_weights(published, 1)))
     assert where.read_text() == "new-b" and rescue_dir in where.parents and str(where.parent.parent / "result.json") in line
     assert not (tmp_path / "X.json").exists()
@@ -282,3 +282,70 @@ def test_a_users_file_at_the_lock_name_is_never_deleted(tmp_path: Path) -> None:
     lock.write_text("amp-parity lock\npid 1\n/old/b.json\n")  # a killed run's: taken over, and removed at the end
     _publish(tmp_path / "b.json", overwrite=True)
     assert not os.path.lexists(lock)
+
+
+def _stage_report(claim: ReportClaim, tag: str = "new") -> None:
+    for name in ("report.md", "losses.png", "loss_diff.png", "timing.png"):
+        (claim.staging / name).write_text(f"{tag} {name}")
+
+
+def test_a_report_written_into_the_folder_during_the_run_is_not_replaced(tmp_path: Path) -> None:
+    """The report folder is checked again when written: a user's ``report.md`` from during the run stays, nothing is half-written."""
+    with ReportClaim(tmp_path / "rep") as claim:
+        (tmp_path / "rep" / "report.md").write_text("written by hand during the run")
+        _stage_report(claim)
+        with pytest.raises(ResultError, match=r"rep/report\.md appeared during the run; it is replaced only with --overwrite"):
+            claim.publish()
+    assert (tmp_path / "rep" / "report.md").read_text() == "written by hand during the run"
+    assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["report.md"]
+    with ReportClaim(tmp_path / "rep", overwrite=True) as claim:
+        _stage_report(claim)
+        assert [p.name for p in claim.publish()] == ["report.md", "losses.png", "loss_diff.png", "timing.png"]
+    assert (tmp_path / "rep" / "report.md").read_text() == "new report.md"
+    assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["loss_diff.png", "losses.png", "report.md", "timing.png"]
+
+
+def test_a_second_claim_of_a_report_folder_is_refused_and_an_unused_folder_is_not_left(tmp_path: Path) -> None:
+    """Two runs with one ``--report``: the second is refused at once; an unpublished claim removes the folders it created."""
+    with ReportClaim(tmp_path / "a" / "rep"):
+        with pytest.raises(ResultError) as refused:
+            ReportClaim(tmp_path / "a" / "rep", overwrite=True)
+        lock = tmp_path / "a" / "rep" / ".amp-parity-report.lock"
+        assert str(refused.value) == (
+            f"another run is writing the report in {tmp_path / 'a' / 'rep'} (it holds {lock}); "
+            "wait for it to end or choose another --report folder."
+        )
+    assert list(tmp_path.iterdir()) == []  # created for the run, removed when it wrote nothing
+    (tmp_path / "mine").mkdir()
+    with ReportClaim(tmp_path / "mine"):
+        pass
+    assert list(tmp_path.iterdir()) == [tmp_path / "mine"]  # the user's folder stays
+
+
+@pytest.mark.parametrize(
+    ("report", "allowed"),
+    [
+        ("X.json", "a folder apart from the result"),
+        ("X.weights", "a folder apart from the result"),
+        ("X.weights/sub", "a folder apart from the result"),
+        ("Y.weights", "a folder outside amp-parity's weights folder"),
+        ("Y.weights/sub", "a folder outside amp-parity's weights folder"),
+    ],
+)
+def test_a_report_folder_is_never_the_result_or_a_weights_folder(tmp_path: Path, report: str, allowed: str) -> None:
+    """``--report`` at the result, in its weights folder or in another's is refused (it made every later --overwrite refuse)."""
+    _publish(tmp_path / "X.json", "old")
+    _publish(tmp_path / "Y.json", "old")
+    (tmp_path / "X.json").unlink()  # so --report X.json would otherwise be a folder to create
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    with ResultClaim(tmp_path / "X.json", overwrite=True) as claim:
+        with pytest.raises(UsageError, match=f"--report must be {allowed}"):
+            ReportClaim(tmp_path / report, result=claim)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+def test_a_result_named_like_a_report_file_in_the_report_folder_is_refused(tmp_path: Path) -> None:
+    """``--json DIR/report.md --report DIR``: the report would replace the result; refused before the run."""
+    with ResultClaim(tmp_path / "report.md") as claim:
+        with pytest.raises(UsageError, match=r"--report must be a folder where no report file is the result"):
+            ReportClaim(tmp_path, result=claim)
