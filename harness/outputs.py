@@ -36,7 +36,7 @@ from typing import Any
 
 from harness.atomic import atomic_path, file_mode, folder_mode, probe_atomic
 from harness.errors import AmpParityError, ResultError, UsageError
-from harness.model import MatrixResult
+from harness.model import MatrixResult, Status
 from harness.results import WEIGHTS_SUFFIX, is_result_file, stored_form, weights_dir_for
 from harness.staging import StagingDir
 
@@ -59,6 +59,8 @@ STAGING_PREFIX = ".amp-parity-staging-"
 #: The lock a run (or ``report``) holds in its report folder while it may write there.
 REPORT_LOCK = ".amp-parity-report.lock"
 _WEIGHTS_FILE_SUFFIX = ".safetensors"
+#: How a frontend's message says the disk was full (Python's strerror, Rust's io::Error, the errno's name).
+_ENOSPC_SIGNS = (os.strerror(errno.ENOSPC), f"os error {errno.ENOSPC}", "ENOSPC", "StorageFull")
 
 
 class ResultClaim:
@@ -296,11 +298,20 @@ def rescue_result(result: MatrixResult) -> tuple[MatrixResult, Path]:
 def publish_or_rescue(result: MatrixResult, claim: ResultClaim) -> tuple[MatrixResult, str, Path | None]:
     """Publish ``result`` after the run, or if that fails save it elsewhere rather than lose it.
 
+    A run in which a cell failed for lack of space (:func:`lack_of_space`) does not replace the result and
+    weights it was asked to ``--overwrite``: a full disk would turn a good result into an error-only one with
+    an empty weights folder. It is saved elsewhere instead, and the old pair stays.
+
     Returns the result as published (its records point at the weights where they now are), the line
     to print (a line starting ``error:`` says why it is not where it was asked for, and where it is instead)
     and the path the result was written to (``None``: nowhere).
     """
+    short = lack_of_space(result, claim.folder)
     try:
+        if short is not None and (os.path.lexists(claim.path) or os.path.lexists(claim.weights_dir)):
+            raise ResultError(
+                f"{short}; {claim.path} and its weights were kept: a run that failed for lack of space does not replace them."
+            )
         return claim.publish(result), f"result written to {claim.path}", claim.path
     except AmpParityError as err:
         staged = _found_in(result, claim.staging, claim.staging)  # a failed publish leaves the weights staged
@@ -309,6 +320,29 @@ def publish_or_rescue(result: MatrixResult, claim: ResultClaim) -> tuple[MatrixR
         except AmpParityError as again:
             return staged, f"error: {err} The result is lost: it could not be saved elsewhere either ({again})", None
         return elsewhere, f"error: {err} The result was saved to {where} instead (weights beside it).", where
+
+
+def lack_of_space(result: MatrixResult, folder: Path) -> str | None:
+    """Which cell ended in ``error`` for lack of space on ``folder``'s file system (a line saying so), or ``None``.
+
+    The cell's own message names ENOSPC where the frontend says it (Python, safetensors: ``No space left on
+    device (os error 28)``); R's ``writeBin`` says only ``problem writing to connection``, so a failed cell
+    also counts when the file system now has less room than one cell's weights need.
+    """
+    failed = [c for c in result.cells if c.status is Status.ERROR]
+    if not failed:
+        return None
+    for cell in failed:
+        if any(sign in (cell.reason or "") for sign in _ENOSPC_SIGNS):
+            return f"{cell.id} failed for lack of space"
+    need = 4 * sum(o * i + o for o, i in result.spec.layer_shapes) + 4096  # the tensors and their header
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return None
+    if free < need:
+        return f"{failed[0].id} failed, and {folder} has {free} bytes free, less than one cell's weights need ({need})"
+    return None
 
 
 class ReportClaim:

@@ -349,3 +349,55 @@ def test_a_result_named_like_a_report_file_in_the_report_folder_is_refused(tmp_p
     with ResultClaim(tmp_path / "report.md") as claim:
         with pytest.raises(UsageError, match=r"--report must be a folder where no report file is the result"):
             ReportClaim(tmp_path, result=claim)
+
+
+def _failed_for_space(claim: ResultClaim, reason: str) -> MatrixResult:
+    """A result whose first cell ended in ``error`` with ``reason`` (its weights never written), the second still staged."""
+    import dataclasses
+
+    from harness.model import Status
+
+    result = _staged_result(claim, "new")
+    (claim.staging / "a.safetensors").unlink()
+    first = dataclasses.replace(result.cells[0], status=Status.ERROR, reason=reason, record=None)
+    return dataclasses.replace(result, cells=(first, *result.cells[1:]))
+
+
+@pytest.mark.parametrize(
+    ("reason", "free"),
+    [("python script with_autocast failed: SafetensorError: Error while serializing: I/O error: No space left on device (os error 28)",
+      None),
+     ("r script with_autocast failed: Could not write the final weights: problem writing to connection.", 100)],
+    ids=["python", "r"],
+)
+def test_overwrite_by_a_run_that_ran_out_of_space_keeps_the_old_result_and_rescues_the_new(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reason: str, free: int | None
+) -> None:
+    """Weights hit ENOSPC and the error-only result replaced the good one: now the old pair stays, the new is saved elsewhere."""
+    import shutil
+
+    _publish(tmp_path / "X.json", "old")
+    old_result = (tmp_path / "X.json").read_text()
+    rescue_dir = tmp_path / "tmp"
+    rescue_dir.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(rescue_dir))
+    if free is not None:  # R says only "problem writing to connection": the file system's free space tells
+        real = shutil.disk_usage
+        monkeypatch.setattr("harness.outputs.shutil.disk_usage",
+                            lambda p: real(p)._replace(free=free) if Path(p) == tmp_path else real(p))
+    with ResultClaim(tmp_path / "X.json", overwrite=True) as claim:
+        published, line, saved = publish_or_rescue(_failed_for_space(claim, reason), claim)
+    assert line.startswith(f"error: {published.cells[0].id} failed")
+    assert f"; {tmp_path / 'X.json'} and its weights were kept: a run that failed for lack of space does not replace them." in line
+    assert line.endswith(f"The result was saved to {saved} instead (weights beside it).")
+    assert (tmp_path / "X.json").read_text() == old_result
+    assert sorted(p.name for p in (tmp_path / "X.weights").iterdir()) == [MARKER_FILE, "a.safetensors", "b.safetensors"]
+    assert saved is not None and rescue_dir in saved.parents and Path(str(_weights(published, 1))).read_text() == "new-b"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "tmp"]
+
+
+def test_a_run_that_ran_out_of_space_is_still_published_where_nothing_is_replaced(tmp_path: Path) -> None:
+    """With nothing to overwrite the failed run's result goes where it was asked (its error cells say why)."""
+    with ResultClaim(tmp_path / "X.json") as claim:
+        _, line, saved = publish_or_rescue(_failed_for_space(claim, "No space left on device (os error 28)"), claim)
+    assert (line, saved) == (f"result written to {tmp_path / 'X.json'}", tmp_path / "X.json")
