@@ -133,7 +133,7 @@ def test_interrupted_run_leaves_nothing_behind(tmp_path: Path, signum: int) -> N
     how = "interrupted" if signum == signal.SIGINT else "terminated (SIGTERM)"
     assert stderr.strip().splitlines()[-1] == f"error: {how}; no result was written."
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
-    assert [p.name for p in staging.iterdir() if p.name.startswith("amp-parity")] == []  # torch keeps its own caches there
+    assert list(staging.iterdir()) == []  # the workers' torchinductor_root and Rtmp* went with their folder
 
 
 def test_result_folder_that_is_not_writable_is_refused_before_running(tmp_path: Path) -> None:

@@ -218,3 +218,25 @@ def test_an_r_cell_whose_weights_hit_a_full_disk_is_an_error_in_one_line(
     assert outcome.status is Status.ERROR
     assert outcome.reason.endswith(f"failed: Could not write the final weights to '{target}': problem writing to connection.")
     assert "\n" not in outcome.reason and not os.path.lexists(target)
+
+
+def test_workers_leave_nothing_in_the_temporary_folder_even_when_killed(
+    tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each Python worker left an empty ``$TMPDIR/torchinductor_root``, a killed R worker its ``Rtmp*``: now the pool removes both."""
+    import os
+    import signal
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    frontends = ("python",) if availability.r_reason else ("python", "r")
+    with MatrixRunner(tiny_spec, frontends, timeout=300, availability=availability) as runner:
+        for frontend in frontends:
+            assert runner.run_cell(Cell(frontend, "with_autocast", "autocast", "cpu")).status is Status.OK
+        if "r" in frontends:
+            pid = runner.pool.worker("r").pid
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)  # R removes its Rtmp* only when it exits on its own
+            (worker_tmp,) = [p for p in tmp_path.iterdir() if p.name.startswith("amp-parity-tmp-")]
+            assert any(p.name.startswith("Rtmp") for p in worker_tmp.iterdir())
+    assert list(tmp_path.iterdir()) == []
