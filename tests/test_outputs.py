@@ -401,3 +401,15 @@ def test_a_run_that_ran_out_of_space_is_still_published_where_nothing_is_replace
     with ResultClaim(tmp_path / "X.json") as claim:
         _, line, saved = publish_or_rescue(_failed_for_space(claim, "No space left on device (os error 28)"), claim)
     assert (line, saved) == (f"result written to {tmp_path / 'X.json'}", tmp_path / "X.json")
+
+
+def test_a_report_folder_reached_through_a_link_into_the_weights_is_refused(tmp_path: Path) -> None:
+    """A link to the weights folder (or to the result's path) is the same place: refused, and nothing is written through it."""
+    _publish(tmp_path / "X.json", "old")
+    (tmp_path / "link").symlink_to(tmp_path / "X.weights")
+    with ResultClaim(tmp_path / "X.json", overwrite=True) as claim:
+        with pytest.raises(UsageError, match="--report must be a folder apart from the result"):
+            ReportClaim(tmp_path / "link" / "r", result=claim)
+    with pytest.raises(UsageError, match="--out must be a folder outside amp-parity's weights folder"):
+        ReportClaim(tmp_path / "link", overwrite=True, flag="--out")  # `report --out`: no run, the marker tells
+    assert sorted(p.name for p in (tmp_path / "X.weights").iterdir()) == [MARKER_FILE, "a.safetensors", "b.safetensors"]
