@@ -16,6 +16,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,7 +117,7 @@ def python_cuda() -> str:
 
 
 def _run_probe(args: list[str]) -> subprocess.CompletedProcess[str]:
-    """``subprocess.run`` for a probe, but a Ctrl-C or kill during it reaps the probe it stops.
+    """``subprocess.run`` for a probe in a temporary folder of its own, but a Ctrl-C or kill during it reaps the probe it stops.
 
     ``subprocess.run`` kills the child on KeyboardInterrupt without waiting for it, so the interrupted
     run's last line was ``warning: subprocess N is still running`` instead of its own.
@@ -124,7 +125,10 @@ def _run_probe(args: list[str]) -> subprocess.CompletedProcess[str]:
     Raises:
         subprocess.TimeoutExpired: the probe took over the probe timeout (it is killed and reaped).
     """
-    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT) as process:
+    # Its own $TMPDIR, removed after it: a probe stopped mid-way (R's Rtmp*) leaves nothing in the user's.
+    with tempfile.TemporaryDirectory(prefix="amp-parity-probe-") as tmp, subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT, env={**os.environ, "TMPDIR": tmp}
+    ) as process:
         try:
             stdout, stderr = process.communicate(timeout=_PROBE_TIMEOUT_S)
         except BaseException:

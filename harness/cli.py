@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 import traceback
@@ -19,12 +20,16 @@ from typing import TYPE_CHECKING, NoReturn
 from harness.errors import AmpParityError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from harness.known_differences import KnownDifference
     from harness.model import MatrixResult
 
 __all__ = ["exit_status", "exit_with_error", "main", "show_warnings_as_lines"]
 
 _DEBUG = False
+#: What the command has written so far, for the line an interruption prints ("say what exists").
+_WRITTEN: list[str] = []
 
 
 def exit_with_error(err: BaseException, debug: bool | None = None) -> NoReturn:
@@ -59,7 +64,7 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     from harness.pool import DEFAULT_TIMEOUT_S
-    from harness.prepare import add_scaler_lift_argument, add_weights_out_arguments
+    from harness.prepare import add_scaler_lift_argument, add_weights_out_arguments, path_argument
     from harness.protocol import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
     from harness.spec_args import OneLineParser, add_spec_arguments, positive_seconds, whole_number
 
@@ -76,10 +81,10 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", parents=[switches], help="run the matrix (frontends × modes) and print a table")
     add_spec_arguments(run)
     run.add_argument("--frontend", action="append", default=None, help="python, r (repeatable or comma-separated; default both)")
-    run.add_argument("--json", type=Path, default=None, help="write the whole result here (final weights go to <name>.weights/)")
+    run.add_argument("--json", type=path_argument, default=None, help="write the whole result here (final weights go to <name>.weights/)")
     run.add_argument("--overwrite", action="store_true", help="replace an existing result and its weights (only what amp-parity wrote)")
     run.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
-    run.add_argument("--report", type=Path, default=None, metavar="DIR", help="also write the report (markdown + plots) into DIR")
+    run.add_argument("--report", type=path_argument, default=None, metavar="DIR", help="also write the report (markdown + plots) into DIR")
     run.add_argument("--tolerance-only", action="store_true",
                      help="judge every pair by the tolerance; by default a pair expected bitwise identical (one libtorch, CPU) "
                           "that is not is diverged")
@@ -99,8 +104,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="profile one step of each Python cell's GEMMs with torch.profiler (default: on CUDA only)")
 
     report = commands.add_parser("report", parents=[switches], help="write the markdown report and plots of a result file")
-    report.add_argument("result", type=Path, help="a result written by `run --json`")
-    report.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for report.md and the PNG plots")
+    report.add_argument("result", type=path_argument, help="a result written by `run --json`")
+    report.add_argument("--out", type=path_argument, required=True, metavar="DIR", help="folder for report.md and the PNG plots")
     report.add_argument("--overwrite", action="store_true", help="replace a report already in DIR")
     report.add_argument("--tolerance-only", action=argparse.BooleanOptionalAction, default=None,
                         help="judge every pair by the tolerance (--no-tolerance-only: strictly); default: as the run did")
@@ -133,6 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     global _DEBUG
     args = _parser().parse_args(argv)
     _DEBUG = getattr(args, "debug", False)
+    _WRITTEN.clear()
     # A kill (SIGTERM) unwinds like Ctrl-C: workers stop, staged files go, no partial result stays.
     signal.signal(signal.SIGTERM, _terminate)
     verbose = getattr(args, "verbose", False)
@@ -149,29 +155,34 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(prepare_shell_run_spec(args)))
             return
         if args.command == "report":
-            from harness.outputs import check_report_folder
+            from harness.outputs import ReportClaim
             from harness.report import report_main
 
-            check_report_folder(args.out, args.overwrite, flag="--out")
             judging = None if args.tolerance_only is None else "tolerance_only" if args.tolerance_only else "strict"
-            written = report_main(args.result, args.out, judging, _known(args))
-            print(f"report written to {written[0]} ({len(written) - 1} plots beside it)")
+            with ReportClaim(args.out, args.overwrite, flag="--out") as claim:
+                report_main(args.result, claim.staging, judging, _known(args))
+                written = claim.publish()
+            _WRITTEN.append(f"the report was written to {written[0]}")
+            _print_or_go_quiet(f"report written to {written[0]} ({len(written) - 1} plots beside it)")
             return
         if args.command == "trace":
             sys.exit(_trace(args))
         sys.exit(_run(args))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         # A probe subprocess interrupted mid-way is killed but not yet reaped; its ResourceWarning
         # would land after this line as a second, misleading one.
         warnings.filterwarnings("ignore", category=ResourceWarning)
-        print("error: interrupted; no result was written.", file=sys.stderr)
-        sys.exit(130)
+        print(f"error: {_interrupted_line(args, stop)}", file=sys.stderr)
+        sys.exit(128 + getattr(stop, "signum", signal.SIGINT))
+    except BrokenPipeError:
+        _quiet_stdout()  # `... | head` closed our output early: nothing to say, and nobody to say it to
+        sys.exit(128 + signal.SIGPIPE)
     except Exception as err:
         exit_with_error(err)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from harness.outputs import ResultClaim, check_report_folder, publish_or_rescue, write_report_or_say_why
+    from harness.outputs import ReportClaim, ResultClaim, publish_or_rescue, write_report_or_say_why
     from harness.prepare import require_device
     from harness.protocol import TimingProtocol
     from harness.runner import MatrixRunner
@@ -184,12 +195,13 @@ def _run(args: argparse.Namespace) -> int:
     protocol = TimingProtocol(args.warmup_rounds, args.rounds, args.max_seconds, args.interleave)
     frontends = _parse_frontends(args.frontend)
     require_device(spec)
-    if args.report is not None:
-        check_report_folder(args.report, args.overwrite)
     console = make_console()
+    _go_quiet_on_broken_pipe(console)
     with contextlib.ExitStack() as claimed:
-        # Claimed before the first cell and held to the end: a second run for the same --json is refused.
+        # Claimed before the first cell and held to the end: a second run for the same --json (or --report) is
+        # refused, and a report folder is never the result or its weights folder.
         claim = claimed.enter_context(ResultClaim(args.json, args.overwrite)) if args.json is not None else None
+        reports = claimed.enter_context(ReportClaim(args.report, args.overwrite, result=claim)) if args.report is not None else None
         with MatrixRunner(
             spec, frontends, timeout=args.timeout, staging=claim.staging if claim else None, scaler_lift=args.scaler_lift,
             trace=args.trace, known=_known(args),
@@ -199,15 +211,23 @@ def _run(args: argparse.Namespace) -> int:
                                     judging="tolerance_only" if args.tolerance_only else "strict")
             saved = None
             if claim is not None:
-                result, saved = publish_or_rescue(result, claim)
-            written = write_report_or_say_why(result, args.report) if args.report is not None else None  # reads the weights
-    print_result(result, console)
+                result, saved, where = publish_or_rescue(result, claim)
+                if where is not None:
+                    _WRITTEN.append(f"the result was written to {where}")
+            written = write_report_or_say_why(result, reports, _known(args)) if reports is not None else None  # reads the weights
+            if reports is not None and reports.published:
+                _WRITTEN.append(f"the report was written to {reports.folder}")
     lines = [line for line in (saved, written) if line is not None]
+    try:
+        print_result(result, console)
+        for line in lines:
+            if not line.startswith("error:"):
+                console.print(line)
+    except BrokenPipeError:
+        _quiet_stdout()  # `run ... | head`: the table was cut short, the run's outcome stands
     for line in lines:
         if line.startswith("error:"):
             print(line, file=sys.stderr)
-        else:
-            console.print(line)
     return 1 if any(line.startswith("error:") for line in lines) else exit_status(result)
 
 
@@ -240,6 +260,44 @@ def _known(args: argparse.Namespace) -> tuple[KnownDifference, ...] | None:
     return None if path is None else load_known_differences(Path(path))
 
 
+def _interrupted_line(args: argparse.Namespace, stop: KeyboardInterrupt) -> str:
+    """What an interruption (Ctrl-C or SIGTERM) leaves: what the command had written, and what it had not."""
+    how = "terminated (SIGTERM)" if getattr(stop, "signum", None) == signal.SIGTERM else "interrupted"
+    missing = {"run": "no result was written", "report": "no report was written", "prepare": "no run spec was printed"}
+    done = list(_WRITTEN)
+    if not done:
+        return f"{how}; {missing.get(args.command, 'nothing was written')}."
+    line = f"{how} after {' and '.join(done)}"
+    if args.command == "run" and getattr(args, "report", None) is not None and not any("report" in d for d in done):
+        line += "; no report was written"
+    return line + "; the table was not printed." if args.command == "run" else line + "."
+
+
+def _print_or_go_quiet(line: str) -> None:
+    """Print ``line``; a closed stdout (``| head``) is not an error of the command."""
+    try:
+        print(line, flush=True)
+    except BrokenPipeError:
+        _quiet_stdout()
+
+
+def _go_quiet_on_broken_pipe(console: Console) -> None:
+    """rich exits 1 when stdout's reader is gone (``run ... | head``); the run's outcome stands, so it goes quiet instead."""
+    def quiet() -> None:
+        console.quiet = True
+        _quiet_stdout()
+
+    setattr(console, "on_broken_pipe", quiet)  # noqa: B010 (mypy refuses assigning to a method)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail again on the closed pipe."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def exit_status(result: MatrixResult) -> int:
     """1 when a cell ended in ``error`` or ``numerical_failure``, a pair ``diverged`` (or names a stale known
     difference), or a cell failed its own verdict (float64 bound, scaler rule: :mod:`harness.cell_verdict`); else 0."""
@@ -251,8 +309,14 @@ def exit_status(result: MatrixResult) -> int:
     return 1 if failed or diverged or any(c.verdict is not None and c.verdict.failed for c in result.cells) else 0
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, unwound like Ctrl-C; the exit status is 128 + its number (143), as a shell reports a kill."""
+
+    signum = signal.SIGTERM
+
+
 def _terminate(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+    raise _Terminated
 
 
 def _parse_frontends(values: list[str] | None) -> tuple[str, ...]:

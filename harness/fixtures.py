@@ -9,11 +9,14 @@ mismatching file is rebuilt with a warning.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
 import logging
 import math
+import os
+import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,6 +41,8 @@ FIXTURE_SCHEMA_VERSION = 1
 _DATA_FILE = "fixtures.safetensors"
 _MANIFEST_FILE = "manifest.json"
 _CHUNK = 1 << 24
+#: The temporary file safetensors' ``save_file`` writes beside its target (Rust's tempfile crate: ``.tmp`` + 6 characters).
+_SAFETENSORS_TEMP = re.compile(r"\.tmp[A-Za-z0-9]{6}")
 
 
 class FixtureWarning(UserWarning):
@@ -66,11 +71,17 @@ def ensure_fixtures(spec: WorkloadSpec, cache: Path | None = None) -> FixtureFil
     folder = (cache or fixtures_dir()) / digest
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with _locked(folder / ".lock"):
-            _sweep_dead_writers(folder)
+        with _locked(folder / ".lock") as writable:
+            if writable:
+                _sweep_dead_writers(folder)
             problem = _verify(folder, spec, digest)
             if problem is None:
                 return _read_file(folder, digest)
+            if not writable:
+                raise FixtureError(
+                    f"the fixture cache {folder} is read-only and its fixture cannot be used ({problem}). "
+                    "Make it writable or point AMP_PARITY_FIXTURES at a writable directory."
+                )
             if problem != "absent":
                 warnings.warn(f"fixture cache {folder}: {problem}; rebuilding it.", FixtureWarning, stacklevel=2)
             return _build(folder, spec, digest)
@@ -144,11 +155,14 @@ def _sweep_dead_writers(folder: Path) -> None:
 
     Only called under the lock, and every writer writes under it: any temporary file found then
     belongs to a process that died while holding the lock (at ``recipe`` size, a gigabyte and more).
+    Two kinds: :func:`harness.atomic.atomic_path`'s, and safetensors' own, which ``save_file`` writes
+    beside its target (``.tmp`` and six letters) before renaming it onto the name it was given.
     """
-    for name in (_DATA_FILE, _MANIFEST_FILE):
-        for tmp in temporaries_of(folder / name):
-            log.info("removing %s, left by a fixture build that was killed", tmp)
-            tmp.unlink(missing_ok=True)
+    found = [tmp for name in (_DATA_FILE, _MANIFEST_FILE) for tmp in temporaries_of(folder / name)]
+    found += [p for p in folder.iterdir() if _SAFETENSORS_TEMP.fullmatch(p.name) and p.is_file() and not p.is_symlink()]
+    for tmp in found:
+        log.info("removing %s, left by a fixture build that was killed", tmp)
+        tmp.unlink(missing_ok=True)
 
 
 def _verify(folder: Path, spec: WorkloadSpec, digest: str) -> str | None:
@@ -188,10 +202,27 @@ def _sha256(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    with open(lock_path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+def _locked(lock_path: Path) -> Iterator[bool]:
+    """Hold the cache folder's lock; yields whether the folder can be written.
+
+    A read-only cache (a shared, read-only mount; a folder without write permission) cannot be rebuilt, but
+    its valid fixtures can still be read: then the lock is taken shared where the lock file exists (a reader
+    never sees a build in progress), and not at all where it does not (nobody can write there either).
+    """
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        writable = True
+    except OSError as err:
+        if err.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        writable = False
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fd = os.open(lock_path, os.O_RDONLY)
+        except OSError:
+            yield False
+            return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if writable else fcntl.LOCK_SH)
+        yield writable
+    finally:
+        os.close(fd)  # closing drops the lock

@@ -36,13 +36,16 @@ from typing import Any
 
 from harness.atomic import atomic_path, file_mode, folder_mode, probe_atomic
 from harness.errors import AmpParityError, ResultError, UsageError
-from harness.model import MatrixResult
+from harness.known_differences import KnownDifference
+from harness.model import MatrixResult, Status
 from harness.results import WEIGHTS_SUFFIX, is_result_file, stored_form, weights_dir_for
 from harness.staging import StagingDir
 
 __all__ = [
     "MARKER_FILE",
     "STAGING_PREFIX",
+    "REPORT_LOCK",
+    "ReportClaim",
     "ResultClaim",
     "check_report_folder",
     "publish_or_rescue",
@@ -54,7 +57,11 @@ __all__ = [
 MARKER_FILE = ".amp-parity-weights.json"
 #: Staging folders beside a result (swept when their run is dead, see :mod:`harness.staging`).
 STAGING_PREFIX = ".amp-parity-staging-"
+#: The lock a run (or ``report``) holds in its report folder while it may write there.
+REPORT_LOCK = ".amp-parity-report.lock"
 _WEIGHTS_FILE_SUFFIX = ".safetensors"
+#: How a frontend's message says the disk was full (Python's strerror, Rust's io::Error, the errno's name).
+_ENOSPC_SIGNS = (os.strerror(errno.ENOSPC), f"os error {errno.ENOSPC}", "ENOSPC", "StorageFull")
 
 
 class ResultClaim:
@@ -71,8 +78,9 @@ class ResultClaim:
         self.weights_dir = weights_dir_for(self.path)
         self.folder = self.path.parent
         _refuse_impossible(self.path)
-        self._lock_path = self.folder / f".{self.weights_dir.name}.lock"
-        self._lock_fd: int | None = _take_lock(self._lock_path, self.path)
+        self._lock: _Lock | None = _Lock(
+            self.folder / f".{self.weights_dir.name}.lock", os.path.abspath(self.path), "a result", "--json path"
+        )
         self._staging: StagingDir | None = None
         try:
             self._check_existing()
@@ -102,11 +110,9 @@ class ResultClaim:
         if self._staging is not None:
             self._staging.close()
             self._staging = None
-        if self._lock_fd is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self._lock_path)  # while still held: a waiting run then sees a fresh file
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def publish(self, result: MatrixResult) -> MatrixResult:
         """Publish the weights folder and the result together; return the result whose records point at ``W``.
@@ -123,7 +129,9 @@ class ResultClaim:
                 if source.parent != staged:
                     shutil.move(source, staged / source.name)
             result = _found_in(result, staged, staged)
-            (staged / MARKER_FILE).write_text(json.dumps({"result": self.path.name}) + "\n", encoding="utf-8")
+            files = sorted(p.name for p in staged.iterdir() if p.name.endswith(_WEIGHTS_FILE_SUFFIX))
+            marker = {"result": self.path.name, "files": files}  # only these are amp-parity's (a user's .safetensors is not)
+            (staged / MARKER_FILE).write_text(json.dumps(marker) + "\n", encoding="utf-8")
             _set_modes(staged)
             published = _found_in(result, staged, Path(os.path.abspath(self.weights_dir)))  # absolute in memory, as loaded
             stored = stored_form(published, self.path)
@@ -187,7 +195,12 @@ class ResultClaim:
 
 
 def foreign_weights(folder: Path, result_name: str) -> str | None:
-    """Why ``folder`` is not a weights folder this harness wrote for ``result_name``, or ``None`` if it is."""
+    """Why ``folder`` is not a weights folder this harness wrote for ``result_name``, or ``None`` if it is.
+
+    Only the files its marker names are the harness's (markers written before they listed their files:
+    the files the result beside it names). Any other entry, a ``.safetensors`` file a user put there
+    included, makes the folder the user's: ``--overwrite`` would delete it.
+    """
     if folder.is_symlink():
         return "is a symbolic link"
     if not folder.is_dir():
@@ -199,11 +212,28 @@ def foreign_weights(folder: Path, result_name: str) -> str | None:
         return f"was not written by amp-parity (it has no {MARKER_FILE})"
     if owner != result_name:
         return f"holds the weights of {owner!r}"
-    for entry in folder.iterdir():
-        ours = entry.name == MARKER_FILE or (entry.name.endswith(_WEIGHTS_FILE_SUFFIX) and entry.is_file() and not entry.is_symlink())
-        if not ours:
+    ours = marker.get("files") if isinstance(marker, dict) else None
+    if ours is None:
+        ours = _named_by_result(folder.parent / result_name, folder)
+    if not isinstance(ours, list) or not all(isinstance(name, str) for name in ours):
+        return f"has a {MARKER_FILE} that does not list its files; amp-parity cannot tell them from a user's"
+    for entry in sorted(folder.iterdir()):
+        if entry.name == MARKER_FILE:
+            continue
+        if entry.name not in ours or entry.is_symlink() or not entry.is_file():
             return f"holds {entry.name}, which amp-parity did not write"
     return None
+
+
+def _named_by_result(result_path: Path, folder: Path) -> list[str] | None:
+    """The names of the weights files in ``folder`` that the result at ``result_path`` names (``None``: unreadable)."""
+    try:
+        cells = json.loads(result_path.read_text(encoding="utf-8"))["cells"]
+        paths = [c["record"]["weights_path"] for c in cells if c.get("record") and c["record"].get("weights_path")]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    where = os.path.abspath(folder)
+    return [Path(p).name for p in paths if os.path.dirname(os.path.abspath(result_path.parent / p)) == where]
 
 
 def check_report_folder(folder: Path, overwrite: bool = False, flag: str = "--report") -> None:
@@ -266,31 +296,227 @@ def rescue_result(result: MatrixResult) -> tuple[MatrixResult, Path]:
         return claim.publish(result), claim.path
 
 
-def publish_or_rescue(result: MatrixResult, claim: ResultClaim) -> tuple[MatrixResult, str]:
+def publish_or_rescue(result: MatrixResult, claim: ResultClaim) -> tuple[MatrixResult, str, Path | None]:
     """Publish ``result`` after the run, or if that fails save it elsewhere rather than lose it.
 
-    Returns the result as published (its records point at the weights where they now are) and the line
-    to print; a line starting ``error:`` says why it is not where it was asked for, and where it is instead.
+    A run in which a cell failed for lack of space (:func:`lack_of_space`) does not replace the result and
+    weights it was asked to ``--overwrite``: a full disk would turn a good result into an error-only one with
+    an empty weights folder. It is saved elsewhere instead, and the old pair stays.
+
+    Returns the result as published (its records point at the weights where they now are), the line
+    to print (a line starting ``error:`` says why it is not where it was asked for, and where it is instead)
+    and the path the result was written to (``None``: nowhere).
     """
+    short = lack_of_space(result, claim.folder)
     try:
-        return claim.publish(result), f"result written to {claim.path}"
+        if short is not None and (os.path.lexists(claim.path) or os.path.lexists(claim.weights_dir)):
+            raise ResultError(
+                f"{short}; {claim.path} and its weights were kept: a run that failed for lack of space does not replace them."
+            )
+        return claim.publish(result), f"result written to {claim.path}", claim.path
     except AmpParityError as err:
         staged = _found_in(result, claim.staging, claim.staging)  # a failed publish leaves the weights staged
         try:
             elsewhere, where = rescue_result(staged)
         except AmpParityError as again:
-            return staged, f"error: {err} The result is lost: it could not be saved elsewhere either ({again})"
-        return elsewhere, f"error: {err} The result was saved to {where} instead (weights beside it)."
+            return staged, f"error: {err} The result is lost: it could not be saved elsewhere either ({again})", None
+        return elsewhere, f"error: {err} The result was saved to {where} instead (weights beside it).", where
 
 
-def write_report_or_say_why(result: MatrixResult, folder: Path) -> str:
+def lack_of_space(result: MatrixResult, folder: Path) -> str | None:
+    """Which cell ended in ``error`` for lack of space on ``folder``'s file system (a line saying so), or ``None``.
+
+    The cell's own message names ENOSPC where the frontend says it (Python, safetensors: ``No space left on
+    device (os error 28)``); R's ``writeBin`` says only ``problem writing to connection``, so a failed cell
+    also counts when the file system now has less room than one cell's weights need.
+    """
+    failed = [c for c in result.cells if c.status is Status.ERROR]
+    if not failed:
+        return None
+    for cell in failed:
+        if any(sign in (cell.reason or "") for sign in _ENOSPC_SIGNS):
+            return f"{cell.id} failed for lack of space"
+    need = 4 * sum(o * i + o for o, i in result.spec.layer_shapes) + 4096  # the tensors and their header
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return None
+    if free < need:
+        return f"{failed[0].id} failed, and {folder} has {free} bytes free, less than one cell's weights need ({need})"
+    return None
+
+
+class ReportClaim:
+    """The claim of one report folder (``run --report DIR``, ``report --out DIR``): checked, locked and staged
+    before any work; the report is written into the staging folder and moved into ``DIR`` by :meth:`publish`.
+
+    A check before the run is not enough: a run takes minutes, and a ``report.md`` a user writes meanwhile,
+    or a second run's report, would be replaced unasked. So the folder is locked for the run (a second run
+    with the same folder is refused at once, naming the first), and :meth:`publish` never replaces a file
+    that appeared meanwhile unless ``--overwrite`` was given. Folders the claim created are removed again
+    if no report was published (an interrupted or failed run leaves no empty folder).
+
+    ``result``: the run's result claim; its path and weights folder (and any other result's weights folder)
+    can never be a report folder.
+
+    Raises:
+        UsageError: ``folder`` (or a parent) is a file, or is the result or a weights folder.
+        ResultError: it cannot be created or written, holds a report and ``overwrite`` is false, or another run holds it.
+    """
+
+    def __init__(self, folder: Path, overwrite: bool = False, flag: str = "--report", result: ResultClaim | None = None) -> None:
+        self.folder = Path(folder)
+        self.overwrite = overwrite
+        self.flag = flag
+        self.published = False
+        self._created: list[Path] = []
+        self._lock: _Lock | None = None
+        self._staging: StagingDir | None = None
+        _refuse_report_place(self.folder, flag, result)
+        check_report_folder(self.folder, overwrite, flag)
+        try:
+            missing = []
+            part = self.folder
+            while not os.path.lexists(part) and part != part.parent:
+                missing.append(part)
+                part = part.parent
+            for part in reversed(missing):
+                part.mkdir()
+                self._created.append(part)
+            where = os.path.abspath(self.folder)
+            self._lock = _Lock(self.folder / REPORT_LOCK, f"the report in {where}", "the report", f"{flag} folder")
+            self._staging = StagingDir(self.folder, STAGING_PREFIX)
+        except OSError as err:
+            self.close()
+            raise ResultError(f"cannot write the report in {self.folder}: {_why(err)}. Choose another {flag} folder.") from err
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> ReportClaim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def staging(self) -> Path:
+        """The folder the report is written into until :meth:`publish`."""
+        assert self._staging is not None, "the claim is closed"
+        return self._staging.path
+
+    def publish(self) -> list[Path]:
+        """Move the staged report into the folder (plots first, ``report.md`` last); return ``report.md``, then the plots.
+
+        Raises:
+            ResultError: a report file appeared in the folder during the run and ``--overwrite`` was not given
+                (or is not a regular file); nothing is moved then. Or it could not be moved (then nothing stays moved).
+        """
+        from harness.report import PLOT_FILES, REPORT_FILE
+
+        names = [name for name in (*PLOT_FILES, REPORT_FILE) if (self.staging / name).is_file()]
+        for name in names:
+            self._check_target(self.folder / name)
+        moved: list[Path] = []
+        try:
+            for name in names:
+                _move(self.staging / name, self.folder / name, replace=self.overwrite)
+                moved.append(self.folder / name)
+        except FileExistsError as err:
+            _unmove(moved, self.staging)
+            raise self._appeared(Path(err.filename2 or err.filename)) from err
+        except OSError as err:
+            _unmove(moved, self.staging)
+            raise ResultError(f"cannot write the report in {self.folder}: {_why(err)}. Choose another {self.flag} folder.") from err
+        self.published = True
+        return [p for p in moved if p.name == REPORT_FILE] + [p for p in moved if p.name != REPORT_FILE]
+
+    def _check_target(self, target: Path) -> None:
+        if not os.path.lexists(target):
+            return
+        if not self.overwrite:
+            raise self._appeared(target)
+        if target.is_symlink() or not target.is_file():
+            raise ResultError(
+                f"{target} is {_kind(target)}; --overwrite replaces only report files. Move it away or choose another {self.flag} folder."
+            )
+
+    def _appeared(self, target: Path) -> ResultError:
+        return ResultError(
+            f"{target} appeared during the run; it is replaced only with --overwrite. No report was written: write it with "
+            f"`python -m harness report RESULT --out {self.folder}`, or choose another {self.flag} folder."
+        )
+
+    def close(self) -> None:
+        """Drop what is still staged, give up the folder, and remove the folders this claim created if no report went there."""
+        if self._staging is not None:
+            self._staging.close()
+            self._staging = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+        if not self.published:
+            for part in reversed(self._created):
+                with contextlib.suppress(OSError):
+                    part.rmdir()  # only if empty: nothing anyone put there is removed
+        self._created = []
+
+
+def write_report_or_say_why(result: MatrixResult, claim: ReportClaim, known: tuple[KnownDifference, ...] | None = None) -> str:
     """Write the report after the run; a failure is one ``error:`` line, not the loss of the table or the result."""
     from harness.report import write_report
 
     try:
-        return f"report written to {write_report(result, folder)[0]}"
+        write_report(result, claim.staging, known=known)
+        return f"report written to {claim.publish()[0]}"
     except AmpParityError as err:
         return f"error: {err}"
+
+
+def _refuse_report_place(folder: Path, flag: str, result: ResultClaim | None) -> None:
+    """Refuse a report folder that is the run's result, inside its weights folder, or any amp-parity weights folder:
+    a report there would be overwritten by the result, or make every later ``--overwrite`` refuse the folder."""
+    from harness.report import PLOT_FILES, REPORT_FILE
+
+    real = Path(os.path.realpath(folder))
+    if result is not None:
+        allowed = f"a folder apart from the result (--json {result.path}) and its weights folder {result.weights_dir}"
+        weights = Path(os.path.realpath(result.weights_dir))
+        if real == Path(os.path.realpath(result.path)) or real == weights or weights in real.parents:
+            raise UsageError(flag, str(folder), allowed)
+        if Path(os.path.realpath(result.path)).parent == real and result.path.name in (REPORT_FILE, *PLOT_FILES):
+            raise UsageError(flag, str(folder), f"a folder where no report file is the result (--json {result.path})")
+    for part in (real, *real.parents):
+        if os.path.lexists(part / MARKER_FILE):
+            raise UsageError(
+                flag, str(folder), f"a folder outside amp-parity's weights folder {part} (a report there makes --overwrite refuse it)"
+            )
+
+
+def _move(source: Path, target: Path, replace: bool) -> None:
+    """Rename ``source`` onto ``target``; without ``replace``, never over a file that exists (``FileExistsError``)."""
+    if replace:
+        os.replace(source, target)
+        return
+    try:
+        os.link(source, target)  # fails if target exists, atomically: a file that appeared meanwhile is never replaced
+    except FileExistsError:
+        raise
+    except OSError as err:
+        if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        if os.path.lexists(target):  # a file system without hard links: check, then rename
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(target)) from err
+        os.rename(source, target)
+        return
+    os.unlink(source)
+
+
+def _unmove(moved: list[Path], staging: Path) -> None:
+    """Put files :func:`_move` moved back into ``staging`` (a failed publish leaves no half report)."""
+    for path in moved:
+        with contextlib.suppress(OSError):
+            os.replace(path, staging / path.name)
 
 
 def _refuse_impossible(path: Path) -> None:
@@ -308,25 +534,91 @@ def _refuse_impossible(path: Path) -> None:
         raise ResultError(f"cannot write a result in {folder}: it is not a writable folder. Choose another --json path.")
 
 
-def _take_lock(lock_path: Path, result_path: Path) -> int:
-    """Open and lock ``lock_path`` without waiting; retry if a finishing run unlinked it meanwhile."""
-    for _ in range(5):
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
-        except OSError as err:
-            raise ResultError(f"cannot write a result in {lock_path.parent}: {_why(err)}. Choose another --json path.") from err
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise ResultError(
-                f"another run is writing {result_path} (it holds {lock_path}); wait for it to end or choose another --json path."
-            ) from None
+#: The first line of every lock file the harness writes: a file at a lock's name without it is not the harness's.
+_LOCK_TAG = "amp-parity lock"
+
+
+class _Lock:
+    """A lock file ``path`` held (``flock``) by this process for ``what``; it names ``what``, for the run it refuses.
+
+    Only a lock file the harness wrote is removed when released: one it created, or one a killed run left
+    (it starts with :data:`_LOCK_TAG`). An empty file found there (a killed run's before it wrote, or an
+    older version's) is used and left as it was found; any other file at that name is a user's, and the claim
+    is refused rather than the file deleted.
+
+    Raises:
+        ResultError: another run holds it (naming that run's ``what``), or the name is taken by something else.
+    """
+
+    def __init__(self, path: Path, what: str, place: str, flag: str) -> None:
+        self.path = path
+        self._fd: int | None = None
+        for _ in range(5):
+            created = True
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+            except FileExistsError:
+                created = False
+                try:
+                    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+                except FileNotFoundError:
+                    continue  # a finishing run removed it meanwhile
+                except OSError as err:
+                    raise ResultError(f"{path} is in the way ({_why(err)}): amp-parity claims {what} with that name. "
+                                      f"Move it away or choose another {flag}.") from err
+            except OSError as err:
+                raise ResultError(f"cannot write {place} in {path.parent}: {_why(err)}. Choose another {flag}.") from err
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _lock_holder(fd) or what
+                os.close(fd)
+                raise ResultError(
+                    f"another run is writing {holder} (it holds {path}); wait for it to end or choose another {flag}."
+                ) from None
+            try:
+                same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+            except OSError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            text = _read_fd(fd)
+            if not created and text and not text.startswith(_LOCK_TAG):
+                os.close(fd)
+                raise ResultError(f"{path} is not an amp-parity lock file, and amp-parity claims {what} with that name; "
+                                  f"it was left as it is. Move it away or choose another {flag}.")
+            self._fd, self._ours = fd, created or bool(text)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{_LOCK_TAG}\npid {os.getpid()}\n{what}\n".encode(), 0)
+            return
+        raise ResultError(f"cannot claim {what}: its lock {path} keeps changing. Choose another {flag}.")
+
+    def release(self) -> None:
+        """Give the lock up: remove the file if it is the harness's (while still held: a waiting run then sees a fresh
+        file), else empty it again as it was found (idempotent)."""
+        if self._fd is None:
+            return
         with contextlib.suppress(OSError):
-            if os.stat(lock_path).st_ino == os.fstat(fd).st_ino:
-                return fd
-        os.close(fd)
-    raise ResultError(f"cannot claim {result_path}: its lock {lock_path} keeps changing. Choose another --json path.")
+            if self._ours:
+                os.unlink(self.path)
+            else:
+                os.ftruncate(self._fd, 0)
+        os.close(self._fd)
+        self._fd = None
+
+
+def _lock_holder(fd: int) -> str | None:
+    """What the run holding a lock file said it writes (its third line), if it is the harness's and says it."""
+    lines = _read_fd(fd).splitlines()
+    return lines[2] if len(lines) >= 3 and lines[0] == _LOCK_TAG else None
+
+
+def _read_fd(fd: int) -> str:
+    try:
+        return os.pread(fd, 4096, 0).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _weights_files(result: MatrixResult) -> list[Path]:

@@ -20,13 +20,15 @@ from harness.spec import WorkloadSpec
 from harness.staging import StagingDir
 from harness.worker import Worker
 
-__all__ = ["DEFAULT_TIMEOUT_S", "STAGING_PREFIX", "WorkerPool"]
+__all__ = ["DEFAULT_TIMEOUT_S", "STAGING_PREFIX", "WORKER_TMP_PREFIX", "WorkerPool"]
 
 #: A cell that has not answered in this long is hung: ``recipe`` on 2 CPU cores takes a few minutes
 #: per cell, ``tiny`` well under a second.
 DEFAULT_TIMEOUT_S = 900.0
 #: The pool's own staging folders in the temporary directory (a killed run's are swept by the next).
 STAGING_PREFIX = "amp-parity-weights-"
+#: The workers' temporary directory ($TMPDIR), one per pool, removed with it (a killed run's is swept by the next).
+WORKER_TMP_PREFIX = "amp-parity-tmp-"
 
 
 class WorkerPool:
@@ -51,6 +53,9 @@ class WorkerPool:
             self._own_staging = StagingDir(Path(tempfile.gettempdir()), STAGING_PREFIX)
             staging = self._own_staging.path
         self.staging = staging
+        # What the workers leave in $TMPDIR (torch's torchinductor_<user>, R's Rtmp* of a worker that was killed)
+        # goes into a folder of the pool's own, removed when it closes.
+        self._worker_tmp = StagingDir(Path(tempfile.gettempdir()), WORKER_TMP_PREFIX)
         self._workers: dict[str, Worker] = {}
 
     def close(self) -> None:
@@ -58,13 +63,15 @@ class WorkerPool:
         for worker in self._workers.values():
             worker.close()
         self._workers.clear()
+        self._worker_tmp.close()
         if self._own_staging is not None:
             self._own_staging.close()
 
     def worker(self, frontend: str) -> Worker:
         """The frontend's long-lived worker (started on first use)."""
         if frontend not in self._workers:
-            self._workers[frontend] = open_worker(frontend, thread_env(self.spec.threads))
+            env = {**thread_env(self.spec.threads), "TMPDIR": str(self._worker_tmp.path)}
+            self._workers[frontend] = open_worker(frontend, env)
         return self._workers[frontend]
 
     def worker_info(self) -> dict[str, Any]:

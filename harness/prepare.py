@@ -22,6 +22,7 @@ from harness.spec_args import OneLineParser, add_spec_arguments, spec_from_args
 __all__ = [
     "add_scaler_lift_argument",
     "add_weights_out_arguments",
+    "path_argument",
     "check_weights_out",
     "parse_shell_args",
     "prepare_run_spec",
@@ -59,9 +60,20 @@ def add_scaler_lift_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def path_argument(text: str) -> Path:
+    """A path flag's value (argparse ``type``): an empty one is refused, not taken as ``.``, the current folder.
+
+    ``Path("")`` is ``Path(".")``: ``--report ""`` wrote into the current folder and ``--json ""`` failed after
+    the flags were read, with an unexpected ``ValueError``.
+    """
+    if not text:
+        raise argparse.ArgumentTypeError("expected a path, got an empty string ''; name a file or folder")
+    return Path(text)
+
+
 def add_weights_out_arguments(parser: argparse.ArgumentParser) -> None:
     """``--weights-out FILE`` and ``--overwrite``: the shell modes' (Python's and, through ``prepare``, R's)."""
-    parser.add_argument("--weights-out", type=Path, default=None, help="where the script writes its final weights")
+    parser.add_argument("--weights-out", type=path_argument, default=None, help="where the script writes its final weights")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --weights-out file (a regular file only)")
 
 

@@ -19,6 +19,7 @@ import multiprocessing.connection
 import os
 import resource
 import signal
+import tempfile
 import time
 import traceback
 from typing import Any
@@ -181,6 +182,7 @@ class _LogCollector(logging.Handler):
 def _serve(conn: multiprocessing.connection.Connection, handler_path: str, env: dict[str, str]) -> None:
     """The child's loop: build the handler, then answer requests until ``None`` arrives."""
     os.environ.update(env)
+    tempfile.tempdir = None  # read $TMPDIR again: the parent may have given the worker its own
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     collector = _LogCollector()
     logging.getLogger().addHandler(collector)

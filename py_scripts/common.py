@@ -226,6 +226,10 @@ def save_final_weights(net: torch.nn.Sequential, path: str | None) -> None:
         tensors[f"layer{k}.bias"] = linear.bias.detach().to("cpu").contiguous()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     save_file(tensors, path)
+    # safetensors writes a mkstemp file (0600) and renames it: give it the mode a plain write gives, as R's has.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    os.chmod(path, 0o666 & ~mask)
 
 
 def make_record(workload_start: float, **fields: Any) -> dict[str, Any]:

@@ -11,6 +11,9 @@ source(
   local = environment()
 )
 
+# The worker is the harness's process: an error's message is a cell's one-line reason, so cli must not wrap it.
+options(cli.width = 10000L)
+
 #' Scripts the bridge has sourced, by path, each with the mtime it had then.
 sourced_scripts <- new.env(parent = emptyenv())
 

@@ -295,7 +295,14 @@ save_final_weights <- function(net, path) {
     tensors[[sprintf("layer%d.bias", k)]] <- linear$bias$detach()$cpu()$contiguous()
   }
   dir.create(dirname(path), recursive = TRUE, showWarnings = FALSE)
-  safetensors::safe_save_file(tensors, path)
+  # writeBin() only warns when the disk is full, and leaves a truncated file that passes for weights.
+  withCallingHandlers(
+    safetensors::safe_save_file(tensors, path),
+    warning = function(w) {
+      unlink(path)
+      abort_cli("Could not write the final weights to {.path {path}}: {conditionMessage(w)}.")
+    }
+  )
   invisible(path)
 }
 

@@ -67,7 +67,8 @@ def test_two_runs_with_the_same_new_json_the_second_is_refused_and_the_first_kee
     assert first.returncode == 0, stderr
     result = json.loads((tmp_path / "X.json").read_text())
     assert result["spec"]["num_batches"] == 300
-    assert json.loads((tmp_path / "X.weights" / ".amp-parity-weights.json").read_text()) == {"result": "X.json"}
+    marker = json.loads((tmp_path / "X.weights" / ".amp-parity-weights.json").read_text())
+    assert marker == {"result": "X.json", "files": ["with_autocast-default-python-cpu.safetensors"]}
     assert (tmp_path / result["cells"][0]["record"]["weights_path"]).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "tmp"]
     mode = stat.S_IMODE((tmp_path / "X.json").stat().st_mode)  # weights were 0600 beside a 0644 result
@@ -194,3 +195,112 @@ def test_report_from_another_folder_reads_the_weights(tmp_path: Path, availabili
     assert report.returncode == 0, report.stderr
     assert verdicts and "error" not in verdicts
     assert "cannot read" not in (elsewhere / "rep" / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("run", "--json", ""), ("run", "--report", ""), ("report", "x.json", "--out", ""), ("report", "", "--out", "o"),
+     ("prepare", "--weights-out", "")],
+    ids=["json", "report", "report-out", "report-result", "weights-out"],
+)
+def test_an_empty_path_is_refused_not_taken_for_the_current_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  args: tuple[str, ...]) -> None:
+    """``--report ""`` wrote into the current folder and ``--json ""`` was an unexpected ValueError: now one line, exit 1."""
+    monkeypatch.chdir(tmp_path)
+    done = run_cli(*args)
+    flag = next(a for a in args if a.startswith("--")) if args[-1] == "" else "result"
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"error: argument {flag}: expected a path, got an empty string ''; name a file or folder (see python -m harness {args[0]} --help)."
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("report", ["X.json", "X.weights/r"])
+def test_a_report_folder_at_the_result_or_in_its_weights_is_refused_before_the_first_cell(tmp_path: Path, report: str) -> None:
+    """``--report`` equal to ``--json`` (or in its weights folder) is one ``--report`` line before any cell, not an error after the run."""
+    allowed = "a folder apart from the result"
+    done = run_cli(*_QUICK, "--json", str(tmp_path / "X.json"), "--report", str(tmp_path / report))
+    assert done.returncode == 1 and "amp-parity · preset" not in done.stdout
+    assert done.stderr.strip() == (
+        f"error: --report must be {allowed} (--json {tmp_path / 'X.json'}) and its weights folder {tmp_path / 'X.weights'}, "
+        f"got '{tmp_path / report}'."
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_second_run_with_the_same_report_folder_is_refused_before_the_first_cell(tmp_path: Path) -> None:
+    """Two runs with one ``--report`` both said "report written" (one report lost): the second is refused at once."""
+    from harness.outputs import ReportClaim
+
+    with ReportClaim(tmp_path / "rep"):  # the first run's claim
+        done = run_cli(*_QUICK, "--report", str(tmp_path / "rep"), "--overwrite")
+    assert done.returncode == 1 and "amp-parity · preset" not in done.stdout
+    assert done.stderr.strip().startswith(f"error: another run is writing the report in {tmp_path / 'rep'} (it holds ")
+
+
+def test_a_report_a_user_writes_during_the_run_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``report.md`` written into the ``--report`` folder while the cells run is not replaced without --overwrite; the result is kept."""
+    from harness.runner import MatrixRunner
+
+    real_run = MatrixRunner.run
+
+    def run_and_write(self: MatrixRunner, *args: object, **kwargs: object) -> object:
+        (tmp_path / "rep" / "report.md").write_text("mine")
+        return real_run(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(MatrixRunner, "run", run_and_write)
+    done = run_cli(*_QUICK, "--json", str(tmp_path / "X.json"), "--report", str(tmp_path / "rep"))
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        f"error: {tmp_path / 'rep' / 'report.md'} appeared during the run; it is replaced only with --overwrite. No report was written"
+    )
+    assert "result written to" in done.stdout and "report written" not in done.stdout
+    assert (tmp_path / "rep" / "report.md").read_text() == "mine"
+    assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["report.md"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "rep"]
+
+
+def test_ctrl_c_after_the_result_was_published_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Interrupted while the report is drawn: the line says the result exists (not "no result was written"); no empty report folder."""
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("harness.report.write_report", interrupted)
+    done = run_cli(*_QUICK, "--json", str(tmp_path / "X.json"), "--report", str(tmp_path / "rep"))
+    assert done.returncode == 130
+    assert done.stderr.strip() == (
+        f"error: interrupted after the result was written to {tmp_path / 'X.json'}; no report was written; the table was not printed."
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights"]
+
+
+@pytest.mark.parametrize(
+    ("args", "target", "line"),
+    [(("report", "{tmp}/r.json", "--out", "{tmp}/out"), "harness.report.report_main", "error: interrupted; no report was written."),
+     (("prepare", "--preset", "tiny"), "harness.prepare.prepare_shell_run_spec", "error: interrupted; no run spec was printed.")],
+    ids=["report", "prepare"],
+)
+def test_ctrl_c_in_report_and_prepare_says_what_they_did_not_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   args: tuple[str, ...], target: str, line: str) -> None:
+    """``report`` and ``prepare`` interrupted said "no result was written"; now each names its own output, and no folder is left."""
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(target, interrupted)
+    done = run_cli(*(a.format(tmp=tmp_path) for a in args))
+    assert (done.returncode, done.stderr.strip(), done.stdout) == (130, line, "")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_closed_stdout_after_the_run_is_not_an_error(tmp_path: Path) -> None:
+    """``run ... | head`` gave "unexpected BrokenPipeError", exit 1: now no error line, the run's own status, and the result is written."""
+    env = _env(tmp_path / "tmp")
+    with subprocess.Popen([sys.executable, "-m", "harness", *_QUICK, "--json", str(tmp_path / "X.json")], cwd=REPO_ROOT,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as run:
+        assert run.stdout is not None and run.stderr is not None
+        run.stdout.close()  # the reader is gone before the table is printed, as `| head -0` leaves it
+        stderr = run.stderr.read()
+        run.wait(timeout=300)
+    assert (run.returncode, stderr) == (0, "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "tmp"]

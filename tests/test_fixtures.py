@@ -128,3 +128,52 @@ def test_a_writer_killed_mid_write_leaves_a_temporary_that_the_next_build_remove
     fixture = ensure_fixtures(WorkloadSpec.from_preset("tiny", num_batches=40), tmp_path)
     assert sorted(os.listdir(folder)) == [".lock", "fixtures.safetensors", "manifest.json"]
     assert fixture.path.stat().st_size > 0
+
+
+_KILLED_IN_SAFETENSORS = """
+import os, signal, sys
+from pathlib import Path
+import harness.fixtures as fixtures
+from harness.spec import WorkloadSpec
+
+def killed_inside_save_file(arrays, path, metadata=None):
+    # safetensors 0.8 writes beside its target, into ".tmp" and six characters, then renames: killed before that
+    (Path(path).parent / ".tmpAb3dE9").write_bytes(b"\\\\0" * 4_000_000)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+fixtures.save_file = killed_inside_save_file
+fixtures.ensure_fixtures(WorkloadSpec.from_preset("tiny", num_batches=40), Path(sys.argv[1]))
+"""
+
+
+def test_safetensors_own_temporary_of_a_killed_build_is_removed_by_the_next(tmp_path: Path) -> None:
+    """A build killed inside ``save_file`` leaves safetensors' ``.tmpXXXXXX`` (303 MB at ``recipe``); the next build sweeps it too."""
+    done = subprocess.run([sys.executable, "-c", _KILLED_IN_SAFETENSORS, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    folder = next(p for p in tmp_path.iterdir() if p.is_dir())
+    assert (folder / ".tmpAb3dE9").stat().st_size > 0
+    (folder / ".tmp-mine").write_text("not safetensors' name: left alone")
+    ensure_fixtures(WorkloadSpec.from_preset("tiny", num_batches=40), tmp_path)
+    assert sorted(os.listdir(folder)) == [".lock", ".tmp-mine", "fixtures.safetensors", "manifest.json"]
+
+
+def test_a_read_only_cache_with_valid_fixtures_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache on a read-only file system is read when its fixture is valid, and refused in one line (not rebuilt) when it is not."""
+    import errno
+
+    spec = WorkloadSpec.from_preset("tiny", num_batches=40)
+    built = ensure_fixtures(spec, tmp_path)
+    real_open = os.open
+
+    def read_only(path: object, flags: int, *args: object) -> int:  # EROFS for any write under the cache (root ignores chmod)
+        if str(path).startswith(str(tmp_path)) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return real_open(path, flags, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("harness.fixtures.os.open", read_only)
+    assert ensure_fixtures(spec, tmp_path) == built
+    (built.path.parent / ".lock").unlink()
+    assert ensure_fixtures(spec, tmp_path) == built  # no lock file either: nobody can write there, nothing to wait for
+    built.path.write_bytes(b"corrupt")
+    with pytest.raises(FixtureError, match=r"is read-only and its fixture cannot be used \(data file has 7 bytes"):
+        ensure_fixtures(spec, tmp_path)

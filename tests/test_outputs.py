@@ -12,7 +12,7 @@ import pytest
 
 from harness.errors import ResultError, UsageError
 from harness.model import MatrixResult
-from harness.outputs import MARKER_FILE, ResultClaim, check_report_folder, publish_or_rescue, rescue_result
+from harness.outputs import MARKER_FILE, ReportClaim, ResultClaim, check_report_folder, publish_or_rescue, rescue_result
 from harness.results import load_result
 from tests.model_results import committed, with_weights
 
@@ -179,8 +179,8 @@ def test_publish_or_rescue_hands_back_the_result_where_it_was_saved(tmp_path: Pa
     monkeypatch.setattr("tempfile.tempdir", str(rescue_dir))
     _fill_disk_for("X.json", monkeypatch)
     with ResultClaim(tmp_path / "X.json") as claim:
-        published, line = publish_or_rescue(_staged_result(claim, "new"), claim)
-    assert line.startswith("error: cannot write") and "The result was saved to" in line
+        published, line, saved = publish_or_rescue(_staged_result(claim, "new"), claim)
+    assert line.startswith("error: cannot write") and f"The result was saved to {saved} instead" in line
     where = Path(str(_weights(published, 1)))
     assert where.read_text() == "new-b" and rescue_dir in where.parents and str(where.parent.parent / "result.json") in line
     assert not (tmp_path / "X.json").exists()
@@ -221,3 +221,195 @@ def _fill_disk_for(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
         real_replace(src, dst)
 
     monkeypatch.setattr("harness.atomic.os.replace", full_disk)
+
+
+def test_a_users_safetensors_file_in_a_marked_weights_folder_is_never_deleted(tmp_path: Path) -> None:
+    """``--overwrite`` is refused once a user put a ``.safetensors`` of their own into the weights folder (it deleted it)."""
+    _publish(tmp_path / "X.json", "old")
+    marker = json.loads((tmp_path / "X.weights" / MARKER_FILE).read_text())
+    assert marker == {"result": "X.json", "files": ["a.safetensors", "b.safetensors"]}
+    (tmp_path / "X.weights" / "mine.safetensors").write_text("precious")
+    with pytest.raises(ResultError, match=r"X\.weights holds mine\.safetensors, which amp-parity did not write"):
+        ResultClaim(tmp_path / "X.json", overwrite=True)
+    assert (tmp_path / "X.weights" / "mine.safetensors").read_text() == "precious"
+    assert (tmp_path / "X.weights" / "a.safetensors").read_text() == "old-a"
+
+
+def test_a_marker_without_its_file_list_trusts_only_the_files_its_result_names(tmp_path: Path) -> None:
+    """A folder marked before markers listed their files: the result's named files are the harness's, nothing else."""
+    _publish(tmp_path / "X.json", "old")
+    (tmp_path / "X.weights" / MARKER_FILE).write_text(json.dumps({"result": "X.json"}))
+    _publish(tmp_path / "X.json", "new", overwrite=True)  # the result names a and b: the folder is replaced
+    assert (tmp_path / "X.weights" / "a.safetensors").read_text() == "new-a"
+    (tmp_path / "X.weights" / MARKER_FILE).write_text(json.dumps({"result": "X.json"}))
+    (tmp_path / "X.weights" / "c.safetensors").write_text("mine")
+    with pytest.raises(ResultError, match=r"holds c\.safetensors, which amp-parity did not write"):
+        ResultClaim(tmp_path / "X.json", overwrite=True)
+    (tmp_path / "X.weights" / "c.safetensors").unlink()
+    (tmp_path / "X.json").unlink()  # no result to say which files are its own: nothing can be proven ours
+    with pytest.raises(ResultError, match=r"does not list its files; amp-parity cannot tell them from a user's"):
+        ResultClaim(tmp_path / "X.json", overwrite=True)
+    assert (tmp_path / "X.weights" / "b.safetensors").read_text() == "new-b"
+
+
+def test_a_refused_claim_names_the_run_that_holds_the_weights_folder(tmp_path: Path) -> None:
+    """``B.txt.json`` refused while ``B.txt`` runs (one weights folder) names ``B.txt``, the holder, not itself."""
+    with ResultClaim(tmp_path / "B.txt"):
+        with pytest.raises(ResultError) as refused:
+            ResultClaim(tmp_path / "B.txt.json")
+    assert str(refused.value) == (
+        f"another run is writing {tmp_path / 'B.txt'} (it holds {tmp_path / '.B.txt.weights.lock'}); "
+        "wait for it to end or choose another --json path."
+    )
+
+
+def test_a_users_file_at_the_lock_name_is_never_deleted(tmp_path: Path) -> None:
+    """A user's ``.b.weights.lock`` is refused and kept (a run deleted it); an empty one is left empty; a killed run's is reused."""
+    lock = tmp_path / ".b.weights.lock"
+    lock.write_text("my notes")
+    with pytest.raises(ResultError, match=r"\.b\.weights\.lock is not an amp-parity lock file, .* Move it away or choose another --json"):
+        ResultClaim(tmp_path / "b.json")
+    assert lock.read_text() == "my notes" and sorted(p.name for p in tmp_path.iterdir()) == [".b.weights.lock"]
+    lock.write_text("")
+    _publish(tmp_path / "b.json")
+    assert lock.read_text() == ""
+    lock.unlink()
+    lock.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ResultError, match=r"\.b\.weights\.lock is in the way"):
+        ResultClaim(tmp_path / "b.json", overwrite=True)
+    assert lock.is_symlink() and not (tmp_path / "elsewhere").exists()
+    lock.unlink()
+    lock.write_text("amp-parity lock\npid 1\n/old/b.json\n")  # a killed run's: taken over, and removed at the end
+    _publish(tmp_path / "b.json", overwrite=True)
+    assert not os.path.lexists(lock)
+
+
+def _stage_report(claim: ReportClaim, tag: str = "new") -> None:
+    for name in ("report.md", "losses.png", "loss_diff.png", "timing.png"):
+        (claim.staging / name).write_text(f"{tag} {name}")
+
+
+def test_a_report_written_into_the_folder_during_the_run_is_not_replaced(tmp_path: Path) -> None:
+    """The report folder is checked again when written: a user's ``report.md`` from during the run stays, nothing is half-written."""
+    with ReportClaim(tmp_path / "rep") as claim:
+        (tmp_path / "rep" / "report.md").write_text("written by hand during the run")
+        _stage_report(claim)
+        with pytest.raises(ResultError, match=r"rep/report\.md appeared during the run; it is replaced only with --overwrite"):
+            claim.publish()
+    assert (tmp_path / "rep" / "report.md").read_text() == "written by hand during the run"
+    assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["report.md"]
+    with ReportClaim(tmp_path / "rep", overwrite=True) as claim:
+        _stage_report(claim)
+        assert [p.name for p in claim.publish()] == ["report.md", "losses.png", "loss_diff.png", "timing.png"]
+    assert (tmp_path / "rep" / "report.md").read_text() == "new report.md"
+    assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["loss_diff.png", "losses.png", "report.md", "timing.png"]
+
+
+def test_a_second_claim_of_a_report_folder_is_refused_and_an_unused_folder_is_not_left(tmp_path: Path) -> None:
+    """Two runs with one ``--report``: the second is refused at once; an unpublished claim removes the folders it created."""
+    with ReportClaim(tmp_path / "a" / "rep"):
+        with pytest.raises(ResultError) as refused:
+            ReportClaim(tmp_path / "a" / "rep", overwrite=True)
+        lock = tmp_path / "a" / "rep" / ".amp-parity-report.lock"
+        assert str(refused.value) == (
+            f"another run is writing the report in {tmp_path / 'a' / 'rep'} (it holds {lock}); "
+            "wait for it to end or choose another --report folder."
+        )
+    assert list(tmp_path.iterdir()) == []  # created for the run, removed when it wrote nothing
+    (tmp_path / "mine").mkdir()
+    with ReportClaim(tmp_path / "mine"):
+        pass
+    assert list(tmp_path.iterdir()) == [tmp_path / "mine"]  # the user's folder stays
+
+
+@pytest.mark.parametrize(
+    ("report", "allowed"),
+    [
+        ("X.json", "a folder apart from the result"),
+        ("X.weights", "a folder apart from the result"),
+        ("X.weights/sub", "a folder apart from the result"),
+        ("Y.weights", "a folder outside amp-parity's weights folder"),
+        ("Y.weights/sub", "a folder outside amp-parity's weights folder"),
+    ],
+)
+def test_a_report_folder_is_never_the_result_or_a_weights_folder(tmp_path: Path, report: str, allowed: str) -> None:
+    """``--report`` at the result, in its weights folder or in another's is refused (it made every later --overwrite refuse)."""
+    _publish(tmp_path / "X.json", "old")
+    _publish(tmp_path / "Y.json", "old")
+    (tmp_path / "X.json").unlink()  # so --report X.json would otherwise be a folder to create
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    with ResultClaim(tmp_path / "X.json", overwrite=True) as claim:
+        with pytest.raises(UsageError, match=f"--report must be {allowed}"):
+            ReportClaim(tmp_path / report, result=claim)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+def test_a_result_named_like_a_report_file_in_the_report_folder_is_refused(tmp_path: Path) -> None:
+    """``--json DIR/report.md --report DIR``: the report would replace the result; refused before the run."""
+    with ResultClaim(tmp_path / "report.md") as claim:
+        with pytest.raises(UsageError, match=r"--report must be a folder where no report file is the result"):
+            ReportClaim(tmp_path, result=claim)
+
+
+def _failed_for_space(claim: ResultClaim, reason: str) -> MatrixResult:
+    """A result whose first cell ended in ``error`` with ``reason`` (its weights never written), the second still staged."""
+    import dataclasses
+
+    from harness.model import Status
+
+    result = _staged_result(claim, "new")
+    (claim.staging / "a.safetensors").unlink()
+    first = dataclasses.replace(result.cells[0], status=Status.ERROR, reason=reason, record=None)
+    return dataclasses.replace(result, cells=(first, *result.cells[1:]))
+
+
+@pytest.mark.parametrize(
+    ("reason", "free"),
+    [("python script with_autocast failed: SafetensorError: Error while serializing: I/O error: No space left on device (os error 28)",
+      None),
+     ("r script with_autocast failed: Could not write the final weights: problem writing to connection.", 100)],
+    ids=["python", "r"],
+)
+def test_overwrite_by_a_run_that_ran_out_of_space_keeps_the_old_result_and_rescues_the_new(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reason: str, free: int | None
+) -> None:
+    """Weights hit ENOSPC and the error-only result replaced the good one: now the old pair stays, the new is saved elsewhere."""
+    import shutil
+
+    _publish(tmp_path / "X.json", "old")
+    old_result = (tmp_path / "X.json").read_text()
+    rescue_dir = tmp_path / "tmp"
+    rescue_dir.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(rescue_dir))
+    if free is not None:  # R says only "problem writing to connection": the file system's free space tells
+        real = shutil.disk_usage
+        monkeypatch.setattr("harness.outputs.shutil.disk_usage",
+                            lambda p: real(p)._replace(free=free) if Path(p) == tmp_path else real(p))
+    with ResultClaim(tmp_path / "X.json", overwrite=True) as claim:
+        published, line, saved = publish_or_rescue(_failed_for_space(claim, reason), claim)
+    assert line.startswith(f"error: {published.cells[0].id} failed")
+    assert f"; {tmp_path / 'X.json'} and its weights were kept: a run that failed for lack of space does not replace them." in line
+    assert line.endswith(f"The result was saved to {saved} instead (weights beside it).")
+    assert (tmp_path / "X.json").read_text() == old_result
+    assert sorted(p.name for p in (tmp_path / "X.weights").iterdir()) == [MARKER_FILE, "a.safetensors", "b.safetensors"]
+    assert saved is not None and rescue_dir in saved.parents and Path(str(_weights(published, 1))).read_text() == "new-b"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "tmp"]
+
+
+def test_a_run_that_ran_out_of_space_is_still_published_where_nothing_is_replaced(tmp_path: Path) -> None:
+    """With nothing to overwrite the failed run's result goes where it was asked (its error cells say why)."""
+    with ResultClaim(tmp_path / "X.json") as claim:
+        _, line, saved = publish_or_rescue(_failed_for_space(claim, "No space left on device (os error 28)"), claim)
+    assert (line, saved) == (f"result written to {tmp_path / 'X.json'}", tmp_path / "X.json")
+
+
+def test_a_report_folder_reached_through_a_link_into_the_weights_is_refused(tmp_path: Path) -> None:
+    """A link to the weights folder (or to the result's path) is the same place: refused, and nothing is written through it."""
+    _publish(tmp_path / "X.json", "old")
+    (tmp_path / "link").symlink_to(tmp_path / "X.weights")
+    with ResultClaim(tmp_path / "X.json", overwrite=True) as claim:
+        with pytest.raises(UsageError, match="--report must be a folder apart from the result"):
+            ReportClaim(tmp_path / "link" / "r", result=claim)
+    with pytest.raises(UsageError, match="--out must be a folder outside amp-parity's weights folder"):
+        ReportClaim(tmp_path / "link", overwrite=True, flag="--out")  # `report --out`: no run, the marker tells
+    assert sorted(p.name for p in (tmp_path / "X.weights").iterdir()) == [MARKER_FILE, "a.safetensors", "b.safetensors"]

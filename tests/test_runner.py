@@ -193,3 +193,50 @@ def test_one_record_check_for_every_call(
     record = {"schema_version": 4, "losses": [1.0] * tiny_spec.steps} | change
     assert judge_record(record, tiny_spec, Cell("python", script, mode, "cpu")) == (status, reason)
     assert judge_record(None, tiny_spec, Cell("r", script, mode, "cpu"))[0] is Status.ERROR
+
+
+def test_an_r_cell_whose_weights_hit_a_full_disk_is_an_error_in_one_line(
+    tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R's writeBin only warns on a full disk, leaving a truncated weights file: now the cell is an error in one line, no file stays."""
+    import os
+
+    from harness.paths import SCRIPTS_ENV
+    from tests.planting import copy_scripts, plant
+
+    require_r_torch(availability)
+    root = copy_scripts(tmp_path / "scripts")  # the disk fills up as safetensors writes: writeBin warns, as R does then
+    plant(root, "r_scripts/common.R", "safetensors::safe_save_file(tensors, path)",
+          '{ safetensors::safe_save_file(tensors, path); warning("problem writing to connection") }')
+    monkeypatch.setenv(SCRIPTS_ENV, str(root))
+    cell = Cell("r", "with_autocast", "default", "cpu")
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    with MatrixRunner(tiny_spec, ("r",), timeout=300, availability=availability, staging=staging) as runner:
+        outcome = runner.run_cell(cell)
+    target = staging / f"{cell.id}.safetensors"
+    assert outcome.status is Status.ERROR
+    assert outcome.reason.endswith(f"failed: Could not write the final weights to '{target}': problem writing to connection.")
+    assert "\n" not in outcome.reason and not os.path.lexists(target)
+
+
+def test_workers_leave_nothing_in_the_temporary_folder_even_when_killed(
+    tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each Python worker left an empty ``$TMPDIR/torchinductor_root``, a killed R worker its ``Rtmp*``: now the pool removes both."""
+    import os
+    import signal
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    frontends = ("python",) if availability.r_reason else ("python", "r")
+    with MatrixRunner(tiny_spec, frontends, timeout=300, availability=availability) as runner:
+        for frontend in frontends:
+            assert runner.run_cell(Cell(frontend, "with_autocast", "autocast", "cpu")).status is Status.OK
+        if "r" in frontends:
+            pid = runner.pool.worker("r").pid
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)  # R removes its Rtmp* only when it exits on its own
+            (worker_tmp,) = [p for p in tmp_path.iterdir() if p.name.startswith("amp-parity-tmp-")]
+            assert any(p.name.startswith("Rtmp") for p in worker_tmp.iterdir())
+    assert list(tmp_path.iterdir()) == []

@@ -116,3 +116,15 @@ def test_a_script_run_from_another_folder_finds_its_shared_code(frontend: str, t
     record = json.loads(done.stdout)
     assert record["frontend"] == frontend and record["weights_path"] == str(weights) and weights.is_file()
     assert list(tmp_path.iterdir()) == [weights]  # nothing written into the folder it was run from
+
+
+def test_weights_written_by_hand_get_the_mode_a_plain_write_gives(frontend: str, tmp_path: Path) -> None:
+    """Weights written by hand were 0600 from Python (safetensors' temporary file) and 0644 from R: both now follow the umask."""
+    import stat
+
+    weights = tmp_path / "w.safetensors"
+    done = _shell(frontend, "--mode", "default", *_TINY, "--weights-out", str(weights))
+    assert done.returncode == 0, done.stderr
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert stat.S_IMODE(weights.stat().st_mode) == 0o666 & ~mask
