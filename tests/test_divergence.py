@@ -1,0 +1,80 @@
+"""Where two runs part, on synthetic traces: the first differing point, how far apart it is, and what is stored (no torch)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from harness.divergence import PairTrace, PointDifference, find_divergence, point_difference, read_triggers
+
+
+def _point(step: int, name: str, values: list[float], dtype: str = "float32") -> list[Any]:
+    data = np.array(values, np.float32 if dtype == "float32" else np.int32).tobytes()
+    return [step, name, dtype, [len(values)] if len(values) > 1 else [], hashlib.sha256(data).hexdigest(),
+            values[0] if len(values) == 1 else None]
+
+
+def _kept(values: list[float]) -> dict[str, Any]:
+    return {"dtype": "float32", "shape": [len(values)], "data": np.array(values, np.float32).tobytes()}
+
+
+def test_identical_sequences_have_no_divergence() -> None:
+    """Equal digests at every point in the same order: nothing differs."""
+    points = [_point(0, "loss", [1.0]), _point(0, "param.stepped.layer0.weight", [1.0, 2.0])]
+    assert find_divergence(points, list(points)) is None
+
+
+def test_the_first_differing_point_is_named_with_its_step_and_kind() -> None:
+    """Step 1's loss differs after step 0 and step 1's batch agree: the split is at index 3, bytes."""
+    a = [_point(0, "batch.data", [1.0]), _point(0, "loss", [2.0]), _point(1, "batch.data", [3.0]), _point(1, "loss", [4.0])]
+    b = [*a[:3], _point(1, "loss", [4.5])]
+    split = find_divergence(a, b)
+    assert split is not None and (split.index, split.kind, split.step, split.point) == (3, "bytes", 1, "loss")
+
+
+def test_a_point_in_another_order_or_missing_is_a_difference() -> None:
+    """The scripts are twins: another point at the same place is ``order``, a shorter trace ``missing``."""
+    a = [_point(0, "loss", [1.0]), _point(0, "loss.scaled", [2.0])]
+    assert find_divergence(a, [a[0], _point(0, "grad.backward.layer0.weight", [2.0])]).kind == "order"  # type: ignore[union-attr]
+    missing = find_divergence(a, a[:1])
+    assert missing is not None and (missing.kind, missing.point) == ("missing", "loss.scaled")
+    described = point_difference(missing, a, a[:1], (None, None)).describe(("python", "r"))
+    assert described == "step 0, loss.scaled: recorded by one side only (python float32, r no such point)"
+
+
+def test_the_kept_tensors_give_count_distance_and_the_worst_element() -> None:
+    """Two of four elements differ, the worst by 3 ULPs at index 2: both values are named there."""
+    base = np.float32(0.5)
+    a_vals = [1.0, 2.0, float(base), 4.0]
+    b_vals = [1.0, float(np.nextafter(np.float32(2.0), np.float32(3))), float(base + 3 * np.spacing(base)), 4.0]
+    a, b = [_point(0, "grad.clipped.layer0.weight", a_vals)], [_point(0, "grad.clipped.layer0.weight", b_vals)]
+    split = find_divergence(a, b)
+    assert split is not None
+    diff = point_difference(split, a, b, (_kept(a_vals), _kept(b_vals)))
+    assert (diff.elements, diff.differing, diff.max_distance, diff.worst_index) == (4, 2, 3, (2,))
+    assert diff.worst_values == (0.5, float(base + 3 * np.spacing(base)))
+    assert diff.describe(("python", "r")).startswith("step 0, grad.clipped.layer0.weight (float32 4): 2 of 4 elements differ, largest 3 ULP")
+
+
+def test_triggers_are_read_off_the_baseline_points() -> None:
+    """A clip coefficient below 1 marks clipping; a non-zero inf check marks a skipped step."""
+    points = [_point(0, "clip.coef", [0.85]), _point(1, "clip.coef", [1.2]), _point(1, "scaler.found_inf", [1.0]),
+              _point(2, "clip.coef", [0.99])]
+    assert read_triggers(points) == {"clip_engaged": (0, 2), "step_skipped": (1,)}
+
+
+def test_a_pair_trace_round_trips_and_says_where_the_runs_part() -> None:
+    """The stored trace reads back equal, and its lines name the first difference and the last identical point."""
+    first = PointDifference(0, "clip.coef", "bytes", ("float32", "float32"), ((), (1,)), 1, 1, 1, (), (0.852758825, 0.852758765))
+    trace = PairTrace("p-cpu", ("python", "r"), (760, 760), 22, first, (0, "clip.total_norm"), {"clip_engaged": (0, 1)}, True, 0.8)
+    assert PairTrace.from_json(trace.to_json()) == trace
+    assert trace.lines() == [
+        "trace: first difference at step 0, clip.coef (float32 scalar): 1 of 1 elements differ, largest 1 ULP: "
+        "python 0.852758825 vs r 0.852758765 at the element",
+        "trace: last identical point: step 0, clip.total_norm (22 of 760 points identical before it)",
+    ]
+    assert not trace.identical and PairTrace("p-cpu", ("python", "r"), (5, 5), 5).lines() == [
+        "trace: all 5 traced points bitwise identical (5 per side)"
+    ]
