@@ -55,7 +55,8 @@ def test_the_kept_tensors_give_count_distance_and_the_worst_element() -> None:
     diff = point_difference(split, a, b, (_kept(a_vals), _kept(b_vals)))
     assert (diff.elements, diff.differing, diff.max_distance, diff.worst_index) == (4, 2, 3, (2,))
     assert diff.worst_values == (0.5, float(base + 3 * np.spacing(base)))
-    assert diff.describe(("python", "r")).startswith("step 0, grad.clipped.layer0.weight (float32 4): 2 of 4 elements differ, largest 3 ULP")
+    described = diff.describe(("python", "r"))
+    assert described.startswith("step 0, grad.clipped.layer0.weight (float32 4): 2 of 4 elements differ, largest 3 ULP")
 
 
 def test_triggers_are_read_off_the_baseline_points() -> None:
