@@ -16,6 +16,8 @@ __all__ = [
     "OVERHEAD_MAX_SECONDS",
     "OVERHEAD_MAX_SHARE",
     "TINY_MATRIX_MAX_SECONDS",
+    "TRACE_MAX_RUNS",
+    "TRACE_TINY_MAX_SECONDS",
     "check_figures",
 ]
 
@@ -33,13 +35,19 @@ CV_MAX = 0.03
 CV_MIN_LOOP_SECONDS = 0.5
 #: The whole CPU ``tiny`` matrix, both frontends, every mode, R's start-up included, on 2 cores.
 TINY_MATRIX_MAX_SECONDS = 60.0
+#: What tracing a pair may add: at ``tiny`` at most 2 s (both passes, both sides) …
+TRACE_TINY_MAX_SECONDS = 2.0
+#: … elsewhere at most this many times the cell's own run (the slower side's record call). Its disk bound
+#: (200 MB at ``bench``) holds by construction: a trace writes nothing to disk (digests and one point's
+#: tensors travel through the workers' pipes).
+TRACE_MAX_RUNS = 3.0
 #: The Python ``recipe`` autocast cell on an H100-class GPU, as a share of the measured half-precision peak.
 GPU_AUTOCAST_MIN_SHARE = 0.5
 
 
 def check_figures(result: MatrixResult) -> list[FigureCheck]:
     """Every figure that applies to ``result``, checked."""
-    return [*_overhead(result), *_cv(result), *_tiny_matrix(result), *_gpu_autocast(result)]
+    return [*_overhead(result), *_cv(result), *_tiny_matrix(result), *_gpu_autocast(result), *_trace_cost(result)]
 
 
 def _timed(result: MatrixResult) -> list[tuple[CellResult, Timing]]:
@@ -144,4 +152,24 @@ def _gpu_autocast(result: MatrixResult) -> list[FigureCheck]:
             why = "; ".join(parts)
         measured = f"{share:.1%} ({efficiency.tflops or 0:.1f} of {efficiency.peak_tflops or 0:.1f} TFLOP/s)"
         checks.append(FigureCheck("GPU autocast efficiency", cell.id, target, measured, share >= GPU_AUTOCAST_MIN_SHARE, why))
+    return checks
+
+
+def _trace_cost(result: MatrixResult) -> list[FigureCheck]:
+    """Each traced pair's cost: ≤ 2 s at ``tiny``, else ≤ 3× the slower side's own run (its record call's wall time)."""
+    checks = []
+    for trace in result.traces:
+        if trace.error is not None:
+            continue
+        cells = [c for c in result.cells if c.pair == trace.pair and c.wall_seconds is not None]
+        if result.spec.preset == "tiny":
+            bound, target = TRACE_TINY_MAX_SECONDS, f"≤ {TRACE_TINY_MAX_SECONDS:g} s at tiny"
+        elif cells:
+            run = max(c.wall_seconds or 0.0 for c in cells)
+            bound, target = TRACE_MAX_RUNS * run, f"≤ {TRACE_MAX_RUNS:g}× the cell's own run ({run:.2f} s)"
+        else:
+            continue
+        met = trace.seconds <= bound
+        why = None if met else f"over by {trace.seconds - bound:.2f} s (both passes of both sides; the machine's load counts too)"
+        checks.append(FigureCheck("trace cost", trace.pair, target, f"{trace.seconds:.2f} s", met, why))
     return checks
