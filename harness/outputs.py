@@ -37,7 +37,7 @@ from typing import Any
 from harness.atomic import atomic_path, file_mode, folder_mode, probe_atomic
 from harness.errors import AmpParityError, ResultError, UsageError
 from harness.model import MatrixResult
-from harness.results import WEIGHTS_SUFFIX, is_result_file, stored_form, weights_dir_for
+from harness.results import WEIGHTS_MARKER, WEIGHTS_SUFFIX, is_result_file, stored_form, weights_dir_for
 from harness.staging import StagingDir
 
 __all__ = [
@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 #: The file in a weights folder that says this harness wrote it, and for which result.
-MARKER_FILE = ".amp-parity-weights.json"
+MARKER_FILE = WEIGHTS_MARKER
 #: Staging folders beside a result (swept when their run is dead, see :mod:`harness.staging`).
 STAGING_PREFIX = ".amp-parity-staging-"
 _WEIGHTS_FILE_SUFFIX = ".safetensors"
