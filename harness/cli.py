@@ -171,7 +171,7 @@ def _run(args: argparse.Namespace) -> int:
                 result, saved = publish_or_rescue(result, claim)
             written = write_report_or_say_why(result, args.report) if args.report is not None else None  # reads the weights
     print_result(result, console)
-    lines = [line for line in (saved, written) if line is not None]
+    lines = [line for line in (saved, written, _nothing_ran(result)) if line is not None]
     for line in lines:
         if line.startswith("error:"):
             print(line, file=sys.stderr)
@@ -181,13 +181,26 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def exit_status(result: MatrixResult) -> int:
-    """1 when a cell ended in ``error`` or ``numerical_failure``, a pair ``diverged``, or a cell failed its own
-    verdict (float64 bound, scaler rule: :mod:`harness.cell_verdict`); else 0."""
+    """1 when no cell ran, a cell ended in ``error`` or ``numerical_failure``, a pair ``diverged``, or a cell failed
+    its own verdict (float64 bound, scaler rule: :mod:`harness.cell_verdict`); else 0."""
     from harness.model import Status
 
     failed = any(c.status in (Status.ERROR, Status.NUMERICAL_FAILURE) for c in result.cells)
     diverged = any(p.verdict == "diverged" for p in result.pairs)
-    return 1 if failed or diverged or any(c.verdict is not None and c.verdict.failed for c in result.cells) else 0
+    own = any(c.verdict is not None and c.verdict.failed for c in result.cells)
+    return 1 if failed or diverged or own or _nothing_ran(result) else 0
+
+
+def _nothing_ran(result: MatrixResult) -> str | None:
+    """The ``error:`` line for a run in which no cell ran (every one skipped or unsupported), or ``None``.
+
+    Such a run measured nothing: it is not a success, whatever else it printed.
+    """
+    if any(c.record is not None for c in result.cells) or not result.cells:
+        return None
+    first = next((c for c in result.cells if c.reason), result.cells[0])
+    return (f"error: no cell ran: all {len(result.cells)} were {' or '.join(sorted({str(c.status) for c in result.cells}))} "
+            f"({first.id}: {first.reason}); nothing was measured. Fix what the reason says, or choose other --frontend/--mode.")
 
 
 def _terminate(signum: int, frame: object) -> None:
