@@ -21,16 +21,23 @@ from typing import Any
 from harness.atomic import write_json_atomic
 from harness.consistency import check_consistency
 from harness.errors import ResultError
+from harness.json_files import JsonFileError, JsonSyntaxError, read_json_file
 from harness.model import RESULT_SCHEMA_VERSION, MatrixResult
 from harness.result_shape import check_result_shape
 from harness.tolerances import DEFAULT_JUDGING
 
-__all__ = ["WEIGHTS_MARKER", "WEIGHTS_SUFFIX", "is_result_file", "load_result", "save_result", "stored_form", "weights_dir_for"]
+__all__ = [
+    "RESULT_MAX_BYTES", "WEIGHTS_MARKER", "WEIGHTS_SUFFIX", "is_result_file", "load_result", "save_result", "stored_form",
+    "weights_dir_for",
+]
 
 #: The weights folder's suffix; a result path may not end in it (it would be its own weights folder).
 WEIGHTS_SUFFIX = ".weights"
 #: The file in a weights folder that says this harness wrote it, and for which result (``{"result": "run.json"}``).
 WEIGHTS_MARKER = ".amp-parity-weights.json"
+#: A result holds a few thousand numbers (the weights are beside it, not in it): a few hundred kB for ``recipe``.
+#: A file far larger is not one, and is refused rather than read into memory (``report /dev/zero`` read forever).
+RESULT_MAX_BYTES = 64 * 2**20
 #: Weights folders carry the marker since schema 3; older results' folders have none.
 _FIRST_MARKED_VERSION = 3
 
@@ -78,7 +85,7 @@ def is_result_file(path: Path) -> bool:
     if path.is_symlink() or not path.is_file():
         return False
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_file(path, RESULT_MAX_BYTES)
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and "schema_version" in data and "cells" in data
@@ -92,11 +99,13 @@ def load_result(path: Path) -> MatrixResult:
     """
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_file(path, RESULT_MAX_BYTES)
     except OSError as err:
         raise ResultError(f"cannot read {path}: {err.strerror or err}.") from err
-    except ValueError as err:
+    except JsonSyntaxError as err:
         raise ResultError(f"{path} is not valid JSON ({err}); was it written by `python -m harness run --json`?") from err
+    except JsonFileError as err:
+        raise ResultError(f"{path} is not a result file: {err}. Name the JSON file `python -m harness run --json` wrote.") from err
     if not isinstance(data, dict) or "schema_version" not in data or "cells" not in data:
         raise ResultError(f"{path} is not an amp-parity result (no schema_version/cells).")
     version = data["schema_version"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import sys
 import warnings
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from harness.errors import UsageError
+from harness.json_files import JsonFileError, JsonSyntaxError, read_json_file
 from harness.spec import AMP_DTYPES, DEVICES, MODES, PRESETS, WorkloadSpec, available_cores
 
 __all__ = [
@@ -127,13 +127,19 @@ def _warn_oversubscribed(threads: int) -> None:
         )
 
 
+#: A spec file is a few hundred bytes; a megabyte is more than any can hold (``/dev/zero`` is refused, not read).
+SPEC_FILE_MAX_BYTES = 2**20
+
+
 def _read_spec_file(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_file(path, SPEC_FILE_MAX_BYTES)
     except OSError as err:
         raise UsageError("spec_file", str(path), f"a readable file ({err.strerror})") from err
-    except ValueError as err:
+    except JsonSyntaxError as err:
         raise UsageError("spec_file", str(path), f"valid JSON ({err})") from err
+    except JsonFileError as err:
+        raise UsageError("spec_file", str(path), f"a regular file holding a JSON object of spec fields ({err})") from err
     if not isinstance(data, dict):
         raise UsageError("spec_file", str(path), "a JSON object of spec fields")
     return data

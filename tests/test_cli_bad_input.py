@@ -143,3 +143,48 @@ def test_refused_run_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
     _one_error_line(run_cli("run", "--mode", ",", "--frontend", "python", "--json", str(path)))
     assert os.listdir(tmp_path) == []
+
+
+def _deep_json(tmp_path: Path) -> Path:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    return path
+
+
+def _sparse_giant(tmp_path: Path) -> Path:
+    path = tmp_path / "giant.json"
+    with open(path, "wb") as file:
+        file.truncate(65 * 2**20)  # sparse: no disk used, but more than either limit
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "spec_says", "report_says"),
+    [
+        (lambda tmp: Path("/dev/zero"), "(not a regular file: it is a character device), got '/dev/zero'.",
+         "/dev/zero is not a result file: not a regular file: it is a character device."),
+        (_deep_json, "(nested too deeply to be read: thousands of levels of [ or {), got ",
+         "deep.json is not a result file: nested too deeply to be read: thousands of levels of [ or {."),
+        (_sparse_giant, "(larger than 1 MiB, more than any file of this kind holds), got ",
+         "giant.json is not a result file: larger than 64 MiB, more than any file of this kind holds."),
+    ],
+    ids=["dev-zero", "100k-deep", "65-MiB"],
+)
+def test_what_is_not_a_json_file_is_refused_not_read(tmp_path: Path, make: object, spec_says: str, report_says: str) -> None:
+    """``--spec-file`` and ``report`` refuse a device, a file too large, a 100k-deep JSON: one line each, nothing read to the end."""
+    path = make(tmp_path)  # type: ignore[operator]
+    spec = _one_error_line(run_cli("run", "--spec-file", str(path)))
+    assert spec.startswith("error: spec_file must be a regular file holding a JSON object of spec fields ") and spec_says in spec
+    report = _one_error_line(run_cli("report", str(path), "--out", str(tmp_path / "out")))
+    assert report_says in report and "unexpected" not in report and not (tmp_path / "out").exists()
+
+
+def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
+    """A named pipe with no writer: both commands answer in one line at once (the open used to block forever)."""
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    spec = _one_error_line(harness_command("run", "--spec-file", str(fifo), timeout=60))
+    assert spec == ("error: spec_file must be a regular file holding a JSON object of spec fields (not a regular file: "
+                    f"it is a FIFO), got '{fifo}'.")
+    report = _one_error_line(harness_command("report", str(fifo), "--out", str(tmp_path / "out"), timeout=60))
+    assert report.startswith(f"error: {fifo} is not a result file: not a regular file: it is a FIFO.")
