@@ -56,6 +56,20 @@ def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
                                               "3.403e+38 (it is a float32 in both frontends), got 1e-45."),
         (["run", "--growth-interval", "3000000000"],
          "error: growth_interval must be a whole number from 1 to 2147483647 (R's largest integer), got 3000000000."),
+        (["run", "--preset", ""], "error: preset must be one of 'tiny', 'bench', 'recipe', got ''."),
+        (["run", "--overflow-steps", "3,,7"], "error: argument --overflow-steps: must be whole numbers separated by single "
+                                              "commas (e.g. 3,7), got '3,,7' (see python -m harness run --help)."),
+        (["run", "--overflow-steps", "3,"], "error: argument --overflow-steps: must be whole numbers separated by single "
+                                            "commas (e.g. 3,7), got '3,' (see python -m harness run --help)."),
+        (["run", "--mode", "default", "--mode", ""],
+         "error: mode must be one of 'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip', got ''."),
+        (["run", "--mode", "default,,autocast"],
+         "error: mode must be one of 'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip', got ''."),
+        (["run", "--frontend", "python,"], "error: frontend must be one of 'python', 'r', got ''."),
+        (["run", "--lr", "-inf"], "error: argument --lr: must be a finite number, got '-inf' (see python -m harness run --help)."),
+        (["run", "--lr", "-1e-3"], "error: lr must be a finite number > 0, got -0.001."),
+        (["run", "--max-seconds", "-1e3"],
+         "error: argument --max-seconds: must be a number of seconds > 0, got '-1e3' (see python -m harness run --help)."),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_1(args: list[str], message: str) -> None:
