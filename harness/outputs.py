@@ -297,7 +297,11 @@ def _refuse_impossible(path: Path) -> None:
     if path.name.endswith(WEIGHTS_SUFFIX):
         allowed = f"a file name that does not end in {WEIGHTS_SUFFIX} (it names the weights folder beside a result)"
         raise UsageError("--json", str(path), allowed)
-    if path.is_dir():
+    try:
+        is_folder = path.is_dir()  # raises for a name the file system cannot hold (ENAMETOOLONG), not only says no
+    except OSError as err:
+        raise ResultError(f"cannot write a result at {path}: {_why(err)}. Choose another --json path.") from err
+    if is_folder:
         raise UsageError("--json", str(path), f"a file, but it is a folder (e.g. {path / 'run.json'})")
     folder = path.parent
     if not os.path.lexists(folder):

@@ -202,3 +202,11 @@ def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
                     f"it is a FIFO), got '{fifo}'.")
     report = _one_error_line(harness_command("report", str(fifo), "--out", str(tmp_path / "out"), timeout=60))
     assert report.startswith(f"error: {fifo} is not a result file: not a regular file: it is a FIFO.")
+
+
+@pytest.mark.parametrize("length", [250, 300, 5000])
+def test_a_json_name_too_long_for_the_file_system_is_one_line(tmp_path: Path, length: int) -> None:
+    """``--json`` with a 250-, 300- or 5000-character name: the same "too long" line (300 was an unexpected Errno 36)."""
+    line = _one_error_line(run_cli("run", "--frontend", "python", "--mode", "default", "--json", str(tmp_path / ("j" * length + ".json"))))
+    assert "a name is too long for the file system" in line and line.endswith("Choose another --json path.")
+    assert list(tmp_path.iterdir()) == []
