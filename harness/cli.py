@@ -99,6 +99,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_spec_arguments(prepare, with_modes=False)
     add_weights_out_arguments(prepare)
+    # R's shell mode: `prepare --shell-of with_autocast.R --shell-modes default,autocast -- ARGS` parses the
+    # script's own ARGS with the Python scripts' parser (harness.prepare.prepare_shell_run); not for people.
+    prepare.add_argument("--shell-of", default=None, help=argparse.SUPPRESS)
+    prepare.add_argument("--shell-modes", default=None, help=argparse.SUPPRESS)
+    prepare.add_argument("shell_args", nargs="*", help=argparse.SUPPRESS)
     return parser
 
 
@@ -118,9 +123,7 @@ def main(argv: list[str] | None = None) -> None:
 
             sys.exit(doctor())
         if args.command == "prepare":
-            from harness.prepare import prepare_shell_run_spec
-
-            print(json.dumps(prepare_shell_run_spec(args)))
+            _prepare(args)
             return
         if args.command == "report":
             from harness.outputs import check_report_folder
@@ -201,6 +204,24 @@ def _nothing_ran(result: MatrixResult) -> str | None:
     first = next((c for c in result.cells if c.reason), result.cells[0])
     return (f"error: no cell ran: all {len(result.cells)} were {' or '.join(sorted({str(c.status) for c in result.cells}))} "
             f"({first.id}: {first.reason}); nothing was measured. Fix what the reason says, or choose other --frontend/--mode.")
+
+
+def _prepare(args: argparse.Namespace) -> None:
+    """Print the run spec: for ``prepare``'s own flags, or (``--shell-of``) for a script's flags given after ``--``."""
+    from harness.errors import UsageError
+    from harness.prepare import prepare_shell_run, prepare_shell_run_spec
+
+    if args.shell_of is None:
+        if args.shell_args:
+            raise UsageError("prepare", " ".join(args.shell_args), "given flags only (see python -m harness prepare --help)")
+        print(json.dumps(prepare_shell_run_spec(args)))
+        return
+    modes = tuple((args.shell_modes or "").split(","))
+    try:
+        prepared = prepare_shell_run(args.shell_args, modes, prog=args.shell_of)
+    except Exception as err:
+        exit_with_error(err, debug=_DEBUG or "--debug" in args.shell_args)
+    print(json.dumps(prepared))
 
 
 def _terminate(signum: int, frame: object) -> None:
