@@ -130,6 +130,11 @@ def _parser() -> argparse.ArgumentParser:
     add_spec_arguments(prepare, with_modes=False)
     add_weights_out_arguments(prepare)
     add_scaler_lift_argument(prepare)
+    # R's shell mode: `prepare --shell-of with_autocast.R --shell-modes default,autocast -- ARGS` parses the
+    # script's own ARGS with the Python scripts' parser (harness.prepare.prepare_shell_run); not for people.
+    prepare.add_argument("--shell-of", default=None, help=argparse.SUPPRESS)
+    prepare.add_argument("--shell-modes", default=None, help=argparse.SUPPRESS)
+    prepare.add_argument("shell_args", nargs="*", help=argparse.SUPPRESS)
     return parser
 
 
@@ -150,9 +155,7 @@ def main(argv: list[str] | None = None) -> None:
 
             sys.exit(doctor())
         if args.command == "prepare":
-            from harness.prepare import prepare_shell_run_spec
-
-            print(json.dumps(prepare_shell_run_spec(args)))
+            _prepare(args)
             return
         if args.command == "report":
             from harness.outputs import ReportClaim
@@ -217,7 +220,7 @@ def _run(args: argparse.Namespace) -> int:
             written = write_report_or_say_why(result, reports, _known(args)) if reports is not None else None  # reads the weights
             if reports is not None and reports.published:
                 _WRITTEN.append(f"the report was written to {reports.folder}")
-    lines = [line for line in (saved, written) if line is not None]
+    lines = [line for line in (saved, written, _nothing_ran(result)) if line is not None]
     try:
         print_result(result, console)
         for line in lines:
@@ -299,14 +302,45 @@ def _quiet_stdout() -> None:
 
 
 def exit_status(result: MatrixResult) -> int:
-    """1 when a cell ended in ``error`` or ``numerical_failure``, a pair ``diverged`` (or names a stale known
-    difference), or a cell failed its own verdict (float64 bound, scaler rule: :mod:`harness.cell_verdict`); else 0."""
+    """1 when no cell ran, a cell ended in ``error`` or ``numerical_failure``, a pair ``diverged`` (or names a stale
+    known difference), or a cell failed its own verdict (float64 bound, scaler rule: :mod:`harness.cell_verdict`); else 0."""
     from harness.compare import FAILING_VERDICTS
     from harness.model import Status
 
     failed = any(c.status in (Status.ERROR, Status.NUMERICAL_FAILURE) for c in result.cells)
     diverged = any(p.verdict in FAILING_VERDICTS for p in result.pairs)
-    return 1 if failed or diverged or any(c.verdict is not None and c.verdict.failed for c in result.cells) else 0
+    own = any(c.verdict is not None and c.verdict.failed for c in result.cells)
+    return 1 if failed or diverged or own or _nothing_ran(result) else 0
+
+
+def _nothing_ran(result: MatrixResult) -> str | None:
+    """The ``error:`` line for a run in which no cell ran (every one skipped or unsupported), or ``None``.
+
+    Such a run measured nothing: it is not a success, whatever else it printed.
+    """
+    if any(c.record is not None for c in result.cells) or not result.cells:
+        return None
+    first = next((c for c in result.cells if c.reason), result.cells[0])
+    return (f"error: no cell ran: all {len(result.cells)} were {' or '.join(sorted({str(c.status) for c in result.cells}))} "
+            f"({first.id}: {first.reason}); nothing was measured. Fix what the reason says, or choose other --frontend/--mode.")
+
+
+def _prepare(args: argparse.Namespace) -> None:
+    """Print the run spec: for ``prepare``'s own flags, or (``--shell-of``) for a script's flags given after ``--``."""
+    from harness.errors import UsageError
+    from harness.prepare import prepare_shell_run, prepare_shell_run_spec
+
+    if args.shell_of is None:
+        if args.shell_args:
+            raise UsageError("prepare", " ".join(args.shell_args), "given flags only (see python -m harness prepare --help)")
+        print(json.dumps(prepare_shell_run_spec(args)))
+        return
+    modes = tuple((args.shell_modes or "").split(","))
+    try:
+        prepared = prepare_shell_run(args.shell_args, modes, prog=args.shell_of)
+    except Exception as err:
+        exit_with_error(err, debug=_DEBUG or "--debug" in args.shell_args)
+    print(json.dumps(prepared))
 
 
 class _Terminated(KeyboardInterrupt):

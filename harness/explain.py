@@ -118,7 +118,7 @@ def _cause(found: PairFindings, judged: Judgement, failed: list[str], problems: 
         if step is None and losses.first_difference_step is not None:
             cause += f"; losses first differ at step {losses.first_difference_step}"
         if worst:
-            cause += f"; worst tensor {worst.name} (rel L2 {worst.rel_l2:.2e}, {_ulps(worst.max_ulps)})"
+            cause += f"; worst tensor {worst.name} ({_distance(worst)})"
         elif found.weights.tensors:
             cause += "; final weights bitwise equal"
         return cause
@@ -145,7 +145,7 @@ def _within_cause(found: PairFindings) -> str:
         parts = [f"max loss |Δ| {losses.max_abs:.2e}, {_percent(losses.tolerance_used)} of the loss tolerance "
                  f"(rtol {tol.loss_rtol:.2e}) at step {losses.tolerance_used_step}"]
     if worst:
-        parts.append(f"worst tensor {worst.name} (rel L2 {worst.rel_l2:.2e}, {_ulps(worst.max_ulps)}), "
+        parts.append(f"worst tensor {worst.name} ({_distance(worst)}), "
                      f"{_percent(worst.tolerance_used)} of its tolerance ({_weight_criterion(worst, tol)})")
     else:
         parts.append("final weights bitwise equal")
@@ -311,6 +311,13 @@ def _fmt_scale(value: Any, name: str) -> str:
     if name == "skipped":
         return "skipped" if value else "not skipped"
     return f"{value:.9g}" if isinstance(value, (int, float)) else repr(value)
+
+
+def _distance(tensor: TensorFindings) -> str:
+    """How far apart one tensor's sides are: rel L2 and ULPs, or its two shapes (no distance exists then: not "-1 ULPs")."""
+    if tensor.shape_differs:
+        return f"shapes {list(tensor.shapes[0])} vs {list(tensor.shapes[1])}, no distance"
+    return f"rel L2 {tensor.rel_l2:.2e}, {_ulps(tensor.max_ulps)}"
 
 
 def _ulps(count: int) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
 from harness.atomic import atomic_path, temporaries_of, write_json_atomic
@@ -132,8 +133,14 @@ def _build(folder: Path, spec: WorkloadSpec, digest: str) -> FixtureFile:
     log.info("building fixtures %s (%.1f MiB)", digest, spec.fixture_bytes / 2**20)
     arrays = draw_fixture_arrays(spec)
     target = folder / _DATA_FILE
-    with atomic_path(target) as tmp:
-        save_file(arrays, str(tmp), metadata={"fixture_digest": digest})
+    try:
+        with atomic_path(target) as tmp:
+            save_file(arrays, str(tmp), metadata={"fixture_digest": digest})
+    except SafetensorError as err:  # safetensors reports a full disk (ENOSPC) as its own error, not an OSError
+        raise FixtureError(
+            f"cannot write the fixture cache {folder}: {err}. This spec's fixtures take {spec.fixture_bytes / 2**20:.1f} MiB: "
+            "free that much space there, or point AMP_PARITY_FIXTURES at a folder with room."
+        ) from err
     sha = _sha256(target)
     manifest = {
         "schema_version": FIXTURE_SCHEMA_VERSION,

@@ -38,7 +38,7 @@ from harness.atomic import atomic_path, file_mode, folder_mode, probe_atomic
 from harness.errors import AmpParityError, ResultError, UsageError
 from harness.known_differences import KnownDifference
 from harness.model import MatrixResult, Status
-from harness.results import WEIGHTS_SUFFIX, is_result_file, stored_form, weights_dir_for
+from harness.results import WEIGHTS_MARKER, WEIGHTS_SUFFIX, is_result_file, stored_form, weights_dir_for
 from harness.staging import StagingDir
 
 __all__ = [
@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 #: The file in a weights folder that says this harness wrote it, and for which result.
-MARKER_FILE = ".amp-parity-weights.json"
+MARKER_FILE = WEIGHTS_MARKER
 #: Staging folders beside a result (swept when their run is dead, see :mod:`harness.staging`).
 STAGING_PREFIX = ".amp-parity-staging-"
 #: The lock a run (or ``report``) holds in its report folder while it may write there.
@@ -523,7 +523,11 @@ def _refuse_impossible(path: Path) -> None:
     if path.name.endswith(WEIGHTS_SUFFIX):
         allowed = f"a file name that does not end in {WEIGHTS_SUFFIX} (it names the weights folder beside a result)"
         raise UsageError("--json", str(path), allowed)
-    if path.is_dir():
+    try:
+        is_folder = path.is_dir()  # raises for a name the file system cannot hold (ENAMETOOLONG), not only says no
+    except OSError as err:
+        raise ResultError(f"cannot write a result at {path}: {_why(err)}. Choose another --json path.") from err
+    if is_folder:
         raise UsageError("--json", str(path), f"a file, but it is a folder (e.g. {path / 'run.json'})")
     folder = path.parent
     if not os.path.lexists(folder):

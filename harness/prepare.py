@@ -22,10 +22,12 @@ from harness.spec_args import OneLineParser, add_spec_arguments, spec_from_args
 __all__ = [
     "add_scaler_lift_argument",
     "add_weights_out_arguments",
+    "check_shell_mode",
     "path_argument",
     "check_weights_out",
     "parse_shell_args",
     "prepare_run_spec",
+    "prepare_shell_run",
     "prepare_shell_run_spec",
     "require_device",
 ]
@@ -89,6 +91,36 @@ def parse_shell_args(argv: list[str], modes: tuple[str, ...], prog: str) -> argp
     add_scaler_lift_argument(parser)
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     return parser.parse_args(argv)
+
+
+def check_shell_mode(mode: str | None, modes: tuple[str, ...], prog: str) -> str:
+    """``mode`` if the script ``prog`` runs it (the shell modes of both languages check it here).
+
+    Raises:
+        SpecError: no ``--mode``, or one the script does not run; the line names the script's modes.
+    """
+    if mode not in modes:
+        raise SpecError("mode", mode, f"one of {', '.join(repr(m) for m in modes)} for {prog}")
+    return mode
+
+
+def prepare_shell_run(argv: list[str], modes: tuple[str, ...], prog: str) -> dict[str, Any]:
+    """R's shell mode in one call: ``argv`` parsed as ``prog``'s flags, its mode checked, and the run spec.
+
+    ``Rscript r_scripts/with_autocast.R ARGS`` hands its ``ARGS`` here unparsed (through ``python -m harness
+    prepare --shell-of with_autocast.R --shell-modes default,autocast -- ARGS``), so both languages' scripts
+    take the same flags, print the same ``--help`` and refuse the same input in the same one line: there is
+    one parser. ``--help`` prints the help and exits 0; a usage error prints one ``error:`` line and exits 1.
+
+    Returns:
+        ``{"mode": ..., "debug": ..., "spec": <the run spec>}``.
+
+    Raises:
+        SpecError, UsageError: as :func:`check_shell_mode` and :func:`prepare_shell_run_spec`.
+    """
+    args = parse_shell_args(argv, modes, prog=prog)
+    mode = check_shell_mode(args.mode, modes, prog)
+    return {"mode": mode, "debug": args.debug, "spec": prepare_shell_run_spec(args)}
 
 
 def prepare_shell_run_spec(args: argparse.Namespace) -> dict[str, Any]:

@@ -19,15 +19,27 @@ from pathlib import Path
 from typing import Any
 
 from harness.atomic import write_json_atomic
+from harness.consistency import check_consistency
 from harness.errors import ResultError
+from harness.json_files import JsonFileError, JsonSyntaxError, read_json_file
 from harness.model import RESULT_SCHEMA_VERSION, MatrixResult
 from harness.result_shape import check_result_shape
 from harness.tolerances import DEFAULT_JUDGING
 
-__all__ = ["WEIGHTS_SUFFIX", "is_result_file", "load_result", "save_result", "stored_form", "weights_dir_for"]
+__all__ = [
+    "RESULT_MAX_BYTES", "WEIGHTS_MARKER", "WEIGHTS_SUFFIX", "is_result_file", "load_result", "save_result", "stored_form",
+    "weights_dir_for",
+]
 
 #: The weights folder's suffix; a result path may not end in it (it would be its own weights folder).
 WEIGHTS_SUFFIX = ".weights"
+#: The file in a weights folder that says this harness wrote it, and for which result (``{"result": "run.json"}``).
+WEIGHTS_MARKER = ".amp-parity-weights.json"
+#: A result holds a few thousand numbers (the weights are beside it, not in it): a few hundred kB for ``recipe``.
+#: A file far larger is not one, and is refused rather than read into memory (``report /dev/zero`` read forever).
+RESULT_MAX_BYTES = 64 * 2**20
+#: Weights folders carry the marker since schema 3; older results' folders have none.
+_FIRST_MARKED_VERSION = 3
 
 
 def weights_dir_for(result_path: Path) -> Path:
@@ -73,7 +85,7 @@ def is_result_file(path: Path) -> bool:
     if path.is_symlink() or not path.is_file():
         return False
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_file(path, RESULT_MAX_BYTES)
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and "schema_version" in data and "cells" in data
@@ -87,11 +99,13 @@ def load_result(path: Path) -> MatrixResult:
     """
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_file(path, RESULT_MAX_BYTES)
     except OSError as err:
         raise ResultError(f"cannot read {path}: {err.strerror or err}.") from err
-    except ValueError as err:
+    except JsonSyntaxError as err:
         raise ResultError(f"{path} is not valid JSON ({err}); was it written by `python -m harness run --json`?") from err
+    except JsonFileError as err:
+        raise ResultError(f"{path} is not a result file: {err}. Name the JSON file `python -m harness run --json` wrote.") from err
     if not isinstance(data, dict) or "schema_version" not in data or "cells" not in data:
         raise ResultError(f"{path} is not an amp-parity result (no schema_version/cells).")
     version = data["schema_version"]
@@ -106,7 +120,42 @@ def load_result(path: Path) -> MatrixResult:
     for step in range(version, RESULT_SCHEMA_VERSION):
         data = _UPDATES[step](data, path)
     folder = Path(os.path.abspath(path)).parent
-    return MatrixResult.from_json(data, str(path)).map_weights_paths(lambda p: os.path.normpath(os.path.join(folder, p)))
+    result = MatrixResult.from_json(data, str(path)).map_weights_paths(lambda p: os.path.normpath(os.path.join(folder, p)))
+    check_consistency(result, str(path))
+    if version >= _FIRST_MARKED_VERSION:
+        _check_weights_owner(result, path)
+    return result
+
+
+def _check_weights_owner(result: MatrixResult, path: Path) -> None:
+    """Refuse weights read from this result's own weights folder when its marker says it holds another result's.
+
+    ``mv b.weights a.weights`` (or a run for ``b.json`` whose folder was copied over ``a.weights``) leaves
+    ``a.json`` pointing at ``b.json``'s weights: compared as ``a.json``'s, they gave ``b``'s verdicts (two
+    copies of one file are "identical"). The marker, written with every weights folder since schema 3,
+    says whose they are. A copied or renamed result still points at its original folder, whose marker
+    names the original: those weights are its own, and are read.
+
+    Raises:
+        ResultError: one line naming the cell, the folder and the result its marker names.
+    """
+    own = Path(os.path.abspath(weights_dir_for(path)))
+    marker = own / WEIGHTS_MARKER
+    used = [k for k, c in enumerate(result.cells)
+            if c.record is not None and c.record.weights_path is not None and Path(c.record.weights_path).parent == own]
+    if not used or not marker.is_file():
+        return
+    try:
+        owner = json.loads(marker.read_text(encoding="utf-8"))["result"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ResultError(f"{path}: the marker {marker} cannot be read ({type(err).__name__}: {err}); restore the weights "
+                          "folder or re-run `python -m harness run --json`.") from err
+    if owner != path.name:
+        raise ResultError(
+            f"{path}: cells[{used[0]}].record.weights_path is in {own}, which holds the weights of {owner!r}, not of "
+            f"{path.name!r} (its {WEIGHTS_MARKER} says so): another run's weights folder replaced this one. Restore "
+            f"{path.name}'s own weights folder, or re-run `python -m harness run --json`."
+        )
 
 
 def _update_to_3(data: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -134,15 +183,18 @@ def _update_to_4(data: dict[str, Any], path: Path) -> dict[str, Any]:
     its set-up over the median call.
     """
     cells = []
-    for cell in data["cells"]:
+    for k, cell in enumerate(data["cells"]):
         cell = dict(cell)
-        speedup = cell.pop("speedup_vs_default", None)
+        speedup = _stored_number(cell.pop("speedup_vs_default", None), path, f"cells[{k}].speedup_vs_default")
         note = cell.pop("speedup_note", None)
         cell["time_vs_default"] = None if not speedup else 1 / speedup
         cell["time_vs_default_note"] = note
         timing = cell.get("timing")
         if isinstance(timing, dict) and "setup_share" not in timing and "setup_seconds" in timing:
-            cell["timing"] = timing | {"setup_share": timing["setup_seconds"] / timing["call"]["median"]}
+            setup = _stored_number(timing["setup_seconds"], path, f"cells[{k}].timing.setup_seconds")
+            call = timing.get("call")
+            median = _stored_number(call.get("median") if isinstance(call, dict) else call, path, f"cells[{k}].timing.call.median")
+            cell["timing"] = timing | {"setup_share": None if setup is None or not median else setup / median}
         cells.append(cell)
     return data | {"schema_version": 4, "cells": cells, "judging": data.get("judging") or DEFAULT_JUDGING}
 
@@ -152,6 +204,18 @@ def _update_to_5(data: dict[str, Any], path: Path) -> dict[str, Any]:
     ``overflow_point`` (before it, every injected overflow went in after ``backward``)."""
     spec = data["spec"] if isinstance(data.get("spec"), dict) else {}
     return data | {"schema_version": 5, "traces": [], "spec": {"overflow_point": "backward"} | spec}
+
+
+def _stored_number(value: Any, path: Path, where: str) -> float | None:
+    """``value`` if it is a number or null; an upgrade step computes with it.
+
+    Raises:
+        ResultError: it is another type (one line naming the field).
+    """
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return value
+    raise ResultError(f"{path}: {where} must be a number or null, but got {value!r:.60}; a result edited by hand? "
+                      "Re-run `python -m harness run --json`, or restore the file.")
 
 
 #: The step that upgrades a file of each older version by one.

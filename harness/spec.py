@@ -236,10 +236,10 @@ def parse_choices(name: str, values: list[str] | tuple[str, ...] | None, allowed
     """
     if not values:
         return allowed
-    asked = [m.strip() for v in values for m in v.split(",") if m.strip()]
-    if not asked:
+    asked = [m.strip() for v in values for m in v.split(",")]
+    if not any(asked):
         raise UsageError(name, ",".join(values), f"one or more of {_listing(allowed)}")
-    for value in asked:
+    for value in asked:  # an empty one among others (--mode default --mode "", default,,autocast) is a typo too
         if value not in allowed:
             raise UsageError(name, value, f"one of {_listing(allowed)}")
     return tuple(m for m in allowed if m in asked)

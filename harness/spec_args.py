@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from harness.errors import UsageError
+from harness.json_files import JsonFileError, JsonSyntaxError, read_json_file
 from harness.spec import AMP_DTYPES, DEVICES, MODES, PRESETS, WorkloadSpec, available_cores
 
 __all__ = [
@@ -42,6 +43,15 @@ class OneLineParser(argparse.ArgumentParser):
     still prints the whole help and exits 0. Subcommand parsers are built with this class too
     (``add_subparsers`` passes the parent's class on), so ``run --lr inf`` names ``run --help``.
     """
+
+    #: What reads as a negative number, so a flag's value (``--lr -inf``, ``--lr -1e-3``) is taken as that value and
+    #: refused for what it is; argparse's own pattern knows only ``-5`` and ``-.5`` and took ``-inf`` for a flag
+    #: ("expected one argument"). No flag of the harness looks like a number, so nothing is shadowed.
+    _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = self._NEGATIVE_NUMBER
 
     def error(self, message: str) -> NoReturn:
         """Print ``error: <argparse's message> (see <prog> --help).`` and exit 1."""
@@ -105,8 +115,10 @@ def spec_from_args(args: argparse.Namespace) -> WorkloadSpec:
         given = getattr(args, field.name, None)
         if given is not None and field.name != "preset":
             values[field.name] = given
-    preset = args.preset or values.pop("preset", None) or "tiny"
+    # Only an absent (or null) preset means the default: --preset "" is refused, not run as tiny.
+    preset = args.preset if args.preset is not None else values.get("preset")
     values.pop("preset", None)
+    preset = "tiny" if preset is None else preset
     spec = WorkloadSpec.from_preset(preset, **values)
     _warn_oversubscribed(spec.threads)
     return spec
@@ -128,13 +140,19 @@ def _warn_oversubscribed(threads: int) -> None:
         )
 
 
+#: A spec file is a few hundred bytes; a megabyte is more than any can hold (``/dev/zero`` is refused, not read).
+SPEC_FILE_MAX_BYTES = 2**20
+
+
 def _read_spec_file(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_file(path, SPEC_FILE_MAX_BYTES)
     except OSError as err:
         raise UsageError("spec_file", str(path), f"a readable file ({err.strerror})") from err
-    except ValueError as err:
+    except JsonSyntaxError as err:
         raise UsageError("spec_file", str(path), f"valid JSON ({err})") from err
+    except JsonFileError as err:
+        raise UsageError("spec_file", str(path), f"a regular file holding a JSON object of spec fields ({err})") from err
     if not isinstance(data, dict):
         raise UsageError("spec_file", str(path), "a JSON object of spec fields")
     return data
@@ -169,8 +187,16 @@ def positive_seconds(text: str) -> float:
 
 #: The flag converter for each annotation of a WorkloadSpec field (anything else is text).
 def _to_steps(text: str) -> tuple[int, ...]:
-    """``3,7`` → (3, 7); an empty string is no steps. Range, order and repeats are the spec's to check."""
-    return tuple(whole_number(part.strip()) for part in text.split(",") if part.strip())
+    """``3,7`` → (3, 7); an empty string is no steps. Range, order and repeats are the spec's to check.
+
+    An empty step between commas (``3,,7``, ``3,``) is refused: a typo, not a step to leave out.
+    """
+    if not text.strip():
+        return ()
+    parts = [part.strip() for part in text.split(",")]
+    if not all(parts):
+        raise argparse.ArgumentTypeError(f"must be whole numbers separated by single commas (e.g. 3,7), got {text!r}")
+    return tuple(whole_number(part) for part in parts)
 
 
 _CONVERTERS = {"int": whole_number, "float": finite_number, "tuple[int, ...]": _to_steps}

@@ -6,9 +6,10 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.figures import check_figures
-from harness.model import MatrixResult
+from harness.model import CellResult, MatrixResult
 from harness.report_timing import frontend_costs
 from harness.text import lift_footnote, num, status_text
+from harness.timing import for_want_of_spread
 
 __all__ = ["make_console", "print_result", "print_trace"]
 
@@ -51,7 +52,7 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
             f"[{_OWN_STYLE.get(own, '')}]{_OWN_TEXT.get(own, own)}[/]",
             num(record and record.final_loss, ".7g"), num(distance and distance.max_rel_loss_error, ".1e"),
             num(distance and distance.final_weights_rel_error, ".1e"), num(loop and loop.median, ".3g"), num(loop and loop.cv, ".1%"),
-            num(cell.time_vs_default, ".2f") if cell.time_vs_default or not cell.ok else "[yellow]noisy[/]",
+            _vs_default(cell),
             num(efficiency and efficiency.tflops, ".3g"), num(efficiency and efficiency.share_of_peak, ".0%"),
         )
     console.print(table)
@@ -78,12 +79,15 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
         if cell.verdict and cell.verdict.failed:
             console.print(f"[bold red]{cell.id} FAIL[/]: {cell.verdict.reason}", soft_wrap=True)
     _print_pairs(result, console)
-    noisy = [c.id for c in result.cells if c.ok and not c.time_vs_default]
+    noisy = [c.id for c in result.cells if c.ok and not c.time_vs_default and for_want_of_spread(c.time_vs_default_note)]
     if noisy:
         console.print(
             f"[yellow]×default noisy[/] for {len(noisy)} cell(s): the rounds' spread is too wide for a ratio "
             "(the report says why per cell); use --interleave, more --rounds, or --preset bench.", soft_wrap=True,
         )
+    for note, ids in _other_notes(result).items():
+        who = ids[0] if len(ids) == 1 else f"{len(ids)} cells ({ids[0]}, ...)"
+        console.print(f"[yellow]×default[/] {who}: {note}", soft_wrap=True)
     for cell in result.cells:  # "% peak" is blank there, not a share above 100 %
         if cell.efficiency and cell.efficiency.share_note:
             console.print(f"[yellow]% peak[/] {cell.id}: {cell.efficiency.share_note}", soft_wrap=True)
@@ -96,6 +100,23 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
                       soft_wrap=True)
     for warning in result.warnings:
         console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)
+
+
+def _vs_default(cell: CellResult) -> str:
+    """The ×default cell: the ratio, ``noisy`` where the rounds' spread denied one, ``—`` where there is nothing to divide by."""
+    if cell.time_vs_default or not cell.ok:
+        return num(cell.time_vs_default, ".2f")
+    return "[yellow]noisy[/]" if for_want_of_spread(cell.time_vs_default_note) else "—"
+
+
+def _other_notes(result: MatrixResult) -> dict[str, list[str]]:
+    """Why an ``ok`` cell has no ×default for another reason than noise (no default cell ran), cells grouped by note."""
+    notes: dict[str, list[str]] = {}
+    for cell in result.cells:
+        note = cell.time_vs_default_note
+        if cell.ok and not cell.time_vs_default and note and not for_want_of_spread(note):
+            notes.setdefault(note, []).append(cell.id)
+    return notes
 
 
 def _print_pairs(result: MatrixResult, console: Console) -> None:

@@ -30,7 +30,7 @@ import numpy as np
 from harness.model import Stats, Timing, TimingSamples
 from harness.protocol import MIN_ROUNDS_FOR_SPREAD
 
-__all__ = ["MAX_CV_FOR_RATIO", "RoundLog", "ratio", "summarize"]
+__all__ = ["MAX_CV_FOR_RATIO", "RoundLog", "for_want_of_spread", "ratio", "summarize"]
 
 #: A ratio between two cells is printed only when each cell's coefficient of variation (or, for
 #: interleaved rounds, the ratio's own) is at most this: AMP's CPU speed differences here are 10-30 %,
@@ -98,6 +98,18 @@ def summarize(samples: Sequence[float]) -> Stats:
         min=float(x.min()), max=float(x.max()), mean=mean,
         cv=float(x.std(ddof=1) / mean) if spread and mean > 0 else None,
     )
+
+
+#: How :func:`ratio`'s notes begin when the rounds' spread is what denied a ratio (more rounds may give one).
+_SPREAD_NOTES = ("too few timed rounds", "spread too wide")
+
+
+def for_want_of_spread(note: str | None) -> bool:
+    """Whether a ratio's note says the rounds' spread denied it (too few rounds, or too wide), so more rounds may help.
+
+    Any other note (no default cell to compare with, a cell not timed or not ``ok``) is not noise.
+    """
+    return note is not None and note.startswith(_SPREAD_NOTES)
 
 
 def ratio(numerator: Timing | None, denominator: Timing | None, paired: bool = False) -> tuple[float | None, str]:

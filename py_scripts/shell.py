@@ -24,15 +24,13 @@ def main_cli(modes: tuple[str, ...], run_workload: Callable[[dict[str, Any], str
     An error is one ``error:`` line and exit 1; ``--debug`` adds the traceback (R's twin prints its own).
     """
     from harness.cli import exit_with_error, show_warnings_as_lines
-    from harness.errors import SpecError
-    from harness.prepare import parse_shell_args, prepare_shell_run_spec
+    from harness.prepare import check_shell_mode, parse_shell_args, prepare_shell_run_spec
 
     show_warnings_as_lines()
     prog = Path(sys.argv[0]).name
     args = parse_shell_args(sys.argv[1:], modes, prog=prog)
     try:
-        if args.mode not in modes:
-            raise SpecError("mode", args.mode, f"one of {', '.join(repr(m) for m in modes)} for {prog}")
-        print(record_to_json(run_workload(prepare_shell_run_spec(args), args.mode)))
+        mode = check_shell_mode(args.mode, modes, prog)
+        print(record_to_json(run_workload(prepare_shell_run_spec(args), mode)))
     except Exception as err:
         exit_with_error(err, debug=args.debug)

@@ -5,6 +5,12 @@
 #' spec comes in as JSON text and the record goes back as JSON text, the line the script prints in
 #' shell mode. No Python twin: the Python worker imports the scripts (harness/frontends/python_handler.py).
 
+# Run on its own (`Rscript r_scripts/_bridge.R`), there is nothing to source it from: say so in one line.
+if (sys.nframe() == 0L) {
+  message("error: r_scripts/_bridge.R is the harness's entry point into R, sourced by its rpy2 worker; it runs nothing on its own. Run a script: Rscript r_scripts/with_autocast.R --help")
+  quit(save = "no", status = 1L)
+}
+
 # This file is sourced by its path: `source()` keeps it in a local `ofile`, the innermost one in progress.
 source(
   file.path(dirname(Filter(is.character, lapply(rev(sys.frames()), function(frame) frame$ofile))[[1]]), "common.R"),

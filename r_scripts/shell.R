@@ -1,10 +1,12 @@
 #' The R scripts' shell mode, a script run by hand: the twin of `py_scripts/shell.py`.
 #'
-#' `Rscript r_scripts/with_autocast.R --preset tiny --mode autocast` parses its flags here, checks the
-#' mode, gets the run spec from the harness (`python -m harness prepare`: spec validation and fixtures
-#' live in Python only), runs and prints the record. Python's `main_cli()` calls the same harness code
-#' in-process (`harness.prepare.parse_shell_args()`, `prepare_shell_run_spec()`), so every helper here
-#' but `main_cli()` is R-only. Loaded by _bootstrap.R, after common.R, whose functions it uses.
+#' `Rscript r_scripts/with_autocast.R --preset tiny --mode autocast` hands its flags to the harness
+#' (`python -m harness prepare --shell-of ...`), which parses them with the Python scripts' own parser,
+#' checks the mode, validates the spec and draws the fixtures (all of which live in Python only); it then
+#' runs and prints the record. Python's `main_cli()` calls the same harness code in-process
+#' (`harness.prepare.parse_shell_args()`, `check_shell_mode()`, `prepare_shell_run_spec()`), so every
+#' helper here but `main_cli()` is R-only.
+#' Loaded by _bootstrap.R, after common.R, whose functions it uses.
 
 #' `x`, or `y` where `x` is `NULL` (base R has this only from 4.4.0).
 `%||%` <- function(x, y) if (is.null(x)) y else x
@@ -26,60 +28,17 @@ sourced_file <- function() {
 #' The folder holding this file (`r_scripts/`), fixed when shell.R is sourced.
 amp_parity_r_dir <- dirname(sourced_file() %||% file.path(getwd(), "r_scripts", "shell.R"))
 
-#' Shell flags that take no value: `--debug` (R's traceback on error), `--overwrite` (replace an
-#' existing `--weights-out` file) and `--no-scaler-lift`, as in the Python scripts' shell mode.
-cli_switches <- c("debug", "overwrite", "no-scaler-lift")
-
-#' Shell flags as a named list: `--batch-size 32` (or `--batch-size=32`) → `list("batch-size" = "32")`.
+#' The script's mode and run spec, from the harness: its flags are parsed by the Python scripts' parser.
 #'
-#' Every `--name value` pair is kept as given: the spec flags are validated by the harness
-#' (`python -m harness prepare`), not here. A switch (`cli_switches`) is kept as `TRUE`. A repeated
-#' flag keeps its last value, as argparse does.
-parse_shell_args <- function(args) {
-  parsed <- list()
-  i <- 1L
-  while (i <= length(args)) {
-    arg <- args[[i]]
-    if (!startsWith(arg, "--") || nchar(arg) <= 2L) {
-      abort_cli(c(
-        "Expected a flag such as {.code --mode}, but got {.val {arg}}.",
-        i = "Flags come in {.code --name value} pairs, e.g. {.code --preset tiny --mode autocast}."
-      ))
-    }
-    if (substring(arg, 3L) %in% cli_switches) {
-      name <- substring(arg, 3L)
-      value <- TRUE
-      i <- i + 1L
-    } else if (grepl("=", arg, fixed = TRUE)) {
-      name <- sub("=.*$", "", substring(arg, 3L))
-      value <- sub("^[^=]*=", "", arg)
-      i <- i + 1L
-    } else {
-      name <- substring(arg, 3L)
-      value <- if (i < length(args)) args[[i + 1L]] else NA_character_
-      if (is.na(value) || startsWith(value, "--")) {
-        abort_cli("Flag {.code --{name}} needs a value.")
-      }
-      i <- i + 2L
-    }
-    parsed[[name]] <- value
-  }
-  parsed
-}
-
-#' The run spec for shell mode, from the harness: spec validation and fixtures live in Python only.
-#'
-#' Runs `python -m harness prepare <flags>` from the checkout's root (the folder above r_scripts/),
-#' with `python` from `AMP_PARITY_PYTHON` (default `python3`). It prints the run spec as one JSON
-#' object, or one line `error: ...` and a non-zero status, which becomes this function's error.
-prepare_shell_run_spec <- function(cli_args) {
+#' Runs `python -m harness prepare --shell-of <script>.R --shell-modes <modes> -- <args>` from the
+#' checkout's root (the folder above r_scripts/), with `python` from `AMP_PARITY_PYTHON` (default
+#' `python3`): one parser for both languages, so the flags, `--help` and every refusal read the same
+#' (`harness.prepare.prepare_shell_run`). It prints the help (status 0: printed here, and `NULL` is
+#' returned), or `{"mode", "debug", "spec"}` as one JSON object, or one line `error: ...` and a
+#' non-zero status, which becomes this function's error.
+prepare_shell_run <- function(args, modes) {
   python <- Sys.getenv("AMP_PARITY_PYTHON", "python3")
-  cli_args[["mode"]] <- NULL
-  flags <- character()
-  for (name in names(cli_args)) {
-    value <- cli_args[[name]]
-    flags <- c(flags, paste0("--", name), if (isTRUE(value)) character() else value)
-  }
+  script <- basename(sourced_file() %||% "script.R")
   old_wd <- setwd(dirname(amp_parity_r_dir))
   on.exit(setwd(old_wd), add = TRUE)
   old_library_path <- Sys.getenv("LD_LIBRARY_PATH")
@@ -87,19 +46,21 @@ prepare_shell_run_spec <- function(cli_args) {
   on.exit(Sys.setenv(LD_LIBRARY_PATH = old_library_path), add = TRUE)
   # system2() quotes the command but passes the arguments to the shell as they are.
   python_fix <- c(i = "Set {.envvar AMP_PARITY_PYTHON} to a Python that can import the harness.")
+  command <- c("-m", "harness", "prepare", "--shell-of", script, "--shell-modes", paste(modes, collapse = ","), "--", args)
   output <- tryCatch(
-    suppressWarnings(system2(
-      python, shQuote(c("-m", "harness", "prepare", flags)),
-      stdout = TRUE, stderr = TRUE
-    )),
+    suppressWarnings(system2(python, shQuote(command), stdout = TRUE, stderr = TRUE)),
     error = function(err) abort_cli(c("Could not run {.code {python}}: {conditionMessage(err)}.", python_fix))
   )
   status <- attr(output, "status") %||% 0L
   is_json <- startsWith(output, "{")
+  if (status == 0L && !any(is_json) && any(startsWith(output, "usage: "))) {
+    writeLines(output) # --help (or -h): the whole help, as the Python script prints it
+    return(NULL)
+  }
   if (status != 0L || !any(is_json)) {
     # Every error of the harness, argparse's included, is one line `error: ...`; under --debug the
     # Python traceback above it is shown too.
-    if (isTRUE(cli_args[["debug"]])) {
+    if ("--debug" %in% args) {
       for (line in output) message(line)
     }
     error_line <- grep("^error: ", output, value = TRUE)
@@ -142,33 +103,45 @@ python_library_path <- function() {
   if (startsWith(current, paste0(r_prefix, ":"))) substring(current, nchar(r_prefix) + 2L) else current
 }
 
-#' Shell mode: parse the flags, check the mode, get the spec from the harness, run, print the record.
+#' Shell mode: the flags, mode and spec from the harness (one parser for both languages), then run and print the record.
 #'
-#' The mode is checked before Python or torch is touched. Any error prints one message and exits
-#' with status 1, without R's traceback unless `--debug` (Python's twin gets it from exit_with_error()).
+#' `--help` prints the Python script's help, named for this script, and exits 0. Any error prints one
+#' line and exits with status 1, without R's traceback unless `--debug` (Python's twin gets it from
+#' exit_with_error()).
 main_cli <- function(modes, run_workload) {
   options(cli.width = 10000L) # one message per line: the process is ours and ends here
+  args <- commandArgs(trailingOnly = TRUE)
   # Read before the flags are parsed, so that a parse error shows its traceback too.
-  debug <- "--debug" %in% commandArgs(trailingOnly = TRUE)
+  debug <- "--debug" %in% args
+  # torch's own load check runs a child R whose report we cannot catch (a broken libtorch printed a
+  # dozen lines): the load itself fails just the same, as one error, with torch's warning folded in.
+  Sys.setenv(TORCH_VERIFY_LOAD = "FALSE")
+  warned <- character()
   failed <- tryCatch(
     withCallingHandlers(
       {
-        cli_args <- parse_shell_args(commandArgs(trailingOnly = TRUE))
-        mode <- cli_args[["mode"]]
-        check_mode(mode, modes)
-        require_r_torch()
-        spec <- prepare_shell_run_spec(cli_args)
-        record <- run_workload(spec, mode)
-        cat(record_to_json(record), "\n", sep = "")
+        prepared <- prepare_shell_run(args, modes)
+        if (!is.null(prepared)) {
+          require_r_torch()
+          record <- run_workload(prepared$spec, prepared$mode)
+          cat(record_to_json(record), "\n", sep = "")
+        }
         FALSE
+      },
+      warning = function(w) {
+        warned <<- c(warned, one_line(conditionMessage(w)))
+        invokeRestart("muffleWarning")
       },
       error = function(err) if (debug) print_traceback(sys.calls())
     ),
     error = function(err) {
-      message("error: ", conditionMessage(err))
+      why <- if (length(warned) > 0L) paste0(" (warned before: ", paste(warned, collapse = "; "), ")") else ""
+      message("error: ", one_line(conditionMessage(err)), why)
+      warned <<- character()
       TRUE
     }
   )
+  for (text in warned) message("warning: ", text) # one line each, as the Python scripts print theirs
   if (failed) {
     quit(save = "no", status = 1L)
   }
@@ -181,4 +154,20 @@ print_traceback <- function(calls) {
   for (k in seq_along(calls)) {
     message(sprintf("%3d: %s", k, deparse(calls[[k]], nlines = 1L, width.cutoff = 200L)))
   }
+}
+
+#' A condition message on one line: cli puts each bullet (a fix, a detail) on a line of its own.
+#'
+#' Each line loses its bullet (`ℹ`, `✖`, `!`, ...), and the lines are joined with spaces.
+one_line <- function(text) {
+  lines <- trimws(strsplit(cli::ansi_strip(text), "\n", fixed = TRUE)[[1]])
+  if (length(lines) == 0L) {
+    return("")
+  }
+  bullets <- c(unlist(cli::symbol[c("info", "cross", "tick", "bullet", "warning", "arrow_right")]), "!", "*", "i", "x", "v", ">")
+  bare <- vapply(lines, function(line) {
+    words <- strsplit(line, " ", fixed = TRUE)[[1]]
+    if (length(words) > 1L && words[[1]] %in% bullets) paste(words[-1], collapse = " ") else line
+  }, character(1), USE.NAMES = FALSE)
+  paste(bare[nzchar(bare)], collapse = " ")
 }

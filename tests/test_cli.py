@@ -272,3 +272,22 @@ def test_run_interleaved_with_profile_records_the_protocol(python_run: SharedRun
     assert cell["timing"]["rounds"] == 3 and cell["timing"]["warmup_calls"] == 1
     assert cell["gemm_profile"]["half_share"] == 1.0 and cell["gemm_profile"]["step"] == 3
     assert "figures: " in python_run.done.stdout
+
+
+def test_a_run_in_which_no_cell_ran_fails_and_meets_no_figure(availability: Availability, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--frontend r`` without R torch: every cell skipped, so exit 1 with one ``error:`` line, and no figure "met" (it said 1 of 1)."""
+    import dataclasses
+
+    import harness.runner
+
+    monkeypatch.delenv("AMP_PARITY_REQUIRE_R", raising=False)
+    no_r = dataclasses.replace(availability, r={"torch_installed": False, "libtorch_installed": False, "libtorch_loads": False})
+    monkeypatch.setattr(harness.runner, "probe", lambda: no_r)
+    done = run_cli("run", "--preset", "tiny", "--frontend", "r", "--rounds", "1", "--warmup-rounds", "1")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "error: no cell ran: all 4 were skipped (with_autocast-default-r-cpu: the R package torch is not installed: in R, "
+        'install.packages("torch"); torch::install_torch()); nothing was measured. Fix what the reason says, or choose other '
+        "--frontend/--mode."
+    ]
+    assert "figures:" not in done.stdout and "skipped" in done.stdout

@@ -56,6 +56,20 @@ def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
                                               "3.403e+38 (it is a float32 in both frontends), got 1e-45."),
         (["run", "--growth-interval", "3000000000"],
          "error: growth_interval must be a whole number from 1 to 2147483647 (R's largest integer), got 3000000000."),
+        (["run", "--preset", ""], "error: preset must be one of 'tiny', 'bench', 'recipe', got ''."),
+        (["run", "--overflow-steps", "3,,7"], "error: argument --overflow-steps: must be whole numbers separated by single "
+                                              "commas (e.g. 3,7), got '3,,7' (see python -m harness run --help)."),
+        (["run", "--overflow-steps", "3,"], "error: argument --overflow-steps: must be whole numbers separated by single "
+                                            "commas (e.g. 3,7), got '3,' (see python -m harness run --help)."),
+        (["run", "--mode", "default", "--mode", ""],
+         "error: mode must be one of 'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip', got ''."),
+        (["run", "--mode", "default,,autocast"],
+         "error: mode must be one of 'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip', got ''."),
+        (["run", "--frontend", "python,"], "error: frontend must be one of 'python', 'r', got ''."),
+        (["run", "--lr", "-inf"], "error: argument --lr: must be a finite number, got '-inf' (see python -m harness run --help)."),
+        (["run", "--lr", "-1e-3"], "error: lr must be a finite number > 0, got -0.001."),
+        (["run", "--max-seconds", "-1e3"],
+         "error: argument --max-seconds: must be a number of seconds > 0, got '-1e3' (see python -m harness run --help)."),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_1(args: list[str], message: str) -> None:
@@ -143,3 +157,56 @@ def test_refused_run_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
     _one_error_line(run_cli("run", "--mode", ",", "--frontend", "python", "--json", str(path)))
     assert os.listdir(tmp_path) == []
+
+
+def _deep_json(tmp_path: Path) -> Path:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    return path
+
+
+def _sparse_giant(tmp_path: Path) -> Path:
+    path = tmp_path / "giant.json"
+    with open(path, "wb") as file:
+        file.truncate(65 * 2**20)  # sparse: no disk used, but more than either limit
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "spec_says", "report_says"),
+    [
+        (lambda tmp: Path("/dev/zero"), "(not a regular file: it is a character device), got '/dev/zero'.",
+         "/dev/zero is not a result file: not a regular file: it is a character device."),
+        (_deep_json, "(nested too deeply to be read: thousands of levels of [ or {), got ",
+         "deep.json is not a result file: nested too deeply to be read: thousands of levels of [ or {."),
+        (_sparse_giant, "(larger than 1 MiB, more than any file of this kind holds), got ",
+         "giant.json is not a result file: larger than 64 MiB, more than any file of this kind holds."),
+    ],
+    ids=["dev-zero", "100k-deep", "65-MiB"],
+)
+def test_what_is_not_a_json_file_is_refused_not_read(tmp_path: Path, make: object, spec_says: str, report_says: str) -> None:
+    """``--spec-file`` and ``report`` refuse a device, a file too large, a 100k-deep JSON: one line each, nothing read to the end."""
+    path = make(tmp_path)  # type: ignore[operator]
+    spec = _one_error_line(run_cli("run", "--spec-file", str(path)))
+    assert spec.startswith("error: spec_file must be a regular file holding a JSON object of spec fields ") and spec_says in spec
+    report = _one_error_line(run_cli("report", str(path), "--out", str(tmp_path / "out")))
+    assert report_says in report and "unexpected" not in report and not (tmp_path / "out").exists()
+
+
+def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
+    """A named pipe with no writer: both commands answer in one line at once (the open used to block forever)."""
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    spec = _one_error_line(harness_command("run", "--spec-file", str(fifo), timeout=60))
+    assert spec == ("error: spec_file must be a regular file holding a JSON object of spec fields (not a regular file: "
+                    f"it is a FIFO), got '{fifo}'.")
+    report = _one_error_line(harness_command("report", str(fifo), "--out", str(tmp_path / "out"), timeout=60))
+    assert report.startswith(f"error: {fifo} is not a result file: not a regular file: it is a FIFO.")
+
+
+@pytest.mark.parametrize("length", [250, 300, 5000])
+def test_a_json_name_too_long_for_the_file_system_is_one_line(tmp_path: Path, length: int) -> None:
+    """``--json`` with a 250-, 300- or 5000-character name: the same "too long" line (300 was an unexpected Errno 36)."""
+    line = _one_error_line(run_cli("run", "--frontend", "python", "--mode", "default", "--json", str(tmp_path / ("j" * length + ".json"))))
+    assert "a name is too long for the file system" in line and line.endswith("Choose another --json path.")
+    assert list(tmp_path.iterdir()) == []

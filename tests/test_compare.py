@@ -367,3 +367,16 @@ def test_the_golden_result_is_unchanged_by_replace_cells(tmp_path: Path) -> None
     first = result.cells[0]
     swapped = replace_cells(result, {first.id: with_status(first, "error", "boom")})
     assert [c.id for c in swapped.cells] == [c.id for c in result.cells] and swapped.cells[0].status == "error"
+
+
+@pytest.mark.parametrize("tolerance_only", [False, True])
+def test_a_tensor_of_another_shape_is_named_by_its_shapes_not_minus_one_ulps(python: Cells, tmp_path: Path, tolerance_only: bool) -> None:
+    """A final-weights tensor one element short on one side: the cause names both shapes, never "-1 ULPs" (weight_findings' mark)."""
+    def drop_last(weights: dict[str, np.ndarray]) -> None:
+        weights["layer0.bias"] = weights["layer0.bias"][:-1].copy()
+
+    twin = twin_cell(python["autocast"], tmp_path, edit=drop_last)
+    verdict = compare_result(replace_cells(golden(), {twin.id: twin}), "tolerance_only" if tolerance_only else "strict")[1]
+    assert verdict.mode == "autocast" and verdict.verdict == "diverged"
+    assert "worst tensor layer0.bias (shapes [32] vs [31], no distance)" in verdict.cause
+    assert "-1 ULP" not in verdict.explain()

@@ -177,3 +177,25 @@ def test_a_read_only_cache_with_valid_fixtures_is_used(tmp_path: Path, monkeypat
     built.path.write_bytes(b"corrupt")
     with pytest.raises(FixtureError, match=r"is read-only and its fixture cannot be used \(data file has 7 bytes"):
         ensure_fixtures(spec, tmp_path)
+
+
+def test_a_full_fixture_cache_is_one_fixture_error_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """safetensors reports a full disk as a SafetensorError (not an OSError): ``prepare`` says so in one line, leaves no file."""
+    from safetensors import SafetensorError
+
+    import harness.fixtures
+    from tests.support import run_cli
+
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(harness.fixtures, "save_file", full_disk)
+    monkeypatch.setenv("AMP_PARITY_FIXTURES", str(tmp_path))
+    done = run_cli("prepare", "--preset", "tiny")
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"error: cannot write the fixture cache {next(tmp_path.iterdir())}: Error while serializing: I/O error: No space left on "
+        "device (os error 28). This spec's fixtures take 0.5 MiB: free that much space there, or point AMP_PARITY_FIXTURES at "
+        "a folder with room."
+    ]
+    assert [p.name for p in next(tmp_path.iterdir()).iterdir()] == [".lock"]

@@ -28,8 +28,7 @@ R_ONLY_NAMES = {
     "common": {"clock_source", "record_array_fields", "abort_cli", "require_r_torch", "libtorch_version",
                "json_value", "json_string", "record_keys_json", "exact_json_numbers"},
     # Python's main_cli calls the harness in-process (parse_shell_args, prepare_shell_run_spec, exit_with_error).
-    "shell": {"%||%", "sourced_file", "amp_parity_r_dir", "cli_switches", "parse_shell_args", "prepare_shell_run_spec",
-              "python_library_path", "print_traceback"},
+    "shell": {"%||%", "sourced_file", "amp_parity_r_dir", "prepare_shell_run", "python_library_path", "print_traceback", "one_line"},
 }
 #: What Python defines that R does not: the dtype table (R's torch_dtype() is a switch()).
 PY_ONLY_NAMES = {"common": {"dtypes"}, "shell": set()}
@@ -193,18 +192,23 @@ def test_the_pair_builds_records_with_the_same_field_names(stem: str) -> None:
     assert py == r and {"losses", "loss_scale", "skipped", "output_dtype"} <= py
 
 
-@pytest.mark.parametrize(("stem", "allowed"), [("with_autocast", '"default" or "autocast"'),
-                                                ("cuda_amp_grad_scaler", '"autocast_scaler" or "autocast_scaler_clip"')])
-@pytest.mark.parametrize("mode_args", [["--mode", "bogus"], []], ids=["bad-mode", "no-mode"])
-def test_bad_mode_under_rscript_is_one_message_naming_the_allowed_values(stem: str, allowed: str, mode_args: list[str]) -> None:
-    """A bad or missing --mode exits 1 with one error naming the allowed modes (plus cli's fix line), before torch."""
+@pytest.mark.parametrize(("stem", "allowed"), [("with_autocast", "'default', 'autocast'"),
+                                                ("cuda_amp_grad_scaler", "'autocast_scaler', 'autocast_scaler_clip'")])
+@pytest.mark.parametrize(("mode_args", "got"), [(["--mode", "bogus"], "'bogus'"), ([], "None")], ids=["bad-mode", "no-mode"])
+def test_bad_mode_under_rscript_is_one_message_naming_the_allowed_values(stem: str, allowed: str, mode_args: list[str], got: str) -> None:
+    """A bad or missing --mode exits 1 with one line naming the allowed modes, the Python script's words, before torch."""
     done = _rscript(f"r_scripts/{stem}.R", "--preset", "tiny", "--device", "cpu", *mode_args)
-    assert done.returncode == 1
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert 1 <= len(lines) <= 2, done.stderr
-    assert lines[0].startswith("error: ") and allowed in lines[0]
-    assert all(line.startswith("ℹ") for line in lines[1:])
-    assert done.stdout == ""
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [f"error: mode must be one of {allowed} for {stem}.R, got {got}."]
+
+
+@pytest.mark.parametrize("name", ["_bridge.R", "_bootstrap.R"])
+def test_an_r_support_file_run_on_its_own_says_so_in_one_line(name: str) -> None:
+    """``Rscript r_scripts/_bridge.R`` printed R's stack dump; now one line saying what the file is for, exit 1."""
+    done = _rscript(f"r_scripts/{name}")
+    assert (done.returncode, done.stdout) == (1, "")
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: r_scripts/{name} ") and "it runs nothing on its own" in lines[0]
 
 
 def test_valid_mode_without_r_torch_says_how_to_install_it() -> None:

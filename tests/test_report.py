@@ -242,3 +242,18 @@ def test_cli_table_shows_each_cells_numbers_and_the_stored_ratio() -> None:
     assert "with_autocast-default-cpu" in text and "identical" in text
     assert "parity: 2 pair(s) not compared" not in text
     assert f"figures: {sum(c.met for c in result.figures)} of {len(result.figures)} met" in text
+
+
+def test_cli_table_says_no_default_where_there_is_none_not_noisy() -> None:
+    """A run without the ``default`` mode: ×default is "—" with the stored note, never "noisy … use more --rounds"."""
+    from harness.measurements import with_time_vs_default
+
+    result = golden()
+    cells = with_time_vs_default([c for c in result.cells if c.mode != "default"])
+    console = Console(record=True, width=220)
+    print_result(dataclasses.replace(result, cells=tuple(cells)), console)
+    text = console.export_text()
+    assert "noisy" not in text and "more --rounds" not in text
+    row = next(line for line in text.splitlines() if "│ autocast " in line and "│ python " in line)
+    assert row.split("│")[10].strip() == "—"
+    assert "×default 4 cells (with_autocast-autocast-python-cpu, ...): no default cell to compare with" in text

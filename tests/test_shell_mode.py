@@ -128,3 +128,39 @@ def test_weights_written_by_hand_get_the_mode_a_plain_write_gives(frontend: str,
     mask = os.umask(0o022)
     os.umask(mask)
     assert stat.S_IMODE(weights.stat().st_mode) == 0o666 & ~mask
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--help"], ["-h"], ["--bogus"], [], ["stray"], ["--mode"], ["--mode", "default", "stray"], ["--lr", "-inf", "--mode", "default"],
+     ["--mode", "default", "--preset", ""]],
+    ids=["help", "h", "unknown-flag", "no-mode", "stray", "mode-without-value", "stray-after", "lr-minus-inf", "empty-preset"],
+)
+def test_the_r_script_answers_every_flag_as_its_python_twin(availability: Availability, args: list[str]) -> None:
+    """``--help``, ``-h``, an unknown flag, no ``--mode``, a stray word: R prints what Python prints (its own name in it), same status.
+
+    R said "Flag --help needs a value" (exit 1), and two lines for a missing mode or a stray word.
+    """
+    require_r_torch(availability)
+    python, r = _shell("python", *args), _shell("r", *args)
+    assert r.returncode == python.returncode == (0 if args[:1] in (["--help"], ["-h"]) else 1)
+    # argparse indents the usage lines by the name's length: the help is compared word for word
+    assert r.stdout.split() == python.stdout.replace("with_autocast.py", "with_autocast.R").split()
+    assert r.stderr == python.stderr.replace("with_autocast.py", "with_autocast.R")
+    assert len(r.stderr.splitlines()) == (0 if r.returncode == 0 else 1) and ("usage: with_autocast.R" in r.stdout) == (r.returncode == 0)
+
+
+def test_a_broken_libtorch_is_one_line(availability: Availability, tmp_path: Path) -> None:
+    """A libtorch that will not load (files present, not libraries) ends the R script in one ``error:`` line, not a dozen."""
+    require_r_torch(availability)
+    home = Path(os.environ.get("TORCH_HOME", ""))
+    if not (home / "lib").is_dir():
+        pytest.skip("R torch's libtorch is not in $TORCH_HOME/lib here: nothing to break a copy of")
+    (tmp_path / "lib").mkdir()
+    for library in (home / "lib").iterdir():
+        (tmp_path / "lib" / library.name).write_text("not a library")
+    script = REPO_ROOT / "r_scripts" / "with_autocast.R"
+    done = subprocess.run(["Rscript", str(script), "--mode", "default", *_TINY], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TORCH_HOME": str(tmp_path)})
+    assert (done.returncode, done.stdout) == (1, "")
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("error: ") and "liblantern" in done.stderr

@@ -1,0 +1,181 @@
+"""A loaded result whose derived numbers disagree with their inputs is refused on load, in one line naming the field.
+
+Each case plants one hand edit into a copy of the golden result (a real run, schema 3) and runs ``report``
+on it: before the check, every one of these was reported as if measured (exit 0).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.errors import ResultError
+from harness.results import WEIGHTS_MARKER, load_result
+from tests.support import GOLDEN_RESULT, run_cli
+
+Edit = Callable[[dict[str, Any]], None]
+_FIX = "a result edited by hand? Re-run `python -m harness run --json`, or restore the file."
+
+# The golden cells, in order: 0 default-python, 1 default-r, 2 autocast-python, 3 autocast-r,
+# 4 autocast_scaler-python (skipped step 2: an inf was planted there), 5 its r twin (unsupported), 6 clip-python, 7 clip-r.
+
+
+def _golden_copy(folder: Path, edit: Edit | None = None) -> Path:
+    """The golden result in ``folder`` under its own name, weights paths pointing at the real golden weights."""
+    data: dict[str, Any] = json.loads(GOLDEN_RESULT.read_text(encoding="utf-8"))
+    for cell in data["cells"]:
+        if cell["record"] and cell["record"]["weights_path"]:
+            cell["record"]["weights_path"] = str(GOLDEN_RESULT.parent / cell["record"]["weights_path"])
+    if edit is not None:
+        edit(data)
+    path = folder / GOLDEN_RESULT.name  # the weights folder's marker names golden.json
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _set(*keys: Any, value: Any) -> Edit:
+    def edit(data: dict[str, Any]) -> None:
+        target = data
+        for key in keys[:-1]:
+            target = target[key]
+        target[keys[-1]] = value
+
+    return edit
+
+
+def _nan_in_both_default_cells(data: dict[str, Any]) -> None:
+    for k in (0, 1):
+        data["cells"][k]["record"]["losses"][5] = math.nan
+
+
+def _duplicate_cell(data: dict[str, Any]) -> None:
+    data["cells"].append(data["cells"][0])
+
+
+_CASES: dict[str, tuple[Edit, str]] = {
+    "final loss not the last loss": (_set("cells", 3, "record", "final_loss", value=1.5),
+                                     "cells[3].record.final_loss is 1.5 but its last loss is "),
+    "NaN in both loss series": (_nan_in_both_default_cells,
+                                "cells[0].record.losses[5] is NaN but the cell's status is ok (loss is NaN at step 5 (python))"),
+    "NaN at a step the scaler did not skip": (_set("cells", 4, "record", "losses", 4, value=math.inf),
+                                              "cells[4].record.losses[4] is inf but step 4 was not skipped"),
+    "share of peak 5.0": (_set("cells", 0, "efficiency", "share_of_peak", value=5.0),
+                          "cells[0].efficiency.share_of_peak is 5 but its TFLOP/s over the measured peak is "),
+    "negative overhead": (_set("cells", 0, "timing", "overhead_seconds", value=-1.0),
+                          "cells[0].timing.overhead_seconds is -1 but recomputed from its samples, it is "),
+    "negative timed round": (_set("cells", 2, "timing", "samples", "loop_seconds", 0, value=-0.5),
+                             "cells[2].timing.samples.loop_seconds[0] is -0.5 but it must be 0 or more"),
+    "infinite timed round": (_set("cells", 2, "timing", "samples", "call_seconds", 1, value=math.inf),
+                             "cells[2].timing.samples.call_seconds[1] is inf but it must be finite"),
+    "median not its samples'": (_set("cells", 2, "timing", "loop", "median", value=1e-6),
+                                "cells[2].timing.loop.median is 1e-06 but the median of its samples is "),
+    "time_vs_default -3": (_set("cells", 2, "speedup_vs_default", value=-1 / 3),
+                           "cells[2].time_vs_default is -3 but it must be above 0"),
+    "time_vs_default not its ratio": (_set("cells", 2, "speedup_vs_default", value=10.0),
+                                      "cells[2].time_vs_default is 0.1 but "),
+    "peak 1e-9 TFLOP/s": (_set("peaks", "by_dtype", "float32", "tflops", value=1e-9),
+                          "peaks.by_dtype.float32.tflops is 1e-09 but a measured matmul peak is between 0.0001 and 100000 TFLOP/s"),
+    "peak not its best sample": (_set("peaks", "by_dtype", "float32", "tflops", value=50.0),
+                                 "peaks.by_dtype.float32.tflops is 50 but the best of its samples_tflops is "),
+    "duplicate cell": (_duplicate_cell,
+                       "cells[8].id is 'with_autocast-default-python-cpu' but cells[0] is that cell already"),
+    "outcome against its checks": (_set("cells", 0, "verdict", "outcome", value="fail"),
+                                   "cells[0].verdict.outcome is 'fail' but with its checks, it is 'pass'"),
+    "float64 passed past its bound": (_set("cells", 2, "verdict", "float64", "first_step_beyond", value=3),
+                                      "cells[2].verdict.float64.passed is True but with its first step beyond"),
+    "reference distance not its check's": (_set("cells", 0, "reference_distance", "max_rel_loss_error", value=0.0),
+                                           "cells[0].reference_distance.max_rel_loss_error is 0 but its verdict's float64"),
+    "scaler passed against the rule": (_set("cells", 4, "record", "loss_scale", 3, value=12345.0),
+                                       "cells[4].verdict.scaler.passed is True but GradScaler's rule on its record says it is False"),
+    "skipped_steps miscounted": (_set("cells", 4, "record", "skipped_steps", value=7),
+                                 "cells[4].record.skipped_steps is 7 but the number of true in its skipped is 1"),
+    "record of another mode": (_set("cells", 0, "record", "mode", value="autocast"),
+                               "cells[0].record.mode is 'autocast' but the cell's mode is 'default'"),
+    "negative matrix wall time": (_set("wall_seconds", value=-5), "wall_seconds is -5 but it must be 0 or more"),
+    "text for a number": (_set("cells", 0, "efficiency", "tflops", value="fast"),
+                          "cells[0].efficiency.tflops is 'fast' but recomputed from the spec, timing and peaks, it is "),
+    "negative peak memory": (_set("cells", 1, "memory", "peak_rss_bytes", value=-1),
+                             "cells[1].memory.peak_rss_bytes is -1 but it must be 0 or more"),
+    "wrong type in a schema-3 field": (_set("cells", 2, "speedup_vs_default", value="fast"),
+                                       "cells[2].speedup_vs_default must be a number or null, but got 'fast'"),
+}
+
+
+@pytest.mark.parametrize("case", list(_CASES))
+def test_report_refuses_an_inconsistent_number_naming_its_field(case: str, tmp_path: Path) -> None:
+    """``report`` on a golden copy with one number edited exits 1 with one line naming the field, and writes nothing."""
+    edit, message = _CASES[case]
+    path = _golden_copy(tmp_path, edit)
+    done = run_cli("report", str(path), "--out", str(tmp_path / "out"))
+    assert (done.returncode, done.stdout) == (1, "")
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"error: {path}: {message}"), lines[0]
+    assert lines[0].endswith(_FIX) and "unexpected" not in lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_unedited_golden_copy_loads(tmp_path: Path) -> None:
+    """The check refuses only what cannot be: the golden result, copied as it is, loads with every cell."""
+    assert [c.id for c in load_result(_golden_copy(tmp_path)).cells] == [c["id"] for c in json.loads(GOLDEN_RESULT.read_text())["cells"]]
+
+
+def test_a_non_finite_loss_at_a_skipped_step_is_what_a_scaler_does(tmp_path: Path) -> None:
+    """A scaler cell whose loss is inf at the step it skipped loads: that is why the step was skipped."""
+    path = _golden_copy(tmp_path, _set("cells", 4, "record", "losses", 2, value=math.inf))
+    loaded = load_result(path)
+    record = loaded.cells[4].record
+    assert record is not None and math.isinf(record.losses[2]) and 2 in record.skipped_step_indices  # type: ignore[arg-type]
+
+
+def _weights_swapped(folder: Path, owner: str, name: str = "a.json") -> Path:
+    """``name`` beside a weights folder whose marker names ``owner`` (a folder moved over from another run)."""
+    weights = folder / name.replace(".json", ".weights")
+    shutil.copytree(GOLDEN_RESULT.parent / "golden.weights", weights)
+    (weights / WEIGHTS_MARKER).write_text(json.dumps({"result": owner}) + "\n", encoding="utf-8")
+    data = json.loads(GOLDEN_RESULT.read_text(encoding="utf-8"))
+    for cell in data["cells"]:
+        if cell["record"] and cell["record"]["weights_path"]:
+            cell["record"]["weights_path"] = cell["record"]["weights_path"].replace("golden.weights", weights.name)
+    path = folder / name
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_report_refuses_a_weights_folder_whose_marker_names_another_result(tmp_path: Path) -> None:
+    """``a.weights`` replaced by ``b.json``'s folder: one line naming the folder and its owner, nothing written (it said "identical")."""
+    path = _weights_swapped(tmp_path, "b.json")
+    done = run_cli("report", str(path), "--out", str(tmp_path / "out"))
+    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1
+    assert done.stderr.startswith(f"error: {path}: cells[0].record.weights_path is in {tmp_path / 'a.weights'}, which holds the "
+                                  "weights of 'b.json', not of 'a.json'")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_weights_folder_that_names_its_result_is_read(tmp_path: Path) -> None:
+    """The same folder with its own marker loads, weights found (the check refuses only another result's folder)."""
+    loaded = load_result(_weights_swapped(tmp_path, "a.json"))
+    folders = {Path(str(c.record.weights_path)).parent for c in loaded.cells if c.record and c.record.weights_path}
+    assert folders == {tmp_path / "a.weights"}
+
+
+def test_a_copied_result_reads_the_weights_of_its_original(tmp_path: Path) -> None:
+    """``cp a.json c.json``: the copy points at ``a.weights`` (marker ``a.json``), its original's own weights, and loads."""
+    path = _weights_swapped(tmp_path, "a.json")
+    copied = tmp_path / "c.json"
+    shutil.copyfile(path, copied)
+    assert load_result(copied).cells[0].record is not None
+
+
+def test_an_unreadable_marker_is_refused(tmp_path: Path) -> None:
+    """A marker that is not the JSON the harness writes is refused in one line, not read past."""
+    path = _weights_swapped(tmp_path, "a.json")
+    (tmp_path / "a.weights" / WEIGHTS_MARKER).write_text("{half", encoding="utf-8")
+    with pytest.raises(ResultError, match=r"a.json: the marker .*a.weights/.amp-parity-weights.json cannot be read \(JSONDecodeError"):
+        load_result(path)
