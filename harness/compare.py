@@ -186,6 +186,10 @@ def _with_trace(
                  f"{len(steps)} step(s) from step {steps[0]}, and every traced point is bitwise identical")
     elif first is not None and verdict != "identical":
         cause += f"; first differs at step {first.step}, {first.point}"
+    elif first is not None:  # identical records, yet a traced point differs: it never reached what the runs recorded
+        same = [k.id for k in applicable if k.signature.first_point == first.point and not k.trigger_steps(trace)]
+        extra.append("trace: the recorded results are bitwise identical: this difference never reached them"
+                     + (f" (the mechanism of known difference {same[0]}, whose trigger did not occur)" if same else ""))
     details = details | {
         "trace": trace.to_json(), "known_difference": entry.id if entry else None, "stale_known_difference": stale.id if stale else None,
     }

@@ -27,7 +27,7 @@ from typing import NoReturn
 from harness.efficiency import cell_efficiency
 from harness.errors import ResultError
 from harness.measurements import with_time_vs_default
-from harness.model import CELL_OUTCOMES, CellResult, Efficiency, MatrixResult, Status, Timing
+from harness.model import CELL_OUTCOMES, RECORD_SCHEMA_VERSION, CellResult, Efficiency, MatrixResult, Status, Timing
 from harness.records import SCALER_MODES, describe_loss, judge_record
 from harness.scaler_oracle import check_scale_history
 from harness.spec import SCRIPTS
@@ -150,7 +150,9 @@ class _Checker:
                 self.refuse(f"{where}.record.{name}", getattr(record, name), f"the cell's {name} is {getattr(cell, name)!r}")
         losses = list(record.losses)
         if cell.status is Status.OK:
-            status, reason = judge_record(record.to_json(), spec, cell.cell)
+            # A stored record keeps the version its script wrote (older results hold older records): its content
+            # is judged, not its version, which only a script's fresh answer must match.
+            status, reason = judge_record(record.to_json() | {"schema_version": RECORD_SCHEMA_VERSION}, spec, cell.cell)
             if status is not Status.OK:
                 step = next((i for i, v in enumerate(losses) if not _finite(v)), None)
                 if status is Status.NUMERICAL_FAILURE and step is not None:

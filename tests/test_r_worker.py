@@ -139,3 +139,24 @@ def test_a_script_is_sourced_once_until_it_changes(r_worker: Worker, tmp_path: A
     os.utime(script, (later, later))
     again = r_worker.call(request, timeout=60)
     assert again == {"version": "two", "times_sourced": first["times_sourced"] + 1}
+
+
+def test_r_torchs_buffer_ignores_a_views_storage_offset(availability: Availability) -> None:
+    """Upstream bug the trace found: R torch's buffer_from_torch_tensor(x[2, ]) returns row 1's bytes (the bridge clones first).
+
+    When R torch fixes lantern's _lantern_buffer_from_tensor this fails: then docs/known-differences.md and the
+    clone in r_scripts/_bridge.R's trace sink can say so.
+    """
+    import subprocess
+
+    from tests.support import require_r_torch
+
+    require_r_torch(availability)
+    code = (
+        "x <- torch::torch_arange(0, 8, dtype = torch::torch_float32())$reshape(c(3, 3)); "
+        "cat(readBin(torch::buffer_from_torch_tensor(x[2, ]), 'numeric', size = 4, n = 3), '|', "
+        "readBin(torch::buffer_from_torch_tensor(x[2, ]$clone()), 'numeric', size = 4, n = 3))"
+    )
+    done = subprocess.run(["Rscript", "-e", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "1", "2", "|", "3", "4", "5"]
