@@ -94,6 +94,10 @@ DIVERGING: dict[str, tuple[str, str, str, str, tuple[int, str], tuple[int, str]]
 }
 
 
+#: The values (python, r) at the first difference where they are exact: the first grown scale, 65536 x 2 and x 3.
+WORST_VALUES = {"r-growth-factor-1.5x": (131072.0, 196608.0)}
+
+
 @pytest.mark.parametrize("name", list(DIVERGING))
 def test_a_planted_change_is_traced_to_its_first_point(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
@@ -111,21 +115,8 @@ def test_a_planted_change_is_traced_to_its_first_point(
     assert first.kind == "bytes" and first.max_distance is not None and first.max_distance >= 1
     assert f"first differs at step {first_at[0]}, {first_at[1]}" in pair.explanation[0]
     assert pair.details["known_difference"] is None
-
-
-def test_the_growth_factor_plant_shows_the_scales_that_differ(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
-) -> None:
-    """R's growth factor times 1.5 makes its first grown scale 196608 where PyTorch's is 131072, at step 3."""
-    require_r_torch(availability)
-    relative, old, new, mode, _, _ = DIVERGING["r-growth-factor-1.5x"]
-    result = _run(tmp_path, tiny_spec, (mode,), availability, monkeypatch, ((relative, old, new),))
-    first = _trace(_pair(result, mode)).first_difference
-    assert first is not None and first.worst_values == (131072.0, 196608.0)
-    python, r = (_cell(result, side, mode).record for side in ("python", "r"))
-    assert python is not None and r is not None
-    assert list(python.loss_scale[:4]) == [65536.0, 65536.0, 65536.0, 131072.0]
-    assert list(r.loss_scale[:4]) == [65536.0, 65536.0, 65536.0, 196608.0]
+    if name in WORST_VALUES:
+        assert first.worst_values == WORST_VALUES[name]
 
 
 def test_a_look_alike_of_the_known_difference_is_diverged(
@@ -233,31 +224,30 @@ def test_an_inf_after_unscale_is_seen_by_r_only(
     assert trace.last_identical == (3, "grad.unscaled.layer2.bias")
 
 
-def test_the_lift_is_refused_when_r_torchs_method_differs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
-) -> None:
-    """An ``expected_scale_method`` that no longer matches R torch's method makes the R scaler cell unsupported, naming the line."""
+@pytest.fixture(scope="module")
+def refused_lift(tmp_path_factory: pytest.TempPathFactory, tiny_spec: WorkloadSpec, availability: Availability) -> Iterator[MatrixResult]:
+    """The scaler pair from a copy whose ``expected_scale_method`` no longer matches R torch's (its first line changed)."""
     require_r_torch(availability)
     edit = (SCALER_R, '  "function (outputs) ",', '  "function (outputs, extra) ",')
-    result = _run(tmp_path, tiny_spec, ("autocast_scaler",), availability, monkeypatch, (edit,))
-    assert _cell(result, "python", "autocast_scaler").status.value == "ok"
-    r = _cell(result, "r", "autocast_scaler")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield _run(tmp_path_factory.mktemp("refused"), tiny_spec, ("autocast_scaler",), availability, monkeypatch, (edit,))
+
+
+def test_the_lift_is_refused_when_r_torchs_method_differs(refused_lift: MatrixResult) -> None:
+    """An ``expected_scale_method`` that no longer matches R torch's method makes the R scaler cell unsupported, naming the line."""
+    assert _cell(refused_lift, "python", "autocast_scaler").status.value == "ok"
+    r = _cell(refused_lift, "r", "autocast_scaler")
     assert r.status.value == "unsupported"
     reason = " ".join((r.reason or "").split())
     assert "its `scale()` method differs from the one the lift was written for (line 1: \"function (outputs) \")" in reason
     assert "update `expected_scale_method` in r_scripts/cuda_amp_grad_scaler.R" in reason
-    assert _pair(result, "autocast_scaler").verdict == "unsupported"
+    assert _pair(refused_lift, "autocast_scaler").verdict == "unsupported"
 
 
 @pytest.mark.xfail(strict=True, reason="cli_abort wraps R's message at the console width: the reason has newlines")
-def test_the_refused_lift_reason_is_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
-) -> None:
+def test_the_refused_lift_reason_is_one_line(refused_lift: MatrixResult) -> None:
     """The unsupported reason of a refused lift is one line, as a table cell shows it."""
-    require_r_torch(availability)
-    edit = (SCALER_R, '  "function (outputs) ",', '  "function (outputs, extra) ",')
-    result = _run(tmp_path, tiny_spec, ("autocast_scaler",), availability, monkeypatch, (edit,))
-    reason = _cell(result, "r", "autocast_scaler").reason or ""
+    reason = _cell(refused_lift, "r", "autocast_scaler").reason or ""
     assert "differs from the one the lift was written for" in reason and "\n" not in reason
 
 
