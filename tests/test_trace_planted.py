@@ -1,0 +1,264 @@
+"""The trace names where two runs part, and known differences match only their own signature: shown with planted changes.
+
+Each test copies ``py_scripts/`` and ``r_scripts/`` (:mod:`tests.planting`), plants at most one narrow
+change in one copy, and runs the real matrix's record calls with every pair traced
+(``runner.run(modes, measure=False, trace_all=True)``). On one libtorch on CPU the unchanged scripts are
+bitwise identical in every traced point, except the clip pair, whose one known difference
+(``clip-coef-reciprocal``: 1 ULP at ``clip.coef``) must be matched. What this proves:
+
+* a change in the forward, the loss, the learning rate or the scaler's growth factor is ``diverged`` and
+  the trace names the first (step, point) it touches, with the last point still identical before it;
+* a look-alike of the known difference (the same point and step, 14306 ULPs instead of 1) is ``diverged``,
+  never ``known_difference``, and says why the entry does not match;
+* a pair that no longer shows the known difference where its trigger holds is ``stale_known_difference``
+  and fails the run;
+* an inf injected after ``unscale_()`` is seen by R torch's scaler (which checks the gradients again in
+  ``step()``) and not by PyTorch's, and the trace names ``scaler.found_inf`` at that step;
+* the R scaler's CPU lift is refused when R torch's method differs from the one it was written for, and
+  ``scaler_lift=False`` leaves R torch's own refusal.
+
+They need R torch: they skip with the reason when it is absent and fail under ``AMP_PARITY_REQUIRE_R=1``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.availability import Availability
+from harness.cli import exit_status
+from harness.divergence import PairTrace
+from harness.model import CellResult, MatrixResult, PairVerdict
+from harness.paths import SCRIPTS_ENV
+from harness.runner import MatrixRunner
+from harness.spec import MODES, WorkloadSpec
+from tests.planting import copy_scripts, plant
+from tests.support import require_r_torch
+
+SCALER_R = "r_scripts/cuda_amp_grad_scaler.R"
+
+Plant = tuple[str, str, str]
+
+
+def _run(root: Path, spec: WorkloadSpec, modes: tuple[str, ...], availability: Availability, monkeypatch: pytest.MonkeyPatch,
+         plants: tuple[Plant, ...] = (), **runner_options: Any) -> MatrixResult:
+    """The record calls of ``modes``, both frontends, every pair traced, from a copy of the scripts under ``root`` with ``plants``."""
+    copy_scripts(root)
+    for relative, old, new in plants:
+        plant(root, relative, old, new)
+    monkeypatch.setenv(SCRIPTS_ENV, str(root))
+    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, **runner_options) as runner:
+        return runner.run(modes, measure=False, trace_all=True)
+
+
+def _pair(result: MatrixResult, mode: str) -> PairVerdict:
+    return next(p for p in result.pairs if p.mode == mode)
+
+
+def _cell(result: MatrixResult, frontend: str, mode: str) -> CellResult:
+    return next(c for c in result.cells if c.frontend == frontend and c.mode == mode)
+
+
+def _trace(pair: PairVerdict) -> PairTrace:
+    return PairTrace.from_json(pair.details["trace"])
+
+
+@pytest.fixture(scope="module")
+def unchanged(tmp_path_factory: pytest.TempPathFactory, tiny_spec: WorkloadSpec, availability: Availability) -> Iterator[MatrixResult]:
+    """All four modes of an unchanged copy, traced: one runner for the tests that read it."""
+    require_r_torch(availability)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield _run(tmp_path_factory.mktemp("unchanged"), tiny_spec, MODES, availability, monkeypatch)
+
+
+#: Steps 0-2 only (one epoch of 3 batches).
+SHORTER = {"epochs": 1, "num_batches": 3}
+
+#: (file, the text as it is, the text planted, mode, first differing (step, point), last identical (step, point)).
+DIVERGING: dict[str, tuple[str, str, str, str, tuple[int, str], tuple[int, str]]] = {
+    # nn_leaky_relu(negative_slope = 0.01, inplace = FALSE) in R/nn-activation.R
+    "r-forward-leaky-relu": ("r_scripts/common.R", "torch::nn_relu()", "torch::nn_leaky_relu()", "default",
+                             (0, "forward.relu0"), (0, "forward.layer0")),
+    # a sum is 4096 times the mean at tiny (32 x 128): R's loss reaches inf at step 3, so this one runs 3 steps (SHORTER)
+    "r-loss-sum": ("r_scripts/with_autocast.R", "nn_mse_loss()", 'nn_mse_loss(reduction = "sum")', "autocast",
+                   (0, "loss"), (0, "forward.layer2")),
+    "python-lr-1e-6": ("py_scripts/with_autocast.py", 'lr=spec["lr"])', 'lr=spec["lr"] * (1 + 1e-6))', "default",
+                       (0, "param.stepped.layer0.weight"), (0, "grad.backward.layer2.bias")),
+    # tiny: growth_interval 4, so the scale first grows in update() of step 3 (65536 -> 131072, r 196608)
+    "r-growth-factor-1.5x": (SCALER_R, "growth_factor = spec$growth_factor,", "growth_factor = spec$growth_factor * 1.5,",
+                             "autocast_scaler", (3, "scaler.scale"), (3, "param.stepped.layer2.bias")),
+}
+
+
+#: The values (python, r) at the first difference where they are exact: the first grown scale, 65536 x 2 and x 3.
+WORST_VALUES = {"r-growth-factor-1.5x": (131072.0, 196608.0)}
+
+
+@pytest.mark.parametrize("name", list(DIVERGING))
+def test_a_planted_change_is_traced_to_its_first_point(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """A planted change is ``diverged`` and the trace names the first (step, point) it touches and the last identical one."""
+    require_r_torch(availability)
+    relative, old, new, mode, first_at, last_at = DIVERGING[name]
+    spec = tiny_spec.replace(**SHORTER) if name == "r-loss-sum" else tiny_spec
+    result = _run(tmp_path, spec, (mode,), availability, monkeypatch, ((relative, old, new),))
+    pair = _pair(result, mode)
+    assert pair.verdict == "diverged", pair.explanation
+    first = _trace(pair).first_difference
+    assert first is not None and (first.step, first.point) == first_at, first
+    assert _trace(pair).last_identical == last_at
+    assert first.kind == "bytes" and first.max_distance is not None and first.max_distance >= 1
+    assert f"first differs at step {first_at[0]}, {first_at[1]}" in pair.explanation[0]
+    assert pair.details["known_difference"] is None
+    if name in WORST_VALUES:
+        assert first.worst_values == WORST_VALUES[name]
+
+
+def test_a_look_alike_of_the_known_difference_is_diverged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """R's clip norm times 1.001 first differs where the known difference does, but by more than its 1 ULP: ``diverged``."""
+    require_r_torch(availability)
+    # both the clip call and the traced coefficient read spec$clip_max_norm: one line changes both
+    use_clip = '  use_clip <- mode == "autocast_scaler_clip"\n'
+    planted = use_clip + "  spec$clip_max_norm <- spec$clip_max_norm * 1.001\n"
+    result = _run(tmp_path, tiny_spec, ("autocast_scaler_clip",), availability, monkeypatch, ((SCALER_R, use_clip, planted),))
+    pair = _pair(result, "autocast_scaler_clip")
+    explanation = "\n".join(pair.explanation)
+    assert pair.verdict == "diverged", explanation
+    assert pair.details["known_difference"] is None
+    trace = _trace(pair)
+    first = trace.first_difference
+    assert first is not None and (first.step, first.point, first.kind) == (0, "clip.coef", "bytes")
+    assert first.max_distance is not None and first.max_distance > 1
+    assert trace.last_identical == (0, "clip.total_norm")
+    assert (f"not known difference clip-coef-reciprocal: its first difference is {first.max_distance} apart, "
+            "beyond the entry's 1") in explanation
+
+
+def test_the_known_difference_is_matched(unchanged: MatrixResult) -> None:
+    """The unchanged clip pair is ``known_difference`` (``clip-coef-reciprocal``): 1 ULP at step 0's ``clip.coef``, the norm equal."""
+    pair = _pair(unchanged, "autocast_scaler_clip")
+    assert pair.verdict == "known_difference", pair.explanation
+    assert pair.details["known_difference"] == "clip-coef-reciprocal"
+    assert pair.details["stale_known_difference"] is None
+    trace = _trace(pair)
+    first = trace.first_difference
+    assert first is not None and (first.step, first.point, first.kind, first.max_distance) == (0, "clip.coef", "bytes", 1)
+    assert (first.elements, first.differing) == (1, 1)
+    assert trace.last_identical == (0, "clip.total_norm")
+    assert trace.triggers["clip_engaged"] == tuple(range(20))
+    assert "known difference clip-coef-reciprocal: first differs at step 0, clip.coef (1 ULP)" in pair.explanation[0]
+    assert exit_status(unchanged) == 0
+
+
+@pytest.mark.parametrize("mode", ["default", "autocast", "autocast_scaler"])
+def test_the_unchanged_pairs_are_identical_in_every_point(unchanged: MatrixResult, mode: str) -> None:
+    """Without a plant the other three pairs are ``identical`` and every traced point of every step is bitwise equal."""
+    pair = _pair(unchanged, mode)
+    assert pair.verdict == "identical", pair.explanation
+    trace = _trace(pair)
+    per_step = 24 if mode == "autocast_scaler" else 20  # 2 batch + 5 forward + loss + 6 grads + 6 params (+ 4 scaler)
+    assert trace.points == (20 * per_step, 20 * per_step)
+    assert trace.identical_points == 20 * per_step and trace.first_difference is None
+    assert trace.last_identical == (19, "scaler.growth_tracker" if mode == "autocast_scaler" else "param.stepped.layer2.bias")
+
+
+def test_a_stale_known_difference_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """R clipping computed as PyTorch does makes the clip pair bitwise identical while clipping engages: the entry is stale."""
+    require_r_torch(availability)
+    # torch/nn/utils/clip_grad.py: the norm of the per-parameter 2-norms; coef = max_norm * (1 / (norm + 1e-6)), clamped to 1
+    as_pytorch = """torch::with_no_grad({
+          norms <- lapply(net$parameters, function(p) torch::torch_norm(p$grad$detach(), 2))
+          norm <- torch::torch_norm(torch::torch_stack(norms), 2)
+          coef <- ((norm + 1e-6)$reciprocal() * spec$clip_max_norm)$clamp(max = 1)
+          for (p in net$parameters) p$grad$detach()$mul_(coef)
+          norm
+        })"""
+    plants = (
+        (SCALER_R, "torch::nn_utils_clip_grad_norm_(net$parameters, max_norm = spec$clip_max_norm)", as_pytorch),
+        (SCALER_R, "  max_norm / (total_norm + 1e-6)\n", "  (total_norm + 1e-6)$reciprocal() * max_norm\n"),
+    )
+    result = _run(tmp_path, tiny_spec, ("autocast_scaler_clip",), availability, monkeypatch, plants)
+    pair = _pair(result, "autocast_scaler_clip")
+    assert pair.verdict == "stale_known_difference", pair.explanation
+    assert pair.details["stale_known_difference"] == "clip-coef-reciprocal" and pair.details["known_difference"] is None
+    assert "remove or update entry clip-coef-reciprocal" in pair.explanation[0]
+    assert "its trigger clip_engaged held at 20 step(s) from step 0" in pair.explanation[0]
+    trace = _trace(pair)
+    assert trace.first_difference is None and trace.identical_points == 760 == trace.points[0]
+    assert exit_status(result) == 1
+
+
+# PyTorch's final weights hold -inf: harness/weight_findings.py squares nan_to_num(-inf) = -1.8e308 (a numpy overflow warning)
+@pytest.mark.filterwarnings("ignore:overflow encountered in square:RuntimeWarning")
+def test_an_inf_after_unscale_is_seen_by_r_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """An inf put in after ``unscale_()`` at step 3 makes R's scaler skip it while PyTorch's steps on it: traced to ``scaler.found_inf``."""
+    require_r_torch(availability)
+    spec = tiny_spec.replace(overflow_steps=(3,), overflow_point="unscale")
+    result = _run(tmp_path, spec, ("autocast_scaler",), availability, monkeypatch)
+    python, r = (_cell(result, side, "autocast_scaler").record for side in ("python", "r"))
+    assert python is not None and r is not None
+    # R torch's step() checks the gradients again: it skips step 3 and backs off, and training goes on
+    assert [k for k, skipped in enumerate(r.skipped) if skipped] == [3]
+    assert r.loss_scale[3] == 32768 and math.isfinite(r.final_loss)
+    # PyTorch's step() trusts unscale_()'s check: the inf reaches the weights, and step 3's update grows the scale
+    assert python.loss_scale[3] == 131072 and not python.skipped[3]
+    assert not any(math.isfinite(loss) for loss in python.losses[4:])
+    assert [k for k, skipped in enumerate(python.skipped) if skipped] == list(range(4, 20))
+    pair = _pair(result, "autocast_scaler")
+    assert pair.verdict == "diverged", pair.explanation
+    trace = _trace(pair)
+    first = trace.first_difference
+    assert first is not None and (first.step, first.point) == (3, "scaler.found_inf")
+    assert first.worst_values == (0.0, 1.0)
+    assert trace.last_identical == (3, "grad.unscaled.layer2.bias")
+
+
+@pytest.fixture(scope="module")
+def refused_lift(tmp_path_factory: pytest.TempPathFactory, tiny_spec: WorkloadSpec, availability: Availability) -> Iterator[MatrixResult]:
+    """The scaler pair from a copy whose ``expected_scale_method`` no longer matches R torch's (its first line changed)."""
+    require_r_torch(availability)
+    edit = (SCALER_R, '  "function (outputs) ",', '  "function (outputs, extra) ",')
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield _run(tmp_path_factory.mktemp("refused"), tiny_spec, ("autocast_scaler",), availability, monkeypatch, (edit,))
+
+
+def test_the_lift_is_refused_when_r_torchs_method_differs(refused_lift: MatrixResult) -> None:
+    """An ``expected_scale_method`` that no longer matches R torch's method makes the R scaler cell unsupported, naming the line."""
+    assert _cell(refused_lift, "python", "autocast_scaler").status.value == "ok"
+    r = _cell(refused_lift, "r", "autocast_scaler")
+    assert r.status.value == "unsupported"
+    reason = " ".join((r.reason or "").split())
+    assert "its `scale()` method differs from the one the lift was written for (line 1: \"function (outputs) \")" in reason
+    assert "update `expected_scale_method` in r_scripts/cuda_amp_grad_scaler.R" in reason
+    assert _pair(refused_lift, "autocast_scaler").verdict == "unsupported"
+
+
+@pytest.mark.xfail(strict=True, reason="cli_abort wraps R's message at the console width: the reason has newlines")
+def test_the_refused_lift_reason_is_one_line(refused_lift: MatrixResult) -> None:
+    """The unsupported reason of a refused lift is one line, as a table cell shows it."""
+    reason = _cell(refused_lift, "r", "autocast_scaler").reason or ""
+    assert "differs from the one the lift was written for" in reason and "\n" not in reason
+
+
+def test_without_the_lift_r_torch_refuses_cpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """``scaler_lift=False`` leaves R torch's own CUDA-only check: the R scaler cell is unsupported with R torch's message."""
+    require_r_torch(availability)
+    result = _run(tmp_path, tiny_spec, ("autocast_scaler",), availability, monkeypatch, scaler_lift=False)
+    r = _cell(result, "r", "autocast_scaler")
+    assert r.status.value == "unsupported"
+    assert r.reason == '`outputs` device must be "cuda", got "cpu".'
+    assert _cell(result, "python", "autocast_scaler").status.value == "ok"
+    assert _pair(result, "autocast_scaler").verdict == "unsupported"
