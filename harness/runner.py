@@ -187,7 +187,9 @@ class MatrixRunner:
             raw = self.pool.call_cell(cell)
         except ScriptError as err:
             known = self.pool.declared_unsupported(cell)
-            return CellResult(cell, Status.UNSUPPORTED if known else Status.ERROR, err.frontend_message if known else str(err)), None
+            # One line: R's cli messages carry their hints (ℹ ...) on lines of their own.
+            reason = " ".join(err.frontend_message.split()) if known else str(err)
+            return CellResult(cell, Status.UNSUPPORTED if known else Status.ERROR, reason), None
         except WorkerError as err:
             return CellResult(cell, Status.ERROR, str(err)), None
         wall_seconds = time.perf_counter() - start

@@ -129,11 +129,16 @@ def _find_tensor(key: str, a: np.ndarray, b: np.ndarray, tol: Tolerance) -> Tens
         return TensorFindings(key, shapes, dtypes, False, False, math.inf, math.inf, -1, None, None, 0.0, 0.0, math.inf, "rel_l2")
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     nan_a, nan_b = np.isnan(a64), np.isnan(b64)
-    diff = np.where(nan_a & nan_b, 0.0, np.where(nan_a ^ nan_b, np.inf, np.abs(a64 - b64)))
+    # Weights that went to ±inf (PyTorch's after an inf slipped past its scaler) make infinite distances and
+    # norms: the right answer, so NumPy's overflow warnings are not raised.
+    with np.errstate(over="ignore", invalid="ignore"):
+        diff = np.where(nan_a & nan_b, 0.0, np.where(nan_a ^ nan_b, np.inf, np.abs(a64 - b64)))
+        diff = np.where(np.isnan(diff), np.inf, diff)  # inf - inf: both infinite, of one sign or not
+        diff = np.where(a64 == b64, 0.0, diff)
+        # relative to the larger norm: symmetric, so swapping the frontends never changes a verdict
+        diff_sq = float(np.sum(np.square(diff)))
+        norm_sq = max(float(np.sum(np.square(np.nan_to_num(a64)))), float(np.sum(np.square(np.nan_to_num(b64)))))
     ulps = ulp_distance("float32", np.ascontiguousarray(a, np.float32), np.ascontiguousarray(b, np.float32)).reshape(a.shape)
-    # relative to the larger norm: symmetric, so swapping the frontends never changes a verdict
-    diff_sq = float(np.sum(np.square(diff)))
-    norm_sq = max(float(np.sum(np.square(np.nan_to_num(a64)))), float(np.sum(np.square(np.nan_to_num(b64)))))
     rel = math.sqrt(diff_sq / norm_sq) if norm_sq > 0 else (0.0 if diff_sq == 0 else math.inf)
     max_abs, max_ulps = (float(diff.max()), int(ulps.max())) if diff.size else (0.0, 0)
     identical = a.dtype == b.dtype and bool(np.array_equal(a.view(np.uint8), b.view(np.uint8)))

@@ -198,7 +198,6 @@ def test_a_stale_known_difference_fails(
 
 
 # PyTorch's final weights hold -inf: harness/weight_findings.py squares nan_to_num(-inf) = -1.8e308 (a numpy overflow warning)
-@pytest.mark.filterwarnings("ignore:overflow encountered in square:RuntimeWarning")
 def test_an_inf_after_unscale_is_seen_by_r_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
 ) -> None:
@@ -244,7 +243,6 @@ def test_the_lift_is_refused_when_r_torchs_method_differs(refused_lift: MatrixRe
     assert _pair(refused_lift, "autocast_scaler").verdict == "unsupported"
 
 
-@pytest.mark.xfail(strict=True, reason="cli_abort wraps R's message at the console width: the reason has newlines")
 def test_the_refused_lift_reason_is_one_line(refused_lift: MatrixResult) -> None:
     """The unsupported reason of a refused lift is one line, as a table cell shows it."""
     reason = _cell(refused_lift, "r", "autocast_scaler").reason or ""
