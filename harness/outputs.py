@@ -32,7 +32,7 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from harness.atomic import atomic_path, file_mode, folder_mode, probe_atomic
 from harness.errors import AmpParityError, ResultError, UsageError
@@ -64,7 +64,29 @@ _WEIGHTS_FILE_SUFFIX = ".safetensors"
 _ENOSPC_SIGNS = (os.strerror(errno.ENOSPC), f"os error {errno.ENOSPC}", "ENOSPC", "StorageFull")
 
 
-class ResultClaim:
+class _Claim:
+    """What every claim of an output place shares: a staging folder beside it, and a ``with`` block that gives it up."""
+
+    _staging: StagingDir | None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Give up the claim (each claim says what that leaves)."""
+        raise NotImplementedError
+
+    @property
+    def staging(self) -> Path:
+        """The folder the output is written into until it is published."""
+        assert self._staging is not None, "the claim is closed"
+        return self._staging.path
+
+
+class ResultClaim(_Claim):
     """The claim of one ``--json`` path for one run: checked, locked and staged; released by :meth:`close`.
 
     Raises:
@@ -92,18 +114,6 @@ class ResultClaim:
         except BaseException:
             self.close()
             raise
-
-    def __enter__(self) -> ResultClaim:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def staging(self) -> Path:
-        """The folder the workers write their final weights into until :meth:`publish`."""
-        assert self._staging is not None, "the claim is closed"
-        return self._staging.path
 
     def close(self) -> None:
         """Drop what is still staged and give up the claim (idempotent)."""
@@ -346,7 +356,7 @@ def lack_of_space(result: MatrixResult, folder: Path) -> str | None:
     return None
 
 
-class ReportClaim:
+class ReportClaim(_Claim):
     """The claim of one report folder (``run --report DIR``, ``report --out DIR``): checked, locked and staged
     before any work; the report is written into the staging folder and moved into ``DIR`` by :meth:`publish`.
 
@@ -392,18 +402,6 @@ class ReportClaim:
         except BaseException:
             self.close()
             raise
-
-    def __enter__(self) -> ReportClaim:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def staging(self) -> Path:
-        """The folder the report is written into until :meth:`publish`."""
-        assert self._staging is not None, "the claim is closed"
-        return self._staging.path
 
     def publish(self) -> list[Path]:
         """Move the staged report into the folder (plots first, ``report.md`` last); return ``report.md``, then the plots.

@@ -86,6 +86,11 @@ class WorkerPool:
         """Whether the frontend is known not to support this cell (it still runs, to notice a change)."""
         return (cell.script, cell.device) in FRONTENDS[cell.frontend].unsupported
 
+    def expected_to_run(self, cell: Cell) -> bool:
+        """Whether the cell should run: supported, or declared unsupported but run with one check lifted (``scaler_lift``)."""
+        lifted = self.scaler_lift and (cell.script, cell.device) in FRONTENDS[cell.frontend].lifted
+        return lifted or not self.declared_unsupported(cell)
+
     def call(self, frontend: str, request: dict[str, Any]) -> Any:
         """Send ``request`` to the frontend's worker and return its answer.
 

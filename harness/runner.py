@@ -187,7 +187,7 @@ class MatrixRunner:
             raw = self.pool.call_cell(cell)
         except ScriptError as err:
             known = self.pool.declared_unsupported(cell)
-            # One line: R's cli messages carry their hints (ℹ ...) on lines of their own.
+            # One line: R's cli messages carry their hints (the 'i' bullets) on lines of their own.
             reason = " ".join(err.frontend_message.split()) if known else str(err)
             return CellResult(cell, Status.UNSUPPORTED if known else Status.ERROR, reason), None
         except WorkerError as err:

@@ -105,12 +105,19 @@ def test_injected_overflows_back_off_skip_exactly_there_and_the_replay_agrees(av
             assert kept[0]["losses"] == run_reference(spec, arrays, clip=clip, skipped=frozenset({3, 7})).losses.tolist()
 
 
-def test_r_scaler_with_injection_still_reaches_r_own_cuda_error(availability: Availability) -> None:
-    """On CPU, R's scaler cell with overflows injected ends unsupported with R's own message, not an injection error."""
+def test_r_scaler_with_injection_skips_exactly_the_injected_steps(availability: Availability) -> None:
+    """On CPU, R's lifted scaler with overflows injected at 3 and 7 skips exactly those steps and passes GradScaler's rule;
+    without the lift it ends unsupported with R's own message, not an injection error."""
     require_r_torch(availability)
     spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
     with MatrixRunner(spec, ("r",), availability=availability) as runner:
-        result = runner.run(("autocast_scaler", "autocast_scaler_clip")).to_json()
+        lifted = runner.run(("autocast_scaler", "autocast_scaler_clip"), measure=False)
+    for cell in lifted.cells:
+        assert cell.status.value == "ok" and cell.record is not None and cell.record.lifted_check, cell.reason
+        assert sorted(cell.record.skipped_step_indices) == [3, 7]
+        assert cell.verdict is not None and cell.verdict.outcome == "pass", cell.verdict
+    with MatrixRunner(spec, ("r",), availability=availability, scaler_lift=False) as runner:
+        result = runner.run(("autocast_scaler", "autocast_scaler_clip"), measure=False).to_json()
     for cell in result["cells"]:
         assert cell["status"] == "unsupported", cell["reason"]
         assert "device must be" in cell["reason"] and "cuda" in cell["reason"]

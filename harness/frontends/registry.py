@@ -22,6 +22,9 @@ class Frontend:
     name: str
     handler: str
     unsupported: frozenset[tuple[str, str]] = frozenset()
+    #: Declared-unsupported cells the scripts run anyway by lifting one check of the binding (``--no-scaler-lift``
+    #: turns it off); a refused lift still ends the cell ``unsupported`` with its reason.
+    lifted: frozenset[tuple[str, str]] = frozenset()
 
     def unavailable_reason(self, availability: Availability) -> str | None:
         """Why this frontend cannot run on this machine, or ``None``."""
@@ -30,8 +33,12 @@ class Frontend:
 
 FRONTENDS: dict[str, Frontend] = {
     "python": Frontend("python", "harness.frontends.python_handler:PythonHandler"),
-    # R torch's cuda_amp_grad_scaler() works on CUDA tensors only (R/autocast.R): on CPU it errors.
-    "r": Frontend("r", "harness.frontends.r_handler:RHandler", frozenset({("cuda_amp_grad_scaler", "cpu")})),
+    # R torch's cuda_amp_grad_scaler() works on CUDA tensors only (R/autocast.R): on CPU it errors, unless the
+    # script lifts that one check (r_scripts/cuda_amp_grad_scaler.R, make_grad_scaler()).
+    "r": Frontend(
+        "r", "harness.frontends.r_handler:RHandler", frozenset({("cuda_amp_grad_scaler", "cpu")}),
+        lifted=frozenset({("cuda_amp_grad_scaler", "cpu")}),
+    ),
 }
 
 
