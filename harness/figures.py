@@ -156,16 +156,16 @@ def _gpu_autocast(result: MatrixResult) -> list[FigureCheck]:
 
 
 def _trace_cost(result: MatrixResult) -> list[FigureCheck]:
-    """Each traced pair's cost: ≤ 2 s at ``tiny``, else ≤ 3× the slower side's own run (its record call's wall time)."""
+    """Each traced pair's cost: ≤ 2 s at ``tiny``, else ≤ 3× the slower side's own run (:func:`_own_run`)."""
     checks = []
     for trace in result.traces:
         if trace.error is not None:
             continue
-        cells = [c for c in result.cells if c.pair == trace.pair and c.wall_seconds is not None]
+        runs = [_own_run(c) for c in result.cells if c.pair == trace.pair]
         if result.spec.preset == "tiny":
             bound, target = TRACE_TINY_MAX_SECONDS, f"≤ {TRACE_TINY_MAX_SECONDS:g} s at tiny"
-        elif cells:
-            run = max(c.wall_seconds or 0.0 for c in cells)
+        elif any(r is not None for r in runs):
+            run = max(r for r in runs if r is not None)
             bound, target = TRACE_MAX_RUNS * run, f"≤ {TRACE_MAX_RUNS:g}× the cell's own run ({run:.2f} s)"
         else:
             continue
@@ -173,3 +173,8 @@ def _trace_cost(result: MatrixResult) -> list[FigureCheck]:
         why = None if met else f"over by {trace.seconds - bound:.2f} s (both passes of both sides; the machine's load counts too)"
         checks.append(FigureCheck("trace cost", trace.pair, target, f"{trace.seconds:.2f} s", met, why))
     return checks
+
+
+def _own_run(cell: CellResult) -> float | None:
+    """A cell's own run: its median timed workload (a warm call, as the trace's are), else its record call's wall time."""
+    return cell.timing.workload.median if cell.timing else cell.wall_seconds

@@ -70,9 +70,13 @@ amp_parity_call <- function(script_path, spec_json, mode) {
 #' there (a condition of class `amp_parity_trace_done`; `with_autocast()` restores its state on the way
 #' out): the result is then `"null"`, no record.
 amp_parity_trace_call <- function(script_path, spec_json, mode, record_point) {
+  on_cuda <- identical(jsonlite::fromJSON(spec_json)$device, "cuda")
+  contiguous <- torch::torch_contiguous_format()
   set_trace_sink(function(step, name, value) {
-    # A contiguous copy with storage of its own (offset 0, see above), in one call: each R torch method call costs tens of us.
-    value <- torch::torch_clone(value$detach()$cpu(), memory_format = torch::torch_contiguous_format())
+    # A contiguous copy with storage of its own (offset 0, see above), in as few calls as can be: each R torch
+    # method call costs tens of microseconds, paid at every point (the copy may carry autograd history: unused).
+    if (on_cuda) value <- value$cpu()
+    value <- torch::torch_clone(value, memory_format = contiguous)
     done <- record_point(step, name, dtype_name(value$dtype), value$shape, torch::buffer_from_torch_tensor(value))
     if (isTRUE(done)) {
       stop(errorCondition("the trace has every point it was asked to keep", class = "amp_parity_trace_done"))

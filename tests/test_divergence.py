@@ -79,3 +79,23 @@ def test_a_pair_trace_round_trips_and_says_where_the_runs_part() -> None:
     assert not trace.identical and PairTrace("p-cpu", ("python", "r"), (5, 5), 5).lines() == [
         "trace: all 5 traced points bitwise identical (5 per side)"
     ]
+
+
+def test_a_traced_pair_over_its_time_bound_misses_the_trace_cost_figure() -> None:
+    """At tiny a trace may take 2 s: 1.5 s is met, 2.5 s is missed by 0.50 s; a trace that failed is not timed."""
+    import dataclasses
+
+    from harness.figures import check_figures
+    from tests.twins import golden
+
+    result = golden()
+    pair = result.cells[0].pair
+
+    def cost(trace: PairTrace) -> list[tuple[str, bool, str | None]]:
+        checks = check_figures(dataclasses.replace(result, traces=(trace,)))
+        return [(c.measured, c.met, c.why) for c in checks if c.figure == "trace cost"]
+
+    assert cost(PairTrace(pair, ("python", "r"), seconds=1.5)) == [("1.50 s", True, None)]
+    ((measured, met, why),) = cost(PairTrace(pair, ("python", "r"), seconds=2.5))
+    assert (measured, met) == ("2.50 s", False) and why is not None and why.startswith("over by 0.50 s")
+    assert cost(PairTrace(pair, ("python", "r"), seconds=9.0, error="worker crashed")) == []
