@@ -68,6 +68,7 @@ class _Claim:
     """What every claim of an output place shares: a staging folder beside it, and a ``with`` block that gives it up."""
 
     _staging: StagingDir | None
+    _lock: _Lock | None
 
     def __enter__(self) -> Self:
         return self
@@ -76,8 +77,13 @@ class _Claim:
         self.close()
 
     def close(self) -> None:
-        """Give up the claim (each claim says what that leaves)."""
-        raise NotImplementedError
+        """Drop what is still staged and give up the claim (idempotent)."""
+        if self._staging is not None:
+            self._staging.close()
+            self._staging = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     @property
     def staging(self) -> Path:
@@ -114,15 +120,6 @@ class ResultClaim(_Claim):
         except BaseException:
             self.close()
             raise
-
-    def close(self) -> None:
-        """Drop what is still staged and give up the claim (idempotent)."""
-        if self._staging is not None:
-            self._staging.close()
-            self._staging = None
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
 
     def publish(self, result: MatrixResult) -> MatrixResult:
         """Publish the weights folder and the result together; return the result whose records point at ``W``.
@@ -447,12 +444,7 @@ class ReportClaim(_Claim):
 
     def close(self) -> None:
         """Drop what is still staged, give up the folder, and remove the folders this claim created if no report went there."""
-        if self._staging is not None:
-            self._staging.close()
-            self._staging = None
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
+        super().close()
         if not self.published:
             for part in reversed(self._created):
                 with contextlib.suppress(OSError):
