@@ -160,7 +160,7 @@ class MatrixRunner:
         progress = on_progress or (lambda text: None)
         traces = []
         for verdict in verdicts:
-            a, b = (result.cell(f"{verdict.script}-{verdict.mode}-{name}-{verdict.device}") for name in verdict.frontends)
+            a, b = (result.cell(Cell(name, verdict.script, verdict.mode, verdict.device).id) for name in verdict.frontends)
             trace = trace_pair(self.pool, a, b)
             traces.append(trace)
             found = trace.first_difference

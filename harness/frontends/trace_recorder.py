@@ -11,6 +11,7 @@ Neither torch nor R is imported here; each handler turns its language's tensor i
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -39,13 +40,11 @@ class TraceRecorder:
     def record(self, step: int, name: str, dtype: str, shape: list[int], data: Any) -> bool:
         """Record one point from its bytes (any buffer); returns True once every kept point is in (stop the run)."""
         digest = hashlib.sha256(data).hexdigest()
-        elements = 1
-        for size in shape:
-            elements *= int(size)
-        value = float(decode(dtype, data)[0]) if elements == 1 else None
-        self.points.append([int(step), name, dtype, [int(s) for s in shape], digest, value])
+        sizes = [int(s) for s in shape]
+        value = float(decode(dtype, data)[0]) if math.prod(sizes) == 1 else None
+        self.points.append([int(step), name, dtype, sizes, digest, value])
         if (step, name) in self.keep:
-            self.kept[f"{step}:{name}"] = {"dtype": dtype, "shape": [int(s) for s in shape], "data": bytes(data)}
+            self.kept[f"{step}:{name}"] = {"dtype": dtype, "shape": sizes, "data": bytes(data)}
         return bool(self.keep) and len(self.kept) == len(self.keep)
 
     def reply(self, record: dict[str, Any] | None) -> dict[str, Any]:
