@@ -5,7 +5,6 @@ The public surface; importing it never imports torch (the frontends run in worke
 
 from __future__ import annotations
 
-from harness.compare import compare_cells, compare_result
 from harness.errors import (
     AmpParityError,
     FixtureError,
@@ -16,16 +15,18 @@ from harness.errors import (
     WorkerError,
     WorkerTimeout,
 )
-from harness.fixtures import FixtureFile, ensure_fixtures
-from harness.matrix import Cell, cells_for
-from harness.model import CellResult, MatrixResult, PairVerdict, Status
-from harness.outputs import ResultClaim
-from harness.reference import Reference, run_reference
-from harness.report import write_report
-from harness.results import load_result, save_result
-from harness.runner import MatrixRunner
-from harness.spec import MODES, PRESETS, SCRIPTS, WorkloadSpec
-from harness.tolerances import DEFAULT_JUDGING, JUDGING_POLICIES, Tolerance, tolerance_for
+from harness.judge.pairs import compare_cells, compare_result
+from harness.judge.reference import Reference, run_reference
+from harness.judge.tolerances import DEFAULT_JUDGING, JUDGING_POLICIES, Tolerance, tolerance_for
+from harness.model.result import CellResult, MatrixResult, Status
+from harness.model.verdicts import PairVerdict
+from harness.run.runner import MatrixRunner
+from harness.store.claims import ResultClaim
+from harness.store.result_file import load_result, save_result
+from harness.views.report import write_report
+from harness.workload.fixtures import FixtureFile, ensure_fixtures
+from harness.workload.matrix import Cell, cells_for
+from harness.workload.spec import MODES, PRESETS, SCRIPTS, WorkloadSpec
 
 __all__ = [
     "AmpParityError",

@@ -66,7 +66,7 @@ class ResultError(AmpParityError, ValueError):
 
 
 class KnownDifferencesError(AmpParityError, ValueError):
-    """A known-differences list (``harness/known_differences.toml`` or ``--known-differences FILE``) that cannot be used."""
+    """A known-differences list (``harness/judge/known_differences.toml`` or ``--known-differences FILE``) that cannot be used."""
 
 
 class WorkerError(AmpParityError, RuntimeError):

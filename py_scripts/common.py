@@ -55,7 +55,7 @@ RECORD_FIELDS: tuple[str, ...] = (
     "torch_version", "libtorch_version", "language_version", "threads", "device_name", "lifted_check",
 )
 #: 3: ``clock`` (which clock timed the loop); 4: ``lifted_check`` (which check of the binding the script lifted
-#: to run this cell, or null). The harness reads this version only (harness/records.py).
+#: to run this cell, or null). The harness reads this version only (harness/judge/record_check.py).
 RECORD_SCHEMA_VERSION = 4
 #: What ``clock()`` reads, as each record names it: ``time.perf_counter`` is CLOCK_MONOTONIC on Linux,
 #: in nanoseconds.

@@ -2,7 +2,7 @@
 
 ``python py_scripts/with_autocast.py --preset tiny --mode autocast`` parses its flags, checks the mode,
 prepares the run spec, runs and prints the record. The flags and their validation are the harness's own
-(:func:`harness.prepare.parse_shell_args`, :func:`harness.prepare.prepare_shell_run_spec`), which R's
+(:func:`harness.run.prepare.parse_shell_args`, :func:`harness.run.prepare.prepare_shell_run_spec`), which R's
 shell mode reaches through ``python -m harness prepare``: one place for both languages.
 """
 
@@ -23,8 +23,8 @@ def main_cli(modes: tuple[str, ...], run_workload: Callable[[dict[str, Any], str
 
     An error is one ``error:`` line and exit 1; ``--debug`` adds the traceback (R's twin prints its own).
     """
-    from harness.cli import exit_with_error, show_warnings_as_lines
-    from harness.prepare import check_shell_mode, parse_shell_args, prepare_shell_run_spec
+    from harness.cli.main import exit_with_error, show_warnings_as_lines
+    from harness.run.prepare import check_shell_mode, parse_shell_args, prepare_shell_run_spec
 
     show_warnings_as_lines()
     prog = Path(sys.argv[0]).name

@@ -21,7 +21,7 @@ record_fields <- c(
 )
 
 #' 3: `clock` (which clock timed the loop); 4: `lifted_check` (which check of the binding the script lifted
-#' to run this cell, or null). The harness reads this version only (harness/records.py).
+#' to run this cell, or null). The harness reads this version only (harness/judge/record_check.py).
 record_schema_version <- 4L
 
 #' R-only: which clock `clock()` reads, the best installed, checked once without loading bench (Python

@@ -4,7 +4,7 @@
 #' (`python -m harness prepare --shell-of ...`), which parses them with the Python scripts' own parser,
 #' checks the mode, validates the spec and draws the fixtures (all of which live in Python only); it then
 #' runs and prints the record. Python's `main_cli()` calls the same harness code in-process
-#' (`harness.prepare.parse_shell_args()`, `check_shell_mode()`, `prepare_shell_run_spec()`), so every
+#' (`harness.run.prepare.parse_shell_args()`, `check_shell_mode()`, `prepare_shell_run_spec()`), so every
 #' helper here but `main_cli()` is R-only.
 #' Loaded by _bootstrap.R, after common.R, whose functions it uses.
 
@@ -33,7 +33,7 @@ amp_parity_r_dir <- dirname(sourced_file() %||% file.path(getwd(), "r_scripts", 
 #' Runs `python -m harness prepare --shell-of <script>.R --shell-modes <modes> -- <args>` from the
 #' checkout's root (the folder above r_scripts/), with `python` from `AMP_PARITY_PYTHON` (default
 #' `python3`): one parser for both languages, so the flags, `--help` and every refusal read the same
-#' (`harness.prepare.prepare_shell_run`). It prints the help (status 0: printed here, and `NULL` is
+#' (`harness.run.prepare.prepare_shell_run`). It prints the help (status 0: printed here, and `NULL` is
 #' returned), or `{"mode", "debug", "spec"}` as one JSON object, or one line `error: ...` and a
 #' non-zero status, which becomes this function's error.
 prepare_shell_run <- function(args, modes) {

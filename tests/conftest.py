@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.availability import Availability, probe
-from harness.runner import MatrixRunner
-from harness.spec import WorkloadSpec
+from harness.run.availability import Availability, probe
+from harness.run.runner import MatrixRunner
+from harness.workload.spec import WorkloadSpec
 from tests.support import CELLS, FRONTENDS, PAIRS, SharedRun, shared_run
 
 

@@ -14,9 +14,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness.fixtures import ensure_fixtures
-from harness.paths import REPO_ROOT
-from harness.spec import PRESETS, WorkloadSpec
+from harness.files.paths import REPO_ROOT
+from harness.workload.fixtures import ensure_fixtures
+from harness.workload.spec import PRESETS, WorkloadSpec
 
 __all__ = ["MANIFESTS_DIR", "REGENERATE", "built_manifest", "committed_manifest", "manifest_differences", "tensor_differences"]
 
@@ -36,7 +36,7 @@ def committed_manifest(preset: str) -> dict[str, Any]:
 
 
 def built_manifest(preset: str, cache: Path) -> dict[str, Any]:
-    """The manifest ``harness.fixtures`` writes when it builds ``preset``'s fixture afresh in ``cache``."""
+    """The manifest ``harness.workload.fixtures`` writes when it builds ``preset``'s fixture afresh in ``cache``."""
     fixture = ensure_fixtures(WorkloadSpec.from_preset(preset), cache)
     data: dict[str, Any] = json.loads((fixture.path.parent / "manifest.json").read_text(encoding="utf-8"))
     return data

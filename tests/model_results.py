@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from harness.model import MatrixResult
-from harness.paths import REPO_ROOT
-from harness.results import load_result
+from harness.files.paths import REPO_ROOT
+from harness.model.result import MatrixResult
+from harness.store.result_file import load_result
 
 __all__ = ["COMMITTED", "committed", "with_weights"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from harness.paths import REPO_ROOT
+from harness.files.paths import REPO_ROOT
 
 __all__ = ["copy_scripts", "plant"]
 

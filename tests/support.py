@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from harness.availability import Availability, r_required
-from harness.matrix import Cell, cells_for
-from harness.model import MatrixResult
-from harness.spec import MODES
+from harness.model.result import MatrixResult
+from harness.run.availability import Availability, r_required
+from harness.workload.matrix import Cell, cells_for
+from harness.workload.spec import MODES
 
 __all__ = [
     "CELLS", "FRONTENDS", "GOLDEN_RESULT", "PAIRS", "SharedRun", "golden_result", "harness_command", "require_frontend", "require_r_torch",
@@ -49,27 +49,27 @@ def golden_result() -> MatrixResult:
 @functools.cache
 def _golden_loaded() -> MatrixResult:
     """Read once per process."""
-    from harness.results import load_result
+    from harness.store.result_file import load_result
 
     return load_result(GOLDEN_RESULT)
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m harness ARGS`` run in this process (``harness.cli.main``): exit status, stdout and stderr.
+    """``python -m harness ARGS`` run in this process (``harness.cli.main.main``): exit status, stdout and stderr.
 
     For tests of what the command prints and returns, without a new interpreter's imports (seconds on a
     busy 2-core machine). The CLI's process-wide settings (SIGTERM handler, warning display) are put
     back afterwards. Tests whose point is the process (signals, locks, concurrent runs, ``$TMPDIR``)
     use :func:`harness_command` instead.
     """
-    from harness import cli
+    from harness.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     handler = signal.getsignal(signal.SIGTERM)
     code: int | str | None = 0
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            cli.main(list(args))
+            main(list(args))
     except SystemExit as done:
         code = done.code
     finally:
@@ -83,7 +83,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 def harness_command(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
                     timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """The real command, ``python -m harness ARGS``, in a new process (from the checkout unless ``cwd`` says otherwise)."""
-    from harness.paths import REPO_ROOT
+    from harness.files.paths import REPO_ROOT
 
     return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd or REPO_ROOT, capture_output=True, text=True,
                           timeout=timeout, env=env)

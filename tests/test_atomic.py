@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.atomic import atomic_path, write_json_atomic
+from harness.files.atomic import atomic_path, write_json_atomic
 
 
 def test_failure_inside_the_block_keeps_the_old_file_and_no_temporary(tmp_path: Path) -> None:

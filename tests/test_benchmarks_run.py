@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.paths import REPO_ROOT
+from harness.files.paths import REPO_ROOT
 
 
 def test_benchmarks_run_and_record_extra_info(tmp_path: Path) -> None:

@@ -10,13 +10,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.cell_verdict import check_float64, judge_cell
-from harness.matrix import Cell
-from harness.model import CellResult, CellVerdict, Status
-from harness.reference import Reference
-from harness.scaler_oracle import expected_scale_history
-from harness.spec import WorkloadSpec
-from harness.tolerances import MEASURED_STEPS, float64_bound_for
+from harness.judge.cells import check_float64, judge_cell
+from harness.judge.reference import Reference
+from harness.judge.scaler_oracle import expected_scale_history
+from harness.judge.tolerances import float64_bound_for
+from harness.model.result import CellResult, Status
+from harness.model.verdicts import MEASURED_STEPS, CellVerdict
+from harness.workload.matrix import Cell
+from harness.workload.spec import WorkloadSpec
 from tests.model_results import committed
 
 _STEPS = 20
@@ -115,7 +116,7 @@ def test_cells_that_did_not_run_are_not_judged() -> None:
 
 def test_overflow_steps_without_a_scaler_mode_are_named_in_the_warnings() -> None:
     """Asking for overflows in a run of the with_autocast modes only injects nothing, and the result says so."""
-    from harness.runner import collect_warnings
+    from harness.run.runner import collect_warnings
 
     spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
     default = CellResult(Cell("python", "with_autocast", "default", "cpu"), Status.OK)

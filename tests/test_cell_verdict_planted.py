@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from safetensors.numpy import load_file
 
-from harness.availability import Availability
-from harness.cell_verdict import check_float64
-from harness.fixtures import load_fixture_arrays
-from harness.paths import REPO_ROOT, SCRIPTS_ENV
-from harness.reference import run_reference
-from harness.runner import MatrixRunner
-from harness.spec import WorkloadSpec
-from harness.tolerances import float64_bound_for
+from harness.files.paths import REPO_ROOT, SCRIPTS_ENV
+from harness.judge.cells import check_float64
+from harness.judge.reference import run_reference
+from harness.judge.tolerances import float64_bound_for
+from harness.run.availability import Availability
+from harness.run.runner import MatrixRunner
+from harness.workload.fixtures import load_fixture_arrays
+from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
 from tests.support import SharedRun, require_r_torch, run_cli
 
@@ -142,7 +142,7 @@ def test_r_inject_overflow_writes_an_inf_into_the_gradient_in_place(availability
 @pytest.mark.parametrize("mode", ["autocast_scaler", "autocast_scaler_clip"])
 def test_scale_history_copied_after_the_loop_is_the_rule_exactly(mode: str, runner: MatrixRunner) -> None:
     """The scales kept on the device and copied after the loop are GradScaler's float32 values: 65536 doubling every 4 steps."""
-    from harness.matrix import Cell
+    from harness.workload.matrix import Cell
 
     assert runner.spec == WorkloadSpec.from_preset("tiny")  # the session's runner (its Python worker is shared)
     record = runner.run_cell(Cell("python", "cuda_amp_grad_scaler", mode, "cpu")).to_json()["record"]

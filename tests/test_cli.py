@@ -1,6 +1,6 @@
 """The command line as a user meets it: one ``error:`` line and exit 1 for bad input, a table and a JSON result otherwise.
 
-Messages and exit statuses are checked through ``harness.cli.main`` in this process (:func:`tests.support.run_cli`);
+Messages and exit statuses are checked through ``harness.cli.main.main`` in this process (:func:`tests.support.run_cli`);
 the tests that read a real run's result, table and report share one (the ``python_run`` fixture); what is
 about the process itself (a signal, the ``python -m harness`` entry point) runs ``python -m harness``.
 """
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.availability import Availability
-from harness.model import RESULT_SCHEMA_VERSION
-from harness.paths import REPO_ROOT
+from harness.files.paths import REPO_ROOT
+from harness.model.result import RESULT_SCHEMA_VERSION
+from harness.run.availability import Availability
 from tests.support import SharedRun, golden_result, harness_command, run_cli
 
 
@@ -164,8 +164,8 @@ def test_report_judges_as_the_run_did_unless_told_otherwise(tmp_path: Path) -> N
     """``report`` judges a one-ULP pair diverged as a strict run did, within tolerance with --tolerance-only, and back with --no-."""
     from safetensors.numpy import load_file, save_file
 
-    from harness.model import MatrixResult
-    from harness.results import save_result
+    from harness.model.result import MatrixResult
+    from harness.store.result_file import save_result
     from tests.twins import nudge_one_ulp
 
     result = golden_result().to_json()  # a strict run whose default pair is bitwise identical
@@ -242,8 +242,8 @@ def test_bf16_on_a_gpu_without_it_is_refused(monkeypatch: pytest.MonkeyPatch) ->
     import torch
 
     from harness.errors import SpecError
-    from harness.prepare import require_device
-    from harness.spec import WorkloadSpec
+    from harness.run.prepare import require_device
+    from harness.workload.spec import WorkloadSpec
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
@@ -278,11 +278,11 @@ def test_a_run_in_which_no_cell_ran_fails_and_meets_no_figure(availability: Avai
     """``--frontend r`` without R torch: every cell skipped, so exit 1 with one ``error:`` line, and no figure "met" (it said 1 of 1)."""
     import dataclasses
 
-    import harness.runner
+    import harness.run.runner
 
     monkeypatch.delenv("AMP_PARITY_REQUIRE_R", raising=False)
     no_r = dataclasses.replace(availability, r={"torch_installed": False, "libtorch_installed": False, "libtorch_loads": False})
-    monkeypatch.setattr(harness.runner, "probe", lambda: no_r)
+    monkeypatch.setattr(harness.run.runner, "probe", lambda: no_r)
     done = run_cli("run", "--preset", "tiny", "--frontend", "r", "--rounds", "1", "--warmup-rounds", "1")
     assert done.returncode == 1
     assert done.stderr.splitlines() == [

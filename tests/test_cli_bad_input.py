@@ -1,6 +1,6 @@
 """Bad input a new user types: each is refused before any cell runs, in one ``error:`` line, exit 1.
 
-The command's messages and exit statuses are checked through ``harness.cli.main`` in this process
+The command's messages and exit statuses are checked through ``harness.cli.main.main`` in this process
 (:func:`tests.support.run_cli`): a new interpreter per case cost seconds and checked nothing more.
 ``test_the_real_command_prints_the_same_line`` runs ``python -m harness`` itself once.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.availability import Availability
+from harness.run.availability import Availability
 from tests.support import harness_command, run_cli
 
 
@@ -139,7 +139,7 @@ def test_spec_file_of_every_wrong_type_is_one_line(tmp_path: Path, content: dict
 
 def test_more_threads_than_cores_warns_in_one_line_naming_the_core_count() -> None:
     """``--threads 1000`` is accepted with one ``warning:`` line that names this machine's cores and the fix."""
-    from harness.spec import available_cores
+    from harness.workload.spec import available_cores
 
     cores = available_cores()
     done = run_cli("prepare", "--threads", "1000")

@@ -2,7 +2,7 @@
 
 Each test reproduces one failure a user met. Those about the process (concurrent runs, kills, a full disk
 planted into the real command, ``$TMPDIR``) run ``python -m harness`` as a user would (a subprocess); the
-refusals before the first cell are checked through ``harness.cli.main`` in this process
+refusals before the first cell are checked through ``harness.cli.main.main`` in this process
 (:func:`tests.support.run_cli`), which prints the same lines and returns the same status.
 """
 
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.availability import Availability
-from harness.paths import REPO_ROOT
-from harness.pool import STAGING_PREFIX
-from harness.staging import StagingDir
+from harness.files.paths import REPO_ROOT
+from harness.files.staging import StagingDir
+from harness.run.availability import Availability
+from harness.run.pool import STAGING_PREFIX
 from tests.support import require_r_torch, run_cli
 
 #: A Python-only run long enough (a few seconds per cell) to be caught mid-way.
@@ -120,7 +120,7 @@ def test_a_save_that_fails_after_the_run_still_prints_the_table_and_says_where_t
         "        raise OSError(errno.ENOSPC, 'No space left on device')\n"
         "    real(src, dst)\n"
         "os.replace = full\n"
-        "from harness.cli import main\n"
+        "from harness.cli.main import main\n"
         "main(sys.argv[1:])\n"
     )
     env = _env(tmp_path / "tmp")
@@ -231,7 +231,7 @@ def test_a_report_folder_at_the_result_or_in_its_weights_is_refused_before_the_f
 
 def test_a_second_run_with_the_same_report_folder_is_refused_before_the_first_cell(tmp_path: Path) -> None:
     """Two runs with one ``--report`` both said "report written" (one report lost): the second is refused at once."""
-    from harness.outputs import ReportClaim
+    from harness.store.claims import ReportClaim
 
     with ReportClaim(tmp_path / "rep"):  # the first run's claim
         done = run_cli(*_QUICK, "--report", str(tmp_path / "rep"), "--overwrite")
@@ -241,7 +241,7 @@ def test_a_second_run_with_the_same_report_folder_is_refused_before_the_first_ce
 
 def test_a_report_a_user_writes_during_the_run_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A ``report.md`` written into the ``--report`` folder while the cells run is not replaced without --overwrite; the result is kept."""
-    from harness.runner import MatrixRunner
+    from harness.run.runner import MatrixRunner
 
     real_run = MatrixRunner.run
 
@@ -266,7 +266,7 @@ def test_ctrl_c_after_the_result_was_published_says_so(tmp_path: Path, monkeypat
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("harness.report.write_report", interrupted)
+    monkeypatch.setattr("harness.views.report.write_report", interrupted)
     done = run_cli(*_QUICK, "--json", str(tmp_path / "X.json"), "--report", str(tmp_path / "rep"))
     assert done.returncode == 130
     assert done.stderr.strip() == (
@@ -277,8 +277,8 @@ def test_ctrl_c_after_the_result_was_published_says_so(tmp_path: Path, monkeypat
 
 @pytest.mark.parametrize(
     ("args", "target", "line"),
-    [(("report", "{tmp}/r.json", "--out", "{tmp}/out"), "harness.report.report_main", "error: interrupted; no report was written."),
-     (("prepare", "--preset", "tiny"), "harness.prepare.prepare_shell_run_spec", "error: interrupted; no run spec was printed.")],
+    [(("report", "{tmp}/r.json", "--out", "{tmp}/out"), "harness.views.report.report_main", "error: interrupted; no report was written."),
+     (("prepare", "--preset", "tiny"), "harness.run.prepare.prepare_shell_run_spec", "error: interrupted; no run spec was printed.")],
     ids=["report", "prepare"],
 )
 def test_ctrl_c_in_report_and_prepare_says_what_they_did_not_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.compare import VERDICTS, compare_cells, compare_result, judge
 from harness.errors import UsageError
-from harness.model import CellResult, MatrixResult, PairVerdict, ReferenceDistance
-from harness.spec import MODES
+from harness.judge.pairs import VERDICTS, compare_cells, compare_result, judge
+from harness.model.result import CellResult, MatrixResult
+from harness.model.verdicts import PairVerdict, ReferenceDistance
+from harness.workload.spec import MODES
 from tests.twins import by_mode, extra_skip, golden, nudge_one_ulp, replace_cells, split_losses, twin_cell, with_record, with_status
 
 Cells = dict[str, CellResult]
@@ -324,8 +325,8 @@ def test_cells_of_different_pairs_are_refused(python: Cells, tmp_path: Path) -> 
 
 def test_the_judge_reads_typed_fields_not_text(python: Cells, tmp_path: Path) -> None:
     """The same findings judge ``diverged`` under strict and ``within_tolerance`` under tolerance_only, and say which rule decided."""
-    from harness.findings import find_pair
-    from harness.tolerances import tolerance_for
+    from harness.judge.findings import find_pair
+    from harness.judge.tolerances import tolerance_for
 
     a, b = python["default"], twin_cell(python["default"], tmp_path, edit=nudge_one_ulp("layer0.weight", (0, 0)))
     assert a.record is not None and b.record is not None

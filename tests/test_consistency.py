@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from harness.errors import ResultError
-from harness.results import WEIGHTS_MARKER, load_result
+from harness.store.result_file import WEIGHTS_MARKER, load_result
 from tests.support import GOLDEN_RESULT, run_cli
 
 Edit = Callable[[dict[str, Any]], None]

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.divergence import PairTrace, PointDifference, find_divergence, point_difference, read_triggers
+from harness.judge.divergence import find_divergence, point_difference, read_triggers
+from harness.model.trace import PairTrace, PointDifference
 
 
 def _point(step: int, name: str, values: list[float], dtype: str = "float32") -> list[Any]:
@@ -85,7 +86,7 @@ def test_a_traced_pair_over_its_time_bound_misses_the_trace_cost_figure() -> Non
     """At tiny a trace may take 2 s: 1.5 s is met, 2.5 s is missed by 0.50 s; a trace that failed is not timed."""
     import dataclasses
 
-    from harness.figures import check_figures
+    from harness.judge.targets import check_figures
     from tests.twins import golden
 
     result = golden()

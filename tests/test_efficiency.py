@@ -10,12 +10,13 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from harness.efficiency import cell_efficiency, gemm_dtype, step_flops, workload_flops
-from harness.matrix import Cell
-from harness.model import CellResult, Peaks, RunRecord, Status
-from harness.paths import REPO_ROOT
-from harness.results import load_result
-from harness.spec import WorkloadSpec
+from harness.files.paths import REPO_ROOT
+from harness.model.efficiency import cell_efficiency, gemm_dtype, step_flops, workload_flops
+from harness.model.record import RunRecord
+from harness.model.result import CellResult, Peaks, Status
+from harness.store.result_file import load_result
+from harness.workload.matrix import Cell
+from harness.workload.spec import WorkloadSpec
 
 #: A real result (schema 3, both frontends) committed with its weights: the golden test data.
 COMMITTED_TINY = REPO_ROOT / "tests" / "data" / "golden.json"
@@ -86,7 +87,7 @@ def test_fp16_cell_on_the_fallback_gemm_stays_within_its_measured_peak(tmp_path:
     """The 153 % case: float16 on CPU without oneDNN's half kernels (here forced off) runs PyTorch's fallback GEMM,
     whose speed depends on the operand layout; the peak over a Linear step's layouts bounds a real fp16 cell."""
     from harness.frontends.matmul_peak import measure_matmul_peak
-    from harness.prepare import prepare_run_spec
+    from harness.run.prepare import prepare_run_spec
     from py_scripts import with_autocast
 
     spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16", num_batches=4, epochs=1)

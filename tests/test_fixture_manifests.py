@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.fixtures import FIXTURE_SCHEMA_VERSION, iter_fixture_arrays, tensor_sha256
-from harness.paths import REPO_ROOT
-from harness.spec import FIXTURE_FIELDS, PRESETS, WorkloadSpec
+from harness.files.paths import REPO_ROOT
+from harness.workload.fixtures import FIXTURE_SCHEMA_VERSION, iter_fixture_arrays, tensor_sha256
+from harness.workload.spec import FIXTURE_FIELDS, PRESETS, WorkloadSpec
 from tests.fixture_manifests import MANIFESTS_DIR, REGENERATE, built_manifest, committed_manifest, manifest_differences, tensor_differences
 
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from harness.errors import FixtureError
-from harness.fixtures import FixtureWarning, ensure_fixtures, load_fixture_arrays
-from harness.spec import WorkloadSpec
+from harness.workload.fixtures import FixtureWarning, ensure_fixtures, load_fixture_arrays
+from harness.workload.spec import WorkloadSpec
 
 
 def _spec(**overrides: object) -> WorkloadSpec:
@@ -106,8 +106,8 @@ def test_concurrent_builders_both_succeed_with_identical_bytes(tmp_path: Path) -
 _KILLED_MID_WRITE = """
 import os, signal, sys
 from pathlib import Path
-import harness.fixtures as fixtures
-from harness.spec import WorkloadSpec
+import harness.workload.fixtures as fixtures
+from harness.workload.spec import WorkloadSpec
 
 def half_then_killed(arrays, path, metadata=None):
     Path(path).write_bytes(b"\\0" * 4_000_000)  # part of the file is on disk...
@@ -133,8 +133,8 @@ def test_a_writer_killed_mid_write_leaves_a_temporary_that_the_next_build_remove
 _KILLED_IN_SAFETENSORS = """
 import os, signal, sys
 from pathlib import Path
-import harness.fixtures as fixtures
-from harness.spec import WorkloadSpec
+import harness.workload.fixtures as fixtures
+from harness.workload.spec import WorkloadSpec
 
 def killed_inside_save_file(arrays, path, metadata=None):
     # safetensors 0.8 writes beside its target, into ".tmp" and six characters, then renames: killed before that
@@ -170,7 +170,7 @@ def test_a_read_only_cache_with_valid_fixtures_is_used(tmp_path: Path, monkeypat
             raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
         return real_open(path, flags, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("harness.fixtures.os.open", read_only)
+    monkeypatch.setattr("harness.workload.fixtures.os.open", read_only)
     assert ensure_fixtures(spec, tmp_path) == built
     (built.path.parent / ".lock").unlink()
     assert ensure_fixtures(spec, tmp_path) == built  # no lock file either: nobody can write there, nothing to wait for
@@ -183,13 +183,13 @@ def test_a_full_fixture_cache_is_one_fixture_error_line(tmp_path: Path, monkeypa
     """safetensors reports a full disk as a SafetensorError (not an OSError): ``prepare`` says so in one line, leaves no file."""
     from safetensors import SafetensorError
 
-    import harness.fixtures
+    import harness.workload.fixtures
     from tests.support import run_cli
 
     def full_disk(*args: object, **kwargs: object) -> None:
         raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
 
-    monkeypatch.setattr(harness.fixtures, "save_file", full_disk)
+    monkeypatch.setattr(harness.workload.fixtures, "save_file", full_disk)
     monkeypatch.setenv("AMP_PARITY_FIXTURES", str(tmp_path))
     done = run_cli("prepare", "--preset", "tiny")
     assert done.returncode == 1 and done.stdout == ""

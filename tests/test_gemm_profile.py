@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from harness.fixtures import ensure_fixtures
 from harness.frontends import gemm_profiler as gemm_profile
 from harness.frontends.gemm_profiler import profile_gemms
-from harness.gemm_profile import amp_gemm_problem
-from harness.prepare import prepare_run_spec
-from harness.spec import WorkloadSpec
+from harness.judge.gemm_precision import amp_gemm_problem
+from harness.run.prepare import prepare_run_spec
+from harness.workload.fixtures import ensure_fixtures
+from harness.workload.spec import WorkloadSpec
 from py_scripts import cuda_amp_grad_scaler, with_autocast
 
 Workload = Callable[[dict[str, Any], str], dict[str, Any]]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import REPO_ROOT
-from harness.spec import MODES
+from harness.files.paths import REPO_ROOT
+from harness.workload.spec import MODES
 from tests.support import GOLDEN_RESULT, golden_result
 
 #: Loads the golden result, checks its shape, judges its pairs again and writes its report, all in a fresh
@@ -23,9 +23,9 @@ from tests.support import GOLDEN_RESULT, golden_result
 _REPLAY = """
 import json, sys
 from pathlib import Path
-from harness.compare import compare_result
-from harness.report import write_report
-from harness.results import load_result
+from harness.judge.pairs import compare_result
+from harness.views.report import write_report
+from harness.store.result_file import load_result
 
 result = load_result(Path(sys.argv[1]))  # the typed model: its shape is checked as it is read
 verdicts = [v.verdict for v in compare_result(result)]

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.paths import REPO_ROOT
+from harness.files.paths import REPO_ROOT
 
 HARNESS = REPO_ROOT / "harness"
 #: Modules that run inside a worker process only (they import torch, or rpy2 and R torch).
@@ -79,11 +79,11 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_cycle_finder_finds_a_planted_cycle() -> None:
     """The check below can fail: a cycle planted into a copy of the real graph is found and named."""
     graph = _graph()
-    assert "harness.model" in graph["harness.runner"]
+    assert "harness.model.result" in graph["harness.run.runner"]
     planted = {name: set(edges) for name, edges in graph.items()}
-    planted["harness.model"].add("harness.runner")
+    planted["harness.model.result"].add("harness.run.runner")
     cycle = _cycle(planted)
-    assert cycle is not None and cycle[0] == cycle[-1] and {"harness.model", "harness.runner"} <= set(cycle)
+    assert cycle is not None and cycle[0] == cycle[-1] and {"harness.model.result", "harness.run.runner"} <= set(cycle)
 
 
 def test_the_harness_has_no_import_cycle() -> None:
@@ -93,13 +93,13 @@ def test_the_harness_has_no_import_cycle() -> None:
 
 def test_the_model_imports_no_process_or_judging_code() -> None:
     """The result model sits below everything that computes it: it imports leaf modules only."""
-    assert _graph()["harness.model"] <= {
-        "harness.errors", "harness.matrix", "harness.protocol", "harness.result_shape", "harness.spec", "harness.verdicts",
-        "harness.run_record", "harness.measured", "harness.divergence",
+    assert _graph()["harness.model.result"] <= {
+        "harness.errors", "harness.workload.matrix", "harness.model.protocol", "harness.model.shape", "harness.workload.spec", "harness.model.verdicts",
+        "harness.model.record", "harness.model.measures", "harness.judge.divergence",
     }
-    assert _graph()["harness.divergence"] <= {"harness.tensor_bytes"}
-    assert "harness.runner" not in _graph()["harness.measurements"]
-    assert not {"harness.worker", "harness.pool", "harness.runner"} & _graph()["harness.compare"]
+    assert _graph()["harness.judge.divergence"] <= {"harness.frontends.tensor_bytes"}
+    assert "harness.run.runner" not in _graph()["harness.run.measure"]
+    assert not {"harness.run.worker", "harness.run.pool", "harness.run.runner"} & _graph()["harness.judge.pairs"]
 
 
 def _python(code: str) -> subprocess.CompletedProcess[str]:
@@ -123,7 +123,7 @@ def test_a_whole_run_leaves_the_parent_without_torch(tmp_path: Path) -> None:
     result = tmp_path / "r.json"
     done = _python(
         "import json, sys\n"
-        "from harness.cli import main\n"
+        "from harness.cli.main import main\n"
         "try:\n"
         f"    main(['run', '--preset', 'tiny', '--frontend', 'python', '--rounds', '1', '--profile', '--json', {str(result)!r}])\n"
         "except SystemExit as end:\n"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.frontends.registry import FRONTENDS
-from harness.matrix import FRONTEND_ORDER, Cell, cells_for, pair_id
+from harness.run.frontends import FRONTENDS
+from harness.workload.matrix import FRONTEND_ORDER, Cell, cells_for, pair_id
 
 
 def test_the_frontend_order_is_the_registrys() -> None:

@@ -12,16 +12,10 @@ from typing import Any
 import pytest
 
 from harness.errors import ResultError
-from harness.matrix import Cell
-from harness.model import (
-    RESULT_SCHEMA_VERSION,
-    CellResult,
-    MatrixResult,
-    Memory,
-    RunRecord,
-    Status,
-)
-from harness.spec import WorkloadSpec
+from harness.model.record import RunRecord
+from harness.model.result import RESULT_SCHEMA_VERSION, CellResult, MatrixResult, Memory, Status
+from harness.workload.matrix import Cell
+from harness.workload.spec import WorkloadSpec
 
 #: The golden real result (schema 3) under tests/data/; docs/results/ holds measurements that get re-measured.
 COMMITTED = Path(__file__).resolve().parent / "data"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ResultError, UsageError
-from harness.model import MatrixResult
-from harness.outputs import MARKER_FILE, ReportClaim, ResultClaim, check_report_folder, publish_or_rescue, rescue_result
-from harness.results import load_result
+from harness.model.result import MatrixResult
+from harness.store.claims import MARKER_FILE, ReportClaim, ResultClaim, check_report_folder, publish_or_rescue, rescue_result
+from harness.store.result_file import load_result
 from tests.model_results import committed, with_weights
 
 
@@ -220,7 +220,7 @@ def _fill_disk_for(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
             raise OSError(errno.ENOSPC, "No space left on device")
         real_replace(src, dst)
 
-    monkeypatch.setattr("harness.atomic.os.replace", full_disk)
+    monkeypatch.setattr("harness.files.atomic.os.replace", full_disk)
 
 
 def test_a_users_safetensors_file_in_a_marked_weights_folder_is_never_deleted(tmp_path: Path) -> None:
@@ -355,7 +355,7 @@ def _failed_for_space(claim: ResultClaim, reason: str) -> MatrixResult:
     """A result whose first cell ended in ``error`` with ``reason`` (its weights never written), the second still staged."""
     import dataclasses
 
-    from harness.model import Status
+    from harness.model.result import Status
 
     result = _staged_result(claim, "new")
     (claim.staging / "a.safetensors").unlink()
@@ -383,7 +383,7 @@ def test_overwrite_by_a_run_that_ran_out_of_space_keeps_the_old_result_and_rescu
     monkeypatch.setattr("tempfile.tempdir", str(rescue_dir))
     if free is not None:  # R says only "problem writing to connection": the file system's free space tells
         real = shutil.disk_usage
-        monkeypatch.setattr("harness.outputs.shutil.disk_usage",
+        monkeypatch.setattr("harness.store.claims.shutil.disk_usage",
                             lambda p: real(p)._replace(free=free) if Path(p) == tmp_path else real(p))
     with ResultClaim(tmp_path / "X.json", overwrite=True) as claim:
         published, line, saved = publish_or_rescue(_failed_for_space(claim, reason), claim)

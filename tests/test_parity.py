@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.availability import Availability
-from harness.matrix import Cell
-from harness.model import CellResult
-from harness.runner import MatrixRunner
+from harness.model.result import CellResult
+from harness.run.availability import Availability
+from harness.run.runner import MatrixRunner
+from harness.workload.matrix import Cell
 from tests.support import CELLS, require_frontend
 
 _OUTCOMES: dict[str, CellResult] = {}
@@ -60,8 +60,8 @@ def test_cell_tracks_the_float64_reference(cell: Cell, cell_outcome: CellResult)
 def test_pair_agrees(pair: str, runner: MatrixRunner, availability: Availability, request: pytest.FixtureRequest) -> None:
     """Python and R agree on losses, weights, scale history and dtypes: bitwise on one libtorch on CPU (strict), else within
     tolerance, or as a known difference says (the pair traced, its trace matching an entry)."""
-    from harness.compare import compare_cells
-    from harness.tracer import trace_pair
+    from harness.judge.pairs import compare_cells
+    from harness.run.tracer import trace_pair
 
     cells = [c for c in CELLS if c.pair == pair]
     for cell in cells:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.availability import Availability
-from harness.paths import REPO_ROOT, SCRIPTS_ENV, script_path, scripts_root
-from harness.runner import MatrixRunner, collect_warnings
-from harness.spec import WorkloadSpec
+from harness.files.paths import REPO_ROOT, SCRIPTS_ENV, script_path, scripts_root
+from harness.run.availability import Availability
+from harness.run.runner import MatrixRunner, collect_warnings
+from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
 
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from harness.availability import Availability
-from harness.paths import SCRIPTS_ENV
-from harness.protocol import TimingProtocol
-from harness.runner import MatrixRunner
-from harness.spec import WorkloadSpec
+from harness.files.paths import SCRIPTS_ENV
+from harness.model.timing import TimingProtocol
+from harness.run.availability import Availability
+from harness.run.runner import MatrixRunner
+from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
 from tests.support import require_r_torch, run_cli
 
@@ -84,7 +84,7 @@ def test_the_cli_fails_a_run_whose_r_learning_rate_is_off_by_one_in_a_million(
 ) -> None:
     """``python -m harness run --preset tiny`` with the lr-planted R copy prints ``diverged`` for ``default`` and exits 1.
 
-    Run through ``harness.cli.main`` in this process (the workers it starts inherit ``$AMP_PARITY_SCRIPTS``), on the
+    Run through ``harness.cli.main.main`` in this process (the workers it starts inherit ``$AMP_PARITY_SCRIPTS``), on the
     two modes R runs on CPU, with one timed round: the verdict needs the records only.
     """
     require_r_torch(availability)

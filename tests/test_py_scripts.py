@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from harness.cell_verdict import check_float64
-from harness.fixtures import ensure_fixtures, load_fixture_arrays
-from harness.paths import REPO_ROOT
-from harness.prepare import prepare_run_spec
-from harness.reference import Reference, run_reference
-from harness.spec import WorkloadSpec
-from harness.tolerances import float64_bound_for
+from harness.files.paths import REPO_ROOT
+from harness.judge.cells import check_float64
+from harness.judge.reference import Reference, run_reference
+from harness.judge.tolerances import float64_bound_for
+from harness.run.prepare import prepare_run_spec
+from harness.workload.fixtures import ensure_fixtures, load_fixture_arrays
+from harness.workload.spec import WorkloadSpec
 from py_scripts import cuda_amp_grad_scaler, with_autocast
 from py_scripts.common import RECORD_FIELDS
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.model import RECORD_SCHEMA_VERSION
-from harness.paths import REPO_ROOT, script_path
-from harness.spec import SCRIPTS
+from harness.files.paths import REPO_ROOT, script_path
+from harness.model.record import RECORD_SCHEMA_VERSION
+from harness.workload.spec import SCRIPTS
 from py_scripts import common
 from py_scripts.common import RECORD_FIELDS
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from harness.availability import Availability
 from harness.errors import ScriptError, WorkerCrashed, WorkerTimeout
-from harness.frontends.registry import open_worker
-from harness.paths import REPO_ROOT
-from harness.worker import Worker
+from harness.files.paths import REPO_ROOT
+from harness.run.availability import Availability
+from harness.run.frontends import open_worker
+from harness.run.worker import Worker
 
 BRIDGE = REPO_ROOT / "tests" / "r_bridge"
 

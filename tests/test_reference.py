@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from harness.efficiency import workload_flops
-from harness.fixtures import ensure_fixtures, load_fixture_arrays
-from harness.reference import REFERENCE_MAX_FLOPS, reference_skip_reason, run_reference
-from harness.spec import WorkloadSpec
+from harness.judge.reference import REFERENCE_MAX_FLOPS, reference_skip_reason, run_reference
+from harness.model.efficiency import workload_flops
+from harness.workload.fixtures import ensure_fixtures, load_fixture_arrays
+from harness.workload.spec import WorkloadSpec
 
 
 def _autograd_reference(

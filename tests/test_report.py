@@ -9,12 +9,13 @@ import matplotlib.image
 import pytest
 from rich.console import Console
 
-from harness.compare import compare_result
 from harness.errors import ResultError
-from harness.model import CellResult, CellVerdict, MatrixResult, ReferenceSummary
-from harness.plots import timing_samples
-from harness.report import PLOT_FILES, REPORT_FILE, render_markdown, report_main, write_report
-from harness.table import print_result
+from harness.judge.pairs import compare_result
+from harness.model.result import CellResult, MatrixResult, ReferenceSummary
+from harness.model.verdicts import CellVerdict
+from harness.views.plots import timing_samples
+from harness.views.report import PLOT_FILES, REPORT_FILE, render_markdown, report_main, write_report
+from harness.views.table import print_result
 from tests.support import GOLDEN_RESULT
 from tests.twins import by_mode, golden, replace_cells, split_losses, steady_timing, twin_cell, with_status
 
@@ -209,7 +210,7 @@ def test_report_tracks_each_cell_on_its_own_and_names_a_failure() -> None:
 
 def _exit_status(result: MatrixResult) -> int:
     """The CLI's exit status (it reads the typed result once the runner returns one; until then its stored form)."""
-    from harness.cli import exit_status
+    from harness.cli.main import exit_status
 
     try:
         return exit_status(result)  # type: ignore[arg-type]
@@ -246,7 +247,7 @@ def test_cli_table_shows_each_cells_numbers_and_the_stored_ratio() -> None:
 
 def test_cli_table_says_no_default_where_there_is_none_not_noisy() -> None:
     """A run without the ``default`` mode: ×default is "—" with the stored note, never "noisy … use more --rounds"."""
-    from harness.measurements import with_time_vs_default
+    from harness.model.result import with_time_vs_default
 
     result = golden()
     cells = with_time_vs_default([c for c in result.cells if c.mode != "default"])

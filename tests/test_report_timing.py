@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness.model import Efficiency, MatrixResult, RunRecord
-from harness.report import render_markdown
-from harness.report_timing import frontend_costs
+from harness.model.efficiency import Efficiency
+from harness.model.record import RunRecord
+from harness.model.result import MatrixResult
+from harness.views.report import render_markdown
+from harness.views.timing_sections import frontend_costs
 from tests.twins import by_mode, golden, replace_cells, steady_timing, with_record
 
 
@@ -84,7 +86,7 @@ def test_an_amp_cell_with_float32_gemms_is_marked() -> None:
 
 def test_figures_met_and_missed_by_how_much() -> None:
     """Planted bridge time and spread past the targets come out as misses with the amount; a slow set-up is not charged."""
-    from harness.figures import CV_MAX, OVERHEAD_MAX_SECONDS, check_figures
+    from harness.judge.targets import CV_MAX, OVERHEAD_MAX_SECONDS, check_figures
 
     python = by_mode(golden())
     slow = dataclasses.replace(python["default"], timing=steady_timing(0.6, spread=0.05, overhead=0.009, setup=0.001))
@@ -109,7 +111,7 @@ def test_figures_met_and_missed_by_how_much() -> None:
 
 def test_the_tiny_matrix_figure_names_what_took_the_time_when_missed() -> None:
     """The golden run took 122 s (a busy VM): the miss names both workers' start-up and the reference's seconds."""
-    from harness.figures import check_figures
+    from harness.judge.targets import check_figures
 
     matrix = next(c for c in check_figures(golden()) if c.subject == "matrix")
     assert not matrix.met and matrix.why is not None
@@ -118,7 +120,7 @@ def test_the_tiny_matrix_figure_names_what_took_the_time_when_missed() -> None:
 
 def test_the_gpu_figure_applies_to_cuda_recipe_only() -> None:
     """A CUDA recipe result is checked against the autocast share of peak, with the profile's GEMM share as the why."""
-    from harness.figures import check_figures
+    from harness.judge.targets import check_figures
 
     spec = dataclasses.replace(golden().spec, device="cuda", preset="recipe", amp_dtype="float16", epochs=3, num_batches=50)
     autocast = by_mode(golden())["autocast"]
@@ -140,7 +142,7 @@ def test_the_gpu_figure_applies_to_cuda_recipe_only() -> None:
 
 def test_a_cuda_cell_without_a_measured_peak_misses_the_gpu_figure_saying_why() -> None:
     """With no share of peak (the note says why), the GPU figure is missed with that note as the reason."""
-    from harness.figures import check_figures
+    from harness.judge.targets import check_figures
 
     spec = dataclasses.replace(golden().spec, device="cuda", preset="recipe")
     autocast = by_mode(golden())["autocast"]

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from harness.errors import ResultError
-from harness.paths import REPO_ROOT
-from harness.result_shape import check_result_shape
+from harness.files.paths import REPO_ROOT
+from harness.model.shape import check_result_shape
 from tests.support import GOLDEN_RESULT
 
 _EXAMPLE = GOLDEN_RESULT

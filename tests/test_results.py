@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from harness.errors import ResultError
-from harness.model import RESULT_SCHEMA_VERSION
-from harness.results import load_result, save_result, weights_dir_for
+from harness.model.result import RESULT_SCHEMA_VERSION
+from harness.store.result_file import load_result, save_result, weights_dir_for
 from tests.model_results import COMMITTED, committed, with_weights
 
 
@@ -168,7 +168,7 @@ def test_measured_results_under_docs_results_can_be_committed() -> None:
     import shutil
     import subprocess
 
-    from harness.paths import REPO_ROOT
+    from harness.files.paths import REPO_ROOT
 
     if shutil.which("git") is None or not (REPO_ROOT / ".git").exists():
         pytest.skip("not a git checkout: nothing decides what is ignored")

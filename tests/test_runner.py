@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.availability import Availability
-from harness.efficiency import workload_flops
-from harness.matrix import Cell
-from harness.measurements import time_cells
-from harness.model import RESULT_SCHEMA_VERSION, Status
-from harness.protocol import TimingProtocol
-from harness.records import describe_loss, judge_record, nonfinite_reason
-from harness.runner import MatrixRunner
-from harness.spec import MODES, WorkloadSpec
+from harness.judge.record_check import describe_loss, judge_record, nonfinite_reason
+from harness.model.efficiency import workload_flops
+from harness.model.result import RESULT_SCHEMA_VERSION, Status
+from harness.model.timing import TimingProtocol
+from harness.run.availability import Availability
+from harness.run.measure import time_cells
+from harness.run.runner import MatrixRunner
+from harness.workload.matrix import Cell
+from harness.workload.spec import MODES, WorkloadSpec
 from tests.support import require_r_torch
 
 NO_R_TORCH = {"torch_installed": False, "libtorch_installed": False, "libtorch_loads": False}
@@ -201,7 +201,7 @@ def test_an_r_cell_whose_weights_hit_a_full_disk_is_an_error_in_one_line(
     """R's writeBin only warns on a full disk, leaving a truncated weights file: now the cell is an error in one line, no file stays."""
     import os
 
-    from harness.paths import SCRIPTS_ENV
+    from harness.files.paths import SCRIPTS_ENV
     from tests.planting import copy_scripts, plant
 
     require_r_torch(availability)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness.scaler_oracle import check_scale_history, expected_scale_history
+from harness.judge.scaler_oracle import check_scale_history, expected_scale_history
 
 _SPEC: dict[str, Any] = {"init_scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 4, "overflow_steps": []}
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.availability import Availability
-from harness.paths import REPO_ROOT
+from harness.files.paths import REPO_ROOT
+from harness.run.availability import Availability
 from tests.support import require_r_torch
 
 FRONTENDS = ("python", "r")

@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from harness.errors import SpecError, UsageError
-from harness.spec import FIXTURE_FIELDS, MODES, PRESETS, SizeWarning, WorkloadSpec, parse_modes
+from harness.workload.spec import FIXTURE_FIELDS, MODES, PRESETS, SizeWarning, WorkloadSpec, parse_modes
 
 
 def test_presets_hold_the_seeds_workload() -> None:

@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.staging import StagingDir, sweep_stale
+from harness.files.staging import StagingDir, sweep_stale
 
 _KILLED_OWNER = """
 import os, signal, sys
 from pathlib import Path
-from harness.staging import StagingDir
+from harness.files.staging import StagingDir
 staging = StagingDir(Path(sys.argv[1]), "stage-")
 (staging.path / "weights.safetensors").write_bytes(b"w")
 os.kill(os.getpid(), signal.SIGKILL)

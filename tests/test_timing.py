@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 
 from harness.errors import UsageError
-from harness.model import Timing
-from harness.protocol import TimingProtocol, thread_env
-from harness.timing import MAX_CV_FOR_RATIO, RoundLog, ratio, summarize
+from harness.model.timing import MAX_CV_FOR_RATIO, RoundLog, Timing, TimingProtocol, ratio, summarize
+from harness.run.pool import thread_env
 
 
 def test_summarize_gives_median_quartiles_and_cv() -> None:

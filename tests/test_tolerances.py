@@ -8,17 +8,9 @@ import json
 import pytest
 
 from harness.errors import SpecError, UsageError
-from harness.spec import MODES
-from harness.tolerances import (
-    DEFAULT_JUDGING,
-    EPS,
-    JUDGING_POLICIES,
-    MEASURED_STEPS,
-    Tolerance,
-    check_judging,
-    precision_for,
-    tolerance_for,
-)
+from harness.judge.tolerances import DEFAULT_JUDGING, EPS, JUDGING_POLICIES, Tolerance, check_judging, precision_for, tolerance_for
+from harness.model.verdicts import MEASURED_STEPS
+from harness.workload.spec import MODES
 
 #: Measured on the tiny preset (CPU, seed 0): each run's distance from the float64 reference.
 _TINY_DEFAULT_FROM_F64 = (1.19e-7, 1.18e-7)  # (max relative loss error, final weights relative L2)

@@ -29,13 +29,14 @@ from typing import Any
 
 import pytest
 
-from harness.availability import Availability
-from harness.cli import exit_status
-from harness.divergence import PairTrace
-from harness.model import CellResult, MatrixResult, PairVerdict
-from harness.paths import SCRIPTS_ENV
-from harness.runner import MatrixRunner
-from harness.spec import MODES, WorkloadSpec
+from harness.cli.main import exit_status
+from harness.files.paths import SCRIPTS_ENV
+from harness.model.result import CellResult, MatrixResult
+from harness.model.trace import PairTrace
+from harness.model.verdicts import PairVerdict
+from harness.run.availability import Availability
+from harness.run.runner import MatrixRunner
+from harness.workload.spec import MODES, WorkloadSpec
 from tests.planting import copy_scripts, plant
 from tests.support import require_r_torch
 
@@ -197,7 +198,7 @@ def test_a_stale_known_difference_fails(
     assert exit_status(result) == 1
 
 
-# PyTorch's final weights hold -inf: harness/weight_findings.py squares nan_to_num(-inf) = -1.8e308 (a numpy overflow warning)
+# PyTorch's final weights hold -inf: harness/judge/weight_findings.py squares nan_to_num(-inf) = -1.8e308 (a numpy overflow warning)
 def test_an_inf_after_unscale_is_seen_by_r_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
 ) -> None:

@@ -6,17 +6,17 @@ import os
 import subprocess
 import sys
 
-from harness.paths import REPO_ROOT
+from harness.files.paths import REPO_ROOT
 
 #: Everything the view tests import, then a whole judging and report pass over the golden result.
 _PROGRAM = """
 import io, sys
 import tests.test_compare, tests.test_report, tests.test_report_timing
 from rich.console import Console
-from harness.compare import compare_result
-from harness.figures import check_figures
-from harness.report import render_markdown
-from harness.table import print_result
+from harness.judge.pairs import compare_result
+from harness.judge.targets import check_figures
+from harness.views.report import render_markdown
+from harness.views.table import print_result
 from tests.twins import golden
 result = golden()
 assert [v.verdict for v in compare_result(result)] == ["identical", "identical", "unsupported", "unsupported"]

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from harness.errors import ScriptError, WorkerCrashed, WorkerError, WorkerTimeout
-from harness.frontends.registry import open_worker
-from harness.worker import Worker
+from harness.run.frontends import open_worker
+from harness.run.worker import Worker
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def test_worker_env_reaches_the_process_and_start_up_is_timed() -> None:
 
 _PARENT_KILLED_MID_CALL = """
 import os, signal, threading, time
-from harness.worker import Worker
+from harness.run.worker import Worker
 worker = Worker("python", "tests.worker_handlers:CrashHandler")
 worker.start()
 threading.Thread(target=worker.call, args=({"sleep_s": 2, "value": 1}, 60), daemon=True).start()
@@ -112,7 +112,7 @@ def test_a_worker_whose_parent_is_killed_mid_call_exits_quietly() -> None:
     import subprocess
     import sys
 
-    from harness.paths import REPO_ROOT
+    from harness.files.paths import REPO_ROOT
 
     # capture_output reads to EOF: it returns once the orphan, which shares stderr, has exited too
     done = subprocess.run([sys.executable, "-c", _PARENT_KILLED_MID_CALL], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)

@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 from safetensors.numpy import load_file, save_file
 
-from harness.matrix import Cell
-from harness.model import CellResult, MatrixResult, RunRecord, Status, Timing
-from harness.timing import RoundLog
+from harness.model.record import RunRecord
+from harness.model.result import CellResult, MatrixResult, Status
+from harness.model.timing import RoundLog, Timing
+from harness.workload.matrix import Cell
 from tests.support import golden_result
 
 __all__ = [

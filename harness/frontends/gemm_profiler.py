@@ -4,7 +4,7 @@ A cell's run record says what the script *asked* for (autocast on, a dtype); it 
 matrix multiplies, nearly all of a step's time, actually ran in half precision. A model built or
 called outside the autocast region trains correctly in float32 and reports a plausible loss, and only
 its speed betrays it. Profiling one steady-state step and splitting GEMM time by input dtype turns
-that into a number (``half_share``), and the parent's :func:`harness.gemm_profile.amp_gemm_problem`
+that into a number (``half_share``), and the parent's :func:`harness.judge.gemm_precision.amp_gemm_problem`
 into a one-line verdict.
 
 Runs in the Python worker only (``torch`` is imported inside :func:`profile_gemms`); the parent never imports it.

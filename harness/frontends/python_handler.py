@@ -12,7 +12,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from harness.paths import scripts_root
+from harness.files.paths import scripts_root
 
 __all__ = ["PythonHandler"]
 

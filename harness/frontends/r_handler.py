@@ -12,7 +12,7 @@ import json
 import logging
 from typing import Any
 
-from harness.paths import script_path
+from harness.files.paths import script_path
 
 __all__ = ["RHandler"]
 

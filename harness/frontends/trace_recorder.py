@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from harness.tensor_bytes import decode
+from harness.frontends.tensor_bytes import decode
 
 __all__ = ["TraceComplete", "TraceRecorder"]
 

@@ -6,7 +6,7 @@ runs with ``--benchmark-compare``. ``AMP_PARITY_BENCH_PRESET`` picks the preset 
 runs about a second per CPU cell, the preset for comparisons).
 
 A round is one call through the cell's long-lived worker without writing weights, exactly a timed
-round of ``python -m harness run`` (:mod:`harness.timing`): GC off in the Python loop, the spec's
+round of ``python -m harness run`` (:mod:`harness.model.timing`): GC off in the Python loop, the spec's
 threads in both frontends. Each round's own loop and workload times are kept too, so ``extra_info`` holds
 the frontend's loop median, ``overhead_seconds`` = pytest-benchmark's median − the workload median (the
 harness's bridge: pipe, serialization, rpy2) and ``setup_seconds`` = workload − loop medians (the script's
@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from harness.availability import Availability
-from harness.efficiency import workload_flops
-from harness.matrix import Cell
-from harness.protocol import DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
-from harness.runner import MatrixRunner
-from harness.spec import WorkloadSpec
+from harness.model.efficiency import workload_flops
+from harness.model.timing import DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
+from harness.run.availability import Availability
+from harness.run.runner import MatrixRunner
+from harness.workload.matrix import Cell
+from harness.workload.spec import WorkloadSpec
 from tests.support import FRONTENDS, require_frontend
 
 #: Rounds per cell (the harness's default); lower it with AMP_PARITY_BENCH_ROUNDS for recipe on a CPU.

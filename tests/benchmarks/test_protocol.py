@@ -19,16 +19,15 @@ import torch
 from pytest_benchmark.fixture import BenchmarkFixture
 from torch.utils.benchmark import Timer
 
-from harness.availability import Availability
-from harness.figures import CV_MIN_LOOP_SECONDS
-from harness.fixtures import ensure_fixtures
-from harness.matrix import Cell
-from harness.paths import REPO_ROOT
-from harness.prepare import prepare_run_spec
-from harness.protocol import DEFAULT_ROUNDS
-from harness.runner import MatrixRunner
-from harness.spec import WorkloadSpec
-from harness.timing import summarize
+from harness.files.paths import REPO_ROOT
+from harness.judge.targets import CV_MIN_LOOP_SECONDS
+from harness.model.timing import DEFAULT_ROUNDS, summarize
+from harness.run.availability import Availability
+from harness.run.prepare import prepare_run_spec
+from harness.run.runner import MatrixRunner
+from harness.workload.fixtures import ensure_fixtures
+from harness.workload.matrix import Cell
+from harness.workload.spec import WorkloadSpec
 
 PRESET = os.environ.get("AMP_PARITY_BENCH_PRESET", "bench")
 

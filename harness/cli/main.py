@@ -1,0 +1,372 @@
+"""``python -m harness``: run, trace, report, doctor, prepare. Parses options and hands them to the objects that work.
+
+The harness's own errors print ``error: <message>`` and exit 1, with no traceback unless ``--debug``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import traceback
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from harness.errors import AmpParityError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from harness.judge.known_differences import KnownDifference
+    from harness.model.result import MatrixResult
+    from harness.store.claims import ReportClaim
+
+__all__ = ["exit_status", "exit_with_error", "main", "show_warnings_as_lines"]
+
+_DEBUG = False
+#: What the command has written so far, for the line an interruption prints ("say what exists").
+_WRITTEN: list[str] = []
+
+
+def exit_with_error(err: BaseException, debug: bool | None = None) -> NoReturn:
+    """Print one line for ``err`` (the traceback too under ``--debug``, or when ``debug`` says so) and exit non-zero."""
+    if _DEBUG if debug is None else debug:
+        traceback.print_exception(err)
+    if isinstance(err, AmpParityError):
+        print(f"error: {err}", file=sys.stderr)
+    else:
+        print(f"error: unexpected {type(err).__name__}: {err} (run with --debug for the traceback)", file=sys.stderr)
+    sys.exit(1)
+
+
+def show_warnings_as_lines() -> None:
+    """Print each warning as one ``warning: <message>`` line on stderr (the file and line only under --debug)."""
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: object = None, line: object = None) -> None:
+        where = f" ({filename}:{lineno})" if _DEBUG else ""
+        print(f"warning: {message}{where}", file=sys.stderr)
+
+    warnings.showwarning = show
+    warnings.simplefilter("default")
+
+
+def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--no-scaler-lift`` and ``--known-differences``: what ``run`` and ``trace`` share about how cells run and pairs are judged."""
+    from harness.run.prepare import add_scaler_lift_argument
+
+    add_scaler_lift_argument(parser)
+    parser.add_argument("--known-differences", type=Path, default=None, metavar="FILE",
+                        help="judge against this known-differences list (default: harness/judge/known_differences.toml)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from harness.model.timing import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
+    from harness.run.pool import DEFAULT_TIMEOUT_S
+    from harness.run.prepare import add_scaler_lift_argument, add_weights_out_arguments, path_argument
+    from harness.workload.flags import OneLineParser, add_spec_arguments, positive_seconds, whole_number
+
+    # --debug and -v are accepted before or after the command ("run with --debug" must work as printed):
+    # every parser shares the two actions, which leave their name unset unless given (see main()), so the
+    # command's parser never resets what the top level parsed.
+    switches = OneLineParser(add_help=False)
+    switches.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
+    switches.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                          help="log progress and R console output")
+    parser = OneLineParser(prog="python -m harness", description="AMP parity between PyTorch and R torch.", parents=[switches])
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", parents=[switches], help="run the matrix (frontends × modes) and print a table")
+    add_spec_arguments(run)
+    run.add_argument("--frontend", action="append", default=None, help="python, r (repeatable or comma-separated; default both)")
+    run.add_argument("--json", type=path_argument, default=None, help="write the whole result here (final weights go to <name>.weights/)")
+    run.add_argument("--overwrite", action="store_true", help="replace an existing result and its weights (only what amp-parity wrote)")
+    run.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
+    run.add_argument("--report", type=path_argument, default=None, metavar="DIR", help="also write the report (markdown + plots) into DIR")
+    run.add_argument("--tolerance-only", action="store_true",
+                     help="judge every pair by the tolerance; by default a pair expected bitwise identical (one libtorch, CPU) "
+                          "that is not is diverged")
+    add_judging_arguments(run)
+    run.add_argument("--no-trace", dest="trace", action="store_false",
+                     help="do not trace the pairs that are not identical (their explanation then cannot name where they part)")
+    timing = run.add_argument_group("timing protocol (see harness/model/timing.py)")
+    timing.add_argument("--rounds", type=whole_number, default=DEFAULT_ROUNDS,
+                        help=f"timed rounds per cell, at most (default {DEFAULT_ROUNDS})")
+    timing.add_argument("--warmup-rounds", type=whole_number, default=DEFAULT_WARMUP_ROUNDS,
+                        help=f"untimed calls per cell, the first (which writes the weights) included (default {DEFAULT_WARMUP_ROUNDS})")
+    timing.add_argument("--max-seconds", type=positive_seconds, default=DEFAULT_MAX_SECONDS,
+                        help=f"no more timed rounds for a cell once its rounds took this long; it gets one at least "
+                             f"(default {DEFAULT_MAX_SECONDS:g})")
+    timing.add_argument("--interleave", action="store_true", help="time the cells round-robin (A, B, A, B, ...) instead of back to back")
+    timing.add_argument("--profile", action=argparse.BooleanOptionalAction, default=None,
+                        help="profile one step of each Python cell's GEMMs with torch.profiler (default: on CUDA only)")
+
+    report = commands.add_parser("report", parents=[switches], help="write the markdown report and plots of a result file")
+    report.add_argument("result", type=path_argument, help="a result written by `run --json`")
+    report.add_argument("--out", type=path_argument, required=True, metavar="DIR", help="folder for report.md and the PNG plots")
+    report.add_argument("--overwrite", action="store_true", help="replace a report already in DIR")
+    report.add_argument("--tolerance-only", action=argparse.BooleanOptionalAction, default=None,
+                        help="judge every pair by the tolerance (--no-tolerance-only: strictly); default: as the run did")
+    report.add_argument("--known-differences", type=Path, default=None, metavar="FILE",
+                        help="judge against this known-differences list (default: harness/judge/known_differences.toml)")
+
+    trace = commands.add_parser(
+        "trace", parents=[switches],
+        help="run the record calls and trace every pair point by point: where the frontends part, or that they never do",
+    )
+    add_spec_arguments(trace)
+    trace.add_argument("--frontend", action="append", default=None, help="python, r (repeatable or comma-separated; default both)")
+    trace.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
+    trace.add_argument("--tolerance-only", action="store_true", help="judge every pair by the tolerance (see run --help)")
+    add_judging_arguments(trace)
+
+    commands.add_parser("doctor", parents=[switches], help="report what can run here and how to fix what is missing")
+
+    prepare = commands.add_parser(
+        "prepare", parents=[switches], help="print the run spec a script receives (used by the R scripts' shell mode)"
+    )
+    add_spec_arguments(prepare, with_modes=False)
+    add_weights_out_arguments(prepare)
+    add_scaler_lift_argument(prepare)
+    # R's shell mode: `prepare --shell-of with_autocast.R --shell-modes default,autocast -- ARGS` parses the
+    # script's own ARGS with the Python scripts' parser (harness.run.prepare.prepare_shell_run); not for people.
+    prepare.add_argument("--shell-of", default=None, help=argparse.SUPPRESS)
+    prepare.add_argument("--shell-modes", default=None, help=argparse.SUPPRESS)
+    prepare.add_argument("shell_args", nargs="*", help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The command-line entry point."""
+    global _DEBUG
+    args = _parser().parse_args(argv)
+    _DEBUG = getattr(args, "debug", False)
+    _WRITTEN.clear()
+    # A kill (SIGTERM) unwinds like Ctrl-C: workers stop, staged files go, no partial result stays.
+    signal.signal(signal.SIGTERM, _terminate)
+    verbose = getattr(args, "verbose", False)
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    show_warnings_as_lines()
+    try:
+        if args.command == "doctor":
+            from harness.cli.doctor import doctor
+
+            sys.exit(doctor())
+        if args.command == "prepare":
+            _prepare(args)
+            return
+        if args.command == "report":
+            from harness.store.claims import ReportClaim
+            from harness.views.report import report_main
+
+            judging = None if args.tolerance_only is None else "tolerance_only" if args.tolerance_only else "strict"
+            with ReportClaim(args.out, args.overwrite, flag="--out") as claim:
+                report_main(args.result, claim.staging, judging, _known(args))
+                written = claim.publish()
+            _WRITTEN.append(f"the report was written to {written[0]}")
+            _print_or_go_quiet(f"report written to {written[0]} ({len(written) - 1} plots beside it)")
+            return
+        if args.command == "trace":
+            sys.exit(_trace(args))
+        sys.exit(_run(args))
+    except KeyboardInterrupt as stop:
+        # A probe subprocess interrupted mid-way is killed but not yet reaped; its ResourceWarning
+        # would land after this line as a second, misleading one.
+        warnings.filterwarnings("ignore", category=ResourceWarning)
+        print(f"error: {_interrupted_line(args, stop)}", file=sys.stderr)
+        sys.exit(128 + getattr(stop, "signum", signal.SIGINT))
+    except BrokenPipeError:
+        _quiet_stdout()  # `... | head` closed our output early: nothing to say, and nobody to say it to
+        sys.exit(128 + signal.SIGPIPE)
+    except Exception as err:
+        exit_with_error(err)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from harness.model.timing import TimingProtocol
+    from harness.run.prepare import require_device
+    from harness.run.runner import MatrixRunner
+    from harness.store.claims import ReportClaim, ResultClaim, publish_or_rescue
+    from harness.views.table import make_console, print_result
+    from harness.workload.flags import spec_from_args
+    from harness.workload.spec import parse_modes
+
+    spec = spec_from_args(args)
+    modes = parse_modes(args.mode)
+    protocol = TimingProtocol(args.warmup_rounds, args.rounds, args.max_seconds, args.interleave)
+    frontends = _parse_frontends(args.frontend)
+    require_device(spec)
+    console = make_console()
+    _go_quiet_on_broken_pipe(console)
+    with contextlib.ExitStack() as claimed:
+        # Claimed before the first cell and held to the end: a second run for the same --json (or --report) is
+        # refused, and a report folder is never the result or its weights folder.
+        claim = claimed.enter_context(ResultClaim(args.json, args.overwrite)) if args.json is not None else None
+        reports = claimed.enter_context(ReportClaim(args.report, args.overwrite, result=claim)) if args.report is not None else None
+        with MatrixRunner(
+            spec, frontends, timeout=args.timeout, staging=claim.staging if claim else None, scaler_lift=args.scaler_lift,
+            trace=args.trace, known=_known(args),
+        ) as runner:
+            with console.status("running cells...") as status:
+                result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile,
+                                    judging="tolerance_only" if args.tolerance_only else "strict")
+            saved = None
+            if claim is not None:
+                result, saved, where = publish_or_rescue(result, claim)
+                if where is not None:
+                    _WRITTEN.append(f"the result was written to {where}")
+            written = write_report_or_say_why(result, reports, _known(args)) if reports is not None else None  # reads the weights
+            if reports is not None and reports.published:
+                _WRITTEN.append(f"the report was written to {reports.folder}")
+    lines = [line for line in (saved, written, _nothing_ran(result)) if line is not None]
+    try:
+        print_result(result, console)
+        for line in lines:
+            if not line.startswith("error:"):
+                console.print(line)
+    except BrokenPipeError:
+        _quiet_stdout()  # `run ... | head`: the table was cut short, the run's outcome stands
+    for line in lines:
+        if line.startswith("error:"):
+            print(line, file=sys.stderr)
+    return 1 if any(line.startswith("error:") for line in lines) else exit_status(result)
+
+
+def _trace(args: argparse.Namespace) -> int:
+    """``harness trace``: the record calls of the chosen cells, then every pair traced; each pair's whole explanation."""
+    from harness.run.prepare import require_device
+    from harness.run.runner import MatrixRunner
+    from harness.views.table import make_console, print_trace
+    from harness.workload.flags import spec_from_args
+    from harness.workload.spec import parse_modes
+
+    spec = spec_from_args(args)
+    modes = parse_modes(args.mode)
+    frontends = _parse_frontends(args.frontend)
+    require_device(spec)
+    console = make_console()
+    with MatrixRunner(spec, frontends, timeout=args.timeout, scaler_lift=args.scaler_lift, known=_known(args)) as runner:
+        with console.status("running cells...") as status:
+            result = runner.run(modes, on_progress=status.update, judging="tolerance_only" if args.tolerance_only else "strict",
+                                measure=False, trace_all=True)
+    print_trace(result, console)
+    return exit_status(result)
+
+
+def _known(args: argparse.Namespace) -> tuple[KnownDifference, ...] | None:
+    """The known differences ``--known-differences FILE`` names (checked before any cell runs), or None: the committed list."""
+    from harness.judge.known_differences import load_known_differences
+
+    path = getattr(args, "known_differences", None)
+    return None if path is None else load_known_differences(Path(path))
+
+
+def _interrupted_line(args: argparse.Namespace, stop: KeyboardInterrupt) -> str:
+    """What an interruption (Ctrl-C or SIGTERM) leaves: what the command had written, and what it had not."""
+    how = "terminated (SIGTERM)" if getattr(stop, "signum", None) == signal.SIGTERM else "interrupted"
+    missing = {"run": "no result was written", "report": "no report was written", "prepare": "no run spec was printed"}
+    done = list(_WRITTEN)
+    if not done:
+        return f"{how}; {missing.get(args.command, 'nothing was written')}."
+    line = f"{how} after {' and '.join(done)}"
+    if args.command == "run" and getattr(args, "report", None) is not None and not any("report" in d for d in done):
+        line += "; no report was written"
+    return line + "; the table was not printed." if args.command == "run" else line + "."
+
+
+def _print_or_go_quiet(line: str) -> None:
+    """Print ``line``; a closed stdout (``| head``) is not an error of the command."""
+    try:
+        print(line, flush=True)
+    except BrokenPipeError:
+        _quiet_stdout()
+
+
+def _go_quiet_on_broken_pipe(console: Console) -> None:
+    """rich exits 1 when stdout's reader is gone (``run ... | head``); the run's outcome stands, so it goes quiet instead."""
+    def quiet() -> None:
+        console.quiet = True
+        _quiet_stdout()
+
+    setattr(console, "on_broken_pipe", quiet)  # noqa: B010 (mypy refuses assigning to a method)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail again on the closed pipe."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def exit_status(result: MatrixResult) -> int:
+    """1 when no cell ran, a cell ended in ``error`` or ``numerical_failure``, a pair ``diverged`` (or names a stale
+    known difference), or a cell failed its own verdict (float64 bound, scaler rule: :mod:`harness.judge.cells`); else 0."""
+    from harness.judge.pairs import FAILING_VERDICTS
+    from harness.model.result import Status
+
+    failed = any(c.status in (Status.ERROR, Status.NUMERICAL_FAILURE) for c in result.cells)
+    diverged = any(p.verdict in FAILING_VERDICTS for p in result.pairs)
+    own = any(c.verdict is not None and c.verdict.failed for c in result.cells)
+    return 1 if failed or diverged or own or _nothing_ran(result) else 0
+
+
+def _nothing_ran(result: MatrixResult) -> str | None:
+    """The ``error:`` line for a run in which no cell ran (every one skipped or unsupported), or ``None``.
+
+    Such a run measured nothing: it is not a success, whatever else it printed.
+    """
+    if any(c.record is not None for c in result.cells) or not result.cells:
+        return None
+    first = next((c for c in result.cells if c.reason), result.cells[0])
+    return (f"error: no cell ran: all {len(result.cells)} were {' or '.join(sorted({str(c.status) for c in result.cells}))} "
+            f"({first.id}: {first.reason}); nothing was measured. Fix what the reason says, or choose other --frontend/--mode.")
+
+
+def _prepare(args: argparse.Namespace) -> None:
+    """Print the run spec: for ``prepare``'s own flags, or (``--shell-of``) for a script's flags given after ``--``."""
+    from harness.errors import UsageError
+    from harness.run.prepare import prepare_shell_run, prepare_shell_run_spec
+
+    if args.shell_of is None:
+        if args.shell_args:
+            raise UsageError("prepare", " ".join(args.shell_args), "given flags only (see python -m harness prepare --help)")
+        print(json.dumps(prepare_shell_run_spec(args)))
+        return
+    modes = tuple((args.shell_modes or "").split(","))
+    try:
+        prepared = prepare_shell_run(args.shell_args, modes, prog=args.shell_of)
+    except Exception as err:
+        exit_with_error(err, debug=_DEBUG or "--debug" in args.shell_args)
+    print(json.dumps(prepared))
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, unwound like Ctrl-C; the exit status is 128 + its number (143), as a shell reports a kill."""
+
+    signum = signal.SIGTERM
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
+def _parse_frontends(values: list[str] | None) -> tuple[str, ...]:
+    from harness.run.frontends import FRONTENDS
+    from harness.workload.spec import parse_choices
+
+    return parse_choices("frontend", values, tuple(FRONTENDS))
+
+
+def write_report_or_say_why(result: MatrixResult, claim: ReportClaim, known: tuple[KnownDifference, ...] | None = None) -> str:
+    """Write the report after the run; a failure is one ``error:`` line, not the loss of the table or the result."""
+    from harness.views.report import write_report
+
+    try:
+        write_report(result, claim.staging, known=known)
+        return f"report written to {claim.publish()[0]}"
+    except AmpParityError as err:
+        return f"error: {err}"

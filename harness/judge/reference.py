@@ -1,0 +1,101 @@
+"""The float64 reference: the same fixtures and steps in NumPy float64, the exact trajectory.
+
+AMP error is judged against this, so a difference between frontends can be blamed on one side: the
+side further from the reference is the one that moved. Forward, backward, clipping and SGD are written
+out by hand (no autograd) so nothing here shares code with either frontend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.model.efficiency import workload_flops
+from harness.workload.spec import WorkloadSpec
+
+__all__ = ["REFERENCE_MAX_FLOPS", "Reference", "reference_skip_reason", "run_reference"]
+
+#: Above this many float64 operations the reference is skipped: NumPy float64 runs at roughly
+#: 5-20 GFLOP/s on 2 cores, so this keeps it under ~10-40 s. ``tiny`` needs ~2e8; ``recipe`` ~2e13.
+REFERENCE_MAX_FLOPS = 2e11
+#: ``torch.nn.utils.clip_grad_norm_`` (and R's twin) add this to the norm before dividing.
+_CLIP_EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Per-step losses and final weights of the exact (float64) run."""
+
+    losses: np.ndarray
+    weights: dict[str, np.ndarray]
+
+
+def reference_skip_reason(spec: WorkloadSpec) -> str | None:
+    """Why the reference is not computed for ``spec``, or ``None`` when it is feasible."""
+    flops = workload_flops(spec)
+    if flops > REFERENCE_MAX_FLOPS:
+        return (
+            f"float64 reference skipped: {flops:.1e} FLOPs exceed the {REFERENCE_MAX_FLOPS:.0e} budget "
+            "(minutes to hours in NumPy float64); use a smaller preset such as tiny for it"
+        )
+    return None
+
+
+def run_reference(
+    spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int] = frozenset()
+) -> Reference:
+    """Train in float64 from the fixture ``arrays``; ``clip`` applies the clip mode's gradient clipping.
+
+    ``skipped``: the steps (0-based) a scaler run skipped. The reference replays them: the loss is
+    computed, the weights are not updated, as ``GradScaler.step`` does when the gradients held
+    inf/NaN. So an fp16 run that skipped is judged against the steps it really took, not against a
+    trajectory it could never follow.
+
+    A spec that diverges (a huge learning rate) diverges here too: the losses become inf/NaN, quietly,
+    as they do in the frontends, rather than raising NumPy's overflow warnings.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _train(spec, arrays, clip, skipped)
+
+
+def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int]) -> Reference:
+    n = spec.num_layers
+    weights = [arrays[f"layer{k}.weight"].astype(np.float64) for k in range(n)]
+    biases = [arrays[f"layer{k}.bias"].astype(np.float64) for k in range(n)]
+    data, targets = arrays["data"].astype(np.float64), arrays["targets"].astype(np.float64)
+    losses = np.empty(spec.steps, dtype=np.float64)
+    step = 0
+    for _epoch in range(spec.epochs):
+        for i in range(spec.num_batches):
+            inputs = [data[i]]  # the input of each Linear layer
+            pre = []  # each layer's output before ReLU
+            for k in range(n):
+                z = inputs[k] @ weights[k].T + biases[k]
+                pre.append(z)
+                if k < n - 1:
+                    inputs.append(np.maximum(z, 0.0))
+            diff = pre[-1] - targets[i]
+            losses[step] = np.mean(diff * diff)
+            if step in skipped:
+                step += 1
+                continue
+            grad = 2.0 * diff / diff.size  # d(mean squared error)/d(output)
+            grad_w: list[np.ndarray] = [np.empty(0)] * n
+            grad_b: list[np.ndarray] = [np.empty(0)] * n
+            for k in reversed(range(n)):
+                grad_w[k] = grad.T @ inputs[k]
+                grad_b[k] = grad.sum(axis=0)
+                if k > 0:
+                    grad = (grad @ weights[k]) * (pre[k - 1] > 0)
+            if clip:
+                total = np.sqrt(sum(float(np.sum(g * g)) for g in (*grad_w, *grad_b)))
+                coef = min(spec.clip_max_norm / (total + _CLIP_EPS), 1.0)
+                grad_w = [g * coef for g in grad_w]
+                grad_b = [g * coef for g in grad_b]
+            for k in range(n):
+                weights[k] -= spec.lr * grad_w[k]
+                biases[k] -= spec.lr * grad_b[k]
+            step += 1
+    final = {f"layer{k}.weight": weights[k] for k in range(n)} | {f"layer{k}.bias": biases[k] for k in range(n)}
+    return Reference(losses=losses, weights=final)

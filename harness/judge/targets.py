@@ -1,0 +1,181 @@
+"""The figures the harness promises (README), checked against a result: met, or missed by how much and why.
+
+Each figure applies to some results only (the 1 % overhead to ``recipe``, the matrix time to ``tiny``
+on CPU, the tensor-core share to CUDA); a result is checked against those that apply to it.
+"""
+
+from __future__ import annotations
+
+from harness.model.result import CellResult, MatrixResult, Status
+from harness.model.timing import Timing
+from harness.model.verdicts import FigureCheck
+
+__all__ = [
+    "CV_MAX",
+    "CV_MIN_LOOP_SECONDS",
+    "GPU_AUTOCAST_MIN_SHARE",
+    "OVERHEAD_MAX_SECONDS",
+    "OVERHEAD_MAX_SHARE",
+    "TINY_MATRIX_MAX_SECONDS",
+    "TRACE_MAX_RUNS",
+    "TRACE_TINY_MAX_SECONDS",
+    "check_figures",
+]
+
+#: The harness's overhead per call, its bridge (call time minus the script's own workload time: pipe,
+#: serialization, rpy2): at most 5 ms, whatever the preset … (the script's set-up, workload minus loop,
+#: is the frontend's own cost and is reported beside it, not counted here)
+OVERHEAD_MAX_SECONDS = 0.005
+#: … and at most 1 % of a ``recipe`` call, where the overhead must not move a comparison.
+OVERHEAD_MAX_SHARE = 0.01
+#: Coefficient of variation of the loop time for CPU cells that run about a second (``bench``) …
+CV_MAX = 0.03
+#: … checked for every CPU cell of the ``bench`` preset (the one sized to run about a second), and for
+#: CPU cells of any preset whose median loop takes at least this long (not ``tiny``'s 10 ms, where
+#: scheduler noise alone is several percent).
+CV_MIN_LOOP_SECONDS = 0.5
+#: The whole CPU ``tiny`` matrix, both frontends, every mode, R's start-up included, on 2 cores.
+TINY_MATRIX_MAX_SECONDS = 60.0
+#: What tracing a pair may add: at ``tiny`` at most 2 s (both passes, both sides) …
+TRACE_TINY_MAX_SECONDS = 2.0
+#: … elsewhere at most this many times the cell's own run (the slower side's record call). Its disk bound
+#: (200 MB at ``bench``) holds by construction: a trace writes nothing to disk (digests and one point's
+#: tensors travel through the workers' pipes).
+TRACE_MAX_RUNS = 3.0
+#: The Python ``recipe`` autocast cell on an H100-class GPU, as a share of the measured half-precision peak.
+GPU_AUTOCAST_MIN_SHARE = 0.5
+
+
+def check_figures(result: MatrixResult) -> list[FigureCheck]:
+    """Every figure that applies to ``result``, checked."""
+    return [*_overhead(result), *_cv(result), *_tiny_matrix(result), *_gpu_autocast(result), *_trace_cost(result)]
+
+
+def _timed(result: MatrixResult) -> list[tuple[CellResult, Timing]]:
+    return [(c, c.timing) for c in result.cells if c.ok and c.timing]
+
+
+def _overhead(result: MatrixResult) -> list[FigureCheck]:
+    recipe = result.spec.preset == "recipe"
+    target = (f"bridge ≤ {OVERHEAD_MAX_SECONDS * 1e3:g} ms per call" + (f" and ≤ {OVERHEAD_MAX_SHARE:.0%} of the call" if recipe else "")
+              + " (the script's own set-up not counted)")
+    checks = []
+    for cell, t in _timed(result):
+        over, share = t.overhead_seconds, t.overhead_share
+        met = over <= OVERHEAD_MAX_SECONDS and (not recipe or share <= OVERHEAD_MAX_SHARE)
+        why = None
+        if not met:
+            by = [f"{(over - OVERHEAD_MAX_SECONDS) * 1e3:.2f} ms"] if over > OVERHEAD_MAX_SECONDS else []
+            by += [f"{(share - OVERHEAD_MAX_SHARE) * 100:.2f} points"] if recipe and share > OVERHEAD_MAX_SHARE else []
+            why = (
+                f"missed by {' and '.join(by)}: the bridge (pipe, serialization, rpy2) takes {over * 1e3:.2f} ms per call "
+                f"around a {t.call.median:.3g} s call"
+            )
+        measured = (f"bridge {over * 1e3:.2f} ms ({share:.2%} of the call); {cell.frontend} script set-up "
+                    f"{t.setup_seconds * 1e3:.2f} ms, the frontend's own cost")
+        checks.append(FigureCheck("overhead per call", cell.id, target, measured, met, why))
+    return checks
+
+
+def _cv(result: MatrixResult) -> list[FigureCheck]:
+    checks = []
+    for cell, t in _timed(result):
+        loop = t.loop
+        if cell.device != "cpu" or (result.spec.preset != "bench" and loop.median < CV_MIN_LOOP_SECONDS):
+            continue
+        cv = loop.cv
+        target = f"CV ≤ {CV_MAX:.0%} (CPU cells of the bench preset, or of ≥ {CV_MIN_LOOP_SECONDS:g} s)"
+        if cv is None:
+            checks.append(FigureCheck("round-to-round spread", cell.id, target, f"{loop.n} round(s)", False,
+                                      "too few timed rounds to measure a spread: raise --rounds or --max-seconds"))
+            continue
+        why = None
+        if cv > CV_MAX:
+            gc = t.gc_seconds
+            why = (
+                f"missed by {(cv - CV_MAX) * 100:.1f} points: rounds ranged {loop.min:.4g}–{loop.max:.4g} s; "
+                + (f"garbage collection took up to {gc:.3g} s inside the loop; " if gc > 0 else "")
+                + (f"this cell's loop is only {loop.median:.2g} s, shorter than the ~1 s the figure assumes; "
+                   if loop.median < CV_MIN_LOOP_SECONDS else "")
+                + "the rest is the machine's own noise (other processes, frequency changes): time on an idle machine, with --interleave"
+            )
+        checks.append(FigureCheck("round-to-round spread", cell.id, target, f"CV {cv:.2%} over {loop.n} rounds", cv <= CV_MAX, why))
+    return checks
+
+
+def _tiny_matrix(result: MatrixResult) -> list[FigureCheck]:
+    spec = result.spec
+    if spec.preset != "tiny" or spec.device != "cpu" or not any(c.ok for c in result.cells):
+        return []  # a matrix in which no cell ran measured no matrix time
+    wall = result.wall_seconds
+    startup = ", ".join(
+        f"{name} start-up {w['startup_seconds']:.1f} s" for name, w in result.workers.items() if w.get("startup_seconds")
+    )
+    skipped = sorted({c.frontend for c in result.cells if c.status == Status.SKIPPED})
+    partial = f"; {', '.join(skipped)} skipped here, so this covers the rest only" if skipped else ""
+    met = wall <= TINY_MATRIX_MAX_SECONDS
+    why = None if met else (
+        f"missed by {wall - TINY_MATRIX_MAX_SECONDS:.1f} s ({startup or 'no worker start-up recorded'}; "
+        f"float64 reference {result.reference_seconds or 0:.1f} s; the rest is the cells' calls and measurements)"
+    )
+    measured = f"{wall:.1f} s ({startup or 'no worker started'}{partial})"
+    return [FigureCheck("whole tiny CPU matrix", "matrix", f"≤ {TINY_MATRIX_MAX_SECONDS:g} s wall on 2 cores", measured, met, why)]
+
+
+def _gpu_autocast(result: MatrixResult) -> list[FigureCheck]:
+    spec = result.spec
+    if spec.device != "cuda" or spec.preset != "recipe":
+        return []
+    checks = []
+    for cell in result.cells:
+        if (cell.frontend, cell.mode) != ("python", "autocast") or not cell.ok:
+            continue
+        efficiency = cell.efficiency
+        share = efficiency.share_of_peak if efficiency else None
+        name = (cell.record.device_name if cell.record else None) or "cuda"
+        target = f"≥ {GPU_AUTOCAST_MIN_SHARE:.0%} of the measured {spec.amp_dtype} peak (set for H100-class GPUs; this is {name})"
+        if efficiency is None or share is None:
+            note = efficiency.share_note if efficiency else None
+            checks.append(FigureCheck("GPU autocast efficiency", cell.id, target, "no share of peak" if note else "no measured peak",
+                                      False, note or "the peak was not measured (see peaks)"))
+            continue
+        why = None
+        if share < GPU_AUTOCAST_MIN_SHARE:
+            profile = cell.gemm_profile or {}
+            step_seconds = efficiency.seconds / max(1, result.steps)
+            gemm = profile.get("gemm_seconds")
+            parts = [f"missed by {(GPU_AUTOCAST_MIN_SHARE - share) * 100:.1f} points"]
+            if profile.get("half_share") is not None and profile["half_share"] < 1:
+                parts.append(f"{1 - profile['half_share']:.0%} of GEMM time ran outside half precision")
+            if gemm:
+                parts.append(f"GEMM kernels are {gemm / step_seconds:.0%} of a step's time; the rest is elementwise work, "
+                             "the optimizer and launch gaps, which a peak matmul does not have")
+            why = "; ".join(parts)
+        measured = f"{share:.1%} ({efficiency.tflops or 0:.1f} of {efficiency.peak_tflops or 0:.1f} TFLOP/s)"
+        checks.append(FigureCheck("GPU autocast efficiency", cell.id, target, measured, share >= GPU_AUTOCAST_MIN_SHARE, why))
+    return checks
+
+
+def _trace_cost(result: MatrixResult) -> list[FigureCheck]:
+    """Each traced pair's cost: ≤ 2 s at ``tiny``, else ≤ 3× the slower side's own run (:func:`_own_run`)."""
+    checks = []
+    for trace in result.traces:
+        if trace.error is not None:
+            continue
+        runs = [_own_run(c) for c in result.cells if c.pair == trace.pair]
+        if result.spec.preset == "tiny":
+            bound, target = TRACE_TINY_MAX_SECONDS, f"≤ {TRACE_TINY_MAX_SECONDS:g} s at tiny"
+        elif any(r is not None for r in runs):
+            run = max(r for r in runs if r is not None)
+            bound, target = TRACE_MAX_RUNS * run, f"≤ {TRACE_MAX_RUNS:g}× the cell's own run ({run:.2f} s)"
+        else:
+            continue
+        met = trace.seconds <= bound
+        why = None if met else f"over by {trace.seconds - bound:.2f} s (both passes of both sides; the machine's load counts too)"
+        checks.append(FigureCheck("trace cost", trace.pair, target, f"{trace.seconds:.2f} s", met, why))
+    return checks
+
+
+def _own_run(cell: CellResult) -> float | None:
+    """A cell's own run: its median timed workload (a warm call, as the trace's are), else its record call's wall time."""
+    return cell.timing.workload.median if cell.timing else cell.wall_seconds

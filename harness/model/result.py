@@ -1,0 +1,368 @@
+"""The result model: every stored thing of a matrix result, typed and immutable, with ``to_json``/``from_json``.
+
+A run produces one :class:`MatrixResult`: its spec (a real :class:`~harness.workload.spec.WorkloadSpec`, so
+``steps`` is read from it, never recomputed), one :class:`CellResult` per matrix cell, the pair and
+figure verdicts, and what the machine was. The modules that compute these things (runner,
+measurements, compare, cell_verdict, figures) import this module; it imports none of them, only leaf
+modules (errors, spec, matrix, protocol, result_shape, and the model's own leaves run_record, measured and
+verdicts, whose types it re-exports), so there is no cycle.
+
+Nothing here mutates: a cell filled in stages (the record call, then timing, efficiency, verdict) is
+built again with :func:`dataclasses.replace`. ``from_json`` reads the current schema only;
+:func:`harness.store.result_file.load_result` upgrades older files first (asv's ``update_to_N``).
+What a worker or probe reports about itself (a matmul peak, a GEMM profile, the environment, worker
+start-ups, the fixture file) is kept as the JSON object it is: the harness stores it and shows it,
+and judges nothing by it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from harness.errors import ResultError
+from harness.model.efficiency import Efficiency
+from harness.model.record import RECORD_SCHEMA_VERSION, RunRecord
+from harness.model.shape import check_result_shape
+from harness.model.timing import Stats, Timing, TimingProtocol, TimingSamples, ratio
+from harness.model.trace import PairTrace
+from harness.model.verdicts import CELL_OUTCOMES, CellVerdict, FigureCheck, Float64Check, PairVerdict, ReferenceDistance
+from harness.workload.matrix import Cell
+from harness.workload.spec import WorkloadSpec
+
+__all__ = [
+    "CELL_OUTCOMES",
+    "CellResult",
+    "CellVerdict",
+    "Efficiency",
+    "FigureCheck",
+    "Float64Check",
+    "MatrixResult",
+    "Memory",
+    "PairTrace",
+    "PairVerdict",
+    "Peaks",
+    "RECORD_SCHEMA_VERSION",
+    "RESULT_SCHEMA_VERSION",
+    "ReferenceDistance",
+    "ReferenceSummary",
+    "RunRecord",
+    "Stats",
+    "Status",
+    "Timing",
+    "TimingSamples",
+    "with_time_vs_default",
+]
+
+#: Version 2 added the timing protocol (``protocol``, per-cell ``timing``), ``peaks``, ``efficiency``,
+#: ``memory`` and GEMM profiles. Version 3 stores ``weights_path`` relative to the result's folder
+#: (version 2 stored it relative to the working directory of the run). Version 4 stores
+#: ``time_vs_default`` (this cell's time ÷ its frontend's default cell's: what every view shows) and
+#: ``time_vs_default_note`` instead of version 3's inverse, ``speedup_vs_default`` / ``speedup_note``.
+#: Version 5 adds ``traces``: each traced pair's :class:`~harness.model.trace.PairTrace` (where its runs part).
+RESULT_SCHEMA_VERSION = 5
+Json = dict[str, Any]
+
+
+def _tuple(values: Any) -> tuple[Any, ...] | None:
+    return None if values is None else tuple(values)
+
+
+def _list(values: tuple[Any, ...] | None) -> list[Any] | None:
+    return None if values is None else list(values)
+
+
+
+class Status(StrEnum):
+    """How a cell ended.
+
+    ``ok``: a record came back; ``unsupported``: the binding refused a cell it is known not to support
+    (the binding's own message is the reason); ``skipped``: the frontend is not available here;
+    ``numerical_failure``: non-finite loss in a mode without a scaler; ``error``: anything else.
+    """
+
+    OK = "ok"
+    UNSUPPORTED = "unsupported"
+    SKIPPED = "skipped"
+    NUMERICAL_FAILURE = "numerical_failure"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """One cell of the matrix: how it ended, what it recorded, how fast it ran, and how it stands on its own.
+
+    ``time_vs_default``: this cell's median loop time ÷ its frontend's ``default`` cell's (1.8 means
+    1.8× the default's time), or ``None`` with ``time_vs_default_note`` saying why.
+    """
+
+    cell: Cell
+    status: Status
+    reason: str | None = None
+    record: RunRecord | None = None
+    reference_distance: ReferenceDistance | None = None
+    wall_seconds: float | None = None
+    memory: Memory | None = None
+    timing: Timing | None = None
+    efficiency: Efficiency | None = None
+    gemm_profile: Mapping[str, Any] | None = None
+    gemm_problem: str | None = None
+    verdict: CellVerdict | None = None
+    time_vs_default: float | None = None
+    time_vs_default_note: str | None = None
+
+    @property
+    def id(self) -> str:
+        """``with_autocast-autocast-r-cpu``."""
+        return self.cell.id
+
+    @property
+    def pair(self) -> str:
+        """The id this cell shares with its other frontend."""
+        return self.cell.pair
+
+    @property
+    def frontend(self) -> str:
+        """``python`` or ``r``."""
+        return self.cell.frontend
+
+    @property
+    def script(self) -> str:
+        """The script stem."""
+        return self.cell.script
+
+    @property
+    def mode(self) -> str:
+        """The mode the script ran."""
+        return self.cell.mode
+
+    @property
+    def device(self) -> str:
+        """The device it ran on."""
+        return self.cell.device
+
+    @property
+    def ok(self) -> bool:
+        """Whether a usable record came back."""
+        return self.status is Status.OK
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CellResult:
+        """A stored cell (schema 4)."""
+
+        def optional(name: str, build: Any) -> Any:
+            value = data.get(name)
+            return None if value is None else build(value)
+
+        return cls(
+            cell=Cell(data["frontend"], data["script"], data["mode"], data["device"]),
+            status=Status(data["status"]), reason=data.get("reason"),
+            record=optional("record", RunRecord.from_json),
+            reference_distance=optional("reference_distance", ReferenceDistance.from_json),
+            wall_seconds=data.get("wall_seconds"), memory=optional("memory", Memory.from_json),
+            timing=optional("timing", Timing.from_json), efficiency=optional("efficiency", Efficiency.from_json),
+            gemm_profile=optional("gemm_profile", dict), gemm_problem=data.get("gemm_problem"),
+            verdict=optional("verdict", CellVerdict.from_dict),
+            time_vs_default=data.get("time_vs_default"), time_vs_default_note=data.get("time_vs_default_note"),
+        )
+
+    def to_json(self) -> Json:
+        """The cell as stored (key order kept from schema 3, so files diff well across versions)."""
+
+        def optional(value: Any) -> Any:
+            return None if value is None else value.to_json()
+
+        return {
+            "id": self.id, "pair": self.pair, "frontend": self.frontend, "script": self.script, "mode": self.mode,
+            "device": self.device, "status": str(self.status), "reason": self.reason, "record": optional(self.record),
+            "reference_distance": optional(self.reference_distance), "wall_seconds": self.wall_seconds,
+            "memory": optional(self.memory), "timing": optional(self.timing), "efficiency": optional(self.efficiency),
+            "gemm_profile": None if self.gemm_profile is None else dict(self.gemm_profile),
+            "gemm_problem": self.gemm_problem, "verdict": None if self.verdict is None else self.verdict.to_dict(),
+            "time_vs_default": self.time_vs_default, "time_vs_default_note": self.time_vs_default_note,
+        }
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """This machine's matmul throughput per GEMM dtype, measured in the run (a dtype maps to ``None`` when it failed)."""
+
+    device: str
+    threads: int
+    by_dtype: Mapping[str, Mapping[str, Any] | None]
+    reason: str | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Peaks:
+        """The inverse of :meth:`to_json`."""
+        return cls(data["device"], data["threads"], dict(data["by_dtype"]), data.get("reason"))
+
+    def to_json(self) -> Json:
+        """Plain data."""
+        return {"device": self.device, "threads": self.threads, "by_dtype": dict(self.by_dtype), "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class ReferenceSummary:
+    """The float64 trajectories (losses only), or why there are none; ``replayed``: each one replayed over a run's skipped steps."""
+
+    available: bool
+    reason: str | None
+    losses: tuple[float, ...] | None = None
+    losses_clipped: tuple[float, ...] | None = None
+    replayed: tuple[Mapping[str, Any], ...] = ()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReferenceSummary:
+        """The inverse of :meth:`to_json`."""
+        return cls(
+            bool(data["available"]), data.get("reason"), _tuple(data.get("losses")), _tuple(data.get("losses_clipped")),
+            tuple(data.get("replayed") or ()),
+        )
+
+    def to_json(self) -> Json:
+        """Plain data (an unavailable reference stores only why)."""
+        if not self.available:
+            return {"available": False, "reason": self.reason}
+        return {
+            "available": True, "reason": self.reason, "losses": _list(self.losses),
+            "losses_clipped": _list(self.losses_clipped), "replayed": [dict(r) for r in self.replayed],
+        }
+
+
+@dataclass(frozen=True)
+class MatrixResult:
+    """A whole run: the spec, every cell, the pair and figure verdicts, and the machine it ran on."""
+
+    created: str
+    wall_seconds: float
+    spec: WorkloadSpec
+    spec_digest: str
+    fixture: Mapping[str, Any]
+    environment: Mapping[str, Any]
+    protocol: TimingProtocol
+    workers: Mapping[str, Any]
+    peaks: Peaks
+    reference: ReferenceSummary
+    reference_seconds: float
+    warnings: tuple[str, ...]
+    cells: tuple[CellResult, ...]
+    judging: str
+    pairs: tuple[PairVerdict, ...] = ()
+    figures: tuple[FigureCheck, ...] = ()
+    #: The traced pairs (every pair that was not identical, and those a known difference covers).
+    traces: tuple[PairTrace, ...] = ()
+
+    @property
+    def steps(self) -> int:
+        """Optimizer steps of every cell's run (the spec's)."""
+        return self.spec.steps
+
+    def map_weights_paths(self, change: Callable[[str], str]) -> MatrixResult:
+        """This result with every record's ``weights_path`` changed by ``change`` (made relative, absolute, moved)."""
+
+        def moved(cell: CellResult) -> CellResult:
+            if cell.record is None or cell.record.weights_path is None:
+                return cell
+            return dataclasses.replace(cell, record=dataclasses.replace(cell.record, weights_path=change(cell.record.weights_path)))
+
+        return dataclasses.replace(self, cells=tuple(moved(c) for c in self.cells))
+
+    def cell(self, cell_id: str) -> CellResult:
+        """The cell with this id.
+
+        Raises:
+            KeyError: no such cell in this result.
+        """
+        for cell in self.cells:
+            if cell.id == cell_id:
+                return cell
+        raise KeyError(cell_id)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], source: str = "the result") -> MatrixResult:
+        """A result of this schema version from its JSON object.
+
+        Raises:
+            ResultError: one line naming the field that is missing or wrong, and what to do.
+        """
+        check_result_shape(data, source)
+        if data.get("schema_version") != RESULT_SCHEMA_VERSION:
+            raise ResultError(f"{source} has result schema version {data.get('schema_version')!r}, not {RESULT_SCHEMA_VERSION}: "
+                              "read it with harness.store.result_file.load_result, which upgrades older versions.")
+        try:
+            protocol = data["protocol"]
+            return cls(
+                created=data["created"], wall_seconds=data["wall_seconds"], spec=WorkloadSpec.from_mapping(data["spec"]),
+                spec_digest=data["spec_digest"], fixture=dict(data["fixture"]), environment=dict(data["environment"]),
+                protocol=TimingProtocol(**{f.name: protocol[f.name] for f in dataclasses.fields(TimingProtocol)}),
+                workers=dict(data["workers"]), peaks=Peaks.from_json(data["peaks"]),
+                reference=ReferenceSummary.from_json(data["reference"]), reference_seconds=data["reference_seconds"],
+                warnings=tuple(data["warnings"]), cells=tuple(CellResult.from_json(c) for c in data["cells"]),
+                judging=data["judging"], pairs=tuple(PairVerdict.from_dict(p) for p in data.get("pairs") or ()),
+                figures=tuple(FigureCheck(**f) for f in data.get("figures") or ()),
+                traces=tuple(PairTrace.from_json(t) for t in data["traces"]),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            what = f"no field {err}" if isinstance(err, KeyError) else str(err)
+            raise ResultError(
+                f"{source} is not a complete amp-parity result ({what}). Re-run `python -m harness run --json` to write one."
+            ) from err
+
+    def to_json(self) -> Json:
+        """The result as stored (weights paths as they are in memory; :func:`harness.store.result_file.save_result` relativizes them)."""
+        return {
+            "schema_version": RESULT_SCHEMA_VERSION, "created": self.created, "wall_seconds": self.wall_seconds,
+            "spec": self.spec.to_dict(), "spec_digest": self.spec_digest, "fixture": dict(self.fixture),
+            "environment": dict(self.environment), "protocol": self.protocol.to_dict(), "workers": dict(self.workers),
+            "peaks": self.peaks.to_json(), "reference": self.reference.to_json(), "reference_seconds": self.reference_seconds,
+            "warnings": list(self.warnings), "cells": [c.to_json() for c in self.cells], "judging": self.judging,
+            "pairs": [p.to_dict() for p in self.pairs], "figures": [f.to_dict() for f in self.figures],
+            "traces": [t.to_json() for t in self.traces],
+        }
+
+
+@dataclass(frozen=True)
+class Memory:
+    """The record call's memory: the worker's resident set (``scope``: what it covers) and the device's peak."""
+
+    peak_rss_bytes: int | None = None
+    rss_before_bytes: int | None = None
+    scope: str | None = None
+    cuda_peak_bytes: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Memory:
+        """The inverse of :meth:`to_json`; what a worker reports beyond the known fields is kept in ``extra``."""
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        return cls(**{k: data.get(k) for k in known}, extra={k: v for k, v in data.items() if k not in known})
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data (``extra`` before ``cuda_peak_bytes``, as the worker's report came first)."""
+        head = {"peak_rss_bytes": self.peak_rss_bytes, "rss_before_bytes": self.rss_before_bytes, "scope": self.scope}
+        return head | dict(self.extra) | {"cuda_peak_bytes": self.cuda_peak_bytes}
+
+
+def with_time_vs_default(cells: Sequence[CellResult], paired: bool = False) -> list[CellResult]:
+    """``time_vs_default``: this cell's loop time ÷ its frontend's ``default`` cell's, when the spread supports it.
+
+    ``time_vs_default_note`` says what the ratio rests on or, when it is ``None``, why (see :func:`harness.model.timing.ratio`).
+    """
+    base: dict[tuple[str, str], Timing | None] = {
+        (c.frontend, c.device): c.timing for c in cells if c.mode == "default" and c.status is Status.OK
+    }
+    out = []
+    for c in cells:
+        key = (c.frontend, c.device)
+        if c.status is not Status.OK:
+            value, note = None, f"cell {c.status}"
+        elif key not in base:
+            value, note = None, "no default cell to compare with"
+        else:
+            value, note = ratio(c.timing, base[key], paired)
+        out.append(dataclasses.replace(c, time_vs_default=value, time_vs_default_note=note))
+    return out

@@ -1,0 +1,281 @@
+"""One timing protocol for both frontends, and the statistics every report reads from it.
+
+A cell is timed by calling its script again and again in its long-lived worker, exactly as a
+pytest-benchmark round calls it: the first call (untimed) writes the final weights and the parity
+record and warms every cache (fixtures on the device, kernels, allocator); further warm-up calls
+follow; then the timed rounds. Each round keeps three clocks:
+
+- ``loop``: the script's own clock around its training loop (``seconds_total``), device synchronised;
+- ``workload``: the script's own clock around its whole ``run_workload`` (set-up included);
+- ``call``: the harness's clock around the call through the bridge (pipe, rpy2, JSON).
+
+``call − loop`` is what a benchmark of the call pays on top of the loop; it has two parts with two owners.
+The bridge (``call − workload``: pipe, serialization, rpy2) is the harness's own overhead, the figure
+``overhead_seconds`` that the README bounds. The script's set-up (``workload − loop``: building the model
+and optimizer, R torch's ``nn_linear`` modules among them) is the frontend's own cost: reported per
+frontend (``setup_seconds``, :func:`harness.views.timing_sections.frontend_costs`), never charged to the harness.
+Garbage collection: Python's collector is off inside the loop; R's cannot be, so R collects before the
+loop and reports the seconds it spent collecting inside it (``gc_seconds``). Threads: both frontends
+set the spec's thread count and the workers start with ``OMP_NUM_THREADS`` equal to it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from harness.errors import UsageError
+
+__all__ = [
+    "DEFAULT_MAX_SECONDS",
+    "DEFAULT_ROUNDS",
+    "DEFAULT_WARMUP_ROUNDS",
+    "MAX_CV_FOR_RATIO",
+    "MIN_ROUNDS_FOR_SPREAD",
+    "RoundLog",
+    "Stats",
+    "Timing",
+    "TimingProtocol",
+    "TimingSamples",
+    "for_want_of_spread",
+    "ratio",
+    "summarize",
+]
+
+#: A ratio between two cells is printed only when each cell's coefficient of variation (or, for
+#: interleaved rounds, the ratio's own) is at most this: AMP's CPU speed differences here are 10-30 %,
+#: and with a 5 % spread per side a ratio's error reaches the size of the effect it claims to show.
+MAX_CV_FOR_RATIO = 0.05
+
+
+@dataclasses.dataclass
+class RoundLog:
+    """The timed rounds of one cell, as they come back."""
+
+    call_seconds: list[float] = dataclasses.field(default_factory=list)
+    loop_seconds: list[float] = dataclasses.field(default_factory=list)
+    workload_seconds: list[float] = dataclasses.field(default_factory=list)
+    gc_seconds: list[float] = dataclasses.field(default_factory=list)
+    peak_rss_bytes: list[int | None] = dataclasses.field(default_factory=list)
+    #: Rounds whose losses differed from the record call's (0 on a deterministic build).
+    differing_rounds: int = 0
+    #: Untimed calls made, the record call included.
+    warmup_calls: int = 1
+
+    def add(self, call_seconds: float, record: Mapping[str, Any], peak_rss_bytes: int | None, same_losses: bool) -> None:
+        """Keep one timed round."""
+        self.call_seconds.append(call_seconds)
+        self.loop_seconds.append(float(record["seconds_total"]))
+        self.workload_seconds.append(float(record["seconds_workload"]))
+        self.gc_seconds.append(float(record["gc_seconds"]))
+        self.peak_rss_bytes.append(peak_rss_bytes)
+        self.differing_rounds += 0 if same_losses else 1
+
+    @property
+    def spent(self) -> float:
+        """Seconds of timed calls so far (what ``max_seconds`` bounds)."""
+        return sum(self.call_seconds)
+
+    def summary(self) -> Timing:
+        """The cell's ``timing``: every sample, their statistics, and the overhead split."""
+        call, loop, workload = (np.asarray(x, dtype=float) for x in (self.call_seconds, self.loop_seconds, self.workload_seconds))
+        bridge, setup, call_median = float(np.median(call - workload)), float(np.median(workload - loop)), float(np.median(call))
+        return Timing(
+            rounds=len(self.call_seconds), warmup_calls=self.warmup_calls,
+            call=summarize(self.call_seconds), loop=summarize(self.loop_seconds), workload=summarize(self.workload_seconds),
+            # the harness's own overhead is its bridge; the script's set-up is the frontend's cost
+            overhead_seconds=bridge, overhead_share=bridge / call_median,
+            setup_seconds=setup, setup_share=setup / call_median, bridge_seconds=bridge,
+            gc_seconds=float(np.max(self.gc_seconds)),
+            reproducible=self.differing_rounds == 0, differing_rounds=self.differing_rounds,
+            samples=TimingSamples(
+                tuple(self.call_seconds), tuple(self.loop_seconds), tuple(self.workload_seconds), tuple(self.gc_seconds),
+                tuple(self.peak_rss_bytes),
+            ),
+        )
+
+
+def summarize(samples: Sequence[float]) -> Stats:
+    """Median, quartiles, IQR, min/max, mean and coefficient of variation (``None`` below 3 samples)."""
+    x = np.asarray(samples, dtype=float)
+    if x.size == 0:
+        raise ValueError("no samples to summarize")
+    q1, median, q3 = (float(v) for v in np.percentile(x, [25, 50, 75]))
+    mean = float(x.mean())
+    spread = x.size >= MIN_ROUNDS_FOR_SPREAD
+    return Stats(
+        n=int(x.size), median=median, q1=q1, q3=q3, iqr=q3 - q1 if spread else None,
+        min=float(x.min()), max=float(x.max()), mean=mean,
+        cv=float(x.std(ddof=1) / mean) if spread and mean > 0 else None,
+    )
+
+
+#: How :func:`ratio`'s notes begin when the rounds' spread is what denied a ratio (more rounds may give one).
+_SPREAD_NOTES = ("too few timed rounds", "spread too wide")
+
+
+def for_want_of_spread(note: str | None) -> bool:
+    """Whether a ratio's note says the rounds' spread denied it (too few rounds, or too wide), so more rounds may help.
+
+    Any other note (no default cell to compare with, a cell not timed or not ``ok``) is not noise.
+    """
+    return note is not None and note.startswith(_SPREAD_NOTES)
+
+
+def ratio(numerator: Timing | None, denominator: Timing | None, paired: bool = False) -> tuple[float | None, str]:
+    """``numerator`` loop median ÷ ``denominator``'s, or ``None`` and why the spread does not support one.
+
+    ``paired`` (interleaved rounds, same count): the ratio is the median of per-round ratios, and its
+    own spread is what must be small; round-to-round drift common to both sides cancels there.
+    Returns ``(ratio, note)``; the note says what the ratio rests on, or why there is none.
+    """
+    if not numerator or not denominator:
+        return None, "not timed"
+    a, b = numerator.samples.loop_seconds, denominator.samples.loop_seconds
+    if min(len(a), len(b)) < MIN_ROUNDS_FOR_SPREAD:
+        return None, f"too few timed rounds ({min(len(a), len(b))} < {MIN_ROUNDS_FOR_SPREAD}) to know the spread"
+    limit = f"{MAX_CV_FOR_RATIO:.0%}"
+    if paired and len(a) == len(b):
+        per_round = np.asarray(a, dtype=float) / np.asarray(b, dtype=float)
+        cv = float(per_round.std(ddof=1) / per_round.mean())
+        if cv > MAX_CV_FOR_RATIO:
+            return None, f"spread too wide: the interleaved ratio varies {cv:.1%} round to round (> {limit})"
+        return float(np.median(per_round)), f"median of {len(a)} interleaved rounds, CV {cv:.1%}"
+    cvs = [numerator.loop.cv, denominator.loop.cv]
+    if any(cv is None or cv > MAX_CV_FOR_RATIO for cv in cvs):
+        shown = ", ".join("—" if cv is None else f"{cv:.1%}" for cv in cvs)
+        return None, f"spread too wide: CV {shown} (> {limit}); try --interleave or more --rounds"
+    return numerator.loop.median / denominator.loop.median, f"ratio of medians, CV {cvs[0]:.1%} and {cvs[1]:.1%}"
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Statistics of one clock's samples; ``iqr`` and ``cv`` are ``None`` below three samples."""
+
+    n: int
+    median: float
+    q1: float
+    q3: float
+    iqr: float | None
+    min: float
+    max: float
+    mean: float
+    cv: float | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Stats:
+        """The inverse of :meth:`to_json`."""
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class TimingSamples:
+    """Every timed round's value, in the order the rounds ran."""
+
+    call_seconds: tuple[float, ...]
+    loop_seconds: tuple[float, ...]
+    workload_seconds: tuple[float, ...]
+    gc_seconds: tuple[float, ...]
+    peak_rss_bytes: tuple[int | None, ...]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TimingSamples:
+        """The inverse of :meth:`to_json`."""
+        return cls(**{f.name: tuple(data[f.name]) for f in dataclasses.fields(cls)})
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data."""
+        return {f.name: list(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A cell's timed rounds (see :mod:`harness.model.timing` for the three clocks and the overhead split)."""
+
+    rounds: int
+    warmup_calls: int
+    call: Stats
+    loop: Stats
+    workload: Stats
+    overhead_seconds: float
+    overhead_share: float
+    setup_seconds: float
+    setup_share: float
+    bridge_seconds: float
+    gc_seconds: float
+    reproducible: bool
+    differing_rounds: int
+    samples: TimingSamples
+
+    _STATS = ("call", "loop", "workload")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Timing:
+        """The inverse of :meth:`to_json`."""
+        values = {f.name: data[f.name] for f in dataclasses.fields(cls)}
+        values.update({name: Stats.from_json(data[name]) for name in cls._STATS})
+        values["samples"] = TimingSamples.from_json(data["samples"])
+        return cls(**values)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data, in the stored key order."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data.update({name: getattr(self, name).to_json() for name in self._STATS})
+        data["samples"] = self.samples.to_json()
+        return data
+
+
+#: Untimed calls per cell, the record call included: the record call loads the fixtures and writes
+#: the weights; a second call runs with everything warm but its own first epoch (6.7 ms vs 2.8 ms at
+#: tiny on the first call) still warming the allocator, so one more untimed call is the default.
+DEFAULT_WARMUP_ROUNDS = 2
+
+
+#: Timed rounds per cell (at most): enough for a median and an interquartile range.
+DEFAULT_ROUNDS = 5
+
+
+#: Stop adding timed rounds to a cell once its timed rounds took this long: ``recipe`` on 2 CPU cores
+#: takes minutes per call, so it gets one timed round by default, ``tiny`` and ``bench`` get all.
+DEFAULT_MAX_SECONDS = 60.0
+
+
+#: Fewer timed rounds than this give no spread (an IQR of two samples says nothing), so no ratio.
+MIN_ROUNDS_FOR_SPREAD = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class TimingProtocol:
+    """How many rounds, how long, and in which order (``interleave``: A, B, A, B … across the cells)."""
+
+    warmup_rounds: int = DEFAULT_WARMUP_ROUNDS
+    rounds: int = DEFAULT_ROUNDS
+    max_seconds: float = DEFAULT_MAX_SECONDS
+    interleave: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.warmup_rounds, bool) or not isinstance(self.warmup_rounds, int) or self.warmup_rounds < 1:
+            raise UsageError(
+                "warmup_rounds", self.warmup_rounds,
+                "an integer ≥ 1: the first call writes the weights and is never timed",
+            )
+        if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or self.rounds < 1:
+            raise UsageError("rounds", self.rounds, f"an integer ≥ 1 (≥ {MIN_ROUNDS_FOR_SPREAD} for a spread)")
+        if not isinstance(self.max_seconds, (int, float)) or not math.isfinite(self.max_seconds) or self.max_seconds <= 0:
+            raise UsageError("max_seconds", self.max_seconds, "a positive number of seconds")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the result, with how GC and threads were handled."""
+        return dataclasses.asdict(self) | {
+            "gc": "python: collector off inside the loop; r: collected before the loop, seconds in GC recorded",
+            "clocks": "loop and workload: the script's own clock, device synchronised; call: the harness's, around the bridge",
+        }

@@ -1,0 +1,155 @@
+"""A traced pair as a result stores it: where its two runs part (the first differing point), or that they never do.
+
+The trace itself (two workers digesting every named point) is :mod:`harness.run.tracer`'s; finding the
+first differing point in two digest lists is :mod:`harness.judge.divergence`'s. This module is the stored
+shape of what they found, so the result model holds it without importing either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from harness.frontends.tensor_bytes import FLOAT_DTYPES
+
+__all__ = ["PairTrace", "PointDifference"]
+
+@dataclass(frozen=True)
+class PointDifference:
+    """The first point that differs, on both sides: how many elements, how far, and the worst one."""
+
+    step: int
+    point: str
+    kind: str
+    dtypes: tuple[str | None, str | None]
+    shapes: tuple[tuple[int, ...] | None, tuple[int, ...] | None]
+    elements: int | None = None
+    differing: int | None = None
+    #: ULPs of the point's dtype for floats, the difference of values for integers; None when not comparable.
+    max_distance: int | None = None
+    #: The worst element's index in the first side's shape, and both sides' values there.
+    worst_index: tuple[int, ...] | None = None
+    worst_values: tuple[float, float] | None = None
+    #: What the order/missing kinds found instead: ``[step, name]`` of the other side's point, or None.
+    other: tuple[int, str] | None = None
+
+    def describe(self, frontends: tuple[str, str]) -> str:
+        """One line: the point, its dtype, how many elements differ, the largest distance and both values at the worst."""
+        a, b = frontends
+        where = f"step {self.step}, {self.point}"
+        if self.kind == "order":
+            other = f"step {self.other[0]}, {self.other[1]}" if self.other else "another point"
+            return f"{where}: {a} records this point where {b} records {other} (the scripts' points differ in order)"
+        if self.kind == "missing":
+            return f"{where}: recorded by one side only ({a} {self.dtypes[0] or 'no such point'}, {b} {self.dtypes[1] or 'no such point'})"
+        if self.kind == "dtype":
+            return f"{where}: dtype {self.dtypes[0]} ({a}) vs {self.dtypes[1]} ({b})"
+        shape = "×".join(map(str, self.shapes[0] or ())) or "scalar"
+        unit = "ULP" if self.dtypes[0] in FLOAT_DTYPES else "in value"
+        head = f"{where} ({self.dtypes[0]} {shape}): {self.differing} of {self.elements} elements differ"
+        if self.max_distance is None or self.worst_values is None:
+            return head
+        index = f"[{', '.join(map(str, self.worst_index))}]" if self.worst_index else ""
+        distance = "NaN on one side" if self.max_distance == np.iinfo(np.int64).max else f"{self.max_distance} {unit}"
+        return f"{head}, largest {distance}: {a} {self.worst_values[0]:.9g} vs {b} {self.worst_values[1]:.9g} at {index or 'the element'}"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data (tuples as lists)."""
+        return {
+            "step": self.step, "point": self.point, "kind": self.kind, "dtypes": list(self.dtypes),
+            "shapes": [None if s is None else list(s) for s in self.shapes], "elements": self.elements,
+            "differing": self.differing, "max_distance": self.max_distance,
+            "worst_index": None if self.worst_index is None else list(self.worst_index),
+            "worst_values": None if self.worst_values is None else list(self.worst_values),
+            "other": None if self.other is None else list(self.other),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PointDifference:
+        """The inverse of :meth:`to_json`."""
+        def shape(s: Any) -> tuple[int, ...] | None:
+            return None if s is None else tuple(int(v) for v in s)
+        return cls(
+            step=int(data["step"]), point=str(data["point"]), kind=str(data["kind"]),
+            dtypes=(data["dtypes"][0], data["dtypes"][1]), shapes=(shape(data["shapes"][0]), shape(data["shapes"][1])),
+            elements=data.get("elements"), differing=data.get("differing"), max_distance=data.get("max_distance"),
+            worst_index=shape(data.get("worst_index")),
+            worst_values=None if data.get("worst_values") is None else (float(data["worst_values"][0]), float(data["worst_values"][1])),
+            other=None if data.get("other") is None else (int(data["other"][0]), str(data["other"][1])),
+        )
+
+
+@dataclass(frozen=True)
+class PairTrace:
+    """A pair traced point by point: where its two runs part (or that they never do), as a result stores it.
+
+    ``identical_points``: points equal on both sides before the first difference (all of them when none
+    differs); ``last_identical``: the last of those, ``(step, name)``. ``triggers``: the facts read off the
+    baseline side (:data:`TRIGGERS`: the steps where each holds). ``reproduced``: whether the traced runs gave
+    the losses of the record calls (a trace of a build that does not repeat itself would name noise).
+    ``error``: why there is no trace (a worker failed), else None.
+    """
+
+    pair: str
+    frontends: tuple[str, str]
+    points: tuple[int, int] = (0, 0)
+    identical_points: int = 0
+    first_difference: PointDifference | None = None
+    last_identical: tuple[int, str] | None = None
+    triggers: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    reproduced: bool = True
+    seconds: float = 0.0
+    error: str | None = None
+
+    @property
+    def identical(self) -> bool:
+        """Every traced point bitwise equal on both sides (and the trace ran)."""
+        return self.error is None and self.first_difference is None
+
+    def lines(self) -> list[str]:
+        """What the pair's explanation and the report say of the trace, one finding per line."""
+        if self.error is not None:
+            return [f"trace: not traced: {self.error}"]
+        total = max(self.points)
+        if self.first_difference is None:
+            lines = [f"trace: all {total} traced points bitwise identical ({self.points[0]} per side)"]
+        else:
+            last = f"step {self.last_identical[0]}, {self.last_identical[1]}" if self.last_identical else "none (the first point differs)"
+            lines = [
+                f"trace: first difference at {self.first_difference.describe(self.frontends)}",
+                f"trace: last identical point: {last} ({self.identical_points} of {total} points identical before it)",
+            ]
+        if not self.reproduced:
+            lines.append(
+                "trace: the traced runs did not repeat the record calls' losses: this build is not deterministic, "
+                "so the trace may name noise"
+            )
+        return lines
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data for the result's ``traces``."""
+        return {
+            "pair": self.pair, "frontends": list(self.frontends), "points": list(self.points),
+            "identical_points": self.identical_points,
+            "first_difference": None if self.first_difference is None else self.first_difference.to_json(),
+            "last_identical": None if self.last_identical is None else list(self.last_identical),
+            "triggers": {k: list(v) for k, v in self.triggers.items()}, "reproduced": self.reproduced,
+            "seconds": self.seconds, "error": self.error,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PairTrace:
+        """The inverse of :meth:`to_json`."""
+        first = data.get("first_difference")
+        last = data.get("last_identical")
+        return cls(
+            pair=str(data["pair"]), frontends=(data["frontends"][0], data["frontends"][1]),
+            points=(int(data["points"][0]), int(data["points"][1])), identical_points=int(data["identical_points"]),
+            first_difference=None if first is None else PointDifference.from_json(first),
+            last_identical=None if last is None else (int(last[0]), str(last[1])),
+            triggers={str(k): tuple(int(s) for s in v) for k, v in (data.get("triggers") or {}).items()},
+            reproduced=bool(data.get("reproduced", True)), seconds=float(data.get("seconds", 0.0)), error=data.get("error"),
+        )

@@ -1,0 +1,279 @@
+"""The stored verdicts: what judging a pair, a cell and a figure found, as the result keeps it.
+
+A leaf module (it imports no judging and no process code), so the result model
+(:mod:`harness.model.result`) and the modules that compute verdicts (:mod:`harness.judge.pairs`,
+:mod:`harness.judge.cells`, :mod:`harness.judge.targets`) all import it, and none of them imports the other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = [
+    "CELL_OUTCOMES",
+    "MEASURED_STEPS",
+    "CellVerdict",
+    "FigureCheck",
+    "Float64Bound",
+    "Float64Check",
+    "PairVerdict",
+    "ReferenceDistance",
+    "ScalerCheck",
+    "bound_growth",
+    "finite_or_none",
+]
+
+#: ``pass``: every check that could run passed; ``fail``: one did not (the reason names it);
+#: ``not_judged``: nothing to judge (the cell did not run, or no reference and no scaler).
+CELL_OUTCOMES = ("pass", "fail", "not_judged")
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    """The judgement of one pair, with every line a person needs to act on it."""
+
+    pair: str
+    script: str
+    mode: str
+    device: str
+    frontends: tuple[str, str]
+    verdict: str
+    explanation: list[str] = field(default_factory=list, hash=False)
+    details: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def ok(self) -> bool:
+        """True when the two frontends agree (bitwise, within tolerance, or as a known difference says)."""
+        return self.verdict in ("identical", "within_tolerance", "known_difference")
+
+    @property
+    def summary(self) -> str:
+        """The first explanation line: the verdict and its main cause."""
+        return self.explanation[0] if self.explanation else f"{self.pair}: {self.verdict}"
+
+    @property
+    def cause(self) -> str:
+        """The summary without the pair and verdict: the one-line why, for tables."""
+        return self.summary.partition(" — ")[2] or self.verdict
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PairVerdict:
+        """The verdict stored in a result's ``pairs`` (the inverse of :meth:`to_dict`)."""
+        return cls(
+            pair=data["pair"], script=data["script"], mode=data["mode"], device=data["device"],
+            frontends=(data["frontends"][0], data["frontends"][1]), verdict=data["verdict"],
+            explanation=list(data["explanation"]), details=dict(data["details"]),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready)."""
+        return {
+            "pair": self.pair, "script": self.script, "mode": self.mode, "device": self.device,
+            "frontends": list(self.frontends), "verdict": self.verdict,
+            "explanation": list(self.explanation), "details": self.details,
+        }
+
+    def explain(self) -> str:
+        """The whole explanation, one finding per line (what a failing test prints)."""
+        return "\n".join([self.summary, *(f"  {line}" for line in self.explanation[1:])])
+
+
+@dataclass(frozen=True)
+class FigureCheck:
+    """One figure checked on one subject (a cell or the whole matrix)."""
+
+    figure: str
+    subject: str
+    target: str
+    measured: str
+    met: bool
+    why: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the result and the report."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Float64Check:
+    """One cell's distance from the float64 reference against its bound."""
+
+    passed: bool
+    max_rel_loss_error: float
+    final_weights_rel_error: float
+    first_step_beyond: int | None
+    worst_tensor: str | None
+    worst_tensor_rel_error: float | None
+    replayed_skipped_steps: tuple[int, ...]
+    bound: Float64Bound
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the result (non-finite errors as None, JSON has no NaN)."""
+        return {
+            "passed": self.passed, "max_rel_loss_error": finite_or_none(self.max_rel_loss_error),
+            "final_weights_rel_error": finite_or_none(self.final_weights_rel_error), "first_step_beyond": self.first_step_beyond,
+            "worst_tensor": self.worst_tensor, "worst_tensor_rel_error": finite_or_none(self.worst_tensor_rel_error),
+            "replayed_skipped_steps": list(self.replayed_skipped_steps), "bound": self.bound.to_dict(), "message": self.message,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Float64Check:
+        """The inverse of :meth:`to_dict`."""
+        return cls(
+            passed=bool(data["passed"]), max_rel_loss_error=_nan(data["max_rel_loss_error"]),
+            final_weights_rel_error=_nan(data["final_weights_rel_error"]), first_step_beyond=data["first_step_beyond"],
+            worst_tensor=data["worst_tensor"], worst_tensor_rel_error=data["worst_tensor_rel_error"],
+            replayed_skipped_steps=tuple(data["replayed_skipped_steps"]), bound=Float64Bound(**data["bound"]),
+            message=str(data["message"]),
+        )
+
+    def distance(self) -> dict[str, float | None]:
+        """The cell's ``reference_distance``: max relative loss error over the judged steps, weights relative L2 error."""
+        return {
+            "max_rel_loss_error": finite_or_none(self.max_rel_loss_error),
+            "final_weights_rel_error": finite_or_none(self.final_weights_rel_error),
+        }
+
+
+@dataclass(frozen=True)
+class CellVerdict:
+    """The judgement of one cell on its own: ``outcome`` (one of CELL_OUTCOMES), the checks, and why."""
+
+    cell: str
+    outcome: str
+    float64: Float64Check | None
+    scaler: ScalerCheck | None
+    reason: str
+
+    @property
+    def failed(self) -> bool:
+        """True when a check failed: the run exits 1."""
+        return self.outcome == "fail"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the result's cell (``verdict``)."""
+        return {
+            "cell": self.cell, "outcome": self.outcome, "reason": self.reason,
+            "float64": self.float64.to_dict() if self.float64 else None, "scaler": self.scaler.to_dict() if self.scaler else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CellVerdict:
+        """The verdict stored in a result's cell (the inverse of :meth:`to_dict`)."""
+        return cls(
+            cell=str(data["cell"]), outcome=str(data["outcome"]), reason=str(data["reason"]),
+            float64=Float64Check.from_dict(data["float64"]) if data.get("float64") else None,
+            scaler=ScalerCheck.from_dict(data["scaler"]) if data.get("scaler") else None,
+        )
+
+    def lines(self) -> list[str]:
+        """Every finding, one per line (the report's details)."""
+        found = [f"{self.cell}: {self.outcome} — {self.reason}"]
+        found += [f"  float64: {self.float64.message}"] if self.float64 else []
+        found += [f"  float64 bound: {self.float64.bound.describe()} — {self.float64.bound.reason}"] if self.float64 else []
+        found += [f"  scaler: {self.scaler.message}"] if self.scaler else []
+        return found
+
+
+
+def finite_or_none(value: Any) -> float | None:
+    """A number as a result stores it: JSON has no NaN or infinity, so a non-finite (or missing) one is ``None``."""
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class ReferenceDistance:
+    """A cell's distance from float64: max relative loss error over the judged steps, weights relative L2 error."""
+
+    max_rel_loss_error: float | None
+    final_weights_rel_error: float | None
+
+    @classmethod
+    def from_check(cls, check: Float64Check) -> ReferenceDistance:
+        """The distance a float64 check measured (non-finite as ``None``)."""
+        distance = check.distance()
+        return cls(distance["max_rel_loss_error"], distance["final_weights_rel_error"])
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReferenceDistance:
+        """The inverse of :meth:`to_json`."""
+        return cls(data["max_rel_loss_error"], data["final_weights_rel_error"])
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class ScalerCheck:
+    """The oracle's judgement of one cell's scale history: ``passed``, or the first step that breaks the rule."""
+
+    passed: bool
+    steps: int
+    skipped_steps: tuple[int, ...]
+    first_step: int | None
+    expected: float | None
+    recorded: float | None
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the cell verdict."""
+        return {
+            "passed": self.passed, "steps": self.steps, "skipped_steps": list(self.skipped_steps),
+            "first_step": self.first_step, "expected": self.expected, "recorded": self.recorded, "message": self.message,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ScalerCheck:
+        """The inverse of :meth:`to_dict`."""
+        return cls(
+            passed=bool(data["passed"]), steps=int(data["steps"]), skipped_steps=tuple(data["skipped_steps"]),
+            first_step=data["first_step"], expected=data["expected"], recorded=data["recorded"], message=str(data["message"]),
+        )
+
+
+#: The step count the base numbers were measured at (the ``tiny`` preset: 2 epochs x 10 batches).
+MEASURED_STEPS = 20
+
+
+@dataclass(frozen=True)
+class Float64Bound:
+    """How far one cell may be from the float64 reference, and why.
+
+    The loss at step ``k`` (0-based) passes when its relative error is ``<= loss_bound_at(k)``; the
+    final weights pass when their relative L2 error (all tensors together) is ``<= weight_rtol``.
+    """
+
+    loss_rtol: float
+    weight_rtol: float
+    precision: str
+    steps: int
+    reason: str
+
+    def loss_bound_at(self, step: int) -> float:
+        """The loss bound after ``step + 1`` steps: the base bound, growing linearly past MEASURED_STEPS."""
+        return self.loss_rtol / bound_growth(self.steps) * bound_growth(step + 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for a cell verdict's details."""
+        return dataclasses.asdict(self)
+
+    def describe(self) -> str:
+        """One line with the numbers, for explanations."""
+        return f"loss rel error {self.loss_rtol:.2e} (at {self.steps} steps), weights rel L2 {self.weight_rtol:.2e}"
+
+
+def bound_growth(steps: int) -> float:
+    return max(1.0, steps / MEASURED_STEPS)

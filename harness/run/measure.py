@@ -1,0 +1,146 @@
+"""The measurements after the record calls: timed rounds, matmul peaks, GEMM profiles, time against the default.
+
+Each takes the cells the record calls gave and returns them again with their ``timing``,
+``gemm_profile`` and ``gemm_problem`` (or ``time_vs_default``) set; a failure ends one cell's
+measurement with its reason (the cell becomes ``error``), never the run. Every timed round's record
+goes through the same check as the record call (:func:`harness.judge.record_check.judge_record`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from harness.errors import WorkerError
+from harness.judge.gemm_precision import amp_gemm_problem
+from harness.judge.record_check import judge_record
+from harness.model.efficiency import gemm_dtype
+from harness.model.result import CellResult, Peaks, Status
+from harness.model.timing import RoundLog, TimingProtocol
+from harness.run.pool import WorkerPool
+
+__all__ = ["PROFILED_STEP", "measure_peaks", "profile_cells", "time_cells"]
+
+#: The step profiled: the third, so the first two (allocator growth, kernel selection, the scaler's
+#: first scale tensor) are behind it.
+PROFILED_STEP = 3
+
+Progress = Callable[[str], None]
+
+
+class _RoundFailed(Exception):
+    """A warm-up call or timed round did not give a usable record; the message is the cell's reason."""
+
+
+def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingProtocol, progress: Progress) -> list[CellResult]:
+    """Warm-up calls, then the timed rounds of every ``ok`` cell, back to back or interleaved.
+
+    Interleaved, round k of every cell runs before round k+1 of any (A, B, A, B …), so a slow drift
+    of the machine (heat, a neighbour's load) lands on both sides of a comparison alike. A cell whose
+    timed rounds have taken ``max_seconds`` gets no more (it always gets one).
+    """
+    timed = [c for c in cells if c.status is Status.OK]
+    logs = {c.id: RoundLog() for c in timed}
+    failed: dict[str, str] = {}
+    for c in timed:
+        extra = protocol.warmup_rounds - 1 if (c.wall_seconds or 0.0) < protocol.max_seconds else 0
+        for k in range(extra):
+            progress(f"{c.id}: warm-up {k + 2}/{protocol.warmup_rounds}")
+            if not _one_round(pool, c, logs[c.id], failed, timed=False):
+                break
+    order = (
+        [(k, c) for k in range(protocol.rounds) for c in timed] if protocol.interleave
+        else [(k, c) for c in timed for k in range(protocol.rounds)]
+    )
+    for k, c in order:
+        log = logs[c.id]
+        if c.id in failed or (k > 0 and log.spent >= protocol.max_seconds):
+            continue
+        progress(f"{c.id}: round {k + 1}/{protocol.rounds}")
+        _one_round(pool, c, log, failed, timed=True)
+    return [_with_timing(c, logs.get(c.id), failed.get(c.id)) for c in cells]
+
+
+def _with_timing(cell: CellResult, log: RoundLog | None, failure: str | None) -> CellResult:
+    if failure is not None:
+        return dataclasses.replace(cell, status=Status.ERROR, reason=failure, timing=None)
+    if log is None or not log.call_seconds:
+        return cell
+    return dataclasses.replace(cell, timing=log.summary())
+
+
+def _one_round(pool: WorkerPool, cell: CellResult, log: RoundLog, failed: dict[str, str], timed: bool) -> bool:
+    """One call without weights; kept in ``log`` when ``timed``. False (the reason in ``failed``) if it failed."""
+    what = f"timed round {len(log.call_seconds) + 1}" if timed else f"warm-up call {log.warmup_calls + 1}"
+    try:
+        start = time.perf_counter()
+        record = pool.call_cell(cell.cell, save_weights=False)
+        seconds = time.perf_counter() - start
+    except WorkerError as err:
+        failed[cell.id] = f"{what} failed: {err}"
+        return False
+    status, problem = judge_record(record, pool.spec, cell.cell)
+    if status is Status.NUMERICAL_FAILURE:
+        problem = f"{problem}, where the record call's losses were finite"
+    if status is not Status.OK:
+        failed[cell.id] = f"{what}: {problem}"
+        return False
+    if timed:
+        assert cell.record is not None
+        same = np.array_equal(np.asarray(record["losses"], dtype=float), np.asarray(cell.record.losses, dtype=float), equal_nan=True)
+        log.add(seconds, record, pool.last_memory(cell.frontend).get("peak_rss_bytes"), same)
+    else:
+        log.warmup_calls += 1
+    return True
+
+
+def measure_peaks(pool: WorkerPool, cells: Sequence[CellResult], progress: Progress) -> Peaks:
+    """This machine's matmul throughput in each GEMM dtype the cells used, measured now, in the Python worker.
+
+    Measured after the cells, with the spec's device and threads, so "share of peak" compares like with like.
+    """
+    spec = pool.spec
+    dtypes = sorted({gemm_dtype(c.mode, spec) for c in cells if c.status is Status.OK})
+    reason = pool.unavailable_reason("python")
+    if not dtypes or reason is not None:
+        why = "no cell ran" if not dtypes else f"the peak is measured with Python torch: {reason}"
+        return Peaks(spec.device, spec.threads, {}, why)
+    by_dtype = {}
+    failure = None
+    for dtype in dtypes:
+        progress(f"measuring the {dtype} matmul peak on {spec.device}")
+        request = {"kind": "matmul_peak", "device": spec.device, "dtype": dtype, "threads": spec.threads,
+                   "script": "matmul peak", "mode": dtype}
+        try:
+            by_dtype[dtype] = pool.call("python", request)
+        except WorkerError as err:
+            by_dtype[dtype] = None
+            failure = f"{dtype} peak not measured: {err}"
+    return Peaks(spec.device, spec.threads, by_dtype, failure)
+
+
+def profile_cells(pool: WorkerPool, cells: Sequence[CellResult], progress: Progress) -> list[CellResult]:
+    """Profile one step of every ``ok`` Python cell and flag AMP cells whose GEMMs ran in float32.
+
+    Python only: torch.profiler is Python torch's. R cells keep ``gemm_profile`` ``None``.
+    """
+    step = min(PROFILED_STEP, pool.spec.steps)
+    profiled = []
+    for c in cells:
+        if c.status is not Status.OK or c.frontend != "python":
+            profiled.append(c)
+            continue
+        progress(f"{c.id}: profiling step {step}")
+        request = pool.cell_request(c.cell, save_weights=False, kind="gemm_profile", step=step)
+        try:
+            profile = pool.call("python", request)
+        except WorkerError as err:
+            profiled.append(dataclasses.replace(c, gemm_profile={"error": str(err)}))
+            continue
+        profiled.append(dataclasses.replace(c, gemm_profile=profile, gemm_problem=amp_gemm_problem(c.mode, profile)))
+    return profiled
+
+

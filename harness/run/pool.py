@@ -1,0 +1,128 @@
+"""The worker pool: one long-lived worker per frontend, and the requests and calls a cell makes to it.
+
+The runner (record calls) and the measurements (timed rounds, matmul peaks, GEMM profiles) both call
+cells through one pool, so a cell's request is built in one place and every call has the same timeout.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from harness.files.staging import StagingDir
+from harness.run.availability import Availability
+from harness.run.frontends import FRONTENDS, open_worker
+from harness.run.prepare import prepare_run_spec
+from harness.run.worker import Worker
+from harness.workload.fixtures import FixtureFile
+from harness.workload.matrix import Cell
+from harness.workload.spec import WorkloadSpec
+
+__all__ = ["DEFAULT_TIMEOUT_S", "STAGING_PREFIX", "WORKER_TMP_PREFIX", "WorkerPool", "thread_env"]
+
+#: A cell that has not answered in this long is hung: ``recipe`` on 2 CPU cores takes a few minutes
+#: per cell, ``tiny`` well under a second.
+DEFAULT_TIMEOUT_S = 900.0
+#: The pool's own staging folders in the temporary directory (a killed run's are swept by the next).
+STAGING_PREFIX = "amp-parity-weights-"
+#: The workers' temporary directory ($TMPDIR), one per pool, removed with it (a killed run's is swept by the next).
+WORKER_TMP_PREFIX = "amp-parity-tmp-"
+
+
+class WorkerPool:
+    """The workers of one spec, started on first use and stopped by :meth:`close`.
+
+    ``staging``: the folder the scripts write their final weights into (a :class:`harness.store.claims.ResultClaim`'s,
+    to publish them); by default a folder of the pool's own in the temporary directory, dropped on close.
+    ``scaler_lift``: whether R's scaler script may lift R torch's CUDA-only check on CPU (every request says so).
+    """
+
+    def __init__(
+        self, spec: WorkloadSpec, fixture: FixtureFile, availability: Availability, timeout: float = DEFAULT_TIMEOUT_S,
+        staging: Path | None = None, scaler_lift: bool = True,
+    ) -> None:
+        self.spec = spec
+        self.scaler_lift = scaler_lift
+        self.fixture = fixture
+        self.availability = availability
+        self.timeout = timeout
+        self._own_staging: StagingDir | None = None
+        if staging is None:
+            self._own_staging = StagingDir(Path(tempfile.gettempdir()), STAGING_PREFIX)
+            staging = self._own_staging.path
+        self.staging = staging
+        # What the workers leave in $TMPDIR (torch's torchinductor_<user>, R's Rtmp* of a worker that was killed)
+        # goes into a folder of the pool's own, removed when it closes.
+        self._worker_tmp = StagingDir(Path(tempfile.gettempdir()), WORKER_TMP_PREFIX)
+        self._workers: dict[str, Worker] = {}
+
+    def close(self) -> None:
+        """Stop the workers and drop the staged weights (when the staging folder is the pool's own)."""
+        for worker in self._workers.values():
+            worker.close()
+        self._workers.clear()
+        self._worker_tmp.close()
+        if self._own_staging is not None:
+            self._own_staging.close()
+
+    def worker(self, frontend: str) -> Worker:
+        """The frontend's long-lived worker (started on first use)."""
+        if frontend not in self._workers:
+            env = {**thread_env(self.spec.threads), "TMPDIR": str(self._worker_tmp.path)}
+            self._workers[frontend] = open_worker(frontend, env)
+        return self._workers[frontend]
+
+    def worker_info(self) -> dict[str, Any]:
+        """Start-up seconds (R's start-up and ``library(torch)`` among them) and starts, per worker."""
+        return {name: {"startup_seconds": w.startup_seconds, "starts": w.starts} for name, w in self._workers.items()}
+
+    def unavailable_reason(self, frontend: str) -> str | None:
+        """Why ``frontend`` cannot run here, or ``None``."""
+        return FRONTENDS[frontend].unavailable_reason(self.availability)
+
+    def declared_unsupported(self, cell: Cell) -> bool:
+        """Whether the frontend is known not to support this cell (it still runs, to notice a change)."""
+        return (cell.script, cell.device) in FRONTENDS[cell.frontend].unsupported
+
+    def expected_to_run(self, cell: Cell) -> bool:
+        """Whether the cell should run: supported, or declared unsupported but run with one check lifted (``scaler_lift``)."""
+        lifted = self.scaler_lift and (cell.script, cell.device) in FRONTENDS[cell.frontend].lifted
+        return lifted or not self.declared_unsupported(cell)
+
+    def call(self, frontend: str, request: dict[str, Any]) -> Any:
+        """Send ``request`` to the frontend's worker and return its answer.
+
+        Raises:
+            WorkerError: the script failed (``ScriptError``), the worker crashed or timed out.
+        """
+        return self.worker(frontend).call(request, timeout=self.timeout)
+
+    def call_cell(self, cell: Cell, save_weights: bool = True) -> dict[str, Any]:
+        """Run ``cell`` in its worker and return the raw run record: what a timed round (and a benchmark round) times.
+
+        ``save_weights=False`` runs without writing the final weights: a timed round after the first.
+
+        Raises:
+            WorkerError: the script failed (``ScriptError``), the worker crashed or timed out.
+        """
+        record: dict[str, Any] = self.call(cell.frontend, self.cell_request(cell, save_weights))
+        return record
+
+    def cell_request(self, cell: Cell, save_weights: bool = True, **extra: Any) -> dict[str, Any]:
+        """The request a worker answers for ``cell`` (``extra`` adds fields, e.g. another ``kind``)."""
+        weights_out = self.staging / f"{cell.id}.safetensors" if save_weights else None
+        return {
+            "script": cell.script, "mode": cell.mode, "spec_summary": self.spec.summary(),
+            "run_spec": prepare_run_spec(self.spec, weights_out, self.fixture, save_weights=save_weights, scaler_lift=self.scaler_lift),
+            **extra,
+        }
+
+    def last_memory(self, frontend: str) -> dict[str, Any]:
+        """What the frontend's worker measured of its memory during its last call (empty before any)."""
+        return dict(self.worker(frontend).last_memory or {})
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Environment for a worker, so both libtorch builds size their thread pools alike from the start."""
+    return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}

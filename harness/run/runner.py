@@ -1,0 +1,261 @@
+"""Runs the matrix: fixtures once, the float64 reference once, every cell in its frontend's worker.
+
+Orchestration only: the workers and calls are the pool's (:mod:`harness.run.pool`), the record check is
+:func:`harness.judge.record_check.judge_record`, the timed rounds, peaks and profiles are
+:mod:`harness.run.measure`', a pair's trace is :func:`harness.run.tracer.trace_pair`'s, and what comes out is
+a :class:`harness.model.result.MatrixResult`. A cell never
+raises: whatever happens (frontend missing, script error, crash, hang, NaN) ends as a cell with a
+status and a one-line reason, and the run goes on with the other cells.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from safetensors.numpy import load_file
+
+from harness.errors import ScriptError, WorkerError
+from harness.files.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
+from harness.judge.cells import check_float64, judge_cell
+from harness.judge.known_differences import KnownDifference, load_known_differences
+from harness.judge.pairs import compare_result, needs_trace
+from harness.judge.record_check import SCALER_MODES, judge_record
+from harness.judge.reference import Reference, reference_skip_reason, run_reference
+from harness.judge.targets import check_figures
+from harness.judge.tolerances import DEFAULT_JUDGING, check_judging, float64_bound_for
+from harness.model.efficiency import cell_efficiency
+from harness.model.record import RunRecord
+from harness.model.result import CellResult, MatrixResult, Memory, Peaks, ReferenceSummary, Status, with_time_vs_default
+from harness.model.timing import TimingProtocol
+from harness.model.trace import PairTrace
+from harness.model.verdicts import Float64Check, PairVerdict, ReferenceDistance
+from harness.run.availability import Availability, probe, r_required
+from harness.run.measure import measure_peaks, profile_cells, time_cells
+from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
+from harness.run.tracer import trace_pair
+from harness.workload.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
+from harness.workload.matrix import Cell, cells_for
+from harness.workload.spec import WorkloadSpec
+
+__all__ = ["MatrixRunner", "collect_warnings"]
+
+log = logging.getLogger(__name__)
+
+
+class MatrixRunner:
+    """Holds the worker pool and the reference for one spec; reuse it to run cells many times (benchmarks)."""
+
+    def __init__(
+        self,
+        spec: WorkloadSpec,
+        frontends: tuple[str, ...] = ("python", "r"),
+        timeout: float = DEFAULT_TIMEOUT_S,
+        availability: Availability | None = None,
+        staging: Path | None = None,
+        scaler_lift: bool = True,
+        trace: bool = True,
+        known: tuple[KnownDifference, ...] | None = None,
+    ) -> None:
+        """``staging``: the folder the scripts write their final weights into (see :class:`harness.run.pool.WorkerPool`).
+
+        ``scaler_lift``: R's scaler script may lift R torch's CUDA-only check on CPU (``--no-scaler-lift`` turns it
+        off). ``trace``: trace the pairs that need it (:func:`harness.judge.pairs.needs_trace`). ``known``: the known
+        differences the pairs are judged against (default: the committed list).
+        """
+        self._created = time.perf_counter()
+        self.spec = spec
+        self.frontends = frontends
+        self.availability = availability or probe()
+        self.trace = trace
+        self.known = load_known_differences() if known is None else known
+        self.fixture: FixtureFile = ensure_fixtures(spec)
+        self.pool = WorkerPool(spec, self.fixture, self.availability, timeout, staging, scaler_lift)
+        self._arrays: dict[str, Any] | None = None
+        self._references: dict[tuple[bool, frozenset[int]], Reference] = {}
+        #: Seconds spent computing the float64 reference (part of the matrix's wall time).
+        self.reference_seconds = 0.0
+        self.reference_reason = reference_skip_reason(spec)
+
+    def __enter__(self) -> MatrixRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the workers and drop the staged weights (when the staging folder is the pool's own)."""
+        self.pool.close()
+
+    def run(
+        self,
+        modes: tuple[str, ...],
+        on_progress: Callable[[str], None] | None = None,
+        protocol: TimingProtocol | None = None,
+        profile: bool | None = None,
+        judging: str = DEFAULT_JUDGING,
+        measure: bool = True,
+        trace_all: bool = False,
+    ) -> MatrixResult:
+        """Run every cell of the matrix, then time and measure them; return the whole (unsaved) result.
+
+        ``profile`` (default: on CUDA only) profiles one step of each Python cell's GEMMs. ``judging``
+        (``strict`` or ``tolerance_only``, see :mod:`harness.judge.tolerances`) is how pairs are judged; the
+        result keeps it, so ``report`` judges the result the same way. ``measure=False`` runs the record
+        calls only (no timed rounds, peaks or profiles: ``harness trace``); ``trace_all`` traces every pair
+        of two runs, identical or not.
+        """
+        check_judging(judging)
+        protocol = protocol or TimingProtocol()
+        progress = on_progress or (lambda text: None)
+        started = time.time()
+        cells = []
+        for cell in cells_for(self.frontends, modes, self.spec.device):
+            outcome = self.run_cell(cell)
+            cells.append(outcome)
+            progress(f"{cell.id}: {outcome.status}")
+        if measure:
+            cells = time_cells(self.pool, cells, protocol, progress)
+            peaks = measure_peaks(self.pool, cells, progress)
+            if self.spec.device == "cuda" if profile is None else profile:
+                cells = profile_cells(self.pool, cells, progress)
+            cells = [dataclasses.replace(c, efficiency=cell_efficiency(c, self.spec, peaks)) for c in cells]
+            cells = with_time_vs_default(cells, paired=protocol.interleave)
+        else:
+            peaks = Peaks(self.spec.device, self.spec.threads, {}, "not measured: the record calls only (harness trace)")
+        result = MatrixResult(
+            created=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+            wall_seconds=time.perf_counter() - self._created, spec=self.spec, spec_digest=self.spec.digest(),
+            fixture={"path": str(self.fixture.path), "sha256": self.fixture.sha256, "digest": self.fixture.digest},
+            environment=self.availability.to_dict(), protocol=protocol, workers=self.pool.worker_info(), peaks=peaks,
+            reference=self.reference_summary(), reference_seconds=self.reference_seconds,
+            warnings=tuple(collect_warnings(cells, self.spec)), cells=tuple(cells), judging=judging,
+        )
+        pairs = compare_result(result, known=self.known)
+        if self.trace or trace_all:
+            chosen = [p for p in pairs if needs_trace(p, self.known) or (trace_all and p.verdict == "identical")]
+            traces = self.trace_pairs(result, chosen, progress)
+            if traces:
+                result = dataclasses.replace(result, traces=traces)
+                pairs = compare_result(result, known=self.known)
+        # The matrix's wall time includes its traces: the whole-matrix figure is what a user waits for.
+        result = dataclasses.replace(result, pairs=tuple(pairs), wall_seconds=time.perf_counter() - self._created)
+        return dataclasses.replace(result, figures=tuple(check_figures(result)))
+
+    def trace_pairs(
+        self, result: MatrixResult, verdicts: Sequence[PairVerdict], on_progress: Callable[[str], None] | None = None
+    ) -> tuple[PairTrace, ...]:
+        """Trace each pair of ``verdicts`` in the workers that ran its cells (:func:`harness.run.tracer.trace_pair`)."""
+        progress = on_progress or (lambda text: None)
+        traces = []
+        for verdict in verdicts:
+            a, b = (result.cell(Cell(name, verdict.script, verdict.mode, verdict.device).id) for name in verdict.frontends)
+            trace = trace_pair(self.pool, a, b)
+            traces.append(trace)
+            found = trace.first_difference
+            progress(f"trace {verdict.pair}: " + ("identical" if found is None else f"first differs at step {found.step}, {found.point}"))
+        return tuple(traces)
+
+    def run_cell(self, cell: Cell) -> CellResult:
+        """Run one cell (the record call); its ``status`` says how it ended (it never raises), its ``verdict``
+        how it stands on its own (:mod:`harness.judge.cells`)."""
+        outcome, float64 = self._run_cell(cell)
+        return dataclasses.replace(outcome, verdict=judge_cell(outcome, self.spec, float64, self.reference_reason))
+
+    def _run_cell(self, cell: Cell) -> tuple[CellResult, Float64Check | None]:
+        """The record call, and the cell's float64 check when it has one (its verdict is judged from both)."""
+        reason = self.pool.unavailable_reason(cell.frontend)
+        if reason is not None:
+            if cell.frontend == "r" and r_required():
+                return CellResult(cell, Status.ERROR, reason + " (AMP_PARITY_REQUIRE_R=1 makes this a failure)"), None
+            return CellResult(cell, Status.SKIPPED, reason), None
+        worker = self.pool.worker(cell.frontend)
+        try:
+            worker.start()  # start-up (R, library(torch), import torch) is not part of a cell's time
+            start = time.perf_counter()
+            raw = self.pool.call_cell(cell)
+        except ScriptError as err:
+            known = self.pool.declared_unsupported(cell)
+            # One line: R's cli messages carry their hints (the 'i' bullets) on lines of their own.
+            reason = " ".join(err.frontend_message.split()) if known else str(err)
+            return CellResult(cell, Status.UNSUPPORTED if known else Status.ERROR, reason), None
+        except WorkerError as err:
+            return CellResult(cell, Status.ERROR, str(err)), None
+        wall_seconds = time.perf_counter() - start
+        memory = self.pool.last_memory(cell.frontend) | {"cuda_peak_bytes": raw.get("peak_memory_bytes") if isinstance(raw, dict) else None}
+        status, reason = judge_record(raw, self.spec, cell)
+        if status is Status.ERROR:
+            return CellResult(cell, status, reason, wall_seconds=wall_seconds, memory=Memory.from_json(memory)), None
+        record = RunRecord.from_json(raw)
+        if self.pool.declared_unsupported(cell) and record.lifted_check is None:
+            reason = f"declared unsupported for {cell.frontend}, but it ran: update the Frontend registry"
+        outcome = CellResult(cell, status, reason, record=record, wall_seconds=wall_seconds, memory=Memory.from_json(memory))
+        # A scaler run is judged against the steps it really took: the reference skips its skipped steps too.
+        skipped = record.skipped_step_indices
+        reference = self.reference(clip=cell.mode == "autocast_scaler_clip", skipped=skipped)
+        if reference is None or status is not Status.OK:
+            return outcome, None
+        assert record.weights_path is not None
+        bound = float64_bound_for(cell.mode, cell.device, str(self.spec.amp_dtype), self.spec.steps)
+        float64 = check_float64(list(record.losses), load_file(record.weights_path), reference, bound, skipped)
+        return dataclasses.replace(outcome, reference_distance=ReferenceDistance.from_check(float64)), float64
+
+    def reference(self, clip: bool, skipped: frozenset[int] = frozenset()) -> Reference | None:
+        """The float64 trajectory (with or without clipping, replaying ``skipped`` steps), computed once
+        per kind; ``None`` when too costly."""
+        if self.reference_reason is not None:
+            return None
+        key = (clip, skipped)
+        if key not in self._references:
+            started = time.perf_counter()
+            if self._arrays is None:
+                self._arrays = load_fixture_arrays(self.fixture)
+            self._references[key] = run_reference(self.spec, self._arrays, clip=clip, skipped=skipped)
+            self.reference_seconds += time.perf_counter() - started
+        return self._references[key]
+
+    def reference_summary(self) -> ReferenceSummary:
+        """The reference trajectories for the result file (losses only; weights stay in memory), and each one
+        replayed over a run's skipped steps (``replayed``: clip or not, the steps, the losses)."""
+        if self.reference_reason is not None:
+            return ReferenceSummary(available=False, reason=self.reference_reason)
+        plain, clipped = self.reference(False), self.reference(True)
+        assert plain is not None and clipped is not None
+        replayed = tuple(
+            {"clip": clip, "skipped_steps": sorted(skipped), "losses": ref.losses.tolist()}
+            for (clip, skipped), ref in self._references.items() if skipped
+        )
+        return ReferenceSummary(True, None, tuple(plain.losses.tolist()), tuple(clipped.losses.tolist()), replayed)
+
+
+def collect_warnings(cells: Sequence[CellResult], spec: WorkloadSpec | None = None) -> list[str]:
+    """Warnings a reader must see: a libtorch or thread-count mismatch, rounds that did not repeat the
+    record call's losses, AMP cells with float32 GEMMs, declared-unsupported cells that ran, overflows asked
+    for where no scaler mode ran."""
+    warnings = []
+    ran = [(c.frontend, c.record) for c in cells if c.record is not None]
+    versions = {frontend: record.libtorch_version for frontend, record in ran if record.libtorch_version}
+    if len(set(versions.values())) > 1:
+        listed = ", ".join(f"{f} {v}" for f, v in sorted(versions.items()))
+        warnings.append(f"libtorch versions differ ({listed}): bitwise parity is not expected")
+    threads = {frontend: record.threads for frontend, record in ran}
+    if spec is not None and any(t != spec.threads for t in threads.values()):
+        listed = ", ".join(f"{f} {t}" for f, t in sorted(threads.items()))
+        warnings.append(f"threads differ from the spec's {spec.threads} ({listed}): timings are not comparable")
+    for c in cells:
+        if c.timing is not None and c.timing.differing_rounds:
+            warnings.append(
+                f"{c.id}: {c.timing.differing_rounds} of {c.timing.rounds} timed rounds gave other losses than "
+                "the record call: this build is not deterministic run to run"
+            )
+    warnings += [f"{c.id}: {c.gemm_problem}" for c in cells if c.gemm_problem]
+    warnings += [f"{c.id}: {c.reason}" for c in cells if c.status is Status.OK and c.reason]
+    if spec is not None and spec.overflow_steps and not any(c.mode in SCALER_MODES for c in cells):
+        warnings.append(f"overflow_steps {list(spec.overflow_steps)} given, but no scaler mode ran: nothing was injected")
+    if scripts_root() != REPO_ROOT:
+        warnings.append(f"scripts ran from {scripts_root()} (${SCRIPTS_ENV}), not from this checkout")
+    return warnings

@@ -1,0 +1,280 @@
+"""A loaded result's derived numbers, recomputed from their inputs: one that disagrees is refused, naming its field.
+
+``report`` judges the pairs again from the cells, but it shows many other stored numbers as they are: a
+cell's final loss, its timing statistics, its share of the measured peak, its time against the default,
+its own verdict. A file edited by hand (or merged, or written by a broken tool) can hold a ``final_loss``
+that is not the last loss, a share of peak of 5.0 (shown as 500 %), negative timings (which "meet" the
+overhead figure), a 1e-9 TFLOP/s peak. Each of these would be printed as if measured.
+
+One rule, applied on load (:func:`harness.store.result_file.load_result`) and nowhere else: every derived number is
+recomputed from its inputs with the same function the run used (:func:`harness.model.timing.RoundLog.summary`,
+:func:`harness.model.efficiency.cell_efficiency`, :func:`harness.model.result.with_time_vs_default`,
+:func:`harness.judge.record_check.judge_record`, :func:`harness.judge.scaler_oracle.check_scale_history`) and must agree with
+what is stored; an input (a timed round, a loss, a peak) must be a number that can be measured (finite,
+not negative, a peak above :data:`MIN_PEAK_TFLOPS`). The first that does not is refused in one line::
+
+    run.json: cells[3].record.final_loss is 1.5 but its last loss is 1.047628; a result edited by hand? ...
+
+Views then trust what they are given: nothing is judged twice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import NoReturn
+
+from harness.errors import ResultError
+from harness.judge.record_check import SCALER_MODES, describe_loss, judge_record
+from harness.judge.scaler_oracle import check_scale_history
+from harness.model.efficiency import Efficiency, cell_efficiency
+from harness.model.record import RECORD_SCHEMA_VERSION
+from harness.model.result import CellResult, MatrixResult, Status, with_time_vs_default
+from harness.model.timing import RoundLog, Timing
+from harness.model.verdicts import CELL_OUTCOMES
+from harness.workload.spec import SCRIPTS
+
+__all__ = ["MAX_PEAK_TFLOPS", "MIN_PEAK_TFLOPS", "check_consistency"]
+
+#: A matmul peak below this (0.1 GFLOP/s) was not measured on any machine torch runs on: a CPU core of
+#: the last twenty years does tens of GFLOP/s in float32. Shares of such a "peak" would be meaningless.
+MIN_PEAK_TFLOPS = 1e-4
+#: … nor one above this (100 PFLOP/s): an H100's densest format is about 2 PFLOP/s.
+MAX_PEAK_TFLOPS = 1e5
+#: How close a stored number must be to its recomputed value (the same arithmetic on the same inputs,
+#: so only a JSON round trip or a schema upgrade's 1 / (1 / x) can move it).
+_REL_TOL = 1e-9
+
+_FIX = "a result edited by hand? Re-run `python -m harness run --json`, or restore the file"
+
+
+def check_consistency(result: MatrixResult, source: str) -> None:
+    """Refuse ``result`` if any derived number disagrees with its inputs, or an input cannot have been measured.
+
+    Raises:
+        ResultError: one line: ``source``, the field (``cells[3].record.final_loss``), what it is and what it should be.
+    """
+    _Checker(result, source).check()
+
+
+class _Checker:
+    """Walks one result; ``refuse`` raises at the first disagreement."""
+
+    def __init__(self, result: MatrixResult, source: str) -> None:
+        self.result = result
+        self.source = source
+
+    def refuse(self, where: str, got: object, why: str) -> NoReturn:
+        raise ResultError(f"{self.source}: {where} is {_shown(got)} but {why}; {_FIX}.")
+
+    def number(self, where: str, value: object, *, positive: bool = False, optional: bool = False) -> float | None:
+        """``value`` as a finite number ≥ 0 (> 0 if ``positive``), or ``None`` if ``optional``; refused otherwise."""
+        if value is None and optional:
+            return None
+        if not _is_number(value):
+            self.refuse(where, value, "it must be a number")
+        number = float(value)  # type: ignore[arg-type]
+        if not math.isfinite(number):
+            self.refuse(where, value, "it must be finite")
+        if number < 0 or (positive and number == 0):
+            self.refuse(where, value, "it must be " + ("above 0" if positive else "0 or more"))
+        return number
+
+    def same(self, where: str, stored: object, recomputed: object, what: str) -> None:
+        """Refuse ``stored`` unless it equals ``recomputed`` (``what`` says how that was found)."""
+        if not _agree(stored, recomputed):
+            self.refuse(where, stored, f"{what} is {_shown(recomputed)}")
+
+    def check(self) -> None:
+        result = self.result
+        self.number("wall_seconds", result.wall_seconds)
+        self.number("reference_seconds", result.reference_seconds, optional=True)
+        self.peaks()
+        seen: dict[str, int] = {}
+        for k, cell in enumerate(result.cells):
+            where = f"cells[{k}]"
+            if cell.id in seen:
+                self.refuse(f"{where}.id", cell.id, f"cells[{seen[cell.id]}] is that cell already (a result holds each cell once)")
+            seen[cell.id] = k
+            self.cell(where, cell)
+        recomputed = with_time_vs_default(result.cells, paired=result.protocol.interleave)
+        for k, (cell, again) in enumerate(zip(result.cells, recomputed, strict=True)):
+            self.time_vs_default(f"cells[{k}].time_vs_default", cell, again)
+
+    def peaks(self) -> None:
+        for dtype, peak in self.result.peaks.by_dtype.items():
+            where = f"peaks.by_dtype.{dtype}"
+            if peak is None:
+                continue
+            if not isinstance(peak, Mapping):
+                self.refuse(where, peak, "it must be an object (the measured peak) or null")
+            tflops = self.number(f"{where}.tflops", peak.get("tflops"), positive=True)
+            assert tflops is not None
+            if not MIN_PEAK_TFLOPS <= tflops <= MAX_PEAK_TFLOPS:
+                self.refuse(f"{where}.tflops", tflops, f"a measured matmul peak is between {MIN_PEAK_TFLOPS:g} and "
+                            f"{MAX_PEAK_TFLOPS:g} TFLOP/s")
+            samples = peak.get("samples_tflops")
+            if samples is not None:
+                rates = self.numbers(f"{where}.samples_tflops", samples, positive=True)
+                self.same(f"{where}.tflops", tflops, max(rates, default=None), "the best of its samples_tflops")
+
+    def numbers(self, where: str, values: object, *, positive: bool = False) -> list[float]:
+        if not isinstance(values, (list, tuple)):
+            self.refuse(where, values, "it must be a list of numbers")
+        return [v for i, value in enumerate(values) if (v := self.number(f"{where}[{i}]", value, positive=positive)) is not None]
+
+    def cell(self, where: str, cell: CellResult) -> None:
+        spec = self.result.spec
+        if cell.script not in SCRIPTS or cell.mode not in SCRIPTS[cell.script]:
+            self.refuse(f"{where}.mode", cell.mode, f"script {cell.script!r} runs the modes {', '.join(SCRIPTS.get(cell.script, ()))}")
+        if cell.device != spec.device:
+            self.refuse(f"{where}.device", cell.device, f"the run's spec.device is {spec.device!r}")
+        self.number(f"{where}.wall_seconds", cell.wall_seconds, optional=True)
+        if cell.record is not None:
+            self.record(where, cell)
+        elif cell.status is Status.OK:
+            self.refuse(f"{where}.record", None, "the cell's status is ok")
+        if cell.timing is not None:
+            self.timing(f"{where}.timing", cell.timing)
+        if cell.efficiency is not None:
+            self.efficiency(f"{where}.efficiency", cell, cell.efficiency)
+        if cell.memory is not None:
+            for name in ("peak_rss_bytes", "rss_before_bytes", "cuda_peak_bytes"):
+                self.number(f"{where}.memory.{name}", getattr(cell.memory, name), optional=True)
+        self.verdict(where, cell)
+
+    def record(self, where: str, cell: CellResult) -> None:
+        record, spec = cell.record, self.result.spec
+        assert record is not None
+        for name in ("frontend", "script", "mode", "device"):
+            if getattr(record, name) != getattr(cell, name):
+                self.refuse(f"{where}.record.{name}", getattr(record, name), f"the cell's {name} is {getattr(cell, name)!r}")
+        losses = list(record.losses)
+        if cell.status is Status.OK:
+            # A stored record keeps the version its script wrote (older results hold older records): its content
+            # is judged, not its version, which only a script's fresh answer must match.
+            status, reason = judge_record(record.to_json() | {"schema_version": RECORD_SCHEMA_VERSION}, spec, cell.cell)
+            if status is not Status.OK:
+                step = next((i for i, v in enumerate(losses) if not _finite(v)), None)
+                if status is Status.NUMERICAL_FAILURE and step is not None:
+                    self.refuse(f"{where}.record.losses[{step}]", losses[step], f"the cell's status is ok ({reason})")
+                self.refuse(f"{where}.record", _Said(f"a record with {len(losses)} losses"), f"the cell's status is ok ({reason})")
+            skipped = record.skipped_step_indices
+            for step, value in enumerate(losses):
+                if cell.mode in SCALER_MODES and not _finite(value) and step not in skipped:
+                    self.refuse(f"{where}.record.losses[{step}]", value,
+                                f"step {step} was not skipped: a scaler skips every step whose loss is not finite")
+        last = losses[-1] if losses else None
+        if not _agree(record.final_loss, last):
+            self.refuse(f"{where}.record.final_loss", record.final_loss, f"its last loss is {describe_loss(last)}")
+        if record.skipped is not None:
+            if len(record.skipped) != len(losses):
+                self.refuse(f"{where}.record.skipped", _Said(f"{len(record.skipped)} steps"), f"the record has {len(losses)} losses")
+            self.same(f"{where}.record.skipped_steps", record.skipped_steps, sum(bool(s) for s in record.skipped),
+                      "the number of true in its skipped")
+        if record.loss_scale is not None and len(record.loss_scale) != len(losses):
+            self.refuse(f"{where}.record.loss_scale", _Said(f"{len(record.loss_scale)} steps"), f"the record has {len(losses)} losses")
+        for name in ("seconds_total", "seconds_workload", "gc_seconds"):
+            self.number(f"{where}.record.{name}", getattr(record, name))
+        self.numbers(f"{where}.record.seconds_per_epoch", record.seconds_per_epoch)
+
+    def timing(self, where: str, timing: Timing) -> None:
+        samples = timing.samples
+        rounds = [self.numbers(f"{where}.samples.{name}", getattr(samples, name))
+                  for name in ("call_seconds", "loop_seconds", "workload_seconds", "gc_seconds")]
+        for i, rss in enumerate(samples.peak_rss_bytes):
+            self.number(f"{where}.samples.peak_rss_bytes[{i}]", rss, optional=True)
+        if len({len(r) for r in rounds}) != 1 or not rounds[0]:
+            self.refuse(f"{where}.samples", _Said(f"{[len(r) for r in rounds]} rounds"), "every clock has one sample per timed round")
+        log = RoundLog(warmup_calls=timing.warmup_calls, differing_rounds=timing.differing_rounds)
+        for call, loop, workload, gc in zip(*rounds, strict=True):
+            log.add(call, {"seconds_total": loop, "seconds_workload": workload, "gc_seconds": gc}, None, True)
+        log.differing_rounds = timing.differing_rounds
+        again = log.summary()
+        self.same(f"{where}.rounds", timing.rounds, again.rounds, "the number of timed rounds in its samples")
+        for name in ("call", "loop", "workload"):
+            stored, recomputed = getattr(timing, name), getattr(again, name)
+            for stat in ("n", "median", "q1", "q3", "iqr", "min", "max", "mean", "cv"):
+                self.same(f"{where}.{name}.{stat}", getattr(stored, stat), getattr(recomputed, stat), f"the {stat} of its samples")
+        for name in ("overhead_seconds", "overhead_share", "setup_seconds", "setup_share", "bridge_seconds", "gc_seconds"):
+            self.same(f"{where}.{name}", getattr(timing, name), getattr(again, name), "recomputed from its samples, it")
+        self.same(f"{where}.reproducible", timing.reproducible, timing.differing_rounds == 0, "with its differing_rounds, it")
+
+    def efficiency(self, where: str, cell: CellResult, stored: Efficiency) -> None:
+        again = cell_efficiency(cell, self.result.spec, self.result.peaks)
+        if again is None:
+            self.refuse(where, _Said("present"), "the cell has no record to measure")
+        for name in ("flops", "step_flops", "seconds", "tflops", "gemm_dtype", "peak_tflops", "share_of_peak"):
+            how = "its TFLOP/s over the measured peak" if name == "share_of_peak" else "recomputed from the spec, timing and peaks, it"
+            self.same(f"{where}.{name}", getattr(stored, name), getattr(again, name), how)
+
+    def time_vs_default(self, where: str, cell: CellResult, again: CellResult) -> None:
+        stored = cell.time_vs_default
+        if stored is None:
+            return  # no ratio shown: nothing to mislead with
+        self.number(where, stored, positive=True)
+        if again.time_vs_default is None:
+            self.refuse(where, stored, f"there is no ratio to show: {again.time_vs_default_note}")
+        self.same(where, stored, again.time_vs_default, "its loop median over its frontend's default cell's")
+
+    def verdict(self, where: str, cell: CellResult) -> None:
+        verdict = cell.verdict
+        if verdict is None:
+            return
+        where = f"{where}.verdict"
+        if verdict.cell != cell.id:
+            self.refuse(f"{where}.cell", verdict.cell, f"it is the verdict of {cell.id}")
+        if verdict.outcome not in CELL_OUTCOMES:
+            self.refuse(f"{where}.outcome", verdict.outcome, f"an outcome is one of {', '.join(CELL_OUTCOMES)}")
+        checks = [c for c in (verdict.float64, verdict.scaler) if c is not None]
+        if not cell.ok or cell.record is None:
+            expected = "not_judged"
+        else:
+            expected = "fail" if any(not c.passed for c in checks) else "pass" if checks else "not_judged"
+        self.same(f"{where}.outcome", verdict.outcome, expected, "with its checks, it")
+        float64 = verdict.float64
+        if float64 is not None:
+            self.number(f"{where}.float64.max_rel_loss_error", float64.max_rel_loss_error, optional=not float64.passed
+                        and math.isnan(float64.max_rel_loss_error))
+            self.number(f"{where}.float64.final_weights_rel_error", float64.final_weights_rel_error,
+                        optional=not float64.passed and math.isnan(float64.final_weights_rel_error))
+            within = float64.first_step_beyond is None and float64.final_weights_rel_error <= float64.bound.weight_rtol
+            self.same(f"{where}.float64.passed", float64.passed, within, "with its first step beyond the bound and its weights error, it")
+            if cell.reference_distance is not None:
+                distance = float64.distance()
+                for name in ("max_rel_loss_error", "final_weights_rel_error"):
+                    self.same(f"{where[: -len('.verdict')]}.reference_distance.{name}", getattr(cell.reference_distance, name),
+                              distance[name], "its verdict's float64 check says it")
+        if verdict.scaler is not None and cell.record is not None:
+            again = check_scale_history(cell.record.to_json(), self.result.spec.to_dict())
+            self.same(f"{where}.scaler.passed", verdict.scaler.passed, again.passed, "GradScaler's rule on its record says it")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _finite(value: object) -> bool:
+    return _is_number(value) and math.isfinite(float(value))  # type: ignore[arg-type]
+
+
+def _agree(stored: object, recomputed: object) -> bool:
+    """Equal, numbers up to :data:`_REL_TOL` (NaN agrees with NaN); otherwise of one type and equal."""
+    if _is_number(stored) and _is_number(recomputed):
+        a, b = float(stored), float(recomputed)  # type: ignore[arg-type]
+        return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=_REL_TOL, abs_tol=1e-300)
+    return type(stored) is type(recomputed) and stored == recomputed
+
+
+class _Said(str):
+    """A description shown as it is (``8 losses``), not as a value's repr."""
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, _Said):
+        return str(value)
+    if _is_number(value):
+        number = float(value)  # type: ignore[arg-type]
+        return f"{number:.7g}" if math.isfinite(number) else describe_loss(number)
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

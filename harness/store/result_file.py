@@ -1,0 +1,232 @@
+"""The matrix result: one versioned JSON file, with a folder of final-weights files beside it.
+
+Results are written atomically and never overwritten by accident (see :mod:`harness.claim` for how a
+run claims its result path and publishes the result and its weights together). A file from a newer
+schema version is refused with what to do, not half-read; older ones are read through ``_update_to_N``
+steps (asv's way).
+
+Weights paths are stored relative to the result file's folder (since schema 3), so a result and its
+weights folder can be moved or read from any working directory; in memory (after :func:`load_result`)
+they are absolute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ResultError
+from harness.files.atomic import write_json_atomic
+from harness.files.json_read import JsonFileError, JsonSyntaxError, read_json_file
+from harness.judge.tolerances import DEFAULT_JUDGING
+from harness.model.result import RESULT_SCHEMA_VERSION, MatrixResult
+from harness.model.shape import check_result_shape
+from harness.store.consistency import check_consistency
+
+__all__ = [
+    "RESULT_MAX_BYTES", "WEIGHTS_MARKER", "WEIGHTS_SUFFIX", "is_result_file", "load_result", "save_result", "stored_form",
+    "weights_dir_for",
+]
+
+#: The weights folder's suffix; a result path may not end in it (it would be its own weights folder).
+WEIGHTS_SUFFIX = ".weights"
+#: The file in a weights folder that says this harness wrote it, and for which result (``{"result": "run.json"}``).
+WEIGHTS_MARKER = ".amp-parity-weights.json"
+#: A result holds a few thousand numbers (the weights are beside it, not in it): a few hundred kB for ``recipe``.
+#: A file far larger is not one, and is refused rather than read into memory (``report /dev/zero`` read forever).
+RESULT_MAX_BYTES = 64 * 2**20
+#: Weights folders carry the marker since schema 3; older results' folders have none.
+_FIRST_MARKED_VERSION = 3
+
+
+def weights_dir_for(result_path: Path) -> Path:
+    """``run.json`` → ``run.weights/``; any other name keeps its suffix: ``run.txt`` → ``run.txt.weights/``.
+
+    So ``B.json`` and ``B.txt`` never share a weights folder. (``B.txt.json`` and ``B.txt`` still map to
+    the same one; the claim refuses whichever comes second, see :mod:`harness.store.claims`.)
+    """
+    if result_path.suffix == ".json":
+        return result_path.with_suffix(WEIGHTS_SUFFIX)
+    return result_path.with_name(result_path.name + WEIGHTS_SUFFIX)
+
+
+def save_result(result: MatrixResult, path: Path, overwrite: bool = False) -> None:
+    """Write ``result`` to ``path`` atomically, its weights paths made relative to ``path``'s folder.
+
+    ``overwrite`` replaces only a result file this harness wrote (never another kind of file).
+
+    Raises:
+        ResultError: ``path`` exists and ``overwrite`` is false or it is not a result, or its folder is not writable.
+    """
+    if os.path.lexists(path):
+        if not overwrite:
+            raise ResultError(f"{path} already exists; choose another path or pass --overwrite to replace it.")
+        if not is_result_file(path):
+            raise ResultError(
+                f"{path} is not an amp-parity result; --overwrite replaces only those. Move it away or choose another path."
+            )
+    try:
+        write_json_atomic(path, stored_form(result, path))
+    except OSError as err:
+        raise ResultError(f"cannot write {path}: {err.strerror or err}. Choose a writable path.") from err
+
+
+def stored_form(result: MatrixResult, path: Path) -> dict[str, Any]:
+    """``result`` as it is stored at ``path``: plain JSON data, weights paths relative to its folder."""
+    folder = Path(os.path.abspath(path)).parent
+    return result.map_weights_paths(lambda p: Path(os.path.relpath(os.path.abspath(p), folder)).as_posix()).to_json()
+
+
+def is_result_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file (not a link, device or folder) holding an amp-parity result."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        data = read_json_file(path, RESULT_MAX_BYTES)
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "schema_version" in data and "cells" in data
+
+
+def load_result(path: Path) -> MatrixResult:
+    """Read a result file of this schema version or an older one (upgraded on the way), weights paths made absolute.
+
+    Raises:
+        ResultError: unreadable, not a result, from a newer harness, or missing what a result holds (one line each).
+    """
+    path = Path(path)
+    try:
+        data = read_json_file(path, RESULT_MAX_BYTES)
+    except OSError as err:
+        raise ResultError(f"cannot read {path}: {err.strerror or err}.") from err
+    except JsonSyntaxError as err:
+        raise ResultError(f"{path} is not valid JSON ({err}); was it written by `python -m harness run --json`?") from err
+    except JsonFileError as err:
+        raise ResultError(f"{path} is not a result file: {err}. Name the JSON file `python -m harness run --json` wrote.") from err
+    if not isinstance(data, dict) or "schema_version" not in data or "cells" not in data:
+        raise ResultError(f"{path} is not an amp-parity result (no schema_version/cells).")
+    version = data["schema_version"]
+    if not isinstance(version, int) or isinstance(version, bool) or (version not in _UPDATES and version != RESULT_SCHEMA_VERSION):
+        newer = isinstance(version, int) and version > RESULT_SCHEMA_VERSION
+        fix = "upgrade amp-parity to read it" if newer else "re-run `python -m harness run --json` to regenerate it"
+        raise ResultError(
+            f"{path} has result schema version {version!r}; this harness reads versions {min(_UPDATES)} to "
+            f"{RESULT_SCHEMA_VERSION}: {fix}."
+        )
+    check_result_shape(data, str(path))  # before the upgrades read it: a broken file is named, not half-upgraded
+    for step in range(version, RESULT_SCHEMA_VERSION):
+        data = _UPDATES[step](data, path)
+    folder = Path(os.path.abspath(path)).parent
+    result = MatrixResult.from_json(data, str(path)).map_weights_paths(lambda p: os.path.normpath(os.path.join(folder, p)))
+    check_consistency(result, str(path))
+    if version >= _FIRST_MARKED_VERSION:
+        _check_weights_owner(result, path)
+    return result
+
+
+def _check_weights_owner(result: MatrixResult, path: Path) -> None:
+    """Refuse weights read from this result's own weights folder when its marker says it holds another result's.
+
+    ``mv b.weights a.weights`` (or a run for ``b.json`` whose folder was copied over ``a.weights``) leaves
+    ``a.json`` pointing at ``b.json``'s weights: compared as ``a.json``'s, they gave ``b``'s verdicts (two
+    copies of one file are "identical"). The marker, written with every weights folder since schema 3,
+    says whose they are. A copied or renamed result still points at its original folder, whose marker
+    names the original: those weights are its own, and are read.
+
+    Raises:
+        ResultError: one line naming the cell, the folder and the result its marker names.
+    """
+    own = Path(os.path.abspath(weights_dir_for(path)))
+    marker = own / WEIGHTS_MARKER
+    used = [k for k, c in enumerate(result.cells)
+            if c.record is not None and c.record.weights_path is not None and Path(c.record.weights_path).parent == own]
+    if not used or not marker.is_file():
+        return
+    try:
+        owner = json.loads(marker.read_text(encoding="utf-8"))["result"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ResultError(f"{path}: the marker {marker} cannot be read ({type(err).__name__}: {err}); restore the weights "
+                          "folder or re-run `python -m harness run --json`.") from err
+    if owner != path.name:
+        raise ResultError(
+            f"{path}: cells[{used[0]}].record.weights_path is in {own}, which holds the weights of {owner!r}, not of "
+            f"{path.name!r} (its {WEIGHTS_MARKER} says so): another run's weights folder replaced this one. Restore "
+            f"{path.name}'s own weights folder, or re-run `python -m harness run --json`."
+        )
+
+
+def _update_to_3(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Version 2 → 3: a weights path relative to the run's working directory becomes relative to the result.
+
+    Version 2 put the weights in ``<result without suffix>.weights/``; a relative path whose file is
+    there is pointed at it, any other is kept as it was (it still works from the run's folder).
+    """
+    folder = Path(os.path.abspath(path)).parent
+    beside = folder / path.with_suffix(WEIGHTS_SUFFIX).name
+
+    def update(stored: str) -> str:
+        if os.path.isabs(stored) or not (beside / Path(stored).name).exists():
+            return os.path.relpath(os.path.abspath(stored), folder)
+        return os.path.relpath(beside / Path(stored).name, folder)
+
+    return _map_stored_weights_paths(data, update) | {"schema_version": 3}
+
+
+def _update_to_4(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Version 3 → 4: ``speedup_vs_default`` (default ÷ cell) becomes ``time_vs_default`` (cell ÷ default).
+
+    Fields older runs did not write get what the harness of their time meant: ``judging`` the policy
+    :func:`harness.judge.pairs.compare_result` applied to a result without one, a timing's ``setup_share``
+    its set-up over the median call.
+    """
+    cells = []
+    for k, cell in enumerate(data["cells"]):
+        cell = dict(cell)
+        speedup = _stored_number(cell.pop("speedup_vs_default", None), path, f"cells[{k}].speedup_vs_default")
+        note = cell.pop("speedup_note", None)
+        cell["time_vs_default"] = None if not speedup else 1 / speedup
+        cell["time_vs_default_note"] = note
+        timing = cell.get("timing")
+        if isinstance(timing, dict) and "setup_share" not in timing and "setup_seconds" in timing:
+            setup = _stored_number(timing["setup_seconds"], path, f"cells[{k}].timing.setup_seconds")
+            call = timing.get("call")
+            median = _stored_number(call.get("median") if isinstance(call, dict) else call, path, f"cells[{k}].timing.call.median")
+            cell["timing"] = timing | {"setup_share": None if setup is None or not median else setup / median}
+        cells.append(cell)
+    return data | {"schema_version": 4, "cells": cells, "judging": data.get("judging") or DEFAULT_JUDGING}
+
+
+def _update_to_5(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Version 4 → 5: ``traces`` (each traced pair: where its runs part; nothing was traced before) and the spec's
+    ``overflow_point`` (before it, every injected overflow went in after ``backward``)."""
+    spec = data["spec"] if isinstance(data.get("spec"), dict) else {}
+    return data | {"schema_version": 5, "traces": [], "spec": {"overflow_point": "backward"} | spec}
+
+
+def _stored_number(value: Any, path: Path, where: str) -> float | None:
+    """``value`` if it is a number or null; an upgrade step computes with it.
+
+    Raises:
+        ResultError: it is another type (one line naming the field).
+    """
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return value
+    raise ResultError(f"{path}: {where} must be a number or null, but got {value!r:.60}; a result edited by hand? "
+                      "Re-run `python -m harness run --json`, or restore the file.")
+
+
+#: The step that upgrades a file of each older version by one.
+_UPDATES: dict[int, Callable[[dict[str, Any], Path], dict[str, Any]]] = {2: _update_to_3, 3: _update_to_4, 4: _update_to_5}
+
+
+def _map_stored_weights_paths(result: dict[str, Any], change: Callable[[str], str]) -> dict[str, Any]:
+    """Apply ``change`` to every cell record's ``weights_path`` (in place); records without one are kept."""
+    cells = result.get("cells")
+    for cell in cells if isinstance(cells, list) else ():
+        record = cell.get("record") if isinstance(cell, dict) else None
+        if isinstance(record, dict) and isinstance(record.get("weights_path"), str):
+            record["weights_path"] = change(record["weights_path"])
+    return result

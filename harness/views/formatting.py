@@ -1,0 +1,44 @@
+"""Formatting shared by the terminal table and the markdown report: numbers, sizes, table-safe text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.model.result import CellResult
+
+__all__ = ["LIFT_MARK", "cell_text", "lift_footnote", "mib", "num", "status_text"]
+
+#: Marks a cell that ran with a check of its binding lifted (R torch's CUDA-only scaler on CPU).
+LIFT_MARK = "†"
+
+
+def num(value: Any, fmt: str) -> str:
+    """``value`` formatted with ``fmt``, or an em dash for a missing value."""
+    return "—" if value is None else format(value, fmt)
+
+
+def mib(value: Any) -> str:
+    """Bytes as MiB, or an em dash."""
+    return "—" if value is None else f"{value / 2**20:.1f} MiB"
+
+
+def cell_text(text: Any) -> str:
+    """Text safe inside a markdown table cell: one line, pipes escaped."""
+    return "" if text is None else " ".join(str(text).split()).replace("|", "\\|")
+
+
+def status_text(cell: CellResult) -> str:
+    """A cell's status, marked when its script lifted a check of the binding to run (``ok†``)."""
+    return f"{cell.status}{LIFT_MARK}" if cell.record is not None and cell.record.lifted_check else str(cell.status)
+
+
+def lift_footnote(cells: Sequence[CellResult]) -> str | None:
+    """The one footnote line for every marked cell (what was lifted, and how to run without it), or None."""
+    lifted = [c for c in cells if c.record is not None and c.record.lifted_check]
+    if not lifted:
+        return None
+    what = lifted[0].record.lifted_check if lifted[0].record else ""
+    return (f"{LIFT_MARK} {', '.join(c.id for c in lifted)}: {what}; run with --no-scaler-lift to use R torch's scaler as it ships "
+            "(then unsupported on CPU)")

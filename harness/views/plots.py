@@ -1,0 +1,203 @@
+"""The report's PNG plots: losses per step, their differences on a log scale, and time per cell.
+
+Drawn on ``matplotlib.figure.Figure`` objects rendered by the Agg canvas: no pyplot, no global
+backend switch, no display, so it works on a headless CI machine and never touches another
+caller's matplotlib state. Each file is written atomically.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from harness.files.atomic import atomic_path
+from harness.model.result import CellResult, MatrixResult
+from harness.workload.matrix import FRONTEND_ORDER
+from harness.workload.spec import MODES
+
+__all__ = ["plot_loss_diff", "plot_losses", "plot_timing", "timing_samples"]
+
+_STYLE: dict[str, dict[str, Any]] = {
+    "python": {"color": "tab:blue", "linestyle": "-", "marker": "o"},
+    "r": {"color": "tab:orange", "linestyle": "--", "marker": "x"},
+}
+_REFERENCE_STYLE: dict[str, Any] = {"color": "black", "linestyle": ":", "linewidth": 1.5}
+_PAIR_STYLE: dict[str, Any] = {"color": "tab:red", "linestyle": "-", "marker": "s"}
+
+
+def plot_losses(result: MatrixResult, target: Path) -> Path:
+    """Loss per step, one panel per mode: every frontend that ran, and the float64 reference."""
+    fig, panels = _panels(result, "Loss per step")
+    for mode, ax in panels.items():
+        cells = _ok_cells(result, mode)
+        reference = _reference(result, mode)
+        for cell in cells:
+            losses = _losses(cell)
+            ax.plot(np.arange(losses.size), losses, label=cell.frontend, markersize=3, **_style(cell.frontend))
+        if reference is not None:
+            ax.plot(np.arange(reference.size), reference, label="float64", **_REFERENCE_STYLE)
+        ax.set_xlabel("step")
+        ax.set_ylabel("loss")
+        _finish(ax, result, mode, bool(cells))
+    return _save(fig, target)
+
+
+def plot_loss_diff(result: MatrixResult, target: Path) -> Path:
+    """|Δloss| per step on a log scale: each frontend vs float64, and frontend vs frontend.
+
+    A log axis cannot show zero, so steps where two runs agree bitwise are left out of a line, and a
+    line that would be empty says so in the legend instead ("equal at every step").
+    """
+    fig, panels = _panels(result, "|Δ loss| per step (log scale; steps where two runs are bitwise equal are not drawn)")
+    for mode, ax in panels.items():
+        cells = _ok_cells(result, mode)
+        reference = _reference(result, mode)
+        drawn = False
+        if reference is not None:
+            for cell in cells:
+                drawn |= _diff_line(ax, _losses(cell), reference, f"{cell.frontend} vs float64", _style(cell.frontend))
+        if len(cells) >= 2:
+            a, b = cells[0], cells[1]
+            drawn |= _diff_line(ax, _losses(a), _losses(b), f"{a.frontend} vs {b.frontend}", _PAIR_STYLE)
+        ax.set_xlabel("step")
+        ax.set_ylabel("|Δ loss|")
+        if drawn:
+            ax.set_yscale("log")
+        empty = "no float64 reference and one frontend: nothing to compare" if cells and reference is None and len(cells) < 2 else None
+        _finish(ax, result, mode, bool(cells) and empty is None, empty)
+    return _save(fig, target)
+
+
+def plot_timing(result: MatrixResult, target: Path) -> Path:
+    """Time per cell with its spread (median, min–max whiskers, every sample as a dot)."""
+    cells = [c for c in result.cells if c.ok and c.record]
+    rounds = bool(cells) and all(timing_samples(c)[1] == "round" for c in cells)
+    fig = Figure(figsize=(9, 1.2 + 0.45 * max(len(cells), 1)), layout="constrained")
+    ax = fig.add_subplot()
+    for row, cell in enumerate(cells):
+        samples, _unit = timing_samples(cell, rounds)
+        if not samples:
+            continue
+        median = float(np.median(samples))
+        style = _style(cell.frontend)
+        ax.errorbar(
+            [median], [row], xerr=[[median - min(samples)], [max(samples) - median]],
+            fmt="D", color=style["color"], capsize=4, label=cell.frontend,
+        )
+        ax.plot(samples, [row] * len(samples), "|", color=style["color"], alpha=0.6, markersize=10)
+    ax.set_yticks(range(len(cells)), [f"{c.mode} · {c.frontend}" for c in cells])
+    ax.invert_yaxis()
+    ax.set_xlim(left=0)
+    unit = "loop seconds per timed round" if rounds else "seconds per epoch (the script's own clock)"
+    ax.set_xlabel(f"{unit}: ◆ median, whiskers min–max, | each sample")
+    ax.grid(axis="x", alpha=0.3)
+    if not cells:
+        ax.text(0.5, 0.5, "no cell ran", ha="center", va="center", transform=ax.transAxes)
+    _dedupe_legend(ax)
+    fig.suptitle(f"Time per cell · {_title(result)}")
+    return _save(fig, target)
+
+
+def timing_samples(cell: CellResult, prefer_rounds: bool = True) -> tuple[list[float], str]:
+    """A cell's timing samples and their unit: the loop time of each timed round, else seconds per epoch.
+
+    The timed rounds are ``cell.timing.samples.loop_seconds`` (:mod:`harness.model.timing`); a cell that was
+    not timed falls back to the spread of its record call's epochs.
+    """
+    samples = cell.timing.samples.loop_seconds if cell.timing else ()
+    if prefer_rounds and samples:
+        return [float(s) for s in samples], "round"
+    return [float(s) for s in (cell.record.seconds_per_epoch if cell.record else ())], "epoch"
+
+
+def _modes(result: MatrixResult) -> list[str]:
+    present = {c.mode for c in result.cells}
+    return [m for m in MODES if m in present] + sorted(present - set(MODES))
+
+
+def _panels(result: MatrixResult, title: str) -> tuple[Figure, dict[str, Axes]]:
+    modes = _modes(result) or ["(no cells)"]
+    cols = min(2, len(modes))
+    rows = math.ceil(len(modes) / cols)
+    fig = Figure(figsize=(6.0 * cols, 3.8 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for ax in axes.flat[len(modes):]:
+        ax.set_visible(False)
+    fig.suptitle(f"{title} · {_title(result)}")
+    return fig, dict(zip(modes, axes.flat, strict=False))
+
+
+def _title(result: MatrixResult) -> str:
+    spec = result.spec
+    return f"preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps"
+
+
+def _finish(ax: Axes, result: MatrixResult, mode: str, has_data: bool, empty: str | None = None) -> None:
+    missing = [f"{c.frontend} {c.status}" for c in result.cells if c.mode == mode and not c.ok]
+    ax.set_title(f"{mode} ({', '.join(missing)})" if missing else mode)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3)
+    if not has_data:
+        why = empty or "; ".join(f"{c.frontend} {c.status}" for c in result.cells if c.mode == mode) or "no cells"
+        ax.text(0.5, 0.5, why, ha="center", va="center", transform=ax.transAxes, wrap=True)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize="small")
+
+
+def _diff_line(ax: Axes, a: np.ndarray, b: np.ndarray, label: str, style: Mapping[str, Any]) -> bool:
+    n = min(a.size, b.size)
+    diff = np.abs(a[:n] - b[:n])
+    shown = np.where(diff > 0, diff, np.nan)
+    if np.all(np.isnan(shown)):
+        ax.plot([], [], label=f"{label}: equal at every step", **style)
+        return False
+    ax.plot(np.arange(n), shown, label=label, markersize=3, **style)
+    return True
+
+
+def _ok_cells(result: MatrixResult, mode: str) -> list[CellResult]:
+    cells = [c for c in result.cells if c.mode == mode and c.ok and c.record]
+    return sorted(cells, key=lambda c: FRONTEND_ORDER.index(c.frontend) if c.frontend in FRONTEND_ORDER else len(FRONTEND_ORDER))
+
+
+def _reference(result: MatrixResult, mode: str) -> np.ndarray | None:
+    reference = result.reference
+    if not reference.available:
+        return None
+    clip = mode == "autocast_scaler_clip"
+    # A scaler run that skipped steps is drawn against the reference replayed over those steps.
+    skipped = next((sorted(c.record.skipped_step_indices) for c in _ok_cells(result, mode) if c.record), [])
+    replayed = [r["losses"] for r in reference.replayed if skipped and r["clip"] == clip and r["skipped_steps"] == skipped]
+    losses = replayed[0] if replayed else (reference.losses_clipped if clip else reference.losses)
+    return np.asarray(losses, dtype=np.float64) if losses else None
+
+
+def _losses(cell: CellResult) -> np.ndarray:
+    assert cell.record is not None, "only cells that ran are drawn"
+    return np.array([np.nan if v is None else v for v in cell.record.losses], dtype=np.float64)
+
+
+def _style(frontend: str) -> dict[str, Any]:
+    return _STYLE.get(frontend, {"color": "tab:green", "linestyle": "-.", "marker": "^"})
+
+
+def _dedupe_legend(ax: Axes) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    if unique:
+        ax.legend(unique.values(), unique.keys(), fontsize="small", loc="best")
+
+
+def _save(fig: Figure, target: Path) -> Path:
+    with atomic_path(target) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    return target

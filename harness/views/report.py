@@ -1,0 +1,265 @@
+"""The report of a result: ``report.md`` (the parity tracker) and its PNG plots, in one folder.
+
+The markdown says, for every cell, how it ended and how it stands on its own (its float64 bound and,
+for a scaler cell, GradScaler's rule: :mod:`harness.judge.cells`), for every pair, the verdict and why; then the
+speedups (as the seeds report them: seconds per mode and AMP ÷ default), peak memory, versions and
+threads, warnings and the float64 reference's status. It is written for a result with R skipped (it
+says so, and why) as much as for one with both frontends. Every file is written atomically.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from harness.errors import ResultError
+from harness.files.atomic import atomic_path
+from harness.judge.known_differences import KnownDifference
+from harness.judge.pairs import compare_result
+from harness.judge.tolerances import DEFAULT_JUDGING
+from harness.model.record import RunRecord
+from harness.model.result import CellResult, MatrixResult, Status
+from harness.model.timing import ratio
+from harness.model.verdicts import CELL_OUTCOMES, PairVerdict
+from harness.store.result_file import load_result
+from harness.views.formatting import cell_text, lift_footnote, num, status_text
+from harness.views.plots import plot_loss_diff, plot_losses, plot_timing
+from harness.views.timing_sections import efficiency_section, figures_section, timing_section
+from harness.workload.matrix import FRONTEND_ORDER
+from harness.workload.spec import MODES
+
+__all__ = ["PLOT_FILES", "REPORT_FILE", "render_markdown", "report_main", "write_report"]
+
+REPORT_FILE = "report.md"
+#: How the summary names each judging policy (harness/judge/tolerances.py).
+_JUDGING_TEXT = {
+    "strict": "`strict`: a pair expected bitwise identical (one libtorch, CPU) that is not is diverged",
+    "tolerance_only": "`tolerance_only` (--tolerance-only): every pair by the tolerance, bitwise identity only noted",
+}
+#: The plots, in the order the report shows them, with the function that draws each.
+PLOT_FILES = {"losses.png": plot_losses, "loss_diff.png": plot_loss_diff, "timing.png": plot_timing}
+
+
+def report_main(
+    result_path: Path, out_dir: Path, judging: str | None = None, known: tuple[KnownDifference, ...] | None = None
+) -> list[Path]:
+    """Load the result at ``result_path`` and write its report into ``out_dir``.
+
+    ``judging`` overrides the policy the result was run under (``strict`` or ``tolerance_only``); ``known``
+    is the known-differences list (default: the committed one).
+
+    Raises:
+        ResultError: the result cannot be read (see :func:`harness.store.result_file.load_result`), lacks a field
+            the report needs (checked before anything is written), or ``out_dir`` is not writable.
+    """
+    return write_report(load_result(Path(result_path)), Path(out_dir), judging, known)
+
+
+def write_report(
+    result: MatrixResult, out_dir: Path, judging: str | None = None, known: tuple[KnownDifference, ...] | None = None
+) -> list[Path]:
+    """Write ``report.md`` and the plots into ``out_dir`` (created if absent); return their paths.
+
+    Pairs are judged under ``judging``, by default the policy the result was run under.
+
+    Raises:
+        ResultError: ``out_dir`` cannot be created or written.
+    """
+    out_dir = Path(out_dir)
+    # Judged again from the cells, not read from result.pairs: the cells are the source of truth
+    # (a result whose cells were edited or merged after the run would carry stale verdicts).
+    verdicts = compare_result(result, judging, known)
+    markdown = render_markdown(result, verdicts, judging)  # before any file: a result it cannot render leaves nothing behind
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written = [draw(result, out_dir / name) for name, draw in PLOT_FILES.items()]
+        target = out_dir / REPORT_FILE
+        with atomic_path(target) as tmp:
+            tmp.write_text(markdown, encoding="utf-8")
+    except OSError as err:
+        raise ResultError(
+            f"cannot write the report to {out_dir}: {err.strerror or err}. Choose a writable folder (--out)."
+        ) from err
+    return [target, *written]
+
+
+def render_markdown(result: MatrixResult, verdicts: list[PairVerdict] | None = None, judging: str | None = None) -> str:
+    """The report as markdown text (``verdicts`` default to :func:`harness.judge.pairs.compare_result` under ``judging``)."""
+    verdicts = compare_result(result, judging) if verdicts is None else verdicts
+    spec = result.spec
+    out = [
+        "# amp-parity report", "",
+        f"Preset **{spec.preset}** on **{spec.device}**, AMP dtype **{spec.amp_dtype}**, {result.steps} steps "
+        f"(batch {spec.batch_size}, {spec.in_size}→{spec.out_size}, {spec.num_layers} layers, lr {spec.lr:g}, "
+        f"seed {spec.seed}, threads {spec.threads}). Created {result.created}; spec digest "
+        f"`{result.spec_digest}`, fixture `{result.fixture.get('digest')}`; "
+        f"matrix wall time {num(result.wall_seconds, '.1f')} s.", "",
+    ]
+    out += _summary(result, verdicts, judging or result.judging or DEFAULT_JUDGING)
+    out += _warnings(result)
+    out += _cells_table(result)
+    out += _pairs_table(verdicts)
+    out += _speed(result)
+    out += timing_section(result)
+    out += efficiency_section(result)
+    out += figures_section(result)
+    out += _versions(result)
+    out += ["## Plots", ""] + [f"![{name}]({name})" for name in PLOT_FILES] + [""]
+    out += _cell_details(result)
+    out += _pair_details(verdicts)
+    return "\n".join(out)
+
+
+def _summary(result: MatrixResult, verdicts: list[PairVerdict], judging: str) -> list[str]:
+    cells = result.cells
+    statuses = Counter(str(c.status) for c in cells)
+    counts = Counter(v.verdict for v in verdicts)
+    ran = result.judging or DEFAULT_JUDGING
+    lines = [
+        "## Summary", "",
+        f"- Cells: {len(cells)} ({', '.join(f'{n} {s}' for s, n in statuses.items())}).",
+        f"- Pairs: {len(verdicts)} ({', '.join(f'{n} {v}' for v, n in counts.items()) or 'none: one frontend only'}).",
+        f"- Judged {_JUDGING_TEXT[judging]}" + (f" (this result was run under `{ran}`)." if judging != ran else "."),
+    ]
+    alone = Counter(_own(c) for c in cells)
+    lines.append(
+        "- Cells on their own (float64 bound; scaler cells: GradScaler's rule): "
+        + ", ".join(f"{alone[o]} {o.replace('_', ' ')}" for o in CELL_OUTCOMES if alone[o]) + "."
+    )
+    lines += [f"- **`{c.id}` fails on its own**: {cell_text(c.verdict.reason)}" for c in cells if c.verdict and c.verdict.failed]
+    for frontend in sorted({c.frontend for c in cells}):
+        own = [c for c in cells if c.frontend == frontend]
+        if all(c.status == Status.SKIPPED for c in own):
+            lines.append(f"- **{frontend} was not run** (every {frontend} cell skipped): {cell_text(own[0].reason)}")
+    reference = result.reference
+    if reference.available:
+        lines.append(f"- float64 reference: computed ({len(reference.losses or ())} steps, plain and clipped).")
+    else:
+        lines.append(f"- float64 reference: not computed — {cell_text(reference.reason)}.")
+    return [*lines, ""]
+
+
+def _warnings(result: MatrixResult) -> list[str]:
+    return ["## Warnings", "", *([f"- {cell_text(w)}" for w in result.warnings] or ["None."]), ""]
+
+
+def _cells_table(result: MatrixResult) -> list[str]:
+    lines = [
+        "## Parity tracker", "", "### Cells", "",
+        "| cell | status | on its own | final loss | Δloss vs f64 | Δweights vs f64 | skipped steps | reason |",
+        "|---|---|---|---:|---:|---:|---:|---|",
+    ]
+    for cell in result.cells:
+        record, distance = cell.record, cell.reference_distance
+        lines.append(
+            f"| `{cell.id}` | {status_text(cell)} | {_OWN_TEXT[_own(cell)]} | {num(record and record.final_loss, '.7g')} | "
+            f"{num(distance and distance.max_rel_loss_error, '.2e')} | {num(distance and distance.final_weights_rel_error, '.2e')} | "
+            f"{num(record and record.skipped_steps, 'd')} | {cell_text(cell.reason)} |"
+        )
+    footnote = lift_footnote(result.cells)
+    return [
+        *lines, "", *([cell_text(footnote), ""] if footnote else []),
+        "Δ vs f64: max relative loss error over steps; relative L2 error of all final weights. On its own: the cell against "
+        "its float64 bound (the reference replays the steps the run skipped) and, in scaler modes, its scale history against "
+        "GradScaler's rule; a **FAIL** fails the run (details below).", "",
+    ]
+
+
+#: How a cell's own verdict reads in the tracker.
+_OWN_TEXT = {"pass": "pass", "fail": "**FAIL**", "not_judged": "—"}
+
+
+def _own(cell: CellResult) -> str:
+    return cell.verdict.outcome if cell.verdict else "not_judged"
+
+
+def _cell_details(result: MatrixResult) -> list[str]:
+    lines = []
+    for cell in result.cells:
+        if cell.verdict and cell.verdict.outcome != "not_judged":
+            verdict = cell.verdict
+            lines += [f"### {cell.id}: {verdict.outcome}", "", "```text", *(line.strip() for line in verdict.lines()[1:]), "```", ""]
+    return ["## Cell details", "", *lines] if lines else []
+
+
+def _pairs_table(verdicts: list[PairVerdict]) -> list[str]:
+    lines = ["### Pairs", ""]
+    if not verdicts:
+        return [*lines, "No pairs: only one frontend was asked for.", ""]
+    lines += ["| pair | frontends | verdict | why |", "|---|---|---|---|"]
+    for v in verdicts:
+        lines.append(f"| `{v.pair}` | {' vs '.join(v.frontends)} | **{v.verdict}** | {cell_text(v.cause)} |")
+    return [*lines, ""]
+
+
+def _speed(result: MatrixResult) -> list[str]:
+    cells = {(c.mode, c.frontend): c for c in result.cells}
+    frontends = [f for f in FRONTEND_ORDER if any(c.frontend == f for c in result.cells)]
+    modes = [m for m in MODES if any(c.mode == m for c in result.cells)]
+    head = "| mode | " + " | ".join(f"{f} loop s (median) | {f} ÷ default" for f in frontends) + " | R ÷ Python |"
+    lines = ["## Speed", "", head, "|---|" + "---:|" * (2 * len(frontends) + 1)]
+    notes: list[str] = []
+    for mode in modes:
+        row = [mode]
+        for f in frontends:
+            cell = cells.get((mode, f))
+            if cell is None:
+                row += ["—", "—"]
+                continue
+            seconds = cell.timing.loop.median if cell.timing else None
+            shown = num(seconds, ".4g") if cell.ok else str(cell.status)
+            row += [shown, _ratio_text(cell.time_vs_default, cell.time_vs_default_note, notes)]
+        py, r = cells.get((mode, "python")), cells.get((mode, "r"))
+        if py and r and py.ok and r.ok:
+            row.append(_ratio_text(*ratio(r.timing, py.timing, result.protocol.interleave), notes))
+        else:
+            row.append("—")
+        lines.append("| " + " | ".join(row) + " |")
+    return [
+        *lines, "", *[f"{k}. {note}" for k, note in enumerate(notes, 1)], *([""] if notes else []),
+        "Loop: the script's own clock around its training loop, median of the timed rounds. ÷ default: this mode's loop "
+        "time over the same frontend's `default` (below 1: AMP is faster); R ÷ Python: above 1, R is slower. A ratio is "
+        "printed only where both sides' spread supports it; otherwise a numbered note says why.",
+        "",
+    ]
+
+
+def _ratio_text(value: float | None, note: str | None, notes: list[str]) -> str:
+    """A ratio, or a reference to the note that says why there is none."""
+    if value is not None:
+        return f"{value:.2f}"
+    if note is None or note.startswith("cell "):
+        return "—"
+    if note not in notes:
+        notes.append(note)
+    return f"no ratio ({notes.index(note) + 1})"
+
+
+def _versions(result: MatrixResult) -> list[str]:
+    lines = ["## Versions and threads", "", "| frontend | torch | libtorch | language | threads | device |", "|---|---|---|---|---:|---|"]
+    seen: dict[str, RunRecord] = {}
+    for cell in result.cells:
+        if cell.record and cell.frontend not in seen:
+            seen[cell.frontend] = cell.record
+    for frontend, record in seen.items():
+        lines.append(
+            f"| {frontend} | {record.torch_version} | {record.libtorch_version} | {record.language_version} | "
+            f"{record.threads} | {record.device_name} |"
+        )
+    env = result.environment
+    r_env = env.get("r") or {}
+    lines += [
+        "", f"Threads asked for: {result.spec.threads}. Harness: Python {env.get('python_version')}, torch "
+        f"{env.get('torch_version')}, {env.get('platform')}. R: {r_env.get('r_version') or 'not found'}, R torch "
+        f"{r_env.get('torch_version') or 'not installed'}.",
+    ]
+    missing = [f for f in FRONTEND_ORDER if env.get(f"{f}_unavailable")]
+    lines += [f"{f} unavailable here: {cell_text(env[f'{f}_unavailable'])}." for f in missing]
+    return [*lines, ""]
+
+
+def _pair_details(verdicts: list[PairVerdict]) -> list[str]:
+    lines = ["## Pair details", ""]
+    for v in verdicts:
+        lines += [f"### {v.pair}: {v.verdict}", "", "```text", v.explain(), "```", ""]
+    return lines if verdicts else []

@@ -1,0 +1,155 @@
+"""The terminal view of a result: one rich table of cells, then reasons and warnings."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from harness.judge.targets import check_figures
+from harness.model.result import CellResult, MatrixResult
+from harness.model.timing import for_want_of_spread
+from harness.views.formatting import lift_footnote, num, status_text
+from harness.views.timing_sections import frontend_costs
+
+__all__ = ["make_console", "print_result", "print_trace"]
+
+_STATUS_STYLE = {"ok": "green", "skipped": "yellow", "unsupported": "magenta", "numerical_failure": "red", "error": "bold red"}
+
+
+_OWN_STYLE = {"pass": "green", "fail": "bold red", "not_judged": "dim"}
+_OWN_TEXT = {"pass": "pass", "fail": "FAIL", "not_judged": "—"}
+
+_VERDICT_STYLE = {"identical": "green", "within_tolerance": "green", "known_difference": "cyan", "skipped": "yellow",
+                  "unsupported": "magenta", "diverged": "bold red", "stale_known_difference": "bold red", "error": "bold red"}
+
+
+def make_console() -> Console:
+    """A console as wide as the terminal, or 150 columns (the table has 12) when output goes to a file or pipe (CI logs)."""
+    return Console(width=None if Console().is_terminal else 150)
+
+
+def print_result(result: MatrixResult, console: Console | None = None) -> None:
+    """Print the cells of ``result``: status, its own verdict (float64 bound, scaler rule), final loss,
+    distance from float64, seconds, time ÷ default; then why any cell failed."""
+    console = console or make_console()
+    spec = result.spec
+    table = Table(
+        title=f"amp-parity · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps",
+        header_style="bold",
+    )
+    for name, justify in [
+        ("mode", "left"), ("frontend", "left"), ("status", "left"), ("own check", "left"), ("final loss", "right"),
+        ("Δloss f64", "right"), ("Δweights f64", "right"), ("loop s", "right"), ("CV", "right"), ("×default", "right"),
+        ("TFLOP/s", "right"), ("% peak", "right"),
+    ]:
+        table.add_column(name, justify=justify, no_wrap=name in ("mode", "final loss"))  # type: ignore[arg-type]
+    for cell in result.cells:
+        record, distance, efficiency = cell.record, cell.reference_distance, cell.efficiency
+        loop = cell.timing.loop if cell.timing else None
+        own = cell.verdict.outcome if cell.verdict else "not_judged"
+        table.add_row(
+            cell.mode, cell.frontend, f"[{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]",
+            f"[{_OWN_STYLE.get(own, '')}]{_OWN_TEXT.get(own, own)}[/]",
+            num(record and record.final_loss, ".7g"), num(distance and distance.max_rel_loss_error, ".1e"),
+            num(distance and distance.final_weights_rel_error, ".1e"), num(loop and loop.median, ".3g"), num(loop and loop.cv, ".1%"),
+            _vs_default(cell),
+            num(efficiency and efficiency.tflops, ".3g"), num(efficiency and efficiency.share_of_peak, ".0%"),
+        )
+    console.print(table)
+    footnote = lift_footnote(result.cells)
+    if footnote:
+        console.print(footnote, style="magenta", soft_wrap=True)
+    costs = frontend_costs(result.cells)
+    if costs:
+        console.print(
+            "per call: " + "; ".join(f"{name} script set-up {setup * 1e3:.2f} ms (its own cost), harness bridge "
+                                     f"{bridge * 1e3:.2f} ms" for name, (setup, bridge) in costs.items()),
+            style="dim", soft_wrap=True,
+        )
+    if not result.reference.available:
+        console.print(f"[dim]{result.reference.reason}[/]")
+    reasons: dict[str, list[str]] = {}
+    for cell in result.cells:
+        if not cell.ok and cell.reason:
+            reasons.setdefault(cell.reason, []).append(cell.id)
+    for reason, ids in reasons.items():
+        who = ids[0] if len(ids) == 1 else f"{len(ids)} cells ({ids[0]}, ...)"
+        console.print(f"[yellow]{who}[/]: {reason}", soft_wrap=True)
+    for cell in result.cells:
+        if cell.verdict and cell.verdict.failed:
+            console.print(f"[bold red]{cell.id} FAIL[/]: {cell.verdict.reason}", soft_wrap=True)
+    _print_pairs(result, console)
+    noisy = [c.id for c in result.cells if c.ok and not c.time_vs_default and for_want_of_spread(c.time_vs_default_note)]
+    if noisy:
+        console.print(
+            f"[yellow]×default noisy[/] for {len(noisy)} cell(s): the rounds' spread is too wide for a ratio "
+            "(the report says why per cell); use --interleave, more --rounds, or --preset bench.", soft_wrap=True,
+        )
+    for note, ids in _other_notes(result).items():
+        who = ids[0] if len(ids) == 1 else f"{len(ids)} cells ({ids[0]}, ...)"
+        console.print(f"[yellow]×default[/] {who}: {note}", soft_wrap=True)
+    for cell in result.cells:  # "% peak" is blank there, not a share above 100 %
+        if cell.efficiency and cell.efficiency.share_note:
+            console.print(f"[yellow]% peak[/] {cell.id}: {cell.efficiency.share_note}", soft_wrap=True)
+    checks = check_figures(result)
+    if checks:
+        met = sum(c.met for c in checks)
+        console.print(f"figures: {met} of {len(checks)} met", style="green" if met == len(checks) else "yellow")
+    for check in (c for c in checks if not c.met):
+        console.print(f"[bold red]figure missed[/]: {check.figure} ({check.subject}): {check.measured}; target {check.target}; {check.why}",
+                      soft_wrap=True)
+    for warning in result.warnings:
+        console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)
+
+
+def _vs_default(cell: CellResult) -> str:
+    """The ×default cell: the ratio, ``noisy`` where the rounds' spread denied one, ``—`` where there is nothing to divide by."""
+    if cell.time_vs_default or not cell.ok:
+        return num(cell.time_vs_default, ".2f")
+    return "[yellow]noisy[/]" if for_want_of_spread(cell.time_vs_default_note) else "—"
+
+
+def _other_notes(result: MatrixResult) -> dict[str, list[str]]:
+    """Why an ``ok`` cell has no ×default for another reason than noise (no default cell ran), cells grouped by note."""
+    notes: dict[str, list[str]] = {}
+    for cell in result.cells:
+        note = cell.time_vs_default_note
+        if cell.ok and not cell.time_vs_default and note and not for_want_of_spread(note):
+            notes.setdefault(note, []).append(cell.id)
+    return notes
+
+
+def _print_pairs(result: MatrixResult, console: Console) -> None:
+    """The stored pair verdicts, those a skipped frontend left uncompared counted on one line."""
+    compared = [p for p in result.pairs if p.verdict != "skipped"]
+    not_compared = len(result.pairs) - len(compared)
+    if not_compared:
+        console.print(f"[yellow]parity:[/] {not_compared} pair(s) not compared: a frontend was skipped (reason above)")
+    if compared:
+        pairs = Table(title="parity (python vs r)", header_style="bold")
+        pairs.add_column("pair")
+        pairs.add_column("verdict")
+        pairs.add_column("why", overflow="fold")
+        for pair in compared:
+            pairs.add_row(pair.pair, f"[{_VERDICT_STYLE.get(pair.verdict, '')}]{pair.verdict}[/]", pair.cause)
+        console.print(pairs)
+
+
+def print_trace(result: MatrixResult, console: Console | None = None) -> None:
+    """What ``harness trace`` prints: each cell's status in one line, then every pair's whole explanation, trace included."""
+    console = console or make_console()
+    spec = result.spec
+    console.print(f"amp-parity trace · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps", style="bold")
+    for cell in result.cells:
+        reason = f" — {cell.reason}" if cell.reason and not cell.ok else ""
+        console.print(f"  {cell.id}: [{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]{reason}", soft_wrap=True)
+    footnote = lift_footnote(result.cells)
+    if footnote:
+        console.print(footnote, style="magenta", soft_wrap=True)
+    for pair in result.pairs:
+        console.print()
+        console.print(f"[{_VERDICT_STYLE.get(pair.verdict, '')}]{pair.summary}[/]", soft_wrap=True)
+        for line in pair.explanation[1:]:
+            console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
+    for warning in result.warnings:
+        console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)

@@ -1,0 +1,143 @@
+"""The report's measurement sections: timing protocol and rounds, efficiency against the hardware, figures.
+
+Kept apart from :mod:`harness.views.report` (parity) because these read the measurements, not the verdicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from harness.judge.targets import check_figures
+from harness.model.result import CellResult, MatrixResult, Memory
+from harness.model.timing import Timing
+from harness.views.formatting import cell_text, mib, num
+
+__all__ = ["efficiency_section", "figures_section", "frontend_costs", "timing_section"]
+
+
+def frontend_costs(cells: Sequence[CellResult]) -> dict[str, tuple[float, float]]:
+    """Per frontend, the median over its timed cells of the script's set-up and of the bridge, in seconds.
+
+    The set-up is the frontend's own cost per call (R torch builds its modules in R), shown beside the
+    harness's bridge so neither is mistaken for the other.
+    """
+    timings: dict[str, list[Timing]] = {}
+    for cell in cells:
+        if cell.timing:
+            timings.setdefault(cell.frontend, []).append(cell.timing)
+    return {
+        name: (float(np.median([t.setup_seconds for t in ts])), float(np.median([t.bridge_seconds for t in ts])))
+        for name, ts in timings.items()
+    }
+
+
+def timing_section(result: MatrixResult) -> list[str]:
+    """How cells were timed, then each cell's rounds: loop spread, call time and the overhead split."""
+    protocol = result.protocol
+    order = "interleaved (A, B, A, B …)" if protocol.interleave else "back to back, cell after cell"
+    lines = [
+        "## Timing", "",
+        f"Protocol: {protocol.warmup_rounds} untimed call(s) per cell (the first writes the weights and the parity "
+        f"record), then up to {protocol.rounds} timed rounds (no more once a cell's rounds took "
+        f"{num(protocol.max_seconds, 'g')} s), {order}. {protocol.to_dict()['gc']}. Threads {result.spec.threads} in "
+        "both frontends (set by the scripts, and OMP_NUM_THREADS in the workers); on CUDA the device is synchronised "
+        "before each read of the clock.", "",
+        "| cell | rounds | loop median s | IQR s | CV | call median s | harness overhead ms (% of call) | script set-up ms | GC s "
+        "| rounds = record |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for cell in result.cells:
+        t = cell.timing
+        if not t:
+            continue
+        loop, call = t.loop, t.call
+        lines.append(
+            f"| `{cell.id}` | {t.rounds} | {loop.median:.4g} | {num(loop.iqr, '.2g')} | {num(loop.cv, '.1%')} | "
+            f"{call.median:.4g} | {t.overhead_seconds * 1e3:.2f} ({t.overhead_share:.2%}) | {t.setup_seconds * 1e3:.2f} | "
+            f"{t.gc_seconds:.3g} | {_same_losses(t)} |"
+        )
+    if len(lines) == 6:
+        lines.append("| no cell was timed | | | | | | | | | |")
+    costs = frontend_costs(result.cells)
+    clocks = {c.frontend: c.record.clock for c in result.cells if c.record}
+    return [
+        *lines, "",
+        "Loop: the script's own clock around its training loop; call: the harness's clock around the call, as a benchmark "
+        "round sees it. Harness overhead = call − workload: the bridge (pipe, serialization, rpy2), the harness's own cost. "
+        "Script set-up = workload − loop: building the model and optimizer in the frontend, each call; the frontend's own "
+        "cost, not the harness's. CV: standard deviation ÷ mean of the loop times (from 3 rounds).", "",
+        *[f"- {name}: script set-up {setup * 1e3:.2f} ms per call (its own cost), harness bridge "
+          f"{bridge * 1e3:.2f} ms (medians over its cells); clock: {clocks.get(name) or 'not recorded'}."
+          for name, (setup, bridge) in costs.items()],
+        *([""] if costs else []),
+    ]
+
+
+def _same_losses(timing: Timing) -> str:
+    return "yes" if timing.reproducible else f"no ({timing.differing_rounds} differ)"
+
+
+def efficiency_section(result: MatrixResult) -> list[str]:
+    """FLOPs, achieved TFLOP/s, share of the measured peak, GEMM precision and peak memory per cell."""
+    peaks = result.peaks
+    measured = [
+        f"{dtype} {p['tflops']:.3g} TFLOP/s (n={p['n']}, best of {len(p['samples_tflops'])}"
+        + (f", fastest layout {p['layout']} of {'/'.join(p['layouts_tflops'])})" if p.get("layout") else ")")
+        for dtype, p in peaks.by_dtype.items() if p
+    ]
+    peak_line = (
+        f"Measured matmul peaks on {peaks.device} with {peaks.threads} thread(s), in this run: {'; '.join(measured)}."
+        if measured else f"No matmul peak was measured: {cell_text(peaks.reason)}."
+    )
+    lines = [
+        "## Efficiency", "", peak_line, "",
+        "| cell | GFLOP per run | TFLOP/s | GEMM dtype | % of measured peak | half-precision GEMM time | peak memory "
+        "| memory measured as |",
+        "|---|---:|---:|---|---:|---:|---:|---|",
+    ]
+    for cell in result.cells:
+        e = cell.efficiency
+        if not cell.ok or not e:
+            continue
+        profile = cell.gemm_profile or {}
+        half = num(profile.get("half_share"), ".0%") if "half_share" in profile else "not profiled"
+        if cell.gemm_problem:
+            half += " ⚠"
+        lines.append(
+            f"| `{cell.id}` | {e.flops / 1e9:.4g} | {num(e.tflops, '.3g')} | {e.gemm_dtype} | "
+            f"{num(e.share_of_peak, '.1%')} | {half} | {_memory(cell.memory)} |"
+        )
+    problems = [f"- ⚠ `{c.id}`: {cell_text(c.gemm_problem)}" for c in result.cells if c.gemm_problem]
+    problems += [f"- `{c.id}`: {cell_text(c.efficiency.share_note)}" for c in result.cells if c.efficiency and c.efficiency.share_note]
+    return [
+        *lines, "", *problems, *([""] if problems else []),
+        "FLOPs: forward, weight-gradient and input-gradient GEMMs of every Linear layer (the first needs no input gradient), "
+        "from the spec. TFLOP/s over the median timed loop. Half-precision GEMM time: torch.profiler, one step, Python "
+        "cells (on CUDA by default, `--profile` elsewhere); ⚠ marks an AMP cell that ran float32 GEMMs.", "",
+    ]
+
+
+def _memory(memory: Memory | None) -> str:
+    """The peak-memory cells of a row: the peak, and what it measured."""
+    memory = memory or Memory()
+    if memory.cuda_peak_bytes is not None:
+        return f"{mib(memory.cuda_peak_bytes)} | CUDA peak allocated by tensors"
+    scope = "this call" if memory.scope == "call" else "the worker's life (high-water mark)"
+    return f"{mib(memory.peak_rss_bytes)} | worker peak RSS over {scope} ({mib(memory.rss_before_bytes)} held before it)"
+
+
+def figures_section(result: MatrixResult) -> list[str]:
+    """The README's figures that apply to this result: met, or missed by how much and why."""
+    checks = check_figures(result)
+    lines = ["## Figures", ""]
+    if not checks:
+        return [*lines, "None of the README's figures applies to this preset and device.", ""]
+    lines += ["| figure | subject | target | measured | met | why missed |", "|---|---|---|---|---|---|"]
+    for c in checks:
+        lines.append(
+            f"| {c.figure} | `{c.subject}` | {cell_text(c.target)} | {cell_text(c.measured)} | {'yes' if c.met else '**no**'} | "
+            f"{cell_text(c.why)} |"
+        )
+    return [*lines, ""]

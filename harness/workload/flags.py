@@ -1,0 +1,202 @@
+"""Spec fields as command-line flags: ``--batch-size``, ``--lr``, ... named after the fields.
+
+One parser for every entry point (``harness run``, ``harness prepare``, the Python scripts' shell
+mode, and through ``prepare`` the R scripts' shell mode), so a flag means the same everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import re
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from harness.errors import UsageError
+from harness.files.json_read import JsonFileError, JsonSyntaxError, read_json_file
+from harness.workload.spec import AMP_DTYPES, DEVICES, MODES, PRESETS, WorkloadSpec, available_cores
+
+__all__ = [
+    "OneLineParser",
+    "ThreadsWarning",
+    "add_spec_arguments",
+    "finite_number",
+    "positive_seconds",
+    "spec_from_args",
+    "whole_number",
+]
+
+
+class ThreadsWarning(UserWarning):
+    """More threads than cores: it runs, but oversubscribed threads make every GEMM many times slower."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors read like the harness's own: one ``error:`` line, exit 1.
+
+    argparse prints a usage block and exits 2; the README promises every bad input one line that says
+    what was wrong and what to do, and the R shell mode relays exactly one ``error:`` line. ``--help``
+    still prints the whole help and exits 0. Subcommand parsers are built with this class too
+    (``add_subparsers`` passes the parent's class on), so ``run --lr inf`` names ``run --help``.
+    """
+
+    #: What reads as a negative number, so a flag's value (``--lr -inf``, ``--lr -1e-3``) is taken as that value and
+    #: refused for what it is; argparse's own pattern knows only ``-5`` and ``-.5`` and took ``-inf`` for a flag
+    #: ("expected one argument"). No flag of the harness looks like a number, so nothing is shadowed.
+    _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = self._NEGATIVE_NUMBER
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``error: <argparse's message> (see <prog> --help).`` and exit 1."""
+        print(f"error: {message} (see {self.prog} --help).", file=sys.stderr)
+        sys.exit(1)
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        """As argparse's, but an unknown flag points at the help of the command it was given to."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(parsed, "command", None)
+            prog = f"{self.prog} {command}" if isinstance(command, str) else self.prog
+            print(f"error: unrecognized arguments: {' '.join(extras)} (see {prog} --help).", file=sys.stderr)
+            sys.exit(1)
+        namespace_out: argparse.Namespace = parsed
+        return namespace_out
+
+_HELP = {
+    "batch_size": "rows per batch", "in_size": "input and hidden width", "out_size": "output width",
+    "num_layers": "Linear layers", "num_batches": "batches per epoch", "epochs": "passes over the batches",
+    "lr": "SGD learning rate", "seed": "fixture seed", "device": f"one of {', '.join(DEVICES)}",
+    "amp_dtype": f"autocast dtype: {', '.join(AMP_DTYPES)} (default: bfloat16 on cpu, float16 on cuda)",
+    "init_scale": "GradScaler initial scale", "growth_factor": "GradScaler growth factor",
+    "backoff_factor": "GradScaler backoff factor", "growth_interval": "GradScaler growth interval",
+    "clip_max_norm": "max gradient norm in autocast_scaler_clip", "threads": "torch threads (0 = every core this process may use)",
+    "overflow_steps": "comma-separated 0-based steps at which the scaler modes put an inf into one gradient (e.g. 3,7)",
+    "overflow_point": "where --overflow-steps put the inf: backward (after backward(), default) or unscale (after unscale_())",
+}
+
+
+def add_spec_arguments(parser: argparse.ArgumentParser, with_modes: bool = True) -> None:
+    """Add ``--preset``, ``--spec-file``, one flag per spec field, and (optionally) ``--mode``."""
+    group = parser.add_argument_group("workload spec (any field overrides the preset)")
+    group.add_argument("--preset", default=None, help=f"one of {', '.join(PRESETS)} (default tiny)")
+    group.add_argument("--spec-file", type=Path, default=None, help="a JSON object of spec fields")
+    for field in dataclasses.fields(WorkloadSpec):
+        if field.name == "preset":
+            continue
+        group.add_argument(
+            "--" + field.name.replace("_", "-"), dest=field.name, default=None,
+            type=_CONVERTERS.get(str(field.type), str), help=_HELP.get(field.name),
+        )
+    if with_modes:
+        parser.add_argument(
+            "--mode", action="append", default=None,
+            help=f"mode(s) to run, repeatable or comma-separated: {', '.join(MODES)}",
+        )
+
+
+def spec_from_args(args: argparse.Namespace) -> WorkloadSpec:
+    """The spec: preset, then the spec file's fields, then the command line's flags.
+
+    Raises:
+        SpecError: an invalid value.
+        UsageError: an unreadable spec file.
+    """
+    values: dict[str, Any] = {}
+    if args.spec_file is not None:
+        values.update(_read_spec_file(args.spec_file))
+    for field in dataclasses.fields(WorkloadSpec):
+        given = getattr(args, field.name, None)
+        if given is not None and field.name != "preset":
+            values[field.name] = given
+    # Only an absent (or null) preset means the default: --preset "" is refused, not run as tiny.
+    preset = args.preset if args.preset is not None else values.get("preset")
+    values.pop("preset", None)
+    preset = "tiny" if preset is None else preset
+    spec = WorkloadSpec.from_preset(preset, **values)
+    _warn_oversubscribed(spec.threads)
+    return spec
+
+
+def _warn_oversubscribed(threads: int) -> None:
+    """Warn, before any cell runs, that more threads than cores will make the run far slower.
+
+    Checked here (the command line of this machine) and not in the spec itself: a stored result read
+    on another machine must not warn about the cores of the machine that reads it.
+    """
+    cores = available_cores()
+    if threads > cores:
+        warnings.warn(
+            f"threads={threads} is more than the {cores} cores this process may use: threads that share a core "
+            f"make every GEMM many times slower. Pass --threads {cores} (or 0 for all cores).",
+            ThreadsWarning,
+            stacklevel=3,
+        )
+
+
+#: A spec file is a few hundred bytes; a megabyte is more than any can hold (``/dev/zero`` is refused, not read).
+SPEC_FILE_MAX_BYTES = 2**20
+
+
+def _read_spec_file(path: Path) -> dict[str, Any]:
+    try:
+        data = read_json_file(path, SPEC_FILE_MAX_BYTES)
+    except OSError as err:
+        raise UsageError("spec_file", str(path), f"a readable file ({err.strerror})") from err
+    except JsonSyntaxError as err:
+        raise UsageError("spec_file", str(path), f"valid JSON ({err})") from err
+    except JsonFileError as err:
+        raise UsageError("spec_file", str(path), f"a regular file holding a JSON object of spec fields ({err})") from err
+    if not isinstance(data, dict):
+        raise UsageError("spec_file", str(path), "a JSON object of spec fields")
+    return data
+
+
+def whole_number(text: str) -> int:
+    """A flag's whole number; argparse prefixes the flag's name, so the message says what is allowed and what was got."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+
+
+def finite_number(text: str) -> float:
+    """A flag's finite number: ``inf`` and ``nan`` parse as floats but no spec field or limit can use them."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """A flag's number of seconds: finite and > 0 (``--timeout nan`` or ``0`` would stop every cell at once or never)."""
+    value = finite_number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return value
+
+
+#: The flag converter for each annotation of a WorkloadSpec field (anything else is text).
+def _to_steps(text: str) -> tuple[int, ...]:
+    """``3,7`` → (3, 7); an empty string is no steps. Range, order and repeats are the spec's to check.
+
+    An empty step between commas (``3,,7``, ``3,``) is refused: a typo, not a step to leave out.
+    """
+    if not text.strip():
+        return ()
+    parts = [part.strip() for part in text.split(",")]
+    if not all(parts):
+        raise argparse.ArgumentTypeError(f"must be whole numbers separated by single commas (e.g. 3,7), got {text!r}")
+    return tuple(whole_number(part) for part in parts)
+
+
+_CONVERTERS = {"int": whole_number, "float": finite_number, "tuple[int, ...]": _to_steps}
