@@ -1,65 +1,42 @@
 """amp-parity: a parity and timing harness for automatic mixed precision in PyTorch and R torch.
 
-The public surface; importing it never imports torch (the frontends run in worker processes).
+The public surface is six names; everything else is reached through its layer's package (docs/architecture.md).
+They are imported on first use, not with the package: a worker process imports only the worker side
+(:mod:`harness.frontends`), whose interpreter needs torch, numpy and safetensors and nothing more, and no
+importer of ``harness`` pays for the layers it does not use. Importing ``harness`` never imports torch.
 """
 
 from __future__ import annotations
 
-from harness.errors import (
-    AmpParityError,
-    FixtureError,
-    ResultError,
-    ScriptError,
-    SpecError,
-    WorkerCrashed,
-    WorkerError,
-    WorkerTimeout,
-)
-from harness.judge.pairs import compare_cells, compare_result
-from harness.judge.reference import Reference, run_reference
-from harness.judge.tolerances import DEFAULT_JUDGING, JUDGING_POLICIES, Tolerance, tolerance_for
-from harness.model.result import CellResult, MatrixResult, Status
-from harness.model.verdicts import PairVerdict
-from harness.run.runner import MatrixRunner
-from harness.store.claims import ResultClaim
-from harness.store.result_file import load_result, save_result
-from harness.views.report import write_report
-from harness.workload.fixtures import FixtureFile, ensure_fixtures
-from harness.workload.matrix import Cell, cells_for
-from harness.workload.spec import MODES, PRESETS, SCRIPTS, WorkloadSpec
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "AmpParityError",
-    "Cell",
-    "CellResult",
-    "DEFAULT_JUDGING",
-    "FixtureError",
-    "FixtureFile",
-    "JUDGING_POLICIES",
-    "MODES",
-    "MatrixResult",
-    "MatrixRunner",
-    "PRESETS",
-    "PairVerdict",
-    "Reference",
-    "ResultClaim",
-    "ResultError",
-    "SCRIPTS",
-    "ScriptError",
-    "SpecError",
-    "Status",
-    "Tolerance",
-    "WorkerCrashed",
-    "WorkerError",
-    "WorkerTimeout",
-    "WorkloadSpec",
-    "cells_for",
-    "compare_cells",
-    "compare_result",
-    "ensure_fixtures",
-    "load_result",
-    "run_reference",
-    "save_result",
-    "tolerance_for",
-    "write_report",
-]
+if TYPE_CHECKING:
+    from harness.errors import AmpParityError
+    from harness.model.result import MatrixResult
+    from harness.run.runner import MatrixRunner
+    from harness.store.claims import ResultClaim
+    from harness.store.result_file import load_result
+    from harness.workload.spec import WorkloadSpec
+
+__all__ = ["AmpParityError", "MatrixResult", "MatrixRunner", "ResultClaim", "WorkloadSpec", "load_result"]
+
+#: Where each public name lives.
+_HOMES = {
+    "AmpParityError": "harness.errors",
+    "MatrixResult": "harness.model.result",
+    "MatrixRunner": "harness.run.runner",
+    "ResultClaim": "harness.store.claims",
+    "WorkloadSpec": "harness.workload.spec",
+    "load_result": "harness.store.result_file",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
+    raise AttributeError(f"module 'harness' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

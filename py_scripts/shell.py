@@ -23,7 +23,7 @@ def main_cli(modes: tuple[str, ...], run_workload: Callable[[dict[str, Any], str
 
     An error is one ``error:`` line and exit 1; ``--debug`` adds the traceback (R's twin prints its own).
     """
-    from harness.cli.main import exit_with_error, show_warnings_as_lines
+    from harness.cli.lines import exit_with_error, show_warnings_as_lines
     from harness.run.prepare import check_shell_mode, parse_shell_args, prepare_shell_run_spec
 
     show_warnings_as_lines()

@@ -101,7 +101,7 @@ def test_cell_verdict_combines_both_checks_and_survives_json() -> None:
     verdict = judge_cell(_cell(loss_scale=tuple(late), skipped=(False,) * _STEPS), _SPEC, check, None)
     assert verdict.failed and verdict.float64 is not None and verdict.float64.passed
     assert verdict.scaler is not None and verdict.scaler.first_step == 3 and "step 3" in verdict.reason
-    assert CellVerdict.from_dict(json.loads(json.dumps(verdict.to_dict()))) == verdict
+    assert CellVerdict.from_json(json.loads(json.dumps(verdict.to_json()))) == verdict
     assert judge_cell(_cell(), _SPEC, check, None).outcome == "pass"  # the real history follows the rule
 
 

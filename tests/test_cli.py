@@ -271,7 +271,7 @@ def test_run_interleaved_with_profile_records_the_protocol(python_run: SharedRun
     cell = next(c for c in result["cells"] if c["mode"] == "autocast")
     assert cell["timing"]["rounds"] == 3 and cell["timing"]["warmup_calls"] == 1
     assert cell["gemm_profile"]["half_share"] == 1.0 and cell["gemm_profile"]["step"] == 3
-    assert "figures: " in python_run.done.stdout
+    assert "targets: " in python_run.done.stdout
 
 
 def test_a_run_in_which_no_cell_ran_fails_and_meets_no_figure(availability: Availability, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -290,4 +290,4 @@ def test_a_run_in_which_no_cell_ran_fails_and_meets_no_figure(availability: Avai
         'install.packages("torch"); torch::install_torch()); nothing was measured. Fix what the reason says, or choose other '
         "--frontend/--mode."
     ]
-    assert "figures:" not in done.stdout and "skipped" in done.stdout
+    assert "targets:" not in done.stdout and "skipped" in done.stdout

@@ -339,16 +339,16 @@ def test_the_judge_reads_typed_fields_not_text(python: Cells, tmp_path: Path) ->
 
 
 def test_verdict_is_plain_data_and_explains_every_line(python: Cells, tmp_path: Path) -> None:
-    """``to_dict`` survives JSON, and ``explain`` prints the summary then every finding, indented."""
+    """``to_json`` survives JSON, and ``explain`` prints the summary then every finding, indented."""
     twin = twin_cell(python["default"], tmp_path, edit=nudge_one_ulp("layer0.weight", (0, 0)))
     verdict = compare_cells(python["default"], twin, judging="tolerance_only")
-    data = json.loads(json.dumps(verdict.to_dict()))
+    data = json.loads(json.dumps(verdict.to_json()))
     assert data["verdict"] == "within_tolerance" and data["frontends"] == ["python", "r"]
     assert data["details"]["weights"]["tensors"]["layer0.weight"]["worst_index"] == [0, 0]
     lines = verdict.explain().splitlines()
     assert lines[0] == verdict.summary and len(lines) == len(verdict.explanation)
     assert all(line.startswith("  ") for line in lines[1:])
-    assert verdict.verdict in VERDICTS and PairVerdict.from_dict(data) == verdict
+    assert verdict.verdict in VERDICTS and PairVerdict.from_json(data) == verdict
 
 
 def test_a_nan_loss_on_one_side_is_beyond_any_tolerance(python: Cells, tmp_path: Path) -> None:

@@ -86,15 +86,15 @@ def test_a_traced_pair_over_its_time_bound_misses_the_trace_cost_figure() -> Non
     """At tiny a trace may take 2 s: 1.5 s is met, 2.5 s is missed by 0.50 s; a trace that failed is not timed."""
     import dataclasses
 
-    from harness.judge.targets import check_figures
+    from harness.judge.targets import check_targets
     from tests.twins import golden
 
     result = golden()
     pair = result.cells[0].pair
 
     def cost(trace: PairTrace) -> list[tuple[str, bool, str | None]]:
-        checks = check_figures(dataclasses.replace(result, traces=(trace,)))
-        return [(c.measured, c.met, c.why) for c in checks if c.figure == "trace cost"]
+        checks = check_targets(dataclasses.replace(result, traces=(trace,)))
+        return [(c.measured, c.met, c.why) for c in checks if c.name == "trace cost"]
 
     assert cost(PairTrace(pair, ("python", "r"), seconds=1.5)) == [("1.50 s", True, None)]
     ((measured, met, why),) = cost(PairTrace(pair, ("python", "r"), seconds=2.5))

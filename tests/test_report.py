@@ -242,7 +242,7 @@ def test_cli_table_shows_each_cells_numbers_and_the_stored_ratio() -> None:
     assert "noisy" in next(line for line in text.splitlines() if "│ autocast " in line and "│ python " in line)
     assert "with_autocast-default-cpu" in text and "identical" in text
     assert "parity: 2 pair(s) not compared" not in text
-    assert f"figures: {sum(c.met for c in result.figures)} of {len(result.figures)} met" in text
+    assert f"targets: {sum(c.met for c in result.targets)} of {len(result.targets)} met" in text
 
 
 def test_cli_table_says_no_default_where_there_is_none_not_noisy() -> None:

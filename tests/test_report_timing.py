@@ -86,13 +86,13 @@ def test_an_amp_cell_with_float32_gemms_is_marked() -> None:
 
 def test_figures_met_and_missed_by_how_much() -> None:
     """Planted bridge time and spread past the targets come out as misses with the amount; a slow set-up is not charged."""
-    from harness.judge.targets import CV_MAX, OVERHEAD_MAX_SECONDS, check_figures
+    from harness.judge.targets import CV_MAX, OVERHEAD_MAX_SECONDS, check_targets
 
     python = by_mode(golden())
     slow = dataclasses.replace(python["default"], timing=steady_timing(0.6, spread=0.05, overhead=0.009, setup=0.001))
     steady = dataclasses.replace(python["autocast"], timing=steady_timing(0.6, spread=0.01, overhead=0.021, setup=0.020))
     planted = dataclasses.replace(replace_cells(golden(), {slow.id: slow, steady.id: steady}), wall_seconds=42.0)
-    checks = {(c.figure, c.subject): c for c in check_figures(planted)}
+    checks = {(c.name, c.subject): c for c in check_targets(planted)}
     overhead = checks[("overhead per call", slow.id)]
     assert not overhead.met and overhead.why is not None
     assert overhead.why.startswith(f"missed by {(0.008 - OVERHEAD_MAX_SECONDS) * 1e3:.2f} ms: the bridge (pipe, serialization, rpy2)")
@@ -111,16 +111,16 @@ def test_figures_met_and_missed_by_how_much() -> None:
 
 def test_the_tiny_matrix_figure_names_what_took_the_time_when_missed() -> None:
     """The golden run took 122 s (a busy VM): the miss names both workers' start-up and the reference's seconds."""
-    from harness.judge.targets import check_figures
+    from harness.judge.targets import check_targets
 
-    matrix = next(c for c in check_figures(golden()) if c.subject == "matrix")
+    matrix = next(c for c in check_targets(golden()) if c.subject == "matrix")
     assert not matrix.met and matrix.why is not None
     assert matrix.why.startswith("missed by 61.7 s (python start-up 12.4 s, r start-up 10.7 s; float64 reference ")
 
 
 def test_the_gpu_figure_applies_to_cuda_recipe_only() -> None:
     """A CUDA recipe result is checked against the autocast share of peak, with the profile's GEMM share as the why."""
-    from harness.judge.targets import check_figures
+    from harness.judge.targets import check_targets
 
     spec = dataclasses.replace(golden().spec, device="cuda", preset="recipe", amp_dtype="float16", epochs=3, num_batches=50)
     autocast = by_mode(golden())["autocast"]
@@ -129,7 +129,7 @@ def test_the_gpu_figure_applies_to_cuda_recipe_only() -> None:
     planted = dataclasses.replace(with_record(autocast, device_name="NVIDIA H100 80GB HBM3"), efficiency=efficiency,
                                   gemm_profile={"half_share": 1.0, "gemm_seconds": 0.0006})
     gpu = dataclasses.replace(replace_cells(golden(), {planted.id: planted}), spec=spec)
-    checks = [c for c in check_figures(gpu) if c.figure == "GPU autocast efficiency"]
+    checks = [c for c in check_targets(gpu) if c.name == "GPU autocast efficiency"]
     assert len(checks) == 1 and not checks[0].met
     assert checks[0].measured == "40.0% (300.0 of 750.0 TFLOP/s)"
     assert checks[0].why == (
@@ -137,19 +137,19 @@ def test_the_gpu_figure_applies_to_cuda_recipe_only() -> None:
         "the optimizer and launch gaps, which a peak matmul does not have"
     )
     assert "H100" in checks[0].target
-    assert all(c.figure != "GPU autocast efficiency" for c in check_figures(golden()))
+    assert all(c.name != "GPU autocast efficiency" for c in check_targets(golden()))
 
 
 def test_a_cuda_cell_without_a_measured_peak_misses_the_gpu_figure_saying_why() -> None:
     """With no share of peak (the note says why), the GPU figure is missed with that note as the reason."""
-    from harness.judge.targets import check_figures
+    from harness.judge.targets import check_targets
 
     spec = dataclasses.replace(golden().spec, device="cuda", preset="recipe")
     autocast = by_mode(golden())["autocast"]
     note = "measured share above 100 %: the peak is too low"
     efficiency = Efficiency(1.0, 1.0, 1.0, None, "bfloat16", None, None, note)
     gpu = dataclasses.replace(replace_cells(golden(), {autocast.id: dataclasses.replace(autocast, efficiency=efficiency)}), spec=spec)
-    check = next(c for c in check_figures(gpu) if c.figure == "GPU autocast efficiency")
+    check = next(c for c in check_targets(gpu) if c.name == "GPU autocast efficiency")
     assert (check.met, check.measured, check.why) == (False, "no share of peak", note)
 
 
@@ -158,4 +158,4 @@ def test_report_of_a_result_without_timing_still_renders() -> None:
     untimed = dataclasses.replace(golden(), cells=tuple(dataclasses.replace(c, timing=None) for c in golden().cells))
     text = render_markdown(untimed)
     assert "| no cell was timed |" in text
-    assert "None of the README's figures applies" not in text and "| whole tiny CPU matrix |" in text
+    assert "No performance target applies" not in text and "| whole tiny CPU matrix |" in text

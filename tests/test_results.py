@@ -49,8 +49,8 @@ def test_the_committed_version_3_results_are_read_as_the_current_version(name: s
             assert list(after.record.losses) == before["record"]["losses"]
             assert Path(str(after.record.weights_path)) == (COMMITTED / before["record"]["weights_path"]).resolve()
             assert Path(str(after.record.weights_path)).is_file()
-    assert [p.to_dict() for p in loaded.pairs] == stored["pairs"] and loaded.traces == ()
-    assert loaded.spec.to_dict() == stored["spec"] | {"overflow_point": "backward"}
+    assert [p.to_json() for p in loaded.pairs] == stored["pairs"] and loaded.traces == ()
+    assert loaded.spec.to_json() == stored["spec"] | {"overflow_point": "backward"}
     assert any(c.time_vs_default is not None for c in loaded.cells)
 
 

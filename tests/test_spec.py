@@ -95,16 +95,16 @@ def test_overflow_steps_leave_the_digest_of_specs_without_them_unchanged() -> No
     """The field came later: tiny's digest is still the one from before it, and only a spec that injects gets another."""
     tiny = WorkloadSpec.from_preset("tiny")
     assert tiny.overflow_steps == () and tiny.digest() == "ec001894fdb3196b"
-    injected = WorkloadSpec.from_mapping({"preset": "tiny", "overflow_steps": [3, 7]})
+    injected = WorkloadSpec.from_json({"preset": "tiny", "overflow_steps": [3, 7]})
     assert injected.overflow_steps == (3, 7) and injected.digest() != tiny.digest()
     assert injected.digest(FIXTURE_FIELDS) == tiny.digest(FIXTURE_FIELDS)  # same fixtures
-    assert injected.to_dict()["overflow_steps"] == [3, 7]
+    assert injected.to_json()["overflow_steps"] == [3, 7]
 
 
 def test_round_trip_through_plain_data() -> None:
     """A spec written as JSON and read back is equal, resolved values included."""
     spec = WorkloadSpec.from_preset("recipe", device="cpu", lr=0.01)
-    again = WorkloadSpec.from_mapping(json.loads(json.dumps(spec.to_dict())))
+    again = WorkloadSpec.from_json(json.loads(json.dumps(spec.to_json())))
     assert again == spec
 
 
@@ -139,13 +139,13 @@ def test_empty_mode_list_is_refused_not_an_empty_matrix() -> None:
 )
 def test_every_wrong_json_type_is_a_spec_error(field: str, value: object) -> None:
     """A spec (file) field holding another JSON type is a SpecError naming it, never a TypeError."""
-    data = {**WorkloadSpec.from_preset("tiny").to_dict(), field: value}
+    data = {**WorkloadSpec.from_preset("tiny").to_json(), field: value}
     if value is None:  # null means "the preset's value" for an override; in a stored spec it must be refused
         with pytest.raises(SpecError, match=f"^{field} must be"):
             WorkloadSpec(**data)
         return
     with pytest.raises(SpecError, match=f"^{field} must be"):
-        WorkloadSpec.from_mapping(data)
+        WorkloadSpec.from_json(data)
 
 
 @pytest.mark.parametrize("field", ["lr", "init_scale", "growth_factor", "clip_max_norm"])

@@ -130,6 +130,6 @@ def test_tolerance_is_frozen_plain_data() -> None:
     tol = tolerance_for("default", "cpu", "bfloat16", 20, same_libtorch=True)
     with pytest.raises(dataclasses.FrozenInstanceError):
         tol.loss_rtol = 1.0  # type: ignore[misc]
-    data = json.loads(json.dumps(tol.to_dict()))
+    data = json.loads(json.dumps(tol.to_json()))
     assert data["expected_identical"] is True and data["precision"] == "float32" and data["max_ulps"] == tol.max_ulps
     assert Tolerance(**data) == tol  # every field is plain data and comes back from JSON unchanged

@@ -14,13 +14,13 @@ import io, sys
 import tests.test_compare, tests.test_report, tests.test_report_timing
 from rich.console import Console
 from harness.judge.pairs import compare_result
-from harness.judge.targets import check_figures
+from harness.judge.targets import check_targets
 from harness.views.report import render_markdown
 from harness.views.table import print_result
 from tests.twins import golden
 result = golden()
 assert [v.verdict for v in compare_result(result)] == ["identical", "identical", "unsupported", "unsupported"]
-assert check_figures(result) and "## Pair details" in render_markdown(result)
+assert check_targets(result) and "## Pair details" in render_markdown(result)
 print_result(result, Console(file=io.StringIO()))
 print(sorted(m for m in sys.modules if m == "torch" or m.startswith("torch.")))
 """

@@ -12,11 +12,11 @@ import logging
 import os
 import signal
 import sys
-import traceback
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
+from harness.cli import lines
 from harness.errors import AmpParityError
 
 if TYPE_CHECKING:
@@ -26,32 +26,10 @@ if TYPE_CHECKING:
     from harness.model.result import MatrixResult
     from harness.store.claims import ReportClaim
 
-__all__ = ["exit_status", "exit_with_error", "main", "show_warnings_as_lines"]
+__all__ = ["exit_status", "main"]
 
-_DEBUG = False
 #: What the command has written so far, for the line an interruption prints ("say what exists").
 _WRITTEN: list[str] = []
-
-
-def exit_with_error(err: BaseException, debug: bool | None = None) -> NoReturn:
-    """Print one line for ``err`` (the traceback too under ``--debug``, or when ``debug`` says so) and exit non-zero."""
-    if _DEBUG if debug is None else debug:
-        traceback.print_exception(err)
-    if isinstance(err, AmpParityError):
-        print(f"error: {err}", file=sys.stderr)
-    else:
-        print(f"error: unexpected {type(err).__name__}: {err} (run with --debug for the traceback)", file=sys.stderr)
-    sys.exit(1)
-
-
-def show_warnings_as_lines() -> None:
-    """Print each warning as one ``warning: <message>`` line on stderr (the file and line only under --debug)."""
-    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: object = None, line: object = None) -> None:
-        where = f" ({filename}:{lineno})" if _DEBUG else ""
-        print(f"warning: {message}{where}", file=sys.stderr)
-
-    warnings.showwarning = show
-    warnings.simplefilter("default")
 
 
 def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
@@ -141,15 +119,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     """The command-line entry point."""
-    global _DEBUG
     args = _parser().parse_args(argv)
-    _DEBUG = getattr(args, "debug", False)
+    lines.set_debug(getattr(args, "debug", False))
     _WRITTEN.clear()
     # A kill (SIGTERM) unwinds like Ctrl-C: workers stop, staged files go, no partial result stays.
     signal.signal(signal.SIGTERM, _terminate)
     verbose = getattr(args, "verbose", False)
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    show_warnings_as_lines()
+    lines.show_warnings_as_lines()
     try:
         if args.command == "doctor":
             from harness.cli.doctor import doctor
@@ -160,11 +137,12 @@ def main(argv: list[str] | None = None) -> None:
             return
         if args.command == "report":
             from harness.store.claims import ReportClaim
-            from harness.views.report import report_main
+            from harness.store.result_file import load_result
+            from harness.views.report import REPORT_FILES, write_report
 
             judging = None if args.tolerance_only is None else "tolerance_only" if args.tolerance_only else "strict"
-            with ReportClaim(args.out, args.overwrite, flag="--out") as claim:
-                report_main(args.result, claim.staging, judging, _known(args))
+            with ReportClaim(args.out, REPORT_FILES, args.overwrite, flag="--out") as claim:
+                write_report(load_result(args.result, judging, _known(args)), claim.staging)
                 written = claim.publish()
             _WRITTEN.append(f"the report was written to {written[0]}")
             _print_or_go_quiet(f"report written to {written[0]} ({len(written) - 1} plots beside it)")
@@ -182,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
         _quiet_stdout()  # `... | head` closed our output early: nothing to say, and nobody to say it to
         sys.exit(128 + signal.SIGPIPE)
     except Exception as err:
-        exit_with_error(err)
+        lines.exit_with_error(err)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -190,6 +168,7 @@ def _run(args: argparse.Namespace) -> int:
     from harness.run.prepare import require_device
     from harness.run.runner import MatrixRunner
     from harness.store.claims import ReportClaim, ResultClaim, publish_or_rescue
+    from harness.views.report import REPORT_FILES
     from harness.views.table import make_console, print_result
     from harness.workload.flags import spec_from_args
     from harness.workload.spec import parse_modes
@@ -205,7 +184,7 @@ def _run(args: argparse.Namespace) -> int:
         # Claimed before the first cell and held to the end: a second run for the same --json (or --report) is
         # refused, and a report folder is never the result or its weights folder.
         claim = claimed.enter_context(ResultClaim(args.json, args.overwrite)) if args.json is not None else None
-        reports = claimed.enter_context(ReportClaim(args.report, args.overwrite, result=claim)) if args.report is not None else None
+        reports = claimed.enter_context(ReportClaim(args.report, REPORT_FILES, args.overwrite, result=claim)) if args.report is not None else None
         with MatrixRunner(
             spec, frontends, timeout=args.timeout, staging=claim.staging if claim else None, scaler_lift=args.scaler_lift,
             trace=args.trace, known=_known(args),
@@ -218,7 +197,7 @@ def _run(args: argparse.Namespace) -> int:
                 result, saved, where = publish_or_rescue(result, claim)
                 if where is not None:
                     _WRITTEN.append(f"the result was written to {where}")
-            written = write_report_or_say_why(result, reports, _known(args)) if reports is not None else None  # reads the weights
+            written = write_report_or_say_why(result, reports) if reports is not None else None  # reads the weights
             if reports is not None and reports.published:
                 _WRITTEN.append(f"the report was written to {reports.folder}")
     lines = [line for line in (saved, written, _nothing_ran(result)) if line is not None]
@@ -340,7 +319,7 @@ def _prepare(args: argparse.Namespace) -> None:
     try:
         prepared = prepare_shell_run(args.shell_args, modes, prog=args.shell_of)
     except Exception as err:
-        exit_with_error(err, debug=_DEBUG or "--debug" in args.shell_args)
+        lines.exit_with_error(err, debug=lines.debugging() or "--debug" in args.shell_args)
     print(json.dumps(prepared))
 
 
@@ -361,12 +340,12 @@ def _parse_frontends(values: list[str] | None) -> tuple[str, ...]:
     return parse_choices("frontend", values, tuple(FRONTENDS))
 
 
-def write_report_or_say_why(result: MatrixResult, claim: ReportClaim, known: tuple[KnownDifference, ...] | None = None) -> str:
+def write_report_or_say_why(result: MatrixResult, claim: ReportClaim) -> str:
     """Write the report after the run; a failure is one ``error:`` line, not the loss of the table or the result."""
     from harness.views.report import write_report
 
     try:
-        write_report(result, claim.staging, known=known)
+        write_report(result, claim.staging)
         return f"report written to {claim.publish()[0]}"
     except AmpParityError as err:
         return f"error: {err}"

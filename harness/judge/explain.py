@@ -258,7 +258,7 @@ def _loss_summary(losses: LossFindings) -> str:
 def _details(found: PairFindings, judged: Judgement, failed: list[str], problems: list[str]) -> dict[str, Any]:
     """The verdict's plain-data details (stored in the result's ``pairs``), keys in the order they were always written."""
     names, losses = found.names, found.losses
-    details: dict[str, Any] = {"tolerance": found.tolerance.to_dict(), "judging": judged.judging, "losses": {
+    details: dict[str, Any] = {"tolerance": found.tolerance.to_json(), "judging": judged.judging, "losses": {
         "steps": losses.steps, "max_abs": losses.max_abs, "max_rel": losses.max_rel, "worst_step": losses.worst_step,
         "first_difference_step": losses.first_difference_step, "first_beyond_tolerance_step": losses.first_beyond_tolerance_step,
         "steps_beyond_tolerance": losses.steps_beyond_tolerance, "final": list(losses.final),

@@ -7,14 +7,18 @@ out by hand (no autograd) so nothing here shares code with either frontend.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from harness.model.efficiency import workload_flops
+from harness.model.verdicts import ReferenceDistance, finite_or_none
 from harness.workload.spec import WorkloadSpec
 
-__all__ = ["REFERENCE_MAX_FLOPS", "Reference", "reference_skip_reason", "run_reference"]
+__all__ = ["REFERENCE_MAX_FLOPS", "Reference", "measure_distance", "reference_skip_reason", "relative_loss_errors", "run_reference"]
 
 #: Above this many float64 operations the reference is skipped: NumPy float64 runs at roughly
 #: 5-20 GFLOP/s on 2 cores, so this keeps it under ~10-40 s. ``tiny`` needs ~2e8; ``recipe`` ~2e13.
@@ -99,3 +103,48 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
             step += 1
     final = {f"layer{k}.weight": weights[k] for k in range(n)} | {f"layer{k}.bias": biases[k] for k in range(n)}
     return Reference(losses=losses, weights=final)
+
+
+def relative_loss_errors(losses: Sequence[Any], reference_losses: np.ndarray, skipped: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Each step's relative loss error against ``reference_losses`` (replayed over ``skipped``), and which steps are judged.
+
+    A skipped step's loss may be non-finite (that is why it was skipped) and is not judged; a non-finite loss at a
+    step that was not skipped is judged, and fails. The run's measure (:func:`measure_distance`) and every later
+    judgement (:func:`harness.judge.cells.check_float64`) use this one function, so they cannot disagree.
+
+    Raises:
+        ValueError: the run and the reference have different step counts.
+    """
+    run = np.array([np.nan if v is None else float(v) for v in losses], dtype=np.float64)
+    if run.shape != reference_losses.shape:
+        raise ValueError(f"run has {run.size} losses, reference has {reference_losses.size}")
+    with np.errstate(invalid="ignore", over="ignore"):
+        rel = np.abs(run - reference_losses) / np.maximum(np.abs(reference_losses), np.finfo(np.float64).tiny)
+    judged = np.array([step not in skipped or math.isfinite(run[step]) for step in range(run.size)], dtype=bool)
+    return rel, judged
+
+
+def measure_distance(
+    losses: Sequence[Any], weights: Mapping[str, np.ndarray], reference: Reference, skipped: frozenset[int]
+) -> ReferenceDistance:
+    """How far a run is from ``reference`` (already replayed over ``skipped``): what the result stores, and every
+    judgement of the cell reads.
+
+    The weights part needs the reference's weights, which the result does not keep: it is measured here, once.
+    A tensor missing from ``weights`` or of another shape is infinitely far (its error NaN, stored as ``None``).
+    """
+    rel, judged = relative_loss_errors(losses, reference.losses, skipped)
+    max_loss = float(np.max(rel[judged])) if judged.any() else 0.0  # NaN if any judged step is NaN
+    per_tensor, num, den = {}, 0.0, 0.0
+    for name, ref in reference.weights.items():
+        got = np.asarray(weights[name], dtype=np.float64) if name in weights else np.full_like(ref, np.nan)
+        with np.errstate(over="ignore", invalid="ignore"):
+            diff_sq = float(np.sum((got - ref) ** 2)) if got.shape == ref.shape else math.nan
+        norm_sq = float(np.sum(ref * ref))
+        per_tensor[name] = math.sqrt(diff_sq / norm_sq) if norm_sq > 0 else (0.0 if diff_sq == 0 else math.inf)
+        num, den = num + diff_sq, den + norm_sq
+    weights_err = math.sqrt(num / den) if den > 0 else (0.0 if num == 0 else math.inf)
+    worst = max(per_tensor, key=lambda k: math.inf if math.isnan(per_tensor[k]) else per_tensor[k], default=None)
+    return ReferenceDistance(
+        finite_or_none(max_loss), finite_or_none(weights_err), worst, finite_or_none(per_tensor[worst]) if worst else None
+    )

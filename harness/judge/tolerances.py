@@ -127,7 +127,7 @@ class Tolerance:
     precision: str
     reason: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         """Plain data for a verdict's details and the report."""
         return dataclasses.asdict(self)
 

@@ -2,8 +2,8 @@
 
 A run produces one :class:`MatrixResult`: its spec (a real :class:`~harness.workload.spec.WorkloadSpec`, so
 ``steps`` is read from it, never recomputed), one :class:`CellResult` per matrix cell, the pair and
-figure verdicts, and what the machine was. The modules that compute these things (runner,
-measurements, compare, cell_verdict, figures) import this module; it imports none of them, only leaf
+performance targets, and what the machine was. The modules that compute these things (runner,
+measurements, judge) import this module; it imports none of them, only leaf
 modules (errors, spec, matrix, protocol, result_shape, and the model's own leaves run_record, measured and
 verdicts, whose types it re-exports), so there is no cycle.
 
@@ -29,7 +29,7 @@ from harness.model.record import RECORD_SCHEMA_VERSION, RunRecord
 from harness.model.shape import check_result_shape
 from harness.model.timing import Stats, Timing, TimingProtocol, TimingSamples, ratio
 from harness.model.trace import PairTrace
-from harness.model.verdicts import CELL_OUTCOMES, CellVerdict, FigureCheck, Float64Check, PairVerdict, ReferenceDistance
+from harness.model.verdicts import CELL_OUTCOMES, CellVerdict, Float64Check, PairVerdict, ReferenceDistance, TargetCheck
 from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
 
@@ -38,7 +38,7 @@ __all__ = [
     "CellResult",
     "CellVerdict",
     "Efficiency",
-    "FigureCheck",
+    "TargetCheck",
     "Float64Check",
     "MatrixResult",
     "Memory",
@@ -63,7 +63,9 @@ __all__ = [
 #: ``time_vs_default`` (this cell's time ÷ its frontend's default cell's: what every view shows) and
 #: ``time_vs_default_note`` instead of version 3's inverse, ``speedup_vs_default`` / ``speedup_note``.
 #: Version 5 adds ``traces``: each traced pair's :class:`~harness.model.trace.PairTrace` (where its runs part).
-RESULT_SCHEMA_VERSION = 5
+#: Version 6 renames ``figures`` to ``targets`` (each entry's ``figure`` to ``name``) and adds the worst tensor to each
+#: cell's ``reference_distance``: every verdict is judged on load from what the result stores (:mod:`harness.judge.assess`).
+RESULT_SCHEMA_VERSION = 6
 Json = dict[str, Any]
 
 
@@ -165,7 +167,7 @@ class CellResult:
             wall_seconds=data.get("wall_seconds"), memory=optional("memory", Memory.from_json),
             timing=optional("timing", Timing.from_json), efficiency=optional("efficiency", Efficiency.from_json),
             gemm_profile=optional("gemm_profile", dict), gemm_problem=data.get("gemm_problem"),
-            verdict=optional("verdict", CellVerdict.from_dict),
+            verdict=optional("verdict", CellVerdict.from_json),
             time_vs_default=data.get("time_vs_default"), time_vs_default_note=data.get("time_vs_default_note"),
         )
 
@@ -181,7 +183,7 @@ class CellResult:
             "reference_distance": optional(self.reference_distance), "wall_seconds": self.wall_seconds,
             "memory": optional(self.memory), "timing": optional(self.timing), "efficiency": optional(self.efficiency),
             "gemm_profile": None if self.gemm_profile is None else dict(self.gemm_profile),
-            "gemm_problem": self.gemm_problem, "verdict": None if self.verdict is None else self.verdict.to_dict(),
+            "gemm_problem": self.gemm_problem, "verdict": None if self.verdict is None else self.verdict.to_json(),
             "time_vs_default": self.time_vs_default, "time_vs_default_note": self.time_vs_default_note,
         }
 
@@ -235,7 +237,7 @@ class ReferenceSummary:
 
 @dataclass(frozen=True)
 class MatrixResult:
-    """A whole run: the spec, every cell, the pair and figure verdicts, and the machine it ran on."""
+    """A whole run: the spec, every cell, the pair verdicts and performance targets, and the machine it ran on."""
 
     created: str
     wall_seconds: float
@@ -252,7 +254,7 @@ class MatrixResult:
     cells: tuple[CellResult, ...]
     judging: str
     pairs: tuple[PairVerdict, ...] = ()
-    figures: tuple[FigureCheck, ...] = ()
+    targets: tuple[TargetCheck, ...] = ()
     #: The traced pairs (every pair that was not identical, and those a known difference covers).
     traces: tuple[PairTrace, ...] = ()
 
@@ -294,16 +296,15 @@ class MatrixResult:
             raise ResultError(f"{source} has result schema version {data.get('schema_version')!r}, not {RESULT_SCHEMA_VERSION}: "
                               "read it with harness.store.result_file.load_result, which upgrades older versions.")
         try:
-            protocol = data["protocol"]
             return cls(
-                created=data["created"], wall_seconds=data["wall_seconds"], spec=WorkloadSpec.from_mapping(data["spec"]),
+                created=data["created"], wall_seconds=data["wall_seconds"], spec=WorkloadSpec.from_json(data["spec"]),
                 spec_digest=data["spec_digest"], fixture=dict(data["fixture"]), environment=dict(data["environment"]),
-                protocol=TimingProtocol(**{f.name: protocol[f.name] for f in dataclasses.fields(TimingProtocol)}),
+                protocol=TimingProtocol.from_json(data["protocol"]),
                 workers=dict(data["workers"]), peaks=Peaks.from_json(data["peaks"]),
                 reference=ReferenceSummary.from_json(data["reference"]), reference_seconds=data["reference_seconds"],
                 warnings=tuple(data["warnings"]), cells=tuple(CellResult.from_json(c) for c in data["cells"]),
-                judging=data["judging"], pairs=tuple(PairVerdict.from_dict(p) for p in data.get("pairs") or ()),
-                figures=tuple(FigureCheck(**f) for f in data.get("figures") or ()),
+                judging=data["judging"], pairs=tuple(PairVerdict.from_json(p) for p in data.get("pairs") or ()),
+                targets=tuple(TargetCheck.from_json(t) for t in data.get("targets") or ()),
                 traces=tuple(PairTrace.from_json(t) for t in data["traces"]),
             )
         except (KeyError, TypeError, ValueError) as err:
@@ -316,11 +317,11 @@ class MatrixResult:
         """The result as stored (weights paths as they are in memory; :func:`harness.store.result_file.save_result` relativizes them)."""
         return {
             "schema_version": RESULT_SCHEMA_VERSION, "created": self.created, "wall_seconds": self.wall_seconds,
-            "spec": self.spec.to_dict(), "spec_digest": self.spec_digest, "fixture": dict(self.fixture),
-            "environment": dict(self.environment), "protocol": self.protocol.to_dict(), "workers": dict(self.workers),
+            "spec": self.spec.to_json(), "spec_digest": self.spec_digest, "fixture": dict(self.fixture),
+            "environment": dict(self.environment), "protocol": self.protocol.to_json(), "workers": dict(self.workers),
             "peaks": self.peaks.to_json(), "reference": self.reference.to_json(), "reference_seconds": self.reference_seconds,
             "warnings": list(self.warnings), "cells": [c.to_json() for c in self.cells], "judging": self.judging,
-            "pairs": [p.to_dict() for p in self.pairs], "figures": [f.to_dict() for f in self.figures],
+            "pairs": [p.to_json() for p in self.pairs], "targets": [t.to_json() for t in self.targets],
             "traces": [t.to_json() for t in self.traces],
         }
 

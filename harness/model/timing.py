@@ -273,7 +273,12 @@ class TimingProtocol:
         if not isinstance(self.max_seconds, (int, float)) or not math.isfinite(self.max_seconds) or self.max_seconds <= 0:
             raise UsageError("max_seconds", self.max_seconds, "a positive number of seconds")
 
-    def to_dict(self) -> dict[str, Any]:
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TimingProtocol:
+        """The protocol a result stored (what :meth:`to_json` adds for readers is not read back)."""
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
+
+    def to_json(self) -> dict[str, Any]:
         """Plain data for the result, with how GC and threads were handled."""
         return dataclasses.asdict(self) | {
             "gc": "python: collector off inside the loop; r: collected before the loop, seconds in GC recorded",

@@ -1,4 +1,4 @@
-"""The stored verdicts: what judging a pair, a cell and a figure found, as the result keeps it.
+"""The stored verdicts: what judging a pair, a cell and a performance target found, as the result keeps it.
 
 A leaf module (it imports no judging and no process code), so the result model
 (:mod:`harness.model.result`) and the modules that compute verdicts (:mod:`harness.judge.pairs`,
@@ -17,7 +17,7 @@ __all__ = [
     "CELL_OUTCOMES",
     "MEASURED_STEPS",
     "CellVerdict",
-    "FigureCheck",
+    "TargetCheck",
     "Float64Bound",
     "Float64Check",
     "PairVerdict",
@@ -61,15 +61,15 @@ class PairVerdict:
         return self.summary.partition(" — ")[2] or self.verdict
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> PairVerdict:
-        """The verdict stored in a result's ``pairs`` (the inverse of :meth:`to_dict`)."""
+    def from_json(cls, data: Mapping[str, Any]) -> PairVerdict:
+        """The verdict stored in a result's ``pairs`` (the inverse of :meth:`to_json`)."""
         return cls(
             pair=data["pair"], script=data["script"], mode=data["mode"], device=data["device"],
             frontends=(data["frontends"][0], data["frontends"][1]), verdict=data["verdict"],
             explanation=list(data["explanation"]), details=dict(data["details"]),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         """Plain data (JSON-ready)."""
         return {
             "pair": self.pair, "script": self.script, "mode": self.mode, "device": self.device,
@@ -83,17 +83,22 @@ class PairVerdict:
 
 
 @dataclass(frozen=True)
-class FigureCheck:
-    """One figure checked on one subject (a cell or the whole matrix)."""
+class TargetCheck:
+    """One performance target checked on one subject (a cell or the whole matrix): ``name`` the target, ``target`` what it asks."""
 
-    figure: str
+    name: str
     subject: str
     target: str
     measured: str
     met: bool
     why: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TargetCheck:
+        """The inverse of :meth:`to_json`."""
+        return cls(str(data["name"]), str(data["subject"]), str(data["target"]), str(data["measured"]), bool(data["met"]), data.get("why"))
+
+    def to_json(self) -> dict[str, Any]:
         """Plain data for the result and the report."""
         return asdict(self)
 
@@ -112,23 +117,23 @@ class Float64Check:
     bound: Float64Bound
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         """Plain data for the result (non-finite errors as None, JSON has no NaN)."""
         return {
             "passed": self.passed, "max_rel_loss_error": finite_or_none(self.max_rel_loss_error),
             "final_weights_rel_error": finite_or_none(self.final_weights_rel_error), "first_step_beyond": self.first_step_beyond,
             "worst_tensor": self.worst_tensor, "worst_tensor_rel_error": finite_or_none(self.worst_tensor_rel_error),
-            "replayed_skipped_steps": list(self.replayed_skipped_steps), "bound": self.bound.to_dict(), "message": self.message,
+            "replayed_skipped_steps": list(self.replayed_skipped_steps), "bound": self.bound.to_json(), "message": self.message,
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Float64Check:
-        """The inverse of :meth:`to_dict`."""
+    def from_json(cls, data: Mapping[str, Any]) -> Float64Check:
+        """The inverse of :meth:`to_json`."""
         return cls(
             passed=bool(data["passed"]), max_rel_loss_error=_nan(data["max_rel_loss_error"]),
             final_weights_rel_error=_nan(data["final_weights_rel_error"]), first_step_beyond=data["first_step_beyond"],
             worst_tensor=data["worst_tensor"], worst_tensor_rel_error=data["worst_tensor_rel_error"],
-            replayed_skipped_steps=tuple(data["replayed_skipped_steps"]), bound=Float64Bound(**data["bound"]),
+            replayed_skipped_steps=tuple(data["replayed_skipped_steps"]), bound=Float64Bound.from_json(data["bound"]),
             message=str(data["message"]),
         )
 
@@ -155,20 +160,20 @@ class CellVerdict:
         """True when a check failed: the run exits 1."""
         return self.outcome == "fail"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         """Plain data for the result's cell (``verdict``)."""
         return {
             "cell": self.cell, "outcome": self.outcome, "reason": self.reason,
-            "float64": self.float64.to_dict() if self.float64 else None, "scaler": self.scaler.to_dict() if self.scaler else None,
+            "float64": self.float64.to_json() if self.float64 else None, "scaler": self.scaler.to_json() if self.scaler else None,
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CellVerdict:
-        """The verdict stored in a result's cell (the inverse of :meth:`to_dict`)."""
+    def from_json(cls, data: Mapping[str, Any]) -> CellVerdict:
+        """The verdict stored in a result's cell (the inverse of :meth:`to_json`)."""
         return cls(
             cell=str(data["cell"]), outcome=str(data["outcome"]), reason=str(data["reason"]),
-            float64=Float64Check.from_dict(data["float64"]) if data.get("float64") else None,
-            scaler=ScalerCheck.from_dict(data["scaler"]) if data.get("scaler") else None,
+            float64=Float64Check.from_json(data["float64"]) if data.get("float64") else None,
+            scaler=ScalerCheck.from_json(data["scaler"]) if data.get("scaler") else None,
         )
 
     def lines(self) -> list[str]:
@@ -195,21 +200,32 @@ def _nan(value: float | None) -> float:
 
 @dataclass(frozen=True)
 class ReferenceDistance:
-    """A cell's distance from float64: max relative loss error over the judged steps, weights relative L2 error."""
+    """A cell's distance from float64, as the run measured it: what its own verdict is judged from, on every load.
+
+    ``max_rel_loss_error``: the largest relative loss error over the judged steps (recomputable from the stored
+    losses, and checked against them on load). ``final_weights_rel_error``: the relative L2 error of all final
+    weights together, and ``worst_tensor`` the tensor furthest from float64 (``worst_tensor_rel_error``): these
+    need the reference's weights, which the result does not keep, so they are stored as measured. Non-finite
+    values are ``None`` (JSON has no NaN).
+    """
 
     max_rel_loss_error: float | None
     final_weights_rel_error: float | None
+    worst_tensor: str | None = None
+    worst_tensor_rel_error: float | None = None
 
     @classmethod
     def from_check(cls, check: Float64Check) -> ReferenceDistance:
         """The distance a float64 check measured (non-finite as ``None``)."""
         distance = check.distance()
-        return cls(distance["max_rel_loss_error"], distance["final_weights_rel_error"])
+        return cls(distance["max_rel_loss_error"], distance["final_weights_rel_error"], check.worst_tensor,
+                   finite_or_none(check.worst_tensor_rel_error))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReferenceDistance:
         """The inverse of :meth:`to_json`."""
-        return cls(data["max_rel_loss_error"], data["final_weights_rel_error"])
+        return cls(data["max_rel_loss_error"], data["final_weights_rel_error"], data.get("worst_tensor"),
+                   data.get("worst_tensor_rel_error"))
 
     def to_json(self) -> dict[str, Any]:
         """Plain data."""
@@ -228,7 +244,7 @@ class ScalerCheck:
     recorded: float | None
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         """Plain data for the cell verdict."""
         return {
             "passed": self.passed, "steps": self.steps, "skipped_steps": list(self.skipped_steps),
@@ -236,8 +252,8 @@ class ScalerCheck:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ScalerCheck:
-        """The inverse of :meth:`to_dict`."""
+    def from_json(cls, data: dict[str, Any]) -> ScalerCheck:
+        """The inverse of :meth:`to_json`."""
         return cls(
             passed=bool(data["passed"]), steps=int(data["steps"]), skipped_steps=tuple(data["skipped_steps"]),
             first_step=data["first_step"], expected=data["expected"], recorded=data["recorded"], message=str(data["message"]),
@@ -266,7 +282,12 @@ class Float64Bound:
         """The loss bound after ``step + 1`` steps: the base bound, growing linearly past MEASURED_STEPS."""
         return self.loss_rtol / bound_growth(self.steps) * bound_growth(step + 1)
 
-    def to_dict(self) -> dict[str, Any]:
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Float64Bound:
+        """The inverse of :meth:`to_json`."""
+        return cls(float(data["loss_rtol"]), float(data["weight_rtol"]), str(data["precision"]), int(data["steps"]), str(data["reason"]))
+
+    def to_json(self) -> dict[str, Any]:
         """Plain data for a cell verdict's details."""
         return dataclasses.asdict(self)
 

@@ -64,7 +64,7 @@ class Availability:
             return f"R torch's libtorch fails to load ({self.r.get('libtorch_error')}): in R, torch::install_torch(reinstall = TRUE)"
         return None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         """Plain data for the result's ``environment``."""
         return {
             "python_version": self.python_version, "platform": platform.platform(),

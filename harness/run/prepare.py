@@ -49,7 +49,7 @@ def prepare_run_spec(
     if save_weights and weights_out is None:  # a fresh name, not a folder: a call that never runs the script leaves nothing behind
         weights_out = Path(tempfile.gettempdir()) / f"amp-parity-final-weights-{secrets.token_hex(6)}.safetensors"
     return {
-        **spec.to_dict(), "fixture_path": str(fixture.path), "weights_out": str(weights_out) if save_weights else None,
+        **spec.to_json(), "fixture_path": str(fixture.path), "weights_out": str(weights_out) if save_weights else None,
         "scaler_lift": scaler_lift,
     }
 

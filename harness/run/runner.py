@@ -21,19 +21,19 @@ from safetensors.numpy import load_file
 
 from harness.errors import ScriptError, WorkerError
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
-from harness.judge.cells import check_float64, judge_cell
+from harness.judge.assess import assess_result
+from harness.judge.cells import judge_cell
 from harness.judge.known_differences import KnownDifference, load_known_differences
 from harness.judge.pairs import compare_result, needs_trace
 from harness.judge.record_check import SCALER_MODES, judge_record
-from harness.judge.reference import Reference, reference_skip_reason, run_reference
-from harness.judge.targets import check_figures
-from harness.judge.tolerances import DEFAULT_JUDGING, check_judging, float64_bound_for
+from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference
+from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
 from harness.model.efficiency import cell_efficiency
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, MatrixResult, Memory, Peaks, ReferenceSummary, Status, with_time_vs_default
 from harness.model.timing import TimingProtocol
 from harness.model.trace import PairTrace
-from harness.model.verdicts import Float64Check, PairVerdict, ReferenceDistance
+from harness.model.verdicts import PairVerdict
 from harness.run.availability import Availability, probe, r_required
 from harness.run.measure import measure_peaks, profile_cells, time_cells
 from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
@@ -131,20 +131,17 @@ class MatrixRunner:
             created=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
             wall_seconds=time.perf_counter() - self._created, spec=self.spec, spec_digest=self.spec.digest(),
             fixture={"path": str(self.fixture.path), "sha256": self.fixture.sha256, "digest": self.fixture.digest},
-            environment=self.availability.to_dict(), protocol=protocol, workers=self.pool.worker_info(), peaks=peaks,
+            environment=self.availability.to_json(), protocol=protocol, workers=self.pool.worker_info(), peaks=peaks,
             reference=self.reference_summary(), reference_seconds=self.reference_seconds,
             warnings=tuple(collect_warnings(cells, self.spec)), cells=tuple(cells), judging=judging,
         )
-        pairs = compare_result(result, known=self.known)
         if self.trace or trace_all:
+            pairs = compare_result(result, known=self.known)  # which pairs need a trace
             chosen = [p for p in pairs if needs_trace(p, self.known) or (trace_all and p.verdict == "identical")]
-            traces = self.trace_pairs(result, chosen, progress)
-            if traces:
-                result = dataclasses.replace(result, traces=traces)
-                pairs = compare_result(result, known=self.known)
-        # The matrix's wall time includes its traces: the whole-matrix figure is what a user waits for.
-        result = dataclasses.replace(result, pairs=tuple(pairs), wall_seconds=time.perf_counter() - self._created)
-        return dataclasses.replace(result, figures=tuple(check_figures(result)))
+            result = dataclasses.replace(result, traces=self.trace_pairs(result, chosen, progress))
+        # The matrix's wall time includes its traces: the whole-matrix target is what a user waits for.
+        result = dataclasses.replace(result, wall_seconds=time.perf_counter() - self._created)
+        return assess_result(result, known=self.known)
 
     def trace_pairs(
         self, result: MatrixResult, verdicts: Sequence[PairVerdict], on_progress: Callable[[str], None] | None = None
@@ -163,16 +160,16 @@ class MatrixRunner:
     def run_cell(self, cell: Cell) -> CellResult:
         """Run one cell (the record call); its ``status`` says how it ended (it never raises), its ``verdict``
         how it stands on its own (:mod:`harness.judge.cells`)."""
-        outcome, float64 = self._run_cell(cell)
-        return dataclasses.replace(outcome, verdict=judge_cell(outcome, self.spec, float64, self.reference_reason))
+        outcome = self._run_cell(cell)
+        return dataclasses.replace(outcome, verdict=judge_cell(outcome, self.spec, self.reference_summary()))
 
-    def _run_cell(self, cell: Cell) -> tuple[CellResult, Float64Check | None]:
-        """The record call, and the cell's float64 check when it has one (its verdict is judged from both)."""
+    def _run_cell(self, cell: Cell) -> CellResult:
+        """The record call, and the cell's distance from float64 where it has a reference (what its verdict is judged from)."""
         reason = self.pool.unavailable_reason(cell.frontend)
         if reason is not None:
             if cell.frontend == "r" and r_required():
-                return CellResult(cell, Status.ERROR, reason + " (AMP_PARITY_REQUIRE_R=1 makes this a failure)"), None
-            return CellResult(cell, Status.SKIPPED, reason), None
+                return CellResult(cell, Status.ERROR, reason + " (AMP_PARITY_REQUIRE_R=1 makes this a failure)")
+            return CellResult(cell, Status.SKIPPED, reason)
         worker = self.pool.worker(cell.frontend)
         try:
             worker.start()  # start-up (R, library(torch), import torch) is not part of a cell's time
@@ -182,14 +179,14 @@ class MatrixRunner:
             known = self.pool.declared_unsupported(cell)
             # One line: R's cli messages carry their hints (the 'i' bullets) on lines of their own.
             reason = " ".join(err.frontend_message.split()) if known else str(err)
-            return CellResult(cell, Status.UNSUPPORTED if known else Status.ERROR, reason), None
+            return CellResult(cell, Status.UNSUPPORTED if known else Status.ERROR, reason)
         except WorkerError as err:
-            return CellResult(cell, Status.ERROR, str(err)), None
+            return CellResult(cell, Status.ERROR, str(err))
         wall_seconds = time.perf_counter() - start
         memory = self.pool.last_memory(cell.frontend) | {"cuda_peak_bytes": raw.get("peak_memory_bytes") if isinstance(raw, dict) else None}
         status, reason = judge_record(raw, self.spec, cell)
         if status is Status.ERROR:
-            return CellResult(cell, status, reason, wall_seconds=wall_seconds, memory=Memory.from_json(memory)), None
+            return CellResult(cell, status, reason, wall_seconds=wall_seconds, memory=Memory.from_json(memory))
         record = RunRecord.from_json(raw)
         if self.pool.declared_unsupported(cell) and record.lifted_check is None:
             reason = f"declared unsupported for {cell.frontend}, but it ran: update the Frontend registry"
@@ -198,11 +195,10 @@ class MatrixRunner:
         skipped = record.skipped_step_indices
         reference = self.reference(clip=cell.mode == "autocast_scaler_clip", skipped=skipped)
         if reference is None or status is not Status.OK:
-            return outcome, None
+            return outcome
         assert record.weights_path is not None
-        bound = float64_bound_for(cell.mode, cell.device, str(self.spec.amp_dtype), self.spec.steps)
-        float64 = check_float64(list(record.losses), load_file(record.weights_path), reference, bound, skipped)
-        return dataclasses.replace(outcome, reference_distance=ReferenceDistance.from_check(float64)), float64
+        distance = measure_distance(list(record.losses), load_file(record.weights_path), reference, skipped)
+        return dataclasses.replace(outcome, reference_distance=distance)
 
     def reference(self, clip: bool, skipped: frozenset[int] = frozenset()) -> Reference | None:
         """The float64 trajectory (with or without clipping, replaying ``skipped`` steps), computed once

@@ -30,6 +30,7 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -241,18 +242,17 @@ def _named_by_result(result_path: Path, folder: Path) -> list[str] | None:
     return [Path(p).name for p in paths if os.path.dirname(os.path.abspath(result_path.parent / p)) == where]
 
 
-def check_report_folder(folder: Path, overwrite: bool = False, flag: str = "--report") -> None:
+def check_report_folder(folder: Path, files: Sequence[str], overwrite: bool = False, flag: str = "--report") -> None:
     """Refuse, before any cell runs, a report folder that cannot be written or whose report would replace a file unasked.
 
-    Missing folders are fine (the report creates them): they are created to prove it, then removed.
-    An existing ``report.md`` or plot is replaced only with ``--overwrite``, and only if it is a regular file.
+    ``files``: the names a report consists of, its document first (the view that draws it owns them:
+    :data:`harness.views.report.REPORT_FILES`). Missing folders are fine (the report creates them): they are created
+    to prove it, then removed. An existing report file is replaced only with ``--overwrite``, and only if it is a regular file.
 
     Raises:
         UsageError: ``folder`` (or a parent) is a file.
         ResultError: it cannot be created or written, or holds a report and ``overwrite`` is false.
     """
-    from harness.views.report import PLOT_FILES, REPORT_FILE
-
     folder = Path(folder)
     missing, existing = [], folder
     while not os.path.lexists(existing) and existing != existing.parent:
@@ -261,7 +261,7 @@ def check_report_folder(folder: Path, overwrite: bool = False, flag: str = "--re
     if not existing.is_dir():
         where = "it is" if existing == folder else f"{existing} is"
         raise UsageError(flag, str(folder), f"a folder (or one to create), but {where} {_kind(existing)}")
-    for name in (REPORT_FILE, *PLOT_FILES) if not missing else ():
+    for name in files if not missing else ():
         present = folder / name
         if not os.path.lexists(present):
             continue
@@ -276,7 +276,7 @@ def check_report_folder(folder: Path, overwrite: bool = False, flag: str = "--re
     try:
         for part in reversed(missing):
             part.mkdir()
-        probe_atomic(folder / REPORT_FILE)
+        probe_atomic(folder / files[0])
     except OSError as err:
         raise ResultError(f"cannot write the report in {folder}: {os_error_text(err)}. Choose another {flag} folder.") from err
     finally:
@@ -361,6 +361,7 @@ class ReportClaim(_Claim):
     that appeared meanwhile unless ``--overwrite`` was given. Folders the claim created are removed again
     if no report was published (an interrupted or failed run leaves no empty folder).
 
+    ``files``: the names a report consists of, its document first (see :func:`check_report_folder`).
     ``result``: the run's result claim; its path and weights folder (and any other result's weights folder)
     can never be a report folder.
 
@@ -369,16 +370,19 @@ class ReportClaim(_Claim):
         ResultError: it cannot be created or written, holds a report and ``overwrite`` is false, or another run holds it.
     """
 
-    def __init__(self, folder: Path, overwrite: bool = False, flag: str = "--report", result: ResultClaim | None = None) -> None:
+    def __init__(
+        self, folder: Path, files: Sequence[str], overwrite: bool = False, flag: str = "--report", result: ResultClaim | None = None
+    ) -> None:
         self.folder = Path(folder)
+        self.files = tuple(files)
         self.overwrite = overwrite
         self.flag = flag
         self.published = False
         self._created: list[Path] = []
         self._lock: Lock | None = None
         self._staging: StagingDir | None = None
-        _refuse_report_place(self.folder, flag, result)
-        check_report_folder(self.folder, overwrite, flag)
+        _refuse_report_place(self.folder, self.files, flag, result)
+        check_report_folder(self.folder, self.files, overwrite, flag)
         try:
             missing = []
             part = self.folder
@@ -399,15 +403,14 @@ class ReportClaim(_Claim):
             raise
 
     def publish(self) -> list[Path]:
-        """Move the staged report into the folder (plots first, ``report.md`` last); return ``report.md``, then the plots.
+        """Move the staged report into the folder (its document last); return the document, then the other files.
 
         Raises:
             ResultError: a report file appeared in the folder during the run and ``--overwrite`` was not given
                 (or is not a regular file); nothing is moved then. Or it could not be moved (then nothing stays moved).
         """
-        from harness.views.report import PLOT_FILES, REPORT_FILE
-
-        names = [name for name in (*PLOT_FILES, REPORT_FILE) if (self.staging / name).is_file()]
+        document = self.files[0]
+        names = [name for name in (*self.files[1:], document) if (self.staging / name).is_file()]
         for name in names:
             self._check_target(self.folder / name)
         moved: list[Path] = []
@@ -422,7 +425,7 @@ class ReportClaim(_Claim):
             _unmove(moved, self.staging)
             raise ResultError(f"cannot write the report in {self.folder}: {os_error_text(err)}. Choose another {self.flag} folder.") from err
         self.published = True
-        return [p for p in moved if p.name == REPORT_FILE] + [p for p in moved if p.name != REPORT_FILE]
+        return [p for p in moved if p.name == document] + [p for p in moved if p.name != document]
 
     def _check_target(self, target: Path) -> None:
         if not os.path.lexists(target):
@@ -450,18 +453,16 @@ class ReportClaim(_Claim):
         self._created = []
 
 
-def _refuse_report_place(folder: Path, flag: str, result: ResultClaim | None) -> None:
+def _refuse_report_place(folder: Path, files: tuple[str, ...], flag: str, result: ResultClaim | None) -> None:
     """Refuse a report folder that is the run's result, inside its weights folder, or any amp-parity weights folder:
     a report there would be overwritten by the result, or make every later ``--overwrite`` refuse the folder."""
-    from harness.views.report import PLOT_FILES, REPORT_FILE
-
     real = Path(os.path.realpath(folder))
     if result is not None:
         allowed = f"a folder apart from the result (--json {result.path}) and its weights folder {result.weights_dir}"
         weights = Path(os.path.realpath(result.weights_dir))
         if real == Path(os.path.realpath(result.path)) or real == weights or weights in real.parents:
             raise UsageError(flag, str(folder), allowed)
-        if Path(os.path.realpath(result.path)).parent == real and result.path.name in (REPORT_FILE, *PLOT_FILES):
+        if Path(os.path.realpath(result.path)).parent == real and result.path.name in files:
             raise UsageError(flag, str(folder), f"a folder where no report file is the result (--json {result.path})")
     for part in (real, *real.parents):
         if os.path.lexists(part / MARKER_FILE):

@@ -1,21 +1,21 @@
 """A loaded result's derived numbers, recomputed from their inputs: one that disagrees is refused, naming its field.
 
-``report`` judges the pairs again from the cells, but it shows many other stored numbers as they are: a
-cell's final loss, its timing statistics, its share of the measured peak, its time against the default,
-its own verdict. A file edited by hand (or merged, or written by a broken tool) can hold a ``final_loss``
+Every verdict is judged again on load (:mod:`harness.judge.assess`), but the views show many stored numbers as
+they are: a cell's final loss, its timing statistics, its share of the measured peak, its time against the
+default, its distance from float64. A file edited by hand (or merged, or written by a broken tool) can hold a ``final_loss``
 that is not the last loss, a share of peak of 5.0 (shown as 500 %), negative timings (which "meet" the
 overhead figure), a 1e-9 TFLOP/s peak. Each of these would be printed as if measured.
 
 One rule, applied on load (:func:`harness.store.result_file.load_result`) and nowhere else: every derived number is
 recomputed from its inputs with the same function the run used (:func:`harness.model.timing.RoundLog.summary`,
 :func:`harness.model.efficiency.cell_efficiency`, :func:`harness.model.result.with_time_vs_default`,
-:func:`harness.judge.record_check.judge_record`, :func:`harness.judge.scaler_oracle.check_scale_history`) and must agree with
+:func:`harness.judge.record_check.judge_record`, :func:`harness.judge.reference.relative_loss_errors`) and must agree with
 what is stored; an input (a timed round, a loss, a peak) must be a number that can be measured (finite,
 not negative, a peak above :data:`MIN_PEAK_TFLOPS`). The first that does not is refused in one line::
 
     run.json: cells[3].record.final_loss is 1.5 but its last loss is 1.047628; a result edited by hand? ...
 
-Views then trust what they are given: nothing is judged twice.
+Verdicts are not checked here: they are never read back, only judged again from these numbers.
 """
 
 from __future__ import annotations
@@ -24,14 +24,17 @@ import math
 from collections.abc import Mapping
 from typing import NoReturn
 
+import numpy as np
+
 from harness.errors import ResultError
+from harness.judge.cells import reference_losses_for
 from harness.judge.record_check import SCALER_MODES, describe_loss, judge_record
-from harness.judge.scaler_oracle import check_scale_history
+from harness.judge.reference import relative_loss_errors
 from harness.model.efficiency import Efficiency, cell_efficiency
 from harness.model.record import RECORD_SCHEMA_VERSION
 from harness.model.result import CellResult, MatrixResult, Status, with_time_vs_default
 from harness.model.timing import RoundLog, Timing
-from harness.model.verdicts import CELL_OUTCOMES
+from harness.model.verdicts import finite_or_none
 from harness.workload.spec import SCRIPTS
 
 __all__ = ["MAX_PEAK_TFLOPS", "MIN_PEAK_TFLOPS", "check_consistency"]
@@ -141,7 +144,7 @@ class _Checker:
         if cell.memory is not None:
             for name in ("peak_rss_bytes", "rss_before_bytes", "cuda_peak_bytes"):
                 self.number(f"{where}.memory.{name}", getattr(cell.memory, name), optional=True)
-        self.verdict(where, cell)
+        self.distance(where, cell)
 
     def record(self, where: str, cell: CellResult) -> None:
         record, spec = cell.record, self.result.spec
@@ -217,37 +220,17 @@ class _Checker:
             self.refuse(where, stored, f"there is no ratio to show: {again.time_vs_default_note}")
         self.same(where, stored, again.time_vs_default, "its loop median over its frontend's default cell's")
 
-    def verdict(self, where: str, cell: CellResult) -> None:
-        verdict = cell.verdict
-        if verdict is None:
+    def distance(self, where: str, cell: CellResult) -> None:
+        """A cell's stored loss distance from float64 is the one its losses and the stored reference give."""
+        distance, record = cell.reference_distance, cell.record
+        losses = reference_losses_for(cell, self.result.reference) if record is not None else None
+        if distance is None or record is None or losses is None or len(losses) != len(record.losses):
             return
-        where = f"{where}.verdict"
-        if verdict.cell != cell.id:
-            self.refuse(f"{where}.cell", verdict.cell, f"it is the verdict of {cell.id}")
-        if verdict.outcome not in CELL_OUTCOMES:
-            self.refuse(f"{where}.outcome", verdict.outcome, f"an outcome is one of {', '.join(CELL_OUTCOMES)}")
-        checks = [c for c in (verdict.float64, verdict.scaler) if c is not None]
-        if not cell.ok or cell.record is None:
-            expected = "not_judged"
-        else:
-            expected = "fail" if any(not c.passed for c in checks) else "pass" if checks else "not_judged"
-        self.same(f"{where}.outcome", verdict.outcome, expected, "with its checks, it")
-        float64 = verdict.float64
-        if float64 is not None:
-            self.number(f"{where}.float64.max_rel_loss_error", float64.max_rel_loss_error, optional=not float64.passed
-                        and math.isnan(float64.max_rel_loss_error))
-            self.number(f"{where}.float64.final_weights_rel_error", float64.final_weights_rel_error,
-                        optional=not float64.passed and math.isnan(float64.final_weights_rel_error))
-            within = float64.first_step_beyond is None and float64.final_weights_rel_error <= float64.bound.weight_rtol
-            self.same(f"{where}.float64.passed", float64.passed, within, "with its first step beyond the bound and its weights error, it")
-            if cell.reference_distance is not None:
-                distance = float64.distance()
-                for name in ("max_rel_loss_error", "final_weights_rel_error"):
-                    self.same(f"{where[: -len('.verdict')]}.reference_distance.{name}", getattr(cell.reference_distance, name),
-                              distance[name], "its verdict's float64 check says it")
-        if verdict.scaler is not None and cell.record is not None:
-            again = check_scale_history(cell.record.to_json(), self.result.spec.to_dict())
-            self.same(f"{where}.scaler.passed", verdict.scaler.passed, again.passed, "GradScaler's rule on its record says it")
+        self.number(f"{where}.reference_distance.final_weights_rel_error", distance.final_weights_rel_error, optional=True)
+        rel, judged = relative_loss_errors(list(record.losses), losses, record.skipped_step_indices)
+        again = float(np.max(rel[judged])) if judged.any() else 0.0
+        self.same(f"{where}.reference_distance.max_rel_loss_error", distance.max_rel_loss_error, finite_or_none(again),
+                  "recomputed from its losses and the stored reference's, it")
 
 
 def _is_number(value: object) -> bool:

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.errors import ResultError
 from harness.files.atomic import write_json_atomic
 from harness.files.json_read import JsonFileError, JsonSyntaxError, read_json_file
+from harness.judge.assess import assess_result
+from harness.judge.known_differences import KnownDifference
 from harness.judge.tolerances import DEFAULT_JUDGING
 from harness.model.result import RESULT_SCHEMA_VERSION, MatrixResult
 from harness.model.shape import check_result_shape
@@ -91,11 +93,17 @@ def is_result_file(path: Path) -> bool:
     return isinstance(data, dict) and "schema_version" in data and "cells" in data
 
 
-def load_result(path: Path) -> MatrixResult:
-    """Read a result file of this schema version or an older one (upgraded on the way), weights paths made absolute.
+def load_result(path: Path, judging: str | None = None, known: Sequence[KnownDifference] | None = None) -> MatrixResult:
+    """Read a result file of this schema version or an older one (upgraded on the way), weights paths made absolute,
+    and judge it: every verdict is judged again from what the file stores (:func:`harness.judge.assess.assess_result`,
+    under ``judging``, by default the policy the run recorded, and ``known``, by default the committed list).
+
+    The verdicts the file holds are never read back: a result is judged the same way however it was written.
 
     Raises:
         ResultError: unreadable, not a result, from a newer harness, or missing what a result holds (one line each).
+        UsageError: an unknown judging policy.
+        KnownDifferencesError: the committed known-differences list cannot be read.
     """
     path = Path(path)
     try:
@@ -124,7 +132,7 @@ def load_result(path: Path) -> MatrixResult:
     check_consistency(result, str(path))
     if version >= _FIRST_MARKED_VERSION:
         _check_weights_owner(result, path)
-    return result
+    return assess_result(result, judging, known)
 
 
 def _check_weights_owner(result: MatrixResult, path: Path) -> None:
@@ -206,6 +214,22 @@ def _update_to_5(data: dict[str, Any], path: Path) -> dict[str, Any]:
     return data | {"schema_version": 5, "traces": [], "spec": {"overflow_point": "backward"} | spec}
 
 
+def _update_to_6(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Version 5 → 6: ``figures`` becomes ``targets`` (each entry's ``figure`` its ``name``), and each cell's
+    ``reference_distance`` gets the worst tensor its float64 check named (what a cell is judged from on load)."""
+    targets = [({"name": f.get("figure")} | {k: v for k, v in f.items() if k != "figure"}) if isinstance(f, dict) else f
+               for f in data.get("figures") or ()]
+    cells = []
+    for cell in data["cells"]:
+        distance, verdict = cell.get("reference_distance"), cell.get("verdict")
+        float64 = verdict.get("float64") if isinstance(verdict, dict) else None
+        if isinstance(distance, dict) and isinstance(float64, dict):
+            distance = distance | {"worst_tensor": float64.get("worst_tensor"), "worst_tensor_rel_error": float64.get("worst_tensor_rel_error")}
+        cells.append(cell | {"reference_distance": distance})
+    upgraded = {k: v for k, v in data.items() if k != "figures"}
+    return upgraded | {"schema_version": 6, "targets": targets, "cells": cells}
+
+
 def _stored_number(value: Any, path: Path, where: str) -> float | None:
     """``value`` if it is a number or null; an upgrade step computes with it.
 
@@ -219,7 +243,7 @@ def _stored_number(value: Any, path: Path, where: str) -> float | None:
 
 
 #: The step that upgrades a file of each older version by one.
-_UPDATES: dict[int, Callable[[dict[str, Any], Path], dict[str, Any]]] = {2: _update_to_3, 3: _update_to_4, 4: _update_to_5}
+_UPDATES: dict[int, Callable[[dict[str, Any], Path], dict[str, Any]]] = {2: _update_to_3, 3: _update_to_4, 4: _update_to_5, 5: _update_to_6}
 
 
 def _map_stored_weights_paths(result: dict[str, Any], change: Callable[[str], str]) -> dict[str, Any]:

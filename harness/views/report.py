@@ -1,4 +1,4 @@
-"""The report of a result: ``report.md`` (the parity tracker) and its PNG plots, in one folder.
+"""The report of a judged result: ``report.md`` (the parity tracker) and its PNG plots, in one folder.
 
 The markdown says, for every cell, how it ended and how it stands on its own (its float64 bound and,
 for a scaler cell, GradScaler's rule: :mod:`harness.judge.cells`), for every pair, the verdict and why; then the
@@ -14,21 +14,17 @@ from pathlib import Path
 
 from harness.errors import ResultError
 from harness.files.atomic import atomic_path
-from harness.judge.known_differences import KnownDifference
-from harness.judge.pairs import compare_result
-from harness.judge.tolerances import DEFAULT_JUDGING
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.timing import ratio
 from harness.model.verdicts import CELL_OUTCOMES, PairVerdict
-from harness.store.result_file import load_result
 from harness.views.formatting import cell_text, lift_footnote, num, status_text
 from harness.views.plots import plot_loss_diff, plot_losses, plot_timing
-from harness.views.timing_sections import efficiency_section, figures_section, timing_section
+from harness.views.timing_sections import efficiency_section, targets_section, timing_section
 from harness.workload.matrix import FRONTEND_ORDER
 from harness.workload.spec import MODES
 
-__all__ = ["PLOT_FILES", "REPORT_FILE", "render_markdown", "report_main", "write_report"]
+__all__ = ["PLOT_FILES", "REPORT_FILE", "REPORT_FILES", "render_markdown", "write_report"]
 
 REPORT_FILE = "report.md"
 #: How the summary names each judging policy (harness/judge/tolerances.py).
@@ -38,38 +34,18 @@ _JUDGING_TEXT = {
 }
 #: The plots, in the order the report shows them, with the function that draws each.
 PLOT_FILES = {"losses.png": plot_losses, "loss_diff.png": plot_loss_diff, "timing.png": plot_timing}
+#: Every file a report is: the document first (what a report folder's claim guards: :class:`harness.store.claims.ReportClaim`).
+REPORT_FILES = (REPORT_FILE, *PLOT_FILES)
 
 
-def report_main(
-    result_path: Path, out_dir: Path, judging: str | None = None, known: tuple[KnownDifference, ...] | None = None
-) -> list[Path]:
-    """Load the result at ``result_path`` and write its report into ``out_dir``.
-
-    ``judging`` overrides the policy the result was run under (``strict`` or ``tolerance_only``); ``known``
-    is the known-differences list (default: the committed one).
-
-    Raises:
-        ResultError: the result cannot be read (see :func:`harness.store.result_file.load_result`), lacks a field
-            the report needs (checked before anything is written), or ``out_dir`` is not writable.
-    """
-    return write_report(load_result(Path(result_path)), Path(out_dir), judging, known)
-
-
-def write_report(
-    result: MatrixResult, out_dir: Path, judging: str | None = None, known: tuple[KnownDifference, ...] | None = None
-) -> list[Path]:
-    """Write ``report.md`` and the plots into ``out_dir`` (created if absent); return their paths.
-
-    Pairs are judged under ``judging``, by default the policy the result was run under.
+def write_report(result: MatrixResult, out_dir: Path) -> list[Path]:
+    """Write ``report.md`` and the plots of a judged ``result`` into ``out_dir`` (created if absent); return their paths.
 
     Raises:
         ResultError: ``out_dir`` cannot be created or written.
     """
     out_dir = Path(out_dir)
-    # Judged again from the cells, not read from result.pairs: the cells are the source of truth
-    # (a result whose cells were edited or merged after the run would carry stale verdicts).
-    verdicts = compare_result(result, judging, known)
-    markdown = render_markdown(result, verdicts, judging)  # before any file: a result it cannot render leaves nothing behind
+    markdown = render_markdown(result)  # before any file: a result it cannot render leaves nothing behind
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         written = [draw(result, out_dir / name) for name, draw in PLOT_FILES.items()]
@@ -83,9 +59,9 @@ def write_report(
     return [target, *written]
 
 
-def render_markdown(result: MatrixResult, verdicts: list[PairVerdict] | None = None, judging: str | None = None) -> str:
-    """The report as markdown text (``verdicts`` default to :func:`harness.judge.pairs.compare_result` under ``judging``)."""
-    verdicts = compare_result(result, judging) if verdicts is None else verdicts
+def render_markdown(result: MatrixResult) -> str:
+    """The report of a judged result as markdown text."""
+    verdicts = list(result.pairs)
     spec = result.spec
     out = [
         "# amp-parity report", "",
@@ -95,14 +71,14 @@ def render_markdown(result: MatrixResult, verdicts: list[PairVerdict] | None = N
         f"`{result.spec_digest}`, fixture `{result.fixture.get('digest')}`; "
         f"matrix wall time {num(result.wall_seconds, '.1f')} s.", "",
     ]
-    out += _summary(result, verdicts, judging or result.judging or DEFAULT_JUDGING)
+    out += _summary(result, verdicts)
     out += _warnings(result)
     out += _cells_table(result)
     out += _pairs_table(verdicts)
     out += _speed(result)
     out += timing_section(result)
     out += efficiency_section(result)
-    out += figures_section(result)
+    out += targets_section(result)
     out += _versions(result)
     out += ["## Plots", ""] + [f"![{name}]({name})" for name in PLOT_FILES] + [""]
     out += _cell_details(result)
@@ -110,16 +86,15 @@ def render_markdown(result: MatrixResult, verdicts: list[PairVerdict] | None = N
     return "\n".join(out)
 
 
-def _summary(result: MatrixResult, verdicts: list[PairVerdict], judging: str) -> list[str]:
+def _summary(result: MatrixResult, verdicts: list[PairVerdict]) -> list[str]:
     cells = result.cells
     statuses = Counter(str(c.status) for c in cells)
     counts = Counter(v.verdict for v in verdicts)
-    ran = result.judging or DEFAULT_JUDGING
     lines = [
         "## Summary", "",
         f"- Cells: {len(cells)} ({', '.join(f'{n} {s}' for s, n in statuses.items())}).",
         f"- Pairs: {len(verdicts)} ({', '.join(f'{n} {v}' for v, n in counts.items()) or 'none: one frontend only'}).",
-        f"- Judged {_JUDGING_TEXT[judging]}" + (f" (this result was run under `{ran}`)." if judging != ran else "."),
+        f"- Judged {_JUDGING_TEXT.get(result.judging, f'`{result.judging}`')}.",
     ]
     alone = Counter(_own(c) for c in cells)
     lines.append(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from harness.judge.targets import check_figures
 from harness.model.result import CellResult, MatrixResult
 from harness.model.timing import for_want_of_spread
 from harness.views.formatting import lift_footnote, num, status_text
@@ -91,12 +90,12 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
     for cell in result.cells:  # "% peak" is blank there, not a share above 100 %
         if cell.efficiency and cell.efficiency.share_note:
             console.print(f"[yellow]% peak[/] {cell.id}: {cell.efficiency.share_note}", soft_wrap=True)
-    checks = check_figures(result)
+    checks = result.targets
     if checks:
         met = sum(c.met for c in checks)
-        console.print(f"figures: {met} of {len(checks)} met", style="green" if met == len(checks) else "yellow")
+        console.print(f"targets: {met} of {len(checks)} met", style="green" if met == len(checks) else "yellow")
     for check in (c for c in checks if not c.met):
-        console.print(f"[bold red]figure missed[/]: {check.figure} ({check.subject}): {check.measured}; target {check.target}; {check.why}",
+        console.print(f"[bold red]target missed[/]: {check.name} ({check.subject}): {check.measured}; target {check.target}; {check.why}",
                       soft_wrap=True)
     for warning in result.warnings:
         console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)

@@ -1,4 +1,4 @@
-"""The report's measurement sections: timing protocol and rounds, efficiency against the hardware, figures.
+"""The report's measurement sections: timing protocol and rounds, efficiency against the hardware, performance targets.
 
 Kept apart from :mod:`harness.views.report` (parity) because these read the measurements, not the verdicts.
 """
@@ -9,12 +9,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness.judge.targets import check_figures
 from harness.model.result import CellResult, MatrixResult, Memory
 from harness.model.timing import Timing
 from harness.views.formatting import cell_text, mib, num
 
-__all__ = ["efficiency_section", "figures_section", "frontend_costs", "timing_section"]
+__all__ = ["efficiency_section", "targets_section", "frontend_costs", "timing_section"]
 
 
 def frontend_costs(cells: Sequence[CellResult]) -> dict[str, tuple[float, float]]:
@@ -41,7 +40,7 @@ def timing_section(result: MatrixResult) -> list[str]:
         "## Timing", "",
         f"Protocol: {protocol.warmup_rounds} untimed call(s) per cell (the first writes the weights and the parity "
         f"record), then up to {protocol.rounds} timed rounds (no more once a cell's rounds took "
-        f"{num(protocol.max_seconds, 'g')} s), {order}. {protocol.to_dict()['gc']}. Threads {result.spec.threads} in "
+        f"{num(protocol.max_seconds, 'g')} s), {order}. {protocol.to_json()['gc']}. Threads {result.spec.threads} in "
         "both frontends (set by the scripts, and OMP_NUM_THREADS in the workers); on CUDA the device is synchronised "
         "before each read of the clock.", "",
         "| cell | rounds | loop median s | IQR s | CV | call median s | harness overhead ms (% of call) | script set-up ms | GC s "
@@ -128,16 +127,16 @@ def _memory(memory: Memory | None) -> str:
     return f"{mib(memory.peak_rss_bytes)} | worker peak RSS over {scope} ({mib(memory.rss_before_bytes)} held before it)"
 
 
-def figures_section(result: MatrixResult) -> list[str]:
-    """The README's figures that apply to this result: met, or missed by how much and why."""
-    checks = check_figures(result)
-    lines = ["## Figures", ""]
+def targets_section(result: MatrixResult) -> list[str]:
+    """The performance targets that apply to this result: met, or missed by how much and why."""
+    checks = result.targets
+    lines = ["## Performance targets", ""]
     if not checks:
-        return [*lines, "None of the README's figures applies to this preset and device.", ""]
-    lines += ["| figure | subject | target | measured | met | why missed |", "|---|---|---|---|---|---|"]
+        return [*lines, "No performance target applies to this preset and device.", ""]
+    lines += ["| target | subject | asks | measured | met | why missed |", "|---|---|---|---|---|---|"]
     for c in checks:
         lines.append(
-            f"| {c.figure} | `{c.subject}` | {cell_text(c.target)} | {cell_text(c.measured)} | {'yes' if c.met else '**no**'} | "
+            f"| {c.name} | `{c.subject}` | {cell_text(c.target)} | {cell_text(c.measured)} | {'yes' if c.met else '**no**'} | "
             f"{cell_text(c.why)} |"
         )
     return [*lines, ""]

@@ -136,7 +136,7 @@ class WorkloadSpec:
         return cls(preset=preset, **values)
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> WorkloadSpec:
+    def from_json(cls, data: Mapping[str, Any]) -> WorkloadSpec:
         """A spec from plain data (a spec file, a stored result): the preset first, then its overrides."""
         if not isinstance(data, Mapping):
             raise SpecError("spec", data, "a JSON object of spec fields")
@@ -147,7 +147,7 @@ class WorkloadSpec:
         """A copy with ``changes``, validated again."""
         return dataclasses.replace(self, **changes)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         """Plain data for JSON and for the scripts of both languages (``overflow_steps`` as a list)."""
         return dataclasses.asdict(self) | {"overflow_steps": list(self.overflow_steps)}
 
@@ -171,7 +171,7 @@ class WorkloadSpec:
 
     def digest(self, fields: tuple[str, ...] | None = None) -> str:
         """A short stable hash of ``fields`` (all fields by default), for cache keys and results."""
-        values = self.to_dict()
+        values = self.to_json()
         if not self.overflow_steps:  # a field added later: specs without it keep their digest
             del values["overflow_steps"]
         if self.overflow_point == "backward":  # likewise

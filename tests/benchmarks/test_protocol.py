@@ -1,7 +1,8 @@
-"""Benchmarks of the protocol itself: the harness agrees with torch.utils.benchmark.Timer, and the figures hold.
+"""Benchmarks of the protocol itself: the harness agrees with torch.utils.benchmark.Timer, and the performance targets hold.
 
 Skipped by the normal test run (they use the ``benchmark`` fixture); ``tox -e bench`` runs them. They
-assert the README's figures on this machine, and keep what they measured in ``extra_info``.
+check the performance targets (docs/timing.md) on this machine, keep what they measured in ``extra_info``,
+and print the clock agreement at the end of the session (``conftest.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from torch.utils.benchmark import Timer
 
 from harness.files.paths import REPO_ROOT
-from harness.judge.targets import CV_MIN_LOOP_SECONDS
+from harness.judge.targets import CLOCK_AGREEMENT_MAX_SHARE, CV_MIN_LOOP_SECONDS
 from harness.model.timing import DEFAULT_ROUNDS, summarize
 from harness.run.availability import Availability
 from harness.run.prepare import prepare_run_spec
@@ -30,14 +31,18 @@ from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
 
 PRESET = os.environ.get("AMP_PARITY_BENCH_PRESET", "bench")
+#: What each clock-agreement benchmark measured, for the session's closing lines (tests/benchmarks/conftest.py).
+CLOCK_AGREEMENTS: list[dict[str, Any]] = []
 
 
 @pytest.mark.parametrize("mode", ["default", "autocast"])
 def test_harness_agrees_with_torch_timer(benchmark: BenchmarkFixture, availability: Availability, mode: str) -> None:
-    """A Python cell's whole-workload time, by the harness's worker and by ``Timer`` in this process, agree within the spread.
+    """A Python cell's whole-workload time, by the harness's worker and by ``Timer`` in this process, agree.
 
     The two are measured alternately, round by round, so a drift of this shared machine's speed (5 %
-    over a minute was seen here) falls on both alike instead of on whichever ran second.
+    over a minute was seen here) falls on both alike instead of on whichever ran second. How far apart their
+    medians are is a measured figure, stored in ``extra_info`` and printed at the end of the session; the test
+    fails only beyond :data:`~harness.judge.targets.CLOCK_AGREEMENT_MAX_SHARE`, which noise cannot reach.
     """
     spec = WorkloadSpec.from_preset(PRESET)
     cell = Cell("python", "with_autocast", mode, spec.device)
@@ -60,16 +65,19 @@ def test_harness_agrees_with_torch_timer(benchmark: BenchmarkFixture, availabili
         by_harness, by_hand = benchmark.pedantic(alternate, rounds=1, iterations=1)
     torch.set_num_threads(threads)
     harness, hand = summarize(by_harness), summarize(by_hand)
-    assert harness.iqr is not None and hand.iqr is not None
-    spread = max(harness.iqr, hand.iqr)
-    benchmark.extra_info.update({"timer": hand.to_json(), "harness": harness.to_json(), "spread": spread, "preset": PRESET, "mode": mode})
-    assert abs(hand.median - harness.median) <= spread, (
-        f"Timer {hand.median:.4g} s vs harness {harness.median:.4g} s differ by more than the spread {spread:.2g} s"
+    gap = abs(harness.median - hand.median) / hand.median
+    agreement = {"preset": PRESET, "mode": mode, "timer_median": hand.median, "harness_median": harness.median, "gap_share": gap,
+                 "bound_share": CLOCK_AGREEMENT_MAX_SHARE, "timer_cv": hand.cv, "harness_cv": harness.cv}
+    benchmark.extra_info.update({"timer": hand.to_json(), "harness": harness.to_json(), "clock_agreement": agreement})
+    CLOCK_AGREEMENTS.append(agreement)
+    assert gap <= CLOCK_AGREEMENT_MAX_SHARE, (
+        f"Timer {hand.median:.4g} s vs harness {harness.median:.4g} s: {gap:.1%} apart, beyond the {CLOCK_AGREEMENT_MAX_SHARE:.0%} "
+        "that noise can reach: one clock times something the other does not"
     )
 
 
-def test_tiny_matrix_and_its_figures(benchmark: BenchmarkFixture, tmp_path: Path) -> None:
-    """``python -m harness run --preset tiny`` (both frontends, every mode, start-up included) meets every figure that applies."""
+def test_tiny_matrix_and_its_targets(benchmark: BenchmarkFixture, tmp_path: Path) -> None:
+    """``python -m harness run --preset tiny`` (both frontends, every mode, start-up included) meets every performance target that applies."""
     out = tmp_path / "tiny.json"
 
     def run() -> subprocess.CompletedProcess[str]:
@@ -79,18 +87,18 @@ def test_tiny_matrix_and_its_figures(benchmark: BenchmarkFixture, tmp_path: Path
     done = benchmark.pedantic(run, rounds=1, iterations=1)
     assert done.returncode == 0, done.stderr[-2000:]
     result: dict[str, Any] = json.loads(out.read_text())
-    figures = result["figures"]
-    benchmark.extra_info.update({"wall_seconds": result["wall_seconds"], "figures": figures})
-    missed = [f"{f['figure']} ({f['subject']}): {f['measured']}; {f['why']}" for f in figures if not f["met"]]
-    assert any(f["figure"] == "whole tiny CPU matrix" for f in figures)
+    targets = result["targets"]
+    benchmark.extra_info.update({"wall_seconds": result["wall_seconds"], "targets": targets})
+    missed = [f"{t['name']} ({t['subject']}): {t['measured']}; {t['why']}" for t in targets if not t["met"]]
+    assert any(t["name"] == "whole tiny CPU matrix" for t in targets)
     assert not missed, "\n".join(missed)
 
 
 def test_bench_preset_overhead_and_spread(benchmark: BenchmarkFixture, tmp_path: Path) -> None:
-    """At ``bench``, interleaved: the overhead figure holds for every cell and the spread figure for cells of ≥ 0.5 s.
+    """At ``bench``, interleaved: the overhead target holds for every cell and the spread target for cells of ≥ 0.5 s.
 
     Shorter cells (bf16 runs 3x faster than fp32 on an AVX512-BF16 CPU, 0.2 s) are checked too; where they
-    miss, the figure must say by how much and why (kept in extra_info), which the report prints.
+    miss, the target must say by how much and why (kept in extra_info), which the report prints.
     """
     out = tmp_path / "bench.json"
 
@@ -101,10 +109,10 @@ def test_bench_preset_overhead_and_spread(benchmark: BenchmarkFixture, tmp_path:
     done = benchmark.pedantic(run, rounds=1, iterations=1)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(out.read_text())
-    benchmark.extra_info["figures"] = result["figures"]
+    benchmark.extra_info["targets"] = result["targets"]
     loops = {c["id"]: c["timing"]["loop"]["median"] for c in result["cells"] if c.get("timing")}
-    binding = [f for f in result["figures"] if f["figure"] == "overhead per call" or loops.get(f["subject"], 0) >= CV_MIN_LOOP_SECONDS]
-    assert any(f["figure"] == "round-to-round spread" for f in binding)
-    missed = [f"{f['figure']} ({f['subject']}): {f['measured']}; {f['why']}" for f in binding if not f["met"]]
+    binding = [f for f in result["targets"] if f["name"] == "overhead per call" or loops.get(f["subject"], 0) >= CV_MIN_LOOP_SECONDS]
+    assert any(f["name"] == "round-to-round spread" for f in binding)
+    missed = [f"{f['name']} ({f['subject']}): {f['measured']}; {f['why']}" for f in binding if not f["met"]]
     assert not missed, "\n".join(missed)
-    assert all(f["why"].startswith("missed by ") for f in result["figures"] if not f["met"])
+    assert all(f["why"].startswith("missed by ") for f in result["targets"] if not f["met"])
