@@ -1,7 +1,7 @@
 #' The harness's entry point into R: what `harness/frontends/r_handler.py` sources in its rpy2 worker.
 #'
-#' It loads common.R from beside this file and defines `amp_parity_call()`, which the worker calls for
-#' every cell with the script's path, the run spec as JSON and the mode. Only plain data crosses: the
+#' It loads common.R from the folder the harness names in `amp_parity_r_dir` and defines `amp_parity_call()`,
+#' which the worker calls for every cell with the script's path, the run spec as JSON and the mode. Only plain data crosses: the
 #' spec comes in as JSON text and the record goes back as JSON text, the line the script prints in
 #' shell mode. No Python twin: the Python worker imports the scripts (harness/frontends/python_handler.py).
 
@@ -11,11 +11,15 @@ if (sys.nframe() == 0L) {
   quit(save = "no", status = 1L)
 }
 
-# This file is sourced by its path: `source()` keeps it in a local `ofile`, the innermost one in progress.
-source(
-  file.path(dirname(Filter(is.character, lapply(rev(sys.frames()), function(frame) frame$ofile))[[1]]), "common.R"),
-  local = environment()
-)
+# The harness knows where the scripts are: its R worker (harness/frontends/r_handler.py) sets `amp_parity_r_dir`
+# to this file's folder before sourcing it, so the bridge never finds itself (files run by hand use r_file_path()).
+if (!is.character(get0("amp_parity_r_dir"))) {
+  cli::cli_abort(c(
+    "{.var amp_parity_r_dir} must name the folder holding common.R before {.file _bridge.R} is sourced.",
+    i = "The harness's R worker sets it (harness/frontends/r_handler.py); by hand: {.code amp_parity_r_dir <- \"r_scripts\"}."
+  ))
+}
+source(file.path(amp_parity_r_dir, "common.R"), local = environment())
 
 # The worker is the harness's process: an error's message is a cell's one-line reason, so cli must not wrap it.
 options(cli.width = 10000L)

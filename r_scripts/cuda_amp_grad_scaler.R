@@ -19,16 +19,11 @@
 #' Shell: `Rscript r_scripts/cuda_amp_grad_scaler.R --preset tiny --mode autocast_scaler --device cpu`.
 
 if (!exists("make_record", mode = "function")) {
-  # Run by hand or sourced on its own: r_scripts/_bootstrap.R loads the shared code (common.R, shell.R)
-  # into this file's environment; the harness's bridge has loaded it already. This file is Rscript's
-  # `--file=`, or the innermost `source()` in progress (which keeps the path in a local `ofile`).
-  local({
-    this_file <- c(
-      rev(Filter(is.character, lapply(sys.frames(), function(frame) frame$ofile))),
-      sub("^--file=", "", grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE))
-    )[[1]]
-    source(file.path(dirname(this_file), "_bootstrap.R"), local = parent.env(environment()))
-  })
+  # Run by hand or sourced on its own, nothing is loaded yet. R has no `__file__`, and r_file_path() lives in the very
+  # file this line must find (_bootstrap.R), so the line repeats that function's expression verbatim (source()'s `ofile`,
+  # else Rscript's `--file=`) and sources _bootstrap.R from beside this file into this file's environment. Under the
+  # harness's bridge, common.R is loaded already and this is skipped.
+  source(file.path(dirname(dynGet("ofile", sub("^--file=", "", grep("^--file=", commandArgs(), value = TRUE)))), "_bootstrap.R"), local = TRUE)
 }
 
 modes <- c("autocast_scaler", "autocast_scaler_clip")

@@ -6,27 +6,13 @@
 #' runs and prints the record. Python's `main_cli()` calls the same harness code in-process
 #' (`harness.run.prepare.parse_shell_args()`, `check_shell_mode()`, `prepare_shell_run_spec()`), so every
 #' helper here but `main_cli()` is R-only.
-#' Loaded by _bootstrap.R, after common.R, whose functions it uses.
+#' Loaded by _bootstrap.R, after common.R, whose functions it uses, and it finds files with the bootstrap's `r_file_path()`.
 
 #' `x`, or `y` where `x` is `NULL` (base R has this only from 4.4.0).
 `%||%` <- function(x, y) if (is.null(x)) y else x
 
-#' The file being `source()`d (innermost first), or the `Rscript` entry file; `NULL` if neither.
-#'
-#' `source()` keeps the path it was given in a local variable `ofile`; `Rscript file.R` passes
-#' `--file=file.R` in `commandArgs()`.
-sourced_file <- function() {
-  for (frame in rev(sys.frames())) {
-    if (is.character(frame$ofile)) {
-      return(normalizePath(frame$ofile))
-    }
-  }
-  file_arg <- grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)
-  if (length(file_arg) > 0L) normalizePath(sub("^--file=", "", file_arg[[1]])) else NULL
-}
-
-#' The folder holding this file (`r_scripts/`), fixed when shell.R is sourced.
-amp_parity_r_dir <- dirname(sourced_file() %||% file.path(getwd(), "r_scripts", "shell.R"))
+#' The folder holding this file (`r_scripts/`), fixed when shell.R is sourced (`r_file_path()` is _bootstrap.R's).
+amp_parity_r_dir <- dirname(r_file_path() %||% file.path(getwd(), "r_scripts", "shell.R"))
 
 #' The script's mode and run spec, from the harness: its flags are parsed by the Python scripts' parser.
 #'
@@ -38,7 +24,7 @@ amp_parity_r_dir <- dirname(sourced_file() %||% file.path(getwd(), "r_scripts", 
 #' non-zero status, which becomes this function's error.
 prepare_shell_run <- function(args, modes) {
   python <- Sys.getenv("AMP_PARITY_PYTHON", "python3")
-  script <- basename(sourced_file() %||% "script.R")
+  script <- basename(r_file_path() %||% "script.R")
   old_wd <- setwd(dirname(amp_parity_r_dir))
   on.exit(setwd(old_wd), add = TRUE)
   old_library_path <- Sys.getenv("LD_LIBRARY_PATH")

@@ -28,7 +28,7 @@ R_ONLY_NAMES = {
     "common": {"clock_source", "record_array_fields", "abort_cli", "require_r_torch", "libtorch_version",
                "json_value", "json_string", "record_keys_json", "exact_json_numbers"},
     # Python's main_cli calls the harness in-process (parse_shell_args, prepare_shell_run_spec, exit_with_error).
-    "shell": {"%||%", "sourced_file", "amp_parity_r_dir", "prepare_shell_run", "python_library_path", "print_traceback", "one_line"},
+    "shell": {"%||%", "amp_parity_r_dir", "prepare_shell_run", "python_library_path", "print_traceback", "one_line"},
 }
 #: What Python defines that R does not: the dtype table (R's torch_dtype() is a switch()).
 PY_ONLY_NAMES = {"common": {"dtypes"}, "shell": set()}
@@ -110,14 +110,73 @@ def test_only_the_bootstrap_and_the_bridge_load_the_shared_code() -> None:
 
 
 def test_each_file_loads_what_its_job_needs() -> None:
-    """Sourcing _bridge.R gives the entry point and the workload's pieces but not the shell mode; a script sourced
-    on its own gets both through the bootstrap, into its own environment, with no helper variable left behind."""
-    done = _rscript("-e", 'source("r_scripts/_bridge.R"); cat(exists("amp_parity_call"), exists("make_record"), exists("main_cli"), "")'
+    """Sourcing _bridge.R (given its folder, as the harness gives it) yields the entry point and the workload's pieces but not the
+    shell mode; a script sourced on its own gets both and r_file_path() through the bootstrap, into its own environment, with no
+    helper variable left behind."""
+    done = _rscript("-e", 'amp_parity_r_dir <- "r_scripts"; source("r_scripts/_bridge.R"); '
+                          'cat(exists("amp_parity_call"), exists("make_record"), exists("main_cli"), "")'
                           '; rm(list = ls()); f <- function() { e <- new.env(); source("r_scripts/with_autocast.R", local = e); '
                           'cat(exists("main_cli", envir = e, inherits = FALSE), exists("make_record", envir = e, inherits = FALSE), '
-                          'exists("this_file", envir = e), exists("here", envir = e)) }; f()')
+                          'exists("r_file_path", envir = e, inherits = FALSE), exists("this_file", envir = e), exists("here", envir = e), '
+                          'exists("path", envir = e)) }; f()')
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["TRUE", "TRUE", "FALSE", "TRUE", "TRUE", "FALSE", "FALSE"]
+    assert done.stdout.split() == ["TRUE", "TRUE", "FALSE", "TRUE", "TRUE", "TRUE", "FALSE", "FALSE", "FALSE"]
+
+
+def _code_lines(path: Path) -> list[str]:
+    """The R file's lines that are code: comment and roxygen lines left out."""
+    return [line for line in path.read_text().splitlines() if not line.lstrip().startswith("#")]
+
+
+def test_r_files_find_themselves_in_one_place() -> None:
+    """Only r_file_path() in _bootstrap.R reads where R keeps a file's path (`ofile`, `--file=`); each script repeats its expression
+    verbatim in its one cold-start line (nothing is loaded before it), and no other R file reads either or walks the frames."""
+    readers = {p.stem: [line for line in _code_lines(p) if "ofile" in line or "--file=" in line] for p in R_FILES}
+    readers = {stem: lines for stem, lines in readers.items() if lines}
+    assert set(readers) == {"_bootstrap", *SCRIPTS}, readers
+    (finder_line,) = readers["_bootstrap"]
+    match = re.fullmatch(r'  path <- (dynGet\("ofile", .*\))', finder_line)
+    assert match, f"r_file_path() in _bootstrap.R no longer reads: {finder_line!r}"
+    for stem in SCRIPTS:
+        (cold_start,) = readers[stem]  # one line, not a copy of the function
+        assert match.group(1) in cold_start and "_bootstrap.R" in cold_start, cold_start
+    assert not [p.name for p in R_FILES if any("sys.frames" in line or "sys.frame(" in line for line in _code_lines(p))]
+
+
+def test_r_file_path_names_the_innermost_source_then_rscripts_file(tmp_path: Path) -> None:
+    """r_file_path() is the file being sourced (innermost first), else the file Rscript runs, else NULL (Rscript -e)."""
+    inner, outer = tmp_path / "inner.R", tmp_path / "outer.R"
+    inner.write_text('cat("inner", r_file_path(), "\\n")\n')
+    outer.write_text(f'source("{REPO_ROOT}/r_scripts/_bootstrap.R")\nsource("inner.R")\ncat("outer", r_file_path(), "\\n")\n')
+    done = subprocess.run(["Rscript", "outer.R"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"inner {inner.resolve()} ", f"outer {outer.resolve()} "]
+    bare = _rscript("-e", 'source("r_scripts/_bootstrap.R"); cat(is.null(r_file_path()), basename(amp_parity_r_dir))')
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout == "TRUE r_scripts"
+
+
+def test_a_copy_of_the_scripts_loads_its_own_shared_code(tmp_path: Path) -> None:
+    """A script of a copied r_scripts/, sourced from another folder, loads the copy's bootstrap, common.R and shell.R, not ours."""
+    from tests.planting import copy_scripts
+
+    root = copy_scripts(tmp_path / "copy")
+    with (root / "r_scripts" / "common.R").open("a") as handle:
+        handle.write("\nplanted_in_the_copy <- TRUE\n")
+    done = subprocess.run(
+        ["Rscript", "-e", f'e <- new.env(); source("{root}/r_scripts/cuda_amp_grad_scaler.R", local = e); '
+                          'cat(isTRUE(e$planted_in_the_copy), e$amp_parity_r_dir, sep = "\\n")'],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["TRUE", str((root / "r_scripts").resolve())]
+
+
+def test_the_bridge_without_its_folder_says_what_to_set() -> None:
+    """Sourced without ``amp_parity_r_dir`` (which the harness's R worker sets), _bridge.R stops naming the variable and who sets it."""
+    done = _rscript("-e", 'source("r_scripts/_bridge.R")')
+    assert done.returncode == 1
+    assert "amp_parity_r_dir" in done.stderr and "r_handler.py" in done.stderr
 
 
 @pytest.mark.parametrize("stem", list(SCRIPTS))

@@ -51,7 +51,7 @@ class RScriptFailed(Exception):
 
 
 class RHandler:
-    """Embeds R once, sources ``r_scripts/_bridge.R`` (which loads ``common.R``) and answers run requests.
+    """Embeds R once, sources ``r_scripts/_bridge.R`` (which loads ``common.R`` from the folder it is given) and answers run requests.
 
     ``cell`` (the default): the run record. ``trace``: a cell request with ``trace: {"keep": [[step, name], ...]}``
     → the call's points, recorded by :class:`harness.frontends.trace_recorder.TraceRecorder` (as in the Python worker).
@@ -65,7 +65,11 @@ class RHandler:
         import rpy2.robjects as ro
 
         self._ro = ro
-        ro.r["source"](str(script_path("r", "_bridge")))
+        # The bridge loads common.R from the folder named here (the checkout's or $AMP_PARITY_SCRIPTS's): R has no
+        # __file__, and the harness already knows where the scripts are.
+        bridge = script_path("r", "_bridge")
+        ro.globalenv["amp_parity_r_dir"] = ro.StrVector([str(bridge.parent)])
+        ro.r["source"](str(bridge))
         self._call = ro.r(_SAFE_CALL)
         self._trace_call = ro.r(_SAFE_TRACE_CALL)
         self._paths: dict[str, str] = {}
