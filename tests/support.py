@@ -17,12 +17,16 @@ import signal
 import subprocess
 import sys
 import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness.judge.cells import check_float64
+from harness.judge.reference import Reference, measure_distance
 from harness.model.result import MatrixResult
+from harness.model.verdicts import Float64Bound, Float64Check
 from harness.run.availability import Availability, r_required
 from harness.workload.matrix import Cell, cells_for
 from harness.workload.spec import MODES
@@ -139,3 +143,18 @@ def require_frontend(cell: Cell, availability: Availability) -> None:
     """``require_r_torch`` for R cells; Python cells always run."""
     if cell.frontend == "r":
         require_r_torch(availability)
+
+
+def float64_check(
+    losses: Sequence[Any], weights: Mapping[str, Any], reference: Reference, bound: Float64Bound, skipped: frozenset[int]
+) -> Float64Check:
+    """What a run measures of a cell against ``reference`` (its distance), then judges: the float64 check a cell's verdict holds."""
+    return check_float64(list(losses), reference.losses, measure_distance(list(losses), weights, reference, skipped), bound, skipped)
+
+
+def report_text(result: MatrixResult, judging: str | None = None) -> str:
+    """The report of ``result`` judged (as the CLI does: views read a judged result), for tests that change a result first."""
+    from harness.judge.assess import assess_result
+    from harness.views.report import render_markdown
+
+    return render_markdown(assess_result(result, judging))

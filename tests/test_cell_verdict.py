@@ -10,15 +10,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.judge.cells import check_float64, judge_cell
+from harness.judge.cells import judge_cell
 from harness.judge.reference import Reference
 from harness.judge.scaler_oracle import expected_scale_history
 from harness.judge.tolerances import float64_bound_for
-from harness.model.result import CellResult, Status
+from harness.model.result import CellResult, ReferenceSummary, Status
 from harness.model.verdicts import MEASURED_STEPS, CellVerdict
 from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
 from tests.model_results import committed
+from tests.support import float64_check
 
 _STEPS = 20
 _BOUND = float64_bound_for("autocast", "cpu", "bfloat16", _STEPS)
@@ -50,7 +51,7 @@ def test_bound_grows_linearly_past_the_measured_step_count() -> None:
 def test_run_close_to_float64_passes() -> None:
     """A run a fifth of the bound away passes with no step and the real distances."""
     ref = _reference()
-    check = check_float64(*_run(ref, _BOUND.loss_rtol / 5, _BOUND.weight_rtol / 5), ref, _BOUND, frozenset())
+    check = float64_check(*_run(ref, _BOUND.loss_rtol / 5, _BOUND.weight_rtol / 5), ref, _BOUND, frozenset())
     assert check.passed and check.first_step_beyond is None
     assert check.max_rel_loss_error == pytest.approx(_BOUND.loss_rtol / 5, rel=1e-3)
     assert check.final_weights_rel_error == pytest.approx(_BOUND.weight_rtol / 5, rel=0.05)
@@ -63,7 +64,7 @@ def test_loss_beyond_the_bound_names_the_first_step_and_worst_tensor() -> None:
     for step in range(7, _STEPS):
         losses[step] = float(ref.losses[step] * (1 + 3 * _BOUND.loss_rtol))
     weights["layer0.bias"] = (ref.weights["layer0.bias"] * (1 + 4 * _BOUND.weight_rtol)).astype(np.float32)
-    check = check_float64(losses, weights, ref, _BOUND, frozenset())
+    check = float64_check(losses, weights, ref, _BOUND, frozenset())
     assert not check.passed and check.first_step_beyond == 7 and check.worst_tensor == "layer0.bias"
     assert "from step 7" in check.message and "worst tensor layer0.bias" in check.message
 
@@ -71,7 +72,7 @@ def test_loss_beyond_the_bound_names_the_first_step_and_worst_tensor() -> None:
 def test_weights_beyond_the_bound_fail_even_when_losses_pass() -> None:
     """Final weights 3x the bound away fail although every loss is within it."""
     ref = _reference()
-    check = check_float64(*_run(ref, 0.0, 3 * _BOUND.weight_rtol), ref, _BOUND, frozenset())
+    check = float64_check(*_run(ref, 0.0, 3 * _BOUND.weight_rtol), ref, _BOUND, frozenset())
     assert not check.passed and check.first_step_beyond is None and check.final_weights_rel_error > _BOUND.weight_rtol
 
 
@@ -80,8 +81,8 @@ def test_nonfinite_loss_counts_only_where_the_step_was_not_skipped() -> None:
     ref = _reference()
     losses, weights = _run(ref)
     losses[4] = math.inf
-    assert check_float64(losses, weights, ref, _BOUND, frozenset({4})).passed
-    failed = check_float64(losses, weights, ref, _BOUND, frozenset())
+    assert float64_check(losses, weights, ref, _BOUND, frozenset({4})).passed
+    failed = float64_check(losses, weights, ref, _BOUND, frozenset())
     assert not failed.passed and failed.first_step_beyond == 4 and failed.max_rel_loss_error == math.inf
 
 
@@ -95,22 +96,34 @@ def _cell(status: str = "ok", **record_changes: Any) -> CellResult:
 
 def test_cell_verdict_combines_both_checks_and_survives_json() -> None:
     """A scaler cell within the bound but with a late growth fails on the scaler; the verdict round-trips through JSON."""
-    ref = _reference()
-    check = check_float64(*_run(ref), ref, _BOUND, frozenset())
-    late = expected_scale_history(65536.0, 2.0, 0.5, 5, [False] * _STEPS)
-    verdict = judge_cell(_cell(loss_scale=tuple(late), skipped=(False,) * _STEPS), _SPEC, check, None)
+    result = committed()
+    record = _cell().record
+    assert record is not None and record.skipped is not None
+    late = expected_scale_history(65536.0, 2.0, 0.5, result.spec.growth_interval + 1, list(record.skipped))
+    verdict = judge_cell(_cell(loss_scale=tuple(late)), result.spec, result.reference)
     assert verdict.failed and verdict.float64 is not None and verdict.float64.passed
-    assert verdict.scaler is not None and verdict.scaler.first_step == 3 and "step 3" in verdict.reason
+    assert verdict.scaler is not None and verdict.scaler.first_step is not None
+    assert f"step {verdict.scaler.first_step}" in verdict.reason
     assert CellVerdict.from_json(json.loads(json.dumps(verdict.to_json()))) == verdict
-    assert judge_cell(_cell(), _SPEC, check, None).outcome == "pass"  # the real history follows the rule
+    assert judge_cell(_cell(), result.spec, result.reference).outcome == "pass"  # the real history follows the rule
+
+
+def test_a_cell_is_judged_from_what_the_result_stores() -> None:
+    """Judged again from its losses, the stored reference losses and its stored distance, a cell gets the verdict its run gave."""
+    result = committed()
+    for cell in result.cells:
+        assert judge_cell(cell, result.spec, result.reference) == cell.verdict
+    assert any(c.verdict is not None and c.verdict.float64 is not None for c in result.cells)
 
 
 def test_cells_that_did_not_run_are_not_judged() -> None:
     """An unsupported or skipped cell has nothing to judge: not_judged, never pass."""
+    reference = committed().reference
     for status in ("unsupported", "skipped", "error"):
-        verdict = judge_cell(_cell(status), _SPEC, None, None)
+        verdict = judge_cell(_cell(status), _SPEC, reference)
         assert verdict.outcome == "not_judged" and status in verdict.reason
-    no_reference = judge_cell(_cell(loss_scale=None), _SPEC, None, "float64 reference skipped: too big")
+    skipped = ReferenceSummary(False, "float64 reference skipped: too big")
+    no_reference = judge_cell(_cell(loss_scale=None), _SPEC, skipped)
     assert no_reference.outcome == "not_judged" and "too big" in no_reference.reason
 
 

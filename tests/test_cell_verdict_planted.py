@@ -16,7 +16,6 @@ import pytest
 from safetensors.numpy import load_file
 
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV
-from harness.judge.cells import check_float64
 from harness.judge.reference import run_reference
 from harness.judge.tolerances import float64_bound_for
 from harness.run.availability import Availability
@@ -24,7 +23,7 @@ from harness.run.runner import MatrixRunner
 from harness.workload.fixtures import load_fixture_arrays
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
-from tests.support import SharedRun, require_r_torch, run_cli
+from tests.support import SharedRun, float64_check, require_r_torch, run_cli
 
 _SCALER = "py_scripts/cuda_amp_grad_scaler.py"
 _CLIP_CELL = "cuda_amp_grad_scaler-autocast_scaler_clip-python-cpu"
@@ -97,7 +96,7 @@ def test_injected_overflows_back_off_skip_exactly_there_and_the_replay_agrees(av
             clip = cell["mode"] == "autocast_scaler_clip"
             unreplayed = run_reference(spec, arrays, clip=clip)
             bound = float64_bound_for(cell["mode"], "cpu", "bfloat16", spec.steps)
-            naive = check_float64(record["losses"], load_file(record["weights_path"]), unreplayed, bound, frozenset())
+            naive = float64_check(record["losses"], load_file(record["weights_path"]), unreplayed, bound, frozenset())
             assert not naive.passed and naive.final_weights_rel_error > 5 * verdict["float64"]["final_weights_rel_error"]
             # The result keeps the replayed trajectory (the plots draw it for these cells).
             kept = [r for r in result["reference"]["replayed"] if r["clip"] == clip]

@@ -23,6 +23,7 @@ from harness.files.paths import REPO_ROOT
 from harness.files.staging import StagingDir
 from harness.run.availability import Availability
 from harness.run.pool import STAGING_PREFIX
+from harness.views.report import REPORT_FILES
 from tests.support import require_r_torch, run_cli
 
 #: A Python-only run long enough (a few seconds per cell) to be caught mid-way.
@@ -233,7 +234,7 @@ def test_a_second_run_with_the_same_report_folder_is_refused_before_the_first_ce
     """Two runs with one ``--report`` both said "report written" (one report lost): the second is refused at once."""
     from harness.store.claims import ReportClaim
 
-    with ReportClaim(tmp_path / "rep"):  # the first run's claim
+    with ReportClaim(tmp_path / "rep", REPORT_FILES):  # the first run's claim
         done = run_cli(*_QUICK, "--report", str(tmp_path / "rep"), "--overwrite")
     assert done.returncode == 1 and "amp-parity · preset" not in done.stdout
     assert done.stderr.strip().startswith(f"error: another run is writing the report in {tmp_path / 'rep'} (it holds ")
@@ -277,7 +278,7 @@ def test_ctrl_c_after_the_result_was_published_says_so(tmp_path: Path, monkeypat
 
 @pytest.mark.parametrize(
     ("args", "target", "line"),
-    [(("report", "{tmp}/r.json", "--out", "{tmp}/out"), "harness.views.report.report_main", "error: interrupted; no report was written."),
+    [(("report", "{tmp}/r.json", "--out", "{tmp}/out"), "harness.store.result_file.load_result", "error: interrupted; no report was written."),
      (("prepare", "--preset", "tiny"), "harness.run.prepare.prepare_shell_run_spec", "error: interrupted; no run spec was printed.")],
     ids=["report", "prepare"],
 )

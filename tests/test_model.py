@@ -23,7 +23,7 @@ COMMITTED = Path(__file__).resolve().parent / "data"
 
 def current_schema(name: str) -> dict[str, Any]:
     """A committed schema-3 result as the current version stores it: its cells' speed-ups turned into times
-    (version 4), no traces and the spec's overflow point (version 5)."""
+    (version 4), no traces and the spec's overflow point (version 5), targets and the worst tensor in each distance (version 6)."""
     data = json.loads((COMMITTED / f"{name}.json").read_text(encoding="utf-8"))
     data["schema_version"] = RESULT_SCHEMA_VERSION
     for cell in data["cells"]:
@@ -34,6 +34,12 @@ def current_schema(name: str) -> dict[str, Any]:
     spec = list(data["spec"].items())
     at = [k for k, _ in spec].index("overflow_steps") + 1
     data["spec"] = dict([*spec[:at], ("overflow_point", "backward"), *spec[at:]])
+    for cell in data["cells"]:  # version 6: the worst tensor joins the distance, figures are targets
+        float64 = (cell["verdict"] or {}).get("float64")
+        if cell["reference_distance"] is not None and float64 is not None:
+            cell["reference_distance"] |= {k: float64[k] for k in ("worst_tensor", "worst_tensor_rel_error")}
+    data = {("targets" if k == "figures" else k): v for k, v in data.items()}
+    data["targets"] = [{("name" if k == "figure" else k): v for k, v in t.items()} for t in data["targets"]]
     return data
 
 

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ResultError, UsageError
+from harness.judge.assess import assess_result
 from harness.model.result import MatrixResult
 from harness.store.claims import MARKER_FILE, ReportClaim, ResultClaim, check_report_folder, publish_or_rescue, rescue_result
 from harness.store.result_file import load_result
+from harness.views.report import REPORT_FILES
 from tests.model_results import committed, with_weights
 
 
@@ -168,7 +170,8 @@ def test_a_failed_publish_keeps_the_old_result_and_weights_and_the_result_can_be
         published, saved = rescue_result(result)
     assert saved.parent.parent == rescue_dir
     rescued = load_result(saved)
-    assert rescued == published and Path(str(_weights(rescued, 0))).read_text() == "new-a"
+    # Loading judges again (its fake weights cannot be read: error pairs), exactly as judging what was published does.
+    assert rescued == assess_result(published) and Path(str(_weights(rescued, 0))).read_text() == "new-a"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "tmp"]
 
 
@@ -190,24 +193,24 @@ def test_report_folder_checks(tmp_path: Path) -> None:
     """``--report`` at a file is refused naming it; missing parents are fine and are not left behind by the check."""
     (tmp_path / "file").write_text("")
     with pytest.raises(UsageError, match=r"--report must be a folder \(or one to create\), but it is a file"):
-        check_report_folder(tmp_path / "file")
+        check_report_folder(tmp_path / "file", REPORT_FILES)
     with pytest.raises(UsageError, match=r"but .*file is a file"):
-        check_report_folder(tmp_path / "file" / "sub")
-    check_report_folder(tmp_path / "a" / "b" / "c")
+        check_report_folder(tmp_path / "file" / "sub", REPORT_FILES)
+    check_report_folder(tmp_path / "a" / "b" / "c", REPORT_FILES)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
     with pytest.raises(ResultError, match="cannot write the report in /proc/r: .*Choose another --report folder"):
-        check_report_folder(Path("/proc/r"))
+        check_report_folder(Path("/proc/r"), REPORT_FILES)
 
 
 def test_an_existing_report_is_replaced_only_with_overwrite_and_only_as_a_file(tmp_path: Path) -> None:
     """A report already in the folder needs --overwrite; a folder or link where a report file goes is refused even then."""
     (tmp_path / "report.md").write_text("my edited report")
     with pytest.raises(ResultError, match=r"report\.md already exists; pass --overwrite to replace the report in .*another --out folder"):
-        check_report_folder(tmp_path, flag="--out")
-    check_report_folder(tmp_path, overwrite=True)
+        check_report_folder(tmp_path, REPORT_FILES, flag="--out")
+    check_report_folder(tmp_path, REPORT_FILES, overwrite=True)
     (tmp_path / "losses.png").mkdir()
     with pytest.raises(ResultError, match=r"losses\.png is a folder; --overwrite replaces only report files"):
-        check_report_folder(tmp_path, overwrite=True)
+        check_report_folder(tmp_path, REPORT_FILES, overwrite=True)
     assert (tmp_path / "report.md").read_text() == "my edited report"
 
 
@@ -291,14 +294,14 @@ def _stage_report(claim: ReportClaim, tag: str = "new") -> None:
 
 def test_a_report_written_into_the_folder_during_the_run_is_not_replaced(tmp_path: Path) -> None:
     """The report folder is checked again when written: a user's ``report.md`` from during the run stays, nothing is half-written."""
-    with ReportClaim(tmp_path / "rep") as claim:
+    with ReportClaim(tmp_path / "rep", REPORT_FILES) as claim:
         (tmp_path / "rep" / "report.md").write_text("written by hand during the run")
         _stage_report(claim)
         with pytest.raises(ResultError, match=r"rep/report\.md appeared during the run; it is replaced only with --overwrite"):
             claim.publish()
     assert (tmp_path / "rep" / "report.md").read_text() == "written by hand during the run"
     assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["report.md"]
-    with ReportClaim(tmp_path / "rep", overwrite=True) as claim:
+    with ReportClaim(tmp_path / "rep", REPORT_FILES, overwrite=True) as claim:
         _stage_report(claim)
         assert [p.name for p in claim.publish()] == ["report.md", "losses.png", "loss_diff.png", "timing.png"]
     assert (tmp_path / "rep" / "report.md").read_text() == "new report.md"
@@ -307,9 +310,9 @@ def test_a_report_written_into_the_folder_during_the_run_is_not_replaced(tmp_pat
 
 def test_a_second_claim_of_a_report_folder_is_refused_and_an_unused_folder_is_not_left(tmp_path: Path) -> None:
     """Two runs with one ``--report``: the second is refused at once; an unpublished claim removes the folders it created."""
-    with ReportClaim(tmp_path / "a" / "rep"):
+    with ReportClaim(tmp_path / "a" / "rep", REPORT_FILES):
         with pytest.raises(ResultError) as refused:
-            ReportClaim(tmp_path / "a" / "rep", overwrite=True)
+            ReportClaim(tmp_path / "a" / "rep", REPORT_FILES, overwrite=True)
         lock = tmp_path / "a" / "rep" / ".amp-parity-report.lock"
         assert str(refused.value) == (
             f"another run is writing the report in {tmp_path / 'a' / 'rep'} (it holds {lock}); "
@@ -317,7 +320,7 @@ def test_a_second_claim_of_a_report_folder_is_refused_and_an_unused_folder_is_no
         )
     assert list(tmp_path.iterdir()) == []  # created for the run, removed when it wrote nothing
     (tmp_path / "mine").mkdir()
-    with ReportClaim(tmp_path / "mine"):
+    with ReportClaim(tmp_path / "mine", REPORT_FILES):
         pass
     assert list(tmp_path.iterdir()) == [tmp_path / "mine"]  # the user's folder stays
 
@@ -340,7 +343,7 @@ def test_a_report_folder_is_never_the_result_or_a_weights_folder(tmp_path: Path,
     before = sorted(p.name for p in tmp_path.rglob("*"))
     with ResultClaim(tmp_path / "X.json", overwrite=True) as claim:
         with pytest.raises(UsageError, match=f"--report must be {allowed}"):
-            ReportClaim(tmp_path / report, result=claim)
+            ReportClaim(tmp_path / report, REPORT_FILES, result=claim)
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
 
 
@@ -348,7 +351,7 @@ def test_a_result_named_like_a_report_file_in_the_report_folder_is_refused(tmp_p
     """``--json DIR/report.md --report DIR``: the report would replace the result; refused before the run."""
     with ResultClaim(tmp_path / "report.md") as claim:
         with pytest.raises(UsageError, match=r"--report must be a folder where no report file is the result"):
-            ReportClaim(tmp_path, result=claim)
+            ReportClaim(tmp_path, REPORT_FILES, result=claim)
 
 
 def _failed_for_space(claim: ResultClaim, reason: str) -> MatrixResult:
@@ -409,7 +412,7 @@ def test_a_report_folder_reached_through_a_link_into_the_weights_is_refused(tmp_
     (tmp_path / "link").symlink_to(tmp_path / "X.weights")
     with ResultClaim(tmp_path / "X.json", overwrite=True) as claim:
         with pytest.raises(UsageError, match="--report must be a folder apart from the result"):
-            ReportClaim(tmp_path / "link" / "r", result=claim)
+            ReportClaim(tmp_path / "link" / "r", REPORT_FILES, result=claim)
     with pytest.raises(UsageError, match="--out must be a folder outside amp-parity's weights folder"):
-        ReportClaim(tmp_path / "link", overwrite=True, flag="--out")  # `report --out`: no run, the marker tells
+        ReportClaim(tmp_path / "link", REPORT_FILES, overwrite=True, flag="--out")  # `report --out`: no run, the marker tells
     assert sorted(p.name for p in (tmp_path / "X.weights").iterdir()) == [MARKER_FILE, "a.safetensors", "b.safetensors"]

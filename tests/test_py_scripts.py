@@ -13,7 +13,6 @@ import pytest
 from safetensors.numpy import load_file
 
 from harness.files.paths import REPO_ROOT
-from harness.judge.cells import check_float64
 from harness.judge.reference import Reference, run_reference
 from harness.judge.tolerances import float64_bound_for
 from harness.run.prepare import prepare_run_spec
@@ -21,6 +20,7 @@ from harness.workload.fixtures import ensure_fixtures, load_fixture_arrays
 from harness.workload.spec import WorkloadSpec
 from py_scripts import cuda_amp_grad_scaler, with_autocast
 from py_scripts.common import RECORD_FIELDS
+from tests.support import float64_check
 
 #: Overflow needs float16 (max 65504): bf16 and the fp32 master gradients share float32's range, where
 #: even a scale of 3.4e38 leaves the gradients finite (d(loss)/d(output) is ~2/4096 of the scale).
@@ -40,7 +40,7 @@ def _run(module: Any, mode: str, tmp_path: Path, **overrides: Any) -> tuple[dict
 def _distance(record: dict[str, Any], spec: WorkloadSpec, ref: Reference) -> dict[str, float | None]:
     """The record's distance from float64, computed as the harness computes it for every cell."""
     bound = float64_bound_for(record["mode"], "cpu", str(spec.amp_dtype), spec.steps)
-    return check_float64(record["losses"], load_file(record["weights_path"]), ref, bound, frozenset()).distance()
+    return float64_check(record["losses"], load_file(record["weights_path"]), ref, bound, frozenset()).distance()
 
 
 def test_default_mode_matches_the_float64_reference_to_fp32_accuracy(tmp_path: Path) -> None:

@@ -10,13 +10,13 @@ import pytest
 from rich.console import Console
 
 from harness.errors import ResultError
+from harness.judge.assess import assess_result
 from harness.judge.pairs import compare_result
 from harness.model.result import CellResult, MatrixResult, ReferenceSummary
-from harness.model.verdicts import CellVerdict
 from harness.views.plots import timing_samples
-from harness.views.report import PLOT_FILES, REPORT_FILE, render_markdown, report_main, write_report
+from harness.views.report import PLOT_FILES, REPORT_FILE, render_markdown, write_report
 from harness.views.table import print_result
-from tests.support import GOLDEN_RESULT
+from tests.support import report_text
 from tests.twins import by_mode, golden, replace_cells, split_losses, steady_timing, twin_cell, with_status
 
 _R_MISSING = 'the R package torch is not installed: in R, install.packages("torch"); torch::install_torch()'
@@ -43,7 +43,8 @@ def both(tmp_path_factory: pytest.TempPathFactory) -> MatrixResult:
 
 
 def _written(result: MatrixResult, out: Path) -> tuple[list[Path], str]:
-    paths = write_report(result, out)
+    """The report of ``result`` judged, as the CLI writes it (a view reads a judged result)."""
+    paths = write_report(assess_result(result), out)
     return paths, (out / REPORT_FILE).read_text(encoding="utf-8")
 
 
@@ -65,7 +66,7 @@ def test_report_and_every_plot_are_written_and_open(which: str, request: pytest.
 
 def test_report_lists_every_cell_with_status_and_final_loss(both: MatrixResult) -> None:
     """Each cell id appears in a table row with its status and its final loss formatted as recorded."""
-    text = render_markdown(both)
+    text = report_text(both)
     for cell in both.cells:
         row = _line(text, f"| `{cell.id}` | {cell.status} |")
         if cell.record:
@@ -78,7 +79,7 @@ def test_report_lists_every_cell_with_status_and_final_loss(both: MatrixResult) 
 
 def test_report_lists_every_pair_with_its_verdict(both: MatrixResult) -> None:
     """Each pair has a tracker row with its verdict and cause, and a details section with the full explanation."""
-    text = render_markdown(both)
+    text = report_text(both)
     verdicts = {v.pair: v for v in compare_result(both)}
     assert [v.verdict for v in verdicts.values()] == ["identical", "diverged", "identical", "unsupported"]
     for pair, verdict in verdicts.items():
@@ -92,14 +93,14 @@ def test_report_lists_every_pair_with_its_verdict(both: MatrixResult) -> None:
 
 def test_report_names_a_judging_policy_other_than_the_runs(both: MatrixResult) -> None:
     """A report asked for tolerance-only judging of a strict result says so in its summary."""
-    text = render_markdown(both, judging="tolerance_only")
-    assert "- Judged `tolerance_only` (--tolerance-only): every pair by the tolerance, bitwise identity only noted " in text
-    assert "(this result was run under `strict`)." in text
+    text = report_text(both, judging="tolerance_only")
+    assert "- Judged `tolerance_only` (--tolerance-only): every pair by the tolerance, bitwise identity only noted." in text
+    assert "`strict`" not in text.split("## Warnings")[0]
 
 
 def test_report_says_when_r_was_skipped_and_why(r_skipped: MatrixResult) -> None:
     """With R torch absent the summary says R was not run, with the runner's reason, and every pair is skipped."""
-    text = render_markdown(r_skipped)
+    text = report_text(r_skipped)
     assert f"- **r was not run** (every r cell skipped): {_R_MISSING}" in text
     assert "- Pairs: 4 (4 skipped)." in text
     assert text.count("| python vs r | **skipped** |") == 4
@@ -111,7 +112,7 @@ def test_speed_table_shows_seconds_and_the_stored_time_vs_default(both: MatrixRe
     default = dataclasses.replace(python["default"], timing=steady_timing(0.1))
     autocast = dataclasses.replace(python["autocast"], timing=steady_timing(0.05), time_vs_default=0.55)
     r_autocast = dataclasses.replace(by_mode(both, "r")["autocast"], timing=steady_timing(0.05), time_vs_default=0.55)
-    text = render_markdown(replace_cells(both, {c.id: c for c in (default, autocast, r_autocast)}))
+    text = report_text(replace_cells(both, {c.id: c for c in (default, autocast, r_autocast)}))
     row = _line(text.split("## Speed")[1], "| autocast |")
     assert autocast.timing is not None
     assert row.startswith(f"| autocast | {autocast.timing.loop.median:.4g} | 0.55 |"), "cell ÷ default, as stored, never inverted"
@@ -124,7 +125,7 @@ def test_a_noisy_cell_gets_no_ratio_but_a_note(both: MatrixResult) -> None:
     """A cell with no stored ratio prints 'no ratio (k)' and note k is the stored reason, instead of a number."""
     autocast = by_mode(both)["autocast"]
     noisy = dataclasses.replace(autocast, time_vs_default=None, time_vs_default_note="spread too wide: CV 1.0%, 20.0% (> 5%)")
-    text = render_markdown(replace_cells(both, {noisy.id: noisy}))
+    text = report_text(replace_cells(both, {noisy.id: noisy}))
     row = _line(text.split("## Speed")[1], "| autocast |")
     note = row.split(" | ")[2]
     assert note.startswith("no ratio (") and f"{note[10:-1]}. spread too wide: CV 1.0%, 20.0% (> 5%)" in text
@@ -132,7 +133,7 @@ def test_a_noisy_cell_gets_no_ratio_but_a_note(both: MatrixResult) -> None:
 
 def test_memory_versions_warnings_and_reference_are_reported(both: MatrixResult) -> None:
     """Peak RSS per cell, torch/libtorch versions and threads, the warnings and the reference status appear."""
-    text = render_markdown(both)
+    text = report_text(both)
     first = both.cells[0]
     assert first.memory is not None and first.record is not None
     peak, before = (first.memory.peak_rss_bytes or 0) / 2**20, (first.memory.rss_before_bytes or 0) / 2**20
@@ -164,16 +165,11 @@ def test_an_unwritable_folder_is_a_result_error(both: MatrixResult, tmp_path: Pa
         write_report(both, blocker / "out")
 
 
-def test_report_main_reads_a_saved_result(tmp_path: Path) -> None:
-    """report_main loads the golden result file and writes the same report render_markdown gives for it."""
-    paths = report_main(GOLDEN_RESULT, tmp_path / "report")
-    assert paths[0].read_text(encoding="utf-8") == render_markdown(golden())
+def test_the_report_reads_the_verdicts_it_is_given(both: MatrixResult) -> None:
+    """A view judges nothing: the report shows the pair verdicts of the result it is handed, not verdicts of its own."""
 
-
-def test_report_main_refuses_an_unreadable_result(tmp_path: Path) -> None:
-    """A result path that does not exist is a ResultError, not a traceback."""
-    with pytest.raises(ResultError, match="cannot read"):
-        report_main(tmp_path / "absent.json", tmp_path / "out")
+    planted = dataclasses.replace(both, pairs=tuple(dataclasses.replace(p, verdict="diverged") for p in both.pairs))
+    assert "| **diverged** |" in render_markdown(planted) and "| **diverged** |" not in render_markdown(both)
 
 
 def test_timing_uses_timed_rounds_when_recorded() -> None:
@@ -187,21 +183,23 @@ def test_timing_uses_timed_rounds_when_recorded() -> None:
 
 
 def _failing(result: MatrixResult) -> tuple[MatrixResult, CellResult]:
-    """A copy of ``result`` whose Python clip cell failed its own verdict (as a missing ``unscale_`` makes it)."""
+    """A copy of ``result`` whose Python clip cell fails its own verdict: its losses leave the float64 bound from step 5
+    (as a missing ``unscale_`` makes them), its distance as the run would have measured it."""
     cell = result.cell("cuda_amp_grad_scaler-autocast_scaler_clip-python-cpu")
-    assert cell.verdict is not None and cell.verdict.float64 is not None
-    why = "loss past the float64 bound from step 5"
-    check = dataclasses.replace(cell.verdict.float64, passed=False, first_step_beyond=5, message=why)
-    failed = dataclasses.replace(cell, verdict=CellVerdict(cell.id, "fail", check, None, why))
+    assert cell.record is not None and cell.reference_distance is not None
+    losses = tuple(v * 1.01 if k >= 5 else v for k, v in enumerate(cell.record.losses))
+    record = dataclasses.replace(cell.record, losses=losses, final_loss=losses[-1])
+    distance = dataclasses.replace(cell.reference_distance, max_rel_loss_error=None)
+    failed = dataclasses.replace(cell, record=record, reference_distance=distance)
     return replace_cells(result, {cell.id: failed}), failed
 
 
 def test_report_tracks_each_cell_on_its_own_and_names_a_failure() -> None:
     """The tracker has each cell's own verdict; a failing cell is named in the summary with its reason and detailed below."""
-    clean = render_markdown(golden())
+    clean = report_text(golden())
     assert "- Cells on their own (float64 bound; scaler cells: GradScaler's rule): 6 pass, 2 not judged." in clean
     failed, cell = _failing(golden())
-    text = render_markdown(failed)
+    text = report_text(failed)
     assert "- Cells on their own (float64 bound; scaler cells: GradScaler's rule): 5 pass, 1 fail, 2 not judged." in text
     assert f"- **`{cell.id}` fails on its own**: loss past the float64 bound from step 5" in text
     assert any(line.startswith(f"| `{cell.id}` | ok | **FAIL** |") for line in text.splitlines())
@@ -209,18 +207,16 @@ def test_report_tracks_each_cell_on_its_own_and_names_a_failure() -> None:
 
 
 def _exit_status(result: MatrixResult) -> int:
-    """The CLI's exit status (it reads the typed result once the runner returns one; until then its stored form)."""
+    """The CLI's exit status of a judged result."""
     from harness.cli.main import exit_status
 
-    try:
-        return exit_status(result)  # type: ignore[arg-type]
-    except TypeError:
-        return exit_status(result.to_json())
+    return exit_status(result)
 
 
 def test_cli_table_and_exit_status_count_a_failed_cell() -> None:
     """The CLI table shows FAIL with the cell named and why, and the exit status is 1; the clean result exits 0."""
     failed, cell = _failing(golden())
+    failed = assess_result(failed)
     console = Console(record=True, width=200)
     print_result(failed, console)
     text = console.export_text()

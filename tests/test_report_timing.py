@@ -7,8 +7,8 @@ import dataclasses
 from harness.model.efficiency import Efficiency
 from harness.model.record import RunRecord
 from harness.model.result import MatrixResult
-from harness.views.report import render_markdown
 from harness.views.timing_sections import frontend_costs
+from tests.support import report_text
 from tests.twins import by_mode, golden, replace_cells, steady_timing, with_record
 
 
@@ -28,7 +28,7 @@ def _steady() -> MatrixResult:
 def test_timing_table_shows_rounds_spread_and_the_overhead_split() -> None:
     """Each timed cell has one row: rounds, loop median and CV, call median, the harness's bridge with its share, the script's set-up."""
     result = _steady()
-    text = render_markdown(result)
+    text = report_text(result)
     cell = result.cells[0]
     t = cell.timing
     assert t is not None and t.loop.iqr is not None and t.loop.cv is not None
@@ -47,7 +47,7 @@ def test_each_frontends_costs_are_medians_over_its_cells() -> None:
     assert costs["r"] == (sum(t.setup_seconds for t in timed) / 2, sum(t.bridge_seconds for t in timed) / 2)
     setup, bridge = costs["python"]
     assert (f"- python: script set-up {setup * 1e3:.2f} ms per call (its own cost), harness bridge {bridge * 1e3:.2f} ms "
-            "(medians over its cells); clock: time.perf_counter.") in render_markdown(result)
+            "(medians over its cells); clock: time.perf_counter.") in report_text(result)
 
 
 def test_a_cell_whose_rounds_did_not_repeat_the_record_says_so() -> None:
@@ -55,14 +55,14 @@ def test_a_cell_whose_rounds_did_not_repeat_the_record_says_so() -> None:
     cell = golden().cells[0]
     assert cell.timing is not None
     odd = dataclasses.replace(cell, timing=dataclasses.replace(cell.timing, reproducible=False, differing_rounds=2))
-    row = _line(render_markdown(replace_cells(golden(), {odd.id: odd})).split("## Timing")[1], f"| `{cell.id}` |")
+    row = _line(report_text(replace_cells(golden(), {odd.id: odd})).split("## Timing")[1], f"| `{cell.id}` |")
     assert row.endswith("| no (2 differ) |")
 
 
 def test_efficiency_table_and_peaks() -> None:
     """FLOPs, TFLOP/s, the GEMM dtype and the share of the measured peak are written per cell; the peaks line names them."""
     result = golden()
-    text = render_markdown(result)
+    text = report_text(result)
     autocast = by_mode(result)["autocast"]
     e = autocast.efficiency
     assert e is not None and e.tflops is not None and e.share_of_peak is not None
@@ -79,7 +79,7 @@ def test_an_amp_cell_with_float32_gemms_is_marked() -> None:
     autocast = by_mode(golden())["autocast"]
     problem = "claims AMP (autocast) but 75.0% of GEMM time ran in float32 (aten::mm ×5)"
     planted = dataclasses.replace(autocast, gemm_profile={"half_share": 0.25}, gemm_problem=problem)
-    text = render_markdown(replace_cells(golden(), {planted.id: planted}))
+    text = report_text(replace_cells(golden(), {planted.id: planted}))
     assert "| 25% ⚠ |" in _line(text.split("## Efficiency")[1], f"| `{planted.id}` |")
     assert f"- ⚠ `{planted.id}`: {problem}" in text
 
@@ -104,7 +104,7 @@ def test_figures_met_and_missed_by_how_much() -> None:
     assert checks[("round-to-round spread", steady.id)].met
     matrix = checks[("whole tiny CPU matrix", "matrix")]
     assert matrix.met and matrix.measured == "42.0 s (python start-up 12.4 s, r start-up 10.7 s)"
-    text = render_markdown(planted)
+    text = report_text(planted)
     assert f"| overhead per call | `{slow.id}` | bridge ≤ 5 ms per call (the script's own set-up not counted) |" in text
     assert "| **no** | missed by 3.00 ms" in text
 
@@ -156,6 +156,6 @@ def test_a_cuda_cell_without_a_measured_peak_misses_the_gpu_figure_saying_why() 
 def test_report_of_a_result_without_timing_still_renders() -> None:
     """Cells that were never timed (errors) leave the timing table with a line saying so, not a crash."""
     untimed = dataclasses.replace(golden(), cells=tuple(dataclasses.replace(c, timing=None) for c in golden().cells))
-    text = render_markdown(untimed)
+    text = report_text(untimed)
     assert "| no cell was timed |" in text
     assert "No performance target applies" not in text and "| whole tiny CPU matrix |" in text

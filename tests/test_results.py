@@ -20,15 +20,15 @@ def test_round_trip(tmp_path: Path) -> None:
     result = committed()
     save_result(result, tmp_path / "r.json")
     assert load_result(tmp_path / "r.json") == result
-    assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == RESULT_SCHEMA_VERSION == 5
+    assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == RESULT_SCHEMA_VERSION == 6
 
 
-@pytest.mark.parametrize(("version", "advice"), [(6, "upgrade amp-parity"), (1, "re-run `python -m harness run --json`")])
+@pytest.mark.parametrize(("version", "advice"), [(7, "upgrade amp-parity"), (1, "re-run `python -m harness run --json`")])
 def test_other_schema_versions_are_refused_with_what_to_do(tmp_path: Path, version: int, advice: str) -> None:
     """A newer or older schema is refused in one line, saying which and what to do."""
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"schema_version": version, "cells": []}))
-    with pytest.raises(ResultError, match=f"schema version {version}.*reads versions 2 to 5: {advice}") as refused:
+    with pytest.raises(ResultError, match=f"schema version {version}.*reads versions 2 to 6: {advice}") as refused:
         load_result(path)
     assert "\n" not in str(refused.value)
 
@@ -49,7 +49,8 @@ def test_the_committed_version_3_results_are_read_as_the_current_version(name: s
             assert list(after.record.losses) == before["record"]["losses"]
             assert Path(str(after.record.weights_path)) == (COMMITTED / before["record"]["weights_path"]).resolve()
             assert Path(str(after.record.weights_path)).is_file()
-    assert [p.to_json() for p in loaded.pairs] == stored["pairs"] and loaded.traces == ()
+    # Judged again on load (verdicts are never read back): the verdicts its run gave, in today's words.
+    assert [p.verdict for p in loaded.pairs] == [p["verdict"] for p in stored["pairs"]] and loaded.traces == ()
     assert loaded.spec.to_json() == stored["spec"] | {"overflow_point": "backward"}
     assert any(c.time_vs_default is not None for c in loaded.cells)
 
