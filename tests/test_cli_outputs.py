@@ -22,7 +22,7 @@ import pytest
 from harness.files.paths import REPO_ROOT
 from harness.files.staging import StagingDir
 from harness.run.availability import Availability
-from harness.run.pool import STAGING_PREFIX
+from harness.run.pool import TEMPORARY_WEIGHTS_PREFIX
 from harness.views.report import REPORT_FILES
 from tests.support import require_r_torch, run_cli
 
@@ -161,12 +161,12 @@ def test_a_killed_run_without_json_has_its_temporary_staging_swept(tmp_path: Pat
     """The ``amp-parity-weights-*`` folder a killed run leaves in $TMPDIR is removed by the next run, a live one's is not."""
     env = _env(tmp_path / "tmp")
     run = _start(*_SLOW, env=env)
-    staged = lambda: [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith(STAGING_PREFIX)]  # noqa: E731
+    staged = lambda: [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith(TEMPORARY_WEIGHTS_PREFIX)]  # noqa: E731
     _wait_for(lambda: staged() and any(staged()[0].iterdir()))
     os.killpg(run.pid, signal.SIGKILL)  # the run and its worker: nothing cleans up
     run.communicate(timeout=60)
     (killed,) = staged()
-    with StagingDir(tmp_path / "tmp", STAGING_PREFIX) as live:  # another run's, alive while the next one starts
+    with StagingDir(tmp_path / "tmp", TEMPORARY_WEIGHTS_PREFIX) as live:  # another run's, alive while the next one starts
         done = _harness(*_QUICK, env=env)
         assert done.returncode == 0, done.stderr
         assert staged() == [live.path] and not killed.exists()
@@ -278,7 +278,8 @@ def test_ctrl_c_after_the_result_was_published_says_so(tmp_path: Path, monkeypat
 
 @pytest.mark.parametrize(
     ("args", "target", "line"),
-    [(("report", "{tmp}/r.json", "--out", "{tmp}/out"), "harness.store.result_file.load_result", "error: interrupted; no report was written."),
+    [(("report", "{tmp}/r.json", "--out", "{tmp}/out"), "harness.store.result_file.load_result",
+      "error: interrupted; no report was written."),
      (("prepare", "--preset", "tiny"), "harness.run.prepare.prepare_shell_run_spec", "error: interrupted; no run spec was printed.")],
     ids=["report", "prepare"],
 )

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.frontends import gemm_profiler as gemm_profile
+from harness.frontends import gemm_profiler
 from harness.frontends.gemm_profiler import profile_gemms
 from harness.judge.gemm_precision import amp_gemm_problem
 from harness.run.prepare import prepare_run_spec
@@ -126,17 +126,17 @@ def test_no_weights_are_written(
 def test_dtypes_come_from_the_kineto_events(run_spec: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """The primary source (kineto ``dtypes()`` by correlation id) finds every GEMM; the fallback agrees."""
     found: list[dict[int, tuple[str, list[str]]]] = []
-    real = gemm_profile._kineto_dtypes
+    real = gemm_profiler._kineto_dtypes
 
     def keeping(prof: Any) -> dict[int, tuple[str, list[str]]]:
         found.append(real(prof))
         return found[-1]
 
-    monkeypatch.setattr(gemm_profile, "_kineto_dtypes", keeping)
+    monkeypatch.setattr(gemm_profiler, "_kineto_dtypes", keeping)
     profile_gemms(with_autocast.run_workload, run_spec, "autocast")
     assert sorted(name for name, _ in found[0].values()) == ["aten::addmm"] * 3 + ["aten::mm"] * 5
     assert all(dtypes[0 if name == "aten::mm" else 1] == "c10::BFloat16" for name, dtypes in found[0].values())
-    monkeypatch.setattr(gemm_profile, "_kineto_dtypes", lambda prof: {})
+    monkeypatch.setattr(gemm_profiler, "_kineto_dtypes", lambda prof: {})
     fallback = profile_gemms(with_autocast.run_workload, run_spec, "autocast")
     assert set(fallback["seconds_by_dtype"]) <= {"bfloat16", "unknown"}  # "unknown" on a torch without input_dtypes
 
@@ -164,7 +164,7 @@ def test_amp_gemm_problem_on_plain_data() -> None:
 
 
 def test_the_parent_can_import_it_without_torch() -> None:
-    tree = ast.parse(Path(gemm_profile.__file__).read_text(encoding="utf-8"))
+    tree = ast.parse(Path(gemm_profiler.__file__).read_text(encoding="utf-8"))
     top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
     names = [a.name for n in top if isinstance(n, ast.Import) for a in n.names]
     names += [n.module or "" for n in top if isinstance(n, ast.ImportFrom)]

@@ -86,7 +86,8 @@ def test_an_entry_whose_trigger_held_on_an_identical_pair_is_stale(clip_cell: Ce
     twin = twin_cell(clip_cell, tmp_path)
     stale = compare_cells(clip_cell, twin, trace=_identical_trace((0, 1)), known=load_known_differences())
     assert stale.verdict == "stale_known_difference" and stale.verdict in FAILING_VERDICTS, stale.explain()
-    assert "remove or update entry clip-coef-reciprocal (harness/judge/known_differences.toml): its trigger clip_engaged held" in stale.summary
+    assert ("remove or update entry clip-coef-reciprocal (harness/judge/known_differences.toml): its trigger clip_engaged held"
+            in stale.summary)
 
 
 def test_where_the_trigger_never_held_an_identical_pair_is_simply_identical(clip_cell: CellResult, tmp_path: Path) -> None:

@@ -184,7 +184,9 @@ def _run(args: argparse.Namespace) -> int:
         # Claimed before the first cell and held to the end: a second run for the same --json (or --report) is
         # refused, and a report folder is never the result or its weights folder.
         claim = claimed.enter_context(ResultClaim(args.json, args.overwrite)) if args.json is not None else None
-        reports = claimed.enter_context(ReportClaim(args.report, REPORT_FILES, args.overwrite, result=claim)) if args.report is not None else None
+        reports = None
+        if args.report is not None:
+            reports = claimed.enter_context(ReportClaim(args.report, REPORT_FILES, args.overwrite, result=claim))
         with MatrixRunner(
             spec, frontends, timeout=args.timeout, staging=claim.staging if claim else None, scaler_lift=args.scaler_lift,
             trace=args.trace, known=_known(args),

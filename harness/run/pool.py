@@ -19,13 +19,14 @@ from harness.workload.fixtures import FixtureFile
 from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
 
-__all__ = ["DEFAULT_TIMEOUT_S", "STAGING_PREFIX", "WORKER_TMP_PREFIX", "WorkerPool", "thread_env"]
+__all__ = ["DEFAULT_TIMEOUT_S", "TEMPORARY_WEIGHTS_PREFIX", "WORKER_TMP_PREFIX", "WorkerPool", "thread_env"]
 
 #: A cell that has not answered in this long is hung: ``recipe`` on 2 CPU cores takes a few minutes
 #: per cell, ``tiny`` well under a second.
 DEFAULT_TIMEOUT_S = 900.0
-#: The pool's own staging folders in the temporary directory (a killed run's are swept by the next).
-STAGING_PREFIX = "amp-parity-weights-"
+#: The pool's own staging folders for final weights in the temporary directory, when no result path gives them a
+#: place (a killed run's are swept by the next); a result claim stages beside its result instead (harness/store/claims.py).
+TEMPORARY_WEIGHTS_PREFIX = "amp-parity-weights-"
 #: The workers' temporary directory ($TMPDIR), one per pool, removed with it (a killed run's is swept by the next).
 WORKER_TMP_PREFIX = "amp-parity-tmp-"
 
@@ -49,7 +50,7 @@ class WorkerPool:
         self.timeout = timeout
         self._own_staging: StagingDir | None = None
         if staging is None:
-            self._own_staging = StagingDir(Path(tempfile.gettempdir()), STAGING_PREFIX)
+            self._own_staging = StagingDir(Path(tempfile.gettempdir()), TEMPORARY_WEIGHTS_PREFIX)
             staging = self._own_staging.path
         self.staging = staging
         # What the workers leave in $TMPDIR (torch's torchinductor_<user>, R's Rtmp* of a worker that was killed)

@@ -423,7 +423,8 @@ class ReportClaim(_Claim):
             raise self._appeared(Path(err.filename2 or err.filename)) from err
         except OSError as err:
             _unmove(moved, self.staging)
-            raise ResultError(f"cannot write the report in {self.folder}: {os_error_text(err)}. Choose another {self.flag} folder.") from err
+            why = os_error_text(err)
+            raise ResultError(f"cannot write the report in {self.folder}: {why}. Choose another {self.flag} folder.") from err
         self.published = True
         return [p for p in moved if p.name == document] + [p for p in moved if p.name != document]
 

@@ -224,7 +224,7 @@ def _update_to_6(data: dict[str, Any], path: Path) -> dict[str, Any]:
         distance, verdict = cell.get("reference_distance"), cell.get("verdict")
         float64 = verdict.get("float64") if isinstance(verdict, dict) else None
         if isinstance(distance, dict) and isinstance(float64, dict):
-            distance = distance | {"worst_tensor": float64.get("worst_tensor"), "worst_tensor_rel_error": float64.get("worst_tensor_rel_error")}
+            distance = distance | {name: float64.get(name) for name in ("worst_tensor", "worst_tensor_rel_error")}
         cells.append(cell | {"reference_distance": distance})
     upgraded = {k: v for k, v in data.items() if k != "figures"}
     return upgraded | {"schema_version": 6, "targets": targets, "cells": cells}

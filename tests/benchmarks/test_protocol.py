@@ -77,7 +77,7 @@ def test_harness_agrees_with_torch_timer(benchmark: BenchmarkFixture, availabili
 
 
 def test_tiny_matrix_and_its_targets(benchmark: BenchmarkFixture, tmp_path: Path) -> None:
-    """``python -m harness run --preset tiny`` (both frontends, every mode, start-up included) meets every performance target that applies."""
+    """``python -m harness run --preset tiny`` (both frontends, every mode, start-up included) meets every target that applies."""
     out = tmp_path / "tiny.json"
 
     def run() -> subprocess.CompletedProcess[str]:
