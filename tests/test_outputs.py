@@ -13,8 +13,8 @@ import pytest
 from harness.errors import ResultError, UsageError
 from harness.judge.assess import assess_result
 from harness.model.result import MatrixResult
-from harness.store.claims import MARKER_FILE, ReportClaim, ResultClaim, check_report_folder, publish_or_rescue, rescue_result
-from harness.store.result_file import load_result
+from harness.store.claims import ReportClaim, ResultClaim, check_report_folder, publish_or_rescue, rescue_result
+from harness.store.result_file import WEIGHTS_MARKER, load_result
 from harness.views.report import REPORT_FILES
 from tests.model_results import committed, with_weights
 
@@ -44,7 +44,7 @@ def test_publish_writes_the_result_and_its_weights_and_nothing_else(tmp_path: Pa
     """After a publish the folder holds the result and its weights folder only, with the modes a plain write gives."""
     result = _publish(tmp_path / "run.json")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json", "run.weights"]
-    assert sorted(p.name for p in (tmp_path / "run.weights").iterdir()) == [MARKER_FILE, "a.safetensors", "b.safetensors"]
+    assert sorted(p.name for p in (tmp_path / "run.weights").iterdir()) == [WEIGHTS_MARKER, "a.safetensors", "b.safetensors"]
     assert _weights(result, 0) == str(tmp_path / "run.weights" / "a.safetensors")
     stored = json.loads((tmp_path / "run.json").read_text())
     paths = [c["record"] and c["record"]["weights_path"] for c in stored["cells"]]
@@ -229,7 +229,7 @@ def _fill_disk_for(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_users_safetensors_file_in_a_marked_weights_folder_is_never_deleted(tmp_path: Path) -> None:
     """``--overwrite`` is refused once a user put a ``.safetensors`` of their own into the weights folder (it deleted it)."""
     _publish(tmp_path / "X.json", "old")
-    marker = json.loads((tmp_path / "X.weights" / MARKER_FILE).read_text())
+    marker = json.loads((tmp_path / "X.weights" / WEIGHTS_MARKER).read_text())
     assert marker == {"result": "X.json", "files": ["a.safetensors", "b.safetensors"]}
     (tmp_path / "X.weights" / "mine.safetensors").write_text("precious")
     with pytest.raises(ResultError, match=r"X\.weights holds mine\.safetensors, which amp-parity did not write"):
@@ -241,10 +241,10 @@ def test_a_users_safetensors_file_in_a_marked_weights_folder_is_never_deleted(tm
 def test_a_marker_without_its_file_list_trusts_only_the_files_its_result_names(tmp_path: Path) -> None:
     """A folder marked before markers listed their files: the result's named files are the harness's, nothing else."""
     _publish(tmp_path / "X.json", "old")
-    (tmp_path / "X.weights" / MARKER_FILE).write_text(json.dumps({"result": "X.json"}))
+    (tmp_path / "X.weights" / WEIGHTS_MARKER).write_text(json.dumps({"result": "X.json"}))
     _publish(tmp_path / "X.json", "new", overwrite=True)  # the result names a and b: the folder is replaced
     assert (tmp_path / "X.weights" / "a.safetensors").read_text() == "new-a"
-    (tmp_path / "X.weights" / MARKER_FILE).write_text(json.dumps({"result": "X.json"}))
+    (tmp_path / "X.weights" / WEIGHTS_MARKER).write_text(json.dumps({"result": "X.json"}))
     (tmp_path / "X.weights" / "c.safetensors").write_text("mine")
     with pytest.raises(ResultError, match=r"holds c\.safetensors, which amp-parity did not write"):
         ResultClaim(tmp_path / "X.json", overwrite=True)
@@ -394,7 +394,7 @@ def test_overwrite_by_a_run_that_ran_out_of_space_keeps_the_old_result_and_rescu
     assert f"; {tmp_path / 'X.json'} and its weights were kept: a run that failed for lack of space does not replace them." in line
     assert line.endswith(f"The result was saved to {saved} instead (weights beside it).")
     assert (tmp_path / "X.json").read_text() == old_result
-    assert sorted(p.name for p in (tmp_path / "X.weights").iterdir()) == [MARKER_FILE, "a.safetensors", "b.safetensors"]
+    assert sorted(p.name for p in (tmp_path / "X.weights").iterdir()) == [WEIGHTS_MARKER, "a.safetensors", "b.safetensors"]
     assert saved is not None and rescue_dir in saved.parents and Path(str(_weights(published, 1))).read_text() == "new-b"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "tmp"]
 
@@ -415,4 +415,4 @@ def test_a_report_folder_reached_through_a_link_into_the_weights_is_refused(tmp_
             ReportClaim(tmp_path / "link" / "r", REPORT_FILES, result=claim)
     with pytest.raises(UsageError, match="--out must be a folder outside amp-parity's weights folder"):
         ReportClaim(tmp_path / "link", REPORT_FILES, overwrite=True, flag="--out")  # `report --out`: no run, the marker tells
-    assert sorted(p.name for p in (tmp_path / "X.weights").iterdir()) == [MARKER_FILE, "a.safetensors", "b.safetensors"]
+    assert sorted(p.name for p in (tmp_path / "X.weights").iterdir()) == [WEIGHTS_MARKER, "a.safetensors", "b.safetensors"]

@@ -42,7 +42,6 @@ from harness.store.lock import Lock
 from harness.store.result_file import WEIGHTS_MARKER, WEIGHTS_SUFFIX, is_result_file, stored_form, weights_dir_for
 
 __all__ = [
-    "MARKER_FILE",
     "REPORT_LOCK",
     "ReportClaim",
     "ResultClaim",
@@ -52,8 +51,6 @@ __all__ = [
     "rescue_result",
 ]
 
-#: The file in a weights folder that says this harness wrote it, and for which result.
-MARKER_FILE = WEIGHTS_MARKER
 #: Staging folders beside a result (swept when their run is dead, see :mod:`harness.files.staging`).
 STAGING_PREFIX = ".amp-parity-staging-"
 #: The lock a run (or ``report``) holds in its report folder while it may write there.
@@ -137,7 +134,7 @@ class ResultClaim(_Claim):
             result = _found_in(result, staged, staged)
             files = sorted(p.name for p in staged.iterdir() if p.name.endswith(_WEIGHTS_FILE_SUFFIX))
             marker = {"result": self.path.name, "files": files}  # only these are amp-parity's (a user's .safetensors is not)
-            (staged / MARKER_FILE).write_text(json.dumps(marker) + "\n", encoding="utf-8")
+            (staged / WEIGHTS_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
             _set_modes(staged)
             published = _found_in(result, staged, Path(os.path.abspath(self.weights_dir)))  # absolute in memory, as loaded
             stored = stored_form(published, self.path)
@@ -212,19 +209,19 @@ def foreign_weights(folder: Path, result_name: str) -> str | None:
     if not folder.is_dir():
         return f"is {_kind(folder)}"
     try:
-        marker = json.loads((folder / MARKER_FILE).read_text(encoding="utf-8"))
+        marker = json.loads((folder / WEIGHTS_MARKER).read_text(encoding="utf-8"))
         owner = marker["result"]
     except (OSError, ValueError, KeyError, TypeError):
-        return f"was not written by amp-parity (it has no {MARKER_FILE})"
+        return f"was not written by amp-parity (it has no {WEIGHTS_MARKER})"
     if owner != result_name:
         return f"holds the weights of {owner!r}"
     ours = marker.get("files") if isinstance(marker, dict) else None
     if ours is None:
         ours = _named_by_result(folder.parent / result_name, folder)
     if not isinstance(ours, list) or not all(isinstance(name, str) for name in ours):
-        return f"has a {MARKER_FILE} that does not list its files; amp-parity cannot tell them from a user's"
+        return f"has a {WEIGHTS_MARKER} that does not list its files; amp-parity cannot tell them from a user's"
     for entry in sorted(folder.iterdir()):
-        if entry.name == MARKER_FILE:
+        if entry.name == WEIGHTS_MARKER:
             continue
         if entry.name not in ours or entry.is_symlink() or not entry.is_file():
             return f"holds {entry.name}, which amp-parity did not write"
@@ -466,7 +463,7 @@ def _refuse_report_place(folder: Path, files: tuple[str, ...], flag: str, result
         if Path(os.path.realpath(result.path)).parent == real and result.path.name in files:
             raise UsageError(flag, str(folder), f"a folder where no report file is the result (--json {result.path})")
     for part in (real, *real.parents):
-        if os.path.lexists(part / MARKER_FILE):
+        if os.path.lexists(part / WEIGHTS_MARKER):
             raise UsageError(
                 flag, str(folder), f"a folder outside amp-parity's weights folder {part} (a report there makes --overwrite refuse it)"
             )
