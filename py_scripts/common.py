@@ -1,6 +1,6 @@
 """The workload's pieces shared by the Python scripts: the twin of ``r_scripts/common.R``.
 
-The same names in the same order as common.R (tests/test_r_scripts.py checks it). The contract both
+The same names in the same order as common.R (tests/unit/scripts/test_r_scripts.py checks it). The contract both
 halves follow is ``docs/contract.md``. Only plain data leaves this module: the run record is a dict of
 numbers, strings and lists, the final weights a safetensors file. A script run by hand goes through
 :mod:`py_scripts.shell`; the harness's worker imports the scripts (harness/frontends/python_handler.py).

@@ -18,7 +18,7 @@ if (sys.nframe() == 0L) {
 #' progress wins over `--file=`: a file that `Rscript` runs may source another. This is the one place the
 #' R files find themselves: the harness hands the bridge its folder, shell.R calls this function, and a
 #' script run cold (nothing loaded yet) repeats the `dynGet()` expression below verbatim in its first
-#' line to find this file (tests/test_r_scripts.py keeps the copies identical and counts them).
+#' line to find this file (tests/unit/scripts/test_r_scripts.py keeps the copies identical and counts them).
 #'
 #' @return the file's normalized path, or `NULL` (code run by `Rscript -e`, or a `source()` of a connection).
 r_file_path <- function() {

@@ -70,7 +70,7 @@ amp_parity_call <- function(script_path, spec_json, mode) {
 #' writes), of a fresh copy: that function copies from the start of the tensor's storage and ignores a
 #' view's storage offset (lantern's `_lantern_buffer_from_tensor`, src/lantern/src/Tensor.cpp at
 #' mlverse/torch e4de110), so for `data[i, , ]` with `i > 1` it would return the first batch's bytes
-#' (tests/test_r_worker.py keeps a test of it). When the recorder has every point it was asked to keep, it returns `TRUE` and the run stops
+#' (tests/integration/test_r_worker.py keeps a test of it). When the recorder has every point it was asked to keep, it returns `TRUE` and the run stops
 #' there (a condition of class `amp_parity_trace_done`; `with_autocast()` restores its state on the way
 #' out): the result is then `"null"`, no record.
 amp_parity_trace_call <- function(script_path, spec_json, mode, record_point) {

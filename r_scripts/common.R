@@ -1,6 +1,6 @@
 #' The workload's pieces shared by the R scripts: the twin of `py_scripts/common.py`.
 #'
-#' The same names in the same order as common.py (tests/test_r_scripts.py checks it); a helper that R
+#' The same names in the same order as common.py (tests/unit/scripts/test_r_scripts.py checks it); a helper that R
 #' needs and Python has built in is marked "R-only" where it is defined. The contract both halves follow
 #' is `docs/contract.md`. Sourcing this file defines functions only: it loads neither torch nor anything
 #' else, so the bridge and argument handling work where R torch is not installed. Functions that need

@@ -15,6 +15,9 @@ from harness.run.runner import MatrixRunner
 from harness.workload.spec import WorkloadSpec
 from tests.support import CELLS, FRONTENDS, PAIRS, SharedRun, shared_run
 
+#: ``pytester`` runs a planted session in-process (the unit tests' guard is tested by what it catches).
+pytest_plugins = ["pytester"]
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """``--run-slow``: also run the tests marked ``slow`` (minutes, or a gigabyte of fixture)."""

@@ -36,7 +36,7 @@ Where identity is the truth, tolerances are not used at all. Two frontends that 
 version on CPU run the same kernels in the same order, in every mode (R torch's ``with_autocast`` and
 ``optim_sgd`` reach the same ATen ops as PyTorch's), and measured runs of the correct scripts are bitwise
 identical in ``default`` and ``autocast`` at ``tiny`` and ``bench``. There, real bugs hide inside the
-numbers above (measured at ``tiny`` with one change planted in R's script, ``tests/test_planted.py``): a
+numbers above (measured at ``tiny`` with one change planted in R's script, ``tests/integration/test_planted.py``): a
 learning rate off by one part in a million moves the ``default`` pair by at most 37 float32 ULPs (weights
 rel L2 6.6e-8), inside the float32 tolerance; a leaky ReLU for a ReLU moves the ``autocast`` pair by rel
 L2 3.9e-4, inside the bf16 one (4.9e-4). So under the ``strict`` judging policy

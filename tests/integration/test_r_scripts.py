@@ -1,0 +1,198 @@
+"""The R scripts under Rscript without R torch: they parse, refuse bad input, load their shared code and write records as Python reads them.
+
+The twins read as text (names, sources, record fields) are in ``tests/unit/scripts/test_r_scripts.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.files.paths import REPO_ROOT, script_path
+from harness.model.record import RECORD_SCHEMA_VERSION
+from harness.workload.spec import SCRIPTS
+from py_scripts import common
+from py_scripts.common import RECORD_FIELDS
+
+pytestmark = pytest.mark.skipif(shutil.which("Rscript") is None, reason="R is not installed: apt-get install r-base-core")
+R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
+
+
+def _rscript(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["Rscript", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def _r_value(expression: str) -> list[str]:
+    """Source common.R (no torch needed) and print an R character vector one element per line."""
+    done = _rscript("-e", f'source("r_scripts/common.R"); writeLines({expression})')
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+@pytest.mark.parametrize("path", R_FILES, ids=[p.name for p in R_FILES])
+def test_r_files_parse(path: Path) -> None:
+    """Every R file under r_scripts/ parses."""
+    done = _rscript("-e", f'invisible(parse(file = "{path}"))')
+    assert done.returncode == 0, done.stderr
+
+
+def test_each_file_loads_what_its_job_needs() -> None:
+    """Sourcing _bridge.R (given its folder, as the harness gives it) yields the entry point and the workload's pieces but not the
+    shell mode; a script sourced on its own gets both and r_file_path() through the bootstrap, into its own environment, with no
+    helper variable left behind."""
+    done = _rscript("-e", 'amp_parity_r_dir <- "r_scripts"; source("r_scripts/_bridge.R"); '
+                          'cat(exists("amp_parity_call"), exists("make_record"), exists("main_cli"), "")'
+                          '; rm(list = ls()); f <- function() { e <- new.env(); source("r_scripts/with_autocast.R", local = e); '
+                          'cat(exists("main_cli", envir = e, inherits = FALSE), exists("make_record", envir = e, inherits = FALSE), '
+                          'exists("r_file_path", envir = e, inherits = FALSE), exists("this_file", envir = e), exists("here", envir = e), '
+                          'exists("path", envir = e)) }; f()')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["TRUE", "TRUE", "FALSE", "TRUE", "TRUE", "TRUE", "FALSE", "FALSE", "FALSE"]
+
+
+def test_r_file_path_names_the_innermost_source_then_rscripts_file(tmp_path: Path) -> None:
+    """r_file_path() is the file being sourced (innermost first), else the file Rscript runs, else NULL (Rscript -e)."""
+    inner, outer = tmp_path / "inner.R", tmp_path / "outer.R"
+    inner.write_text('cat("inner", r_file_path(), "\\n")\n')
+    outer.write_text(f'source("{REPO_ROOT}/r_scripts/_bootstrap.R")\nsource("inner.R")\ncat("outer", r_file_path(), "\\n")\n')
+    done = subprocess.run(["Rscript", "outer.R"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"inner {inner.resolve()} ", f"outer {outer.resolve()} "]
+    bare = _rscript("-e", 'source("r_scripts/_bootstrap.R"); cat(is.null(r_file_path()), basename(amp_parity_r_dir))')
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout == "TRUE r_scripts"
+
+
+def test_a_copy_of_the_scripts_loads_its_own_shared_code(tmp_path: Path) -> None:
+    """A script of a copied r_scripts/, sourced from another folder, loads the copy's bootstrap, common.R and shell.R, not ours."""
+    from tests.planting import copy_scripts
+
+    root = copy_scripts(tmp_path / "copy")
+    with (root / "r_scripts" / "common.R").open("a") as handle:
+        handle.write("\nplanted_in_the_copy <- TRUE\n")
+    done = subprocess.run(
+        ["Rscript", "-e", f'e <- new.env(); source("{root}/r_scripts/cuda_amp_grad_scaler.R", local = e); '
+                          'cat(isTRUE(e$planted_in_the_copy), e$amp_parity_r_dir, sep = "\\n")'],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["TRUE", str((root / "r_scripts").resolve())]
+
+
+def test_the_bridge_without_its_folder_says_what_to_set() -> None:
+    """Sourced without ``amp_parity_r_dir`` (which the harness's R worker sets), _bridge.R stops naming the variable and who sets it."""
+    done = _rscript("-e", 'source("r_scripts/_bridge.R")')
+    assert done.returncode == 1
+    assert "amp_parity_r_dir" in done.stderr and "r_handler.py" in done.stderr
+
+
+@pytest.mark.parametrize("stem", list(SCRIPTS))
+def test_the_pair_declares_the_same_modes(stem: str) -> None:
+    """``modes`` in the R script equals ``MODES`` in the Python script and the harness's list."""
+    r_modes = _r_value(f'{{source("r_scripts/{stem}.R", local = TRUE); modes}}')
+    py_source = script_path("python", stem).read_text()
+    py_modes = ast.literal_eval(re.search(r"^MODES = (\(.*\))$", py_source, re.M).group(1))  # type: ignore[union-attr]
+    assert tuple(r_modes) == py_modes == SCRIPTS[stem]
+
+
+def test_the_pair_records_the_same_fields() -> None:
+    """``record_fields`` in common.R equals ``RECORD_FIELDS`` in common.py, in order, at the version the harness reads."""
+    assert tuple(_r_value("record_fields")) == RECORD_FIELDS
+    assert _r_value("as.character(record_schema_version)") == [str(RECORD_SCHEMA_VERSION)] == [str(common.RECORD_SCHEMA_VERSION)]
+
+
+def test_r_clock_is_the_best_installed_and_named_in_the_record() -> None:
+    """R times with bench::hires_time where bench is installed (0.24 us steps, not proc.time's 1 ms), and names what it reads."""
+    has_bench = _r_value('as.character(nzchar(system.file(package = "bench")))') == ["TRUE"]
+    has_microbenchmark = _r_value('as.character(nzchar(system.file(package = "microbenchmark")))') == ["TRUE"]
+    expected = (
+        "microbenchmark::get_nanotime (CLOCK_MONOTONIC)" if has_microbenchmark
+        else "bench::hires_time (CLOCK_REALTIME)" if has_bench else "proc.time (elapsed, 1 ms steps)"
+    )
+    assert _r_value("clock_name") == [expected]
+    if not (has_bench or has_microbenchmark):
+        pytest.skip("bench is not installed here (apt-get install r-cran-bench): R falls back to proc.time, 1 ms steps")
+    # 1000 back-to-back reads: every step between distinct reads is far below proc.time's 1 ms.
+    steps = _r_value("{ x <- vapply(1:1000, function(i) clock(), 0); d <- diff(x); format(c(min(d[d > 0]), median(d)), digits = 3) }")
+    assert 0 < float(steps[0]) < 1e-5 and float(steps[1]) < 1e-4
+
+
+def test_r_records_name_nan_and_infinities_as_python_json_reads_them() -> None:
+    """R writes NaN, Inf and -Inf as JSON NaN/Infinity/-Infinity (not null), and NA as null, exactly as Python's json reads them."""
+    import json
+    import math
+
+    line = _r_value('record_to_json(list(losses = c(0.5, NaN, Inf, -Inf, NA), final_loss = NaN, skipped_steps = 2L))')
+    assert line == ['{"losses":[0.5,NaN,Infinity,-Infinity,null],"final_loss":NaN,"skipped_steps":2}']
+    record = json.loads(line[0])
+    assert record["losses"][0] == 0.5 and math.isnan(record["losses"][1]) and record["losses"][2:4] == [math.inf, -math.inf]
+    assert record["losses"][4] is None and math.isnan(record["final_loss"])
+
+
+def test_r_records_write_every_value_as_json_reads_it_back() -> None:
+    """R's record writer keeps one-element arrays, exact doubles, integers, logicals and hostile strings as Python reads them."""
+    import json
+
+    hostile = r'paste0("/tmp/a \"q\" \\ b/", intToUtf8(c(233, 9)), "x", intToUtf8(1), ".st")'
+    line = _r_value(
+        "record_to_json(list(losses = list(1/3), loss_scale = 65536, skipped = c(FALSE, TRUE, NA), threads = 2147483647L, "
+        f"output_dtype = NULL, clock = NA_character_, weights_path = {hostile}, x = -0.0, y = 1e300))"
+    )
+    record = json.loads(line[0])
+    assert record == {
+        "losses": [1 / 3], "loss_scale": [65536.0], "skipped": [False, True, None], "threads": 2147483647, "output_dtype": None,
+        "clock": None, "weights_path": '/tmp/a "q" \\ b/\u00e9\tx\x01.st', "x": 0.0, "y": 1e300,
+    }
+    assert json.loads(line[0])["losses"][0].hex() == (1 / 3).hex()
+
+
+@pytest.mark.parametrize(("stem", "allowed"), [("with_autocast", "'default', 'autocast'"),
+                                                ("cuda_amp_grad_scaler", "'autocast_scaler', 'autocast_scaler_clip'")])
+@pytest.mark.parametrize(("mode_args", "got"), [(["--mode", "bogus"], "'bogus'"), ([], "None")], ids=["bad-mode", "no-mode"])
+def test_bad_mode_under_rscript_is_one_message_naming_the_allowed_values(stem: str, allowed: str, mode_args: list[str], got: str) -> None:
+    """A bad or missing --mode exits 1 with one line naming the allowed modes, the Python script's words, before torch."""
+    done = _rscript(f"r_scripts/{stem}.R", "--preset", "tiny", "--device", "cpu", *mode_args)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [f"error: mode must be one of {allowed} for {stem}.R, got {got}."]
+
+
+@pytest.mark.parametrize("name", ["_bridge.R", "_bootstrap.R"])
+def test_an_r_support_file_run_on_its_own_says_so_in_one_line(name: str) -> None:
+    """``Rscript r_scripts/_bridge.R`` printed R's stack dump; now one line saying what the file is for, exit 1."""
+    done = _rscript(f"r_scripts/{name}")
+    assert (done.returncode, done.stdout) == (1, "")
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: r_scripts/{name} ") and "it runs nothing on its own" in lines[0]
+
+
+def test_valid_mode_without_r_torch_says_how_to_install_it() -> None:
+    """With R torch absent, a valid invocation exits 1 with the install command."""
+    probe = _rscript("-e", 'cat(requireNamespace("torch", quietly = TRUE))')
+    if probe.stdout.strip() == "TRUE":
+        pytest.skip("R torch is installed here: the message for its absence cannot be provoked")
+    done = _rscript("r_scripts/with_autocast.R", "--preset", "tiny", "--mode", "autocast", "--device", "cpu")
+    assert done.returncode == 1
+    assert 'install.packages("torch")' in done.stderr and "torch::install_torch()" in done.stderr
+
+
+def test_sourcing_a_script_runs_nothing() -> None:
+    """Sourcing an R script from another function defines run_workload and prints nothing."""
+    done = _rscript("-e", 'f <- function() { e <- new.env(); source("r_scripts/with_autocast.R", local = e); '
+                          'cat(is.function(e$run_workload)) }; f()')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "TRUE"
+
+
+def test_probe_reports_r_side_as_json() -> None:
+    """r_scripts/_probe.R prints one JSON object with R's version and R torch's state."""
+    import json
+
+    done = _rscript("r_scripts/_probe.R")
+    info = json.loads(done.stdout)
+    assert info["r_version"].startswith("R version")
+    assert isinstance(info["torch_installed"], bool) and isinstance(info["libtorch_loads"], bool)

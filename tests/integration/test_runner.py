@@ -1,0 +1,191 @@
+"""The matrix runner: statuses and reasons for every way a cell can end, and the whole result's shape."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.judge.record_check import describe_loss
+from harness.model.efficiency import workload_flops
+from harness.model.result import RESULT_SCHEMA_VERSION, Status
+from harness.model.timing import TimingProtocol
+from harness.run.availability import Availability
+from harness.run.measure import time_cells
+from harness.run.runner import MatrixRunner
+from harness.workload.matrix import Cell
+from harness.workload.spec import MODES, WorkloadSpec
+from tests.support import require_r_torch
+
+NO_R_TORCH = {"torch_installed": False, "libtorch_installed": False, "libtorch_loads": False}
+
+
+def _without_r_torch(availability: Availability) -> Availability:
+    return dataclasses.replace(availability, r=NO_R_TORCH)
+
+
+def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, availability: Availability) -> None:
+    """A Python-only run returns 4 ok cells with records, reference distances, timing, efficiency and memory."""
+    progress: list[str] = []
+    protocol = TimingProtocol(warmup_rounds=2, rounds=3, interleave=True)
+    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
+        result = runner.run(MODES, on_progress=progress.append, protocol=protocol)
+    ids = [
+        "with_autocast-default-python-cpu", "with_autocast-autocast-python-cpu",
+        "cuda_amp_grad_scaler-autocast_scaler-python-cpu", "cuda_amp_grad_scaler-autocast_scaler_clip-python-cpu",
+    ]
+    assert [c.id for c in result.cells] == ids
+    assert all(c.status is Status.OK for c in result.cells)
+    assert result.to_json()["schema_version"] == RESULT_SCHEMA_VERSION == 6 and result.spec == tiny_spec
+    assert result.protocol == protocol
+    assert result.reference.available and result.reference.losses is not None and len(result.reference.losses) == 20
+    assert result.reference_seconds > 0 and result.workers["python"]["startup_seconds"] > 0
+    # Interleaved: round k of every cell before round k+1 of any (A, B, A, B ...).
+    rounds = [line for line in progress if ": round " in line]
+    assert rounds == [f"{i}: round {k}/3" for k in (1, 2, 3) for i in ids]
+    default, autocast = result.cells[0], result.cells[1]
+    assert default.timing is not None and autocast.timing is not None
+    assert default.timing.rounds == 3 and default.timing.warmup_calls == 2 and default.timing.reproducible
+    assert default.timing.loop.median > 0 and default.timing.call.median > default.timing.loop.median
+    assert default.time_vs_default == 1.0  # paired with itself: every per-round ratio is exactly 1
+    assert autocast.time_vs_default is not None or str(autocast.time_vs_default_note).startswith("spread too wide")
+    assert default.reference_distance is not None and default.reference_distance.max_rel_loss_error is not None
+    assert default.reference_distance.max_rel_loss_error < 1e-5
+    assert default.memory is not None and default.memory.scope == "call" and (default.memory.peak_rss_bytes or 0) > 50 * 2**20
+    assert default.memory.cuda_peak_bytes is None
+    assert default.efficiency is not None and autocast.efficiency is not None and autocast.efficiency.share_of_peak is not None
+    assert default.efficiency.flops == workload_flops(tiny_spec) and default.efficiency.gemm_dtype == "float32"
+    assert autocast.efficiency.gemm_dtype == "bfloat16" and 0 < autocast.efficiency.share_of_peak < 1
+    assert set(result.peaks.by_dtype) == {"float32", "bfloat16"} and result.peaks.threads == 1
+    assert all(c.gemm_profile is None for c in result.cells)  # CPU: only with --profile
+    assert {f.name for f in result.targets} == {"overhead per call", "whole tiny CPU matrix"}
+    assert [p.pair for p in result.pairs] == []  # one frontend: nothing to pair
+
+
+def test_budget_limits_rounds_and_profile_flags_nothing_on_true_amp(tiny_spec: WorkloadSpec, availability: Availability) -> None:
+    """With a tiny time budget each cell gets one timed round and no extra warm-up, so no ratio; profiling finds bf16 GEMMs."""
+    protocol = TimingProtocol(warmup_rounds=3, rounds=5, max_seconds=1e-9)
+    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
+        result = runner.run(("default", "autocast"), protocol=protocol, profile=True)
+    default, autocast = result.cells
+    assert default.timing is not None and default.timing.rounds == 1 and default.timing.warmup_calls == 1
+    assert autocast.time_vs_default is None and "too few timed rounds (1 < 3)" in str(autocast.time_vs_default_note)
+    assert default.gemm_profile is not None and default.gemm_profile["half_share"] == 0.0 and default.gemm_problem is None
+    assert autocast.gemm_profile is not None and autocast.gemm_profile["half_share"] == 1.0 and autocast.gemm_problem is None
+    assert not result.warnings
+
+
+def test_a_failing_timed_round_makes_the_cell_an_error(tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path) -> None:
+    """A script that works for the record call but breaks in a timed round ends as an error naming the round."""
+    fixture_path = tmp_path / "fixture.safetensors"
+    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
+        cell = runner.run_cell(Cell("python", "with_autocast", "default", "cpu"))
+        assert cell.status is Status.OK
+        fixture_path.write_bytes(b"not a safetensors file")
+        runner.pool.fixture = dataclasses.replace(runner.pool.fixture, path=fixture_path)
+        [cell] = time_cells(runner.pool, [cell], TimingProtocol(warmup_rounds=1, rounds=2), lambda text: None)
+    assert cell.status is Status.ERROR and str(cell.reason).startswith("timed round 1 failed:") and cell.timing is None
+
+
+def test_r_cells_skip_with_the_install_reason(
+    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without R torch an R cell is ``skipped`` with the install command as its one-line reason."""
+    monkeypatch.delenv("AMP_PARITY_REQUIRE_R", raising=False)
+    with MatrixRunner(tiny_spec, ("r",), availability=_without_r_torch(availability)) as runner:
+        outcome = runner.run_cell(Cell("r", "with_autocast", "default", "cpu"))
+    assert outcome.status is Status.SKIPPED and outcome.record is None
+    assert outcome.reason == 'the R package torch is not installed: in R, install.packages("torch"); torch::install_torch()'
+
+
+def test_require_r_turns_the_skip_into_an_error(
+    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under AMP_PARITY_REQUIRE_R=1 a missing R torch makes R cells fail, with the reason."""
+    monkeypatch.setenv("AMP_PARITY_REQUIRE_R", "1")
+    with MatrixRunner(tiny_spec, ("r",), availability=_without_r_torch(availability)) as runner:
+        outcome = runner.run_cell(Cell("r", "with_autocast", "default", "cpu"))
+    assert outcome.status is Status.ERROR and "AMP_PARITY_REQUIRE_R=1" in str(outcome.reason)
+
+
+@pytest.mark.parametrize("frontend", ["python", "r"])
+def test_nan_loss_in_default_mode_is_a_numerical_failure_with_its_step(availability: Availability, frontend: str) -> None:
+    """A learning rate that blows up gives ``numerical_failure`` naming the first non-finite loss as such, its step and frontend."""
+    if frontend == "r":
+        require_r_torch(availability)
+    spec = WorkloadSpec.from_preset("tiny", lr=1e6)
+    with MatrixRunner(spec, (frontend,), availability=availability) as runner:
+        result = runner.run(("default", "autocast_scaler") if frontend == "python" else ("default",), protocol=TimingProtocol(1, 1))
+    default = result.cells[0]
+    assert default.status is Status.NUMERICAL_FAILURE and default.record is not None
+    found = re.fullmatch(rf"loss is (NaN|inf|-inf) at step (\d+) \({frontend}\)", str(default.reason))
+    assert found is not None, default.reason
+    step = int(found.group(2))
+    assert 0 < step < spec.steps
+    assert describe_loss(default.record.losses[step]) == found.group(1)
+    if frontend == "python":
+        assert result.cells[1].status is Status.OK  # the scaler skips non-finite steps: not a failure there
+
+
+def test_a_timed_round_whose_autocast_loss_turns_nan_is_an_error(
+    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside the scaler modes a non-finite loss fails the cell in a timed round as in the record call (autocast too)."""
+    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
+        cell = runner.run_cell(Cell("python", "with_autocast", "autocast", "cpu"))
+        assert cell.status is Status.OK and cell.record is not None
+        losses = list(cell.record.losses)
+        broken = cell.record.to_json() | {"losses": [*losses[:5], float("nan"), *losses[6:]]}
+        monkeypatch.setattr(runner.pool, "call_cell", lambda *args, **kwargs: broken)
+        [cell] = time_cells(runner.pool, [cell], TimingProtocol(warmup_rounds=1, rounds=2), lambda text: None)
+    assert cell.status is Status.ERROR and cell.timing is None
+    assert cell.reason == "timed round 1: loss is NaN at step 5 (python), where the record call's losses were finite"
+
+
+def test_an_r_cell_whose_weights_hit_a_full_disk_is_an_error_in_one_line(
+    tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R's writeBin only warns on a full disk, leaving a truncated weights file: now the cell is an error in one line, no file stays."""
+    import os
+
+    from harness.files.paths import SCRIPTS_ENV
+    from tests.planting import copy_scripts, plant
+
+    require_r_torch(availability)
+    root = copy_scripts(tmp_path / "scripts")  # the disk fills up as safetensors writes: writeBin warns, as R does then
+    plant(root, "r_scripts/common.R", "safetensors::safe_save_file(tensors, path)",
+          '{ safetensors::safe_save_file(tensors, path); warning("problem writing to connection") }')
+    monkeypatch.setenv(SCRIPTS_ENV, str(root))
+    cell = Cell("r", "with_autocast", "default", "cpu")
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    with MatrixRunner(tiny_spec, ("r",), timeout=300, availability=availability, staging=staging) as runner:
+        outcome = runner.run_cell(cell)
+    target = staging / f"{cell.id}.safetensors"
+    assert outcome.status is Status.ERROR
+    assert outcome.reason.endswith(f"failed: Could not write the final weights to '{target}': problem writing to connection.")
+    assert "\n" not in outcome.reason and not os.path.lexists(target)
+
+
+def test_workers_leave_nothing_in_the_temporary_folder_even_when_killed(
+    tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each Python worker left an empty ``$TMPDIR/torchinductor_root``, a killed R worker its ``Rtmp*``: now the pool removes both."""
+    import os
+    import signal
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    frontends = ("python",) if availability.r_reason else ("python", "r")
+    with MatrixRunner(tiny_spec, frontends, timeout=300, availability=availability) as runner:
+        for frontend in frontends:
+            assert runner.run_cell(Cell(frontend, "with_autocast", "autocast", "cpu")).status is Status.OK
+        if "r" in frontends:
+            pid = runner.pool.worker("r").pid
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)  # R removes its Rtmp* only when it exits on its own
+            (worker_tmp,) = [p for p in tmp_path.iterdir() if p.name.startswith("amp-parity-tmp-")]
+            assert any(p.name.startswith("Rtmp") for p in worker_tmp.iterdir())
+    assert list(tmp_path.iterdir()) == []

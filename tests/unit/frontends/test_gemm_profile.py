@@ -1,0 +1,36 @@
+"""GEMM dtype profiling read as plain data: the judge of a profile, and the profiler module the parent imports without torch.
+
+Profiles of the real scripts at the tiny preset are in ``tests/integration/test_gemm_profile.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from harness.frontends import gemm_profiler
+from harness.judge.gemm_precision import amp_gemm_problem
+
+
+def test_amp_gemm_problem_on_plain_data() -> None:
+    mixed = {
+        "gemm_seconds": 4.0,
+        "seconds_by_dtype": {"float16": 3.0, "float32": 1.0},
+        "ops": [
+            {"name": "aten::addmm", "dtype": "float16", "count": 3, "seconds": 3.0},
+            {"name": "aten::mm", "dtype": "float32", "count": 2, "seconds": 1.0},
+        ],
+    }
+    assert amp_gemm_problem("autocast_scaler", mixed) == "claims AMP (autocast_scaler) but 25.0% of GEMM time ran in float32 (aten::mm ×2)"
+    assert amp_gemm_problem("default", mixed) is None
+    clean = {**mixed, "seconds_by_dtype": {"float16": 4.0}, "ops": mixed["ops"][:1]}
+    assert amp_gemm_problem("autocast", clean) is None
+    assert amp_gemm_problem("autocast", {"gemm_seconds": 0.0, "seconds_by_dtype": {}, "ops": []}) is None
+
+
+def test_the_parent_can_import_it_without_torch() -> None:
+    tree = ast.parse(Path(gemm_profiler.__file__).read_text(encoding="utf-8"))
+    top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    names = [a.name for n in top if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module or "" for n in top if isinstance(n, ast.ImportFrom)]
+    assert not [name for name in names if name.split(".")[0] == "torch"]

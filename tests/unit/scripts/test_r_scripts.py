@@ -1,0 +1,120 @@
+"""The R scripts and their Python twins read as text (no R needed): the same files, names, sources and record fields.
+
+What needs ``Rscript`` (parsing, bad input, the record writer, the clock) is in ``tests/integration/test_r_scripts.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.files.paths import REPO_ROOT, script_path
+from harness.workload.spec import SCRIPTS
+
+R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
+#: Files that are not scripts but twins of each other: the workload's pieces and the shell mode.
+SHARED_PAIRS = {"common", "shell"}
+#: R files with no Python twin, named with a leading "_" like _probe.R: the harness's rpy2 entry point (Python's
+#: worker imports the scripts) and the scripts' bootstrap (Python finds its modules by import).
+R_ONLY_FILES = {"_bridge", "_bootstrap"}
+#: What R defines that its Python twin does not, because R lacks it: its reason is where each is defined.
+R_ONLY_NAMES = {
+    "common": {"clock_source", "record_array_fields", "abort_cli", "require_r_torch", "libtorch_version",
+               "json_value", "json_string", "record_keys_json", "exact_json_numbers"},
+    # Python's main_cli calls the harness in-process (parse_shell_args, prepare_shell_run_spec, exit_with_error).
+    "shell": {"%||%", "amp_parity_r_dir", "prepare_shell_run", "python_library_path", "print_traceback", "one_line"},
+}
+#: What Python defines that R does not: the dtype table (R's torch_dtype() is a switch()).
+PY_ONLY_NAMES = {"common": {"dtypes"}, "shell": set()}
+
+
+def test_every_python_script_has_its_r_partner() -> None:
+    """Pairs are found by stem: each declared script and each shared file exists in both languages, and no orphan exists."""
+    for stem in SCRIPTS:
+        assert script_path("python", stem).exists() and script_path("r", stem).exists()
+    py_stems = {p.stem for p in (REPO_ROOT / "py_scripts").glob("*.py") if not p.stem.startswith("_")}
+    r_stems = {p.stem for p in R_FILES if not p.stem.startswith("_")}
+    assert py_stems == set(SCRIPTS) | SHARED_PAIRS
+    assert r_stems == set(SCRIPTS) | SHARED_PAIRS
+    assert R_ONLY_FILES <= {p.stem for p in R_FILES}  # R-only files start with "_": no twin is expected
+
+
+def _py_names(stem: str) -> list[str]:
+    """The module's top-level functions and constants in order, as R spells them (``_DTYPES`` → ``dtypes``)."""
+    tree = ast.parse(script_path("python", stem).read_text())
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            names.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if isinstance(target, ast.Name) and target.id != "__all__":
+                names.append(target.id)
+    return [name.lstrip("_").lower() for name in names]
+
+
+def _r_names(stem: str) -> list[str]:
+    """The R file's top-level definitions (``name <- ...`` at the start of a line), in order."""
+    return re.findall(r"^`?([\w.%|]+)`? <- ", script_path("r", stem).read_text(), re.M)
+
+
+@pytest.mark.parametrize("stem", sorted(SHARED_PAIRS))
+def test_the_shared_files_define_the_same_names_in_the_same_order(stem: str) -> None:
+    """common.R and shell.R define what common.py and shell.py define, in the same order; R's extras are the declared R-only ones."""
+    py, r = _py_names(stem), _r_names(stem)
+    assert [name for name in r if name not in R_ONLY_NAMES[stem]] == [name for name in py if name not in PY_ONLY_NAMES[stem]]
+    assert set(R_ONLY_NAMES[stem]) <= set(r) and set(PY_ONLY_NAMES[stem]) <= set(py)
+    if stem == "common":  # shell.R says once, at its top, that all but main_cli() are R-only
+        text = script_path("r", stem).read_text()
+        for name in R_ONLY_NAMES[stem]:
+            doc = text.split(f"\n{name} <- ")[0].rsplit("\n\n", 1)[-1]  # the roxygen block above the definition
+            assert doc.startswith("#' R-only"), f"{name} in common.R does not say why it is R-only"
+
+
+def test_only_the_bootstrap_and_the_bridge_load_the_shared_code() -> None:
+    """Each script sources _bootstrap.R and nothing else; _bootstrap.R loads common.R and shell.R, _bridge.R common.R alone."""
+    def sourced_files(text: str) -> list[str]:  # the first quoted file name in each source(...) call, comments left out
+        text = re.sub(r"(?m)^\s*#.*$", "", text)
+        windows = (text[call.end():call.end() + 200] for call in re.finditer(r"\bsource\(", text))
+        return [m.group(1) for window in windows if (m := re.search(r'"(\w+\.R)"', window))]
+
+    sourced = {p.stem: sourced_files(p.read_text()) for p in R_FILES}
+    for stem in SCRIPTS:
+        assert sourced[stem] == ["_bootstrap.R"], sourced[stem]
+    assert re.findall(r'"(\w+\.R)"', script_path("r", "_bootstrap").read_text()) == ["common.R", "shell.R"]
+    assert sourced["_bridge"] == ["common.R"] and sourced["common"] == sourced["shell"] == []
+
+
+def _code_lines(path: Path) -> list[str]:
+    """The R file's lines that are code: comment and roxygen lines left out."""
+    return [line for line in path.read_text().splitlines() if not line.lstrip().startswith("#")]
+
+
+def test_r_files_find_themselves_in_one_place() -> None:
+    """Only r_file_path() in _bootstrap.R reads where R keeps a file's path (`ofile`, `--file=`); each script repeats its expression
+    verbatim in its one cold-start line (nothing is loaded before it), and no other R file reads either or walks the frames."""
+    readers = {p.stem: [line for line in _code_lines(p) if "ofile" in line or "--file=" in line] for p in R_FILES}
+    readers = {stem: lines for stem, lines in readers.items() if lines}
+    assert set(readers) == {"_bootstrap", *SCRIPTS}, readers
+    (finder_line,) = readers["_bootstrap"]
+    match = re.fullmatch(r'  path <- (dynGet\("ofile", .*\))', finder_line)
+    assert match, f"r_file_path() in _bootstrap.R no longer reads: {finder_line!r}"
+    for stem in SCRIPTS:
+        (cold_start,) = readers[stem]  # one line, not a copy of the function
+        assert match.group(1) in cold_start and "_bootstrap.R" in cold_start, cold_start
+    assert not [p.name for p in R_FILES if any("sys.frames" in line or "sys.frame(" in line for line in _code_lines(p))]
+
+
+@pytest.mark.parametrize("stem", list(SCRIPTS))
+def test_the_pair_builds_records_with_the_same_field_names(stem: str) -> None:
+    """The names each script passes to make_record are the same in both languages."""
+    def names(text: str, call: str) -> set[str]:
+        body = text[text.index(call):]
+        return set(re.findall(r"(\w+)\s*=(?!=)", body[: body.index("\n    )") if "\n    )" in body else len(body)]))
+
+    py = names(script_path("python", stem).read_text(), "make_record(")
+    r = names(script_path("r", stem).read_text(), "make_record(")
+    assert py == r and {"losses", "loss_scale", "skipped", "output_dtype"} <= py
