@@ -24,27 +24,18 @@ from harness.judge.scaler_oracle import check_scale_history
 from harness.judge.tolerances import float64_bound_for
 from harness.model.result import CellResult, ReferenceSummary, Status
 from harness.model.verdicts import CellVerdict, Float64Bound, Float64Check, ReferenceDistance
-from harness.workload.spec import WorkloadSpec
+from harness.workload.spec import CLIP_MODE, WorkloadSpec
 
 __all__ = ["check_float64", "judge_cell", "reference_losses_for"]
-
-#: The mode whose reference is the clipped one.
-_CLIP_MODE = "autocast_scaler_clip"
-
 
 def reference_losses_for(cell: CellResult, reference: ReferenceSummary) -> np.ndarray | None:
     """The float64 losses ``cell`` is judged against: plain or clipped, replayed over the steps it skipped.
 
     ``None`` when the result has no reference, or none replayed over this cell's skipped steps.
     """
-    if not reference.available or cell.record is None:
+    if cell.record is None:
         return None
-    clip = cell.mode == _CLIP_MODE
-    skipped = sorted(cell.record.skipped_step_indices)
-    if skipped:
-        losses = next((r["losses"] for r in reference.replayed if bool(r["clip"]) == clip and list(r["skipped_steps"]) == skipped), None)
-    else:
-        losses = reference.losses_clipped if clip else reference.losses
+    losses = reference.losses_for(cell.mode == CLIP_MODE, cell.record.skipped_step_indices)
     return None if losses is None else np.array([math.nan if v is None else float(v) for v in losses], dtype=np.float64)
 
 

@@ -18,7 +18,7 @@ and judges nothing by it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -216,6 +216,16 @@ class ReferenceSummary:
     losses: tuple[float, ...] | None = None
     losses_clipped: tuple[float, ...] | None = None
     replayed: tuple[Mapping[str, Any], ...] = ()
+
+    def losses_for(self, clip: bool, skipped: Collection[int] = ()) -> tuple[float | None, ...] | None:
+        """The float64 losses a run is compared with: plain or clipped (``clip``), replayed over the steps it
+        ``skipped``; ``None`` where the result has none (no reference, or none replayed over exactly those steps)."""
+        if not self.available:
+            return None
+        steps = sorted(skipped)
+        if steps:
+            return next((tuple(r["losses"]) for r in self.replayed if bool(r["clip"]) == clip and list(r["skipped_steps"]) == steps), None)
+        return self.losses_clipped if clip else self.losses
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReferenceSummary:

@@ -40,7 +40,7 @@ from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
 from harness.run.tracer import trace_pair
 from harness.workload.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
 from harness.workload.matrix import Cell, cells_for
-from harness.workload.spec import WorkloadSpec
+from harness.workload.spec import CLIP_MODE, WorkloadSpec
 
 __all__ = ["MatrixRunner", "collect_warnings"]
 
@@ -193,7 +193,7 @@ class MatrixRunner:
         outcome = CellResult(cell, status, reason, record=record, wall_seconds=wall_seconds, memory=Memory.from_json(memory))
         # A scaler run is judged against the steps it really took: the reference skips its skipped steps too.
         skipped = record.skipped_step_indices
-        reference = self.reference(clip=cell.mode == "autocast_scaler_clip", skipped=skipped)
+        reference = self.reference(clip=cell.mode == CLIP_MODE, skipped=skipped)
         if reference is None or status is not Status.OK:
             return outcome
         assert record.weights_path is not None

@@ -20,7 +20,7 @@ from matplotlib.ticker import MaxNLocator
 from harness.files.atomic import atomic_path
 from harness.model.result import CellResult, MatrixResult
 from harness.workload.matrix import FRONTEND_ORDER
-from harness.workload.spec import MODES
+from harness.workload.spec import CLIP_MODE, MODES
 
 __all__ = ["plot_loss_diff", "plot_losses", "plot_timing", "timing_samples"]
 
@@ -170,15 +170,11 @@ def _ok_cells(result: MatrixResult, mode: str) -> list[CellResult]:
 
 
 def _reference(result: MatrixResult, mode: str) -> np.ndarray | None:
-    reference = result.reference
-    if not reference.available:
-        return None
-    clip = mode == "autocast_scaler_clip"
+    reference, clip = result.reference, mode == CLIP_MODE
     # A scaler run that skipped steps is drawn against the reference replayed over those steps.
-    skipped = next((sorted(c.record.skipped_step_indices) for c in _ok_cells(result, mode) if c.record), [])
-    replayed = [r["losses"] for r in reference.replayed if skipped and r["clip"] == clip and r["skipped_steps"] == skipped]
-    losses = replayed[0] if replayed else (reference.losses_clipped if clip else reference.losses)
-    return np.asarray(losses, dtype=np.float64) if losses else None
+    skipped = next((c.record.skipped_step_indices for c in _ok_cells(result, mode) if c.record), frozenset())
+    losses = reference.losses_for(clip, skipped) or reference.losses_for(clip)
+    return np.array([np.nan if v is None else v for v in losses], dtype=np.float64) if losses else None
 
 
 def _losses(cell: CellResult) -> np.ndarray:

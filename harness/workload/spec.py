@@ -20,6 +20,7 @@ from harness.errors import SpecError, UsageError
 
 __all__ = [
     "AMP_DTYPES",
+    "CLIP_MODE",
     "DEVICES",
     "FIXTURE_FIELDS",
     "MODES",
@@ -40,6 +41,8 @@ SCRIPTS: dict[str, tuple[str, ...]] = {
     "cuda_amp_grad_scaler": ("autocast_scaler", "autocast_scaler_clip"),
 }
 MODES: tuple[str, ...] = tuple(mode for modes in SCRIPTS.values() for mode in modes)
+#: The mode that clips the gradients (``unscale_`` + ``clip_grad_norm_``): its float64 reference clips too.
+CLIP_MODE = "autocast_scaler_clip"
 DEVICES: tuple[str, ...] = ("cpu", "cuda")
 AMP_DTYPES: tuple[str, ...] = ("bfloat16", "float16")
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16"}
