@@ -12,6 +12,7 @@ from harness.model.verdicts import TargetCheck
 
 __all__ = [
     "CLOCK_AGREEMENT_MAX_SHARE",
+    "CV_FAIL",
     "CV_MAX",
     "CV_MIN_LOOP_SECONDS",
     "GPU_AUTOCAST_MIN_SHARE",
@@ -35,6 +36,13 @@ CV_MAX = 0.03
 #: CPU cells of any preset whose median loop takes at least this long (not ``tiny``'s 10 ms, where
 #: scheduler noise alone is several percent).
 CV_MIN_LOOP_SECONDS = 0.5
+#: What the benchmark (``tox -e bench``) fails on, where the target only reports a miss: a spread this wide. The
+#: spread target measures the machine as much as the harness: on idle 2-core VMs the ``bench`` cells' CVs were
+#: 0.4-3.5 % (AMD EPYC, interleaved), and one R cell missed CV_MAX by half a point on noise alone; under load
+#: they were 7-16 %. So between CV_MAX and this the target is reported missed (by how much and why) and the
+#: benchmark passes; beyond it an idle machine's noise is not the explanation (look for the collector inside the
+#: loop, a round without its warm-up, oversubscribed threads), and it fails. It needs an idle machine either way.
+CV_FAIL = 0.10
 #: The whole CPU ``tiny`` matrix, both frontends, every mode, R's start-up included, on 2 cores.
 TINY_MATRIX_MAX_SECONDS = 60.0
 #: What tracing a pair may add: at ``tiny`` at most 2 s (both passes, both sides) …

