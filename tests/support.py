@@ -158,3 +158,12 @@ def report_text(result: MatrixResult, judging: str | None = None) -> str:
     from harness.views.report import render_markdown
 
     return render_markdown(assess_result(result, judging))
+
+
+def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The single stderr line of a refused command (asserting there is exactly one, exit 1 and no traceback)."""
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]

@@ -6,20 +6,10 @@ The other refusals are checked in process, in ``tests/unit/cli/test_cli_bad_inpu
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 from harness.run.availability import Availability
-from tests.support import harness_command, run_cli
-
-
-def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
-    """The single stderr line of a refused command (asserting there is exactly one, exit 1 and no traceback)."""
-    assert done.returncode == 1, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("error: ")
-    return lines[0]
+from tests.support import harness_command, one_error_line, run_cli
 
 
 def test_the_real_command_prints_the_same_line() -> None:
@@ -27,7 +17,7 @@ def test_the_real_command_prints_the_same_line() -> None:
     args = ("run", "--lr", "inf")
     done = harness_command(*args)
     assert (done.returncode, done.stdout, done.stderr) == (1, "", run_cli(*args).stderr)
-    assert _one_error_line(done).startswith("error: argument --lr: must be a finite number")
+    assert one_error_line(done).startswith("error: argument --lr: must be a finite number")
 
 
 def test_verbose_is_accepted_after_the_command(availability: Availability) -> None:
@@ -41,8 +31,8 @@ def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
     """A named pipe with no writer: both commands answer in one line at once (the open used to block forever)."""
     fifo = tmp_path / "pipe.json"
     os.mkfifo(fifo)
-    spec = _one_error_line(harness_command("run", "--spec-file", str(fifo), timeout=60))
+    spec = one_error_line(harness_command("run", "--spec-file", str(fifo), timeout=60))
     assert spec == ("error: spec_file must be a regular file holding a JSON object of spec fields (not a regular file: "
                     f"it is a FIFO), got '{fifo}'.")
-    report = _one_error_line(harness_command("report", str(fifo), "--out", str(tmp_path / "out"), timeout=60))
+    report = one_error_line(harness_command("report", str(fifo), "--out", str(tmp_path / "out"), timeout=60))
     assert report.startswith(f"error: {fifo} is not a result file: not a regular file: it is a FIFO.")

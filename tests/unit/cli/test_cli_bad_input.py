@@ -9,21 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.support import run_cli
-
-
-def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
-    """The single stderr line of a refused command (asserting there is exactly one, exit 1 and no traceback)."""
-    assert done.returncode == 1, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("error: ")
-    return lines[0]
+from tests.support import one_error_line, run_cli
 
 
 @pytest.mark.parametrize(
@@ -73,7 +63,7 @@ def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
 )
 def test_bad_flags_are_one_line_and_exit_1(args: list[str], message: str) -> None:
     """argparse's own errors and values that would fail in every cell print the one line given here, exit 1."""
-    assert _one_error_line(run_cli(*args)) == message
+    assert one_error_line(run_cli(*args)) == message
 
 
 def test_help_still_prints_the_whole_help_and_exits_0() -> None:
@@ -114,7 +104,7 @@ def test_spec_file_of_every_wrong_type_is_one_line(tmp_path: Path, content: dict
     """A spec file whose field has the wrong JSON type is refused in one line naming the field (no TypeError)."""
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(json.dumps(content))
-    line = _one_error_line(run_cli("prepare", "--spec-file", str(spec_file)))
+    line = one_error_line(run_cli("prepare", "--spec-file", str(spec_file)))
     if message is not None:
         assert line == message
     else:
@@ -139,7 +129,7 @@ def test_more_threads_than_cores_warns_in_one_line_naming_the_core_count() -> No
 def test_refused_run_writes_nothing(tmp_path: Path) -> None:
     """An empty ``--mode`` is refused before any cell, so no (empty) result is written."""
     path = tmp_path / "run.json"
-    _one_error_line(run_cli("run", "--mode", ",", "--frontend", "python", "--json", str(path)))
+    one_error_line(run_cli("run", "--mode", ",", "--frontend", "python", "--json", str(path)))
     assert os.listdir(tmp_path) == []
 
 
@@ -171,15 +161,15 @@ def _sparse_giant(tmp_path: Path) -> Path:
 def test_what_is_not_a_json_file_is_refused_not_read(tmp_path: Path, make: object, spec_says: str, report_says: str) -> None:
     """``--spec-file`` and ``report`` refuse a device, a file too large, a 100k-deep JSON: one line each, nothing read to the end."""
     path = make(tmp_path)  # type: ignore[operator]
-    spec = _one_error_line(run_cli("run", "--spec-file", str(path)))
+    spec = one_error_line(run_cli("run", "--spec-file", str(path)))
     assert spec.startswith("error: spec_file must be a regular file holding a JSON object of spec fields ") and spec_says in spec
-    report = _one_error_line(run_cli("report", str(path), "--out", str(tmp_path / "out")))
+    report = one_error_line(run_cli("report", str(path), "--out", str(tmp_path / "out")))
     assert report_says in report and "unexpected" not in report and not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("length", [250, 300, 5000])
 def test_a_json_name_too_long_for_the_file_system_is_one_line(tmp_path: Path, length: int) -> None:
     """``--json`` with a 250-, 300- or 5000-character name: the same "too long" line (300 was an unexpected Errno 36)."""
-    line = _one_error_line(run_cli("run", "--frontend", "python", "--mode", "default", "--json", str(tmp_path / ("j" * length + ".json"))))
+    line = one_error_line(run_cli("run", "--frontend", "python", "--mode", "default", "--json", str(tmp_path / ("j" * length + ".json"))))
     assert "a name is too long for the file system" in line and line.endswith("Choose another --json path.")
     assert list(tmp_path.iterdir()) == []
