@@ -5,10 +5,6 @@ Profiles of the real scripts at the tiny preset are in ``tests/integration/test_
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
-from harness.frontends import gemm_profiler
 from harness.judge.gemm_precision import amp_gemm_problem
 
 
@@ -28,9 +24,3 @@ def test_amp_gemm_problem_on_plain_data() -> None:
     assert amp_gemm_problem("autocast", {"gemm_seconds": 0.0, "seconds_by_dtype": {}, "ops": []}) is None
 
 
-def test_the_parent_can_import_it_without_torch() -> None:
-    tree = ast.parse(Path(gemm_profiler.__file__).read_text(encoding="utf-8"))
-    top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-    names = [a.name for n in top if isinstance(n, ast.Import) for a in n.names]
-    names += [n.module or "" for n in top if isinstance(n, ast.ImportFrom)]
-    assert not [name for name in names if name.split(".")[0] == "torch"]

@@ -5,13 +5,9 @@ Real measurements are in ``tests/integration/test_matmul_peak.py``.
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import pytest
 import torch
 
-from harness.frontends import matmul_peak
 from harness.frontends.matmul_peak import measure_matmul_peak
 
 
@@ -30,8 +26,3 @@ def test_unknown_values_are_refused(device: str, dtype: str, threads: int, match
     assert torch.get_num_threads() == before
 
 
-def test_the_parent_can_import_it_without_torch() -> None:
-    tree = ast.parse(Path(matmul_peak.__file__).read_text(encoding="utf-8"))
-    names = [a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names]
-    names += [n.module or "" for n in tree.body if isinstance(n, ast.ImportFrom)]
-    assert not [name for name in names if name.split(".")[0] == "torch"]
