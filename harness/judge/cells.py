@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.judge.reference import relative_loss_errors
+from harness.judge.reference import largest_loss_error, relative_loss_errors
 from harness.judge.scaler_oracle import check_scale_history
 from harness.judge.tolerances import float64_bound_for
 from harness.model.result import CellResult, ReferenceSummary, Status
@@ -48,7 +48,7 @@ def check_float64(
     allowed = np.array([bound.loss_bound_at(step) for step in range(rel.size)])
     beyond = judged & ~(rel <= allowed)  # NaN is beyond
     first = int(np.argmax(beyond)) if beyond.any() else None
-    max_loss = float(np.max(rel[judged])) if judged.any() else 0.0  # NaN if any judged step is NaN
+    max_loss = largest_loss_error(rel, judged)
     weights_err = math.nan if distance.final_weights_rel_error is None else distance.final_weights_rel_error
     worst = distance.worst_tensor
     worst_err = math.nan if distance.worst_tensor_rel_error is None else distance.worst_tensor_rel_error

@@ -18,7 +18,15 @@ from harness.model.efficiency import workload_flops
 from harness.model.verdicts import ReferenceDistance, finite_or_none
 from harness.workload.spec import WorkloadSpec
 
-__all__ = ["REFERENCE_MAX_FLOPS", "Reference", "measure_distance", "reference_skip_reason", "relative_loss_errors", "run_reference"]
+__all__ = [
+    "REFERENCE_MAX_FLOPS",
+    "Reference",
+    "largest_loss_error",
+    "measure_distance",
+    "reference_skip_reason",
+    "relative_loss_errors",
+    "run_reference",
+]
 
 #: Above this many float64 operations the reference is skipped: NumPy float64 runs at roughly
 #: 5-20 GFLOP/s on 2 cores, so this keeps it under ~10-40 s. ``tiny`` needs ~2e8; ``recipe`` ~2e13.
@@ -124,6 +132,11 @@ def relative_loss_errors(losses: Sequence[Any], reference_losses: np.ndarray, sk
     return rel, judged
 
 
+def largest_loss_error(rel: np.ndarray, judged: np.ndarray) -> float:
+    """The largest relative loss error over the judged steps (0 when none is judged; NaN if a judged step is NaN)."""
+    return float(np.max(rel[judged])) if judged.any() else 0.0
+
+
 def measure_distance(
     losses: Sequence[Any], weights: Mapping[str, np.ndarray], reference: Reference, skipped: frozenset[int]
 ) -> ReferenceDistance:
@@ -134,7 +147,7 @@ def measure_distance(
     A tensor missing from ``weights`` or of another shape is infinitely far (its error NaN, stored as ``None``).
     """
     rel, judged = relative_loss_errors(losses, reference.losses, skipped)
-    max_loss = float(np.max(rel[judged])) if judged.any() else 0.0  # NaN if any judged step is NaN
+    max_loss = largest_loss_error(rel, judged)
     per_tensor, num, den = {}, 0.0, 0.0
     for name, ref in reference.weights.items():
         got = np.asarray(weights[name], dtype=np.float64) if name in weights else np.full_like(ref, np.nan)

@@ -24,12 +24,10 @@ import math
 from collections.abc import Mapping
 from typing import NoReturn
 
-import numpy as np
-
 from harness.errors import ResultError
 from harness.judge.cells import reference_losses_for
 from harness.judge.record_check import SCALER_MODES, describe_loss, judge_record
-from harness.judge.reference import relative_loss_errors
+from harness.judge.reference import largest_loss_error, relative_loss_errors
 from harness.model.efficiency import Efficiency, cell_efficiency
 from harness.model.record import RECORD_SCHEMA_VERSION
 from harness.model.result import CellResult, MatrixResult, Status, with_time_vs_default
@@ -228,8 +226,8 @@ class _Checker:
             return
         self.number(f"{where}.reference_distance.final_weights_rel_error", distance.final_weights_rel_error, optional=True)
         rel, judged = relative_loss_errors(list(record.losses), losses, record.skipped_step_indices)
-        again = float(np.max(rel[judged])) if judged.any() else 0.0
-        self.same(f"{where}.reference_distance.max_rel_loss_error", distance.max_rel_loss_error, finite_or_none(again),
+        self.same(f"{where}.reference_distance.max_rel_loss_error", distance.max_rel_loss_error,
+                  finite_or_none(largest_loss_error(rel, judged)),
                   "recomputed from its losses and the stored reference's, it")
 
 
