@@ -13,6 +13,7 @@ import pytest
 from harness.run.availability import Availability, probe
 from harness.run.runner import MatrixRunner
 from harness.workload.spec import WorkloadSpec
+from tests.benchmarks.loss_compare import OPTION, POLICY_CHOICES
 from tests.support import CELLS, FRONTENDS, PAIRS, SharedRun, shared_run
 
 #: ``pytester`` runs a planted session in-process (the unit tests' guard is tested by what it catches).
@@ -20,8 +21,16 @@ pytest_plugins = ["pytester"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """``--run-slow``: also run the tests marked ``slow`` (minutes, or a gigabyte of fixture)."""
+    """``--run-slow``: also run the tests marked ``slow`` (minutes, or a gigabyte of fixture). ``--benchmark-compare-losses``:
+    what a cell's changed loss does under ``--benchmark-compare`` (tests/benchmarks/loss_compare.py); declared here, at the
+    root, so pytest knows it whichever folder it is run on."""
     parser.addoption("--run-slow", action="store_true", help="also run tests marked slow (e.g. the whole recipe fixture)")
+    parser.getgroup("benchmark").addoption(
+        OPTION, default="auto", metavar="POLICY",
+        help=f"with --benchmark-compare, compare each cell's per-step losses and final weights digest with the saved run's: "
+             f"{POLICY_CHOICES}. auto (default): a change fails on the same libtorch build, is reported on another; "
+             "identity: any change fails; tolerance:REL: a relative loss change beyond REL fails; off: not compared",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

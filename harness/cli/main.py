@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from harness.judge.known_differences import KnownDifference
     from harness.model.result import MatrixResult
     from harness.store.claims import ReportClaim
+    from harness.workload.installations import Installation
 
 __all__ = ["exit_status", "main"]
 
@@ -39,6 +40,18 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
     add_scaler_lift_argument(parser)
     parser.add_argument("--known-differences", type=Path, default=None, metavar="FILE",
                         help="judge against this known-differences list (default: harness/judge/known_differences.toml)")
+
+
+def add_frontend_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--frontend``, ``--installations`` and ``--baseline``: which installations ``run`` and ``trace`` pair, and with which."""
+    parser.add_argument("--frontend", action="append", default=None, metavar="NAME[=LANGUAGE[:PATH]]",
+                        help="installations to run, in order (repeatable or comma-separated; default python,r): python, r, "
+                             "a name from --installations, or NAME=python:/venv/bin/python, NAME=r:/R/library, "
+                             "NAME=r:/bundle/activate.sh")
+    parser.add_argument("--installations", type=Path, default=None, metavar="FILE",
+                        help="a TOML file of named installations ([NAME] language, python, r_libs, activate, env)")
+    parser.add_argument("--baseline", default=None, metavar="NAME",
+                        help="the frontend every other is paired with (default: the first --frontend)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -59,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", parents=[switches], help="run the matrix (frontends × modes) and print a table")
     add_spec_arguments(run)
-    run.add_argument("--frontend", action="append", default=None, help="python, r (repeatable or comma-separated; default both)")
+    add_frontend_arguments(run)
     run.add_argument("--json", type=path_argument, default=None, help="write the whole result here (final weights go to <name>.weights/)")
     run.add_argument("--overwrite", action="store_true", help="replace an existing result and its weights (only what amp-parity wrote)")
     run.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
@@ -91,12 +104,30 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--known-differences", type=Path, default=None, metavar="FILE",
                         help="judge against this known-differences list (default: harness/judge/known_differences.toml)")
 
+    merge = commands.add_parser(
+        "merge", parents=[switches],
+        help="merge results run on several machines, devices or installations into one judged report (one parity tracker)",
+    )
+    merge.add_argument("results", nargs="+", metavar="[LABEL=]RESULT",
+                       help="results written by `run --json` (two or more); LABEL=RESULT renames that result's frontends LABEL.NAME "
+                            "(two machines that both ran python: xeon=a.json epyc=b.json)")
+    merge.add_argument("--out", type=path_argument, required=True, metavar="DIR", help="folder for report.md and the PNG plots")
+    merge.add_argument("--json", type=path_argument, default=None, metavar="FILE",
+                       help="also write the merged result here (its weights paths point into the inputs' weights folders)")
+    merge.add_argument("--baseline", default=None, metavar="NAME",
+                       help="the frontend every other is paired with (default: the first result's)")
+    merge.add_argument("--overwrite", action="store_true", help="replace a report already in DIR (and a merged result at --json)")
+    merge.add_argument("--tolerance-only", action=argparse.BooleanOptionalAction, default=None,
+                       help="judge every pair by the tolerance (--no-tolerance-only: strictly); default: as the first result")
+    merge.add_argument("--known-differences", type=Path, default=None, metavar="FILE",
+                       help="judge against this known-differences list (default: harness/judge/known_differences.toml)")
+
     trace = commands.add_parser(
         "trace", parents=[switches],
         help="run the record calls and trace every pair point by point: where the frontends part, or that they never do",
     )
     add_spec_arguments(trace)
-    trace.add_argument("--frontend", action="append", default=None, help="python, r (repeatable or comma-separated; default both)")
+    add_frontend_arguments(trace)
     trace.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, help="seconds before a cell counts as hung")
     trace.add_argument("--tolerance-only", action="store_true", help="judge every pair by the tolerance (see run --help)")
     add_judging_arguments(trace)
@@ -149,6 +180,8 @@ def main(argv: list[str] | None = None) -> None:
             return
         if args.command == "trace":
             sys.exit(_trace(args))
+        if args.command == "merge":
+            sys.exit(_merge(args))
         sys.exit(_run(args))
     except KeyboardInterrupt as stop:
         # A probe subprocess interrupted mid-way is killed but not yet reaped; its ResourceWarning
@@ -176,7 +209,7 @@ def _run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
     protocol = TimingProtocol(args.warmup_rounds, args.rounds, args.max_seconds, args.interleave)
-    frontends = _parse_frontends(args.frontend)
+    frontends = _parse_frontends(args)
     require_device(spec)
     console = make_console()
     _go_quiet_on_broken_pipe(console)
@@ -189,7 +222,7 @@ def _run(args: argparse.Namespace) -> int:
             reports = claimed.enter_context(ReportClaim(args.report, REPORT_FILES, args.overwrite, result=claim))
         with MatrixRunner(
             spec, frontends, timeout=args.timeout, staging=claim.staging if claim else None, scaler_lift=args.scaler_lift,
-            trace=args.trace, known=_known(args),
+            trace=args.trace, known=_known(args), baseline=args.baseline,
         ) as runner:
             with console.status("running cells...") as status:
                 result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile,
@@ -226,15 +259,59 @@ def _trace(args: argparse.Namespace) -> int:
 
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
-    frontends = _parse_frontends(args.frontend)
+    frontends = _parse_frontends(args)
     require_device(spec)
     console = make_console()
-    with MatrixRunner(spec, frontends, timeout=args.timeout, scaler_lift=args.scaler_lift, known=_known(args)) as runner:
+    with MatrixRunner(spec, frontends, timeout=args.timeout, scaler_lift=args.scaler_lift, known=_known(args),
+                      baseline=args.baseline) as runner:
         with console.status("running cells...") as status:
             result = runner.run(modes, on_progress=status.update, judging="tolerance_only" if args.tolerance_only else "strict",
                                 measure=False, trace_all=True)
     print_trace(result, console)
     return exit_status(result)
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """``harness merge``: one judged result of many (:mod:`harness.store.merge`), its report in ``--out``, its table printed."""
+    from harness.store.claims import ReportClaim
+    from harness.store.merge import merge_results
+    from harness.store.result_file import save_result
+    from harness.views.report import REPORT_FILES, write_report
+    from harness.views.table import make_console, print_result
+
+    judging = None if args.tolerance_only is None else "tolerance_only" if args.tolerance_only else "strict"
+    if args.json is not None and os.path.lexists(args.json) and not args.overwrite:
+        from harness.errors import ResultError
+
+        raise ResultError(f"{args.json} already exists; choose another path or pass --overwrite to replace it.")
+    labels, paths = zip(*(_labelled_result(item) for item in args.results), strict=True)
+    with ReportClaim(args.out, REPORT_FILES, args.overwrite, flag="--out") as claim:  # checked before any input is read
+        result = merge_results(paths, args.baseline, judging, _known(args), labels)
+        write_report(result, claim.staging)
+        written = claim.publish()
+    _WRITTEN.append(f"the report was written to {written[0]}")
+    if args.json is not None:
+        save_result(result, args.json, overwrite=args.overwrite)
+        _WRITTEN.append(f"the merged result was written to {args.json}")
+    console = make_console()
+    print_result(result, console)
+    console.print(f"merged {len(paths)} results ({len(result.cells)} cells); report written to {written[0]}"
+                  + (f"; merged result written to {args.json}" if args.json is not None else ""))
+    return exit_status(result)
+
+
+def _labelled_result(item: str) -> tuple[str | None, Path]:
+    """``a.json`` or ``LABEL=a.json`` (a file whose name holds ``=`` is taken whole).
+
+    Raises:
+        UsageError: a label that cannot prefix a frontend name.
+    """
+    from harness.workload.installations import check_name
+
+    label, sep, rest = item.partition("=")
+    if not sep or os.path.lexists(item):
+        return None, Path(item)
+    return check_name(label, item, option="merge"), Path(rest)
 
 
 def _known(args: argparse.Namespace) -> tuple[KnownDifference, ...] | None:
@@ -248,7 +325,8 @@ def _known(args: argparse.Namespace) -> tuple[KnownDifference, ...] | None:
 def _interrupted_line(args: argparse.Namespace, stop: KeyboardInterrupt) -> str:
     """What an interruption (Ctrl-C or SIGTERM) leaves: what the command had written, and what it had not."""
     how = "terminated (SIGTERM)" if getattr(stop, "signum", None) == signal.SIGTERM else "interrupted"
-    missing = {"run": "no result was written", "report": "no report was written", "prepare": "no run spec was printed"}
+    missing = {"run": "no result was written", "report": "no report was written", "merge": "no report was written",
+               "prepare": "no run spec was printed"}
     done = list(_WRITTEN)
     if not done:
         return f"{how}; {missing.get(args.command, 'nothing was written')}."
@@ -335,11 +413,21 @@ def _terminate(signum: int, frame: object) -> None:
     raise _Terminated
 
 
-def _parse_frontends(values: list[str] | None) -> tuple[str, ...]:
-    from harness.run.frontends import FRONTENDS
-    from harness.workload.spec import parse_choices
+def _parse_frontends(args: argparse.Namespace) -> tuple[Installation, ...]:
+    """The installations ``--frontend`` names (``--installations`` adds names), checked before anything runs.
 
-    return parse_choices("frontend", values, tuple(FRONTENDS))
+    Raises:
+        UsageError: an unknown name or language, a missing path, a bad installations file, a baseline not among them.
+    """
+    from harness.errors import UsageError
+    from harness.workload.installations import load_installations, parse_frontends
+
+    known = load_installations(args.installations) if args.installations is not None else None
+    installations = parse_frontends(args.frontend, known)
+    names = [i.name for i in installations]
+    if args.baseline is not None and args.baseline not in names:
+        raise UsageError("--baseline", args.baseline, f"one of the frontends run ({', '.join(names)})")
+    return installations
 
 
 def write_report_or_say_why(result: MatrixResult, claim: ReportClaim) -> str:

@@ -20,7 +20,8 @@ __all__ = ["PythonHandler"]
 class PythonHandler:
     """Imports ``py_scripts.<stem>`` once and answers requests by their ``kind``.
 
-    ``cell`` (the default): ``{"script", "mode", "run_spec"}`` → the run record. ``matmul_peak``:
+    ``cell`` (the default): ``{"script", "mode", "run_spec"}`` → the run record. ``describe``: ``{"device"}`` → this
+    installation's facts (:func:`harness.frontends.installation_facts.installation_facts`). ``matmul_peak``:
     ``{"device", "dtype", "threads"}`` → :func:`harness.frontends.matmul_peak.measure_matmul_peak`. ``gemm_profile``:
     a cell request → :func:`harness.frontends.gemm_profiler.profile_gemms` of one step. ``trace``: a cell request
     with ``trace: {"keep": [[step, name], ...]}`` → the call's points (:class:`harness.frontends.trace_recorder.TraceRecorder`).
@@ -42,6 +43,8 @@ class PythonHandler:
         """Answer one request (see the class docstring)."""
         kind = request.get("kind", "cell")
         try:
+            if kind == "describe":
+                return _describe(request.get("device", "cpu"))
             if kind == "matmul_peak":
                 from harness.frontends.matmul_peak import measure_matmul_peak
 
@@ -86,3 +89,18 @@ class PythonHandler:
         if script not in self._modules:
             self._modules[script] = importlib.import_module(f"py_scripts.{script}")
         return self._modules[script]
+
+
+def _describe(device: str) -> dict[str, Any]:
+    """This interpreter's torch: its version, the libtorch build it loaded, and the device a cell would run on."""
+    import platform
+
+    import torch
+
+    from harness.frontends.installation_facts import installation_facts
+
+    name = torch.cuda.get_device_name() if device == "cuda" and torch.cuda.is_available() else device
+    return installation_facts(
+        "python", torch_version=str(torch.__version__), libtorch_version=str(torch.__version__).split("+")[0],
+        language_version=f"Python {platform.python_version()}", cuda=torch.version.cuda, device_name=name,
+    )

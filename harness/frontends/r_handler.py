@@ -42,6 +42,17 @@ function(script_path, spec_json, mode, record_point) {
 """
 
 
+#: What ``describe`` asks R: its torch package's version, the libtorch it was built for, R's version (a tensor made
+#: first, so libtorch is surely loaded when the worker reads which one it mapped).
+_DESCRIBE = """
+function() {
+  invisible(torch::torch_zeros(1L))
+  version <- libtorch_version()
+  c(as.character(utils::packageVersion("torch")), if (is.null(version)) "" else version, R.version.string)
+}
+"""
+
+
 class RScriptFailed(Exception):
     """An R error, carrying R's own message for the parent's ScriptError."""
 
@@ -53,8 +64,10 @@ class RScriptFailed(Exception):
 class RHandler:
     """Embeds R once, sources ``r_scripts/_bridge.R`` (which loads ``common.R`` from the folder it is given) and answers run requests.
 
-    ``cell`` (the default): the run record. ``trace``: a cell request with ``trace: {"keep": [[step, name], ...]}``
-    → the call's points, recorded by :class:`harness.frontends.trace_recorder.TraceRecorder` (as in the Python worker).
+    ``cell`` (the default): the run record. ``describe``: this installation's facts
+    (:func:`harness.frontends.installation_facts.installation_facts`). ``trace``: a cell request with
+    ``trace: {"keep": [[step, name], ...]}`` → the call's points, recorded by
+    :class:`harness.frontends.trace_recorder.TraceRecorder` (as in the Python worker).
     """
 
     def __init__(self) -> None:
@@ -76,6 +89,8 @@ class RHandler:
 
     def __call__(self, request: dict[str, Any]) -> Any:
         """Run one cell (or a test script given by path) and return the parsed record (or, for a trace, the points)."""
+        if request.get("kind") == "describe":
+            return self._describe(request.get("device", "cpu"))
         path = request.get("script_path") or self._script_path(request["script"])
         if request.get("kind") == "trace":
             return self._trace(path, request)
@@ -83,6 +98,13 @@ class RHandler:
         if kind == "error":
             raise RScriptFailed(text)
         return json.loads(text)
+
+    def _describe(self, device: str) -> dict[str, Any]:
+        from harness.frontends.installation_facts import installation_facts
+
+        torch_version, libtorch, language = (str(v) for v in self._ro.r(_DESCRIBE)())
+        return installation_facts("r", torch_version=torch_version, libtorch_version=libtorch or None,
+                                  language_version=language, cuda=None, device_name=device)
 
     def _trace(self, path: str, request: dict[str, Any]) -> dict[str, Any]:
         import numpy as np

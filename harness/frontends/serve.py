@@ -18,7 +18,7 @@ import tempfile
 import traceback
 from typing import Any
 
-__all__ = ["serve"]
+__all__ = ["main", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,12 @@ class _LogCollector(logging.Handler):
     def drain(self) -> list[tuple[str, int, str]]:
         records, self.records = self.records, []
         return records
+
+
+def main(argv: list[str]) -> None:
+    """The child's entry (``harness.run.worker``): ``argv`` is the inherited socket's descriptor and the handler's name."""
+    descriptor, handler_path = argv
+    serve(multiprocessing.connection.Connection(int(descriptor)), handler_path, {})
 
 
 def serve(conn: multiprocessing.connection.Connection, handler_path: str, env: dict[str, str]) -> None:

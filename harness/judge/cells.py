@@ -82,7 +82,8 @@ def judge_cell(cell: CellResult, spec: WorkloadSpec, reference: ReferenceSummary
     float64, no_float64 = None, reference.reason or "no float64 reference"
     losses = reference_losses_for(cell, reference)
     if losses is not None and cell.reference_distance is not None:
-        bound = float64_bound_for(cell.mode, cell.device, str(spec.amp_dtype), spec.steps)
+        amp_dtype = (cell.record.amp_dtype if cell.record else None) or spec.amp_dtype  # a merged CUDA cell may differ
+        bound = float64_bound_for(cell.mode, cell.device, str(amp_dtype), spec.steps)
         float64 = check_float64(list(record.losses), losses, cell.reference_distance, bound, record.skipped_step_indices)
     elif reference.available:
         no_float64 = "the run measured no distance from float64 for this cell"

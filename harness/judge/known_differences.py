@@ -58,7 +58,8 @@ class KnownDifference:
     upstream: str
 
     def applies(self, pair: str, device: str, frontends: tuple[str, str]) -> bool:
-        """Whether this entry covers ``pair`` (a pair id with its device suffix) on ``device`` between ``frontends``."""
+        """Whether this entry covers ``pair`` (a pair id with its device suffix) on ``device`` between ``frontends``: the two
+        sides' languages (``python``, ``r``), whatever the installations are named, so R torch on any libtorch is covered."""
         base = pair.removesuffix(f"-{device}")
         return base in self.pairs and device in self.devices and tuple(frontends) == self.frontends
 

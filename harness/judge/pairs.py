@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.errors import SpecError
+from harness.judge.expectation import expectation
 from harness.judge.explain import Judgement, explain_pair, headline
 from harness.judge.findings import PairFindings, StatusFindings, find_pair
 from harness.judge.known_differences import KnownDifference, load_known_differences
@@ -26,9 +27,10 @@ from harness.judge.tolerances import DEFAULT_JUDGING, Tolerance, check_judging, 
 from harness.model.result import CellResult, MatrixResult
 from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
-from harness.workload.matrix import FRONTEND_ORDER
 
-__all__ = ["FAILING_VERDICTS", "VERDICTS", "compare_cells", "compare_result", "judge", "judge_statuses", "needs_trace"]
+__all__ = [
+    "FAILING_VERDICTS", "VERDICTS", "compare_cells", "compare_result", "judge", "judge_statuses", "needs_trace",
+]
 
 #: ``identical``: losses, weights and scales bitwise equal. ``within_tolerance``: not identical, every
 #: difference inside the :mod:`harness.judge.tolerances` policy, and identity not required. ``diverged``: a
@@ -52,12 +54,17 @@ _STATUS_VERDICT = {"error": "error", "numerical_failure": "error", "unsupported"
 def compare_result(
     result: MatrixResult, judging: str | None = None, known: Sequence[KnownDifference] | None = None
 ) -> list[PairVerdict]:
-    """A verdict for every pair of ``result`` (frontends in :data:`harness.workload.matrix.FRONTEND_ORDER`: python, then r).
+    """A verdict for every pair of ``result``: each frontend against the baseline, on each script × mode × device.
 
-    ``judging`` (``strict`` or ``tolerance_only``) defaults to the policy the result was run under
-    (its ``judging`` field), so a report judges a result as its run did. ``known``: the known differences
-    (default: the committed list); each pair's stored trace (``result.traces``) is held against them.
-    A pair with one cell (one frontend was not asked for) is left out: there is nothing to compare.
+    The baseline is ``result.baseline``; where it has no cell of a pair (a merged result whose baseline did not run
+    on that device), the first of ``result.frontends`` that has one stands in, and every explanation names its
+    baseline. ``judging`` (``strict`` or ``tolerance_only``) defaults to the policy the result was run under
+    (its ``judging`` field). ``known``: the known differences (default: the committed list); each pair's stored
+    trace (``result.traces``) is held against them. A cell alone in its pair is left out (the report lists it).
+
+    One more pair where the baseline cannot speak for identity: a frontend not expected identical to the baseline
+    (another libtorch build) is also paired with the first other frontend that loads its build (R torch on 2.8.0
+    with PyTorch 2.8.0), so a libtorch's difference and a binding's are told apart in one result.
 
     Raises:
         UsageError: an unknown judging policy.
@@ -65,20 +72,58 @@ def compare_result(
     """
     judging = check_judging(judging or result.judging or DEFAULT_JUDGING)
     known = load_known_differences() if known is None else known
-    traces = {t.pair: t for t in result.traces}
+    traces = {(t.pair, tuple(t.frontends)): t for t in result.traces}
+    verdicts = []
+    for cells in _pairs(result).values():
+        for base, other in _comparisons(cells):
+            tolerance = None
+            # The cell's own AMP dtype: a merged result's devices may have run in different ones (bfloat16 on CPU, float16 on CUDA).
+            amp_dtype = (base.record.amp_dtype if base.record else None) or result.spec.amp_dtype
+            if base.ok and other.ok and amp_dtype:
+                tolerance = tolerance_for(base.mode, base.device, amp_dtype, result.steps, expectation(base, other).identical)
+            trace = traces.get((base.pair, (base.frontend, other.frontend)))
+            verdict = compare_cells(base, other, tolerance, judging, trace, known)
+            apart = _sources_apart(result, base, other)
+            if trace is None and apart and verdict.verdict in ("within_tolerance", "diverged"):
+                verdict.explanation.append(f"no trace: the two cells come from different results ({apart}); run both installations "
+                                           "in one `harness run` to see where they part")
+            verdicts.append(verdict)
+    return verdicts
+
+
+def _sources_apart(result: MatrixResult, a: CellResult, b: CellResult) -> str | None:
+    """The two files a merged result took ``a`` and ``b`` from, when they differ; ``None`` for one run's cells."""
+    files = {cell.id: str(source.get("file")) for source in result.sources for cell_id in source.get("cells") or () for cell in (a, b)
+             if cell.id == cell_id}
+    fa, fb = files.get(a.id), files.get(b.id)
+    return f"{fa} and {fb}" if fa and fb and fa != fb else None
+
+
+def _comparisons(cells: list[CellResult]) -> list[tuple[CellResult, CellResult]]:
+    """The pairs judged among one script × mode × device's cells (baseline first): each with the baseline, then each
+    frontend that the baseline cannot be identical to with the first other frontend that shares its libtorch build."""
+    base, others = cells[0], cells[1:]
+    out = [(base, other) for other in others]
+    done = {frozenset((base.frontend, other.frontend)) for other in others}
+    for x in others:
+        if not x.ok or (base.ok and expectation(base, x).identical):
+            continue
+        partner = next((y for y in others if y is not x and y.ok and frozenset((x.frontend, y.frontend)) not in done
+                        and expectation(x, y).identical), None)
+        if partner is not None:
+            done.add(frozenset((x.frontend, partner.frontend)))
+            out.append((x, partner) if cells.index(x) < cells.index(partner) else (partner, x))
+    return out
+
+
+def _pairs(result: MatrixResult) -> dict[str, list[CellResult]]:
+    """Each pair id's cells, the baseline (or its stand-in) first, then in ``result.frontends``' order."""
+    order = [result.baseline, *[f for f in result.frontends if f != result.baseline]]
+    rank = {name: i for i, name in enumerate(order)}
     pairs: dict[str, list[CellResult]] = {}
     for cell in result.cells:
         pairs.setdefault(cell.pair, []).append(cell)
-    verdicts = []
-    for cells in pairs.values():
-        cells = sorted(cells, key=_frontend_rank)
-        for other in cells[1:]:
-            tolerance = None
-            if cells[0].ok and other.ok and result.spec.amp_dtype:
-                same = _same_libtorch(cells[0], other)
-                tolerance = tolerance_for(cells[0].mode, cells[0].device, result.spec.amp_dtype, result.steps, same)
-            verdicts.append(compare_cells(cells[0], other, tolerance, judging, traces.get(cells[0].pair), known))
-    return verdicts
+    return {pair: sorted(cells, key=lambda c: (rank.get(c.frontend, len(rank)), c.frontend)) for pair, cells in pairs.items()}
 
 
 def needs_trace(verdict: PairVerdict, known: Sequence[KnownDifference]) -> bool:
@@ -86,7 +131,8 @@ def needs_trace(verdict: PairVerdict, known: Sequence[KnownDifference]) -> bool:
     (to say where it parts), and an identical one that a known difference covers (to see whether its trigger held)."""
     if verdict.verdict in ("diverged", "within_tolerance"):
         return not verdict.details.get("statuses") and not verdict.details.get("problems")
-    return verdict.verdict == "identical" and any(k.applies(verdict.pair, verdict.device, verdict.frontends) for k in known)
+    languages = tuple(verdict.details.get("languages") or verdict.frontends)
+    return verdict.verdict == "identical" and any(k.applies(verdict.pair, verdict.device, languages) for k in known)
 
 
 def compare_cells(
@@ -108,6 +154,7 @@ def compare_cells(
     if a.pair != b.pair or a.frontend == b.frontend:
         raise ValueError(f"cells {a.id!r} and {b.id!r} are not two frontends of one pair")
     names = (a.frontend, b.frontend)
+    languages = (a.language, b.language)
     statuses = StatusFindings(
         (str(a.status), str(b.status)), (a.reason, b.reason), (not a.ok or a.record is None, not b.ok or b.record is None),
     )
@@ -115,18 +162,21 @@ def compare_cells(
         return _status_verdict(a, names, statuses)
     ra, rb = a.record, b.record
     assert ra is not None and rb is not None
+    expected = expectation(a, b)
     try:
         steps = max(len(ra.losses), len(rb.losses), 1)
-        tol = tolerance or tolerance_for(a.mode, a.device, str(ra.amp_dtype), steps, _same_libtorch(a, b))
+        tol = tolerance or tolerance_for(a.mode, a.device, str(ra.amp_dtype), steps, expected.identical)
     except SpecError as err:
         return _verdict(a, names, "error", [headline(a.pair, names, "error", f"no tolerance for this record: {err}")], {})
     found = find_pair(names, a.mode, a.device, ra, rb, tol, (a.reference_distance, b.reference_distance))
     judged = judge(found, judging)
     lines, details = explain_pair(a.pair, found, judged)
+    lines.insert(1, f"expected: {expected.why}")
     lines += [f"lifted: {cell.frontend} ran {cell.record.lifted_check}" for cell in (a, b) if cell.record and cell.record.lifted_check]
+    details = details | {"languages": list(languages), "identity_expected": expected.identical}
     if trace is None:
         return _verdict(a, names, judged.verdict, lines, details)
-    return _verdict(a, names, *_with_trace(a, names, judged.verdict, found, trace, known, lines, details))
+    return _verdict(a, names, *_with_trace(a, names, languages, judged.verdict, found, trace, known, lines, details))
 
 
 def judge(found: PairFindings, judging: str) -> Judgement:
@@ -156,7 +206,7 @@ def judge_statuses(statuses: StatusFindings) -> str:
 
 
 def _with_trace(
-    a: CellResult, names: tuple[str, str], verdict: str, found: PairFindings, trace: PairTrace,
+    a: CellResult, names: tuple[str, str], languages: tuple[str, str], verdict: str, found: PairFindings, trace: PairTrace,
     known: Sequence[KnownDifference], lines: list[str], details: dict[str, Any],
 ) -> tuple[str, list[str], dict[str, Any]]:
     """The verdict, lines and details once the pair's trace is known: where it parts, and which known difference it is.
@@ -164,7 +214,7 @@ def _with_trace(
     Only a difference that stays inside what the tolerance accepts can be a known one (a history that must
     be equal and is not, or a step beyond the tolerance, stays ``diverged`` whatever the trace shows).
     """
-    applicable = [k for k in known if k.applies(a.pair, a.device, names)]
+    applicable = [k for k in known if k.applies(a.pair, a.device, languages)]
     cause = lines[0].partition(" — ")[2]
     first = trace.first_difference
     extra = trace.lines()
@@ -209,13 +259,3 @@ def _status_verdict(a: CellResult, names: tuple[str, str], statuses: StatusFindi
 
 def _verdict(a: CellResult, names: tuple[str, str], verdict: str, explanation: list[str], details: dict[str, Any]) -> PairVerdict:
     return PairVerdict(a.pair, a.script, a.mode, a.device, names, verdict, explanation, details)
-
-
-def _same_libtorch(a: CellResult, b: CellResult) -> bool:
-    va, vb = (c.record.libtorch_version if c.record else None for c in (a, b))
-    return va is not None and va == vb
-
-
-def _frontend_rank(cell: CellResult) -> tuple[int, str]:
-    name = cell.frontend
-    return (FRONTEND_ORDER.index(name) if name in FRONTEND_ORDER else len(FRONTEND_ORDER), name)

@@ -123,6 +123,8 @@ def _tiny_matrix(result: MatrixResult) -> list[TargetCheck]:
     spec = result.spec
     if spec.preset != "tiny" or spec.device != "cpu" or not any(c.ok for c in result.cells):
         return []  # a matrix in which no cell ran measured no matrix time
+    if result.sources:
+        return []  # a merged result's matrices ran on several machines: each input's own result holds its matrix time
     wall = result.wall_seconds
     startup = ", ".join(
         f"{name} start-up {w['startup_seconds']:.1f} s" for name, w in result.workers.items() if w.get("startup_seconds")
@@ -144,7 +146,7 @@ def _gpu_autocast(result: MatrixResult) -> list[TargetCheck]:
         return []
     checks = []
     for cell in result.cells:
-        if (cell.frontend, cell.mode) != ("python", "autocast") or not cell.ok:
+        if cell.language != "python" or cell.mode != "autocast" or not cell.ok:
             continue
         efficiency = cell.efficiency
         share = efficiency.share_of_peak if efficiency else None

@@ -3,11 +3,14 @@
 Part of the findings (:mod:`harness.judge.findings`): measurements only, in float64 from the float32 tensors,
 with the distance in float32 ULPs; each tensor knows whether it is bitwise equal, within the tolerance,
 and by which of the tolerance's three criteria (relative L2, largest difference, ULPs) and how much of it.
+One run's weights alone reduce to a digest (:func:`weights_digest`): equal or not, without the other file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +20,7 @@ from safetensors.numpy import load_file
 from harness.frontends.tensor_bytes import ulp_distance
 from harness.judge.tolerances import Tolerance
 
-__all__ = ["TensorFindings", "UnreadableWeights", "WeightFindings", "find_weights"]
+__all__ = ["TensorFindings", "UnreadableWeights", "WeightFindings", "find_weights", "weights_digest"]
 
 
 @dataclass(frozen=True)
@@ -160,3 +163,25 @@ def _tensor_order(key: str) -> tuple[int, str]:
     layer, _, kind = key.partition(".")
     digits = layer.removeprefix("layer")
     return (int(digits) if digits.isdigit() else 1 << 30, kind or key)
+
+
+def weights_digest(path: str | os.PathLike[str]) -> str:
+    """A sha256 over one final-weights file's tensors: each name, dtype, shape and bytes, in name order.
+
+    Two runs' weights are then compared without keeping both files: the benchmarks store it beside each
+    cell's losses, so a saved run tells whether the weights moved. Taken over the tensors, not the file's
+    bytes, so the header's layout and metadata (another safetensors version, another writer) do not count.
+
+    Raises:
+        ValueError: the file could not be read as safetensors (its path and safetensors' own message).
+    """
+    try:
+        tensors = load_file(os.fspath(path))
+    except Exception as err:  # safetensors raises its own SafetensorError, an OSError, or a ValueError
+        raise ValueError(f"cannot digest the weights in {os.fspath(path)}: {type(err).__name__}: {err}") from err
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        array = np.ascontiguousarray(tensors[name])
+        digest.update(f"{name}\0{array.dtype.str}\0{list(array.shape)}\0".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()

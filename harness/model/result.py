@@ -65,7 +65,10 @@ __all__ = [
 #: Version 5 adds ``traces``: each traced pair's :class:`~harness.model.trace.PairTrace` (where its runs part).
 #: Version 6 renames ``figures`` to ``targets`` (each entry's ``figure`` to ``name``) and adds the worst tensor to each
 #: cell's ``reference_distance``: every verdict is judged on load from what the result stores (:mod:`harness.judge.assess`).
-RESULT_SCHEMA_VERSION = 6
+#: Version 7 adds installations as frontends: each cell's ``installation`` (what ran it, what its worker reported), the
+#: result's ``frontends`` (their order) and ``baseline`` (what every other frontend is paired with), and ``sources``
+#: (the results a ``harness merge`` was made of; empty for a run).
+RESULT_SCHEMA_VERSION = 7
 Json = dict[str, Any]
 
 
@@ -115,6 +118,10 @@ class CellResult:
     verdict: CellVerdict | None = None
     time_vs_default: float | None = None
     time_vs_default_note: str | None = None
+    #: The installation that ran it: how the user named it (language, interpreter, R library or activation
+    #: script) and what its worker reported (libtorch version and build, CPU, host; :mod:`harness.frontends.installation_facts`).
+    #: Kept per cell, so a result merged from many machines still says what ran each one.
+    installation: Mapping[str, Any] | None = None
 
     @property
     def id(self) -> str:
@@ -128,8 +135,15 @@ class CellResult:
 
     @property
     def frontend(self) -> str:
-        """``python`` or ``r``."""
+        """The installation's name: ``python``, ``r``, or one the user gave (``py28``)."""
         return self.cell.frontend
+
+    @property
+    def language(self) -> str:
+        """``python`` or ``r``: what the installation runs (its scripts, its binding's known differences)."""
+        if self.installation and self.installation.get("language"):
+            return str(self.installation["language"])
+        return self.record.frontend if self.record is not None else self.frontend
 
     @property
     def script(self) -> str:
@@ -169,6 +183,7 @@ class CellResult:
             gemm_profile=optional("gemm_profile", dict), gemm_problem=data.get("gemm_problem"),
             verdict=optional("verdict", CellVerdict.from_json),
             time_vs_default=data.get("time_vs_default"), time_vs_default_note=data.get("time_vs_default_note"),
+            installation=optional("installation", dict),
         )
 
     def to_json(self) -> Json:
@@ -185,6 +200,7 @@ class CellResult:
             "gemm_profile": None if self.gemm_profile is None else dict(self.gemm_profile),
             "gemm_problem": self.gemm_problem, "verdict": None if self.verdict is None else self.verdict.to_json(),
             "time_vs_default": self.time_vs_default, "time_vs_default_note": self.time_vs_default_note,
+            "installation": None if self.installation is None else dict(self.installation),
         }
 
 
@@ -267,6 +283,12 @@ class MatrixResult:
     targets: tuple[TargetCheck, ...] = ()
     #: The traced pairs (every pair that was not identical, and those a known difference covers).
     traces: tuple[PairTrace, ...] = ()
+    #: The frontends (installations) in the order the user gave them; every view lists them so.
+    frontends: tuple[str, ...] = ("python", "r")
+    #: The frontend every other one is paired with (where it has no cell of a pair, the first frontend that has one).
+    baseline: str = "python"
+    #: The results a ``harness merge`` was made of (file, created, host, cells), oldest first; empty for a run.
+    sources: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def steps(self) -> int:
@@ -316,6 +338,7 @@ class MatrixResult:
                 judging=data["judging"], pairs=tuple(PairVerdict.from_json(p) for p in data.get("pairs") or ()),
                 targets=tuple(TargetCheck.from_json(t) for t in data.get("targets") or ()),
                 traces=tuple(PairTrace.from_json(t) for t in data["traces"]),
+                frontends=tuple(data["frontends"]), baseline=data["baseline"], sources=tuple(dict(s) for s in data["sources"]),
             )
         except (KeyError, TypeError, ValueError) as err:
             what = f"no field {err}" if isinstance(err, KeyError) else str(err)
@@ -332,7 +355,8 @@ class MatrixResult:
             "peaks": self.peaks.to_json(), "reference": self.reference.to_json(), "reference_seconds": self.reference_seconds,
             "warnings": list(self.warnings), "cells": [c.to_json() for c in self.cells], "judging": self.judging,
             "pairs": [p.to_json() for p in self.pairs], "targets": [t.to_json() for t in self.targets],
-            "traces": [t.to_json() for t in self.traces],
+            "traces": [t.to_json() for t in self.traces], "frontends": list(self.frontends), "baseline": self.baseline,
+            "sources": [dict(s) for s in self.sources],
         }
 
 

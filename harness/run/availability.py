@@ -46,14 +46,21 @@ class Availability:
         return None if self.torch_version else "Python torch is not installed: pip install torch"
 
     @property
-    def r_reason(self) -> str | None:
-        """Why the R frontend cannot run here, in one line with the fix, or ``None``."""
+    def r_host_reason(self) -> str | None:
+        """Why no R installation can run here (R or rpy2 missing or broken: every R worker is this Python embedding R), or ``None``."""
         if self.rscript is None:
             return "R is not installed: apt-get install r-base-core r-base-dev (or see https://cloud.r-project.org)"
         if self.rpy2_version is None:
             return 'rpy2 is not installed: pip install "rpy2>=3.5.17,<3.6"'
         if self.rpy2_error:
             return f"rpy2 {self.rpy2_version} cannot load R: {self.rpy2_error}"
+        return None
+
+    @property
+    def r_reason(self) -> str | None:
+        """Why the R frontend (the R torch this machine's R finds) cannot run here, in one line with the fix, or ``None``."""
+        if self.r_host_reason:
+            return self.r_host_reason
         if self.r_probe_error:
             return f"the R probe failed: {self.r_probe_error}"
         if not self.r.get("torch_installed"):

@@ -104,8 +104,9 @@ def measure_peaks(pool: WorkerPool, cells: Sequence[CellResult], progress: Progr
     """
     spec = pool.spec
     dtypes = sorted({gemm_dtype(c.mode, spec) for c in cells if c.status is Status.OK})
-    reason = pool.unavailable_reason("python")
-    if not dtypes or reason is not None:
+    measurer = pool.peak_frontend()
+    reason = "no Python frontend in this run" if measurer is None else pool.unavailable_reason(measurer)
+    if not dtypes or measurer is None or reason is not None:
         why = "no cell ran" if not dtypes else f"the peak is measured with Python torch: {reason}"
         return Peaks(spec.device, spec.threads, {}, why)
     by_dtype = {}
@@ -115,7 +116,7 @@ def measure_peaks(pool: WorkerPool, cells: Sequence[CellResult], progress: Progr
         request = {"kind": "matmul_peak", "device": spec.device, "dtype": dtype, "threads": spec.threads,
                    "script": "matmul peak", "mode": dtype}
         try:
-            by_dtype[dtype] = pool.call("python", request)
+            by_dtype[dtype] = pool.call(measurer, request)
         except WorkerError as err:
             by_dtype[dtype] = None
             failure = f"{dtype} peak not measured: {err}"
@@ -130,13 +131,13 @@ def profile_cells(pool: WorkerPool, cells: Sequence[CellResult], progress: Progr
     step = min(PROFILED_STEP, pool.spec.steps)
     profiled = []
     for c in cells:
-        if c.status is not Status.OK or c.frontend != "python":
+        if c.status is not Status.OK or pool.language(c.frontend) != "python":
             profiled.append(c)
             continue
         progress(f"{c.id}: profiling step {step}")
         request = pool.cell_request(c.cell, save_weights=False, kind="gemm_profile", step=step)
         try:
-            profile = pool.call("python", request)
+            profile = pool.call(c.frontend, request)
         except WorkerError as err:
             profiled.append(dataclasses.replace(c, gemm_profile={"error": str(err)}))
             continue

@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.files.staging import StagingDir
 from harness.run.availability import Availability
-from harness.run.frontends import FRONTENDS, open_worker
+from harness.run.frontends import FRONTENDS, Frontend, open_worker
 from harness.run.prepare import prepare_run_spec
 from harness.run.worker import Worker
 from harness.workload.fixtures import FixtureFile
@@ -37,13 +37,16 @@ class WorkerPool:
     ``staging``: the folder the scripts write their final weights into (a :class:`harness.store.claims.ResultClaim`'s,
     to publish them); by default a folder of the pool's own in the temporary directory, dropped on close.
     ``scaler_lift``: whether R's scaler script may lift R torch's CUDA-only check on CPU (every request says so).
+    ``frontends``: the frontends by name (:func:`harness.run.frontends.frontend_for` of each installation).
     """
 
     def __init__(
         self, spec: WorkloadSpec, fixture: FixtureFile, availability: Availability, timeout: float = DEFAULT_TIMEOUT_S,
-        staging: Path | None = None, scaler_lift: bool = True,
+        staging: Path | None = None, scaler_lift: bool = True, frontends: dict[str, Frontend] | None = None,
     ) -> None:
         self.spec = spec
+        #: The frontends by name (default: python and r, this harness's own).
+        self.frontends = dict(FRONTENDS) if frontends is None else frontends
         self.scaler_lift = scaler_lift
         self.fixture = fixture
         self.availability = availability
@@ -71,24 +74,33 @@ class WorkerPool:
         """The frontend's long-lived worker (started on first use)."""
         if frontend not in self._workers:
             env = {**thread_env(self.spec.threads), "TMPDIR": str(self._worker_tmp.path)}
-            self._workers[frontend] = open_worker(frontend, env)
+            self._workers[frontend] = open_worker(self.frontends[frontend], env)
         return self._workers[frontend]
 
     def worker_info(self) -> dict[str, Any]:
         """Start-up seconds (R's start-up and ``library(torch)`` among them) and starts, per worker."""
         return {name: {"startup_seconds": w.startup_seconds, "starts": w.starts} for name, w in self._workers.items()}
 
+    def peak_frontend(self) -> str | None:
+        """The Python frontend that measures this machine's matmul peaks: this harness's own if it runs, else the first Python."""
+        pythons = [name for name, f in self.frontends.items() if f.language == "python"]
+        return "python" if "python" in pythons else next(iter(pythons), None)
+
+    def language(self, frontend: str) -> str:
+        """``python`` or ``r``: what the frontend's installation runs."""
+        return self.frontends[frontend].language
+
     def unavailable_reason(self, frontend: str) -> str | None:
         """Why ``frontend`` cannot run here, or ``None``."""
-        return FRONTENDS[frontend].unavailable_reason(self.availability)
+        return self.frontends[frontend].unavailable_reason(self.availability)
 
     def declared_unsupported(self, cell: Cell) -> bool:
         """Whether the frontend is known not to support this cell (it still runs, to notice a change)."""
-        return (cell.script, cell.device) in FRONTENDS[cell.frontend].unsupported
+        return (cell.script, cell.device) in self.frontends[cell.frontend].unsupported
 
     def expected_to_run(self, cell: Cell) -> bool:
         """Whether the cell should run: supported, or declared unsupported but run with one check lifted (``scaler_lift``)."""
-        lifted = self.scaler_lift and (cell.script, cell.device) in FRONTENDS[cell.frontend].lifted
+        lifted = self.scaler_lift and (cell.script, cell.device) in self.frontends[cell.frontend].lifted
         return lifted or not self.declared_unsupported(cell)
 
     def call(self, frontend: str, request: dict[str, Any]) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 
 from safetensors.numpy import load_file
 
-from harness.errors import ScriptError, WorkerError
+from harness.errors import ScriptError, UsageError, WorkerError
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.judge.assess import assess_result
 from harness.judge.cells import judge_cell
@@ -35,10 +35,12 @@ from harness.model.timing import TimingProtocol
 from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
 from harness.run.availability import Availability, probe, r_required
+from harness.run.frontends import frontend_for
 from harness.run.measure import measure_peaks, profile_cells, time_cells
 from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
 from harness.run.tracer import trace_pair
 from harness.workload.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
+from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation
 from harness.workload.matrix import Cell, cells_for
 from harness.workload.spec import CLIP_MODE, WorkloadSpec
 
@@ -53,28 +55,42 @@ class MatrixRunner:
     def __init__(
         self,
         spec: WorkloadSpec,
-        frontends: tuple[str, ...] = ("python", "r"),
+        frontends: Sequence[str | Installation] = ("python", "r"),
         timeout: float = DEFAULT_TIMEOUT_S,
         availability: Availability | None = None,
         staging: Path | None = None,
         scaler_lift: bool = True,
         trace: bool = True,
         known: tuple[KnownDifference, ...] | None = None,
+        baseline: str | None = None,
     ) -> None:
         """``staging``: the folder the scripts write their final weights into (see :class:`harness.run.pool.WorkerPool`).
 
         ``scaler_lift``: R's scaler script may lift R torch's CUDA-only check on CPU (``--no-scaler-lift`` turns it
         off). ``trace``: trace the pairs that need it (:func:`harness.judge.pairs.needs_trace`). ``known``: the known
         differences the pairs are judged against (default: the committed list).
+
+        ``frontends``: installations (:mod:`harness.workload.installations`), or the names ``python`` and ``r`` (this
+        harness's own). ``baseline``: the frontend every other is paired with (default: the first).
+
+        Raises:
+            UsageError: a baseline that is not one of the frontends.
         """
         self._created = time.perf_counter()
         self.spec = spec
-        self.frontends = frontends
+        self.installations = tuple(DEFAULT_INSTALLATIONS[f] if isinstance(f, str) else f for f in frontends)
+        self.frontends = tuple(i.name for i in self.installations)
+        self.baseline = baseline or self.frontends[0]
+        if self.baseline not in self.frontends:
+            raise UsageError("--baseline", self.baseline, f"one of the frontends ({', '.join(self.frontends)})")
+        #: What each installation's worker reported (:meth:`describe_installations`), by name.
+        self.facts: dict[str, dict[str, Any]] = {}
         self.availability = availability or probe()
         self.trace = trace
         self.known = load_known_differences() if known is None else known
         self.fixture: FixtureFile = ensure_fixtures(spec)
-        self.pool = WorkerPool(spec, self.fixture, self.availability, timeout, staging, scaler_lift)
+        self.pool = WorkerPool(spec, self.fixture, self.availability, timeout, staging, scaler_lift,
+                               {i.name: frontend_for(i) for i in self.installations})
         self._arrays: dict[str, Any] | None = None
         self._references: dict[tuple[bool, frozenset[int]], Reference] = {}
         #: Seconds spent computing the float64 reference (part of the matrix's wall time).
@@ -113,6 +129,7 @@ class MatrixRunner:
         protocol = protocol or TimingProtocol()
         progress = on_progress or (lambda text: None)
         started = time.time()
+        self.describe_installations(progress)
         cells = []
         for cell in cells_for(self.frontends, modes, self.spec.device):
             outcome = self._run_cell(cell)  # judged once, with the rest, by assess_result at the end
@@ -134,6 +151,7 @@ class MatrixRunner:
             environment=self.availability.to_json(), protocol=protocol, workers=self.pool.worker_info(), peaks=peaks,
             reference=self.reference_summary(), reference_seconds=self.reference_seconds,
             warnings=tuple(collect_warnings(cells, self.spec)), cells=tuple(cells), judging=judging,
+            frontends=self.frontends, baseline=self.baseline,
         )
         if self.trace or trace_all:
             pairs = compare_result(result, known=self.known)  # which pairs need a trace
@@ -157,6 +175,33 @@ class MatrixRunner:
             progress(f"trace {verdict.pair}: " + ("identical" if found is None else f"first differs at step {found.step}, {found.point}"))
         return tuple(traces)
 
+    def describe_installations(self, on_progress: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
+        """Start every installation's worker and ask what it runs (libtorch version and build, CPU): once, before any cell.
+
+        An installation the user named (another interpreter, R library or activation script) that cannot start is
+        refused here, in one line, before the first cell runs; this harness's own ``python`` and ``r`` keep the
+        availability probe's skip (or, under ``AMP_PARITY_REQUIRE_R=1``, error) instead.
+
+        Raises:
+            UsageError: a named installation's worker cannot start or describe itself (what it said, and the fix).
+        """
+        progress = on_progress or (lambda text: None)
+        for installation in self.installations:
+            name = installation.name
+            if name in self.facts or self.pool.unavailable_reason(name) is not None:
+                continue
+            progress(f"starting {name} ({installation.where()})")
+            try:
+                self.facts[name] = self.pool.call(name, {"kind": "describe", "device": self.spec.device, "script": "describe", "mode": "-"})
+            except WorkerError as err:
+                if installation.is_default:
+                    continue  # its cells end in error with this reason: the run goes on
+                fix = ("pip install torch numpy safetensors in it" if installation.language == "python"
+                       else "check that its R library holds the torch package and its libtorch")
+                raise UsageError(f"installation {name}", installation.where(),
+                                 f"one that starts a worker ({' '.join(str(err).split())}); {fix}") from err
+        return self.facts
+
     def run_cell(self, cell: Cell) -> CellResult:
         """Run one cell (the record call); its ``status`` says how it ended (it never raises), its ``verdict``
         how it stands on its own (:mod:`harness.judge.cells`)."""
@@ -165,9 +210,15 @@ class MatrixRunner:
 
     def _run_cell(self, cell: Cell) -> CellResult:
         """The record call, and the cell's distance from float64 where it has a reference (what its verdict is judged from)."""
+        self.describe_installations()  # once per installation: its facts go with each of its cells
+        outcome = self._record_call(cell)
+        installation = {**self.pool.frontends[cell.frontend].installation_json(), **self.facts.get(cell.frontend, {})}
+        return dataclasses.replace(outcome, installation=installation)
+
+    def _record_call(self, cell: Cell) -> CellResult:
         reason = self.pool.unavailable_reason(cell.frontend)
         if reason is not None:
-            if cell.frontend == "r" and r_required():
+            if self.pool.frontends[cell.frontend].language == "r" and r_required():
                 return CellResult(cell, Status.ERROR, reason + " (AMP_PARITY_REQUIRE_R=1 makes this a failure)")
             return CellResult(cell, Status.SKIPPED, reason)
         worker = self.pool.worker(cell.frontend)
@@ -237,7 +288,7 @@ def collect_warnings(cells: Sequence[CellResult], spec: WorkloadSpec | None = No
     versions = {frontend: record.libtorch_version for frontend, record in ran if record.libtorch_version}
     if len(set(versions.values())) > 1:
         listed = ", ".join(f"{f} {v}" for f, v in sorted(versions.items()))
-        warnings.append(f"libtorch versions differ ({listed}): bitwise parity is not expected")
+        warnings.append(f"libtorch versions differ ({listed}): pairs across them are not expected bitwise identical (each pair says why)")
     threads = {frontend: record.threads for frontend, record in ran}
     if spec is not None and any(t != spec.threads for t in threads.values()):
         listed = ", ".join(f"{f} {t}" for f, t in sorted(threads.items()))

@@ -5,9 +5,14 @@ segfault or hang in native code must end one cell, not the test session. Why lon
 start-up and ``library(torch)`` are paid once, not per benchmark round, and the Python frontend is
 run the same way so both are measured alike.
 
-The child runs :func:`serve` with a *handler* named ``"module:Class"``; the handler's ``__call__``
-takes a request dict and returns plain data. Log records from the child (R's console output among
+The child runs :func:`harness.frontends.serve.serve` with a *handler* named ``"module:Class"``; the handler's
+``__call__`` takes a request dict and returns plain data. Log records from the child (R's console output among
 them) travel back with each reply and are re-emitted by the parent's loggers.
+
+Why a plain subprocess, not :mod:`multiprocessing`'s spawn: an installation may be *another* interpreter (a venv
+with another torch). Spawn would hand that child this interpreter's ``sys.path``, and it would import this
+torch, not its own. The child gets only the checkout on ``PYTHONPATH`` and one end of a socket pair (a
+:class:`multiprocessing.connection.Connection` on both sides, so the messages are the same pickles as before).
 """
 
 from __future__ import annotations
@@ -15,12 +20,15 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import multiprocessing.connection
+import os
 import signal
+import subprocess
+import sys
 import time
 from typing import Any
 
 from harness.errors import ScriptError, WorkerCrashed, WorkerError, WorkerTimeout
-from harness.frontends.serve import serve
+from harness.files.paths import REPO_ROOT
 
 __all__ = ["Worker"]
 
@@ -33,11 +41,13 @@ _START_TIMEOUT_S = 120.0
 class Worker:
     """One frontend process; restarted transparently on the next call after a crash or timeout."""
 
-    def __init__(self, name: str, handler: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, name: str, handler: str, env: dict[str, str] | None = None, python: str | None = None) -> None:
+        """``env``: added to this process's environment for the child. ``python``: the child's interpreter (default: this one)."""
         self.name = name
         self.handler = handler
         self.env = env or {}
-        self._process: multiprocessing.process.BaseProcess | None = None
+        self.python = python or sys.executable
+        self._process: subprocess.Popen[bytes] | None = None
         self._conn: multiprocessing.connection.Connection | None = None
         self.starts = 0
         #: Seconds the last start took (interpreter, imports, R's start-up and ``library(torch)``).
@@ -49,7 +59,7 @@ class Worker:
     @property
     def alive(self) -> bool:
         """Whether the worker process is running."""
-        return self._process is not None and self._process.is_alive()
+        return self._process is not None and self._process.poll() is None
 
     @property
     def pid(self) -> int | None:
@@ -60,17 +70,20 @@ class Worker:
         """Start the process and wait until its handler is ready (raises what the handler raised)."""
         if self.alive:
             return
-        ctx = multiprocessing.get_context("spawn")
-        parent, child = ctx.Pipe()
-        self._process = ctx.Process(target=serve, args=(child, self.handler, self.env), name=f"amp-parity-{self.name}", daemon=True)
+        parent, child = multiprocessing.Pipe(duplex=True)
+        # The checkout first on the path: the child imports harness.frontends (and nothing else of the harness)
+        # from it, whatever the interpreter; everything else (torch, numpy, safetensors) is the interpreter's own.
+        path = os.pathsep.join(p for p in (str(REPO_ROOT), self.env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))) if p)
+        command = [self.python, "-c", _CHILD_MAIN, str(child.fileno()), self.handler]
         try:
-            self._process.start()
-        except BaseException:
-            child.close()
+            self._process = subprocess.Popen(
+                command, env={**os.environ, **self.env, "PYTHONPATH": path}, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
+            )
+        except OSError as err:
             parent.close()
-            self._process = None
-            raise
-        child.close()
+            raise WorkerError(f"{self.name} worker could not start {self.python}: {err.strerror or err}") from err
+        finally:
+            child.close()
         self._conn = parent
         self.starts += 1
         started = time.perf_counter()
@@ -100,11 +113,12 @@ class Worker:
                 self._conn.send(None)
             except OSError:
                 pass
-        if self._process is not None and self._process.pid is not None:  # only a started process can be joined
-            self._process.join(timeout=5)
-            if self._process.is_alive():
+        if self._process is not None:
+            try:
+                self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
                 self._process.kill()
-                self._process.join(timeout=5)
+                self._process.wait(timeout=5)
         if self._conn is not None:
             self._conn.close()
         self._process, self._conn = None, None
@@ -141,9 +155,12 @@ class Worker:
 
     def _crashed(self, what: str) -> WorkerCrashed:
         process = self._process
+        code = None
         if process is not None:
-            process.join(timeout=5)
-        code = process.exitcode if process is not None else None
+            try:
+                code = process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
         self.close()
         if code is not None and code < 0:
             try:
@@ -155,8 +172,12 @@ class Worker:
         return WorkerCrashed(f"{self.name} worker died during its {what} ({how}); it will be restarted for the next call.")
 
     def _kill(self) -> None:
-        if self._process is not None and self._process.is_alive():
+        if self._process is not None and self._process.poll() is None:
             self._process.kill()
         self.close()
+
+
+#: What the child runs: serve requests on the inherited socket (its descriptor is the first argument).
+_CHILD_MAIN = "import sys; from harness.frontends.serve import main; main(sys.argv[1:])"
 
 

@@ -128,7 +128,9 @@ class _Checker:
         spec = self.result.spec
         if cell.script not in SCRIPTS or cell.mode not in SCRIPTS[cell.script]:
             self.refuse(f"{where}.mode", cell.mode, f"script {cell.script!r} runs the modes {', '.join(SCRIPTS.get(cell.script, ()))}")
-        if cell.device != spec.device:
+        # A merged result holds the devices its inputs ran on (harness/store/merge.py); a run, its spec's one.
+        devices = {spec.device} | {str(d) for source in self.result.sources for d in source.get("devices") or ()}
+        if cell.device not in devices:
             self.refuse(f"{where}.device", cell.device, f"the run's spec.device is {spec.device!r}")
         self.number(f"{where}.wall_seconds", cell.wall_seconds, optional=True)
         if cell.record is not None:
@@ -147,7 +149,11 @@ class _Checker:
     def record(self, where: str, cell: CellResult) -> None:
         record, spec = cell.record, self.result.spec
         assert record is not None
-        for name in ("frontend", "script", "mode", "device"):
+        # A record names its language (``frontend``: python or r); the cell its installation, whose language must be it.
+        language = str(cell.installation.get("language")) if cell.installation else cell.frontend
+        if record.frontend != language:
+            self.refuse(f"{where}.record.frontend", record.frontend, f"the cell's frontend {cell.frontend!r} runs {language!r}")
+        for name in ("script", "mode", "device"):
             if getattr(record, name) != getattr(cell, name):
                 self.refuse(f"{where}.record.{name}", getattr(record, name), f"the cell's {name} is {getattr(cell, name)!r}")
         losses = list(record.losses)

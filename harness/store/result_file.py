@@ -230,6 +230,14 @@ def _update_to_6(data: dict[str, Any], path: Path) -> dict[str, Any]:
     return upgraded | {"schema_version": 6, "targets": targets, "cells": cells}
 
 
+def _update_to_7(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Version 6 → 7: installations as frontends. Before, the frontends were python then r (this harness's own) and python
+    the baseline; no installation facts were reported (pairs are judged by the records' libtorch versions, as then)."""
+    named = [c.get("frontend") for c in data["cells"] if isinstance(c, dict)]
+    frontends = [f for f in ("python", "r") if f in named] + sorted({f for f in named if isinstance(f, str)} - {"python", "r"})
+    return data | {"schema_version": 7, "frontends": frontends, "baseline": "python", "sources": []}
+
+
 def _stored_number(value: Any, path: Path, where: str) -> float | None:
     """``value`` if it is a number or null; an upgrade step computes with it.
 
@@ -243,7 +251,8 @@ def _stored_number(value: Any, path: Path, where: str) -> float | None:
 
 
 #: The step that upgrades a file of each older version by one.
-_UPDATES: dict[int, Callable[[dict[str, Any], Path], dict[str, Any]]] = {2: _update_to_3, 3: _update_to_4, 4: _update_to_5, 5: _update_to_6}
+_UPDATES: dict[int, Callable[[dict[str, Any], Path], dict[str, Any]]] = {2: _update_to_3, 3: _update_to_4, 4: _update_to_5, 5: _update_to_6,
+                                                                      6: _update_to_7}
 
 
 def _map_stored_weights_paths(result: dict[str, Any], change: Callable[[str], str]) -> dict[str, Any]:

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.model.result import CellResult
+    from harness.model.result import CellResult, MatrixResult
 
-__all__ = ["LIFT_MARK", "cell_text", "lift_footnote", "mib", "num", "status_text"]
+__all__ = ["LIFT_MARK", "cell_text", "frontend_order", "lift_footnote", "mib", "num", "status_text"]
 
 #: Marks a cell that ran with a check of its binding lifted (R torch's CUDA-only scaler on CPU).
 LIFT_MARK = "†"
@@ -42,3 +42,14 @@ def lift_footnote(cells: Sequence[CellResult]) -> str | None:
     what = lifted[0].record.lifted_check if lifted[0].record else ""
     return (f"{LIFT_MARK} {', '.join(c.id for c in lifted)}: {what}; run with --no-scaler-lift to use R torch's scaler as it ships "
             "(then unsupported on CPU)")
+
+
+def frontend_order(result: MatrixResult) -> list[str]:
+    """The frontends as every view lists them: the baseline first, then the result's order, then any other a cell names."""
+    named = [result.baseline, *result.frontends]
+    named += sorted({c.frontend for c in result.cells} - set(named))
+    seen: list[str] = []
+    for name in named:
+        if name not in seen and any(c.frontend == name for c in result.cells):
+            seen.append(name)
+    return seen

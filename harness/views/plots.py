@@ -19,7 +19,7 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.files.atomic import atomic_path
 from harness.model.result import CellResult, MatrixResult
-from harness.workload.matrix import FRONTEND_ORDER
+from harness.views.formatting import frontend_order
 from harness.workload.spec import CLIP_MODE, MODES
 
 __all__ = ["plot_loss_diff", "plot_losses", "plot_timing", "timing_samples"]
@@ -28,6 +28,15 @@ _STYLE: dict[str, dict[str, Any]] = {
     "python": {"color": "tab:blue", "linestyle": "-", "marker": "o"},
     "r": {"color": "tab:orange", "linestyle": "--", "marker": "x"},
 }
+#: Styles for the installations a user named (``py28``, ``r28``), in the order the result lists them.
+_MORE_STYLES: tuple[dict[str, Any], ...] = (
+    {"color": "tab:green", "linestyle": "-.", "marker": "^"},
+    {"color": "tab:purple", "linestyle": ":", "marker": "v"},
+    {"color": "tab:brown", "linestyle": "-", "marker": "D"},
+    {"color": "tab:pink", "linestyle": "--", "marker": "P"},
+    {"color": "tab:olive", "linestyle": "-.", "marker": "*"},
+    {"color": "tab:cyan", "linestyle": ":", "marker": "h"},
+)
 _REFERENCE_STYLE: dict[str, Any] = {"color": "black", "linestyle": ":", "linewidth": 1.5}
 _PAIR_STYLE: dict[str, Any] = {"color": "tab:red", "linestyle": "-", "marker": "s"}
 
@@ -40,7 +49,7 @@ def plot_losses(result: MatrixResult, target: Path) -> Path:
         reference = _reference(result, mode)
         for cell in cells:
             losses = _losses(cell)
-            ax.plot(np.arange(losses.size), losses, label=cell.frontend, markersize=3, **_style(cell.frontend))
+            ax.plot(np.arange(losses.size), losses, label=cell.frontend, markersize=3, **_style(cell.frontend, result))
         if reference is not None:
             ax.plot(np.arange(reference.size), reference, label="float64", **_REFERENCE_STYLE)
         ax.set_xlabel("step")
@@ -62,10 +71,13 @@ def plot_loss_diff(result: MatrixResult, target: Path) -> Path:
         drawn = False
         if reference is not None:
             for cell in cells:
-                drawn |= _diff_line(ax, _losses(cell), reference, f"{cell.frontend} vs float64", _style(cell.frontend))
-        if len(cells) >= 2:
-            a, b = cells[0], cells[1]
-            drawn |= _diff_line(ax, _losses(a), _losses(b), f"{a.frontend} vs {b.frontend}", _PAIR_STYLE)
+                drawn |= _diff_line(ax, _losses(cell), reference, f"{cell.frontend} vs float64", _style(cell.frontend, result))
+        for b in cells[1:]:  # each frontend against the baseline (the first), on the baseline's device
+            a = cells[0]
+            if b.device != a.device:
+                continue
+            style = _PAIR_STYLE if len(cells) == 2 else {**_PAIR_STYLE, "color": _style(b.frontend, result)["color"]}
+            drawn |= _diff_line(ax, _losses(a), _losses(b), f"{a.frontend} vs {b.frontend}", style)
         ax.set_xlabel("step")
         ax.set_ylabel("|Δ loss|")
         if drawn:
@@ -86,7 +98,7 @@ def plot_timing(result: MatrixResult, target: Path) -> Path:
         if not samples:
             continue
         median = float(np.median(samples))
-        style = _style(cell.frontend)
+        style = _style(cell.frontend, result)
         ax.errorbar(
             [median], [row], xerr=[[median - min(samples)], [max(samples) - median]],
             fmt="D", color=style["color"], capsize=4, label=cell.frontend,
@@ -165,8 +177,10 @@ def _diff_line(ax: Axes, a: np.ndarray, b: np.ndarray, label: str, style: Mappin
 
 
 def _ok_cells(result: MatrixResult, mode: str) -> list[CellResult]:
+    """The mode's cells that ran, baseline first; a merged result's other devices' cells are drawn as frontends of their own."""
+    order = frontend_order(result)
     cells = [c for c in result.cells if c.mode == mode and c.ok and c.record]
-    return sorted(cells, key=lambda c: FRONTEND_ORDER.index(c.frontend) if c.frontend in FRONTEND_ORDER else len(FRONTEND_ORDER))
+    return sorted(cells, key=lambda c: (order.index(c.frontend) if c.frontend in order else len(order), c.device))
 
 
 def _reference(result: MatrixResult, mode: str) -> np.ndarray | None:
@@ -182,8 +196,11 @@ def _losses(cell: CellResult) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in cell.record.losses], dtype=np.float64)
 
 
-def _style(frontend: str) -> dict[str, Any]:
-    return _STYLE.get(frontend, {"color": "tab:green", "linestyle": "-.", "marker": "^"})
+def _style(frontend: str, result: MatrixResult | None = None) -> dict[str, Any]:
+    if frontend in _STYLE:
+        return _STYLE[frontend]
+    others = [f for f in frontend_order(result) if f not in _STYLE] if result is not None else []
+    return _MORE_STYLES[others.index(frontend) % len(_MORE_STYLES) if frontend in others else 0]
 
 
 def _dedupe_legend(ax: Axes) -> None:

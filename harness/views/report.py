@@ -18,10 +18,9 @@ from harness.model.record import RunRecord
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.timing import ratio
 from harness.model.verdicts import CELL_OUTCOMES, PairVerdict
-from harness.views.formatting import cell_text, lift_footnote, num, status_text
+from harness.views.formatting import cell_text, frontend_order, lift_footnote, num, status_text
 from harness.views.plots import plot_loss_diff, plot_losses, plot_timing
 from harness.views.timing_sections import efficiency_section, targets_section, timing_section
-from harness.workload.matrix import FRONTEND_ORDER
 from harness.workload.spec import MODES
 
 __all__ = ["PLOT_FILES", "REPORT_FILE", "REPORT_FILES", "render_markdown", "write_report"]
@@ -63,18 +62,20 @@ def render_markdown(result: MatrixResult) -> str:
     """The report of a judged result as markdown text."""
     verdicts = list(result.pairs)
     spec = result.spec
+    devices = sorted({c.device for c in result.cells}) or [spec.device]
     out = [
         "# amp-parity report", "",
-        f"Preset **{spec.preset}** on **{spec.device}**, AMP dtype **{spec.amp_dtype}**, {result.steps} steps "
+        f"Preset **{spec.preset}** on **{', '.join(devices)}**, AMP dtype **{spec.amp_dtype}**, {result.steps} steps "
         f"(batch {spec.batch_size}, {spec.in_size}→{spec.out_size}, {spec.num_layers} layers, lr {spec.lr:g}, "
         f"seed {spec.seed}, threads {spec.threads}). Created {result.created}; spec digest "
         f"`{result.spec_digest}`, fixture `{result.fixture.get('digest')}`; "
         f"matrix wall time {num(result.wall_seconds, '.1f')} s.", "",
     ]
     out += _summary(result, verdicts)
+    out += _sources(result)
     out += _warnings(result)
     out += _cells_table(result)
-    out += _pairs_table(verdicts)
+    out += _pairs_table(result, verdicts)
     out += _speed(result)
     out += timing_section(result)
     out += efficiency_section(result)
@@ -157,44 +158,69 @@ def _cell_details(result: MatrixResult) -> list[str]:
     return ["## Cell details", "", *lines] if lines else []
 
 
-def _pairs_table(verdicts: list[PairVerdict]) -> list[str]:
+def _pairs_table(result: MatrixResult, verdicts: list[PairVerdict]) -> list[str]:
     lines = ["### Pairs", ""]
-    if not verdicts:
+    alone = unpaired_cells(result)
+    if not verdicts and not alone:
         return [*lines, "No pairs: only one frontend was asked for.", ""]
-    lines += ["| pair | frontends | verdict | why |", "|---|---|---|---|"]
+    if verdicts:
+        lines += [f"Every frontend is paired with the baseline, **{result.baseline}**, on each script × mode × device; one on "
+                  "another libtorch build than the baseline's is also paired with the first frontend that loads its build.", "",
+                  "| pair | frontends | verdict | why |", "|---|---|---|---|"]
     for v in verdicts:
         lines.append(f"| `{v.pair}` | {' vs '.join(v.frontends)} | **{v.verdict}** | {cell_text(v.cause)} |")
+    if alone:
+        lines += ["", "Not judged (no pair):", ""] + [f"- `{cell.id}`: {why}" for cell, why in alone]
     return [*lines, ""]
 
 
+def unpaired_cells(result: MatrixResult) -> list[tuple[CellResult, str]]:
+    """Cells alone on their script × mode × device (a merged result's, a one-frontend run's), each with why none judged it."""
+    by_pair: dict[str, list[CellResult]] = {}
+    for cell in result.cells:
+        by_pair.setdefault(cell.pair, []).append(cell)
+    if len(frontend_order(result)) < 2:
+        return []
+    return [(cells[0], f"no other frontend ran {cells[0].script} {cells[0].mode} on {cells[0].device} in this result")
+            for cells in by_pair.values() if len(cells) == 1]
+
+
 def _speed(result: MatrixResult) -> list[str]:
-    cells = {(c.mode, c.frontend): c for c in result.cells}
-    frontends = [f for f in FRONTEND_ORDER if any(c.frontend == f for c in result.cells)]
-    modes = [m for m in MODES if any(c.mode == m for c in result.cells)]
-    head = "| mode | " + " | ".join(f"{f} loop s (median) | {f} ÷ default" for f in frontends) + " | R ÷ Python |"
-    lines = ["## Speed", "", head, "|---|" + "---:|" * (2 * len(frontends) + 1)]
+    cells = {(c.device, c.mode, c.frontend): c for c in result.cells}
+    frontends = frontend_order(result)
+    base = frontends[0] if frontends else result.baseline
+    others = frontends[1:]
+    devices = sorted({c.device for c in result.cells})
+    rows = [(d, m) for d in devices for m in MODES if any(c.mode == m and c.device == d for c in result.cells)]
+    label = "mode" if len(devices) < 2 else "device · mode"
+    head = (f"| {label} | " + " | ".join(f"{f} loop s (median) | {f} ÷ default" for f in frontends)
+            + "".join(f" | {f} ÷ {base}" for f in others) + " |")
+    lines = ["## Speed", "", head, "|---|" + "---:|" * (2 * len(frontends) + len(others))]
     notes: list[str] = []
-    for mode in modes:
-        row = [mode]
+    for device, mode in rows:
+        row = [mode if len(devices) < 2 else f"{device} · {mode}"]
         for f in frontends:
-            cell = cells.get((mode, f))
+            cell = cells.get((device, mode, f))
             if cell is None:
                 row += ["—", "—"]
                 continue
             seconds = cell.timing.loop.median if cell.timing else None
             shown = num(seconds, ".4g") if cell.ok else str(cell.status)
             row += [shown, _ratio_text(cell.time_vs_default, cell.time_vs_default_note, notes)]
-        py, r = cells.get((mode, "python")), cells.get((mode, "r"))
-        if py and r and py.ok and r.ok:
-            row.append(_ratio_text(*ratio(r.timing, py.timing, result.protocol.interleave), notes))
-        else:
-            row.append("—")
+        baseline = cells.get((device, mode, base))
+        for f in others:
+            other = cells.get((device, mode, f))
+            if baseline and other and baseline.ok and other.ok:
+                row.append(_ratio_text(*ratio(other.timing, baseline.timing, result.protocol.interleave), notes))
+            else:
+                row.append("—")
         lines.append("| " + " | ".join(row) + " |")
     return [
         *lines, "", *[f"{k}. {note}" for k, note in enumerate(notes, 1)], *([""] if notes else []),
         "Loop: the script's own clock around its training loop, median of the timed rounds. ÷ default: this mode's loop "
-        "time over the same frontend's `default` (below 1: AMP is faster); R ÷ Python: above 1, R is slower. A ratio is "
-        "printed only where both sides' spread supports it; otherwise a numbered note says why.",
+        f"time over the same frontend's `default` (below 1: AMP is faster); ÷ {base}: above 1, that frontend is slower than "
+        f"the baseline. A ratio is printed only where both sides' spread supports it; otherwise a numbered note says why. "
+        "Cells of a merged result ran on other machines: compare their times only where the installations table says one host.",
         "",
     ]
 
@@ -211,15 +237,22 @@ def _ratio_text(value: float | None, note: str | None, notes: list[str]) -> str:
 
 
 def _versions(result: MatrixResult) -> list[str]:
-    lines = ["## Versions and threads", "", "| frontend | torch | libtorch | language | threads | device |", "|---|---|---|---|---:|---|"]
-    seen: dict[str, RunRecord] = {}
+    lines = ["## Installations, versions and threads", "",
+             "| frontend | installation | torch | libtorch (build) | language | threads | device | host |",
+             "|---|---|---|---|---|---:|---|---|"]
+    seen: dict[tuple[str, str], CellResult] = {}
     for cell in result.cells:
-        if cell.record and cell.frontend not in seen:
-            seen[cell.frontend] = cell.record
-    for frontend, record in seen.items():
+        if cell.record and (cell.frontend, cell.device) not in seen:
+            seen[(cell.frontend, cell.device)] = cell
+    for (frontend, _device), cell in sorted(seen.items(), key=lambda kv: _order_key(result, kv[0])):
+        record: RunRecord = cell.record  # type: ignore[assignment]  # only cells with a record were kept
+        facts = cell.installation or {}
+        where = facts.get("python") or facts.get("activate") or facts.get("r_libs") or "this harness's own"
+        build = str(facts.get("libtorch_build") or "")[:12]
         lines.append(
-            f"| {frontend} | {record.torch_version} | {record.libtorch_version} | {record.language_version} | "
-            f"{record.threads} | {record.device_name} |"
+            f"| {frontend} | {facts.get('language', cell.language)}: `{where}` | {record.torch_version} | {record.libtorch_version}"
+            f"{f' ({build})' if build else ''} | {record.language_version} | {record.threads} | {record.device_name} | "
+            f"{facts.get('host', '—')}: {facts.get('cpu', '—')} |"
         )
     env = result.environment
     r_env = env.get("r") or {}
@@ -228,7 +261,7 @@ def _versions(result: MatrixResult) -> list[str]:
         f"{env.get('torch_version')}, {env.get('platform')}. R: {r_env.get('r_version') or 'not found'}, R torch "
         f"{r_env.get('torch_version') or 'not installed'}.",
     ]
-    missing = [f for f in FRONTEND_ORDER if env.get(f"{f}_unavailable")]
+    missing = [f for f in ("python", "r") if env.get(f"{f}_unavailable")]
     lines += [f"{f} unavailable here: {cell_text(env[f'{f}_unavailable'])}." for f in missing]
     return [*lines, ""]
 
@@ -236,5 +269,20 @@ def _versions(result: MatrixResult) -> list[str]:
 def _pair_details(verdicts: list[PairVerdict]) -> list[str]:
     lines = ["## Pair details", ""]
     for v in verdicts:
-        lines += [f"### {v.pair}: {v.verdict}", "", "```text", v.explain(), "```", ""]
+        lines += [f"### {v.pair} ({' vs '.join(v.frontends)}): {v.verdict}", "", "```text", v.explain(), "```", ""]
     return lines if verdicts else []
+
+
+def _sources(result: MatrixResult) -> list[str]:
+    """What a merged result was made of: each input, where it ran and which cells it gave."""
+    if not result.sources:
+        return []
+    lines = ["## Merged from", "", "| result | created | host | cells |", "|---|---|---|---:|"]
+    for source in result.sources:
+        lines.append(f"| `{source.get('file')}` | {source.get('created')} | {source.get('host')} | {len(source.get('cells') or ())} |")
+    return [*lines, ""]
+
+
+def _order_key(result: MatrixResult, key: tuple[str, str]) -> tuple[int, str]:
+    order = frontend_order(result)
+    return (order.index(key[0]) if key[0] in order else len(order), key[1])

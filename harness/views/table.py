@@ -125,12 +125,18 @@ def _print_pairs(result: MatrixResult, console: Console) -> None:
     if not_compared:
         console.print(f"[yellow]parity:[/] {not_compared} pair(s) not compared: a frontend was skipped (reason above)")
     if compared:
-        pairs = Table(title="parity (python vs r)", header_style="bold")
+        many = len({p.frontends for p in compared}) > 1
+        title = f"parity (each frontend vs {result.baseline})" if many else f"parity ({' vs '.join(compared[0].frontends)})"
+        pairs = Table(title=title, header_style="bold")
         pairs.add_column("pair")
+        if many:
+            pairs.add_column("vs")
         pairs.add_column("verdict")
         pairs.add_column("why", overflow="fold")
         for pair in compared:
-            pairs.add_row(pair.pair, f"[{_VERDICT_STYLE.get(pair.verdict, '')}]{pair.verdict}[/]", pair.cause)
+            first, second = pair.frontends
+            vs = ([second if first == result.baseline else f"{first} vs {second}"]) if many else []
+            pairs.add_row(pair.pair, *vs, f"[{_VERDICT_STYLE.get(pair.verdict, '')}]{pair.verdict}[/]", pair.cause)
         console.print(pairs)
 
 

@@ -6,11 +6,7 @@ from dataclasses import dataclass
 
 from harness.workload.spec import SCRIPTS
 
-__all__ = ["FRONTEND_ORDER", "Cell", "cells_for", "pair_id"]
-
-#: The frontends in the order every view lists them and a pair compares them (the first is the baseline):
-#: Python is the reference implementation the R bindings are held to.
-FRONTEND_ORDER = ("python", "r")
+__all__ = ["Cell", "cells_for", "pair_id"]
 
 
 @dataclass(frozen=True)

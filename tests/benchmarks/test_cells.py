@@ -10,7 +10,9 @@ round of ``python -m harness run`` (:mod:`harness.model.timing`): GC off in the 
 threads in both frontends. Each round's own loop and workload times are kept too, so ``extra_info`` holds
 the frontend's loop median, ``overhead_seconds`` = pytest-benchmark's median − the workload median (the
 harness's bridge: pipe, serialization, rpy2) and ``setup_seconds`` = workload − loop medians (the script's
-own set-up, the frontend's cost, not the harness's).
+own set-up, the frontend's cost, not the harness's). It also keeps the record call's per-step ``losses``,
+``loss_scale`` history (None outside the scaler modes) and ``weights_digest``, which ``--benchmark-compare``
+compares with the saved run's (``--benchmark-compare-losses``, ``conftest.py``).
 """
 
 from __future__ import annotations
@@ -23,32 +25,42 @@ import numpy as np
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
+from harness.judge.weight_findings import weights_digest
 from harness.model.efficiency import workload_flops
 from harness.model.timing import DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
 from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
-from harness.workload.matrix import Cell
-from harness.workload.spec import WorkloadSpec
-from tests.support import FRONTENDS, require_frontend
+from harness.workload.installations import parse_frontends
+from harness.workload.matrix import Cell, cells_for
+from harness.workload.spec import MODES, WorkloadSpec
+from tests.support import require_r_torch
 
 #: Rounds per cell (the harness's default); lower it with AMP_PARITY_BENCH_ROUNDS for recipe on a CPU.
 ROUNDS = int(os.environ.get("AMP_PARITY_BENCH_ROUNDS", str(DEFAULT_ROUNDS)))
+#: The installations timed: ``AMP_PARITY_BENCH_FRONTENDS`` in ``--frontend``'s syntax (``python,py28=python:~/venv/bin/python,r``),
+#: by default this harness's own python and r. A bad value fails collection with run's one-line message.
+INSTALLATIONS = parse_frontends([os.environ["AMP_PARITY_BENCH_FRONTENDS"]] if os.environ.get("AMP_PARITY_BENCH_FRONTENDS") else None)
+BENCH_CELLS = cells_for(tuple(i.name for i in INSTALLATIONS), MODES, "cpu")
 
 
 @pytest.fixture(scope="module")
 def bench_runner(availability: Availability) -> Iterator[MatrixRunner]:
     """Workers for the benchmark preset, kept alive across every round of every cell."""
     spec = WorkloadSpec.from_preset(os.environ.get("AMP_PARITY_BENCH_PRESET", "tiny"))
-    with MatrixRunner(spec, FRONTENDS, timeout=3600, availability=availability) as runner:
+    with MatrixRunner(spec, INSTALLATIONS, timeout=3600, availability=availability) as runner:
         yield runner
 
 
-def test_cell_time(benchmark: BenchmarkFixture, cell: Cell, bench_runner: MatrixRunner, availability: Availability) -> None:
+@pytest.mark.parametrize("bench_cell", BENCH_CELLS, ids=[c.id for c in BENCH_CELLS])
+def test_cell_time(benchmark: BenchmarkFixture, bench_cell: Cell, bench_runner: MatrixRunner, availability: Availability) -> None:
     """Time one cell's training run through its worker; keep the loop times and the overhead in extra_info."""
-    require_frontend(cell, availability)
+    cell = bench_cell
+    if bench_runner.pool.language(cell.frontend) == "r":
+        require_r_torch(availability)
     if not bench_runner.pool.expected_to_run(cell):  # R's scaler on CPU runs, with its CUDA-only check lifted
         pytest.skip(f"{cell.frontend} does not support {cell.script} on {cell.device} (see test_parity)")
     bench_runner.pool.worker(cell.frontend).start()  # start-up is not part of any round
+    facts = bench_runner.describe_installations().get(cell.frontend, {})
     first = bench_runner.pool.call_cell(cell)  # the record call: writes the weights, loads the fixtures
     records: list[dict[str, Any]] = []
 
@@ -72,5 +84,9 @@ def test_cell_time(benchmark: BenchmarkFixture, cell: Cell, bench_runner: Matrix
         "loop_seconds_median": loop, "workload_seconds_median": workload, "clock": first["clock"],
         "overhead_seconds": median - workload, "overhead_share": (median - workload) / median, "setup_seconds": workload - loop,
         "tflops": workload_flops(spec) / loop / 1e12,
+        # what --benchmark-compare-losses compares with a saved run (tests/benchmarks/loss_compare.py)
+        "losses": first["losses"], "weights_digest": weights_digest(first["weights_path"]), "loss_scale": first["loss_scale"],
+        # the loaded libtorch_cpu.so's build ID (harness/frontends/installation_facts.py): "same build" means the same kernels
+        "libtorch_build": facts.get("libtorch_build"),
     })
     assert len(timed) == ROUNDS and all(r["losses"] == first["losses"] for r in timed)

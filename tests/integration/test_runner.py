@@ -38,7 +38,7 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
     ]
     assert [c.id for c in result.cells] == ids
     assert all(c.status is Status.OK for c in result.cells)
-    assert result.to_json()["schema_version"] == RESULT_SCHEMA_VERSION == 6 and result.spec == tiny_spec
+    assert result.to_json()["schema_version"] == RESULT_SCHEMA_VERSION == 7 and result.spec == tiny_spec
     assert result.protocol == protocol
     assert result.reference.available and result.reference.losses is not None and len(result.reference.losses) == 20
     assert result.reference_seconds > 0 and result.workers["python"]["startup_seconds"] > 0

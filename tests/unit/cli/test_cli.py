@@ -25,7 +25,7 @@ from tests.support import golden_result, run_cli
         (["run", "--amp-dtype", "int8"], "error: amp_dtype must be one of 'bfloat16', 'float16' (or bf16, fp16), got 'int8'."),
         (["run", "--batch-size", "0"], "error: batch_size must be a whole number >= 1, got 0."),
         (["run", "--lr", "-1"], "error: lr must be a finite number > 0, got -1.0."),
-        (["run", "--frontend", "julia"], "error: frontend must be one of 'python', 'r', got 'julia'."),
+        (["run", "--frontend", "julia"], "error: --frontend must be one of 'python', 'r', or NAME=python:PATH / NAME=r:PATH, got 'julia'."),
         (["run", "--rounds", "0"], "error: rounds must be an integer ≥ 1 (≥ 3 for a spread), got 0."),
         (["run", "--warmup-rounds", "0"],
          "error: warmup_rounds must be an integer ≥ 1: the first call writes the weights and is never timed, got 0."),
@@ -113,7 +113,7 @@ def test_report_of_a_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> 
     done = run_cli("report", str(path), "--out", str(tmp_path / "out"))
     assert done.returncode == 1
     assert done.stderr.strip() == (
-        f"error: {path} has result schema version 9; this harness reads versions 2 to 6: upgrade amp-parity to read it."
+        f"error: {path} has result schema version 9; this harness reads versions 2 to 7: upgrade amp-parity to read it."
     )
     assert not (tmp_path / "out").exists()
 

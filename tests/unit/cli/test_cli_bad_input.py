@@ -36,7 +36,7 @@ from tests.support import one_error_line, run_cli
          "error: argument --max-seconds: must be a finite number, got 'nan' (see python -m harness run --help)."),
         (["run", "--mode", ""], "error: mode must be one or more of 'default', 'autocast', 'autocast_scaler', "
                                 "'autocast_scaler_clip', got ''."),
-        (["run", "--frontend", ","], "error: frontend must be one or more of 'python', 'r', got ','."),
+        (["run", "--frontend", ","], "error: --frontend must be one or more of NAME or NAME=LANGUAGE[:PATH], got ','."),
         (["run", "--lr", "1e308"], "error: lr must be a number a float32 holds, from 1.175e-38 to 3.403e+38 "
                                    "(it is a float32 in both frontends), got 1e+308."),
         (["run", "--init-scale", "1e308"], "error: init_scale must be a number a float32 holds, from 1.175e-38 to "
@@ -54,7 +54,7 @@ from tests.support import one_error_line, run_cli
          "error: mode must be one of 'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip', got ''."),
         (["run", "--mode", "default,,autocast"],
          "error: mode must be one of 'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip', got ''."),
-        (["run", "--frontend", "python,"], "error: frontend must be one of 'python', 'r', got ''."),
+        (["run", "--frontend", "python,"], "error: --frontend must be one of 'python', 'r', or NAME=python:PATH / NAME=r:PATH, got ''."),
         (["run", "--lr", "-inf"], "error: argument --lr: must be a finite number, got '-inf' (see python -m harness run --help)."),
         (["run", "--lr", "-1e-3"], "error: lr must be a finite number > 0, got -0.001."),
         (["run", "--max-seconds", "-1e3"],

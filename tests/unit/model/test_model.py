@@ -23,7 +23,8 @@ COMMITTED = Path(__file__).resolve().parents[2] / "data"
 
 def current_schema(name: str) -> dict[str, Any]:
     """A committed schema-3 result as the current version stores it: its cells' speed-ups turned into times
-    (version 4), no traces and the spec's overflow point (version 5), targets and the worst tensor in each distance (version 6)."""
+    (version 4), no traces and the spec's overflow point (version 5), targets and the worst tensor in each distance (version 6),
+    the frontends, their baseline and no installation facts (version 7)."""
     data = json.loads((COMMITTED / f"{name}.json").read_text(encoding="utf-8"))
     data["schema_version"] = RESULT_SCHEMA_VERSION
     for cell in data["cells"]:
@@ -40,7 +41,9 @@ def current_schema(name: str) -> dict[str, Any]:
             cell["reference_distance"] |= {k: float64[k] for k in ("worst_tensor", "worst_tensor_rel_error")}
     data = {("targets" if k == "figures" else k): v for k, v in data.items()}
     data["targets"] = [{("name" if k == "figure" else k): v for k, v in t.items()} for t in data["targets"]]
-    return data
+    for cell in data["cells"]:  # version 7: installations as frontends (none reported before)
+        cell["installation"] = None
+    return data | {"frontends": ["python", "r"], "baseline": "python", "sources": []}
 
 
 @pytest.mark.parametrize("name", ["golden"])

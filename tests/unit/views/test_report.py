@@ -84,7 +84,7 @@ def test_report_lists_every_pair_with_its_verdict(both: MatrixResult) -> None:
     assert [v.verdict for v in verdicts.values()] == ["identical", "diverged", "identical", "unsupported"]
     for pair, verdict in verdicts.items():
         assert f"| `{pair}` | python vs r | **{verdict.verdict}** | {verdict.cause.replace('|', chr(92) + '|')} |" in text
-        assert f"### {pair}: {verdict.verdict}" in text
+        assert f"### {pair} (python vs r): {verdict.verdict}" in text
         assert verdict.explain() in text
     assert "losses split at step 5" in text
     assert "- Pairs: 4 (2 identical, 1 diverged, 1 unsupported)." in text
@@ -139,7 +139,8 @@ def test_memory_versions_warnings_and_reference_are_reported(both: MatrixResult)
     peak, before = (first.memory.peak_rss_bytes or 0) / 2**20, (first.memory.rss_before_bytes or 0) / 2**20
     assert f"| {peak:.1f} MiB | worker peak RSS over this call ({before:.1f} MiB held before it) |" in text
     record = first.record
-    assert f"| python | {record.torch_version} | {record.libtorch_version} | {record.language_version} | 1 | cpu |" in text
+    assert (f"| python | python: `this harness's own` | {record.torch_version} | {record.libtorch_version} | "
+            f"{record.language_version} | 1 | cpu | —: — |") in text
     assert "- libtorch versions differ (python 2.13.0, r 2.5.1): bitwise parity is not expected" in text
     assert "note: libtorch differs (python" in text
     assert "- float64 reference: computed (8 steps, plain and clipped)." in text

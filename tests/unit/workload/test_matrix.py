@@ -1,13 +1,16 @@
-"""The matrix's cells and the frontend order that judging and every view use."""
+"""The matrix's cells, and the default frontends' order (a run's own order is its ``--frontend``'s)."""
 
 from __future__ import annotations
 
 from harness.run.frontends import FRONTENDS
-from harness.workload.matrix import FRONTEND_ORDER, Cell, cells_for, pair_id
+from harness.workload.installations import DEFAULT_INSTALLATIONS
+from harness.workload.matrix import Cell, cells_for, pair_id
+
+FRONTEND_ORDER = tuple(DEFAULT_INSTALLATIONS)
 
 
-def test_the_frontend_order_is_the_registrys() -> None:
-    """Judging orders pairs by FRONTEND_ORDER (data, no process code): it names exactly the registered frontends, python first."""
+def test_the_default_frontends_are_the_registrys_python_first() -> None:
+    """Without --frontend a run is python then r (python the baseline): the defaults name exactly the registered frontends."""
     assert FRONTEND_ORDER == tuple(FRONTENDS) == ("python", "r")
 
 

@@ -1,0 +1,52 @@
+"""Whether two cells are expected bitwise identical, and why: decided from what each side reported, never from names.
+
+Two frontends on CPU run the same kernels in the same order when they load the same libtorch build on the same
+kind of CPU (the frontends' autocast and scaler code only choose which ATen ops run, in which dtype): then anything
+short of identity is a finding. The build is the loaded ``libtorch_cpu.so``'s build ID
+(:mod:`harness.frontends.installation_facts`), so R torch linked to a Python wheel's libtorch is the same build as
+that wheel, and a venv's torch 2.8.0 is not 2.13.0's. The CPU model matters across machines: a merged result's two
+CPU boxes may pick other kernels (AVX512, AMX). Results from before installations were reported (schema < 7) fall
+back to the libtorch versions the records carry, as they were judged then.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.model.result import CellResult
+
+__all__ = ["Expectation", "expectation"]
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """``identical``: bitwise identity is expected (on CPU only); ``why``: the facts it rests on, one clause."""
+
+    identical: bool
+    why: str
+
+
+def expectation(a: CellResult, b: CellResult) -> Expectation:
+    """Whether cells ``a`` and ``b`` (two frontends of one pair, both run) are expected bitwise identical, and why."""
+    fa, fb = (dict(c.installation or {}) for c in (a, b))
+    va, vb = (_libtorch_version(c) for c in (a, b))
+    names = f"{a.frontend} and {b.frontend}"
+    if a.device != "cpu":
+        return Expectation(False, f"on {a.device} identity is not promised until a GPU run has measured it")
+    if fa.get("libtorch_build") and fb.get("libtorch_build"):
+        if fa["libtorch_build"] != fb["libtorch_build"]:
+            detail = f"libtorch {va} vs {vb}" if va != vb else f"libtorch {va} in two builds"
+            return Expectation(False, f"{names} load different libtorch builds ({detail}), so identity is not expected")
+        if fa.get("cpu") != fb.get("cpu"):
+            return Expectation(False, f"{names} ran on different CPUs ({fa.get('cpu')} vs {fb.get('cpu')}), so identity is not expected")
+        return Expectation(True, f"{names} load one libtorch build ({va}, build {str(fa['libtorch_build'])[:12]}) on one CPU "
+                                 "kind, so identity is expected")
+    if va is not None and va == vb:
+        return Expectation(True, f"{names} report libtorch {va} on CPU (no build ID recorded), so identity is expected")
+    return Expectation(False, f"{names} report libtorch {va} vs {vb}, so identity is not expected")
+
+
+def _libtorch_version(cell: CellResult) -> str | None:
+    facts = cell.installation or {}
+    version = facts.get("libtorch_version") or (cell.record.libtorch_version if cell.record else None)
+    return str(version) if version else None

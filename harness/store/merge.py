@@ -1,0 +1,165 @@
+"""Many results, one tracker: the cells of results run on several machines, devices and installations, judged as one.
+
+Users outgrow one machine by running slices of the matrix as CI jobs (a CPU box, each GPU kind, each torch
+version); ``harness merge A.json B.json … --out DIR`` puts their cells in one result and judges it on load, like
+any result: every frontend against the baseline on each script × mode × device, and a frontend on another libtorch
+build against the frontend that shares its build (:mod:`harness.judge.pairs`). What cannot be judged is said:
+a cell alone on its script × mode × device is listed with why.
+
+Only results of one workload merge: the same spec in every field but the device and what it decides (a CPU job
+and a GPU job run one workload on two devices, in bfloat16 and float16 by default), hence the same fixture and
+float64 reference; results on one device agree in every field, since their cells are paired. A cell (frontend × script × mode ×
+device) may come from one input only: two runs that both name an installation ``python`` on one device are two
+installations under one name, and are refused with what to rename.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ResultError
+from harness.judge.assess import assess_result
+from harness.judge.known_differences import KnownDifference
+from harness.model.result import CellResult, MatrixResult
+from harness.store.result_file import load_result
+from harness.workload.spec import SCRIPTS
+
+__all__ = ["blocking_differences", "merge_results"]
+
+#: Spec fields that may differ between results run on different devices: the device is what a CI matrix spreads over,
+#: and it decides the AMP dtype's default (bfloat16 on CPU, float16 on CUDA) and ``recipe``'s threads (the machine's
+#: cores). Results on one device must agree on them too: their cells are paired.
+_DEVICE_DECIDES = frozenset({"device", "amp_dtype", "threads"})
+
+
+def merge_results(
+    paths: Sequence[Path], baseline: str | None = None, judging: str | None = None, known: Sequence[KnownDifference] | None = None,
+    labels: Sequence[str | None] | None = None,
+) -> MatrixResult:
+    """One judged result holding every cell of the results at ``paths`` (each read, upgraded and checked as ``load_result`` does).
+
+    ``baseline``: the frontend every other is paired with (default: the first input's). ``judging`` defaults to the
+    first input's policy. ``labels``: one per path, or ``None``: a labelled input's frontends are renamed
+    ``LABEL.NAME`` (``xeon.python``), so two machines' results that both ran ``python`` merge without a re-run.
+
+    Raises:
+        ResultError: fewer than two inputs, one named twice, an unreadable one, specs of another workload, a cell in two
+            inputs, a baseline no input ran (one line each, naming the files and what to do).
+    """
+    if len(paths) < 2:
+        raise ResultError(f"merge needs two results or more, got {len(paths)}: name every result to merge (A.json B.json ...).")
+    resolved = [os.path.realpath(p) for p in paths]
+    twice = next((p for k, p in enumerate(paths) if resolved[k] in resolved[:k]), None)
+    if twice is not None:
+        raise ResultError(f"{twice} is named twice: name each result to merge once.")
+    labels = list(labels) if labels is not None else [None] * len(paths)
+    results = [_labelled(load_result(Path(p)), label) for p, label in zip(paths, labels, strict=True)]
+    first, first_path = results[0], Path(paths[0])
+    for path, result in zip(paths[1:], results[1:], strict=True):
+        _check_same_workload(first, first_path, result, Path(path))
+    owner: dict[str, Path] = {}
+    for path, result in zip(paths, results, strict=True):
+        for cell in result.cells:
+            if cell.id in owner:
+                raise ResultError(
+                    f"cell {cell.id} is in both {owner[cell.id]} and {path}: two runs named an installation {cell.frontend!r} on "
+                    f"{cell.device}. Label the inputs (harness merge A=a.json B=b.json: their frontends become A.NAME, B.NAME), "
+                    f"or re-run one with another name (--frontend NAME={cell.language} or NAME={cell.language}:PATH)."
+                )
+            owner[cell.id] = Path(path)
+    frontends = _ordered(name for result in results for name in result.frontends if any(c.frontend == name for c in result.cells))
+    chosen = baseline or first.baseline
+    if chosen not in frontends:
+        raise ResultError(f"baseline {chosen!r} ran in none of the merged results (they ran {', '.join(frontends)}): choose one "
+                          "of those with --baseline.")
+    merged = dataclasses.replace(
+        first,
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        wall_seconds=sum(r.wall_seconds for r in results),
+        workers={f"{name} ({Path(path).name})": info for path, r in zip(paths, results, strict=True) for name, info in r.workers.items()},
+        reference=next((r.reference for r in results if r.reference.available), first.reference),
+        warnings=tuple(f"{Path(path).name}: {w}" for path, r in zip(paths, results, strict=True) for w in r.warnings)
+        + _protocol_warnings(paths, results),
+        cells=_in_matrix_order([c for r in results for c in r.cells], frontends),
+        traces=tuple(t for r in results for t in r.traces),
+        frontends=tuple(frontends), baseline=chosen,
+        sources=tuple(_source(Path(path), r) for path, r in zip(paths, results, strict=True)),
+        pairs=(), targets=(),
+    )
+    return assess_result(merged, judging or first.judging, known)
+
+
+def blocking_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """The fields in which two results' specs (JSON) differ and may not, for the results to merge (sorted; none: they merge)."""
+    free = _DEVICE_DECIDES if a.get("device") != b.get("device") else frozenset()
+    return [k for k in sorted(set(a) | set(b)) if k not in free and a.get(k) != b.get(k)]
+
+
+def _labelled(result: MatrixResult, label: str | None) -> MatrixResult:
+    """``result`` with every frontend ``NAME`` renamed ``LABEL.NAME`` (its cells, traces, order, baseline and workers)."""
+    if label is None:
+        return result
+
+    def name(old: str) -> str:
+        return f"{label}.{old}"
+
+    cells = tuple(dataclasses.replace(c, cell=dataclasses.replace(c.cell, frontend=name(c.frontend)),
+                                      installation=None if c.installation is None else {**c.installation, "name": name(c.frontend)})
+                  for c in result.cells)
+    traces = tuple(dataclasses.replace(t, frontends=(name(t.frontends[0]), name(t.frontends[1]))) for t in result.traces)
+    return dataclasses.replace(result, cells=cells, traces=traces, frontends=tuple(map(name, result.frontends)),
+                               baseline=name(result.baseline), workers={name(k): v for k, v in result.workers.items()})
+
+
+def _check_same_workload(first: MatrixResult, first_path: Path, other: MatrixResult, path: Path) -> None:
+    a, b = first.spec.to_json(), other.spec.to_json()
+    differing = blocking_differences(a, b)
+    if differing:
+        k = differing[0]
+        raise ResultError(
+            f"{path} ran another workload than {first_path}: its spec's {k} is {b.get(k)!r}, not {a.get(k)!r}"
+            + (f" ({len(differing) - 1} more field(s) differ)" if len(differing) > 1 else "")
+            + ". Merge results of one workload: the same preset and flags; only the device (and the AMP dtype and threads "
+            "it decides) may differ, between results on different devices."
+        )
+    if first.fixture.get("digest") != other.fixture.get("digest"):
+        raise ResultError(f"{path} ran on another fixture ({other.fixture.get('digest')}) than {first_path} "
+                          f"({first.fixture.get('digest')}): re-run one of them with this harness's fixtures.")
+
+
+def _protocol_warnings(paths: Sequence[Path], results: Sequence[MatrixResult]) -> tuple[str, ...]:
+    protocols = {r.protocol for r in results}
+    if len(protocols) < 2:
+        return ()
+    listed = "; ".join(f"{Path(p).name}: {r.protocol.rounds} rounds" + (", interleaved" if r.protocol.interleave else "")
+                       for p, r in zip(paths, results, strict=True))
+    return (f"the merged results were timed under different protocols ({listed}): compare their times with care",)
+
+
+def _source(path: Path, result: MatrixResult) -> dict[str, Any]:
+    hosts = sorted({str(c.installation.get("host")) for c in result.cells if c.installation and c.installation.get("host")})
+    return {
+        "file": str(path), "created": result.created, "host": ", ".join(hosts) or str(result.environment.get("platform", "")),
+        "frontends": list(result.frontends), "devices": sorted({c.device for c in result.cells}),
+        "cells": [c.id for c in result.cells], "environment": dict(result.environment),
+    }
+
+
+def _in_matrix_order(cells: list[CellResult], frontends: list[str]) -> tuple[CellResult, ...]:
+    """Script, mode, device, then frontend: a pair's cells side by side, as a run lists them."""
+    scripts = list(SCRIPTS)
+    return tuple(sorted(cells, key=lambda c: (scripts.index(c.script), SCRIPTS[c.script].index(c.mode), c.device,
+                                              frontends.index(c.frontend))))
+
+
+def _ordered(names: Any) -> list[str]:
+    out: list[str] = []
+    for name in names:
+        if name not in out:
+            out.append(name)
+    return out

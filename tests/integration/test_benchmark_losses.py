@@ -1,0 +1,53 @@
+"""``--benchmark-compare`` compares losses too: a planted change fails the session naming the cell, a rerun passes.
+
+One Python cell of ``tiny`` (``with_autocast`` ``default``, 2 rounds), three sessions on one temporary
+storage: save a run, compare an unchanged rerun, compare a run of a copy of the scripts with the Python
+lr ×(1 + 1e-6) (:mod:`tests.planting`). On one libtorch on CPU the Python cell repeats bitwise, so the
+default policy (``auto``, same build) must fail the planted run and pass the unchanged one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.files.paths import REPO_ROOT, SCRIPTS_ENV
+from tests.planting import copy_scripts, plant
+
+CELL = "test_cell_time[with_autocast-default-python-cpu]"
+
+
+def bench(storage: Path, *args: str, scripts: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The one Python ``default`` cell benchmarked against ``storage``, 2 rounds, from ``scripts`` (else the checkout's)."""
+    env = {**os.environ, "AMP_PARITY_BENCH_PRESET": "tiny", "AMP_PARITY_BENCH_ROUNDS": "2"}
+    if scripts is not None:
+        env[SCRIPTS_ENV] = str(scripts)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/benchmarks", "--benchmark-only", "-k", "with_autocast-default-python-cpu",
+         f"--benchmark-storage=file://{storage}", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *args],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, env=env,
+    )
+
+
+def test_a_planted_change_fails_the_compare_and_an_unchanged_rerun_passes(tmp_path: Path) -> None:
+    """The planted lr fails the session with the cell's loss change and weights digest; an unchanged rerun says identical."""
+    storage = tmp_path / "storage"
+    saved = bench(storage, "--benchmark-save=base")
+    assert saved.returncode == 0, saved.stdout[-2000:] + saved.stderr[-2000:]
+
+    same = bench(storage, "--benchmark-compare")
+    assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-2000:]
+    assert "losses vs saved run 0001_base.json (--benchmark-compare-losses=auto)" in same.stdout
+    assert f"{CELL}: losses identical (20 steps), weights digest identical" in same.stdout
+
+    root = copy_scripts(tmp_path / "planted")
+    plant(root, "py_scripts/with_autocast.py", 'lr=spec["lr"])', 'lr=spec["lr"] * (1 + 1e-6))')
+    changed = bench(storage, "--benchmark-compare=0001", scripts=root)
+    assert changed.returncode == 1, changed.stdout[-3000:] + changed.stderr[-2000:]
+    line = next((ln for ln in changed.stdout.splitlines() if ln.startswith(f"{CELL}: ")), "")
+    assert "losses changed at step " in line and "weights digest changed" in line, changed.stdout[-3000:]
+    assert "FAILED: same libtorch build" in line
+    assert "losses changed in 1 of 1 benchmarks: the session fails" in changed.stdout
+    assert "0001_base" in changed.stdout  # beside pytest-benchmark's own timing comparison

@@ -1,0 +1,153 @@
+"""The loss comparison of ``--benchmark-compare-losses``: each verdict, its line, and when it fails the session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.benchmarks.loss_compare import LossPolicy, compare_losses, parse_policy, same_build
+
+NAME = "test_cell_time[with_autocast-default-python-cpu]"
+AUTO = LossPolicy()
+
+
+def info(**changes: Any) -> dict[str, Any]:
+    """A cell's ``extra_info`` as ``test_cells.py`` saves it (the fields the comparison reads), with ``changes``."""
+    base: dict[str, Any] = {
+        "spec_digest": "abc123", "torch_version": "2.13.0+cpu", "libtorch_version": "2.13.0",
+        "losses": [1.0, 0.75, 0.5], "final_loss": 0.5, "weights_digest": "d" * 64, "loss_scale": None,
+    }
+    return {**base, **changes}
+
+
+def test_identical_runs_say_identical_and_pass() -> None:
+    """The same losses and weights digest are ``identical``, named as such, and never fail."""
+    result = compare_losses(NAME, info(), info(), AUTO)
+    assert (result.verdict, result.fails) == ("identical", False)
+    assert result.line == f"{NAME}: losses identical (3 steps), weights digest identical"
+
+
+def test_a_changed_loss_on_the_same_build_fails_naming_the_change() -> None:
+    """On the same torch and libtorch versions, a changed loss fails with both final losses, exactly, and the first step."""
+    result = compare_losses(NAME, info(losses=[1.0, 0.75, 0.5000001]), info(), AUTO)
+    assert (result.verdict, result.fails) == ("changed", True)
+    assert "losses changed at step 2 (of steps 0–2: 0.5 → 0.5000001;" in result.line
+    assert "final loss changed from 0.5 to 0.5000001" in result.line
+    assert "FAILED: same libtorch build (torch 2.13.0+cpu, libtorch 2.13.0; build id unknown, compared by version)" in result.line
+
+
+def test_an_intermediate_step_changed_with_the_same_final_loss_still_fails() -> None:
+    """A trajectory that differs mid-run but ends on the same loss is a change, said as such."""
+    result = compare_losses(NAME, info(losses=[1.0, 0.7500001, 0.5]), info(), AUTO)
+    assert result.fails and "losses changed at step 1" in result.line and "final loss unchanged at 0.5" in result.line
+
+
+def test_a_changed_weights_digest_alone_fails_on_the_same_build() -> None:
+    """Identical losses with other final weights still fail: the run is not the same."""
+    result = compare_losses(NAME, info(weights_digest="e" * 64), info(), AUTO)
+    assert result.fails and f"weights digest changed ({'d' * 12} → {'e' * 12})" in result.line
+
+
+def test_a_changed_loss_scale_history_is_named() -> None:
+    """A scaler mode's loss-scale history that differs is named with its first differing step."""
+    result = compare_losses(NAME, info(loss_scale=[65536.0, 32768.0]), info(loss_scale=[65536.0, 65536.0]), AUTO)
+    assert result.fails and "loss scale history changed (first differing step 1)" in result.line
+
+
+def test_another_libtorch_is_reported_not_failed() -> None:
+    """Where the torch version differs, the default reports the change and says why it does not fail."""
+    result = compare_losses(NAME, info(losses=[1.0, 0.75, 0.6], torch_version="2.14.0+cpu"), info(), AUTO)
+    assert (result.verdict, result.fails) == ("changed", False)
+    assert "reported, not failed: libtorch build differs (torch_version 2.13.0+cpu → 2.14.0+cpu)" in result.line
+
+
+def test_the_build_field_decides_where_both_runs_have_it() -> None:
+    """``libtorch_build`` is compared where both runs recorded it; where one lacks it, the versions decide."""
+    assert same_build(info(libtorch_build="b1"), info(libtorch_build="b1")) == (
+        True, "same libtorch build (torch 2.13.0+cpu, libtorch 2.13.0, build b1)")
+    assert same_build(info(libtorch_build="b2"), info(libtorch_build="b1")) == (
+        False, "libtorch build differs (libtorch_build b1 → b2)")
+    assert same_build(info(libtorch_build="b2"), info())[0] is True
+    assert same_build(info(), {"losses": [1.0]}) == (False, "libtorch build differs (torch_version None → 2.13.0+cpu, "
+                                                            "libtorch_version None → 2.13.0)")
+
+
+def test_identity_fails_whatever_the_build() -> None:
+    """``identity`` fails a change even across libtorch builds."""
+    result = compare_losses(NAME, info(losses=[1.0, 0.75, 0.6], torch_version="2.14.0"), info(), parse_policy("identity"))
+    assert result.fails and result.line.endswith("FAILED: identity required (--benchmark-compare-losses=identity)")
+
+
+def test_tolerance_passes_within_and_fails_beyond() -> None:
+    """``tolerance:REL`` judges the largest per-step relative change of the losses."""
+    changed = info(losses=[1.0, 0.75, 0.5 * (1 + 1e-7)])
+    within = compare_losses(NAME, changed, info(), parse_policy("tolerance:1e-6"))
+    assert (within.verdict, within.fails) == ("within tolerance", False) and "within tolerance 1e-06" in within.line
+    beyond = compare_losses(NAME, changed, info(), parse_policy("tolerance:1e-8"))
+    assert beyond.fails and "FAILED: relative change 1e-07 beyond tolerance 1e-08" in beyond.line
+
+
+def test_tolerance_reports_a_weights_digest_it_cannot_judge() -> None:
+    """Under a tolerance, a changed weights digest with unchanged losses is reported, not failed."""
+    result = compare_losses(NAME, info(weights_digest="e" * 64), info(), parse_policy("tolerance:0"))
+    assert not result.fails and "weights digest reported, not judged by a tolerance" in result.line
+
+
+def test_a_step_count_change_fails_under_a_tolerance() -> None:
+    """Runs of different lengths are beyond any tolerance."""
+    result = compare_losses(NAME, info(losses=[1.0, 0.75]), info(), parse_policy("tolerance:1"))
+    assert result.fails and "losses changed at step 2 (step count 3 → 2;" in result.line
+    assert result.line.endswith("FAILED: step count changed, beyond any tolerance")
+
+
+@pytest.mark.parametrize("saved", [{"final_loss": 0.5, "spec_digest": "abc123"}, {}], ids=["older-save", "empty"])
+def test_an_older_save_is_not_comparable(saved: dict[str, Any]) -> None:
+    """A saved run without per-step losses says to re-save it, and fails nothing."""
+    result = compare_losses(NAME, info(), saved, AUTO)
+    assert (result.verdict, result.fails) == ("not comparable", False)
+    assert result.line == f"{NAME}: not comparable: saved run has no per-step losses (re-save it)"
+
+
+def test_a_save_without_weights_digest_still_compares_losses() -> None:
+    """Losses saved without a weights digest are compared, and the line says the digest is missing."""
+    saved = info()
+    del saved["weights_digest"]
+    result = compare_losses(NAME, info(), saved, AUTO)
+    assert result.verdict == "identical" and result.line.endswith("weights digest not in the saved run")
+
+
+def test_another_workload_is_not_compared() -> None:
+    """A different spec digest is another workload: losses are not compared."""
+    result = compare_losses(NAME, info(spec_digest="fff000", losses=[2.0]), info(), AUTO)
+    assert (result.verdict, result.fails) == ("different workload", False)
+    assert result.line.endswith("different workload (spec digest abc123 → fff000); losses not compared")
+
+
+def test_a_benchmark_missing_from_the_save_is_new() -> None:
+    """A cell the saved run lacks is new, never a failure."""
+    assert compare_losses(NAME, info(), None, AUTO).verdict == "new"
+
+
+@pytest.mark.parametrize(("text", "policy"), [
+    ("auto", LossPolicy("auto")), ("identity", LossPolicy("identity")), ("off", LossPolicy("off")),
+    ("tolerance:1e-6", LossPolicy("tolerance", 1e-6)), ("tolerance:0", LossPolicy("tolerance", 0.0)),
+])
+def test_policies_parse(text: str, policy: LossPolicy) -> None:
+    """Each written policy parses to its value, and prints as a policy that parses back to it."""
+    assert parse_policy(text) == policy
+    assert parse_policy(str(policy)) == policy
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("fast", "--benchmark-compare-losses must be one of auto, identity, tolerance:REL (e.g. tolerance:1e-6) or off, got 'fast'"),
+    ("identity:1", "must be one of auto, identity"),
+    ("tolerance:", "needs REL a finite number ≥ 0 (e.g. tolerance:1e-6), got ''"),
+    ("tolerance:-1", "got '-1'"),
+    ("tolerance:nan", "got 'nan'"),
+])
+def test_a_bad_policy_is_refused_in_one_line(text: str, message: str) -> None:
+    """A malformed policy raises one ValueError saying what is accepted and what was got."""
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")) as caught:
+        parse_policy(text)
+    assert "\n" not in str(caught.value)

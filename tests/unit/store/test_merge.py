@@ -1,0 +1,130 @@
+"""Results from many machines merge into one judged tracker; incompatible inputs are refused in one line, before any report."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.errors import ResultError
+from harness.model.result import MatrixResult
+from harness.store.merge import merge_results
+from harness.store.result_file import load_result, save_result
+from harness.workload.matrix import Cell
+from tests.support import report_text, run_cli
+from tests.twins import golden
+
+
+def _slice(result: MatrixResult, frontend: str, **changes: object) -> MatrixResult:
+    """One frontend's cells of ``result``, as a CI job running only that installation would have written them."""
+    cells = tuple(c for c in result.cells if c.frontend == frontend)
+    return dataclasses.replace(result, cells=cells, frontends=(frontend,), baseline=frontend, pairs=(), traces=(), **changes)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def slices(tmp_path: Path) -> tuple[Path, Path]:
+    """The golden run split into a Python job's result and an R job's."""
+    a, b = tmp_path / "python.json", tmp_path / "r.json"
+    save_result(_slice(golden(), "python"), a)
+    save_result(_slice(golden(), "r"), b)
+    return a, b
+
+
+def test_merged_slices_are_judged_as_the_run_they_came_from(slices: tuple[Path, Path]) -> None:
+    """Every pair of the golden run comes back with the same verdict; the merged result says what it was made of."""
+    merged = merge_results(slices)
+    assert [(p.pair, p.frontends, p.verdict) for p in merged.pairs] == [(p.pair, p.frontends, p.verdict) for p in golden().pairs]
+    assert merged.frontends == ("python", "r") and merged.baseline == "python"
+    assert [s["file"] for s in merged.sources] == [str(p) for p in slices]
+    assert [len(s["cells"]) for s in merged.sources] == [4, 4]
+    text = report_text(merged)
+    assert "## Merged from" in text and f"| `{slices[0]}` |" in text
+
+
+def test_a_merged_result_saves_and_loads_with_its_inputs_weights(slices: tuple[Path, Path], tmp_path: Path) -> None:
+    merged = merge_results(slices)
+    (tmp_path / "out").mkdir()
+    save_result(merged, tmp_path / "out" / "merged.json")
+    again = load_result(tmp_path / "out" / "merged.json")
+    assert [p.verdict for p in again.pairs] == [p.verdict for p in merged.pairs] and again.sources == merged.sources
+
+
+def test_a_cell_alone_on_its_device_is_listed_with_why(tmp_path: Path) -> None:
+    """A GPU job's cell has no CPU partner: it is not judged, and the report says so (the spec differs by device and AMP dtype)."""
+    gpu = _slice(golden(), "r")
+    gpu = dataclasses.replace(gpu, cells=tuple(dataclasses.replace(c, cell=Cell("h100", c.script, c.mode, "cuda"), record=None,
+                                                                   reference_distance=None, status=c.status.__class__("skipped"),
+                                                                   reason="no GPU here", timing=None, efficiency=None,
+                                                                   time_vs_default=None, verdict=None)
+                                               for c in gpu.cells), frontends=("h100",), baseline="h100",
+                              spec=dataclasses.replace(gpu.spec, device="cuda", amp_dtype="float16"))
+    a, b = tmp_path / "cpu.json", tmp_path / "gpu.json"
+    save_result(_slice(golden(), "python"), a)
+    save_result(gpu, b)
+    merged = merge_results([a, b])
+    assert merged.pairs == ()
+    text = report_text(merged)
+    assert "Not judged (no pair):" in text
+    assert "- `with_autocast-default-h100-cuda`: no other frontend ran with_autocast default on cuda in this result" in text
+
+
+def test_another_workload_is_refused_naming_the_field(slices: tuple[Path, Path], tmp_path: Path) -> None:
+    other = tmp_path / "other.json"
+    save_result(_slice(golden(), "r", spec=dataclasses.replace(golden().spec, lr=0.5)), other)
+    with pytest.raises(ResultError) as refused:
+        merge_results([slices[0], other])
+    assert str(refused.value) == (
+        f"{other} ran another workload than {slices[0]}: its spec's lr is 0.5, not {golden().spec.lr!r}. Merge results of one "
+        "workload: the same preset and flags; only the device (and the AMP dtype and threads it decides) may differ, between "
+        "results on different devices."
+    )
+
+
+def test_one_cell_from_two_inputs_is_refused_with_what_to_rename(slices: tuple[Path, Path], tmp_path: Path) -> None:
+    again = tmp_path / "again.json"
+    save_result(_slice(golden(), "python"), again)
+    with pytest.raises(ResultError, match=r"cell with_autocast-default-python-cpu is in both .*python.json and .*again.json: two runs "
+                                          r"named an installation 'python' on cpu\. Label the inputs \(harness merge A=a\.json B=b\.json"):
+        merge_results([slices[0], again])
+
+
+@pytest.mark.parametrize(("which", "says"), [
+    ("one", "merge needs two results or more, got 1"),
+    ("twice", "is named twice: name each result to merge once."),
+    ("baseline", "baseline 'julia' ran in none of the merged results (they ran python, r): choose one of those with --baseline."),
+])
+def test_what_cannot_merge_is_one_line(slices: tuple[Path, Path], which: str, says: str) -> None:
+    paths = {"one": [slices[0]], "twice": [slices[0], slices[0]], "baseline": list(slices)}[which]
+    with pytest.raises(ResultError) as refused:
+        merge_results(paths, baseline="julia" if which == "baseline" else None)
+    assert says in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_merge_writes_the_report_and_the_merged_result_and_refuses_to_overwrite(slices: tuple[Path, Path], tmp_path: Path) -> None:
+    out, merged = tmp_path / "report", tmp_path / "merged.json"
+    done = run_cli("merge", *map(str, slices), "--out", str(out), "--json", str(merged))
+    assert done.returncode == 0, done.stderr
+    assert (out / "report.md").is_file() and json.loads(merged.read_text())["schema_version"] == 7
+    assert f"merged 2 results (8 cells); report written to {out / 'report.md'}" in " ".join(done.stdout.split())
+    again = run_cli("merge", *map(str, slices), "--out", str(tmp_path / "elsewhere"), "--json", str(merged))
+    assert again.returncode == 1
+    assert again.stderr.strip() == f"error: {merged} already exists; choose another path or pass --overwrite to replace it."
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_labelled_inputs_merge_two_machines_that_both_ran_python(slices: tuple[Path, Path], tmp_path: Path) -> None:
+    """``xeon=a.json epyc=b.json``: each input's frontends become LABEL.NAME, so no re-run is needed to tell them apart."""
+    other = tmp_path / "other-machine.json"
+    save_result(_slice(golden(), "python"), other)
+    done = run_cli("merge", f"xeon={slices[0]}", f"epyc={other}", "--out", str(tmp_path / "report"), "--json", str(tmp_path / "m.json"))
+    assert done.returncode == 0, done.stderr
+    stored = json.loads((tmp_path / "m.json").read_text())
+    assert (stored["frontends"], stored["baseline"]) == (["xeon.python", "epyc.python"], "xeon.python")
+    assert {c["id"] for c in stored["cells"]} >= {"with_autocast-default-xeon.python-cpu", "with_autocast-default-epyc.python-cpu"}
+    assert [(p["frontends"], p["verdict"]) for p in stored["pairs"]][:2] == [
+        (["xeon.python", "epyc.python"], "identical"), (["xeon.python", "epyc.python"], "identical"),
+    ]
+    bad = run_cli("merge", f"x-y={slices[0]}", str(other), "--out", str(tmp_path / "r2"))
+    assert bad.returncode == 1 and bad.stderr.strip().startswith("error: merge must be a name of letters, digits, '_' and '.'")
