@@ -38,8 +38,25 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
     from harness.run.prepare import add_scaler_lift_argument
 
     add_scaler_lift_argument(parser)
+    add_known_differences_argument(parser)
+
+
+def add_known_differences_argument(parser: argparse.ArgumentParser) -> None:
+    """``--known-differences FILE``: the list every command that judges pairs is judged against."""
     parser.add_argument("--known-differences", type=Path, default=None, metavar="FILE",
                         help="judge against this known-differences list (default: harness/judge/known_differences.toml)")
+
+
+def add_rejudging_arguments(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--[no-]tolerance-only`` and ``--known-differences``: how ``report`` and ``merge`` judge stored results again."""
+    parser.add_argument("--tolerance-only", action=argparse.BooleanOptionalAction, default=None,
+                        help=f"judge every pair by the tolerance (--no-tolerance-only: strictly); default: {default}")
+    add_known_differences_argument(parser)
+
+
+def _rejudging(args: argparse.Namespace) -> str | None:
+    """The judging policy ``--[no-]tolerance-only`` asks for, or ``None``: the stored result's own."""
+    return None if args.tolerance_only is None else "tolerance_only" if args.tolerance_only else "strict"
 
 
 def add_frontend_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,10 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("result", type=path_argument, help="a result written by `run --json`")
     report.add_argument("--out", type=path_argument, required=True, metavar="DIR", help="folder for report.md and the PNG plots")
     report.add_argument("--overwrite", action="store_true", help="replace a report already in DIR")
-    report.add_argument("--tolerance-only", action=argparse.BooleanOptionalAction, default=None,
-                        help="judge every pair by the tolerance (--no-tolerance-only: strictly); default: as the run did")
-    report.add_argument("--known-differences", type=Path, default=None, metavar="FILE",
-                        help="judge against this known-differences list (default: harness/judge/known_differences.toml)")
+    add_rejudging_arguments(report, "as the run did")
 
     merge = commands.add_parser(
         "merge", parents=[switches],
@@ -117,10 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("--baseline", default=None, metavar="NAME",
                        help="the frontend every other is paired with (default: the first result's)")
     merge.add_argument("--overwrite", action="store_true", help="replace a report already in DIR (and a merged result at --json)")
-    merge.add_argument("--tolerance-only", action=argparse.BooleanOptionalAction, default=None,
-                       help="judge every pair by the tolerance (--no-tolerance-only: strictly); default: as the first result")
-    merge.add_argument("--known-differences", type=Path, default=None, metavar="FILE",
-                       help="judge against this known-differences list (default: harness/judge/known_differences.toml)")
+    add_rejudging_arguments(merge, "as the first result")
 
     trace = commands.add_parser(
         "trace", parents=[switches],
@@ -171,9 +182,8 @@ def main(argv: list[str] | None = None) -> None:
             from harness.store.result_file import load_result
             from harness.views.report import REPORT_FILES, write_report
 
-            judging = None if args.tolerance_only is None else "tolerance_only" if args.tolerance_only else "strict"
             with ReportClaim(args.out, REPORT_FILES, args.overwrite, flag="--out") as claim:
-                write_report(load_result(args.result, judging, _known(args)), claim.staging)
+                write_report(load_result(args.result, _rejudging(args), _known(args)), claim.staging)
                 written = claim.publish()
             _WRITTEN.append(f"the report was written to {written[0]}")
             _print_or_go_quiet(f"report written to {written[0]} ({len(written) - 1} plots beside it)")
@@ -275,18 +285,15 @@ def _merge(args: argparse.Namespace) -> int:
     """``harness merge``: one judged result of many (:mod:`harness.store.merge`), its report in ``--out``, its table printed."""
     from harness.store.claims import ReportClaim
     from harness.store.merge import merge_results
-    from harness.store.result_file import save_result
+    from harness.store.result_file import check_result_place, save_result
     from harness.views.report import REPORT_FILES, write_report
     from harness.views.table import make_console, print_result
 
-    judging = None if args.tolerance_only is None else "tolerance_only" if args.tolerance_only else "strict"
-    if args.json is not None and os.path.lexists(args.json) and not args.overwrite:
-        from harness.errors import ResultError
-
-        raise ResultError(f"{args.json} already exists; choose another path or pass --overwrite to replace it.")
+    if args.json is not None:
+        check_result_place(args.json, args.overwrite)  # before the report is written: a refused --json leaves nothing
     labels, paths = zip(*(_labelled_result(item) for item in args.results), strict=True)
     with ReportClaim(args.out, REPORT_FILES, args.overwrite, flag="--out") as claim:  # checked before any input is read
-        result = merge_results(paths, args.baseline, judging, _known(args), labels)
+        result = merge_results(paths, args.baseline, _rejudging(args), _known(args), labels)
         write_report(result, claim.staging)
         written = claim.publish()
     _WRITTEN.append(f"the report was written to {written[0]}")

@@ -73,6 +73,8 @@ def compare_result(
     judging = check_judging(judging or result.judging or DEFAULT_JUDGING)
     known = load_known_differences() if known is None else known
     traces = {(t.pair, tuple(t.frontends)): t for t in result.traces}
+    #: A merged result's input file of each cell (empty for one run's result).
+    inputs = {cell_id: str(source.get("file")) for source in result.sources for cell_id in source.get("cells") or ()}
     verdicts = []
     for cells in _pairs(result).values():
         for base, other in _comparisons(cells):
@@ -83,20 +85,12 @@ def compare_result(
                 tolerance = tolerance_for(base.mode, base.device, amp_dtype, result.steps, expectation(base, other).identical)
             trace = traces.get((base.pair, (base.frontend, other.frontend)))
             verdict = compare_cells(base, other, tolerance, judging, trace, known)
-            apart = _sources_apart(result, base, other)
-            if trace is None and apart and verdict.verdict in ("within_tolerance", "diverged"):
-                verdict.explanation.append(f"no trace: the two cells come from different results ({apart}); run both installations "
-                                           "in one `harness run` to see where they part")
+            files = (inputs.get(base.id), inputs.get(other.id))
+            if trace is None and files[0] != files[1] and verdict.verdict in ("within_tolerance", "diverged"):
+                verdict.explanation.append(f"no trace: the two cells come from different results ({files[0]} and {files[1]}); run "
+                                           "both installations in one `harness run` to see where they part")
             verdicts.append(verdict)
     return verdicts
-
-
-def _sources_apart(result: MatrixResult, a: CellResult, b: CellResult) -> str | None:
-    """The two files a merged result took ``a`` and ``b`` from, when they differ; ``None`` for one run's cells."""
-    files = {cell.id: str(source.get("file")) for source in result.sources for cell_id in source.get("cells") or () for cell in (a, b)
-             if cell.id == cell_id}
-    fa, fb = files.get(a.id), files.get(b.id)
-    return f"{fa} and {fb}" if fa and fb and fa != fb else None
 
 
 def _comparisons(cells: list[CellResult]) -> list[tuple[CellResult, CellResult]]:

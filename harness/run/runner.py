@@ -195,7 +195,8 @@ class MatrixRunner:
                 self.facts[name] = self.pool.call(name, {"kind": "describe", "device": self.spec.device, "script": "describe", "mode": "-"})
             except WorkerError as err:
                 if installation.is_default:
-                    continue  # its cells end in error with this reason: the run goes on
+                    self.facts[name] = {}  # nothing reported; its cells end in error with this reason, and the run goes on
+                    continue
                 fix = ("pip install torch numpy safetensors in it" if installation.language == "python"
                        else "check that its R library holds the torch package and its libtorch")
                 raise UsageError(f"installation {name}", installation.where(),

@@ -72,7 +72,7 @@ def merge_results(
                     f"or re-run one with another name (--frontend NAME={cell.language} or NAME={cell.language}:PATH)."
                 )
             owner[cell.id] = Path(path)
-    frontends = _ordered(name for result in results for name in result.frontends if any(c.frontend == name for c in result.cells))
+    frontends = list(dict.fromkeys(name for r in results for name in r.frontends if any(c.frontend == name for c in r.cells)))
     chosen = baseline or first.baseline
     if chosen not in frontends:
         raise ResultError(f"baseline {chosen!r} ran in none of the merged results (they ran {', '.join(frontends)}): choose one "
@@ -157,9 +157,3 @@ def _in_matrix_order(cells: list[CellResult], frontends: list[str]) -> tuple[Cel
                                               frontends.index(c.frontend))))
 
 
-def _ordered(names: Any) -> list[str]:
-    out: list[str] = []
-    for name in names:
-        if name not in out:
-            out.append(name)
-    return out

@@ -63,6 +63,22 @@ def save_result(result: MatrixResult, path: Path, overwrite: bool = False) -> No
     Raises:
         ResultError: ``path`` exists and ``overwrite`` is false or it is not a result, or its folder is not writable.
     """
+    check_result_place(path, overwrite)
+    try:
+        write_json_atomic(path, stored_form(result, path))
+    except OSError as err:
+        raise ResultError(f"cannot write {path}: {err.strerror or err}. Choose a writable path.") from err
+
+
+def check_result_place(path: Path, overwrite: bool = False) -> None:
+    """Refuse ``path`` for a result unless it is free, or ``overwrite`` and a result this harness wrote is there.
+
+    What :func:`save_result` checks before it writes; a command that writes other files first (``merge``'s report)
+    calls it before them, so a refused result leaves nothing half-written.
+
+    Raises:
+        ResultError: ``path`` exists and ``overwrite`` is false, or it is not a result.
+    """
     if os.path.lexists(path):
         if not overwrite:
             raise ResultError(f"{path} already exists; choose another path or pass --overwrite to replace it.")
@@ -70,10 +86,6 @@ def save_result(result: MatrixResult, path: Path, overwrite: bool = False) -> No
             raise ResultError(
                 f"{path} is not an amp-parity result; --overwrite replaces only those. Move it away or choose another path."
             )
-    try:
-        write_json_atomic(path, stored_form(result, path))
-    except OSError as err:
-        raise ResultError(f"cannot write {path}: {err.strerror or err}. Choose a writable path.") from err
 
 
 def stored_form(result: MatrixResult, path: Path) -> dict[str, Any]:

@@ -46,10 +46,6 @@ def lift_footnote(cells: Sequence[CellResult]) -> str | None:
 
 def frontend_order(result: MatrixResult) -> list[str]:
     """The frontends as every view lists them: the baseline first, then the result's order, then any other a cell names."""
-    named = [result.baseline, *result.frontends]
-    named += sorted({c.frontend for c in result.cells} - set(named))
-    seen: list[str] = []
-    for name in named:
-        if name not in seen and any(c.frontend == name for c in result.cells):
-            seen.append(name)
-    return seen
+    ran = {c.frontend for c in result.cells}
+    named = [result.baseline, *result.frontends, *sorted(ran - {result.baseline, *result.frontends})]
+    return [name for name in dict.fromkeys(named) if name in ran]

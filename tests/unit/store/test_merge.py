@@ -128,3 +128,14 @@ def test_labelled_inputs_merge_two_machines_that_both_ran_python(slices: tuple[P
     ]
     bad = run_cli("merge", f"x-y={slices[0]}", str(other), "--out", str(tmp_path / "r2"))
     assert bad.returncode == 1 and bad.stderr.strip().startswith("error: merge must be a name of letters, digits, '_' and '.'")
+
+
+def test_a_json_place_that_is_not_a_result_is_refused_before_the_report(slices: tuple[Path, Path], tmp_path: Path) -> None:
+    """``--overwrite`` replaces only a result: a notes file at ``--json`` is refused first, and no report is left behind."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    done = run_cli("merge", *map(str, slices), "--out", str(tmp_path / "report"), "--json", str(notes), "--overwrite")
+    assert done.returncode == 1
+    assert done.stderr.strip() == (f"error: {notes} is not an amp-parity result; --overwrite replaces only those. Move it away or "
+                                   "choose another path.")
+    assert notes.read_text() == "mine" and not (tmp_path / "report").exists()
