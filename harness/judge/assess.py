@@ -34,7 +34,8 @@ def assess_result(result: MatrixResult, judging: str | None = None, known: Seque
         KnownDifferencesError: the committed list cannot be read.
     """
     judging = check_judging(judging or result.judging or DEFAULT_JUDGING)
-    cells = tuple(dataclasses.replace(c, verdict=judge_cell(c, result.spec, result.reference)) for c in result.cells)
+    # Each cell under the spec it ran (a merged GPU input's float16, a CPU input's bfloat16).
+    cells = tuple(dataclasses.replace(c, verdict=judge_cell(c, result.run_of(c).spec, result.reference)) for c in result.cells)
     judged = dataclasses.replace(result, cells=cells, judging=judging)
     judged = dataclasses.replace(judged, pairs=tuple(compare_result(judged, judging, known)))
     return dataclasses.replace(judged, targets=tuple(check_targets(judged)))

@@ -18,6 +18,7 @@ and judges nothing by it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -49,6 +50,7 @@ __all__ = [
     "RESULT_SCHEMA_VERSION",
     "ReferenceDistance",
     "ReferenceSummary",
+    "RunOf",
     "RunRecord",
     "Stats",
     "Status",
@@ -262,6 +264,17 @@ class ReferenceSummary:
 
 
 @dataclass(frozen=True)
+class RunOf:
+    """What one run of a (maybe merged) result was run under: its spec, measured peaks and timing protocol, and the
+    ``sources`` entry it is (``None``: the result's own run)."""
+
+    spec: WorkloadSpec
+    peaks: Peaks
+    protocol: TimingProtocol
+    source: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
 class MatrixResult:
     """A whole run: the spec, every cell, the pair verdicts and performance targets, and the machine it ran on."""
 
@@ -305,6 +318,38 @@ class MatrixResult:
 
         return dataclasses.replace(self, cells=tuple(moved(c) for c in self.cells))
 
+    def run_of(self, cell: CellResult) -> RunOf:
+        """The spec, peaks and timing protocol ``cell`` was run, measured and timed under.
+
+        A run's are its own (the result's ``spec``, ``peaks``, ``protocol``). A merged result's cells come from several
+        runs, each with its own (another device's AMP dtype, another machine's peaks, another protocol): each input's
+        are kept in its entry of ``sources`` (:mod:`harness.store.merge`), and a cell is checked and judged against
+        those of the run it came from. Where an entry lacks one (a merge written before they were kept), the result's own.
+        """
+        return self._runs.get(cell.id, self._own_run)
+
+    @functools.cached_property
+    def _own_run(self) -> RunOf:
+        return RunOf(self.spec, self.peaks, self.protocol, None)
+
+    def run_of_source(self, source: Mapping[str, Any]) -> RunOf:
+        """What the run an entry of ``sources`` is was run under (what the entry lacks: the result's own)."""
+        return RunOf(
+            WorkloadSpec.from_json(source["spec"]) if source.get("spec") is not None else self.spec,
+            Peaks.from_json(source["peaks"]) if source.get("peaks") is not None else self.peaks,
+            TimingProtocol.from_json(source["protocol"]) if source.get("protocol") is not None else self.protocol,
+            source,
+        )
+
+    @functools.cached_property
+    def _runs(self) -> dict[str, RunOf]:
+        runs: dict[str, RunOf] = {}
+        for source in self.sources:
+            run = self.run_of_source(source)
+            for cell_id in source.get("cells") or ():
+                runs.setdefault(str(cell_id), run)
+        return runs
+
     def cell(self, cell_id: str) -> CellResult:
         """The cell with this id.
 
@@ -340,7 +385,7 @@ class MatrixResult:
                 traces=tuple(PairTrace.from_json(t) for t in data["traces"]),
                 frontends=tuple(data["frontends"]), baseline=data["baseline"], sources=tuple(dict(s) for s in data["sources"]),
             )
-        except (KeyError, TypeError, ValueError) as err:
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:  # a stored verdict (never shape-checked)
             what = f"no field {err}" if isinstance(err, KeyError) else str(err)
             raise ResultError(
                 f"{source} is not a complete amp-parity result ({what}). Re-run `python -m harness run --json` to write one."

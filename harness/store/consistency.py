@@ -30,9 +30,10 @@ from harness.judge.record_check import SCALER_MODES, describe_loss, judge_record
 from harness.judge.reference import largest_loss_error, relative_loss_errors
 from harness.model.efficiency import Efficiency, cell_efficiency
 from harness.model.record import RECORD_SCHEMA_VERSION
-from harness.model.result import CellResult, MatrixResult, Status, with_time_vs_default
+from harness.model.result import CellResult, MatrixResult, Peaks, Status, with_time_vs_default
 from harness.model.timing import RoundLog, Timing
 from harness.model.verdicts import finite_or_none
+from harness.workload.installations import LANGUAGES
 from harness.workload.spec import SCRIPTS
 
 __all__ = ["MAX_PEAK_TFLOPS", "MIN_PEAK_TFLOPS", "check_consistency"]
@@ -90,21 +91,46 @@ class _Checker:
         result = self.result
         self.number("wall_seconds", result.wall_seconds)
         self.number("reference_seconds", result.reference_seconds, optional=True)
-        self.peaks()
+        self.peaks("peaks", result.peaks)
+        for k, source in enumerate(result.sources):
+            if source.get("peaks") is not None:
+                self.peaks(f"sources[{k}].peaks", result.run_of_source(source).peaks)
+        self.reference()
         seen: dict[str, int] = {}
+        weights: dict[str, int] = {}
         for k, cell in enumerate(result.cells):
             where = f"cells[{k}]"
             if cell.id in seen:
                 self.refuse(f"{where}.id", cell.id, f"cells[{seen[cell.id]}] is that cell already (a result holds each cell once)")
             seen[cell.id] = k
             self.cell(where, cell)
-        recomputed = with_time_vs_default(result.cells, paired=result.protocol.interleave)
-        for k, (cell, again) in enumerate(zip(result.cells, recomputed, strict=True)):
-            self.time_vs_default(f"cells[{k}].time_vs_default", cell, again)
+            path = cell.record.weights_path if cell.record is not None else None
+            if path is not None:
+                if path in weights:
+                    self.refuse(f"{where}.record.weights_path", path, f"cells[{weights[path]}] names that file already (each cell "
+                                "has its own weights: two cells reading one file would be judged identical)")
+                weights[path] = k
+        for paired in sorted({result.run_of(c).protocol.interleave for c in result.cells}):
+            recomputed = with_time_vs_default(result.cells, paired=paired)
+            for k, (cell, again) in enumerate(zip(result.cells, recomputed, strict=True)):
+                if result.run_of(cell).protocol.interleave == paired:
+                    self.time_vs_default(f"cells[{k}].time_vs_default", cell, again)
 
-    def peaks(self) -> None:
-        for dtype, peak in self.result.peaks.by_dtype.items():
-            where = f"peaks.by_dtype.{dtype}"
+    def reference(self) -> None:
+        """Every float64 trajectory stored is one loss per step of the run (a cell's losses are compared step by step)."""
+        reference, steps = self.result.reference, self.result.spec.steps
+        stored = [("reference.losses", reference.losses), ("reference.losses_clipped", reference.losses_clipped)]
+        stored += [(f"reference.replayed[{k}].losses", r.get("losses")) for k, r in enumerate(reference.replayed)]
+        for where, losses in stored:
+            if losses is not None and len(losses) != steps:
+                self.refuse(where, _Said(f"{len(losses)} losses"), f"the spec runs {steps} steps")
+            for i, value in enumerate(losses or ()):
+                if value is not None and not _is_number(value):
+                    self.refuse(f"{where}[{i}]", value, "it must be a number")
+
+    def peaks(self, where_peaks: str, peaks: Peaks) -> None:
+        for dtype, peak in peaks.by_dtype.items():
+            where = f"{where_peaks}.by_dtype.{dtype}"
             if peak is None:
                 continue
             if not isinstance(peak, Mapping):
@@ -125,13 +151,23 @@ class _Checker:
         return [v for i, value in enumerate(values) if (v := self.number(f"{where}[{i}]", value, positive=positive)) is not None]
 
     def cell(self, where: str, cell: CellResult) -> None:
-        spec = self.result.spec
+        run = self.result.run_of(cell)
+        spec = run.spec
         if cell.script not in SCRIPTS or cell.mode not in SCRIPTS[cell.script]:
             self.refuse(f"{where}.mode", cell.mode, f"script {cell.script!r} runs the modes {', '.join(SCRIPTS.get(cell.script, ()))}")
-        # A merged result holds the devices its inputs ran on (harness/store/merge.py); a run, its spec's one.
-        devices = {spec.device} | {str(d) for source in self.result.sources for d in source.get("devices") or ()}
+        # A merged result's cell ran on its input's device (harness/store/merge.py keeps each input's spec); a merge
+        # written before inputs kept their spec lists the devices its inputs ran on.
+        devices = {spec.device}
+        if run.source is not None and run.source.get("spec") is None:
+            devices |= {str(d) for source in self.result.sources for d in source.get("devices") or ()}
         if cell.device not in devices:
             self.refuse(f"{where}.device", cell.device, f"the run's spec.device is {spec.device!r}")
+        installation = cell.installation or {}
+        if installation and installation.get("name") != cell.frontend:
+            self.refuse(f"{where}.installation.name", installation.get("name"), f"the cell's frontend is {cell.frontend!r}")
+        if cell.frontend in LANGUAGES and cell.language != cell.frontend:
+            self.refuse(f"{where}.installation.language", cell.language,
+                        f"the cell's frontend is {cell.frontend!r}, the name of that language's own installations")
         self.number(f"{where}.wall_seconds", cell.wall_seconds, optional=True)
         if cell.record is not None:
             self.record(where, cell)
@@ -147,7 +183,7 @@ class _Checker:
         self.distance(where, cell)
 
     def record(self, where: str, cell: CellResult) -> None:
-        record, spec = cell.record, self.result.spec
+        record, spec = cell.record, self.result.run_of(cell).spec
         assert record is not None
         # A record names its language (``frontend``: python or r); the cell its installation, whose language must be it.
         language = str(cell.installation.get("language")) if cell.installation else cell.frontend
@@ -208,11 +244,18 @@ class _Checker:
         self.same(f"{where}.reproducible", timing.reproducible, timing.differing_rounds == 0, "with its differing_rounds, it")
 
     def efficiency(self, where: str, cell: CellResult, stored: Efficiency) -> None:
-        again = cell_efficiency(cell, self.result.spec, self.result.peaks)
+        run = self.result.run_of(cell)
+        again = cell_efficiency(cell, run.spec, run.peaks)
         if again is None:
             self.refuse(where, _Said("present"), "the cell has no record to measure")
         for name in ("flops", "step_flops", "seconds", "tflops", "gemm_dtype", "peak_tflops", "share_of_peak"):
             how = "its TFLOP/s over the measured peak" if name == "share_of_peak" else "recomputed from the spec, timing and peaks, it"
+            if run.source is not None and run.source.get("peaks") is None and not _agree(getattr(stored, name), getattr(again, name)):
+                raise ResultError(
+                    f"{self.source}: {where}.{name} cannot be checked: the cell came from {run.source.get('file')}, whose peaks "
+                    "this merged result does not hold (a `harness merge` before they were kept stored its first input's "
+                    "only). Merge its inputs again."
+                )
             self.same(f"{where}.{name}", getattr(stored, name), getattr(again, name), how)
 
     def time_vs_default(self, where: str, cell: CellResult, again: CellResult) -> None:

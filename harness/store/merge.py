@@ -58,7 +58,8 @@ def merge_results(
     if twice is not None:
         raise ResultError(f"{twice} is named twice: name each result to merge once.")
     labels = list(labels) if labels is not None else [None] * len(paths)
-    results = [_labelled(load_result(Path(p)), label) for p, label in zip(paths, labels, strict=True)]
+    loaded = [load_result(Path(p)) for p in paths]
+    results = [_labelled(result, label) for result, label in zip(loaded, labels, strict=True)]
     first, first_path = results[0], Path(paths[0])
     for path, result in zip(paths[1:], results[1:], strict=True):
         _check_same_workload(first, first_path, result, Path(path))
@@ -72,6 +73,7 @@ def merge_results(
                     f"or re-run one with another name (--frontend NAME={cell.language} or NAME={cell.language}:PATH)."
                 )
             owner[cell.id] = Path(path)
+    _refuse_shared_weights(paths, results)
     frontends = list(dict.fromkeys(name for r in results for name in r.frontends if any(c.frontend == name for c in r.cells)))
     chosen = baseline or first.baseline
     if chosen not in frontends:
@@ -88,10 +90,31 @@ def merge_results(
         cells=_in_matrix_order([c for r in results for c in r.cells], frontends),
         traces=tuple(t for r in results for t in r.traces),
         frontends=tuple(frontends), baseline=chosen,
-        sources=tuple(_source(Path(path), r) for path, r in zip(paths, results, strict=True)),
+        sources=tuple(s for path, r, labelled in zip(paths, loaded, results, strict=True) for s in _sources(Path(path), r, labelled)),
         pairs=(), targets=(),
     )
     return assess_result(merged, judging or first.judging, known)
+
+
+def _refuse_shared_weights(paths: Sequence[Path], results: Sequence[MatrixResult]) -> None:
+    """Refuse two cells that read one weights file: the same run merged twice (once inside a merged input, once on its
+    own, under two labels). Compared with itself, it would read as identical; the merged result would not load back.
+
+    Raises:
+        ResultError: naming both cells and their inputs.
+    """
+    seen: dict[str, tuple[str, Path]] = {}
+    for path, result in zip(paths, results, strict=True):
+        for cell in result.cells:
+            weights = cell.record.weights_path if cell.record is not None else None
+            if weights is None:
+                continue
+            key = os.path.realpath(weights)
+            if key in seen:
+                other, where = seen[key]
+                raise ResultError(f"cell {cell.id} of {path} and cell {other} of {where} read one weights file ({weights}): "
+                                  "the same run is merged twice. Merge each run once.")
+            seen[key] = (cell.id, Path(path))
 
 
 def blocking_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
@@ -108,8 +131,10 @@ def _labelled(result: MatrixResult, label: str | None) -> MatrixResult:
     def name(old: str) -> str:
         return f"{label}.{old}"
 
+    # A cell of a result from before installations were recorded gets its language with the new name: ``LABEL.python``
+    # no longer says it.
     cells = tuple(dataclasses.replace(c, cell=dataclasses.replace(c.cell, frontend=name(c.frontend)),
-                                      installation=None if c.installation is None else {**c.installation, "name": name(c.frontend)})
+                                      installation={**(c.installation or {"language": c.language}), "name": name(c.frontend)})
                   for c in result.cells)
     traces = tuple(dataclasses.replace(t, frontends=(name(t.frontends[0]), name(t.frontends[1]))) for t in result.traces)
     return dataclasses.replace(result, cells=cells, traces=traces, frontends=tuple(map(name, result.frontends)),
@@ -141,12 +166,36 @@ def _protocol_warnings(paths: Sequence[Path], results: Sequence[MatrixResult]) -
     return (f"the merged results were timed under different protocols ({listed}): compare their times with care",)
 
 
+def _sources(path: Path, result: MatrixResult, labelled: MatrixResult) -> list[dict[str, Any]]:
+    """The ``sources`` entries of one input: the run it is, or, for a merged input, the runs it was merged from (their
+    cells and frontends renamed as ``labelled``, the input as loaded and labelled, renamed them).
+
+    Each entry keeps the spec, peaks and timing protocol its run was measured under, so every cell of the merged result
+    is checked and judged against its own run's (:meth:`harness.model.result.MatrixResult.run_of`): a merged result
+    written with ``--json`` loads back.
+    """
+    if not result.sources:
+        return [_source(path, labelled)]
+    renamed = {a.id: b.id for a, b in zip(result.cells, labelled.cells, strict=True)}
+    names = dict(zip(result.frontends, labelled.frontends, strict=True))
+    entries = []
+    for source in result.sources:
+        run = result.run_of_source(source)
+        entries.append({
+            **source, "cells": [renamed.get(str(c), str(c)) for c in source.get("cells") or ()],
+            "frontends": [names.get(str(f), str(f)) for f in source.get("frontends") or ()], "merged_in": str(path),
+            "spec": run.spec.to_json(), "peaks": run.peaks.to_json(), "protocol": run.protocol.to_json(),
+        })
+    return entries
+
+
 def _source(path: Path, result: MatrixResult) -> dict[str, Any]:
     hosts = sorted({str(c.installation.get("host")) for c in result.cells if c.installation and c.installation.get("host")})
     return {
         "file": str(path), "created": result.created, "host": ", ".join(hosts) or str(result.environment.get("platform", "")),
         "frontends": list(result.frontends), "devices": sorted({c.device for c in result.cells}),
         "cells": [c.id for c in result.cells], "environment": dict(result.environment),
+        "spec": result.spec.to_json(), "peaks": result.peaks.to_json(), "protocol": result.protocol.to_json(),
     }
 
 

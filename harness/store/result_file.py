@@ -20,12 +20,12 @@ from typing import Any
 
 from harness.errors import ResultError
 from harness.files.atomic import write_json_atomic
-from harness.files.json_read import JsonFileError, JsonSyntaxError, read_json_file
+from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_json_file
 from harness.judge.assess import assess_result
 from harness.judge.known_differences import KnownDifference
 from harness.judge.tolerances import DEFAULT_JUDGING
 from harness.model.result import RESULT_SCHEMA_VERSION, MatrixResult
-from harness.model.shape import check_result_shape
+from harness.model.shape import check_upgradable_shape, without_verdicts
 from harness.store.consistency import check_consistency
 
 __all__ = [
@@ -122,9 +122,9 @@ def load_result(path: Path, judging: str | None = None, known: Sequence[KnownDif
         data = read_json_file(path, RESULT_MAX_BYTES)
     except OSError as err:
         raise ResultError(f"cannot read {path}: {err.strerror or err}.") from err
-    except JsonSyntaxError as err:
+    except FileSyntaxError as err:
         raise ResultError(f"{path} is not valid JSON ({err}); was it written by `python -m harness run --json`?") from err
-    except JsonFileError as err:
+    except FileFormatError as err:
         raise ResultError(f"{path} is not a result file: {err}. Name the JSON file `python -m harness run --json` wrote.") from err
     if not isinstance(data, dict) or "schema_version" not in data or "cells" not in data:
         raise ResultError(f"{path} is not an amp-parity result (no schema_version/cells).")
@@ -136,11 +136,13 @@ def load_result(path: Path, judging: str | None = None, known: Sequence[KnownDif
             f"{path} has result schema version {version!r}; this harness reads versions {min(_UPDATES)} to "
             f"{RESULT_SCHEMA_VERSION}: {fix}."
         )
-    check_result_shape(data, str(path))  # before the upgrades read it: a broken file is named, not half-upgraded
+    if version != RESULT_SCHEMA_VERSION:
+        check_upgradable_shape(data, str(path))  # before the upgrades read it: a broken file is named, not half-upgraded
     for step in range(version, RESULT_SCHEMA_VERSION):
         data = _UPDATES[step](data, path)
     folder = Path(os.path.abspath(path)).parent
-    result = MatrixResult.from_json(data, str(path)).map_weights_paths(lambda p: os.path.normpath(os.path.join(folder, p)))
+    # Every field checked (MatrixResult.from_json), but the stored verdicts: judged again below, never read back.
+    result = MatrixResult.from_json(without_verdicts(data), str(path)).map_weights_paths(lambda p: os.path.normpath(os.path.join(folder, p)))
     check_consistency(result, str(path))
     if version >= _FIRST_MARKED_VERSION:
         _check_weights_owner(result, path)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from harness.errors import UsageError
-from harness.files.json_read import JsonFileError, JsonSyntaxError, read_json_file
+from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_json_file
 from harness.workload.spec import AMP_DTYPES, DEVICES, MODES, PRESETS, WorkloadSpec, available_cores
 
 __all__ = [
@@ -149,9 +149,9 @@ def _read_spec_file(path: Path) -> dict[str, Any]:
         data = read_json_file(path, SPEC_FILE_MAX_BYTES)
     except OSError as err:
         raise UsageError("spec_file", str(path), f"a readable file ({err.strerror})") from err
-    except JsonSyntaxError as err:
+    except FileSyntaxError as err:
         raise UsageError("spec_file", str(path), f"valid JSON ({err})") from err
-    except JsonFileError as err:
+    except FileFormatError as err:
         raise UsageError("spec_file", str(path), f"a regular file holding a JSON object of spec fields ({err})") from err
     if not isinstance(data, dict):
         raise UsageError("spec_file", str(path), "a JSON object of spec fields")

@@ -18,23 +18,34 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
+from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_toml_file
 
 __all__ = [
-    "DEFAULT_INSTALLATIONS", "Installation", "LANGUAGES", "check_name", "load_installations", "parse_frontends",
+    "DEFAULT_INSTALLATIONS", "INSTALLATIONS_MAX_BYTES", "Installation", "LANGUAGES", "MAX_NAME_LENGTH", "check_name",
+    "load_installations", "parse_frontends",
 ]
 
 #: The languages a frontend can speak: each has its scripts (``py_scripts``, ``r_scripts``) and its worker handler.
 LANGUAGES = ("python", "r")
-#: A name is part of every cell id (``with_autocast-autocast-py28-cpu``), whose parts are joined by ``-``.
+#: A name is part of every cell id (``with_autocast-autocast-py28-cpu``), and so of every weights file's name
+#: (``<cell id>.safetensors``, and the longer temporary names beside it): the file system's 255 bytes must hold the
+#: longest script and mode (42 characters), a device, a merge label and a name (40 each) with room to spare. A name of
+#: 300 characters was accepted, and then every cell failed with "File name too long".
+MAX_NAME_LENGTH = 40
+#: A name's characters: cell ids join their parts with ``-``, so a name has none.
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.]*\Z")
 _FILE_KEYS = {"language", "python", "r_libs", "activate", "env"}
+#: An installations file names a few installations in a few hundred bytes; a megabyte is more than any holds
+#: (``--installations /dev/zero`` took all of the machine's memory before it was bounded).
+INSTALLATIONS_MAX_BYTES = 2**20
+#: The option an installations file is named by, in its errors.
+_FILE_OPTION = "--installations"
 
 
 @dataclass(frozen=True)
@@ -118,28 +129,39 @@ def load_installations(path: Path) -> dict[str, Installation]:
     Relative paths are read from the file's folder, so one file serves every working directory.
 
     Raises:
-        UsageError: the file cannot be read, is not TOML, or a table has an unknown key, language or path.
+        UsageError: the file cannot be read, is not TOML, or a table has an unknown key, language, path or name
+            (``python`` and ``r`` only for their own language), each naming ``--installations``.
     """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = read_toml_file(path, INSTALLATIONS_MAX_BYTES)
     except OSError as err:
-        raise UsageError("--installations", str(path), f"a readable TOML file ({err.strerror or err})") from err
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise UsageError("--installations", str(path), f"a TOML file ({err})") from err
+        raise UsageError(_FILE_OPTION, str(path), f"a readable TOML file ({err.strerror or err})") from err
+    except FileSyntaxError as err:
+        raise UsageError(_FILE_OPTION, str(path), f"a TOML file ({err})") from err
+    except FileFormatError as err:
+        raise UsageError(_FILE_OPTION, str(path), f"a regular file holding TOML ({err})") from err
     out = {}
     for name, table in data.items():
         where = f"{path} [{name}]"
         if not isinstance(table, dict):
-            raise UsageError("--installations", where, "a table: [NAME] then language = \"python\" or \"r\"")
+            raise UsageError(_FILE_OPTION, where, "a table: [NAME] then language = \"python\" or \"r\"")
         unknown = sorted(set(table) - _FILE_KEYS)
         if unknown:
-            raise UsageError("--installations", where, f"only the keys {', '.join(sorted(_FILE_KEYS))} (not {', '.join(unknown)})")
+            raise UsageError(_FILE_OPTION, where, f"only the keys {', '.join(sorted(_FILE_KEYS))} (not {', '.join(unknown)})")
         env = table.get("env", {})
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-            raise UsageError("--installations", f"{where} env", "a table of strings (VAR = \"value\")")
-        language = _language(str(table.get("language")), where)
-        paths = {key: _existing(str(table[key]), f"{where} {key}", path.parent) for key in ("python", "r_libs", "activate") if key in table}
-        out[name] = _checked(Installation(check_name(name, where), language, env=env, **paths), where)
+            raise UsageError(_FILE_OPTION, f"{where} env", "a table of strings (VAR = \"value\")")
+        if "language" not in table:
+            raise UsageError(_FILE_OPTION, where, f"a table with language = one of {', '.join(map(repr, LANGUAGES))} (it has none)")
+        language = _language(table["language"], where, _FILE_OPTION)
+        paths = {}
+        for key in ("python", "r_libs", "activate"):
+            if key in table:
+                if not isinstance(table[key], str):
+                    raise UsageError(_FILE_OPTION, f"{where} {key}", f"a path as a string (not {table[key]!r:.60})")
+                paths[key] = _existing(table[key], f"{where} {key}", path.parent, _FILE_OPTION)
+        _bound_to_its_language(check_name(name, where, _FILE_OPTION), language, where, _FILE_OPTION)
+        out[name] = _checked(Installation(name, language, env=env, **paths), where, _FILE_OPTION)
     return out
 
 
@@ -152,6 +174,7 @@ def _parse_item(item: str, known: Mapping[str, Installation]) -> Installation:
     name = check_name(name, item)
     language, colon, place = rest.partition(":")
     language = _language(language, item)
+    _bound_to_its_language(name, language, item)
     if not colon:
         return Installation(name, language)
     resolved = _existing(place, item, Path.cwd())
@@ -166,38 +189,66 @@ def check_name(name: str, where: str, option: str = "--frontend") -> str:
     """``name`` if it can name a frontend (or label a merged result's frontends).
 
     Raises:
-        UsageError: it is not letters, digits, ``_`` and ``.`` starting with a letter (it is part of every cell id).
+        UsageError: it is not letters, digits, ``_`` and ``.`` starting with a letter (it is part of every cell id), or
+            longer than :data:`MAX_NAME_LENGTH`.
     """
     if not _NAME.match(name):
-        raise UsageError(option, where, f"a name of letters, digits, '_' and '.', starting with a letter (not {name!r}: "
+        raise UsageError(option, _clipped(where), f"a name of letters, digits, '_' and '.', starting with a letter (not {_short(name)}: "
                                         "it is part of every cell id, whose parts are joined by '-')")
+    if len(name) > MAX_NAME_LENGTH:
+        raise UsageError(option, _clipped(where), f"a name of at most {MAX_NAME_LENGTH} characters (not {len(name)}: it is part of "
+                                                "every weights file's name)")
     return name
 
 
-def _language(language: str, where: str) -> str:
+def _bound_to_its_language(name: str, language: str, where: str, option: str = "--frontend") -> None:
+    """Refuse one language's name bound to the other: ``r=python`` would print "python vs r: identical"
+    for two Pythons. ``python`` may name another Python installation, ``r`` another R one.
+
+    Raises:
+        UsageError: ``python`` or ``r`` given another language.
+    """
+    if name in LANGUAGES and language != name:
+        shown = {"python": "Python", "r": "R"}
+        raise UsageError(option, where, f"a name other than {name!r} for a {shown[language]} installation ({name!r} means "
+                                        f"{shown[name]} wherever a pair is printed)")
+
+
+def _clipped(text: str, limit: int = 60) -> str:
+    """``text``, cut to ``limit`` characters: one line names a 300-character name without printing it whole."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return repr(_clipped(text, limit))
+
+
+def _language(language: object, where: str, option: str = "--frontend") -> str:
     if language not in LANGUAGES:
-        raise UsageError("--frontend", where, f"a language of {', '.join(map(repr, LANGUAGES))} (not {language!r})")
+        shown = repr(language) if isinstance(language, str) else f"{language!r:.40} ({type(language).__name__})"
+        raise UsageError(option, where, f"a language of {', '.join(map(repr, LANGUAGES))} (not {shown})")
+    assert isinstance(language, str)
     return language
 
 
-def _existing(place: str, where: str, base: Path) -> str:
+def _existing(place: str, where: str, base: Path, option: str = "--frontend") -> str:
     # Absolute, not resolved: a venv's bin/python is a symlink to the system interpreter, and only its own path
     # makes Python read the venv's pyvenv.cfg (and so its site-packages, its torch).
-    path = Path(os.path.abspath(base / Path(place).expanduser())) if place else None
+    path = Path(os.path.abspath(base / Path(place).expanduser())) if place.strip() else None
     if path is None or not path.exists():
-        raise UsageError("--frontend", where, f"a path that exists ({place!r} does not)")
+        raise UsageError(option, where, f"a path that exists ({place!r} does not)")
     return str(path)
 
 
-def _checked(installation: Installation, where: str) -> Installation:
+def _checked(installation: Installation, where: str, option: str = "--frontend") -> Installation:
     """A Python installation names an interpreter (a venv folder means its ``bin/python``); an R one no interpreter."""
     if installation.language == "r" and installation.python is not None:
-        raise UsageError("--frontend", where, "an R installation with r_libs or activate, not python")
+        raise UsageError(option, where, "an R installation with r_libs or activate, not python")
     if installation.language == "python" and (installation.r_libs or installation.activate):
-        raise UsageError("--frontend", where, "a Python installation with python = an interpreter, not r_libs or activate")
+        raise UsageError(option, where, "a Python installation with python = an interpreter, not r_libs or activate")
     if installation.python is not None and Path(installation.python).is_dir():
         interpreter = Path(installation.python) / "bin" / "python"
         if not interpreter.is_file():
-            raise UsageError("--frontend", where, f"an interpreter or a venv folder ({installation.python} has no bin/python)")
+            raise UsageError(option, where, f"an interpreter or a venv folder ({installation.python} has no bin/python)")
         return Installation(installation.name, "python", str(interpreter), env=installation.env)
     return installation

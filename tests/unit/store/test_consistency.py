@@ -92,8 +92,6 @@ _CASES: dict[str, tuple[Edit, str]] = {
     "record of another mode": (_set("cells", 0, "record", "mode", value="autocast"),
                                "cells[0].record.mode is 'autocast' but the cell's mode is 'default'"),
     "negative matrix wall time": (_set("wall_seconds", value=-5), "wall_seconds is -5 but it must be 0 or more"),
-    "text for a number": (_set("cells", 0, "efficiency", "tflops", value="fast"),
-                          "cells[0].efficiency.tflops is 'fast' but recomputed from the spec, timing and peaks, it is "),
     "negative peak memory": (_set("cells", 1, "memory", "peak_rss_bytes", value=-1),
                              "cells[1].memory.peak_rss_bytes is -1 but it must be 0 or more"),
     "wrong type in a schema-3 field": (_set("cells", 2, "speedup_vs_default", value="fast"),

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from harness.errors import ResultError
-from harness.model.result import MatrixResult
+from harness.model.efficiency import cell_efficiency
+from harness.model.result import MatrixResult, with_time_vs_default
 from harness.store.merge import merge_results
 from harness.store.result_file import load_result, save_result
 from harness.workload.matrix import Cell
@@ -114,10 +116,19 @@ def test_merge_writes_the_report_and_the_merged_result_and_refuses_to_overwrite(
     assert not (tmp_path / "elsewhere").exists()
 
 
+def _own_weights(result: MatrixResult, folder: Path) -> MatrixResult:
+    """``result`` with its weights copied into ``folder``: another machine's run has files of its own."""
+    folder.mkdir()
+    for cell in result.cells:
+        if cell.record is not None and cell.record.weights_path is not None:
+            shutil.copyfile(cell.record.weights_path, folder / Path(cell.record.weights_path).name)
+    return result.map_weights_paths(lambda p: str(folder / Path(p).name))
+
+
 def test_labelled_inputs_merge_two_machines_that_both_ran_python(slices: tuple[Path, Path], tmp_path: Path) -> None:
     """``xeon=a.json epyc=b.json``: each input's frontends become LABEL.NAME, so no re-run is needed to tell them apart."""
     other = tmp_path / "other-machine.json"
-    save_result(_slice(golden(), "python"), other)
+    save_result(_own_weights(_slice(golden(), "python"), tmp_path / "other-weights"), other)
     done = run_cli("merge", f"xeon={slices[0]}", f"epyc={other}", "--out", str(tmp_path / "report"), "--json", str(tmp_path / "m.json"))
     assert done.returncode == 0, done.stderr
     stored = json.loads((tmp_path / "m.json").read_text())
@@ -139,3 +150,64 @@ def test_a_json_place_that_is_not_a_result_is_refused_before_the_report(slices: 
     assert done.stderr.strip() == (f"error: {notes} is not an amp-parity result; --overwrite replaces only those. Move it away or "
                                    "choose another path.")
     assert notes.read_text() == "mine" and not (tmp_path / "report").exists()
+
+
+def _measured_elsewhere(result: MatrixResult, scale: float, interleave: bool) -> MatrixResult:
+    """``result`` as another machine would have measured it: its own matmul peaks (``scale`` × these), under its own protocol,
+    each cell's efficiency and time against its default recomputed from them, as that machine's run would have stored them."""
+    peaks = dataclasses.replace(result.peaks, by_dtype={
+        dtype: None if p is None else {**p, "tflops": p["tflops"] * scale, "samples_tflops": [t * scale for t in p["samples_tflops"]]}
+        for dtype, p in result.peaks.by_dtype.items()})
+    cells = [dataclasses.replace(c, efficiency=cell_efficiency(c, result.spec, peaks)) for c in result.cells]
+    cells = with_time_vs_default(cells, paired=interleave)
+    protocol = dataclasses.replace(result.protocol, interleave=interleave)
+    return dataclasses.replace(result, peaks=peaks, protocol=protocol, cells=tuple(cells))
+
+
+def test_a_merged_result_of_two_machines_loads_back(tmp_path: Path) -> None:
+    """Two inputs measured on machines with other matmul peaks and other protocols: ``merge --json`` writes a result that
+    ``load_result``, ``report`` and ``merge`` read back (each cell checked against its own input's peaks and protocol), where
+    it was refused as "a result edited by hand?" (the merged result kept the first input's peaks only)."""
+    a, b = tmp_path / "python.json", tmp_path / "r.json"
+    save_result(_slice(golden(), "python"), a)
+    save_result(_measured_elsewhere(_slice(golden(), "r"), 3.0, interleave=not golden().protocol.interleave), b)
+    merged = tmp_path / "merged.json"
+    done = run_cli("merge", str(a), str(b), "--out", str(tmp_path / "report"), "--json", str(merged))
+    assert done.returncode == 0, done.stderr
+    again = load_result(merged)
+    assert [c.efficiency for c in again.cells] == [c.efficiency for c in merge_results([a, b]).cells]
+    assert [s["peaks"]["by_dtype"] for s in json.loads(merged.read_text())["sources"]] == [
+        load_result(a).peaks.by_dtype, load_result(b).peaks.by_dtype]
+    report = run_cli("report", str(merged), "--out", str(tmp_path / "again"))
+    assert report.returncode == 0, report.stderr
+    third = tmp_path / "third.json"
+    save_result(_own_weights(_slice(golden(), "python"), tmp_path / "third-weights"), third)
+    nested = run_cli("merge", f"m={merged}", f"t={third}", "--out", str(tmp_path / "nested"), "--json", str(tmp_path / "nested.json"))
+    assert nested.returncode == 0, nested.stderr
+    loaded = load_result(tmp_path / "nested.json")
+    assert [(s["file"], s["frontends"]) for s in loaded.sources] == [(str(a), ["m.python"]), (str(b), ["m.r"]), (str(third), ["t.python"])]
+    assert loaded.run_of(loaded.cell("with_autocast-default-m.r-cpu")).peaks == load_result(b).peaks
+
+
+def test_the_committed_slices_merge_into_a_result_that_loads(tmp_path: Path) -> None:
+    """``docs/results``' two installation slices (two venvs measured their own peaks) merge with ``--json`` into a result
+    that loads back: the committed results failed the same way."""
+    folder = Path(__file__).resolve().parents[3] / "docs" / "results" / "installations-epyc-avx2-2-cores"
+    merged = tmp_path / "tiny.json"
+    done = run_cli("merge", str(folder / "tiny-torch-2.13.json"), str(folder / "tiny-torch-2.8.json"), "--out", str(tmp_path / "r"),
+                   "--json", str(merged))
+    assert done.returncode == 0, done.stderr
+    assert len(load_result(merged).cells) == 16
+
+
+def test_one_run_merged_twice_is_refused(slices: tuple[Path, Path], tmp_path: Path) -> None:
+    """A run inside a merged input and on its own again (under two labels) would be compared with itself and read as
+    identical: the merge refuses it, naming both cells and the file they share."""
+    merged = tmp_path / "merged.json"
+    assert run_cli("merge", *map(str, slices), "--out", str(tmp_path / "r1"), "--json", str(merged)).returncode == 0
+    twice = run_cli("merge", f"x={merged}", f"y={slices[0]}", "--out", str(tmp_path / "r2"))
+    assert twice.returncode != 0 and len(twice.stderr.splitlines()) == 1
+    assert twice.stderr.startswith(f"error: cell with_autocast-default-y.python-cpu of {slices[0]} and cell "
+                                   f"with_autocast-default-x.python-cpu of {merged} read one weights file (")
+    assert twice.stderr.rstrip().endswith("): the same run is merged twice. Merge each run once.")
+    assert not (tmp_path / "r2").exists()
