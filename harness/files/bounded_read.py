@@ -49,9 +49,13 @@ def read_bytes(path: str | os.PathLike[str], limit_bytes: int) -> bytes:
         OSError: the file cannot be opened or read (``strerror`` says why).
         FileFormatError: not a regular file, or longer than ``limit_bytes``.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens at once instead of waiting for a writer
+    try:
+        _checked_size(fd, limit_bytes)  # before fdopen, which refuses a folder with its own error
+    except BaseException:
+        os.close(fd)
+        raise
     with os.fdopen(fd, "rb") as file:
-        _checked_size(fd, limit_bytes)
         data = file.read(limit_bytes + 1)  # the size may have grown since fstat
     if len(data) > limit_bytes:
         raise FileFormatError(_too_large(limit_bytes))

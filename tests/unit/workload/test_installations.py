@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 from harness.errors import UsageError
-from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation, load_installations, parse_frontends
+from harness.workload.installations import (
+    DEFAULT_INSTALLATIONS,
+    INSTALLATIONS_MAX_BYTES,
+    MAX_NAME_LENGTH,
+    Installation,
+    load_installations,
+    parse_frontends,
+)
 
 
 def _venv(tmp_path: Path) -> Path:
@@ -96,3 +104,72 @@ def test_an_installation_round_trips_as_stored() -> None:
     installation = Installation("r28", "r", activate="/a.sh", env={"X": "1"})
     assert Installation.from_json(installation.to_json()) == installation
     assert installation.to_json() == {"name": "r28", "language": "r", "activate": "/a.sh", "env": {"X": "1"}}
+
+
+@pytest.mark.parametrize("item", ["python,r=python", "r=python", "python=r", "r,python=r:."])
+def test_python_and_r_cannot_name_the_other_language(item: str) -> None:
+    """``r=python`` printed "python vs r: identical" for two Pythons: the language names stay their languages'."""
+    with pytest.raises(UsageError) as refused:
+        parse_frontends([item])
+    name, _, rest = item.split(",")[-1].partition("=")
+    other = "Python" if rest.startswith("python") else "R"
+    assert f"must be a name other than {name!r} for a {other} installation" in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_python_and_r_may_name_another_installation_of_their_own_language(tmp_path: Path) -> None:
+    """``python=python:VENV`` and ``r=r:DIR`` rebind a language's name to another installation of that language."""
+    venv = _venv(tmp_path)
+    got = parse_frontends([f"python=python:{venv},r=r:{tmp_path}"])
+    assert [(i.name, i.language) for i in got] == [("python", "python"), ("r", "r")]
+
+
+def test_an_installations_file_cannot_bind_r_to_python(tmp_path: Path) -> None:
+    """``[r] language = "python"`` is refused as ``--frontend r=python`` is, labelled ``--installations``."""
+    path = tmp_path / "i.toml"
+    path.write_text('[r]\nlanguage = "python"\n')
+    with pytest.raises(UsageError, match=r"^--installations must be a name other than 'r' for a Python installation"):
+        load_installations(path)
+
+
+def test_a_name_longer_than_the_bound_is_refused_before_any_cell() -> None:
+    """A 300-character name was accepted, and every cell then failed with "File name too long": the bound is checked where
+    names are parsed, in one short line."""
+    with pytest.raises(UsageError) as refused:
+        parse_frontends([f"{'a' * 300}=python"])
+    assert str(refused.value).startswith(f"--frontend must be a name of at most {MAX_NAME_LENGTH} characters (not 300")
+    assert len(str(refused.value)) < 250
+    assert parse_frontends([f"{'a' * MAX_NAME_LENGTH}=python"])[0].name == "a" * MAX_NAME_LENGTH
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "folder", "large"])
+def test_an_installations_file_that_is_no_regular_small_file_is_refused(tmp_path: Path, kind: str) -> None:
+    """``/dev/zero`` took all of the machine's memory and a FIFO hung: both are refused unread, as are a folder and a file
+    over the bound, in one line labelled ``--installations``."""
+    path = {"device": Path("/dev/zero"), "fifo": tmp_path / "fifo", "folder": tmp_path, "large": tmp_path / "big.toml"}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    if kind == "large":
+        path.write_text("# padding\n" * (INSTALLATIONS_MAX_BYTES // 10 + 1))
+    with pytest.raises(UsageError) as refused:
+        load_installations(path)
+    assert str(refused.value).startswith("--installations must be a regular file holding TOML (")
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ('[a]\npython = "x"\n', "--installations must be a table with language = one of 'python', 'r' (it has none)"),
+    ('[a]\nlanguage = 3\n', "--installations must be a language of 'python', 'r' (not 3 (int))"),
+    ('[a]\nlanguage = "python"\npython = "/no/such"\n', "--installations must be a path that exists ('/no/such' does not)"),
+    ('[a]\nlanguage = "python"\npython = 7\n', "--installations must be a path as a string (not 7)"),
+    ('[a]\nlanguage = "r"\npython = "."\n', "--installations must be an R installation with r_libs or activate, not python"),
+    ('[a-b]\nlanguage = "r"\n', "--installations must be a name of letters"),
+])
+def test_every_installations_file_error_names_the_option_and_no_none(tmp_path: Path, text: str, says: str) -> None:
+    """An installations file's errors say ``--installations`` (they said ``--frontend``), and a missing language is said
+    to be missing, not "(not 'None')"."""
+    path = tmp_path / "i.toml"
+    path.write_text(text)
+    with pytest.raises(UsageError) as refused:
+        load_installations(path)
+    assert str(refused.value).startswith(says) and "None" not in str(refused.value)
