@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.errors import KnownDifferencesError
+from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_toml_file
 from harness.judge.divergence import TRIGGERS
 from harness.model.trace import PairTrace
 
@@ -105,17 +105,14 @@ def load_known_differences(path: Path = DEFAULT_LIST) -> tuple[KnownDifference, 
         KnownDifferencesError: one line naming the file, the entry and the field that is missing or wrong.
     """
     try:
-        if not path.is_file():
-            raise KnownDifferencesError(f"{path} is not a file: pass a known-differences TOML file (see docs/known-differences.md).")
-        with path.open("rb") as handle:
-            raw = handle.read(_MAX_BYTES + 1)
-        if len(raw) > _MAX_BYTES:
-            raise KnownDifferencesError(f"{path} is over {_MAX_BYTES} bytes: a known-differences list is a few reviewed entries.")
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = read_toml_file(path, _MAX_BYTES)
     except OSError as err:
         raise KnownDifferencesError(f"cannot read {path}: {err.strerror or err}.") from err
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+    except FileSyntaxError as err:
         raise KnownDifferencesError(f"{path} is not valid TOML ({err}).") from err
+    except FileFormatError as err:
+        raise KnownDifferencesError(f"{path} is not a file holding a known-differences list ({err}): pass a known-differences "
+                                    "TOML file (see docs/known-differences.md).") from err
     entries = data.get("difference", [])
     if not isinstance(entries, list):
         raise KnownDifferencesError(f"{path}: `difference` must be an array of tables ([[difference]]).")

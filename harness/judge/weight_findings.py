@@ -17,10 +17,35 @@ from typing import Any
 import numpy as np
 from safetensors.numpy import load_file
 
+from harness.files.bounded_read import FileFormatError, check_regular_file
 from harness.frontends.tensor_bytes import ulp_distance
 from harness.judge.tolerances import Tolerance
 
-__all__ = ["TensorFindings", "UnreadableWeights", "WeightFindings", "find_weights", "weights_digest"]
+__all__ = ["TensorFindings", "UnreadableWeights", "WeightFindings", "find_weights", "load_weights", "weights_digest"]
+
+
+def load_weights(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """The tensors of one final-weights file, read as every file the harness reads: a regular file (a FIFO would hang,
+    ``/dev/zero`` read forever), no larger than this machine's memory (a spec's weights must fit in half of it:
+    :mod:`harness.workload.spec`), then mapped by safetensors.
+
+    Raises:
+        ValueError: it cannot be read as safetensors: missing, not a regular file, too large, truncated or corrupt (its
+            path and the reason, one line).
+    """
+    try:
+        check_regular_file(path, _physical_memory())
+        return load_file(os.fspath(path))
+    except Exception as err:  # an OSError, FileFormatError, safetensors' own SafetensorError
+        why = str(err) if isinstance(err, FileFormatError) else f"{type(err).__name__}: {err}"
+        raise ValueError(f"cannot read the weights in {os.fspath(path)}: {' '.join(why.split())}") from err
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):  # no sysconf names here: no bound but the file system's
+        return 1 << 62
 
 
 @dataclass(frozen=True)
@@ -114,9 +139,9 @@ def find_weights(paths: tuple[Any, Any], tol: Tolerance) -> WeightFindings:
     unreadable = []
     for side, path in enumerate(paths):
         try:
-            loaded.append(load_file(str(path)))
-        except Exception as err:
-            unreadable.append(UnreadableWeights(side, str(path), f"{type(err).__name__}: {err}"))
+            loaded.append(load_weights(str(path)))
+        except ValueError as err:
+            unreadable.append(UnreadableWeights(side, str(path), _cause(err)))
     if unreadable:
         return WeightFindings(tuple(unreadable), ((), ()), (), math.nan)
     wa, wb = loaded
@@ -124,6 +149,14 @@ def find_weights(paths: tuple[Any, Any], tol: Tolerance) -> WeightFindings:
     tensors = tuple(_find_tensor(key, wa[key], wb[key], tol) for key in sorted(set(wa) & set(wb), key=_tensor_order))
     num, den = sum(t.diff_sq for t in tensors), sum(t.norm_sq for t in tensors)
     return WeightFindings((), missing, tensors, math.sqrt(num / den) if den > 0 else (0.0 if num == 0 else math.inf))
+
+
+def _cause(err: ValueError) -> str:
+    """What :func:`load_weights` found wrong, without its path (the caller's line names it)."""
+    cause = err.__cause__
+    if cause is None:
+        return str(err)
+    return str(cause) if isinstance(cause, FileFormatError) else f"{type(cause).__name__}: {' '.join(str(cause).split())}"
 
 
 def _find_tensor(key: str, a: np.ndarray, b: np.ndarray, tol: Tolerance) -> TensorFindings:
@@ -176,9 +209,9 @@ def weights_digest(path: str | os.PathLike[str]) -> str:
         ValueError: the file could not be read as safetensors (its path and safetensors' own message).
     """
     try:
-        tensors = load_file(os.fspath(path))
-    except Exception as err:  # safetensors raises its own SafetensorError, an OSError, or a ValueError
-        raise ValueError(f"cannot digest the weights in {os.fspath(path)}: {type(err).__name__}: {err}") from err
+        tensors = load_weights(path)
+    except ValueError as err:
+        raise ValueError(f"cannot digest the weights in {os.fspath(path)}: {_cause(err)}") from err
     digest = hashlib.sha256()
     for name in sorted(tensors):
         array = np.ascontiguousarray(tensors[name])

@@ -36,10 +36,19 @@ from typing import Any, Self
 
 from harness.errors import AmpParityError, ResultError, UsageError
 from harness.files.atomic import atomic_path, file_mode, folder_mode, os_error_text, probe_atomic
+from harness.files.bounded_read import read_json_file
 from harness.files.staging import StagingDir
 from harness.model.result import MatrixResult, Status
 from harness.store.lock import Lock
-from harness.store.result_file import WEIGHTS_MARKER, WEIGHTS_SUFFIX, is_result_file, stored_form, weights_dir_for
+from harness.store.result_file import (
+    RESULT_MAX_BYTES,
+    WEIGHTS_MARKER,
+    WEIGHTS_SUFFIX,
+    is_result_file,
+    read_weights_marker,
+    stored_form,
+    weights_dir_for,
+)
 
 __all__ = [
     "REPORT_LOCK",
@@ -209,7 +218,7 @@ def foreign_weights(folder: Path, result_name: str) -> str | None:
     if not folder.is_dir():
         return f"is {_kind(folder)}"
     try:
-        marker = json.loads((folder / WEIGHTS_MARKER).read_text(encoding="utf-8"))
+        marker = read_weights_marker(folder / WEIGHTS_MARKER)
         owner = marker["result"]
     except (OSError, ValueError, KeyError, TypeError):
         return f"was not written by amp-parity (it has no {WEIGHTS_MARKER})"
@@ -231,7 +240,7 @@ def foreign_weights(folder: Path, result_name: str) -> str | None:
 def _named_by_result(result_path: Path, folder: Path) -> list[str] | None:
     """The names of the weights files in ``folder`` that the result at ``result_path`` names (``None``: unreadable)."""
     try:
-        cells = json.loads(result_path.read_text(encoding="utf-8"))["cells"]
+        cells = read_json_file(result_path, RESULT_MAX_BYTES)["cells"]
         paths = [c["record"]["weights_path"] for c in cells if c.get("record") and c["record"].get("weights_path")]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

@@ -12,7 +12,6 @@ they are absolute.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,8 +28,8 @@ from harness.model.shape import check_upgradable_shape, without_verdicts
 from harness.store.consistency import check_consistency
 
 __all__ = [
-    "RESULT_MAX_BYTES", "WEIGHTS_MARKER", "WEIGHTS_SUFFIX", "is_result_file", "load_result", "save_result", "stored_form",
-    "weights_dir_for",
+    "MARKER_MAX_BYTES", "RESULT_MAX_BYTES", "WEIGHTS_MARKER", "WEIGHTS_SUFFIX", "is_result_file", "load_result",
+    "read_weights_marker", "save_result", "stored_form", "weights_dir_for",
 ]
 
 #: The weights folder's suffix; a result path may not end in it (it would be its own weights folder).
@@ -40,6 +39,8 @@ WEIGHTS_MARKER = ".amp-parity-weights.json"
 #: A result holds a few thousand numbers (the weights are beside it, not in it): a few hundred kB for ``recipe``.
 #: A file far larger is not one, and is refused rather than read into memory (``report /dev/zero`` read forever).
 RESULT_MAX_BYTES = 64 * 2**20
+#: A marker names its result and lists its folder's files: a few kB for any matrix. A larger one is not a marker.
+MARKER_MAX_BYTES = 2**20
 #: Weights folders carry the marker since schema 3; older results' folders have none.
 _FIRST_MARKED_VERSION = 3
 
@@ -142,7 +143,8 @@ def load_result(path: Path, judging: str | None = None, known: Sequence[KnownDif
         data = _UPDATES[step](data, path)
     folder = Path(os.path.abspath(path)).parent
     # Every field checked (MatrixResult.from_json), but the stored verdicts: judged again below, never read back.
-    result = MatrixResult.from_json(without_verdicts(data), str(path)).map_weights_paths(lambda p: os.path.normpath(os.path.join(folder, p)))
+    result = MatrixResult.from_json(without_verdicts(data), str(path))
+    result = result.map_weights_paths(lambda p: os.path.normpath(os.path.join(folder, p)))
     check_consistency(result, str(path))
     if version >= _FIRST_MARKED_VERSION:
         _check_weights_owner(result, path)
@@ -165,12 +167,13 @@ def _check_weights_owner(result: MatrixResult, path: Path) -> None:
     marker = own / WEIGHTS_MARKER
     used = [k for k, c in enumerate(result.cells)
             if c.record is not None and c.record.weights_path is not None and Path(c.record.weights_path).parent == own]
-    if not used or not marker.is_file():
+    if not used or not os.path.lexists(marker):  # no marker: a folder from before markers; anything else is read
         return
     try:
-        owner = json.loads(marker.read_text(encoding="utf-8"))["result"]
+        owner = read_weights_marker(marker)["result"]
     except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ResultError(f"{path}: the marker {marker} cannot be read ({type(err).__name__}: {err}); restore the weights "
+        why = f"{type(err).__name__}: {err}" if not isinstance(err, FileFormatError) else str(err)
+        raise ResultError(f"{path}: the marker {marker} cannot be read ({why}); restore the weights "
                           "folder or re-run `python -m harness run --json`.") from err
     if owner != path.name:
         raise ResultError(
@@ -178,6 +181,20 @@ def _check_weights_owner(result: MatrixResult, path: Path) -> None:
             f"{path.name!r} (its {WEIGHTS_MARKER} says so): another run's weights folder replaced this one. Restore "
             f"{path.name}'s own weights folder, or re-run `python -m harness run --json`."
         )
+
+
+def read_weights_marker(marker: Path) -> dict[str, Any]:
+    """A weights folder's marker (``{"result": NAME, "files": [...]}``), read as every file is: a regular file, bounded.
+
+    Raises:
+        OSError: it cannot be opened.
+        ValueError: it is not a regular file, is too large, is not JSON (:class:`harness.files.bounded_read.FileFormatError`),
+            or not a JSON object.
+    """
+    data = read_json_file(marker, MARKER_MAX_BYTES)
+    if not isinstance(data, dict):
+        raise FileFormatError(f"not a JSON object: {type(data).__name__}")
+    return data
 
 
 def _update_to_3(data: dict[str, Any], path: Path) -> dict[str, Any]:

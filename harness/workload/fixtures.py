@@ -12,7 +12,6 @@ import contextlib
 import errno
 import fcntl
 import hashlib
-import json
 import logging
 import math
 import os
@@ -28,6 +27,7 @@ from safetensors.numpy import load_file, save_file
 
 from harness.errors import FixtureError
 from harness.files.atomic import atomic_path, temporaries_of, write_json_atomic
+from harness.files.bounded_read import read_json_file
 from harness.files.paths import fixtures_dir
 from harness.workload.spec import FIXTURE_FIELDS, WorkloadSpec
 
@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 FIXTURE_SCHEMA_VERSION = 1
 _DATA_FILE = "fixtures.safetensors"
 _MANIFEST_FILE = "manifest.json"
+#: A manifest holds a digest, the spec's fields and one checksum per tensor: a few kB. A larger one is not a manifest.
+_MANIFEST_MAX_BYTES = 2**20
 _CHUNK = 1 << 24
 #: The temporary file safetensors' ``save_file`` writes beside its target (Rust's tempfile crate: ``.tmp`` + 6 characters).
 _SAFETENSORS_TEMP = re.compile(r"\.tmp[A-Za-z0-9]{6}")
@@ -178,7 +180,7 @@ def _verify(folder: Path, spec: WorkloadSpec, digest: str) -> str | None:
     if not manifest_path.exists() and not data_path.exists():
         return "absent"
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest = read_json_file(manifest_path, _MANIFEST_MAX_BYTES)
     except (OSError, ValueError) as err:
         return f"manifest unreadable ({err})"
     if not isinstance(manifest, dict) or manifest.get("schema_version") != FIXTURE_SCHEMA_VERSION:
@@ -188,6 +190,8 @@ def _verify(folder: Path, spec: WorkloadSpec, digest: str) -> str | None:
         return f"manifest is for another spec ({manifest.get('fields')})"
     if not data_path.exists():
         return "data file missing"
+    if not data_path.is_file():  # a FIFO or a device would be read forever by the checksum
+        return "data file is not a regular file"
     if data_path.stat().st_size != manifest.get("bytes"):
         return f"data file has {data_path.stat().st_size} bytes, manifest says {manifest.get('bytes')} (truncated?)"
     if _sha256(data_path) != manifest.get("sha256"):
@@ -196,7 +200,7 @@ def _verify(folder: Path, spec: WorkloadSpec, digest: str) -> str | None:
 
 
 def _read_file(folder: Path, digest: str) -> FixtureFile:
-    manifest = json.loads((folder / _MANIFEST_FILE).read_text(encoding="utf-8"))
+    manifest = read_json_file(folder / _MANIFEST_FILE, _MANIFEST_MAX_BYTES)  # verified just before, under the lock
     return FixtureFile(folder / _DATA_FILE, str(manifest["sha256"]), digest)
 
 
