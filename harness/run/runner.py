@@ -17,8 +17,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from safetensors.numpy import load_file
-
 from harness.errors import ScriptError, UsageError, WorkerError
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.judge.assess import assess_result
@@ -28,6 +26,7 @@ from harness.judge.pairs import compare_result, needs_trace
 from harness.judge.record_check import SCALER_MODES, judge_record
 from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
+from harness.judge.weight_findings import load_weights
 from harness.model.efficiency import cell_efficiency
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, MatrixResult, Memory, Peaks, ReferenceSummary, Status, with_time_vs_default
@@ -249,7 +248,12 @@ class MatrixRunner:
         if reference is None or status is not Status.OK:
             return outcome
         assert record.weights_path is not None
-        distance = measure_distance(list(record.losses), load_file(record.weights_path), reference, skipped)
+        try:
+            weights = load_weights(record.weights_path)
+        except ValueError as err:  # the script said ok, but its weights cannot be read: this cell fails, the matrix goes on
+            return CellResult(cell, Status.ERROR, f"{err}; the script reported success, but its final weights cannot be judged",
+                              record=record, wall_seconds=wall_seconds, memory=Memory.from_json(memory))
+        distance = measure_distance(list(record.losses), weights, reference, skipped)
         return dataclasses.replace(outcome, reference_distance=distance)
 
     def reference(self, clip: bool, skipped: frozenset[int] = frozenset()) -> Reference | None:

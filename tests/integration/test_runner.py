@@ -189,3 +189,24 @@ def test_workers_leave_nothing_in_the_temporary_folder_even_when_killed(
             (worker_tmp,) = [p for p in tmp_path.iterdir() if p.name.startswith("amp-parity-tmp-")]
             assert any(p.name.startswith("Rtmp") for p in worker_tmp.iterdir())
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_ok_record_with_unreadable_weights_is_an_error_cell_and_the_matrix_finishes(
+    tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script that reports success but leaves a weights file safetensors cannot read: that cell is an ``error`` naming the
+    file, and the other cells run and are judged (it ended the whole run in ``unexpected SafetensorError``, no result)."""
+    from harness.files.paths import SCRIPTS_ENV
+    from tests.planting import copy_scripts, plant
+
+    root = copy_scripts(tmp_path / "scripts")
+    plant(root, "py_scripts/common.py", "    save_file(tensors, path)\n",
+          '    save_file(tensors, path)\n    if "-default-" in str(path):\n        Path(path).write_bytes(b"not safetensors")\n')
+    monkeypatch.setenv(SCRIPTS_ENV, str(root))
+    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
+        result = runner.run(("default", "autocast"), protocol=TimingProtocol(1, 1))
+    default, autocast = result.cells
+    assert default.status is Status.ERROR and default.reason is not None and "\n" not in default.reason
+    assert default.reason.startswith("cannot read the weights in ") and "with_autocast-default-python-cpu.safetensors: " in default.reason
+    assert default.reason.endswith("the script reported success, but its final weights cannot be judged")
+    assert autocast.status is Status.OK and autocast.verdict is not None and autocast.verdict.outcome == "pass"
