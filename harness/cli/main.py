@@ -43,7 +43,9 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_known_differences_argument(parser: argparse.ArgumentParser) -> None:
     """``--known-differences FILE``: the list every command that judges pairs is judged against."""
-    parser.add_argument("--known-differences", type=Path, default=None, metavar="FILE",
+    from harness.workload.flags import path_argument
+
+    parser.add_argument("--known-differences", type=path_argument, default=None, metavar="FILE",
                         help="judge against this known-differences list (default: harness/judge/known_differences.toml)")
 
 
@@ -61,11 +63,13 @@ def _rejudging(args: argparse.Namespace) -> str | None:
 
 def add_frontend_arguments(parser: argparse.ArgumentParser) -> None:
     """``--frontend``, ``--installations`` and ``--baseline``: which installations ``run`` and ``trace`` pair, and with which."""
+    from harness.workload.flags import path_argument
+
     parser.add_argument("--frontend", action="append", default=None, metavar="NAME[=LANGUAGE[:PATH]]",
                         help="installations to run, in order (repeatable or comma-separated; default python,r): python, r, "
                              "a name from --installations, or NAME=python:/venv/bin/python, NAME=r:/R/library, "
                              "NAME=r:/bundle/activate.sh")
-    parser.add_argument("--installations", type=Path, default=None, metavar="FILE",
+    parser.add_argument("--installations", type=path_argument, default=None, metavar="FILE",
                         help="a TOML file of named installations ([NAME] language, python, r_libs, activate, env)")
     parser.add_argument("--baseline", default=None, metavar="NAME",
                         help="the frontend every other is paired with (default: the first --frontend)")
@@ -74,8 +78,8 @@ def add_frontend_arguments(parser: argparse.ArgumentParser) -> None:
 def _parser() -> argparse.ArgumentParser:
     from harness.model.timing import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
     from harness.run.pool import DEFAULT_TIMEOUT_S
-    from harness.run.prepare import add_scaler_lift_argument, add_weights_out_arguments, path_argument
-    from harness.workload.flags import OneLineParser, add_spec_arguments, positive_seconds, whole_number
+    from harness.run.prepare import add_scaler_lift_argument, add_weights_out_arguments
+    from harness.workload.flags import OneLineParser, add_spec_arguments, path_argument, positive_seconds, whole_number
 
     # --debug and -v are accepted before or after the command ("run with --debug" must work as printed):
     # every parser shares the two actions, which leave their name unset unless given (see main()), so the
@@ -182,11 +186,16 @@ def main(argv: list[str] | None = None) -> None:
             from harness.store.result_file import load_result
             from harness.views.report import REPORT_FILES, write_report
 
-            with ReportClaim(args.out, REPORT_FILES, args.overwrite, flag="--out") as claim:
-                write_report(load_result(args.result, _rejudging(args), _known(args)), claim.staging)
+            with ReportClaim(args.out, REPORT_FILES, args.overwrite, flag="--out", inputs=[args.result]) as claim:
+                result = load_result(args.result, _rejudging(args), _known(args))
+                write_report(result, claim.staging)
                 written = claim.publish()
             _WRITTEN.append(f"the report was written to {written[0]}")
             _print_or_go_quiet(f"report written to {written[0]} ({len(written) - 1} plots beside it)")
+            failed = _uncompared(result)
+            if failed is not None:
+                print(failed, file=sys.stderr)
+                sys.exit(1)
             return
         if args.command == "trace":
             sys.exit(_trace(args))
@@ -282,43 +291,62 @@ def _trace(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    """``harness merge``: one judged result of many (:mod:`harness.store.merge`), its report in ``--out``, its table printed."""
-    from harness.store.claims import ReportClaim
+    """``harness merge``: one judged result of many (:mod:`harness.store.merge`), its report in ``--out``, its table printed.
+
+    Every output place is checked before any input is read: the report folder (no report file may be an input or the
+    ``--json`` file) and the ``--json`` place (as ``run`` checks it, and neither an input nor a report file). The report and
+    the merged result are then published together, or neither.
+    """
+    from harness.store.claims import ReportClaim, check_merged_result_place, publish_report_with_result
     from harness.store.merge import merge_results
-    from harness.store.result_file import check_result_place, save_result
     from harness.views.report import REPORT_FILES, write_report
     from harness.views.table import make_console, print_result
 
-    if args.json is not None:
-        check_result_place(args.json, args.overwrite)  # before the report is written: a refused --json leaves nothing
     labels, paths = zip(*(_labelled_result(item) for item in args.results), strict=True)
-    with ReportClaim(args.out, REPORT_FILES, args.overwrite, flag="--out") as claim:  # checked before any input is read
+    if args.json is not None:
+        check_merged_result_place(args.json, args.overwrite, paths, args.out, REPORT_FILES)
+    inputs = [*paths, *([args.json] if args.json is not None else [])]
+    with ReportClaim(args.out, REPORT_FILES, args.overwrite, flag="--out", inputs=inputs) as claim:
         result = merge_results(paths, args.baseline, _rejudging(args), _known(args), labels)
         write_report(result, claim.staging)
-        written = claim.publish()
+        if args.json is None:
+            written = claim.publish()
+        else:
+            written = publish_report_with_result(claim, result, args.json, args.overwrite)
     _WRITTEN.append(f"the report was written to {written[0]}")
     if args.json is not None:
-        save_result(result, args.json, overwrite=args.overwrite)
         _WRITTEN.append(f"the merged result was written to {args.json}")
     console = make_console()
     print_result(result, console)
     console.print(f"merged {len(paths)} results ({len(result.cells)} cells); report written to {written[0]}"
                   + (f"; merged result written to {args.json}" if args.json is not None else ""))
+    failed = _uncompared(result)
+    if failed is not None:
+        print(failed, file=sys.stderr)
+        return 1
     return exit_status(result)
 
 
 def _labelled_result(item: str) -> tuple[str | None, Path]:
-    """``a.json`` or ``LABEL=a.json`` (a file whose name holds ``=`` is taken whole).
+    """``a.json`` or ``LABEL=a.json`` (a file whose name holds ``=`` is taken whole); the path checked as every path flag's
+    (:func:`harness.workload.flags.path_argument`: ``merge a.json ''`` said "cannot read .").
 
     Raises:
-        UsageError: a label that cannot prefix a frontend name.
+        UsageError: a label that cannot prefix a frontend name, or a blank path.
     """
+    from harness.errors import UsageError
+    from harness.workload.flags import path_argument
     from harness.workload.installations import check_name
 
+    label: str | None
     label, sep, rest = item.partition("=")
     if not sep or os.path.lexists(item):
-        return None, Path(item)
-    return check_name(label, item, option="merge"), Path(rest)
+        label, rest = None, item
+    try:
+        path = path_argument(rest)
+    except argparse.ArgumentTypeError as err:
+        raise UsageError("merge", item, f"a result file ([LABEL=]RESULT): {err}") from None
+    return (None if label is None else check_name(label, item, option="merge")), path
 
 
 def _known(args: argparse.Namespace) -> tuple[KnownDifference, ...] | None:
@@ -378,6 +406,22 @@ def exit_status(result: MatrixResult) -> int:
     diverged = any(p.verdict in FAILING_VERDICTS for p in result.pairs)
     own = any(c.verdict is not None and c.verdict.failed for c in result.cells)
     return 1 if failed or diverged or own or _nothing_ran(result) else 0
+
+
+def _uncompared(result: MatrixResult) -> str | None:
+    """The ``error:`` line for pairs whose cells both ran but that could not be compared, or ``None``.
+
+    A pair is ``error`` when a cell failed (that cell fails the run already) or when both ran and their weights cannot be
+    read: a result whose weights folder was not uploaded with it, truncated, or left behind by a link. Such a report
+    compared nothing; ``merge`` (and ``report``) said so in the table and exited 0, where CI must fail.
+    """
+    pairs = [p for p in result.pairs if p.verdict == "error" and not p.details.get("statuses")]
+    if not pairs:
+        return None
+    first = pairs[0]
+    why = next(iter([*(first.details.get("problems") or ()), *first.explanation]), "no reason given")
+    return (f"error: {len(pairs)} of {len(result.pairs)} pairs could not be compared ({first.pair}: {' '.join(why.split())}); "
+            "restore each result's weights folder beside it (a CI job must upload it with the result), then run again.")
 
 
 def _nothing_ran(result: MatrixResult) -> str | None:

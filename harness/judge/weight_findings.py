@@ -37,8 +37,7 @@ def load_weights(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
         check_regular_file(path, _physical_memory())
         return load_file(os.fspath(path))
     except Exception as err:  # an OSError, FileFormatError, safetensors' own SafetensorError
-        why = str(err) if isinstance(err, FileFormatError) else f"{type(err).__name__}: {err}"
-        raise ValueError(f"cannot read the weights in {os.fspath(path)}: {' '.join(why.split())}") from err
+        raise ValueError(f"cannot read the weights in {os.fspath(path)}: {_said(err)}") from err
 
 
 def _physical_memory() -> int:
@@ -153,10 +152,16 @@ def find_weights(paths: tuple[Any, Any], tol: Tolerance) -> WeightFindings:
 
 def _cause(err: ValueError) -> str:
     """What :func:`load_weights` found wrong, without its path (the caller's line names it)."""
-    cause = err.__cause__
-    if cause is None:
+    return str(err) if err.__cause__ is None else _said(err.__cause__)
+
+
+def _said(err: BaseException) -> str:
+    """One line for why a weights file could not be read: the file system's words, the bounded reader's, or safetensors'."""
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    if isinstance(err, FileFormatError):
         return str(err)
-    return str(cause) if isinstance(cause, FileFormatError) else f"{type(cause).__name__}: {' '.join(str(cause).split())}"
+    return f"{type(err).__name__}: {' '.join(str(err).split())}"
 
 
 def _find_tensor(key: str, a: np.ndarray, b: np.ndarray, tol: Tolerance) -> TensorFindings:

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.errors import SpecError, UsageError
 from harness.workload.fixtures import FixtureFile, ensure_fixtures
-from harness.workload.flags import OneLineParser, add_spec_arguments, spec_from_args
+from harness.workload.flags import OneLineParser, add_spec_arguments, path_argument, spec_from_args
 from harness.workload.spec import WorkloadSpec
 
 __all__ = [
@@ -60,17 +60,6 @@ def add_scaler_lift_argument(parser: argparse.ArgumentParser) -> None:
         "--no-scaler-lift", dest="scaler_lift", action="store_false",
         help="on CPU, do not lift the CUDA-only check of R torch's cuda_amp_grad_scaler() (its cells are then unsupported)",
     )
-
-
-def path_argument(text: str) -> Path:
-    """A path flag's value (argparse ``type``): an empty one is refused, not taken as ``.``, the current folder.
-
-    ``Path("")`` is ``Path(".")``: ``--report ""`` wrote into the current folder and ``--json ""`` failed after
-    the flags were read, with an unexpected ``ValueError``.
-    """
-    if not text:
-        raise argparse.ArgumentTypeError("expected a path, got an empty string ''; name a file or folder")
-    return Path(text)
 
 
 def add_weights_out_arguments(parser: argparse.ArgumentParser) -> None:

@@ -44,6 +44,7 @@ from harness.store.result_file import (
     RESULT_MAX_BYTES,
     WEIGHTS_MARKER,
     WEIGHTS_SUFFIX,
+    check_result_place,
     is_result_file,
     read_weights_marker,
     stored_form,
@@ -55,7 +56,10 @@ __all__ = [
     "ReportClaim",
     "ResultClaim",
     "STAGING_PREFIX",
+    "check_merged_result_place",
     "check_report_folder",
+    "inside_weights_folder",
+    "publish_report_with_result",
     "publish_or_rescue",
     "rescue_result",
 ]
@@ -369,7 +373,8 @@ class ReportClaim(_Claim):
 
     ``files``: the names a report consists of, its document first (see :func:`check_report_folder`).
     ``result``: the run's result claim; its path and weights folder (and any other result's weights folder)
-    can never be a report folder.
+    can never be a report folder. ``inputs``: files the command reads or writes besides the report (``report``'s result,
+    ``merge``'s inputs and its ``--json``): no report file may be one of them, even with ``--overwrite``.
 
     Raises:
         UsageError: ``folder`` (or a parent) is a file, or is the result or a weights folder.
@@ -377,17 +382,19 @@ class ReportClaim(_Claim):
     """
 
     def __init__(
-        self, folder: Path, files: Sequence[str], overwrite: bool = False, flag: str = "--report", result: ResultClaim | None = None
+        self, folder: Path, files: Sequence[str], overwrite: bool = False, flag: str = "--report", result: ResultClaim | None = None,
+        inputs: Sequence[Path] = (),
     ) -> None:
         self.folder = Path(folder)
         self.files = tuple(files)
         self.overwrite = overwrite
         self.flag = flag
         self.published = False
+        self._moved: list[Path] = []
         self._created: list[Path] = []
         self._lock: Lock | None = None
         self._staging: StagingDir | None = None
-        _refuse_report_place(self.folder, self.files, flag, result)
+        _refuse_report_place(self.folder, self.files, flag, result, inputs)
         check_report_folder(self.folder, self.files, overwrite, flag)
         try:
             missing = []
@@ -432,7 +439,14 @@ class ReportClaim(_Claim):
             why = os_error_text(err)
             raise ResultError(f"cannot write the report in {self.folder}: {why}. Choose another {self.flag} folder.") from err
         self.published = True
+        self._moved = moved
         return [p for p in moved if p.name == document] + [p for p in moved if p.name != document]
+
+    def withdraw(self) -> None:
+        """Take a published report back into the staging folder (its companion output could not be written)."""
+        if self.published:
+            _unmove(self._moved, self.staging)
+            self.published, self._moved = False, []
 
     def _check_target(self, target: Path) -> None:
         if not os.path.lexists(target):
@@ -460,9 +474,13 @@ class ReportClaim(_Claim):
         self._created = []
 
 
-def _refuse_report_place(folder: Path, files: tuple[str, ...], flag: str, result: ResultClaim | None) -> None:
+def _refuse_report_place(
+    folder: Path, files: tuple[str, ...], flag: str, result: ResultClaim | None, inputs: Sequence[Path] = (),
+) -> None:
     """Refuse a report folder that is the run's result, inside its weights folder, or any amp-parity weights folder:
-    a report there would be overwritten by the result, or make every later ``--overwrite`` refuse the folder."""
+    a report there would be overwritten by the result, or make every later ``--overwrite`` refuse the folder. Refuse one
+    where a report file would replace one of ``inputs`` (``report --out DIR --overwrite`` replaced the result it read,
+    ``DIR/report.md``, and orphaned its weights folder)."""
     real = Path(os.path.realpath(folder))
     if result is not None:
         allowed = f"a folder apart from the result (--json {result.path}) and its weights folder {result.weights_dir}"
@@ -471,11 +489,79 @@ def _refuse_report_place(folder: Path, files: tuple[str, ...], flag: str, result
             raise UsageError(flag, str(folder), allowed)
         if Path(os.path.realpath(result.path)).parent == real and result.path.name in files:
             raise UsageError(flag, str(folder), f"a folder where no report file is the result (--json {result.path})")
-    for part in (real, *real.parents):
-        if os.path.lexists(part / WEIGHTS_MARKER):
-            raise UsageError(
-                flag, str(folder), f"a folder outside amp-parity's weights folder {part} (a report there makes --overwrite refuse it)"
-            )
+    for given in inputs:
+        weights = Path(os.path.realpath(weights_dir_for(Path(given))))
+        if real == weights or weights in real.parents:
+            raise UsageError(flag, str(folder), f"a folder apart from the weights folder {weights_dir_for(Path(given))} of {given}")
+        same = next((name for name in files if _same_place(real / name, Path(given))), None)
+        if same is not None:
+            raise UsageError(flag, str(folder), f"a folder where no report file replaces {given}, which this command reads or "
+                                                f"writes (the report's {same} would be it); move it, or choose another folder")
+    weights_folder = inside_weights_folder(real)
+    if weights_folder is not None:
+        raise UsageError(
+            flag, str(folder), f"a folder outside amp-parity's weights folder {weights_folder} (a report there makes --overwrite refuse it)"
+        )
+
+
+def inside_weights_folder(path: Path) -> Path | None:
+    """The amp-parity weights folder (one holding its marker) that ``path`` is, or is inside; ``None`` if none."""
+    real = Path(os.path.realpath(path))
+    return next((part for part in (real, *real.parents) if os.path.lexists(part / WEIGHTS_MARKER)), None)
+
+
+def _same_place(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (through links and ``..``), existing or not."""
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_merged_result_place(path: Path, overwrite: bool, inputs: Sequence[Path], report: Path, report_files: Sequence[str]) -> None:
+    """Refuse, before anything is read or written, a place for ``merge --json`` that ``run --json`` would refuse, or that is one
+    of the results it merges, or one of the files of the report it writes first.
+
+    Raises:
+        UsageError: it ends in ``.weights``, is a folder, is an input, is one of the report's files, or is inside a weights folder.
+        ResultError: its folder is missing or not writable, or it exists (without ``--overwrite``, or not a result).
+    """
+    _refuse_impossible(path)
+    given = next((p for p in inputs if _same_place(path, p)), None)
+    if given is not None:
+        raise UsageError("--json", str(path), f"a file apart from the results it merges (it is the input {given}), even with --overwrite")
+    name = next((n for n in report_files if _same_place(path, Path(report) / n)), None)
+    if name is not None:
+        raise UsageError("--json", str(path), f"a file apart from the report written to --out {report} (it is the report's {name})")
+    check_result_place(path, overwrite)
+    try:
+        probe_atomic(path)
+    except OSError as err:
+        raise ResultError(f"cannot write a result at {path}: {os_error_text(err)}. Choose another --json path.") from err
+
+
+def publish_report_with_result(claim: ReportClaim, result: MatrixResult, path: Path, overwrite: bool) -> list[Path]:
+    """Publish ``claim``'s report and write ``result`` at ``path`` together: both or neither (``merge --json``).
+
+    The result goes to its temporary file first; the report is published; the result is renamed into place. If the
+    report cannot be published, the result is not written; if the result cannot be renamed, the report is taken back.
+
+    Raises:
+        ResultError: either could not be written (then neither is there, and an old result at ``path`` stays).
+    """
+    check_result_place(path, overwrite)  # again: a file may have appeared there since the check before the merge
+    stored = stored_form(result, path)
+    written: list[Path] = []
+    try:
+        with atomic_path(path) as tmp:
+            tmp.write_text(json.dumps(stored, indent=2, allow_nan=True) + "\n", encoding="utf-8")
+            written = claim.publish()
+    except OSError as err:
+        if written:
+            claim.withdraw()
+        raise ResultError(f"cannot write {path}: {os_error_text(err)}; no report was written either. Choose another --json path.") from err
+    except BaseException:
+        if written:
+            claim.withdraw()
+        raise
+    return written
 
 
 def _move(source: Path, target: Path, replace: bool) -> None:
@@ -521,6 +607,10 @@ def _refuse_impossible(path: Path) -> None:
         )
     if not folder.is_dir():
         raise ResultError(f"cannot write a result in {folder}: it is not a writable folder. Choose another --json path.")
+    weights_folder = inside_weights_folder(folder)
+    if weights_folder is not None:
+        raise UsageError("--json", str(path), f"a path outside amp-parity's weights folder {weights_folder} (a result there makes "
+                                             "--overwrite refuse that folder)")
 
 
 def _weights_files(result: MatrixResult) -> list[Path]:

@@ -25,6 +25,7 @@ __all__ = [
     "ThreadsWarning",
     "add_spec_arguments",
     "finite_number",
+    "path_argument",
     "positive_seconds",
     "spec_from_args",
     "whole_number",
@@ -86,7 +87,7 @@ def add_spec_arguments(parser: argparse.ArgumentParser, with_modes: bool = True)
     """Add ``--preset``, ``--spec-file``, one flag per spec field, and (optionally) ``--mode``."""
     group = parser.add_argument_group("workload spec (any field overrides the preset)")
     group.add_argument("--preset", default=None, help=f"one of {', '.join(PRESETS)} (default tiny)")
-    group.add_argument("--spec-file", type=Path, default=None, help="a JSON object of spec fields")
+    group.add_argument("--spec-file", type=path_argument, default=None, help="a JSON object of spec fields")
     for field in dataclasses.fields(WorkloadSpec):
         if field.name == "preset":
             continue
@@ -156,6 +157,23 @@ def _read_spec_file(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UsageError("spec_file", str(path), "a JSON object of spec fields")
     return data
+
+
+def path_argument(text: str) -> Path:
+    """A path flag's value (argparse ``type``): a blank one is refused, as is a name that begins or ends with a blank.
+
+    ``Path("")`` is ``Path(".")``: ``--report ""`` wrote into the current folder and ``--json ""`` failed after
+    the flags were read, with an unexpected ``ValueError``. ``--json ' '`` wrote a file named by a blank, and
+    ``--json 'run.json '`` one whose name ends in one: a stray quote or space, never a name anyone means.
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a path, got {'an empty string' if not text else 'only blanks'} {text!r}; "
+                                         "name a file or folder")
+    blank = next((part for part in Path(text).parts if part != part.strip()), None)
+    if blank is not None:
+        raise argparse.ArgumentTypeError(f"expected a path whose names neither begin nor end with a blank, got {text!r} "
+                                         f"(the name {blank!r}); name a file or folder without them")
+    return Path(text)
 
 
 def whole_number(text: str) -> int:
