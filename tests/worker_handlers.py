@@ -40,3 +40,12 @@ class EnvHandler:
 
     def __call__(self, request: dict[str, Any]) -> Any:
         return os.environ.get(request["name"])
+
+
+class PidHandler:
+    """Answers with its process id, or hangs (``hang``): for the tests that a stopped worker leaves no process behind."""
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        if request.get("hang"):
+            time.sleep(3600)
+        return os.getpid()

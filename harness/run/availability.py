@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.files.paths import REPO_ROOT
+from harness.run.process_group import end_group, start_group
 
 __all__ = ["INSTALL_R_TORCH", "Availability", "probe", "python_cuda", "r_required"]
 
@@ -133,14 +134,15 @@ def _run_probe(args: list[str]) -> subprocess.CompletedProcess[str]:
         subprocess.TimeoutExpired: the probe took over the probe timeout (it is killed and reaped).
     """
     # Its own $TMPDIR, removed after it: a probe stopped mid-way (R's Rtmp*) leaves nothing in the user's.
-    with tempfile.TemporaryDirectory(prefix="amp-parity-probe-") as tmp, subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT, env={**os.environ, "TMPDIR": tmp}
+    # In a process group of its own, ended as one: what Rscript or an interpreter wrapper started goes with it.
+    with tempfile.TemporaryDirectory(prefix="amp-parity-probe-") as tmp, start_group(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT, env={**os.environ, "TMPDIR": tmp},
+        stdin=subprocess.DEVNULL,
     ) as process:
         try:
             stdout, stderr = process.communicate(timeout=_PROBE_TIMEOUT_S)
         except BaseException:
-            process.kill()
-            process.wait()
+            end_group(process)
             raise
     return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
 
@@ -177,5 +179,5 @@ def _run_r_probe(rscript: str) -> tuple[dict[str, Any], str | None]:
     try:
         info = json.loads(done.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return {}, f"unexpected output: {done.stdout[-200:]!r}"
+        return {}, f"Rscript r_scripts/_probe.R printed no JSON line (its output ended {done.stdout[-200:]!r})"
     return info, None

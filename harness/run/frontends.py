@@ -14,13 +14,15 @@ from typing import Any
 
 from harness.errors import UsageError
 from harness.run.availability import Availability
+from harness.run.process_group import end_group, start_group
 from harness.run.worker import Worker
 from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation
 
 __all__ = ["FRONTENDS", "LANGUAGE_FRONTENDS", "Frontend", "frontend_for", "open_worker", "worker_env"]
 
-#: How long an activation script may take (an R torch bundle's unpacks itself once: tens of seconds).
-_ACTIVATE_TIMEOUT_S = 300
+#: How long an activation script may take unless told otherwise (an R torch bundle's unpacks itself once: tens of
+#: seconds); a run's ``--timeout`` rules it, as it rules its workers' start and calls (:class:`harness.run.pool.WorkerPool`).
+_ACTIVATE_TIMEOUT_S = 300.0
 #: Variables bash sets for itself, which an activation script does not export on purpose.
 _SHELL_OWN = frozenset({"_", "SHLVL", "PWD", "OLDPWD"})
 
@@ -86,25 +88,30 @@ def frontend_for(installation: Installation) -> Frontend:
     return Frontend(installation.name, language.handler, language.unsupported, language.lifted, installation)
 
 
-def open_worker(name: str | Frontend, env: dict[str, str] | None = None) -> Worker:
+def open_worker(name: str | Frontend, env: dict[str, str] | None = None, timeout: float | None = None) -> Worker:
     """A (not yet started) worker for a frontend (by default name or as given), with ``env`` added to its environment.
 
+    ``timeout``: seconds its activation script and its start may each take (a run's ``--timeout``; default: their own).
+
     Raises:
-        UsageError: an installation's activation script failed (its last line of output says why).
+        UsageError: an installation's activation script failed or did not finish (its last line of output says why).
     """
     frontend = FRONTENDS[name] if isinstance(name, str) else name
     installation = frontend.installation
-    own = worker_env(installation) if installation is not None else {}
+    own = worker_env(installation, timeout) if installation is not None else {}
     python = installation.python if installation is not None else None
-    return Worker(frontend.name, frontend.handler, {**own, **(env or {})}, python=python)
+    return Worker(frontend.name, frontend.handler, {**own, **(env or {})}, python=python, start_timeout=timeout)
 
 
-def worker_env(installation: Installation) -> dict[str, str]:
+def worker_env(installation: Installation, timeout: float | None = None) -> dict[str, str]:
     """The environment an installation's worker gets on top of this process's: its ``env``, ``R_LIBS``, or what
     its activation script exports (read by sourcing it in bash and keeping what changed).
 
+    The script runs in a process group of its own, for at most ``timeout`` seconds (default :data:`_ACTIVATE_TIMEOUT_S`):
+    then it is killed with everything it started (a ``sleep`` it waits on), and so is whatever it leaves behind.
+
     Raises:
-        UsageError: the activation script failed or could not be run.
+        UsageError: the activation script failed, did not finish in time, or could not be run.
     """
     env = dict(installation.env)
     if installation.r_libs is not None:
@@ -113,11 +120,23 @@ def worker_env(installation: Installation) -> dict[str, str]:
         return env
     base = {**os.environ, **env}
     script = 'source "$1" >&2 || exit $?; env -0'
+    limit = _ACTIVATE_TIMEOUT_S if timeout is None else timeout
     try:
-        done = subprocess.run(["bash", "-c", script, "activate", installation.activate], env=base, capture_output=True,
-                              timeout=_ACTIVATE_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as err:
+        process = start_group(["bash", "-c", script, "activate", installation.activate], env=base, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as err:
         raise UsageError(f"installation {installation.name}", installation.activate, f"an activation script bash can run ({err})") from err
+    with process:  # its pipes closed, however it ends
+        try:
+            stdout, stderr = process.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            end_group(process)
+            raise UsageError(f"installation {installation.name}", installation.activate,
+                             f"an activation script that finishes within --timeout {limit:g} s (it was stopped, with every "
+                             "process it started)") from None
+        finally:
+            end_group(process)  # what it started and left running goes too (a background helper, a sleep)
+    done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     if done.returncode != 0:
         said = done.stderr.decode(errors="replace").strip().splitlines()
         raise UsageError(f"installation {installation.name}", installation.activate,

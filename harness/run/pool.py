@@ -74,7 +74,7 @@ class WorkerPool:
         """The frontend's long-lived worker (started on first use)."""
         if frontend not in self._workers:
             env = {**thread_env(self.spec.threads), "TMPDIR": str(self._worker_tmp.path)}
-            self._workers[frontend] = open_worker(self.frontends[frontend], env)
+            self._workers[frontend] = open_worker(self.frontends[frontend], env, timeout=self.timeout)
         return self._workers[frontend]
 
     def worker_info(self) -> dict[str, Any]:

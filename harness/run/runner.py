@@ -191,7 +191,7 @@ class MatrixRunner:
                 continue
             progress(f"starting {name} ({installation.where()})")
             try:
-                self.facts[name] = self.pool.call(name, {"kind": "describe", "device": self.spec.device, "script": "describe", "mode": "-"})
+                self.facts[name] = self.pool.call(name, {"kind": "describe", "device": self.spec.device})
             except WorkerError as err:
                 if installation.is_default:
                     self.facts[name] = {}  # nothing reported; its cells end in error with this reason, and the run goes on

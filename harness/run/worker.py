@@ -29,24 +29,36 @@ from typing import Any
 
 from harness.errors import ScriptError, WorkerCrashed, WorkerError, WorkerTimeout
 from harness.files.paths import REPO_ROOT
+from harness.run.process_group import end_group, running, start_group
 
 __all__ = ["Worker"]
 
 log = logging.getLogger(__name__)
 
-#: How long a new worker may take to import its frontend (R's start-up, ``import torch``).
+#: How long a new worker may take to import its frontend (R's start-up, ``import torch``), unless told otherwise (a
+#: run's ``--timeout`` rules its workers' start as it rules their calls: :class:`harness.run.pool.WorkerPool`).
 _START_TIMEOUT_S = 120.0
+#: How long a worker asked to stop (or one that died) may take to exit by itself before its process group is killed.
+_EXIT_GRACE_S = 5.0
 
 
 class Worker:
     """One frontend process; restarted transparently on the next call after a crash or timeout."""
 
-    def __init__(self, name: str, handler: str, env: dict[str, str] | None = None, python: str | None = None) -> None:
-        """``env``: added to this process's environment for the child. ``python``: the child's interpreter (default: this one)."""
+    def __init__(
+        self, name: str, handler: str, env: dict[str, str] | None = None, python: str | None = None, start_timeout: float | None = None,
+    ) -> None:
+        """``env``: added to this process's environment for the child. ``python``: the child's interpreter (default: this one).
+        ``start_timeout``: seconds its start may take (default :data:`_START_TIMEOUT_S`).
+
+        The child runs in a process group of its own (:mod:`harness.run.process_group`): stopping it on a timeout, a crash
+        or :meth:`close` ends whatever it started too (a wrapper script's interpreter, R's helpers).
+        """
         self.name = name
         self.handler = handler
         self.env = env or {}
         self.python = python or sys.executable
+        self.start_timeout = _START_TIMEOUT_S if start_timeout is None else start_timeout
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: multiprocessing.connection.Connection | None = None
         self.starts = 0
@@ -59,7 +71,7 @@ class Worker:
     @property
     def alive(self) -> bool:
         """Whether the worker process is running."""
-        return self._process is not None and self._process.poll() is None
+        return self._process is not None and running(self._process)
 
     @property
     def pid(self) -> int | None:
@@ -76,7 +88,7 @@ class Worker:
         path = os.pathsep.join(p for p in (str(REPO_ROOT), self.env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))) if p)
         command = [self.python, "-c", _CHILD_MAIN, str(child.fileno()), self.handler]
         try:
-            self._process = subprocess.Popen(
+            self._process = start_group(
                 command, env={**os.environ, **self.env, "PYTHONPATH": path}, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
             )
         except OSError as err:
@@ -87,7 +99,7 @@ class Worker:
         self._conn = parent
         self.starts += 1
         started = time.perf_counter()
-        self._receive(_START_TIMEOUT_S, what="start")
+        self._receive(self.start_timeout, what="start")
         self.startup_seconds = time.perf_counter() - started
 
     def call(self, request: dict[str, Any], timeout: float) -> Any:
@@ -107,18 +119,14 @@ class Worker:
         return self._receive(timeout, what="call", request=request)
 
     def close(self) -> None:
-        """Stop the process politely, then firmly."""
+        """Stop the process politely, then firmly; whatever it started goes with it."""
         if self._conn is not None and self.alive:
             try:
                 self._conn.send(None)
             except OSError:
                 pass
         if self._process is not None:
-            try:
-                self._process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait(timeout=5)
+            end_group(self._process, _EXIT_GRACE_S)
         if self._conn is not None:
             self._conn.close()
         self._process, self._conn = None, None
@@ -130,7 +138,8 @@ class Worker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self._kill()
-                raise WorkerTimeout(f"{self.name} worker gave no answer to its {what} within {timeout:g} s; it was stopped.")
+                raise WorkerTimeout(f"{self.name} worker gave no answer to its {what} within {timeout:g} s (--timeout); it was "
+                                    "stopped, with every process it started.")
             try:
                 if self._conn.poll(min(remaining, 0.5)):
                     reply = self._conn.recv()
@@ -139,15 +148,20 @@ class Worker:
                 raise self._crashed(what) from err
             if not self.alive:
                 raise self._crashed(what)
+        failed = reply["status"] != "ok"
         for name, level, message in reply.get("logs", ()):
-            logging.getLogger(name).log(level, "%s", message)
+            # A failed call's error is its message, below: what the child logged of it (R echoes its error to the console)
+            # is shown with -v, not as a second WARNING line beside the one error line.
+            logging.getLogger(name).log(min(level, logging.INFO) if failed else level, "%s", message)
         self.last_memory = reply.get("memory", self.last_memory)
-        if reply["status"] == "ok":
+        if not failed:
             return reply["value"]
         if what == "start":
             self.close()
             raise WorkerError(f"{self.name} worker could not start: {reply['message']}")
         request = request or {}
+        if "script" not in request:  # not a cell (``describe``): no script, mode or spec to name
+            raise WorkerError(f"{self.name} worker could not answer its {request.get('kind', what)} request: {reply['message']}")
         raise ScriptError(
             self.name, str(request.get("script", "?")), str(request.get("mode", "?")),
             str(request.get("spec_summary", "")), reply["message"],
@@ -157,10 +171,9 @@ class Worker:
         process = self._process
         code = None
         if process is not None:
-            try:
-                code = process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                code = None
+            exited = _exited_within(process, _EXIT_GRACE_S)
+            code = end_group(process)  # the rest of its group too: a wrapper's child, R's helpers
+            code = code if exited else None
         self.close()
         if code is not None and code < 0:
             try:
@@ -168,13 +181,23 @@ class Worker:
             except ValueError:
                 how = f"killed by signal {-code}"
         else:
-            how = f"exited with status {code}"
-        return WorkerCrashed(f"{self.name} worker died during its {what} ({how}); it will be restarted for the next call.")
+            how = f"exited with status {code}" if code is not None else "its connection closed"
+        return WorkerCrashed(f"{self.name} worker died during its {what} ({how}).")
 
     def _kill(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.kill()
+        if self._process is not None:
+            end_group(self._process)  # at once, with everything it started
         self.close()
+
+
+def _exited_within(process: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Whether ``process`` exits within ``seconds`` (a crashed worker's status is read once it has)."""
+    deadline = time.monotonic() + seconds
+    while running(process):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 #: What the child runs: serve requests on the inherited socket (its descriptor is the first argument).
