@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from typing import Any
 
 from harness.files.paths import script_path
@@ -42,13 +43,15 @@ function(script_path, spec_json, mode, record_point) {
 """
 
 
-#: What ``describe`` asks R: its torch package's version, the libtorch it was built for, R's version (a tensor made
-#: first, so libtorch is surely loaded when the worker reads which one it mapped).
+#: What ``describe`` asks R: its torch package's version, the libtorch it was built for, R's version, and the folder the
+#: torch package was loaded from (a tensor made first, so libtorch is surely loaded when the worker reads which one it
+#: mapped). The folder says which R library this worker's R torch came from: the parent checks it is the one named.
 _DESCRIBE = """
 function() {
   invisible(torch::torch_zeros(1L))
   version <- libtorch_version()
-  c(as.character(utils::packageVersion("torch")), if (is.null(version)) "" else version, R.version.string)
+  c(as.character(utils::packageVersion("torch")), if (is.null(version)) "" else version, R.version.string,
+    normalizePath(find.package("torch"), mustWork = FALSE))
 }
 """
 
@@ -75,6 +78,7 @@ class RHandler:
 
         callbacks.consolewrite_print = _to_log(logging.INFO)
         callbacks.consolewrite_warnerror = _to_log(logging.WARNING)
+        callbacks.consoleread = _no_answer  # R asking (askYesNo, readline) gets no answer: a worker has no one to ask
         import rpy2.robjects as ro
 
         self._ro = ro
@@ -102,9 +106,10 @@ class RHandler:
     def _describe(self, device: str) -> dict[str, Any]:
         from harness.frontends.installation_facts import installation_facts
 
-        torch_version, libtorch, language = (str(v) for v in self._ro.r(_DESCRIBE)())
+        torch_version, libtorch, language, package = (str(v) for v in self._ro.r(_DESCRIBE)())
         return installation_facts("r", torch_version=torch_version, libtorch_version=libtorch or None,
-                                  language_version=language, cuda=None, device_name=device)
+                                  language_version=language, cuda=None, device_name=device, torch_package=package,
+                                  r_library=os.path.dirname(package))
 
     def _trace(self, path: str, request: dict[str, Any]) -> dict[str, Any]:
         import numpy as np
@@ -131,6 +136,13 @@ class RHandler:
         if script not in self._paths:
             self._paths[script] = str(script_path("r", script))
         return self._paths[script]
+
+
+def _no_answer(prompt: str) -> str:
+    """What R reads when it asks: nothing (``askYesNo`` then refuses). Its question is logged, never printed to the terminal
+    (rpy2's default printed "Do you want to continue? (Yes/no/cancel)" through the parent's output, and waited for input)."""
+    r_log.info("R asked, and was given no answer: %s", prompt.strip())
+    return ""
 
 
 def _to_log(level: int) -> Any:

@@ -34,7 +34,7 @@ from harness.model.timing import TimingProtocol
 from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
 from harness.run.availability import Availability, probe, r_required
-from harness.run.frontends import frontend_for
+from harness.run.frontends import check_described, frontend_for
 from harness.run.measure import measure_peaks, profile_cells, time_cells
 from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
 from harness.run.tracer import trace_pair
@@ -200,6 +200,7 @@ class MatrixRunner:
                        else "check that its R library holds the torch package and its libtorch")
                 raise UsageError(f"installation {name}", installation.where(),
                                  f"one that starts a worker ({' '.join(str(err).split())}); {fix}") from err
+            check_described(installation, self.pool.worker(name).env, self.facts[name])  # the R torch it names, not another
         return self.facts
 
     def run_cell(self, cell: Cell) -> CellResult:

@@ -46,9 +46,11 @@ class Worker:
     """One frontend process; restarted transparently on the next call after a crash or timeout."""
 
     def __init__(
-        self, name: str, handler: str, env: dict[str, str] | None = None, python: str | None = None, start_timeout: float | None = None,
+        self, name: str, handler: str, env: dict[str, str | None] | None = None, python: str | None = None,
+        start_timeout: float | None = None,
     ) -> None:
-        """``env``: added to this process's environment for the child. ``python``: the child's interpreter (default: this one).
+        """``env``: added to this process's environment for the child (``None``: a variable removed from it). ``python``: the
+        child's interpreter (default: this one).
         ``start_timeout``: seconds its start may take (default :data:`_START_TIMEOUT_S`).
 
         The child runs in a process group of its own (:mod:`harness.run.process_group`): stopping it on a timeout, a crash
@@ -88,8 +90,9 @@ class Worker:
         path = os.pathsep.join(p for p in (str(REPO_ROOT), self.env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))) if p)
         command = [self.python, "-c", _CHILD_MAIN, str(child.fileno()), self.handler]
         try:
+            environ = {key: value for key, value in {**os.environ, **self.env}.items() if value is not None}
             self._process = start_group(
-                command, env={**os.environ, **self.env, "PYTHONPATH": path}, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
+                command, env={**environ, "PYTHONPATH": path}, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
             )
         except OSError as err:
             parent.close()

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UsageError
+from harness.files.paths import REPO_ROOT
 from harness.model.result import MatrixResult
 from harness.model.timing import TimingProtocol
 from harness.run.availability import Availability
@@ -128,12 +129,14 @@ def test_results_of_two_installations_merge_into_one_judged_pair(
 
 
 def test_what_an_activation_script_exports_is_the_worker_s_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Sourced in bash with the installation's ``env`` (an R torch bundle reads AMP_RTORCH_TORCH_PYTHON): what changed is kept."""
+    """Sourced in bash with the installation's ``env`` (an R torch bundle reads AMP_RTORCH_TORCH_PYTHON): what changed is kept,
+    and this shell's R torch is not passed on: what chooses an R torch is the script's alone (none set: none given)."""
     script = tmp_path / "activate.sh"
     script.write_text('export TORCH_HOME="$HOME_OF_BUNDLE/torchhome"\nexport R_LIBS="/bundle/Rlib${R_LIBS:+:$R_LIBS}"\nplain=1\n')
     monkeypatch.setenv("R_LIBS", "/site")
     env = worker_env(Installation("r28", "r", activate=str(script), env={"HOME_OF_BUNDLE": "/b"}))
-    assert env == {"HOME_OF_BUNDLE": "/b", "TORCH_HOME": "/b/torchhome", "R_LIBS": "/bundle/Rlib:/site"}
+    assert env == {"HOME_OF_BUNDLE": "/b", "TORCH_HOME": "/b/torchhome", "R_LIBS": "/bundle/Rlib", "R_LIBS_USER": None,
+                   "R_LIBS_SITE": None, "TORCH_INSTALL": "0"}
 
 
 def test_a_failing_activation_script_is_one_line(tmp_path: Path) -> None:
@@ -159,3 +162,38 @@ def test_an_installations_file_and_a_baseline_from_the_command_line(venv_python:
     assert (stored["frontends"], stored["baseline"]) == (["python", "venv"], "venv")
     assert [(p["frontends"], p["verdict"]) for p in stored["pairs"]] == [(["venv", "python"], "identical")]
     assert "parity (venv vs python)" in done.stdout
+
+
+@pytest.mark.parametrize("kind", ["library-without-torch", "activation-that-exits-early"])
+def test_an_r_installation_that_is_not_one_is_refused_before_any_cell(
+    availability: Availability, tmp_path: Path, kind: str,
+) -> None:
+    """``NAME=r:DIR`` where DIR holds no torch, or an activation script that returns before it exports anything, ran this
+    shell's R torch under the new name and recorded the wrong library: now one line before the first cell, nothing written."""
+    require_r_torch(availability)
+    if kind == "library-without-torch":
+        place = tmp_path / "Rlib"
+        place.mkdir()
+    else:
+        place = tmp_path / "activate.sh"
+        place.write_text('return 0\nexport R_LIBS="/never/reached"\n')
+    out = tmp_path / "r.json"
+    done = run_cli("run", "--frontend", f"python,x=r:{place}", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1",
+                   "--json", str(out))
+    assert done.returncode != 0 and "amp-parity · preset" not in done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: installation x must be "), done.stderr
+    assert lines[0].endswith(f", got 'r: {place}'.") and "WARNING" not in done.stderr and "(mode -, )" not in lines[0]
+    assert not out.exists()
+
+
+def test_the_bundle_this_shell_activated_is_an_installation_too(availability: Availability, tmp_path: Path) -> None:
+    """The activation script this shell sourced, named as an installation, is accepted: what it exports is its own R torch
+    (it runs without this shell's R torch variables, so an idempotent script still exports them)."""
+    require_r_torch(availability)
+    script = REPO_ROOT.parent / "shared" / "rtorch" / "activate.sh"
+    if not script.is_file():
+        pytest.skip(f"no R torch bundle at {script}")
+    done = run_cli("run", "--frontend", f"r,again=r:{script}", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1", "--no-trace")
+    assert done.returncode == 0, done.stderr
+    assert "with_autocast-default-cpu" in done.stdout and "identical" in done.stdout
