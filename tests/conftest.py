@@ -33,6 +33,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+#: What pytest-benchmark warns while it loads the saved runs ``--benchmark-compare`` names, in its own ``pytest_configure``:
+#: no saved run (empty storage, a number that is not there) or one it cannot read (a truncated file). Under
+#: ``filterwarnings = error`` each ended the session in a 20-40 line INTERNALERROR (exit 3, the run not saved). They are
+#: not raised; the benchmarks' closing section says, in one line, which saved run was not loaded and why
+#: (tests/benchmarks/conftest.py).
+BENCHMARK_LOADING_WARNINGS = ("Can't compare. ", "Failed to load ")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Before pytest applies ``filterwarnings`` (the warnings plugin's own ``pytest_configure``, which runs next, before
+    pytest-benchmark's), let pytest-benchmark's loading warnings through as nothing: its comparison must not crash the session."""
+    for message in BENCHMARK_LOADING_WARNINGS:
+        config.addinivalue_line("filterwarnings", f"ignore:{message}:pytest_benchmark.logger.PytestBenchmarkWarning")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Skip ``slow`` tests, with the flag that runs them, unless ``--run-slow`` was given."""
     if config.getoption("--run-slow"):

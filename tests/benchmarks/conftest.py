@@ -15,11 +15,17 @@ from typing import Any
 
 import pytest
 
+from harness.files.bounded_read import read_json_file
+from tests.benchmarks import settings
 from tests.benchmarks.loss_compare import OPTION, LossComparison, LossPolicy, compare_losses, parse_policy
 from tests.benchmarks.test_protocol import CLOCK_AGREEMENTS, MISSED_TARGETS
 
 #: The loss comparisons of this session, per saved run compared with: (its file name, one comparison per cell).
 _COMPARED = pytest.StashKey[list[tuple[str, list[LossComparison]]]]()
+#: Saved runs ``--benchmark-compare`` named but could not load: one line, and whether that fails the session.
+_NOT_LOADED = pytest.StashKey[tuple[str, bool]]()
+#: A saved run is one JSON file of a few hundred kB per session (each benchmark's stats and extra_info).
+_SAVED_RUN_MAX_BYTES = 64 * 2**20
 
 
 def _policy(config: pytest.Config) -> LossPolicy:
@@ -31,8 +37,12 @@ def _policy(config: pytest.Config) -> LossPolicy:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Refuse a malformed ``--benchmark-compare-losses`` before anything runs, in one line."""
+    """Refuse a malformed ``--benchmark-compare-losses`` or ``AMP_PARITY_BENCH_*`` variable before anything runs, in one line."""
     _policy(config)
+    try:
+        settings.check_settings()
+    except ValueError as err:
+        raise pytest.UsageError(str(err)) from None
 
 
 def _runs_now_and_saved(config: pytest.Config) -> tuple[list[tuple[str, str, dict[str, Any]]], list[tuple[str, dict[str, Any]]]]:
@@ -53,12 +63,58 @@ def _runs_now_and_saved(config: pytest.Config) -> tuple[list[tuple[str, str, dic
     return now, saved
 
 
+def _not_loaded(config: pytest.Config, loaded: list[str]) -> tuple[str, bool] | None:
+    """Why a saved run ``--benchmark-compare`` names was not loaded (one line), and whether that fails the session; ``None``:
+    every one it names was.
+
+    pytest-benchmark only warns (its warnings are let through as nothing: tests/conftest.py), and compares with what it
+    could load: nothing (first run on empty storage: fine, this run is the first saved; a number that is not there, or only
+    unreadable files: the comparison asked for did not happen, so the session fails), or an older run than the last (the
+    last is unreadable: said, not failed).
+    """
+    session = getattr(config, "_benchmarksession", None)
+    storage = getattr(session, "storage", None)
+    if session is None or not session.compare or not hasattr(storage, "query"):
+        return None
+    asked = session.compare
+    try:
+        candidates = list(storage.query("[0-9][0-9][0-9][0-9]_" if asked is True else asked))
+    except ValueError as err:  # pytest-benchmark's own refusal of the pattern
+        return f"--benchmark-compare={asked}: {err}", True
+    unreadable = []
+    for path in candidates:
+        try:
+            data = read_json_file(path, _SAVED_RUN_MAX_BYTES)
+            if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
+                raise ValueError("not a saved run: no list of benchmarks")
+        except (OSError, ValueError) as err:
+            unreadable.append(f"{Path(path).name} ({getattr(err, 'strerror', None) or err})")
+    if loaded:
+        if not unreadable:
+            return None
+        return f"saved run {unreadable[-1]} could not be read: compared with {', '.join(loaded)} instead", False
+    saving = bool(config.getoption("benchmark_autosave", False) or config.getoption("benchmark_save", None))
+    then = "this run is saved: compare with it next time" if saving else "save a run (--benchmark-autosave) to compare with"
+    if unreadable:
+        return (f"losses not compared: the saved run{'s' if len(unreadable) > 1 else ''} {', '.join(unreadable)} could not be read "
+                f"(truncated?); {then}"), True
+    if asked is True:
+        return f"losses not compared: no saved run in {storage} yet; {then}", False
+    return (f"losses not compared: no saved run matches --benchmark-compare={asked} in {storage}; name one that is there "
+            "(pytest-benchmark --benchmark-compare lists them as NNNN)"), True
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Compare every cell's losses with each saved run's, and fail the session where the policy says a change fails."""
     policy = _policy(session.config)
     now, saved = _runs_now_and_saved(session.config)
     if policy.kind == "off" or not now:
         return
+    not_loaded = _not_loaded(session.config, [file for file, _ in saved])
+    if not_loaded is not None:
+        session.config.stash[_NOT_LOADED] = not_loaded
+        if not_loaded[1] and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
     cells = [(name, fullname, info) for name, fullname, info in now if "losses" in info]  # test_protocol's benchmarks keep no losses
     compared = [
         (file, [compare_losses(name, info, runs[fullname].get("extra_info", {}) if fullname in runs else None, policy)
@@ -77,19 +133,27 @@ def _print_losses(terminalreporter: pytest.TerminalReporter) -> None:
     if compared is None:
         return
     policy = _policy(config)
+    not_loaded = config.stash.get(_NOT_LOADED, None)
     if not compared:
         terminalreporter.section(f"losses vs the saved run ({OPTION}={policy})")
-        terminalreporter.line("losses not compared: no saved run was loaded (pytest-benchmark's warning says why)")
+        line, fails = not_loaded or ("losses not compared: no saved run was loaded", False)
+        terminalreporter.line(line, red=fails)
         return
+    if not_loaded is not None:
+        terminalreporter.line(not_loaded[0], red=not_loaded[1])
     for file, comparisons in compared:
         terminalreporter.section(f"losses vs saved run {file} ({OPTION}={policy})")
         for comparison in comparisons:
             terminalreporter.line(comparison.line, red=comparison.fails, green=comparison.verdict == "identical")
-        failed = [c.name for c in comparisons if c.fails]
+        failed = [c.name for c in comparisons if c.fails and c.verdict == "changed"]
         if failed:
             terminalreporter.line(f"losses changed in {len(failed)} of {len(comparisons)} benchmarks: the session fails "
                                   f"({', '.join(failed)}); if the change is meant, save a run to compare with (--benchmark-autosave)",
                                   red=True, bold=True)
+        corrupted = [c.name for c in comparisons if c.fails and c.verdict != "changed"]
+        if corrupted:
+            terminalreporter.line(f"losses not comparable in {len(corrupted)} of {len(comparisons)} benchmarks: the session fails "
+                                  f"({', '.join(corrupted)}); save a run to compare with (--benchmark-autosave)", red=True, bold=True)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -97,25 +97,50 @@ def same_build(now: Mapping[str, Any], saved: Mapping[str, Any]) -> tuple[bool, 
     return True, f"same libtorch build ({versions}{build})"
 
 
+def _same(x: float, y: float) -> bool:
+    """Equal, where NaN equals NaN: a step whose loss was NaN in both runs did not change."""
+    return x == y or (math.isnan(x) and math.isnan(y))
+
+
 def _first_difference(a: Sequence[float], b: Sequence[float]) -> int | None:
     """The first step (from 0) where two histories differ, their common length if one is a prefix, or None: equal."""
     for step, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
+        if not _same(x, y):
             return step
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
+def _rel(x: float, y: float) -> float:
+    """How far ``x`` moved from ``y``, relatively: 0 when the same (NaN and NaN too), infinite for a NaN on one side only
+    (a NaN compared as a number made every change 0) or a change from 0."""
+    if _same(x, y):
+        return 0.0
+    if math.isnan(x) or math.isnan(y) or y == 0 or math.isinf(y) or math.isinf(x):
+        return math.inf
+    return abs(x - y) / abs(y)
+
+
 def _max_rel(now: Sequence[float], saved: Sequence[float]) -> float:
     """The largest per-step relative change of the losses, over the steps both runs have."""
-    rels = [abs(x - y) / abs(y) if y != 0 else (0.0 if x == y else math.inf) for x, y in zip(now, saved, strict=False)]
-    return max(rels, default=0.0)
+    return max((_rel(x, y) for x, y in zip(now, saved, strict=False)), default=0.0)
+
+
+class _Malformed(ValueError):
+    """A saved history that is there but is not a list of numbers (a corrupted save): said as such, never as missing."""
 
 
 def _history(info: Mapping[str, Any], key: str) -> list[float] | None:
-    """A per-step history from ``extra_info`` as floats, or None where the run did not record one."""
+    """A per-step history from ``extra_info`` as floats, or None where the run did not record one.
+
+    Raises:
+        _Malformed: it is there but not a list of numbers (the message names what it is).
+    """
     values = info.get(key)
-    if not isinstance(values, list) or not all(isinstance(v, (int, float)) for v in values):
+    if values is None:
         return None
+    if not isinstance(values, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        shown = repr(values)
+        raise _Malformed(f"its {key} are not a list of numbers ({shown if len(shown) <= 60 else shown[:57] + '...'})")
     return [float(v) for v in values]
 
 
@@ -133,7 +158,14 @@ def compare_losses(name: str, now: Mapping[str, Any], saved: Mapping[str, Any] |
         return LossComparison(name, "different workload", False,
                               f"{name}: different workload (spec digest {saved['spec_digest']} → {now.get('spec_digest')}); "
                               "losses not compared")
-    saved_losses, now_losses = _history(saved, "losses"), _history(now, "losses")
+    try:
+        saved_losses, scale_saved = _history(saved, "losses"), _history(saved, "loss_scale")
+    except _Malformed as err:
+        return LossComparison(name, "not comparable", True, f"{name}: not comparable: the saved run is corrupted: {err}; re-save it")
+    try:
+        now_losses, scale_now = _history(now, "losses"), _history(now, "loss_scale")
+    except _Malformed as err:
+        return LossComparison(name, "not comparable", True, f"{name}: not comparable: this run's record is corrupted: {err}")
     if not saved_losses:
         return LossComparison(name, "not comparable", False, f"{name}: not comparable: saved run has no per-step losses (re-save it)")
     if not now_losses:
@@ -148,7 +180,7 @@ def compare_losses(name: str, now: Mapping[str, Any], saved: Mapping[str, Any] |
         at_step = ""
         if loss_step < min(len(now_losses), len(saved_losses)):
             at_step = f": {saved_losses[loss_step]!r} → {now_losses[loss_step]!r}"
-        final = (f"final loss changed from {saved_losses[-1]!r} to {now_losses[-1]!r}" if now_losses[-1] != saved_losses[-1]
+        final = (f"final loss changed from {saved_losses[-1]!r} to {now_losses[-1]!r}" if not _same(now_losses[-1], saved_losses[-1])
                  else f"final loss unchanged at {now_losses[-1]!r}")
         changes.append(f"losses changed at step {loss_step} ({span}{at_step}; largest relative change "
                        f"{_max_rel(now_losses, saved_losses):.2g}), {final}")
@@ -161,7 +193,6 @@ def compare_losses(name: str, now: Mapping[str, Any], saved: Mapping[str, Any] |
         weights_note = ""
     else:
         weights_note = "weights digest identical"
-    scale_now, scale_saved = _history(now, "loss_scale"), _history(saved, "loss_scale")
     scale_changed = False
     if scale_now is not None or scale_saved is not None:
         scale_step = _first_difference(scale_now or [], scale_saved or [])

@@ -17,7 +17,6 @@ compares with the saved run's (``--benchmark-compare-losses``, ``conftest.py``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,26 +26,27 @@ from pytest_benchmark.fixture import BenchmarkFixture
 
 from harness.judge.weight_findings import weights_digest
 from harness.model.efficiency import workload_flops
-from harness.model.timing import DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
+from harness.model.timing import DEFAULT_WARMUP_ROUNDS
 from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
-from harness.workload.installations import parse_frontends
 from harness.workload.matrix import Cell, cells_for
 from harness.workload.spec import MODES, WorkloadSpec
+from tests.benchmarks import settings
 from tests.support import require_r_torch
 
-#: Rounds per cell (the harness's default); lower it with AMP_PARITY_BENCH_ROUNDS for recipe on a CPU.
-ROUNDS = int(os.environ.get("AMP_PARITY_BENCH_ROUNDS", str(DEFAULT_ROUNDS)))
+#: Rounds per cell (the harness's default); lower it with AMP_PARITY_BENCH_ROUNDS for recipe on a CPU (checked when pytest
+#: is configured: tests/benchmarks/settings.py).
+ROUNDS = settings.rounds()
 #: The installations timed: ``AMP_PARITY_BENCH_FRONTENDS`` in ``--frontend``'s syntax (``python,py28=python:~/venv/bin/python,r``),
 #: by default this harness's own python and r. A bad value fails collection with run's one-line message.
-INSTALLATIONS = parse_frontends([os.environ["AMP_PARITY_BENCH_FRONTENDS"]] if os.environ.get("AMP_PARITY_BENCH_FRONTENDS") else None)
+INSTALLATIONS = settings.frontends()
 BENCH_CELLS = cells_for(tuple(i.name for i in INSTALLATIONS), MODES, "cpu")
 
 
 @pytest.fixture(scope="module")
 def bench_runner(availability: Availability) -> Iterator[MatrixRunner]:
     """Workers for the benchmark preset, kept alive across every round of every cell."""
-    spec = WorkloadSpec.from_preset(os.environ.get("AMP_PARITY_BENCH_PRESET", "tiny"))
+    spec = WorkloadSpec.from_preset(settings.preset("tiny"))
     with MatrixRunner(spec, INSTALLATIONS, timeout=3600, availability=availability) as runner:
         yield runner
 

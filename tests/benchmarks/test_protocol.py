@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,8 +28,9 @@ from harness.run.runner import MatrixRunner
 from harness.workload.fixtures import ensure_fixtures
 from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
+from tests.benchmarks import settings
 
-PRESET = os.environ.get("AMP_PARITY_BENCH_PRESET", "bench")
+PRESET = settings.preset("bench")
 #: What each clock-agreement benchmark measured, for the session's closing lines (tests/benchmarks/conftest.py).
 CLOCK_AGREEMENTS: list[dict[str, Any]] = []
 #: The performance targets a benchmark saw missed (within what it fails on), for the session's closing lines.

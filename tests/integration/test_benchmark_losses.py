@@ -51,3 +51,45 @@ def test_a_planted_change_fails_the_compare_and_an_unchanged_rerun_passes(tmp_pa
     assert "FAILED: same libtorch build" in line
     assert "losses changed in 1 of 1 benchmarks: the session fails" in changed.stdout
     assert "0001_base" in changed.stdout  # beside pytest-benchmark's own timing comparison
+
+
+def _section(done: subprocess.CompletedProcess[str]) -> list[str]:
+    """The loss comparison's lines (after its section header)."""
+    lines = done.stdout.splitlines()
+    start = next(k for k, line in enumerate(lines) if "losses vs" in line)
+    return [line for line in lines[start + 1:] if line and not line.startswith("=")]
+
+
+def _saved(storage: Path) -> list[str]:
+    return sorted(p.name[:4] for p in storage.glob("*/*.json"))
+
+
+def test_no_loadable_saved_run_is_one_line_and_the_run_is_saved(tmp_path: Path) -> None:
+    """Empty storage, a number that is not there, a truncated save: each was a 20-40 line INTERNALERROR (exit 3, nothing
+    saved). Now one line each; the run is saved; the first run on empty storage passes, the others fail."""
+    storage = tmp_path / "storage"
+    first = bench(storage, "--benchmark-compare", "--benchmark-autosave")
+    assert first.returncode == 0 and "INTERNALERROR" not in first.stdout + first.stderr, first.stdout[-2000:] + first.stderr[-2000:]
+    assert _section(first)[0] == f"losses not compared: no saved run in {storage} yet; this run is saved: compare with it next time"
+    assert _saved(storage) == ["0001"]
+
+    missing = bench(storage, "--benchmark-compare=0042", "--benchmark-autosave")
+    assert missing.returncode != 0 and "INTERNALERROR" not in missing.stdout + missing.stderr
+    assert _section(missing)[0].startswith(f"losses not compared: no saved run matches --benchmark-compare=0042 in {storage}")
+    assert _saved(storage) == ["0001", "0002"]
+
+    for path in storage.glob("*/*.json"):
+        path.write_text(path.read_text()[:300])
+    truncated = bench(storage, "--benchmark-compare")
+    assert truncated.returncode != 0 and "INTERNALERROR" not in truncated.stdout + truncated.stderr
+    line = _section(truncated)[0]
+    assert line.startswith("losses not compared: the saved runs 0001_") and "could not be read (truncated?)" in line
+
+
+def test_zero_rounds_is_one_line_before_anything_runs() -> None:
+    """``AMP_PARITY_BENCH_ROUNDS=0``: pytest's one ``ERROR:`` line naming the variable, and nothing timed."""
+    env = {**os.environ, "AMP_PARITY_BENCH_ROUNDS": "0"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "tests/benchmarks", "--benchmark-only", "-q", "-p", "no:cacheprovider",
+                           "-p", "no:xdist"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode != 0 and "Traceback" not in done.stdout + done.stderr
+    assert done.stderr.strip() == "ERROR: AMP_PARITY_BENCH_ROUNDS must be a whole number of timed rounds ≥ 1, got '0'"

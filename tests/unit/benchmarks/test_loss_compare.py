@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -151,3 +152,51 @@ def test_a_bad_policy_is_refused_in_one_line(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")) as caught:
         parse_policy(text)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("losses", ["1.0,0.75", [1.0, "0.75", 0.5], {"0": 1.0}, [True, False, True]], ids=["text", "a-text-step",
+                                                                                                          "object", "booleans"])
+def test_corrupted_saved_losses_are_said_to_be_corrupted_and_fail(losses: Any) -> None:
+    """Saved losses that are there but not a list of numbers passed as "saved run has no per-step losses": now the line says
+    the save is corrupted, what it holds, and the comparison fails (it compared nothing)."""
+    result = compare_losses(NAME, info(), info(losses=losses), AUTO)
+    assert (result.verdict, result.fails) == ("not comparable", True)
+    assert result.line.startswith(f"{NAME}: not comparable: the saved run is corrupted: its losses are not a list of numbers (")
+    assert result.line.endswith("); re-save it")
+
+
+def test_a_corrupted_saved_loss_scale_is_said_too() -> None:
+    """The same for the loss-scale history: corrupted is not "unchanged"."""
+    result = compare_losses(NAME, info(loss_scale=[1.0, 2.0]), info(loss_scale="big"), AUTO)
+    assert result.fails and "its loss_scale are not a list of numbers ('big')" in result.line
+
+
+def test_a_nan_saved_loss_is_a_change_beyond_any_tolerance() -> None:
+    """A NaN saved where this run has a number printed "largest relative change 0" and passed a tolerance: it is infinitely
+    far, and fails every policy that judges losses."""
+    saved = info(losses=[1.0, math.nan, 0.5])
+    for policy in (AUTO, parse_policy("tolerance:1")):
+        result = compare_losses(NAME, info(), saved, policy)
+        assert result.fails and "losses changed at step 1 (of steps 0–2: nan → 0.75; largest relative change inf)" in result.line
+
+
+def test_nan_at_the_same_step_in_both_runs_is_no_change() -> None:
+    """Two runs that both diverged to NaN at a step did not change there (NaN equals NaN here)."""
+    both = [1.0, math.nan, math.nan]
+    result = compare_losses(NAME, info(losses=both, final_loss=math.nan), info(losses=both, final_loss=math.nan), AUTO)
+    assert (result.verdict, result.fails) == ("identical", False)
+
+
+@pytest.mark.parametrize(("value", "expected"), [("0", None), ("-2", None), ("abc", None), ("", 10), ("3", 3)])
+def test_bench_rounds_are_a_whole_number_of_one_or_more(monkeypatch: pytest.MonkeyPatch, value: str, expected: int | None) -> None:
+    """``AMP_PARITY_BENCH_ROUNDS=0`` failed in pytest-benchmark with a raw ValueError: it is refused in one line naming the
+    variable (unset or empty: the harness's default)."""
+    from harness.model.timing import DEFAULT_ROUNDS
+    from tests.benchmarks.settings import rounds
+
+    monkeypatch.setenv("AMP_PARITY_BENCH_ROUNDS", value)
+    if expected is None:
+        with pytest.raises(ValueError, match=f"^AMP_PARITY_BENCH_ROUNDS must be a whole number of timed rounds ≥ 1, got '{value}'$"):
+            rounds()
+    else:
+        assert rounds() == (DEFAULT_ROUNDS if value == "" else expected)

@@ -1,0 +1,73 @@
+"""The benchmarks' environment variables, each read and checked in one place: a bad value is one line before anything runs.
+
+``AMP_PARITY_BENCH_ROUNDS=0`` failed inside pytest-benchmark with a raw ``ValueError``, ``abc`` at import with a
+traceback. ``tests/benchmarks/conftest.py`` calls :func:`check_settings` when pytest is configured and refuses a bad
+value in one ``ERROR:`` line (a ``pytest.UsageError``); the benchmarks then read the values through these functions.
+"""
+
+from __future__ import annotations
+
+import os
+
+from harness.errors import AmpParityError
+from harness.model.timing import DEFAULT_ROUNDS
+from harness.workload.installations import Installation, parse_frontends
+from harness.workload.spec import PRESETS
+
+__all__ = ["ROUNDS_ENV", "check_settings", "frontends", "preset", "rounds"]
+
+ROUNDS_ENV = "AMP_PARITY_BENCH_ROUNDS"
+PRESET_ENV = "AMP_PARITY_BENCH_PRESET"
+FRONTENDS_ENV = "AMP_PARITY_BENCH_FRONTENDS"
+
+
+def rounds() -> int:
+    """Timed rounds per cell: ``AMP_PARITY_BENCH_ROUNDS``, default the harness's (lower it for ``recipe`` on a CPU).
+
+    Raises:
+        ValueError: not a whole number ≥ 1 (one line naming the variable).
+    """
+    text = os.environ.get(ROUNDS_ENV, "").strip() or str(DEFAULT_ROUNDS)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{ROUNDS_ENV} must be a whole number of timed rounds ≥ 1, got {os.environ.get(ROUNDS_ENV)!r}")
+    return value
+
+
+def preset(default: str) -> str:
+    """The preset timed: ``AMP_PARITY_BENCH_PRESET``, else ``default`` (the cells' ``tiny``, the protocol's ``bench``).
+
+    Raises:
+        ValueError: not a preset's name.
+    """
+    name = os.environ.get(PRESET_ENV, "").strip() or default
+    if name not in PRESETS:
+        raise ValueError(f"{PRESET_ENV} must be one of {', '.join(PRESETS)}, got {os.environ.get(PRESET_ENV)!r}")
+    return name
+
+
+def frontends() -> tuple[Installation, ...]:
+    """The installations timed: ``AMP_PARITY_BENCH_FRONTENDS`` in ``--frontend``'s syntax, by default this harness's python and r.
+
+    Raises:
+        ValueError: what ``run --frontend`` would refuse (its own one line).
+    """
+    value = os.environ.get(FRONTENDS_ENV)
+    try:
+        return parse_frontends([value] if value else None)
+    except AmpParityError as err:
+        raise ValueError(f"{FRONTENDS_ENV}: {err}") from err
+
+
+def check_settings() -> None:
+    """Read every variable once, so a bad one is refused before any benchmark runs.
+
+    Raises:
+        ValueError: the first bad value, in one line.
+    """
+    rounds()
+    preset("tiny")
+    frontends()
