@@ -270,6 +270,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _trace(args: argparse.Namespace) -> int:
     """``harness trace``: the record calls of the chosen cells, then every pair traced; each pair's whole explanation."""
+    from harness.errors import UsageError
     from harness.run.prepare import require_device
     from harness.run.runner import MatrixRunner
     from harness.views.table import make_console, print_trace
@@ -279,6 +280,8 @@ def _trace(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
     frontends = _parse_frontends(args)
+    if len(frontends) < 2:  # a trace is of pairs: one frontend ran its cells, traced nothing and said nothing
+        raise UsageError("--frontend", ",".join(args.frontend or ()), "two frontends or more for trace (it traces pairs)")
     require_device(spec)
     console = make_console()
     with MatrixRunner(spec, frontends, timeout=args.timeout, scaler_lift=args.scaler_lift, known=_known(args),

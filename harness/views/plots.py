@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from harness.files.atomic import atomic_path
@@ -22,7 +23,7 @@ from harness.model.result import CellResult, MatrixResult
 from harness.views.formatting import frontend_order
 from harness.workload.spec import CLIP_MODE, MODES
 
-__all__ = ["plot_loss_diff", "plot_losses", "plot_timing", "timing_samples"]
+__all__ = ["LEGEND_MAX_ENTRIES", "TIMING_MAX_ROWS", "plot_loss_diff", "plot_losses", "plot_timing", "timing_samples"]
 
 _STYLE: dict[str, dict[str, Any]] = {
     "python": {"color": "tab:blue", "linestyle": "-", "marker": "o"},
@@ -38,6 +39,12 @@ _MORE_STYLES: tuple[dict[str, Any], ...] = (
     {"color": "tab:cyan", "linestyle": ":", "marker": "h"},
 )
 _REFERENCE_STYLE: dict[str, Any] = {"color": "black", "linestyle": ":", "linewidth": 1.5}
+#: A legend lists at most this many lines; past it, the last entry says how many more there are. A merge of 100 inputs
+#: drew a legend of 100 entries, far taller than its panel (the report's tables list every one).
+LEGEND_MAX_ENTRIES = 12
+#: The timing plot draws at most this many cells, one row each (0.45 inch a row): a merge of 100 inputs made a figure
+#: of hundreds of rows. The rest are named in the last row; the report's timing table has every one.
+TIMING_MAX_ROWS = 48
 _PAIR_STYLE: dict[str, Any] = {"color": "tab:red", "linestyle": "-", "marker": "s"}
 
 
@@ -89,9 +96,10 @@ def plot_loss_diff(result: MatrixResult, target: Path) -> Path:
 
 def plot_timing(result: MatrixResult, target: Path) -> Path:
     """Time per cell with its spread (median, min–max whiskers, every sample as a dot)."""
-    cells = [c for c in result.cells if c.ok and c.record]
+    ran = [c for c in result.cells if c.ok and c.record]
+    cells = ran[:TIMING_MAX_ROWS]
     rounds = bool(cells) and all(timing_samples(c)[1] == "round" for c in cells)
-    fig = Figure(figsize=(9, 1.2 + 0.45 * max(len(cells), 1)), layout="constrained")
+    fig = Figure(figsize=(9, 1.2 + 0.45 * max(len(cells) + (len(ran) > len(cells)), 1)), layout="constrained")
     ax = fig.add_subplot()
     for row, cell in enumerate(cells):
         samples, _unit = timing_samples(cell, rounds)
@@ -104,7 +112,8 @@ def plot_timing(result: MatrixResult, target: Path) -> Path:
             fmt="D", color=style["color"], capsize=4, label=cell.frontend,
         )
         ax.plot(samples, [row] * len(samples), "|", color=style["color"], alpha=0.6, markersize=10)
-    ax.set_yticks(range(len(cells)), [f"{c.mode} · {c.frontend}" for c in cells])
+    more = [f"… and {len(ran) - len(cells)} more cells (the report's timing table lists them)"] if len(ran) > len(cells) else []
+    ax.set_yticks(range(len(cells) + len(more)), [f"{c.mode} · {c.frontend}" for c in cells] + more)
     ax.invert_yaxis()
     ax.set_xlim(left=0)
     unit = "loop seconds per timed round" if rounds else "seconds per epoch (the script's own clock)"
@@ -161,8 +170,7 @@ def _finish(ax: Axes, result: MatrixResult, mode: str, has_data: bool, empty: st
         ax.text(0.5, 0.5, why, ha="center", va="center", transform=ax.transAxes, wrap=True)
         ax.set_xticks([])
         ax.set_yticks([])
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small")
+    _legend(ax)
 
 
 def _diff_line(ax: Axes, a: np.ndarray, b: np.ndarray, label: str, style: Mapping[str, Any]) -> bool:
@@ -204,10 +212,21 @@ def _style(frontend: str, result: MatrixResult | None = None) -> dict[str, Any]:
 
 
 def _dedupe_legend(ax: Axes) -> None:
+    _legend(ax)
+
+
+def _legend(ax: Axes) -> None:
+    """The axes' legend, each label once, at most :data:`LEGEND_MAX_ENTRIES` entries (the last then says how many more)."""
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
-    if unique:
-        ax.legend(unique.values(), unique.keys(), fontsize="small", loc="best")
+    if not unique:
+        return
+    names, shown = list(unique), list(unique.values())
+    if len(names) > LEGEND_MAX_ENTRIES:
+        hidden = len(names) - (LEGEND_MAX_ENTRIES - 1)
+        names = [*names[: LEGEND_MAX_ENTRIES - 1], f"… and {hidden} more (listed in the report's tables)"]
+        shown = [*shown[: LEGEND_MAX_ENTRIES - 1], Line2D([], [], linestyle="none")]
+    ax.legend(shown, names, fontsize="small", loc="best")
 
 
 def _save(fig: Figure, target: Path) -> Path:

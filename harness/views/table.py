@@ -151,6 +151,9 @@ def print_trace(result: MatrixResult, console: Console | None = None) -> None:
     footnote = lift_footnote(result.cells)
     if footnote:
         console.print(footnote, style="magenta", soft_wrap=True)
+    if not result.pairs:
+        console.print("no pair to trace: no two frontends ran one script × mode × device (name two or more with --frontend)",
+                      style="yellow", soft_wrap=True)
     for pair in result.pairs:
         console.print()
         console.print(f"[{_VERDICT_STYLE.get(pair.verdict, '')}]{pair.summary}[/]", soft_wrap=True)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from harness.model.result import CellResult, MatrixResult, Memory
-from harness.model.timing import Timing
+from harness.model.timing import MIN_ROUNDS_FOR_SPREAD, Timing
 from harness.views.formatting import cell_text, mib, num
 
 __all__ = ["efficiency_section", "targets_section", "frontend_costs", "timing_section"]
@@ -66,7 +66,8 @@ def timing_section(result: MatrixResult) -> list[str]:
         "Loop: the script's own clock around its training loop; call: the harness's clock around the call, as a benchmark "
         "round sees it. Harness overhead = call − workload: the bridge (pipe, serialization, rpy2), the harness's own cost. "
         "Script set-up = workload − loop: building the model and optimizer in the frontend, each call; the frontend's own "
-        "cost, not the harness's. CV: standard deviation ÷ mean of the loop times (from 3 rounds).", "",
+        f"cost, not the harness's. CV: standard deviation ÷ mean of the loop times (— below {MIN_ROUNDS_FOR_SPREAD} timed rounds: "
+        "too few for a spread).", "",
         *[f"- {name}: script set-up {setup * 1e3:.2f} ms per call (its own cost), harness bridge "
           f"{bridge * 1e3:.2f} ms (medians over its cells); clock: {clocks.get(name) or 'not recorded'}."
           for name, (setup, bridge) in costs.items()],
