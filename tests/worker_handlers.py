@@ -49,3 +49,13 @@ class PidHandler:
         if request.get("hang"):
             time.sleep(3600)
         return os.getpid()
+
+
+class WarnThenFailHandler:
+    """Logs a warning (as R echoes its error to the console), then fails: the parent shows one error, not a WARNING too."""
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        import logging
+
+        logging.getLogger("harness.r").warning("Error in loadNamespace(x) : there is no package called 'torch'")
+        raise ValueError("there is no package called 'torch'")

@@ -527,6 +527,10 @@ def check_merged_result_place(path: Path, overwrite: bool, inputs: Sequence[Path
     given = next((p for p in inputs if _same_place(path, p)), None)
     if given is not None:
         raise UsageError("--json", str(path), f"a file apart from the results it merges (it is the input {given}), even with --overwrite")
+    real = Path(os.path.realpath(path))
+    holder = next((p for p in inputs if Path(os.path.realpath(weights_dir_for(Path(p)))) in real.parents), None)
+    if holder is not None:  # a weights folder from before markers (schema 2) is an input's too
+        raise UsageError("--json", str(path), f"a path outside the weights folder {weights_dir_for(Path(holder))} of the input {holder}")
     name = next((n for n in report_files if _same_place(path, Path(report) / n)), None)
     if name is not None:
         raise UsageError("--json", str(path), f"a file apart from the report written to --out {report} (it is the report's {name})")

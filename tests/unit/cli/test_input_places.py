@@ -186,3 +186,18 @@ def test_a_merge_of_a_result_whose_weights_folder_is_a_truncated_file_fails(slic
     victim.write_bytes(victim.read_bytes()[:100])
     done = run_cli("merge", *map(str, slices), "--out", str(tmp_path / "rep"))
     assert done.returncode != 0 and "error: 1 of 4 pairs could not be compared (with_autocast-default-cpu: cannot read r's" in done.stderr
+
+
+def test_trace_with_one_frontend_is_refused_before_it_runs() -> None:
+    """``trace --frontend python`` ran its cells, traced nothing and said nothing: a trace needs a pair."""
+    line = _refused(run_cli("trace", "--frontend", "python"))
+    assert line == "error: --frontend must be two frontends or more for trace (it traces pairs), got 'python'."
+
+
+def test_the_report_names_the_rounds_a_spread_needs() -> None:
+    """The CV note said "(from 3 rounds)" whatever the rounds were: it says a spread needs 3 rounds or more."""
+    from tests.support import report_text
+
+    text = report_text(golden())
+    assert "(from 3 rounds)" not in text and "CV: standard deviation ÷ mean of the loop times (— below 3 timed rounds: too few for a " \
+                                              "spread)." in text
