@@ -183,8 +183,22 @@ _SPEC_FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "seed": (_is_int, "a whole number"), "threads": (_is_int, "a whole number"), "lr": (_is_number, "a number"),
 }
 
-_PEAK = _object({"tflops": _NUMBER, "n": _INT, "samples_tflops": _NUMBERS, "layout": _nullable(_STR),
-                 "layouts_tflops": _nullable(_OBJECT)}, optional={"layout", "layouts_tflops"}, expected="an object (a measured peak)")
+_PEAK_FIELDS = _object({"tflops": _NUMBER, "n": _INT, "samples_tflops": _NUMBERS, "layout": _nullable(_STR),
+                        "layouts_tflops": _nullable(_OBJECT)}, optional={"layout", "layouts_tflops"},
+                       expected="an object (a measured peak)")
+
+
+def _peak(value: object, where: str) -> None:
+    """A measured peak; one that names its fastest layout lists every layout's rate (the report prints them)."""
+    _PEAK_FIELDS(value, where)
+    assert isinstance(value, Mapping)
+    if value.get("layout") and not isinstance(value.get("layouts_tflops"), Mapping):
+        raise _Refused(f"{where}.layouts_tflops", "an object of each layout's TFLOP/s (the peak names its layout)",
+                       value.get("layouts_tflops"), missing="layouts_tflops" not in value)
+
+
+_peak.expected = "an object (a measured peak)"  # type: ignore[attr-defined]
+_PEAK = _peak
 _PEAKS = _object({"device": _STR, "threads": _INT, "by_dtype": _values(_nullable(_PEAK), "an object of peaks by dtype"),
                   "reason": _nullable(_STR)}, optional={"reason"}, expected="an object (the measured matmul peaks)")
 
@@ -266,9 +280,16 @@ _TRACE = _object({
 }, optional={"first_difference", "last_identical", "triggers", "reproduced", "seconds", "error"}, expected="an object (a traced pair)")
 _WORKER = _object({"startup_seconds": _nullable(_NUMBER), "starts": _nullable(_INT)}, optional={"startup_seconds", "starts"},
                   expected="an object (a worker's start-ups)")
+#: What the run found of this machine (:meth:`harness.run.availability.Availability.to_json`); the report prints it.
+_ENVIRONMENT = _object({
+    **{name: _nullable(_STR) for name in ("python_version", "platform", "torch_version", "rscript", "rpy2_version",
+                                           "python_unavailable", "r_unavailable")},
+    "r": _nullable(_values(_anything, "an object (what the probe of R found)")),
+}, optional={"python_version", "platform", "torch_version", "rscript", "rpy2_version", "python_unavailable", "r_unavailable", "r"},
+    expected="an object (the machine the run found)")
 _SOURCE = _object({
     "file": _STR, "created": _STR, "host": _STR, "frontends": _STRINGS, "devices": _STRINGS, "cells": _STRINGS,
-    "environment": _OBJECT, "spec": _spec, "peaks": _PEAKS, "protocol": _protocol,
+    "environment": _ENVIRONMENT, "spec": _spec, "peaks": _PEAKS, "protocol": _protocol,
 }, optional={"spec", "peaks", "protocol", "environment", "host", "created"}, expected="an object (a merged input)")
 _FIXTURE = _object({"digest": _nullable(_STR), "sha256": _nullable(_STR), "path": _nullable(_STR)},
                    optional={"digest", "sha256", "path"}, expected="an object (the fixture file)")
@@ -276,7 +297,7 @@ _FIXTURE = _object({"digest": _nullable(_STR), "sha256": _nullable(_STR), "path"
 #: The current schema, field by field (what ``MatrixResult.from_json`` reads; ``pairs`` and ``targets`` are verdicts).
 RESULT: dict[str, Check] = {
     "schema_version": _INT, "created": _STR, "wall_seconds": _NUMBER, "spec": _spec, "spec_digest": _STR, "fixture": _FIXTURE,
-    "environment": _OBJECT, "protocol": _protocol, "workers": _values(_WORKER, "an object of workers"), "peaks": _PEAKS,
+    "environment": _ENVIRONMENT, "protocol": _protocol, "workers": _values(_WORKER, "an object of workers"), "peaks": _PEAKS,
     "reference": _REFERENCE, "reference_seconds": _NUMBER, "warnings": _STRINGS,
     "cells": _list(_CELL, "a non-empty list of cells (a run has one cell at least)", non_empty=True),
     "judging": _STR, "traces": _list(_TRACE, "a list of traced pairs"),

@@ -121,6 +121,10 @@ _CASES: dict[str, tuple[Edit, str]] = {
                                        "cells[0].gemm_profile.half_share must be a number or null, but got 'most'."),
     "a record's skipped as numbers": (_set("cells", 4, "record", "skipped", value=[0, 1]),
                                       "cells[4].record.skipped[0] must be true or false, but got 0."),
+    "the R environment as text": (_set("environment", "r", value="x"), "environment.r must be an object (what the probe of R "
+                                                                       "found) or null, but got 'x'."),
+    "a peak's layout without its layouts": (_set("peaks", "by_dtype", "float32", "layouts_tflops", value=None),
+                                            "peaks.by_dtype.float32.layouts_tflops must be an object of each layout's TFLOP/s"),
 }
 
 
