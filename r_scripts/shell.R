@@ -16,15 +16,14 @@ amp_parity_r_dir <- dirname(r_file_path() %||% file.path(getwd(), "r_scripts", "
 
 #' The script's mode and run spec, from the harness: its flags are parsed by the Python scripts' parser.
 #'
-#' Runs `python -m harness prepare --shell-of <script>.R --shell-modes <modes> -- <args>` from the
+#' Runs `python -m harness prepare --shell-of <script>.R -- <args>` from the
 #' checkout's root (the folder above r_scripts/), with `python` from `AMP_PARITY_PYTHON` (default
 #' `python3`): one parser for both languages, so the flags, `--help` and every refusal read the same
 #' (`harness.run.prepare.prepare_shell_run`). It prints the help (status 0: printed here, and `NULL` is
 #' returned), or `{"mode", "debug", "spec"}` as one JSON object, or one line `error: ...` and a
 #' non-zero status, which becomes this function's error.
-prepare_shell_run <- function(args, modes) {
+prepare_shell_run <- function(args, script) {
   python <- Sys.getenv("AMP_PARITY_PYTHON", "python3")
-  script <- basename(r_file_path() %||% "script.R")
   old_wd <- setwd(dirname(amp_parity_r_dir))
   on.exit(setwd(old_wd), add = TRUE)
   old_library_path <- Sys.getenv("LD_LIBRARY_PATH")
@@ -32,7 +31,7 @@ prepare_shell_run <- function(args, modes) {
   on.exit(Sys.setenv(LD_LIBRARY_PATH = old_library_path), add = TRUE)
   # system2() quotes the command but passes the arguments to the shell as they are.
   python_fix <- c(i = "Set {.envvar AMP_PARITY_PYTHON} to a Python that can import the harness.")
-  command <- c("-m", "harness", "prepare", "--shell-of", script, "--shell-modes", paste(modes, collapse = ","), "--", args)
+  command <- c("-m", "harness", "prepare", "--shell-of", paste0(script, ".R"), "--", args)
   output <- tryCatch(
     suppressWarnings(system2(python, shQuote(command), stdout = TRUE, stderr = TRUE)),
     error = function(err) abort_cli(c("Could not run {.code {python}}: {conditionMessage(err)}.", python_fix))
@@ -94,7 +93,7 @@ python_library_path <- function() {
 #' `--help` prints the Python script's help, named for this script, and exits 0. Any error prints one
 #' line and exits with status 1, without R's traceback unless `--debug` (Python's twin gets it from
 #' exit_with_error()).
-main_cli <- function(modes, run_workload) {
+main_cli <- function(script, run_workload) {
   options(cli.width = 10000L) # one message per line: the process is ours and ends here
   args <- commandArgs(trailingOnly = TRUE)
   # Read before the flags are parsed, so that a parse error shows its traceback too.
@@ -106,7 +105,7 @@ main_cli <- function(modes, run_workload) {
   failed <- tryCatch(
     withCallingHandlers(
       {
-        prepared <- prepare_shell_run(args, modes)
+        prepared <- prepare_shell_run(args, script)
         if (!is.null(prepared)) {
           require_r_torch()
           record <- run_workload(prepared$spec, prepared$mode)

@@ -76,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     from harness.run.pool import DEFAULT_TIMEOUT_S
     from harness.run.prepare import add_scaler_lift_argument, add_weights_out_arguments, path_argument
     from harness.workload.flags import OneLineParser, add_spec_arguments, positive_seconds, whole_number
+    from harness.workload.optimizers import OPTIMIZERS
+    from harness.workload.scripts import SCRIPTS
 
     # --debug and -v are accepted before or after the command ("run with --debug" must work as printed):
     # every parser shares the two actions, which leave their name unset unless given (see main()), so the
@@ -151,10 +153,12 @@ def _parser() -> argparse.ArgumentParser:
     add_spec_arguments(prepare, with_modes=False)
     add_weights_out_arguments(prepare)
     add_scaler_lift_argument(prepare)
-    # R's shell mode: `prepare --shell-of with_autocast.R --shell-modes default,autocast -- ARGS` parses the
-    # script's own ARGS with the Python scripts' parser (harness.run.prepare.prepare_shell_run); not for people.
+    prepare.add_argument("--script", default="with_autocast", choices=tuple(SCRIPTS),
+                         help="the script pair whose run spec to print (its modes are part of it)")
+    prepare.add_argument("--optimizer", default="sgd", help=f"the optimizer the run spec names: one of {', '.join(OPTIMIZERS)}")
+    # R's shell mode: `prepare --shell-of with_autocast.R -- ARGS` parses the script's own ARGS with the Python
+    # scripts' parser (harness.run.prepare.prepare_shell_run); the pair is the file's stem. Not for people.
     prepare.add_argument("--shell-of", default=None, help=argparse.SUPPRESS)
-    prepare.add_argument("--shell-modes", default=None, help=argparse.SUPPRESS)
     prepare.add_argument("shell_args", nargs="*", help=argparse.SUPPRESS)
     return parser
 
@@ -214,10 +218,12 @@ def _run(args: argparse.Namespace) -> int:
     from harness.views.report import REPORT_FILES
     from harness.views.table import make_console, print_result
     from harness.workload.flags import spec_from_args
+    from harness.workload.optimizers import parse_optimizers
     from harness.workload.spec import parse_modes
 
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
+    optimizers = parse_optimizers(args.optimizer, spec.preset)
     protocol = TimingProtocol(args.warmup_rounds, args.rounds, args.max_seconds, args.interleave)
     frontends = _parse_frontends(args)
     require_device(spec)
@@ -235,7 +241,7 @@ def _run(args: argparse.Namespace) -> int:
             trace=args.trace, known=_known(args), baseline=args.baseline,
         ) as runner:
             with console.status("running cells...") as status:
-                result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile,
+                result = runner.run(modes, optimizers, on_progress=status.update, protocol=protocol, profile=args.profile,
                                     judging="tolerance_only" if args.tolerance_only else "strict")
             saved = None
             if claim is not None:
@@ -265,18 +271,20 @@ def _trace(args: argparse.Namespace) -> int:
     from harness.run.runner import MatrixRunner
     from harness.views.table import make_console, print_trace
     from harness.workload.flags import spec_from_args
+    from harness.workload.optimizers import parse_optimizers
     from harness.workload.spec import parse_modes
 
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
+    optimizers = parse_optimizers(args.optimizer, spec.preset)
     frontends = _parse_frontends(args)
     require_device(spec)
     console = make_console()
     with MatrixRunner(spec, frontends, timeout=args.timeout, scaler_lift=args.scaler_lift, known=_known(args),
                       baseline=args.baseline) as runner:
         with console.status("running cells...") as status:
-            result = runner.run(modes, on_progress=status.update, judging="tolerance_only" if args.tolerance_only else "strict",
-                                measure=False, trace_all=True)
+            result = runner.run(modes, optimizers, on_progress=status.update,
+                                judging="tolerance_only" if args.tolerance_only else "strict", measure=False, trace_all=True)
     print_trace(result, console)
     return exit_status(result)
 
@@ -396,15 +404,18 @@ def _prepare(args: argparse.Namespace) -> None:
     """Print the run spec: for ``prepare``'s own flags, or (``--shell-of``) for a script's flags given after ``--``."""
     from harness.errors import UsageError
     from harness.run.prepare import prepare_shell_run, prepare_shell_run_spec
+    from harness.workload.scripts import SCRIPTS
 
     if args.shell_of is None:
         if args.shell_args:
             raise UsageError("prepare", " ".join(args.shell_args), "given flags only (see python -m harness prepare --help)")
-        print(json.dumps(prepare_shell_run_spec(args)))
+        print(json.dumps(prepare_shell_run_spec(args, args.script)))
         return
-    modes = tuple((args.shell_modes or "").split(","))
     try:
-        prepared = prepare_shell_run(args.shell_args, modes, prog=args.shell_of)
+        script = Path(args.shell_of).stem
+        if script not in SCRIPTS:
+            raise UsageError("--shell-of", args.shell_of, f"one of the scripts: {', '.join(f'{s}.R' for s in SCRIPTS)}")
+        prepared = prepare_shell_run(args.shell_args, script, prog=args.shell_of)
     except Exception as err:
         lines.exit_with_error(err, debug=lines.debugging() or "--debug" in args.shell_args)
     print(json.dumps(prepared))

@@ -82,7 +82,7 @@ def compare_result(
             # The cell's own AMP dtype: a merged result's devices may have run in different ones (bfloat16 on CPU, float16 on CUDA).
             amp_dtype = (base.record.amp_dtype if base.record else None) or result.spec.amp_dtype
             if base.ok and other.ok and amp_dtype:
-                tolerance = tolerance_for(base.mode, base.device, amp_dtype, result.steps, expectation(base, other).identical)
+                tolerance = tolerance_for(base.cell.properties, base.device, amp_dtype, result.steps, expectation(base, other).identical)
             trace = traces.get((base.pair, (base.frontend, other.frontend)))
             verdict = compare_cells(base, other, tolerance, judging, trace, known)
             files = (inputs.get(base.id), inputs.get(other.id))
@@ -159,7 +159,7 @@ def compare_cells(
     expected = expectation(a, b)
     try:
         steps = max(len(ra.losses), len(rb.losses), 1)
-        tol = tolerance or tolerance_for(a.mode, a.device, str(ra.amp_dtype), steps, expected.identical)
+        tol = tolerance or tolerance_for(a.cell.properties, a.device, str(ra.amp_dtype), steps, expected.identical)
     except SpecError as err:
         return _verdict(a, names, "error", [headline(a.pair, names, "error", f"no tolerance for this record: {err}")], {})
     found = find_pair(names, a.mode, a.device, ra, rb, tol, (a.reference_distance, b.reference_distance))
@@ -252,4 +252,4 @@ def _status_verdict(a: CellResult, names: tuple[str, str], statuses: StatusFindi
 
 
 def _verdict(a: CellResult, names: tuple[str, str], verdict: str, explanation: list[str], details: dict[str, Any]) -> PairVerdict:
-    return PairVerdict(a.pair, a.script, a.mode, a.device, names, verdict, explanation, details)
+    return PairVerdict(a.pair, a.script, a.mode, a.device, names, verdict, explanation, details, a.optimizer)

@@ -31,6 +31,7 @@ from harness.model.timing import Stats, Timing, TimingProtocol, TimingSamples, r
 from harness.model.trace import PairTrace
 from harness.model.verdicts import CELL_OUTCOMES, CellVerdict, Float64Check, PairVerdict, ReferenceDistance, TargetCheck
 from harness.workload.matrix import Cell
+from harness.workload.scripts import SCRIPTS
 from harness.workload.spec import WorkloadSpec
 
 __all__ = [
@@ -68,7 +69,10 @@ __all__ = [
 #: Version 7 adds installations as frontends: each cell's ``installation`` (what ran it, what its worker reported), the
 #: result's ``frontends`` (their order) and ``baseline`` (what every other frontend is paired with), and ``sources``
 #: (the results a ``harness merge`` was made of; empty for a run).
-RESULT_SCHEMA_VERSION = 7
+#: Version 8 adds the optimizer axis: each cell's ``optimizer`` (its row of harness/workload/optimizers.py), the float64
+#: reference as one trajectory per optimizer (``reference.trajectories``), and the ratio to default within one script,
+#: optimizer and frontend (each script declares its own ``default``).
+RESULT_SCHEMA_VERSION = 8
 Json = dict[str, Any]
 
 
@@ -151,6 +155,11 @@ class CellResult:
         return self.cell.script
 
     @property
+    def optimizer(self) -> str:
+        """The optimizer row the cell ran (harness/workload/optimizers.py)."""
+        return self.cell.optimizer
+
+    @property
     def mode(self) -> str:
         """The mode the script ran."""
         return self.cell.mode
@@ -167,14 +176,14 @@ class CellResult:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CellResult:
-        """A stored cell (schema 4)."""
+        """A stored cell (this schema; :func:`harness.store.result_file.load_result` upgrades older ones)."""
 
         def optional(name: str, build: Any) -> Any:
             value = data.get(name)
             return None if value is None else build(value)
 
         return cls(
-            cell=Cell(data["frontend"], data["script"], data["mode"], data["device"]),
+            cell=Cell(data["frontend"], data["script"], data["mode"], data["optimizer"], data["device"]),
             status=Status(data["status"]), reason=data.get("reason"),
             record=optional("record", RunRecord.from_json),
             reference_distance=optional("reference_distance", ReferenceDistance.from_json),
@@ -194,7 +203,8 @@ class CellResult:
 
         return {
             "id": self.id, "pair": self.pair, "frontend": self.frontend, "script": self.script, "mode": self.mode,
-            "device": self.device, "status": str(self.status), "reason": self.reason, "record": optional(self.record),
+            "optimizer": self.optimizer, "device": self.device, "status": str(self.status), "reason": self.reason,
+            "record": optional(self.record),
             "reference_distance": optional(self.reference_distance), "wall_seconds": self.wall_seconds,
             "memory": optional(self.memory), "timing": optional(self.timing), "efficiency": optional(self.efficiency),
             "gemm_profile": None if self.gemm_profile is None else dict(self.gemm_profile),
@@ -225,40 +235,35 @@ class Peaks:
 
 @dataclass(frozen=True)
 class ReferenceSummary:
-    """The float64 trajectories (losses only), or why there are none; ``replayed``: each one replayed over a run's skipped steps."""
+    """The float64 trajectories (losses only), or why there are none.
+
+    ``trajectories``: one per optimizer, clipped or not, and replayed over a run's skipped steps where one skipped:
+    each ``{"optimizer", "clip", "skipped_steps", "losses"}``.
+    """
 
     available: bool
     reason: str | None
-    losses: tuple[float, ...] | None = None
-    losses_clipped: tuple[float, ...] | None = None
-    replayed: tuple[Mapping[str, Any], ...] = ()
+    trajectories: tuple[Mapping[str, Any], ...] = ()
 
-    def losses_for(self, clip: bool, skipped: Collection[int] = ()) -> tuple[float | None, ...] | None:
-        """The float64 losses a run is compared with: plain or clipped (``clip``), replayed over the steps it
-        ``skipped``; ``None`` where the result has none (no reference, or none replayed over exactly those steps)."""
+    def losses_for(self, optimizer: str, clip: bool, skipped: Collection[int] = ()) -> tuple[float | None, ...] | None:
+        """The float64 losses a run is compared with: ``optimizer``'s, plain or clipped (``clip``), replayed over the steps
+        it ``skipped``; ``None`` where the result has none (no reference, or none for exactly those)."""
         if not self.available:
             return None
         steps = sorted(skipped)
-        if steps:
-            return next((tuple(r["losses"]) for r in self.replayed if bool(r["clip"]) == clip and list(r["skipped_steps"]) == steps), None)
-        return self.losses_clipped if clip else self.losses
+        return next((tuple(t["losses"]) for t in self.trajectories
+                     if t["optimizer"] == optimizer and bool(t["clip"]) == clip and list(t["skipped_steps"]) == steps), None)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReferenceSummary:
         """The inverse of :meth:`to_json`."""
-        return cls(
-            bool(data["available"]), data.get("reason"), _tuple(data.get("losses")), _tuple(data.get("losses_clipped")),
-            tuple(data.get("replayed") or ()),
-        )
+        return cls(bool(data["available"]), data.get("reason"), tuple(dict(t) for t in data.get("trajectories") or ()))
 
     def to_json(self) -> Json:
         """Plain data (an unavailable reference stores only why)."""
         if not self.available:
             return {"available": False, "reason": self.reason}
-        return {
-            "available": True, "reason": self.reason, "losses": _list(self.losses),
-            "losses_clipped": _list(self.losses_clipped), "replayed": [dict(r) for r in self.replayed],
-        }
+        return {"available": True, "reason": self.reason, "trajectories": [dict(t) for t in self.trajectories]}
 
 
 @dataclass(frozen=True)
@@ -383,21 +388,26 @@ class Memory:
 
 
 def with_time_vs_default(cells: Sequence[CellResult], paired: bool = False) -> list[CellResult]:
-    """``time_vs_default``: this cell's loop time ÷ its frontend's ``default`` cell's, when the spread supports it.
+    """``time_vs_default``: this cell's loop time ÷ its script's ``default`` cell's (the mode its pair declares as the
+    baseline), same optimizer, frontend and device, when the spread supports it: a ratio compares one thing.
 
     ``time_vs_default_note`` says what the ratio rests on or, when it is ``None``, why (see :func:`harness.model.timing.ratio`).
     """
-    base: dict[tuple[str, str], Timing | None] = {
-        (c.frontend, c.device): c.timing for c in cells if c.mode == "default" and c.status is Status.OK
+    def key(c: CellResult) -> tuple[str, str, str, str]:
+        return (c.script, c.optimizer, c.frontend, c.device)
+
+    base: dict[tuple[str, str, str, str], Timing | None] = {
+        key(c): c.timing for c in cells
+        if c.status is Status.OK and c.script in SCRIPTS and c.mode == SCRIPTS[c.script].baseline
     }
     out = []
     for c in cells:
-        key = (c.frontend, c.device)
         if c.status is not Status.OK:
             value, note = None, f"cell {c.status}"
-        elif key not in base:
-            value, note = None, "no default cell to compare with"
+        elif key(c) not in base:
+            baseline = SCRIPTS[c.script].baseline if c.script in SCRIPTS else "default"
+            value, note = None, f"no {baseline} cell of {c.script} with {c.optimizer} to compare with"
         else:
-            value, note = ratio(c.timing, base[key], paired)
+            value, note = ratio(c.timing, base[key(c)], paired)
         out.append(dataclasses.replace(c, time_vs_default=value, time_vs_default_note=note))
     return out

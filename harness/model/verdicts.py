@@ -44,6 +44,8 @@ class PairVerdict:
     verdict: str
     explanation: list[str] = field(default_factory=list, hash=False)
     details: dict[str, Any] = field(default_factory=dict, hash=False)
+    #: The optimizer row both cells ran (results before schema 8: plain SGD).
+    optimizer: str = "sgd"
 
     @property
     def ok(self) -> bool:
@@ -66,13 +68,13 @@ class PairVerdict:
         return cls(
             pair=data["pair"], script=data["script"], mode=data["mode"], device=data["device"],
             frontends=(data["frontends"][0], data["frontends"][1]), verdict=data["verdict"],
-            explanation=list(data["explanation"]), details=dict(data["details"]),
+            explanation=list(data["explanation"]), details=dict(data["details"]), optimizer=data.get("optimizer", "sgd"),
         )
 
     def to_json(self) -> dict[str, Any]:
         """Plain data (JSON-ready)."""
         return {
-            "pair": self.pair, "script": self.script, "mode": self.mode, "device": self.device,
+            "pair": self.pair, "script": self.script, "mode": self.mode, "optimizer": self.optimizer, "device": self.device,
             "frontends": list(self.frontends), "verdict": self.verdict,
             "explanation": list(self.explanation), "details": self.details,
         }

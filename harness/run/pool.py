@@ -96,11 +96,11 @@ class WorkerPool:
 
     def declared_unsupported(self, cell: Cell) -> bool:
         """Whether the frontend is known not to support this cell (it still runs, to notice a change)."""
-        return (cell.script, cell.device) in self.frontends[cell.frontend].unsupported
+        return (cell.properties.scaler, cell.device) in self.frontends[cell.frontend].unsupported
 
     def expected_to_run(self, cell: Cell) -> bool:
         """Whether the cell should run: supported, or declared unsupported but run with one check lifted (``scaler_lift``)."""
-        lifted = self.scaler_lift and (cell.script, cell.device) in self.frontends[cell.frontend].lifted
+        lifted = self.scaler_lift and (cell.properties.scaler, cell.device) in self.frontends[cell.frontend].lifted
         return lifted or not self.declared_unsupported(cell)
 
     def call(self, frontend: str, request: dict[str, Any]) -> Any:
@@ -127,7 +127,8 @@ class WorkerPool:
         weights_out = self.staging / f"{cell.id}.safetensors" if save_weights else None
         return {
             "script": cell.script, "mode": cell.mode, "spec_summary": self.spec.summary(),
-            "run_spec": prepare_run_spec(self.spec, weights_out, self.fixture, save_weights=save_weights, scaler_lift=self.scaler_lift),
+            "run_spec": prepare_run_spec(self.spec, cell.script, cell.optimizer, weights_out, self.fixture, save_weights=save_weights,
+                                         scaler_lift=self.scaler_lift),
             **extra,
         }
 

@@ -25,7 +25,7 @@ from harness.judge.assess import assess_result
 from harness.judge.cells import judge_cell
 from harness.judge.known_differences import KnownDifference, load_known_differences
 from harness.judge.pairs import compare_result, needs_trace
-from harness.judge.record_check import SCALER_MODES, judge_record
+from harness.judge.record_check import judge_record
 from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
 from harness.model.efficiency import cell_efficiency
@@ -42,7 +42,8 @@ from harness.run.tracer import trace_pair
 from harness.workload.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
 from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation
 from harness.workload.matrix import Cell, cells_for
-from harness.workload.spec import CLIP_MODE, WorkloadSpec
+from harness.workload.optimizers import PRESET_OPTIMIZERS
+from harness.workload.spec import WorkloadSpec
 
 __all__ = ["MatrixRunner", "collect_warnings"]
 
@@ -92,10 +93,12 @@ class MatrixRunner:
         self.pool = WorkerPool(spec, self.fixture, self.availability, timeout, staging, scaler_lift,
                                {i.name: frontend_for(i) for i in self.installations})
         self._arrays: dict[str, Any] | None = None
-        self._references: dict[tuple[bool, frozenset[int]], Reference] = {}
+        self._references: dict[tuple[str, bool, frozenset[int]], Reference] = {}
         #: Seconds spent computing the float64 reference (part of the matrix's wall time).
         self.reference_seconds = 0.0
         self.reference_reason = reference_skip_reason(spec)
+        #: The optimizers the last run ran (their float64 trajectories go into its result).
+        self._optimizers: tuple[str, ...] = PRESET_OPTIMIZERS.get(spec.preset, ("sgd",))
 
     def __enter__(self) -> MatrixRunner:
         return self
@@ -110,6 +113,7 @@ class MatrixRunner:
     def run(
         self,
         modes: tuple[str, ...],
+        optimizers: tuple[str, ...] | None = None,
         on_progress: Callable[[str], None] | None = None,
         protocol: TimingProtocol | None = None,
         profile: bool | None = None,
@@ -117,7 +121,8 @@ class MatrixRunner:
         measure: bool = True,
         trace_all: bool = False,
     ) -> MatrixResult:
-        """Run every cell of the matrix, then time and measure them; return the whole (unsaved) result.
+        """Run every cell of the matrix (``modes`` × ``optimizers``, default the preset's optimizers), then time and
+        measure them; return the whole (unsaved) result.
 
         ``profile`` (default: on CUDA only) profiles one step of each Python cell's GEMMs. ``judging``
         (``strict`` or ``tolerance_only``, see :mod:`harness.judge.tolerances`) is how pairs are judged; the
@@ -130,8 +135,10 @@ class MatrixRunner:
         progress = on_progress or (lambda text: None)
         started = time.time()
         self.describe_installations(progress)
+        optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, ("sgd",))
+        self._optimizers = optimizers
         cells = []
-        for cell in cells_for(self.frontends, modes, self.spec.device):
+        for cell in cells_for(self.frontends, modes, optimizers, self.spec.device):
             outcome = self._run_cell(cell)  # judged once, with the rest, by assess_result at the end
             cells.append(outcome)
             progress(f"{cell.id}: {outcome.status}")
@@ -168,7 +175,8 @@ class MatrixRunner:
         progress = on_progress or (lambda text: None)
         traces = []
         for verdict in verdicts:
-            a, b = (result.cell(Cell(name, verdict.script, verdict.mode, verdict.device).id) for name in verdict.frontends)
+            a, b = (result.cell(Cell(name, verdict.script, verdict.mode, verdict.optimizer, verdict.device).id)
+                    for name in verdict.frontends)
             trace = trace_pair(self.pool, a, b)
             traces.append(trace)
             found = trace.first_difference
@@ -245,39 +253,40 @@ class MatrixRunner:
         outcome = CellResult(cell, status, reason, record=record, wall_seconds=wall_seconds, memory=Memory.from_json(memory))
         # A scaler run is judged against the steps it really took: the reference skips its skipped steps too.
         skipped = record.skipped_step_indices
-        reference = self.reference(clip=cell.mode == CLIP_MODE, skipped=skipped)
+        reference = self.reference(cell.optimizer, clip=cell.properties.clip, skipped=skipped)
         if reference is None or status is not Status.OK:
             return outcome
         assert record.weights_path is not None
         distance = measure_distance(list(record.losses), load_file(record.weights_path), reference, skipped)
         return dataclasses.replace(outcome, reference_distance=distance)
 
-    def reference(self, clip: bool, skipped: frozenset[int] = frozenset()) -> Reference | None:
-        """The float64 trajectory (with or without clipping, replaying ``skipped`` steps), computed once
-        per kind; ``None`` when too costly."""
+    def reference(self, optimizer: str, clip: bool, skipped: frozenset[int] = frozenset()) -> Reference | None:
+        """The float64 trajectory of ``optimizer`` (with or without clipping, replaying ``skipped`` steps), computed
+        once per kind; ``None`` when too costly."""
         if self.reference_reason is not None:
             return None
-        key = (clip, skipped)
+        key = (optimizer, clip, skipped)
         if key not in self._references:
             started = time.perf_counter()
             if self._arrays is None:
                 self._arrays = load_fixture_arrays(self.fixture)
-            self._references[key] = run_reference(self.spec, self._arrays, clip=clip, skipped=skipped)
+            self._references[key] = run_reference(self.spec, self._arrays, clip=clip, skipped=skipped, optimizer=optimizer)
             self.reference_seconds += time.perf_counter() - started
         return self._references[key]
 
     def reference_summary(self) -> ReferenceSummary:
-        """The reference trajectories for the result file (losses only; weights stay in memory), and each one
-        replayed over a run's skipped steps (``replayed``: clip or not, the steps, the losses)."""
+        """The reference trajectories for the result file (losses only; weights stay in memory): each optimizer's that
+        ran, plain and clipped, and each one replayed over a run's skipped steps."""
         if self.reference_reason is not None:
             return ReferenceSummary(available=False, reason=self.reference_reason)
-        plain, clipped = self.reference(False), self.reference(True)
-        assert plain is not None and clipped is not None
-        replayed = tuple(
-            {"clip": clip, "skipped_steps": sorted(skipped), "losses": ref.losses.tolist()}
-            for (clip, skipped), ref in self._references.items() if skipped
+        for optimizer in self._optimizers:
+            for clip in (False, True):
+                self.reference(optimizer, clip)
+        trajectories = tuple(
+            {"optimizer": optimizer, "clip": clip, "skipped_steps": sorted(skipped), "losses": ref.losses.tolist()}
+            for (optimizer, clip, skipped), ref in self._references.items()
         )
-        return ReferenceSummary(True, None, tuple(plain.losses.tolist()), tuple(clipped.losses.tolist()), replayed)
+        return ReferenceSummary(True, None, trajectories)
 
 
 def collect_warnings(cells: Sequence[CellResult], spec: WorkloadSpec | None = None) -> list[str]:
@@ -302,7 +311,7 @@ def collect_warnings(cells: Sequence[CellResult], spec: WorkloadSpec | None = No
             )
     warnings += [f"{c.id}: {c.gemm_problem}" for c in cells if c.gemm_problem]
     warnings += [f"{c.id}: {c.reason}" for c in cells if c.status is Status.OK and c.reason]
-    if spec is not None and spec.overflow_steps and not any(c.mode in SCALER_MODES for c in cells):
+    if spec is not None and spec.overflow_steps and not any(c.cell.properties.skips_steps for c in cells):
         warnings.append(f"overflow_steps {list(spec.overflow_steps)} given, but no scaler mode ran: nothing was injected")
     if scripts_root() != REPO_ROOT:
         warnings.append(f"scripts ran from {scripts_root()} (${SCRIPTS_ENV}), not from this checkout")

@@ -26,14 +26,15 @@ from typing import NoReturn
 
 from harness.errors import ResultError
 from harness.judge.cells import reference_losses_for
-from harness.judge.record_check import SCALER_MODES, describe_loss, judge_record
+from harness.judge.record_check import describe_loss, expected_injections, judge_record
 from harness.judge.reference import largest_loss_error, relative_loss_errors
 from harness.model.efficiency import Efficiency, cell_efficiency
 from harness.model.record import RECORD_SCHEMA_VERSION
 from harness.model.result import CellResult, MatrixResult, Status, with_time_vs_default
 from harness.model.timing import RoundLog, Timing
 from harness.model.verdicts import finite_or_none
-from harness.workload.spec import SCRIPTS
+from harness.workload.optimizers import OPTIMIZERS
+from harness.workload.scripts import SCRIPTS
 
 __all__ = ["MAX_PEAK_TFLOPS", "MIN_PEAK_TFLOPS", "check_consistency"]
 
@@ -126,8 +127,12 @@ class _Checker:
 
     def cell(self, where: str, cell: CellResult) -> None:
         spec = self.result.spec
-        if cell.script not in SCRIPTS or cell.mode not in SCRIPTS[cell.script]:
-            self.refuse(f"{where}.mode", cell.mode, f"script {cell.script!r} runs the modes {', '.join(SCRIPTS.get(cell.script, ()))}")
+        if cell.script not in SCRIPTS:
+            self.refuse(f"{where}.script", cell.script, f"one of the scripts {', '.join(SCRIPTS)}")
+        if cell.mode not in SCRIPTS[cell.script].mode_names:
+            self.refuse(f"{where}.mode", cell.mode, f"script {cell.script!r} runs the modes {', '.join(SCRIPTS[cell.script].mode_names)}")
+        if cell.optimizer not in OPTIMIZERS:
+            self.refuse(f"{where}.optimizer", cell.optimizer, f"one of the optimizers {', '.join(OPTIMIZERS)}")
         # A merged result holds the devices its inputs ran on (harness/store/merge.py); a run, its spec's one.
         devices = {spec.device} | {str(d) for source in self.result.sources for d in source.get("devices") or ()}
         if cell.device not in devices:
@@ -153,14 +158,17 @@ class _Checker:
         language = str(cell.installation.get("language")) if cell.installation else cell.frontend
         if record.frontend != language:
             self.refuse(f"{where}.record.frontend", record.frontend, f"the cell's frontend {cell.frontend!r} runs {language!r}")
-        for name in ("script", "mode", "device"):
+        for name in ("script", "mode", "optimizer", "device"):
             if getattr(record, name) != getattr(cell, name):
                 self.refuse(f"{where}.record.{name}", getattr(record, name), f"the cell's {name} is {getattr(cell, name)!r}")
         losses = list(record.losses)
         if cell.status is Status.OK:
             # A stored record keeps the version its script wrote (older results hold older records): its content
             # is judged, not its version, which only a script's fresh answer must match.
-            status, reason = judge_record(record.to_json() | {"schema_version": RECORD_SCHEMA_VERSION}, spec, cell.cell)
+            # A record from before version 5 did not say where it injected (every script then injected where asked).
+            injected = expected_injections(spec, cell.cell) if record.injected_steps is None else list(record.injected_steps)
+            fresh = {"schema_version": RECORD_SCHEMA_VERSION, "optimizer": record.optimizer, "injected_steps": injected}
+            status, reason = judge_record(record.to_json() | fresh, spec, cell.cell)
             if status is not Status.OK:
                 step = next((i for i, v in enumerate(losses) if not _finite(v)), None)
                 if status is Status.NUMERICAL_FAILURE and step is not None:
@@ -168,7 +176,7 @@ class _Checker:
                 self.refuse(f"{where}.record", _Said(f"a record with {len(losses)} losses"), f"the cell's status is ok ({reason})")
             skipped = record.skipped_step_indices
             for step, value in enumerate(losses):
-                if cell.mode in SCALER_MODES and not _finite(value) and step not in skipped:
+                if cell.cell.properties.skips_steps and not _finite(value) and step not in skipped:
                     self.refuse(f"{where}.record.losses[{step}]", value,
                                 f"step {step} was not skipped: a scaler skips every step whose loss is not finite")
         last = losses[-1] if losses else None

@@ -27,7 +27,8 @@ from harness.judge.assess import assess_result
 from harness.judge.known_differences import KnownDifference
 from harness.model.result import CellResult, MatrixResult
 from harness.store.result_file import load_result
-from harness.workload.spec import SCRIPTS
+from harness.workload.optimizers import OPTIMIZERS
+from harness.workload.scripts import SCRIPTS
 
 __all__ = ["blocking_differences", "merge_results"]
 
@@ -151,9 +152,9 @@ def _source(path: Path, result: MatrixResult) -> dict[str, Any]:
 
 
 def _in_matrix_order(cells: list[CellResult], frontends: list[str]) -> tuple[CellResult, ...]:
-    """Script, mode, device, then frontend: a pair's cells side by side, as a run lists them."""
-    scripts = list(SCRIPTS)
-    return tuple(sorted(cells, key=lambda c: (scripts.index(c.script), SCRIPTS[c.script].index(c.mode), c.device,
-                                              frontends.index(c.frontend))))
+    """Script, mode, optimizer, device, then frontend: a pair's cells side by side, as a run lists them."""
+    scripts, optimizers = list(SCRIPTS), list(OPTIMIZERS)
+    return tuple(sorted(cells, key=lambda c: (scripts.index(c.script), SCRIPTS[c.script].mode_names.index(c.mode),
+                                              optimizers.index(c.optimizer), c.device, frontends.index(c.frontend))))
 
 

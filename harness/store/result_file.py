@@ -27,6 +27,7 @@ from harness.judge.tolerances import DEFAULT_JUDGING
 from harness.model.result import RESULT_SCHEMA_VERSION, MatrixResult
 from harness.model.shape import check_result_shape
 from harness.store.consistency import check_consistency
+from harness.workload.matrix import Cell
 
 __all__ = [
     "RESULT_MAX_BYTES", "WEIGHTS_MARKER", "WEIGHTS_SUFFIX", "is_result_file", "load_result", "save_result", "stored_form",
@@ -250,6 +251,45 @@ def _update_to_7(data: dict[str, Any], path: Path) -> dict[str, Any]:
     return data | {"schema_version": 7, "frontends": frontends, "baseline": "python", "sources": []}
 
 
+#: The optimizer every result before schema 8 ran: the AMP recipe's plain SGD (the ``sgd`` row).
+_OPTIMIZER_BEFORE_8 = "sgd"
+
+
+def _update_to_8(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Version 7 → 8: the optimizer axis. Every earlier cell ran plain SGD (the ``sgd`` row), so each gets that optimizer
+    and the ids that name it (cells, traces, a merge's sources); the float64 reference becomes one trajectory per
+    optimizer. ×default now compares within one script: ``cuda_amp_grad_scaler`` had no default of its own then, so its
+    cells' ratios (taken over with_autocast's default) are not shown."""
+    renamed: dict[str, str] = {}
+    cells = []
+    for cell in data["cells"]:
+        cell = dict(cell) | {"optimizer": _OPTIMIZER_BEFORE_8}
+        new = Cell(cell["frontend"], cell["script"], cell["mode"], _OPTIMIZER_BEFORE_8, cell["device"])
+        renamed[str(cell.get("id"))] = new.id
+        cell |= {"id": new.id, "pair": new.pair}
+        if cell["script"] == "cuda_amp_grad_scaler" and cell.get("time_vs_default") is not None:
+            cell |= {"time_vs_default": None,
+                     "time_vs_default_note": "not shown: before schema 8 it divided by with_autocast's default cell"}
+        cells.append(cell)
+
+    def pair(old: Any) -> Any:  # script-mode-device → script-mode-sgd-device (script and mode names have no '-')
+        base, dash, device = str(old).rpartition("-")
+        return f"{base}-{_OPTIMIZER_BEFORE_8}-{device}" if dash else old
+
+    traces = [t | {"pair": pair(t.get("pair"))} if isinstance(t, dict) else t for t in data.get("traces") or ()]
+    sources = [s | {"cells": [renamed.get(str(c), c) for c in s.get("cells") or ()]} if isinstance(s, dict) else s
+               for s in data.get("sources") or ()]
+    reference = data.get("reference")
+    if isinstance(reference, dict) and reference.get("available"):
+        trajectories: list[dict[str, Any]] = [
+            {"optimizer": _OPTIMIZER_BEFORE_8, "clip": clip, "skipped_steps": [], "losses": reference.get(name)}
+            for clip, name in ((False, "losses"), (True, "losses_clipped")) if reference.get(name) is not None
+        ]
+        trajectories += [{"optimizer": _OPTIMIZER_BEFORE_8} | dict(r) for r in reference.get("replayed") or () if isinstance(r, dict)]
+        reference = {"available": True, "reason": reference.get("reason"), "trajectories": trajectories}
+    return data | {"schema_version": 8, "cells": cells, "traces": traces, "sources": sources, "reference": reference}
+
+
 def _stored_number(value: Any, path: Path, where: str) -> float | None:
     """``value`` if it is a number or null; an upgrade step computes with it.
 
@@ -264,7 +304,7 @@ def _stored_number(value: Any, path: Path, where: str) -> float | None:
 
 #: The step that upgrades a file of each older version by one.
 _UPDATES: dict[int, Callable[[dict[str, Any], Path], dict[str, Any]]] = {2: _update_to_3, 3: _update_to_4, 4: _update_to_5, 5: _update_to_6,
-                                                                      6: _update_to_7}
+                                                                      6: _update_to_7, 7: _update_to_8}
 
 
 def _map_stored_weights_paths(result: dict[str, Any], change: Callable[[str], str]) -> dict[str, Any]:

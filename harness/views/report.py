@@ -21,7 +21,7 @@ from harness.model.verdicts import CELL_OUTCOMES, PairVerdict
 from harness.views.formatting import cell_text, frontend_order, lift_footnote, num, status_text
 from harness.views.plots import plot_loss_diff, plot_losses, plot_timing
 from harness.views.timing_sections import efficiency_section, targets_section, timing_section
-from harness.workload.spec import MODES
+from harness.workload.scripts import all_mode_names
 
 __all__ = ["PLOT_FILES", "REPORT_FILE", "REPORT_FILES", "render_markdown", "write_report"]
 
@@ -109,7 +109,9 @@ def _summary(result: MatrixResult, verdicts: list[PairVerdict]) -> list[str]:
             lines.append(f"- **{frontend} was not run** (every {frontend} cell skipped): {cell_text(own[0].reason)}")
     reference = result.reference
     if reference.available:
-        lines.append(f"- float64 reference: computed ({len(reference.losses or ())} steps, plain and clipped).")
+        optimizers = sorted({str(t["optimizer"]) for t in reference.trajectories})
+        lines.append(f"- float64 reference: computed for {len(optimizers)} optimizer(s), plain and clipped "
+                     f"({len(reference.trajectories)} trajectories, {result.steps} steps each).")
     else:
         lines.append(f"- float64 reference: not computed — {cell_text(reference.reason)}.")
     return [*lines, ""]
@@ -191,7 +193,7 @@ def _speed(result: MatrixResult) -> list[str]:
     base = frontends[0] if frontends else result.baseline
     others = frontends[1:]
     devices = sorted({c.device for c in result.cells})
-    rows = [(d, m) for d in devices for m in MODES if any(c.mode == m and c.device == d for c in result.cells)]
+    rows = [(d, m) for d in devices for m in all_mode_names() if any(c.mode == m and c.device == d for c in result.cells)]
     label = "mode" if len(devices) < 2 else "device · mode"
     head = (f"| {label} | " + " | ".join(f"{f} loop s (median) | {f} ÷ default" for f in frontends)
             + "".join(f" | {f} ÷ {base}" for f in others) + " |")

@@ -39,6 +39,8 @@ FAMILIES: tuple[str, ...] = ("r", "ignite")
 Value = float | int | bool | tuple[float, float]
 #: ``lr = SPEC_LR``: the row's learning rate is the spec's ``lr`` (each preset's, chosen for SGD on its sizes).
 SPEC_LR = "spec"
+#: A row's hyperparameter as the table writes it: a value, or ``SPEC_LR``.
+Setting = Value | str
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ class Optimizer:
     family: str
     python: str
     r: str
-    args: Mapping[str, Value]
+    args: Mapping[str, Setting]
     reasons: Mapping[str, str]
     state: tuple[StateEntry, ...] = ()
     python_names: Mapping[str, str] = field(default_factory=dict)
@@ -82,9 +84,7 @@ class Optimizer:
 
     def resolved_args(self, spec_lr: float, overrides: Mapping[str, Any] | None = None) -> dict[str, Value]:
         """The hyperparameters a run uses: the row's, ``lr`` from the spec where the row says so, then ``overrides``."""
-        values: dict[str, Value] = dict(self.args)
-        if values.get("lr") == SPEC_LR:
-            values["lr"] = spec_lr
+        values: dict[str, Value] = {name: spec_lr if isinstance(value, str) else value for name, value in self.args.items()}
         values.update(overrides or {})
         return values
 
@@ -288,23 +288,27 @@ def check_optimizer_args(overrides: object) -> dict[str, dict[str, Value]]:
     return out
 
 
-def _check_value(where: str, default: Value | str, value: object) -> Value:
+def _check_value(where: str, default: Setting, value: object) -> Value:
     """``value`` if it is of the kind ``default`` is (a flag, a whole number, a number, a pair of numbers)."""
-    def number(v: object) -> bool:
-        return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
-
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise SpecError(where, value, "true or false")
         return value
     if isinstance(default, tuple):
-        if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(number(v) for v in value):
+        if not isinstance(value, (list, tuple)) or len(value) != 2:
             raise SpecError(where, value, "two finite numbers >= 0, e.g. [0.9, 0.99]")
-        return (float(value[0]), float(value[1]))  # type: ignore[index]
-    if not number(value):
-        raise SpecError(where, value, "a finite number >= 0")
-    if isinstance(default, int) and not isinstance(default, bool):
-        if isinstance(value, float) and not value.is_integer():
+        return (_number(where, value[0], "two finite numbers >= 0, e.g. [0.9, 0.99]"),
+                _number(where, value[1], "two finite numbers >= 0, e.g. [0.9, 0.99]"))
+    number = _number(where, value, "a finite number >= 0")
+    if isinstance(default, int):
+        if not number.is_integer():
             raise SpecError(where, value, "a whole number")
-        return int(value)  # type: ignore[arg-type]
-    return float(value)  # type: ignore[arg-type]
+        return int(number)
+    return number
+
+
+def _number(where: str, value: object, expected: str) -> float:
+    """``value`` as a float if it is a finite number >= 0 (not a flag)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise SpecError(where, value, expected)
+    return float(value)
