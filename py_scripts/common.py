@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 
 __all__ = [
     "CLOCK_NAME",
-    "clip_coef",
+    "amp_parity_point",
     "clock",
     "device_name",
     "dtype_name",
@@ -45,6 +45,7 @@ __all__ = [
     "resume_gc",
     "save_final_weights",
     "set_trace_sink",
+    "tracing",
     "sync_device",
     "torch_dtype",
     "trace_optimizer_state",
@@ -133,6 +134,7 @@ def make_optimizer(spec: dict[str, Any], net: torch.nn.Sequential) -> torch.opti
     python = spec["optimizer"]["python"]
     args = {name: tuple(value) if isinstance(value, list) else value for name, value in python["args"].items()}
     optimizer: torch.optim.Optimizer = getattr(torch.optim, python["class"])(net.parameters(), **args)
+    _trace_state["params"] = [name for name, _param in named_parameters(net)]  # what {param} points are named by
     return optimizer
 
 
@@ -165,16 +167,6 @@ def found_inf(scaler: torch.amp.GradScaler, opt: torch.optim.Optimizer) -> torch
     return sum(scaler._found_inf_per_device(opt).values(), torch.zeros((), device=scaler._scale.device))  # type: ignore[union-attr]
 
 
-def clip_coef(max_norm: float, total_norm: torch.Tensor) -> torch.Tensor:
-    """The clip coefficient as ``clip_grad_norm_`` computes it from the norm it returns (for the trace only).
-
-    The same expression as torch/nn/utils/clip_grad.py (``max_norm / (total_norm + 1e-6)``, before the
-    clamp to 1), evaluated by this language's operators: a Python number over a tensor is
-    ``Tensor.__rtruediv__``, which torch/_tensor.py computes as ``reciprocal() * max_norm``.
-    """
-    return max_norm / (total_norm + 1e-6)
-
-
 def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int) -> torch.Tensor:
     """The model's forward, module by module, each module's output a trace point (``forward.layer0``, ``forward.relu0``, ...).
 
@@ -194,13 +186,21 @@ def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int) -> torch.Tenso
 
 
 #: Where trace points go: ``sink`` is None in every call but a traced one, for which the harness's worker
-#: installs its recorder (harness/frontends/trace_recorder.py) with :func:`set_trace_sink`.
-_trace_state: dict[str, Any] = {"sink": None}
+#: installs its recorder (harness/frontends/trace_recorder.py) with :func:`set_trace_sink`; ``step``: the step of the
+#: last point, which a point inside a binding's function is recorded at; ``params``: the parameters' names in the order
+#: the optimizer visits them (``{param}`` points).
+_trace_state: dict[str, Any] = {"sink": None, "step": 0, "params": []}
 
 
 def set_trace_sink(sink: Callable[[int, str, torch.Tensor], None] | None) -> None:
     """Send every :func:`trace_point` to ``sink(step, name, tensor)`` from now on (``None``: back to no-ops)."""
     _trace_state["sink"] = sink
+    _trace_state["step"] = 0
+
+
+def tracing() -> bool:
+    """Whether this call is traced (a sink is installed): the points inside the binding's functions are patched in then."""
+    return _trace_state["sink"] is not None
 
 
 def trace_point(step: int, name: str, value: torch.Tensor | Callable[[], torch.Tensor]) -> None:
@@ -213,7 +213,21 @@ def trace_point(step: int, name: str, value: torch.Tensor | Callable[[], torch.T
     """
     sink = _trace_state["sink"]
     if sink is not None:
+        _trace_state["step"] = step
         sink(step, name, value() if callable(value) else value)
+
+
+def amp_parity_point(name: str, value: torch.Tensor | float, index: int | None = None) -> None:
+    """A trace point inside one of the binding's functions (a *point* patch, harness/workload/patches.toml): the value the
+    function computed and then uses, at the current step; ``{param}`` in ``name`` is the ``index``-th parameter (0-based,
+    as Python's loops count). A number (a bias correction, a step size) is recorded as a float64 scalar, as R's twin
+    records an R double."""
+    if _trace_state["sink"] is None:
+        return
+    if index is not None:
+        name = name.replace("{param}", _trace_state["params"][int(index)])
+    tensor = value if isinstance(value, torch.Tensor) else torch.tensor(float(value), dtype=torch.float64)
+    trace_point(_trace_state["step"], name, tensor)
 
 
 def trace_parameters(step: int, stage: str, net: torch.nn.Sequential, grads: bool) -> None:

@@ -28,7 +28,6 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 import torch
 
 from py_scripts.common import (
-    clip_coef,
     clock,
     device_name,
     dtype_name,
@@ -52,6 +51,7 @@ from py_scripts.common import (
     trace_parameters,
     trace_point,
 )
+from py_scripts.patches import applied_switches, binding_patches
 from py_scripts.shell import main_cli
 
 SCRIPT = "cuda_amp_grad_scaler"
@@ -84,58 +84,58 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     gc_state = pause_gc()
     reset_peak_memory(device)
     sync_device(device)
-    epoch_start = clock()
-    step = 0
-    for _epoch in range(spec["epochs"]):
-        for i in range(spec["num_batches"]):
-            trace_point(step, "batch.data", data[i])
-            trace_point(step, "batch.targets", targets[i])
-            with torch.autocast(device_type=device, dtype=amp_dtype, enabled=properties["autocast"]):
-                output = forward(net, data[i], step)
-                loss = loss_fn(output, targets[i])
-            trace_point(step, "loss", loss)
-            if output_dtype is None:
-                output_dtype, loss_dtype = dtype_name(output.dtype), dtype_name(loss.dtype)
-            scaled_loss = scaler.scale(loss)
-            trace_point(step, "loss.scaled", scaled_loss)
-            scaled_loss.backward()
-            trace_parameters(step, "grad.backward", net, grads=True)
-            inject = step in overflow_steps
-            if inject:
-                injected_steps.append(step)
-            if inject and not inject_after_unscale:
-                inject_overflow(net)
-            if use_clip or (inject and inject_after_unscale):
-                scaler.unscale_(opt)
-                trace_parameters(step, "grad.unscaled", net, grads=True)
-                if inject and inject_after_unscale:
+    # The binding's functions as the run spec patches them (reconciliation switches; trace points when traced).
+    with binding_patches(spec):
+        epoch_start = clock()
+        step = 0
+        for _epoch in range(spec["epochs"]):
+            for i in range(spec["num_batches"]):
+                trace_point(step, "batch.data", data[i])
+                trace_point(step, "batch.targets", targets[i])
+                with torch.autocast(device_type=device, dtype=amp_dtype, enabled=properties["autocast"]):
+                    output = forward(net, data[i], step)
+                    loss = loss_fn(output, targets[i])
+                trace_point(step, "loss", loss)
+                if output_dtype is None:
+                    output_dtype, loss_dtype = dtype_name(output.dtype), dtype_name(loss.dtype)
+                scaled_loss = scaler.scale(loss)
+                trace_point(step, "loss.scaled", scaled_loss)
+                scaled_loss.backward()
+                trace_parameters(step, "grad.backward", net, grads=True)
+                inject = step in overflow_steps
+                if inject:
+                    injected_steps.append(step)
+                if inject and not inject_after_unscale:
                     inject_overflow(net)
-            if use_clip:
-                total_norm = torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm=spec["clip_max_norm"])
-                trace_point(step, "clip.total_norm", total_norm)
-                trace_point(step, "clip.coef", partial(clip_coef, spec["clip_max_norm"], total_norm))
-                trace_parameters(step, "grad.clipped", net, grads=True)
-            scaler.step(opt)
-            if use_scaler:
-                trace_point(step, "scaler.found_inf", partial(found_inf, scaler, opt))
-            trace_optimizer_state(step, opt, net, spec)
-            trace_parameters(step, "param.stepped", net, grads=False)
-            scaler.update()
-            if use_scaler:
-                trace_point(step, "scaler.scale", scaler._scale)  # type: ignore[arg-type]
-                trace_point(step, "scaler.growth_tracker", scaler._growth_tracker)  # type: ignore[arg-type]
-            opt.zero_grad()
-            losses.append(loss.detach())
-            if use_scaler:
-                # get_scale() is .item(), a host sync. GradScaler has no public getter that does not sync;
-                # _get_scale_async() is the one torch's own code uses (it returns the scale tensor, set by
-                # the first scale()). A clone, because update() changes that tensor in place.
-                scales.append(scaler._get_scale_async().detach().clone())  # type: ignore[union-attr]
-            step += 1
-        sync_device(device)
-        epoch_end = clock()
-        seconds_per_epoch.append(epoch_end - epoch_start)
-        epoch_start = epoch_end
+                if use_clip or (inject and inject_after_unscale):
+                    scaler.unscale_(opt)
+                    trace_parameters(step, "grad.unscaled", net, grads=True)
+                    if inject and inject_after_unscale:
+                        inject_overflow(net)
+                if use_clip:
+                    torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm=spec["clip_max_norm"])
+                    trace_parameters(step, "grad.clipped", net, grads=True)
+                scaler.step(opt)
+                if use_scaler:
+                    trace_point(step, "scaler.found_inf", partial(found_inf, scaler, opt))
+                trace_optimizer_state(step, opt, net, spec)
+                trace_parameters(step, "param.stepped", net, grads=False)
+                scaler.update()
+                if use_scaler:
+                    trace_point(step, "scaler.scale", scaler._scale)  # type: ignore[arg-type]
+                    trace_point(step, "scaler.growth_tracker", scaler._growth_tracker)  # type: ignore[arg-type]
+                opt.zero_grad()
+                losses.append(loss.detach())
+                if use_scaler:
+                    # get_scale() is .item(), a host sync. GradScaler has no public getter that does not sync;
+                    # _get_scale_async() is the one torch's own code uses (it returns the scale tensor, set by
+                    # the first scale()). A clone, because update() changes that tensor in place.
+                    scales.append(scaler._get_scale_async().detach().clone())  # type: ignore[union-attr]
+                step += 1
+            sync_device(device)
+            epoch_end = clock()
+            seconds_per_epoch.append(epoch_end - epoch_start)
+            epoch_start = epoch_end
     gc_seconds = resume_gc(gc_state)
 
     loss_values = [float(v) for v in torch.stack(losses).float().cpu().tolist()]
@@ -152,7 +152,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
         skipped_steps=skipped_steps, injected_steps=injected_steps, output_dtype=output_dtype, loss_dtype=loss_dtype,
         weights_path=spec["weights_out"], seconds_total=sum(seconds_per_epoch), seconds_per_epoch=seconds_per_epoch,
         gc_seconds=gc_seconds, peak_memory_bytes=peak_memory_bytes(device), threads=torch.get_num_threads(),
-        device_name=device_name(device), lifted_check=lifted_check, switches=[],
+        device_name=device_name(device), lifted_check=lifted_check, switches=applied_switches(spec),
     )
 
 

@@ -42,6 +42,7 @@ from py_scripts.common import (
     trace_parameters,
     trace_point,
 )
+from py_scripts.patches import applied_switches, binding_patches
 from py_scripts.shell import main_cli
 
 SCRIPT = "with_autocast"
@@ -77,39 +78,41 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     gc_state = pause_gc()
     reset_peak_memory(device)
     sync_device(device)
-    epoch_start = clock()
-    step = 0
-    for _epoch in range(spec["epochs"]):
-        for i in range(spec["num_batches"]):
-            inputs, target = data[i].to(weights_dtype), targets[i].to(weights_dtype)  # float32: the tensors themselves
-            trace_point(step, "batch.data", inputs)
-            trace_point(step, "batch.targets", target)
-            with torch.autocast(device_type=device, dtype=amp_dtype, enabled=properties["autocast"]):
-                output = forward(net, inputs, step)
-                loss = loss_fn(output, target)
-            trace_point(step, "loss", loss)
-            if output_dtype is None:
-                output_dtype, loss_dtype = dtype_name(output.dtype), dtype_name(loss.dtype)
-            if use_static_scale:
-                scaled_loss = loss * static_scale
-                trace_point(step, "loss.scaled", scaled_loss)
-                scaled_loss.backward()
-                trace_parameters(step, "grad.backward", net, grads=True)
-                unscale_static(net, static_scale)
-                trace_parameters(step, "grad.unscaled", net, grads=True)
-            else:
-                loss.backward()
-                trace_parameters(step, "grad.backward", net, grads=True)
-            opt.step()
-            trace_optimizer_state(step, opt, net, spec)
-            trace_parameters(step, "param.stepped", net, grads=False)
-            opt.zero_grad()
-            losses.append(loss.detach())
-            step += 1
-        sync_device(device)
-        epoch_end = clock()
-        seconds_per_epoch.append(epoch_end - epoch_start)
-        epoch_start = epoch_end
+    # The binding's functions as the run spec patches them (reconciliation switches; trace points when traced).
+    with binding_patches(spec):
+        epoch_start = clock()
+        step = 0
+        for _epoch in range(spec["epochs"]):
+            for i in range(spec["num_batches"]):
+                inputs, target = data[i].to(weights_dtype), targets[i].to(weights_dtype)  # float32: the tensors themselves
+                trace_point(step, "batch.data", inputs)
+                trace_point(step, "batch.targets", target)
+                with torch.autocast(device_type=device, dtype=amp_dtype, enabled=properties["autocast"]):
+                    output = forward(net, inputs, step)
+                    loss = loss_fn(output, target)
+                trace_point(step, "loss", loss)
+                if output_dtype is None:
+                    output_dtype, loss_dtype = dtype_name(output.dtype), dtype_name(loss.dtype)
+                if use_static_scale:
+                    scaled_loss = loss * static_scale
+                    trace_point(step, "loss.scaled", scaled_loss)
+                    scaled_loss.backward()
+                    trace_parameters(step, "grad.backward", net, grads=True)
+                    unscale_static(net, static_scale)
+                    trace_parameters(step, "grad.unscaled", net, grads=True)
+                else:
+                    loss.backward()
+                    trace_parameters(step, "grad.backward", net, grads=True)
+                opt.step()
+                trace_optimizer_state(step, opt, net, spec)
+                trace_parameters(step, "param.stepped", net, grads=False)
+                opt.zero_grad()
+                losses.append(loss.detach())
+                step += 1
+            sync_device(device)
+            epoch_end = clock()
+            seconds_per_epoch.append(epoch_end - epoch_start)
+            epoch_start = epoch_end
     gc_seconds = resume_gc(gc_state)
 
     loss_values = [float(v) for v in torch.stack(losses).float().cpu().tolist()]
@@ -120,7 +123,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
         skipped_steps=None, injected_steps=[], output_dtype=output_dtype, loss_dtype=loss_dtype, weights_path=spec["weights_out"],
         seconds_total=sum(seconds_per_epoch), seconds_per_epoch=seconds_per_epoch, gc_seconds=gc_seconds,
         peak_memory_bytes=peak_memory_bytes(device), threads=torch.get_num_threads(), device_name=device_name(device),
-        lifted_check=None, switches=[],
+        lifted_check=None, switches=applied_switches(spec),
     )
 
 

@@ -176,6 +176,7 @@ named_parameters <- function(net) {
 make_optimizer <- function(spec, net) {
   r <- spec$optimizer$r
   constructor <- getExportedValue("torch", r[["function"]])
+  assign("params", names(named_parameters(net)), envir = trace_state) # what {param} points are named by
   do.call(constructor, c(list(net$parameters), r$args))
 }
 
@@ -303,15 +304,6 @@ found_inf <- function(scaler, opt) {
   found$to(dtype = torch::torch_float32())$reshape(list())
 }
 
-#' The clip coefficient as `nn_utils_clip_grad_norm_()` computes it from the norm it returns (for the trace only).
-#'
-#' The same expression as R/nn-utils-clip-grad.R (`max_norm / (total_norm + 1e-6)`), evaluated by this language's
-#' operators: a number over a tensor is `/.torch_tensor`, which makes the number a tensor and divides (R/operators.R),
-#' where Python multiplies by a reciprocal.
-clip_coef <- function(max_norm, total_norm) {
-  max_norm / (total_norm + 1e-6)
-}
-
 #' The model's forward, module by module, each module's output a trace point (`forward.layer0`, `forward.relu0`, ...).
 #'
 #' What `nn_sequential()`'s forward does (each module on the previous output, R/nn.R), written out because
@@ -334,13 +326,21 @@ forward <- function(net, x, step) {
 }
 
 #' Where trace points go: `sink` is unset in every call but a traced one, for which the harness's bridge
-#' installs its recorder (`amp_parity_trace_call()` in _bridge.R) with `set_trace_sink()`.
+#' installs its recorder (`amp_parity_trace_call()` in _bridge.R) with `set_trace_sink()`; `step`: the step of the last
+#' point, which a point inside a binding's function is recorded at; `params`: the parameters' names in the order the
+#' optimizer visits them (`{param}` points).
 trace_state <- new.env(parent = emptyenv())
 
 #' Send every `trace_point()` to `sink(step, name, tensor)` from now on (`NULL`: back to no-ops).
 set_trace_sink <- function(sink) {
   assign("sink", sink, envir = trace_state)
+  assign("step", 0L, envir = trace_state)
   invisible(NULL)
+}
+
+#' Whether this call is traced (a sink is installed): the points inside the binding's functions are patched in then.
+tracing <- function() {
+  !is.null(get0("sink", envir = trace_state, inherits = FALSE))
 }
 
 #' One named intermediate of `step` for the trace (docs/tracing.md); returns at once when not tracing.
@@ -354,7 +354,25 @@ trace_point <- function(step, name, value) {
   if (is.null(sink)) {
     return(invisible(NULL))
   }
+  assign("step", step, envir = trace_state)
   sink(step, name, value)
+}
+
+#' A trace point inside one of the binding's functions (a *point* patch, harness/workload/patches.toml): the value the
+#' function computed and then uses, at the current step; `{param}` in `name` is the `index`-th parameter (1-based, as R's
+#' loops count). An R number (a bias correction, a step size) is recorded as a float64 scalar, as Python's twin records a
+#' Python float.
+amp_parity_point <- function(name, value, index = NULL) {
+  if (!tracing()) {
+    return(invisible(NULL))
+  }
+  if (!is.null(index)) {
+    name <- sub("{param}", get("params", envir = trace_state)[[index]], name, fixed = TRUE)
+  }
+  if (!inherits(value, "torch_tensor")) {
+    value <- torch::torch_scalar_tensor(value, dtype = torch::torch_float64())
+  }
+  trace_point(get("step", envir = trace_state), name, value)
 }
 
 #' Every parameter (`grads = FALSE`) or its gradient (`grads = TRUE`) as a point `<stage>.layer0.weight`, ...

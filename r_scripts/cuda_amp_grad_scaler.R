@@ -47,7 +47,10 @@ run_workload <- function(spec, mode) {
   targets <- fixtures$targets
   net <- make_model(spec, fixtures)
   loss_fn <- torch::nn_mse_loss()
-  opt <- make_optimizer(spec, net)
+  # The binding's functions and the optimizer's methods as the run spec patches them (reconciliation switches; trace
+  # points when traced): Python swaps them in their modules around its loop instead (py_scripts/patches.py).
+  opt <- patch_optimizer(make_optimizer(spec, net), spec)
+  clip_grad_norm <- binding_function(spec, "nn_utils_clip_grad_norm_")
   use_scaler <- properties$scaler == "dynamic"
   use_clip <- isTRUE(properties$clip)
   amp_dtype <- torch_dtype(spec$amp_dtype)
@@ -101,9 +104,7 @@ run_workload <- function(spec, mode) {
         }
       }
       if (use_clip) {
-        total_norm <- torch::nn_utils_clip_grad_norm_(net$parameters, max_norm = spec$clip_max_norm)
-        trace_point(step, "clip.total_norm", total_norm)
-        trace_point(step, "clip.coef", clip_coef(spec$clip_max_norm, total_norm))
+        clip_grad_norm(net$parameters, max_norm = spec$clip_max_norm)
         trace_parameters(step, "grad.clipped", net, grads = TRUE)
       }
       scaler$step(opt)
@@ -152,7 +153,7 @@ run_workload <- function(spec, mode) {
     output_dtype = output_dtype, loss_dtype = loss_dtype, weights_path = spec$weights_out,
     seconds_total = sum(seconds_per_epoch), seconds_per_epoch = seconds_per_epoch, gc_seconds = gc_seconds,
     peak_memory_bytes = peak_memory_bytes(device), threads = torch::torch_get_num_threads(),
-    device_name = device_name(device), lifted_check = lifted_check, switches = character()
+    device_name = device_name(device), lifted_check = lifted_check, switches = applied_switches(spec)
   )
 }
 

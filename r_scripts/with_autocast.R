@@ -48,7 +48,9 @@ run_workload <- function(spec, mode) {
   net <- make_model(spec, fixtures)
   net$to(dtype = weights_dtype) # in place (R/nn.R); Python's `.to()` returns the module too
   loss_fn <- torch::nn_mse_loss()
-  opt <- make_optimizer(spec, net)
+  # The optimizer's methods as the run spec patches them (reconciliation switches; trace points when traced): Python
+  # swaps the functions in their modules around its loop instead (py_scripts/patches.py).
+  opt <- patch_optimizer(make_optimizer(spec, net), spec)
   # The static scale is a 0-dim float32 tensor, as the scaler keeps its scale: a scaled loss is float32 in both languages.
   static_scale <- torch::torch_full(list(), spec$static_loss_scale, dtype = torch::torch_float32(), device = device)
   use_static_scale <- properties$scaler == "static"
@@ -110,7 +112,7 @@ run_workload <- function(spec, mode) {
     skipped = NULL, skipped_steps = NULL, injected_steps = integer(), output_dtype = output_dtype, loss_dtype = loss_dtype,
     weights_path = spec$weights_out, seconds_total = sum(seconds_per_epoch), seconds_per_epoch = seconds_per_epoch,
     gc_seconds = gc_seconds, peak_memory_bytes = peak_memory_bytes(device), threads = torch::torch_get_num_threads(),
-    device_name = device_name(device), lifted_check = NULL, switches = character()
+    device_name = device_name(device), lifted_check = NULL, switches = applied_switches(spec)
   )
 }
 

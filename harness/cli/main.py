@@ -284,7 +284,7 @@ def _trace(args: argparse.Namespace) -> int:
                       baseline=args.baseline) as runner:
         with console.status("running cells...") as status:
             result = runner.run(modes, optimizers, on_progress=status.update,
-                                judging="tolerance_only" if args.tolerance_only else "strict", measure=False, trace_all=True)
+                                judging="tolerance_only" if args.tolerance_only else "strict", measure=False)
     print_trace(result, console)
     return exit_status(result)
 

@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from harness.errors import ResultError
+from harness.model.cell_trace import TraceFile
 from harness.model.efficiency import Efficiency
 from harness.model.record import RECORD_SCHEMA_VERSION, RunRecord
 from harness.model.shape import check_result_shape
@@ -126,6 +127,10 @@ class CellResult:
     #: script) and what its worker reported (libtorch version and build, CPU, host; :mod:`harness.frontends.installation_facts`).
     #: Kept per cell, so a result merged from many machines still says what ran each one.
     installation: Mapping[str, Any] | None = None
+    #: The record call's trace (every named point, digested: :mod:`harness.model.cell_trace`), beside the weights; and
+    #: the trace of the cell run again with the switches of the known differences that cover it on its side.
+    trace: TraceFile | None = None
+    reconciled: TraceFile | None = None
 
     @property
     def id(self) -> str:
@@ -192,7 +197,8 @@ class CellResult:
             gemm_profile=optional("gemm_profile", dict), gemm_problem=data.get("gemm_problem"),
             verdict=optional("verdict", CellVerdict.from_json),
             time_vs_default=data.get("time_vs_default"), time_vs_default_note=data.get("time_vs_default_note"),
-            installation=optional("installation", dict),
+            installation=optional("installation", dict), trace=optional("trace", TraceFile.from_json),
+            reconciled=optional("reconciled", TraceFile.from_json),
         )
 
     def to_json(self) -> Json:
@@ -211,6 +217,7 @@ class CellResult:
             "gemm_problem": self.gemm_problem, "verdict": None if self.verdict is None else self.verdict.to_json(),
             "time_vs_default": self.time_vs_default, "time_vs_default_note": self.time_vs_default_note,
             "installation": None if self.installation is None else dict(self.installation),
+            "trace": optional(self.trace), "reconciled": optional(self.reconciled),
         }
 
 
@@ -301,12 +308,18 @@ class MatrixResult:
         return self.spec.steps
 
     def map_weights_paths(self, change: Callable[[str], str]) -> MatrixResult:
-        """This result with every record's ``weights_path`` changed by ``change`` (made relative, absolute, moved)."""
+        """This result with every file a cell points at (its record's ``weights_path``, its trace files) changed by
+        ``change`` (made relative, absolute, moved)."""
 
         def moved(cell: CellResult) -> CellResult:
-            if cell.record is None or cell.record.weights_path is None:
-                return cell
-            return dataclasses.replace(cell, record=dataclasses.replace(cell.record, weights_path=change(cell.record.weights_path)))
+            files: dict[str, Any] = {}
+            if cell.record is not None and cell.record.weights_path is not None:
+                files["record"] = dataclasses.replace(cell.record, weights_path=change(cell.record.weights_path))
+            for name in ("trace", "reconciled"):
+                trace = getattr(cell, name)
+                if trace is not None:
+                    files[name] = dataclasses.replace(trace, path=change(trace.path))
+            return dataclasses.replace(cell, **files) if files else cell
 
         return dataclasses.replace(self, cells=tuple(moved(c) for c in self.cells))
 

@@ -24,10 +24,11 @@ from harness.files.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.judge.assess import assess_result
 from harness.judge.cells import judge_cell
 from harness.judge.known_differences import KnownDifference, load_known_differences
-from harness.judge.pairs import compare_result, needs_trace
+from harness.judge.pairs import compare_result, needs_detail
 from harness.judge.record_check import judge_record
 from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
+from harness.model.cell_trace import TRACE_SUFFIX, CellTrace, TraceFile
 from harness.model.efficiency import cell_efficiency
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, MatrixResult, Memory, Peaks, ReferenceSummary, Status, with_time_vs_default
@@ -38,11 +39,12 @@ from harness.run.availability import Availability, probe, r_required
 from harness.run.frontends import frontend_for
 from harness.run.measure import measure_peaks, profile_cells, time_cells
 from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
-from harness.run.tracer import trace_pair
+from harness.run.tracer import measure_first_difference
 from harness.workload.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
 from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation
 from harness.workload.matrix import Cell, cells_for
 from harness.workload.optimizers import PRESET_OPTIMIZERS
+from harness.workload.patches import switch_names
 from harness.workload.spec import WorkloadSpec
 
 __all__ = ["MatrixRunner", "collect_warnings"]
@@ -97,6 +99,8 @@ class MatrixRunner:
         #: Seconds spent computing the float64 reference (part of the matrix's wall time).
         self.reference_seconds = 0.0
         self.reference_reason = reference_skip_reason(spec)
+        #: Cells whose reconciled run failed or did not apply its switches: why (a warning of the result).
+        self.reconcile_problems: dict[str, str] = {}
         #: The optimizers the last run ran (their float64 trajectories go into its result).
         self._optimizers: tuple[str, ...] = PRESET_OPTIMIZERS.get(spec.preset, ("sgd",))
 
@@ -119,7 +123,6 @@ class MatrixRunner:
         profile: bool | None = None,
         judging: str = DEFAULT_JUDGING,
         measure: bool = True,
-        trace_all: bool = False,
     ) -> MatrixResult:
         """Run every cell of the matrix (``modes`` × ``optimizers``, default the preset's optimizers), then time and
         measure them; return the whole (unsaved) result.
@@ -127,8 +130,7 @@ class MatrixRunner:
         ``profile`` (default: on CUDA only) profiles one step of each Python cell's GEMMs. ``judging``
         (``strict`` or ``tolerance_only``, see :mod:`harness.judge.tolerances`) is how pairs are judged; the
         result keeps it, so ``report`` judges the result the same way. ``measure=False`` runs the record
-        calls only (no timed rounds, peaks or profiles: ``harness trace``); ``trace_all`` traces every pair
-        of two runs, identical or not.
+        calls only (no timed rounds, peaks or profiles: ``harness trace``).
         """
         check_judging(judging)
         protocol = protocol or TimingProtocol()
@@ -157,27 +159,33 @@ class MatrixRunner:
             fixture={"path": str(self.fixture.path), "sha256": self.fixture.sha256, "digest": self.fixture.digest},
             environment=self.availability.to_json(), protocol=protocol, workers=self.pool.worker_info(), peaks=peaks,
             reference=self.reference_summary(), reference_seconds=self.reference_seconds,
-            warnings=tuple(collect_warnings(cells, self.spec)), cells=tuple(cells), judging=judging,
+            warnings=tuple([*collect_warnings(cells, self.spec),
+                            *(f"{cell_id}: no reconciled run: {why}" for cell_id, why in self.reconcile_problems.items())]),
+            cells=tuple(cells), judging=judging,
             frontends=self.frontends, baseline=self.baseline,
         )
-        if self.trace or trace_all:
-            pairs = compare_result(result, known=self.known)  # which pairs need a trace
-            chosen = [p for p in pairs if needs_trace(p, self.known) or (trace_all and p.verdict == "identical")]
-            result = dataclasses.replace(result, traces=self.trace_pairs(result, chosen, progress))
+        if self.trace:
+            # Every pair is traced from its cells' stored traces; where two tensors first part, both cells run once more
+            # to measure how far apart they are (for the explanation: the verdict is the same without it).
+            pairs = compare_result(result, known=self.known)
+            result = dataclasses.replace(result, traces=self.measure_pairs(result, pairs, progress))
         # The matrix's wall time includes its traces: the whole-matrix target is what a user waits for.
         result = dataclasses.replace(result, wall_seconds=time.perf_counter() - self._created)
         return assess_result(result, known=self.known)
 
-    def trace_pairs(
+    def measure_pairs(
         self, result: MatrixResult, verdicts: Sequence[PairVerdict], on_progress: Callable[[str], None] | None = None
     ) -> tuple[PairTrace, ...]:
-        """Trace each pair of ``verdicts`` in the workers that ran its cells (:func:`harness.run.tracer.trace_pair`)."""
+        """The first difference of each pair of ``verdicts`` whose traces part at two tensors, measured by a second pass in
+        the workers that ran its cells (:func:`harness.run.tracer.measure_first_difference`)."""
         progress = on_progress or (lambda text: None)
         traces = []
         for verdict in verdicts:
+            if needs_detail(verdict) is None:
+                continue
             a, b = (result.cell(Cell(name, verdict.script, verdict.mode, verdict.optimizer, verdict.device).id)
                     for name in verdict.frontends)
-            trace = trace_pair(self.pool, a, b)
+            trace = measure_first_difference(self.pool, a, b, PairTrace.from_json(verdict.details["trace"]))
             traces.append(trace)
             found = trace.first_difference
             progress(f"trace {verdict.pair}: " + ("identical" if found is None else f"first differs at step {found.step}, {found.point}"))
@@ -222,7 +230,31 @@ class MatrixRunner:
         self.describe_installations()  # once per installation: its facts go with each of its cells
         outcome = self._record_call(cell)
         installation = {**self.pool.frontends[cell.frontend].installation_json(), **self.facts.get(cell.frontend, {})}
+        if self.trace and outcome.status in (Status.OK, Status.ERROR):
+            outcome = dataclasses.replace(outcome, reconciled=self._reconciled_call(cell))
         return dataclasses.replace(outcome, installation=installation)
+
+    def _reconciled_call(self, cell: Cell) -> TraceFile | None:
+        """The cell run again, traced, with the switches of the known differences that cover it on its side (none: no
+        run), so a pair is proven bitwise identical for the whole run once every mechanism is removed
+        (docs/known-differences.md). Run even where the record call failed: a switch may be what makes a binding run.
+        A run that fails or does not apply its switches leaves no reconciled trace (its pairs then cannot be proven),
+        and a warning says why."""
+        language = self.pool.language(cell.frontend)
+        switches = switch_names([k.switch for k in self.known if k.reconciles(cell, language)])
+        if not switches:
+            return None
+        request = self.pool.cell_request(cell, save_weights=False, kind="trace", trace={"keep": [], "stop": False}, switches=switches)
+        try:
+            reply = self.pool.call(cell.frontend, request)
+        except WorkerError as err:
+            self.reconcile_problems[cell.id] = f"its run with the switches {', '.join(switches)} failed: {' '.join(str(err).split())}"
+            return None
+        applied = tuple((reply.get("record") or {}).get("switches") or ())
+        if tuple(sorted(applied)) != switches:
+            self.reconcile_problems[cell.id] = f"asked for the switches {', '.join(switches)}, its script applied {list(applied)}"
+            return None
+        return CellTrace.from_points(reply["points"], switches).write(self.pool.staging / f"{cell.id}.reconciled{TRACE_SUFFIX}")
 
     def _record_call(self, cell: Cell) -> CellResult:
         reason = self.pool.unavailable_reason(cell.frontend)
@@ -231,10 +263,16 @@ class MatrixRunner:
                 return CellResult(cell, Status.ERROR, reason + " (AMP_PARITY_REQUIRE_R=1 makes this a failure)")
             return CellResult(cell, Status.SKIPPED, reason)
         worker = self.pool.worker(cell.frontend)
+        trace: TraceFile | None = None
         try:
             worker.start()  # start-up (R, library(torch), import torch) is not part of a cell's time
             start = time.perf_counter()
-            raw = self.pool.call_cell(cell)
+            if self.trace:  # the record call is the traced call: its points are the cell's trace (docs/tracing.md)
+                reply = self.pool.call(cell.frontend, self.pool.cell_request(cell, kind="trace", trace={"keep": [], "stop": False}))
+                raw = reply["record"]
+                trace = CellTrace.from_points(reply["points"]).write(self.pool.staging / f"{cell.id}{TRACE_SUFFIX}")
+            else:
+                raw = self.pool.call_cell(cell)
         except ScriptError as err:
             known = self.pool.declared_unsupported(cell)
             # One line: R's cli messages carry their hints (the 'i' bullets) on lines of their own.
@@ -250,7 +288,8 @@ class MatrixRunner:
         record = RunRecord.from_json(raw)
         if self.pool.declared_unsupported(cell) and record.lifted_check is None:
             reason = f"declared unsupported for {cell.frontend}, but it ran: update the Frontend registry"
-        outcome = CellResult(cell, status, reason, record=record, wall_seconds=wall_seconds, memory=Memory.from_json(memory))
+        outcome = CellResult(cell, status, reason, record=record, wall_seconds=wall_seconds, memory=Memory.from_json(memory),
+                             trace=trace)
         # A scaler run is judged against the steps it really took: the reference skips its skipped steps too.
         skipped = record.skipped_step_indices
         reference = self.reference(cell.optimizer, clip=cell.properties.clip, skipped=skipped)

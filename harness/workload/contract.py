@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.workload.optimizers import OPTIMIZERS
+from harness.workload.patches import patches_for, switch_names
 from harness.workload.scripts import SCRIPTS
 
 __all__ = ["RECORD_FIELDS", "RECORD_SCHEMA_VERSION", "script_run_spec"]
@@ -34,11 +35,15 @@ RECORD_SCHEMA_VERSION = 5
 def script_run_spec(spec_lr: float, script: str, optimizer: str, optimizer_args: dict[str, Any] | None,
                     switches: Sequence[str] = ()) -> dict[str, Any]:
     """The part of the run spec that comes from the contract: ``modes`` (the script's modes and their properties),
-    ``optimizer`` (the row, under each language's names), ``switches``, ``record_fields`` and ``record_schema_version``."""
+    ``optimizer`` (the row, under each language's names), ``switches`` (the reconciliation switches to apply, by name),
+    ``patches`` (per language, the replacements the script applies: those switches and the trace's points, see
+    :mod:`harness.workload.patches`), ``record_fields`` and ``record_schema_version``."""
+    switches = switch_names(switches)
     return {
         "modes": SCRIPTS[script].modes_json(),
         "optimizer": OPTIMIZERS[optimizer].run_spec(spec_lr, (optimizer_args or {}).get(optimizer)),
         "switches": list(switches),
+        "patches": patches_for(optimizer, switches),
         "record_fields": list(RECORD_FIELDS),
         "record_schema_version": RECORD_SCHEMA_VERSION,
     }
