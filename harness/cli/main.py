@@ -377,12 +377,14 @@ def _quiet_stdout() -> None:
 
 
 def exit_status(result: MatrixResult) -> int:
-    """1 when no cell ran, a cell ended in ``error`` or ``numerical_failure``, a pair ``diverged`` (or names a stale
-    known difference), or a cell failed its own verdict (float64 bound, scaler rule: :mod:`harness.judge.cells`); else 0."""
-    from harness.judge.pairs import FAILING_VERDICTS
+    """1 when no cell ran, a cell ended in ``error`` or ``numerical_failure`` (but one whose crash is a proven R torch bug:
+    its pair says so), a pair ``diverged`` (or names a stale known difference), or a cell failed its own verdict (float64
+    bound, scaler rule: :mod:`harness.judge.cells`); else 0."""
+    from harness.judge.pairs import FAILING_VERDICTS, excused_cells
     from harness.model.result import Status
 
-    failed = any(c.status in (Status.ERROR, Status.NUMERICAL_FAILURE) for c in result.cells)
+    excused = excused_cells(result)
+    failed = any(c.status in (Status.ERROR, Status.NUMERICAL_FAILURE) and c.id not in excused for c in result.cells)
     diverged = any(p.verdict in FAILING_VERDICTS for p in result.pairs)
     own = any(c.verdict is not None and c.verdict.failed for c in result.cells)
     return 1 if failed or diverged or own or _nothing_ran(result) else 0

@@ -34,7 +34,8 @@ from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
 
 __all__ = [
-    "FAILING_VERDICTS", "VERDICTS", "compare_cells", "compare_result", "judge", "judge_statuses", "needs_detail", "pair_trace",
+    "FAILING_VERDICTS", "VERDICTS", "compare_cells", "compare_result", "excused_cells", "judge", "judge_statuses", "needs_detail",
+    "pair_trace",
 ]
 
 #: ``identical``: losses, weights and scales bitwise equal. ``within_tolerance``: not identical, every
@@ -146,6 +147,12 @@ def _pairs(result: MatrixResult) -> dict[str, list[CellResult]]:
     for cell in result.cells:
         pairs.setdefault(cell.pair, []).append(cell)
     return {pair: sorted(cells, key=lambda c: (rank.get(c.frontend, len(rank)), c.frontend)) for pair, cells in pairs.items()}
+
+
+def excused_cells(result: MatrixResult) -> frozenset[str]:
+    """The cells whose failure a judged pair explains: a crash that is a known R torch bug, proven by its switch (the
+    pair is ``known_difference``); every other failed cell fails the run."""
+    return frozenset(cell for p in result.pairs if p.verdict == "known_difference" for cell in p.details.get("excused") or ())
 
 
 def needs_detail(verdict: PairVerdict) -> tuple[int, str] | None:
@@ -293,6 +300,7 @@ def _with_trace(
         cause += f"; not traced ({trace.error})"
     details = details | {
         "trace": trace.to_json(), "known_difference": [k.id for k in matched] if verdict == "known_difference" else None,
+        "known_kinds": sorted({k.kind for k in matched}) if verdict == "known_difference" else None,
         "proven": proven, "stale_known_difference": stale[0].id if stale else None,
     }
     return verdict, [headline(a.pair, names, verdict, cause), *lines[1:], *extra], details
@@ -336,7 +344,7 @@ def _proven_crash(
     lines = [headline(a.pair, names, "known_difference", cause), *trace.lines(), *[line for k in matched for line in k.lines()]]
     return _verdict(a, names, "known_difference", lines, {
         "statuses": dict(zip(names, statuses.statuses, strict=True)), "known_difference": [k.id for k in matched], "proven": True,
-        "excused": [failed[0].id], "trace": trace.to_json(),
+        "known_kinds": sorted({k.kind for k in matched}), "excused": [failed[0].id], "trace": trace.to_json(),
     })
 
 

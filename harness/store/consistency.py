@@ -25,13 +25,16 @@ from collections.abc import Mapping
 from typing import NoReturn
 
 from harness.errors import ResultError
+from harness.frontends.tensor_bytes import DTYPES, encode, ulp_distance
 from harness.judge.cells import reference_losses_for
+from harness.judge.divergence import trace_cells
 from harness.judge.record_check import describe_loss, expected_injections, judge_record
 from harness.judge.reference import largest_loss_error, relative_loss_errors
 from harness.model.efficiency import Efficiency, cell_efficiency
 from harness.model.record import RECORD_SCHEMA_VERSION
 from harness.model.result import CellResult, MatrixResult, Status, with_time_vs_default
 from harness.model.timing import RoundLog, Timing
+from harness.model.trace import PairTrace, PointDifference
 from harness.model.verdicts import finite_or_none
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.scripts import SCRIPTS
@@ -102,6 +105,51 @@ class _Checker:
         recomputed = with_time_vs_default(result.cells, paired=result.protocol.interleave)
         for k, (cell, again) in enumerate(zip(result.cells, recomputed, strict=True)):
             self.time_vs_default(f"cells[{k}].time_vs_default", cell, again)
+        for k, trace in enumerate(result.traces):
+            self.trace(f"traces[{k}]", trace)
+
+    def trace(self, where: str, trace: PairTrace) -> None:
+        """A stored pair trace is one its cells' traces give (the same first difference), and its distances are possible:
+        a trace believed as stored could make any difference look like an entry's (``max_distance: -5`` read "-5 ULP")."""
+        cells = {c.frontend: c for c in self.result.cells if c.pair == trace.pair}
+        if len(set(trace.frontends)) != 2 or not all(name in cells for name in trace.frontends):
+            self.refuse(f"{where}.frontends", list(trace.frontends), f"two frontends of pair {trace.pair!r} in this result")
+        a, b = (cells[name] for name in trace.frontends)
+        if trace.points[0] < 0 or trace.points[1] < 0 or not 0 <= trace.identical_points <= min(trace.points):
+            self.refuse(f"{where}.identical_points", trace.identical_points, f"a count from 0 to its points {list(trace.points)}")
+        first = trace.first_difference
+        if a.trace is not None and b.trace is not None:
+            again = trace_cells(a, b)
+            found = again.first_difference
+            if (first is None) != (found is None) or (first is not None and found is not None and
+                                                      (first.step, first.point, first.kind) != (found.step, found.point, found.kind)):
+                shown = None if found is None else f"step {found.step}, {found.point} ({found.kind})"
+                self.refuse(f"{where}.first_difference", None if first is None else f"step {first.step}, {first.point}",
+                            f"its cells' stored traces first part at {shown}")
+        if first is not None:
+            self.difference(f"{where}.first_difference", first)
+
+    def difference(self, where: str, found: PointDifference) -> None:
+        """A measured difference is a possible one: counts within the tensor, the distance the worst values give."""
+        if found.elements is not None and found.shapes[0] is not None and found.elements != math.prod(found.shapes[0]):
+            self.refuse(f"{where}.elements", found.elements, f"the number of elements of its shape {list(found.shapes[0])}")
+        if found.differing is not None and (found.elements is None or not 0 < found.differing <= found.elements):
+            self.refuse(f"{where}.differing", found.differing, f"a count from 1 to its {found.elements} elements")
+        if found.worst_index is not None and found.shapes[0] is not None and (
+                len(found.worst_index) != len(found.shapes[0]) or any(not 0 <= i < n for i, n in zip(found.worst_index, found.shapes[0],
+                                                                                                     strict=True))):
+            self.refuse(f"{where}.worst_index", list(found.worst_index), f"an index into its shape {list(found.shapes[0])}")
+        if found.max_distance is None:
+            return
+        if found.max_distance < 0 or found.worst_values is None or found.dtypes[0] not in DTYPES:
+            self.refuse(f"{where}.max_distance", found.max_distance, "a distance >= 0 with the two worst values it was measured at")
+        dtype = str(found.dtypes[0])
+        values = found.worst_values
+        assert values is not None
+        again = int(ulp_distance(dtype, encode(dtype, [values[0]]), encode(dtype, [values[1]]))[0])
+        if again != found.max_distance:
+            self.refuse(f"{where}.max_distance", found.max_distance, f"the distance of its worst values {values[0]!r} and {values[1]!r} "
+                        f"in {dtype} is {again}")
 
     def peaks(self) -> None:
         for dtype, peak in self.result.peaks.by_dtype.items():

@@ -8,6 +8,7 @@ from rich.table import Table
 from harness.model.result import CellResult, MatrixResult
 from harness.model.timing import for_want_of_spread
 from harness.views.formatting import lift_footnote, num, status_text
+from harness.views.glance import LEGEND, glance
 from harness.views.timing_sections import frontend_costs
 
 __all__ = ["make_console", "print_result", "print_trace"]
@@ -22,6 +23,13 @@ _VERDICT_STYLE = {"identical": "green", "within_tolerance": "green", "known_diff
                   "unsupported": "magenta", "diverged": "bold red", "stale_known_difference": "bold red", "error": "bold red"}
 
 
+#: Up to this many cells the terminal lists every one (the four-mode matrix of one optimizer is eight); past it, the
+#: cells that need a look (not ok, or failing their own check), then the grid of pairs: the report lists them all.
+FULL_TABLE_CELLS = 24
+#: Likewise for pairs: past this many, the terminal lists the pairs that are not identical; the grid shows them all.
+FULL_PAIR_ROWS = 12
+
+
 def make_console() -> Console:
     """A console as wide as the terminal, or 150 columns (the table has 12) when output goes to a file or pipe (CI logs)."""
     return Console(width=None if Console().is_terminal else 150)
@@ -32,29 +40,38 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
     distance from float64, seconds, time ÷ default; then why any cell failed."""
     console = console or make_console()
     spec = result.spec
-    table = Table(
-        title=f"amp-parity · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps",
-        header_style="bold",
-    )
+    cells = list(result.cells)
+    title = f"amp-parity · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps"
+    if len(cells) > FULL_TABLE_CELLS:
+        shown = [c for c in cells if not c.ok or (c.verdict is not None and c.verdict.failed)]
+        passing = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == "pass")
+        ok = sum(1 for c in cells if c.ok)
+        console.print(f"[bold]{title}[/]: {len(cells)} cells, {ok} ran, {passing} pass their own check (float64 bound, scaler rule)"
+                      + (f"; the {len(shown)} that need a look:" if shown else "; the report lists each one"), soft_wrap=True)
+        cells = shown
+        title = ""
+    table = Table(title=title or None, header_style="bold")
     for name, justify in [
-        ("mode", "left"), ("frontend", "left"), ("status", "left"), ("own check", "left"), ("final loss", "right"),
-        ("Δloss f64", "right"), ("Δweights f64", "right"), ("loop s", "right"), ("CV", "right"), ("×default", "right"),
-        ("TFLOP/s", "right"), ("% peak", "right"),
+        ("script · mode", "left"), ("optimizer", "left"), ("frontend", "left"), ("status", "left"), ("own check", "left"),
+        ("final loss", "right"), ("Δloss f64", "right"), ("Δweights f64", "right"), ("loop s", "right"), ("CV", "right"),
+        ("×default", "right"), ("TFLOP/s", "right"), ("% peak", "right"),
     ]:
-        table.add_column(name, justify=justify, no_wrap=name in ("mode", "final loss"))  # type: ignore[arg-type]
-    for cell in result.cells:
+        table.add_column(name, justify=justify, no_wrap=name in ("script · mode", "final loss"))  # type: ignore[arg-type]
+    for cell in cells:
         record, distance, efficiency = cell.record, cell.reference_distance, cell.efficiency
         loop = cell.timing.loop if cell.timing else None
         own = cell.verdict.outcome if cell.verdict else "not_judged"
         table.add_row(
-            cell.mode, cell.frontend, f"[{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]",
+            f"{cell.script} · {cell.mode}", cell.optimizer, cell.frontend,
+            f"[{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]",
             f"[{_OWN_STYLE.get(own, '')}]{_OWN_TEXT.get(own, own)}[/]",
             num(record and record.final_loss, ".7g"), num(distance and distance.max_rel_loss_error, ".1e"),
             num(distance and distance.final_weights_rel_error, ".1e"), num(loop and loop.median, ".3g"), num(loop and loop.cv, ".1%"),
             _vs_default(cell),
             num(efficiency and efficiency.tflops, ".3g"), num(efficiency and efficiency.share_of_peak, ".0%"),
         )
-    console.print(table)
+    if cells:
+        console.print(table)
     footnote = lift_footnote(result.cells)
     if footnote:
         console.print(footnote, style="magenta", soft_wrap=True)
@@ -124,6 +141,12 @@ def _print_pairs(result: MatrixResult, console: Console) -> None:
     not_compared = len(result.pairs) - len(compared)
     if not_compared:
         console.print(f"[yellow]parity:[/] {not_compared} pair(s) not compared: a frontend was skipped (reason above)")
+    if len({p.optimizer for p in compared}) > 1 or len(compared) > FULL_PAIR_ROWS:
+        _print_glance(result, console)
+    if len(compared) > FULL_PAIR_ROWS:
+        identical = [p for p in compared if p.verdict == "identical"]
+        compared = [p for p in compared if p.verdict != "identical"]
+        console.print(f"parity: {len(identical)} pair(s) bitwise identical" + (", the others:" if compared else ""))
     if compared:
         many = len({p.frontends for p in compared}) > 1
         title = f"parity (each frontend vs {result.baseline})" if many else f"parity ({' vs '.join(compared[0].frontends)})"
@@ -138,6 +161,24 @@ def _print_pairs(result: MatrixResult, console: Console) -> None:
             vs = ([second if first == result.baseline else f"{first} vs {second}"]) if many else []
             pairs.add_row(pair.pair, *vs, f"[{_VERDICT_STYLE.get(pair.verdict, '')}]{pair.verdict}[/]", pair.cause)
         console.print(pairs)
+
+
+def _print_glance(result: MatrixResult, console: Console) -> None:
+    """Every pair at a glance: optimizer × (script · mode), one symbol per pair (:mod:`harness.views.glance`)."""
+    grid = glance(result)
+    table = Table(title="parity at a glance (optimizer × script · mode)", header_style="bold", caption=LEGEND)
+    table.add_column("optimizer", no_wrap=True)
+    for column in grid.columns:
+        table.add_column(column.replace(" · ", "\n"), justify="center")
+    for optimizer, entries in grid.rows:
+        table.add_row(optimizer, *(_style_symbols(e) for e in entries))
+    console.print(table)
+
+
+def _style_symbols(text: str) -> str:
+    styles = {"=": "green", "≈": "green", "K": "cyan", "B": "bold cyan", "k": "cyan", "✗": "bold red", "S": "bold red",
+              "E": "bold red", "U": "magenta", "·": "yellow"}
+    return "".join(f"[{styles.get(ch, '')}]{ch}[/]" for ch in text)
 
 
 def print_trace(result: MatrixResult, console: Console | None = None) -> None:
