@@ -77,14 +77,16 @@ class ScriptError(WorkerError):
     """The script raised an error; the message keeps the frontend's own words.
 
     ``frontend_message`` is the original (R's ``conditionMessage`` or Python's ``str(exc)``), and the
-    message adds the script, the mode and the spec that caused it.
+    message adds the script, the mode and the spec that caused it. ``refused``: the script said it cannot run the cell
+    on this binding at all (R's scaler on CPU where the lift was refused or is off), rather than failing while it ran.
     """
 
-    def __init__(self, frontend: str, script: str, mode: str, spec_summary: str, frontend_message: str) -> None:
+    def __init__(self, frontend: str, script: str, mode: str, spec_summary: str, frontend_message: str, refused: bool = False) -> None:
         self.frontend = frontend
         self.script = script
         self.mode = mode
         self.frontend_message = frontend_message
+        self.refused = refused
         super().__init__(f"{frontend} script {script} (mode {mode}, {spec_summary}) failed: {frontend_message}")
 
 

@@ -42,12 +42,13 @@ record_array_fields <- c("losses", "loss_scale", "skipped", "injected_steps", "s
 #' R-only: signal an error with a cli-formatted message (Python raises its exceptions).
 #'
 #' `cli::cli_abort()` needs rlang, which every R torch install has (torch imports it); where rlang is
-#' missing (a machine without torch, checking arguments only) the same text is raised with `stop()`.
-abort_cli <- function(message, ..., .envir = parent.frame()) {
+#' missing (a machine without torch, checking arguments only) the same text is raised with `stop()`. `class`: the condition's
+#' own class (`amp_parity_refused`: the script refuses the cell, which the harness reports unsupported).
+abort_cli <- function(message, ..., class = NULL, .envir = parent.frame()) {
   if (requireNamespace("rlang", quietly = TRUE)) {
-    cli::cli_abort(message, ..., call = NULL, .envir = .envir)
+    cli::cli_abort(message, ..., class = class, call = NULL, .envir = .envir)
   }
-  stop(errorCondition(cli::format_message(message, .envir = .envir), class = "amp_parity_error"))
+  stop(errorCondition(cli::format_message(message, .envir = .envir), class = c(class, "amp_parity_error")))
 }
 
 #' R-only: stop with the install instructions unless R torch and its libtorch are installed (Python's
@@ -255,7 +256,7 @@ lift_cuda_only_check <- function(scaler) {
     abort_cli(c(
       "Not lifting the CUDA-only check of R torch {packageVersion('torch')}'s {.fn cuda_amp_grad_scaler}: its {.fn scale} method differs from the one the lift was written for (line {at}: {.val {c(source_lines, '<end>')[at]}}).",
       i = "Run this cell on CUDA, or update {.var expected_scale_method} in r_scripts/common.R."
-    ))
+    ), class = "amp_parity_refused")
   }
   lifted <- method
   body(lifted) <- drop_statement(body(method), cuda_only_check)

@@ -25,6 +25,7 @@ _SAFE_CALL = """
 function(script_path, spec_json, mode) {
   tryCatch(
     c("ok", amp_parity_call(script_path, spec_json, mode)),
+    amp_parity_refused = function(e) c("refused", paste(conditionMessage(e), collapse = "\\n")),
     error = function(e) c("error", paste(conditionMessage(e), collapse = "\\n"))
   )
 }
@@ -36,6 +37,7 @@ _SAFE_TRACE_CALL = """
 function(script_path, spec_json, mode, record_points) {
   tryCatch(
     c("ok", amp_parity_trace_call(script_path, spec_json, mode, record_points)),
+    amp_parity_refused = function(e) c("refused", paste(conditionMessage(e), collapse = "\\n")),
     error = function(e) c("error", paste(conditionMessage(e), collapse = "\\n"))
   )
 }
@@ -54,11 +56,13 @@ function() {
 
 
 class RScriptFailed(Exception):
-    """An R error, carrying R's own message for the parent's ScriptError."""
+    """An R error, carrying R's own message for the parent's ScriptError; ``refused``: the script refused the cell
+    (a condition of class ``amp_parity_refused``), rather than failing while it ran."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, refused: bool = False) -> None:
         super().__init__(message)
         self.frontend_message = message
+        self.refused = refused
 
 
 class RHandler:
@@ -95,8 +99,8 @@ class RHandler:
         if request.get("kind") == "trace":
             return self._trace(path, request)
         kind, text = self._call(path, json.dumps(request["run_spec"]), request["mode"])
-        if kind == "error":
-            raise RScriptFailed(text)
+        if kind != "ok":
+            raise RScriptFailed(text, refused=kind == "refused")
         return json.loads(text)
 
     def _describe(self, device: str) -> dict[str, Any]:
@@ -124,8 +128,8 @@ class RHandler:
             return ri.BoolSexpVector([done])
 
         kind, text = self._trace_call(path, json.dumps(request["run_spec"]), request["mode"], record_points)
-        if kind == "error":
-            raise RScriptFailed(text)
+        if kind != "ok":
+            raise RScriptFailed(text, refused=kind == "refused")
         return recorder.reply(json.loads(text))
 
     def _script_path(self, script: str) -> str:

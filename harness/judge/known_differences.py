@@ -91,7 +91,7 @@ class KnownDifference:
     optimizers: tuple[str, ...]
     devices: tuple[str, ...]
     trigger: str
-    switch: str
+    switches: tuple[str, ...]
     seen_on: tuple[str, ...]
     signature: Signature
     mechanism: str
@@ -100,10 +100,10 @@ class KnownDifference:
     #: The list it was read from (messages name it).
     source: str = str(DEFAULT_LIST)
 
-    @property
-    def switch_side(self) -> str:
-        """The language whose script the switch changes."""
-        return SWITCHES[self.switch].side
+    def switches_for(self, optimizer: str, language: str) -> tuple[str, ...]:
+        """The entry's switches a run of ``optimizer`` in ``language``'s script applies (those of its side that patch a
+        function that run calls)."""
+        return tuple(s for s in self.switches if SWITCHES[s].side == language and SWITCHES[s].acts_on(optimizer))
 
     def covers(self, script: str, mode: str, optimizer: str, device: str) -> bool:
         """Whether the entry's scope holds this script × mode × optimizer × device."""
@@ -114,10 +114,14 @@ class KnownDifference:
         (whatever the installations are named: R torch on any libtorch is covered)."""
         return self.covers(a.script, a.mode, a.optimizer, a.device) and frozenset((a.language, b.language)) == self.languages
 
-    def reconciles(self, cell: CellResult | Any, language: str) -> bool:
-        """Whether ``cell`` (of ``language``) runs this entry's switch in its reconciled run: the entry covers its cell and
-        the switch changes its side."""
-        return self.covers(cell.script, cell.mode, cell.optimizer, cell.device) and language == self.switch_side
+    def reconciling(self, cell: CellResult | Any, language: str) -> tuple[str, ...]:
+        """The switches ``cell`` (of ``language``) runs in its reconciled run for this entry: none where the entry does not
+        cover it (or nothing of the entry's mechanism is on its side)."""
+        return self.switches_for(cell.optimizer, language) if self.covers(cell.script, cell.mode, cell.optimizer, cell.device) else ()
+
+    def expected_switches(self, optimizer: str, languages: frozenset[str] | None = None) -> tuple[str, ...]:
+        """Every switch this entry applies to a pair with ``optimizer``, on either side."""
+        return tuple(s for s in self.switches if SWITCHES[s].acts_on(optimizer) and SWITCHES[s].side in (languages or self.languages))
 
     def trigger_steps(self, trace: PairTrace) -> tuple[int, ...]:
         """The steps at which the trace shows this entry's trigger (none: the difference has no reason to show)."""
@@ -156,7 +160,7 @@ class KnownDifference:
         upstream = " ".join(self.upstream.split())
         label = "R torch bug" if self.kind == "bug" else "known difference"
         return [f"{label} {self.id}: {self.title}", f"  why: {why}", f"  upstream: {upstream}",
-                f"  switch: {self.switch} ({SWITCHES[self.switch].title}, in the {self.switch_side} script)"]
+                *(f"  switch: {s} ({SWITCHES[s].title}, in the {SWITCHES[s].side} script)" for s in self.switches)]
 
 
 @functools.lru_cache(maxsize=8)
@@ -192,7 +196,7 @@ def load_known_differences(path: Path = DEFAULT_LIST) -> tuple[KnownDifference, 
 
 
 #: Every field an entry may have (anything else is a typo, refused rather than ignored).
-_FIELDS = frozenset({"id", "kind", "title", "languages", "scripts", "modes", "optimizers", "devices", "trigger", "switch",
+_FIELDS = frozenset({"id", "kind", "title", "languages", "scripts", "modes", "optimizers", "devices", "trigger", "switches",
                      "seen_on", "signature", "mechanism", "sources", "upstream"})
 _SIGNATURE_FIELDS = frozenset({"first_point", "first_step", "max_distance", "error"})
 
@@ -243,15 +247,20 @@ def _entry(path: Path, index: int, data: Any) -> KnownDifference:
     trigger = text("trigger")
     if trigger not in TRIGGERS:
         raise fail("trigger", trigger, f"one of {', '.join(sorted(TRIGGERS))}")
-    switch = text("switch")
-    if switch not in SWITCHES:
-        raise fail("switch", switch, f"a switch of harness/workload/patches.toml: {', '.join(SWITCHES) or 'none defined'}")
-    if SWITCHES[switch].side not in languages:
-        raise fail("switch", switch, f"a switch of one of the entry's languages ({SWITCHES[switch].side} is not one of them)")
+    switches = texts("switches")
+    for switch in switches:
+        if switch not in SWITCHES:
+            raise fail("switches", switch, f"a switch of harness/workload/patches.toml: {', '.join(SWITCHES) or 'none defined'}")
+        if SWITCHES[switch].side not in languages:
+            raise fail("switches", switch, f"a switch of one of the entry's languages ({SWITCHES[switch].side} is not one of them)")
+    unswitched = [o for o in optimizers if not any(SWITCHES[s].acts_on(o) for s in switches)]
+    if unswitched:
+        raise fail("switches", list(switches), f"switches of which one acts on every optimizer the entry covers (none acts on "
+                   f"{unswitched[0]}: its difference could never be proven)")
     signature = _signature(data.get("signature"), where, trigger)
     entry = KnownDifference(
         id=text("id"), kind=kind, title=text("title"), languages=frozenset(languages), scripts=scripts, modes=modes,
-        optimizers=optimizers, devices=devices, trigger=trigger, switch=switch, seen_on=texts("seen_on"), signature=signature,
+        optimizers=optimizers, devices=devices, trigger=trigger, switches=switches, seen_on=texts("seen_on"), signature=signature,
         mechanism=text("mechanism"), sources=texts("sources"), upstream=text("upstream"), source=str(path),
     )
     if kind == "bug":

@@ -277,7 +277,7 @@ def _with_trace(
         ids = ", ".join(k.id for k in matched)
         at = f"first differs at step {first.step}, {first.point}"
         at += f" ({first.max_distance} ULP)" if first.max_distance is not None else ""
-        proven, why_not = _reconciled(trace, applicable, names)
+        proven, why_not = _reconciled(trace, applicable, a, b)
         if proven:
             verdict = "known_difference"
             described = "as the entry describes" if len(matched) == 1 else "as the entries describe"
@@ -306,12 +306,14 @@ def _with_trace(
     return verdict, [headline(a.pair, names, verdict, cause), *lines[1:], *extra], details
 
 
-def _reconciled(trace: PairTrace, applicable: Sequence[KnownDifference], names: tuple[str, str]) -> tuple[bool, str]:
-    """Whether the reconciled runs prove the applicable entries (every one's switch was on, and the two runs are bitwise
-    identical at every point), and if not, why not."""
+def _reconciled(trace: PairTrace, applicable: Sequence[KnownDifference], a: CellResult, b: CellResult) -> tuple[bool, str]:
+    """Whether the reconciled runs prove the applicable entries (each one's switches for the cells' optimizer and
+    languages were on, and the two runs are bitwise identical at every point), and if not, why not."""
+    names = (a.frontend, b.frontend)
     if trace.reconciled_identical is None:
         return False, "the cells have no reconciled runs (run with the known differences' switches) to prove it"
-    off = [k.switch for k in applicable if k.switch not in trace.switches]
+    languages = frozenset((a.language, b.language))
+    off = [s for k in applicable for s in k.expected_switches(a.optimizer, languages) if s not in trace.switches]
     if off:
         return False, f"the reconciled runs did not apply the switch {off[0]}"
     if not trace.reconciled_identical:
@@ -333,7 +335,7 @@ def _proven_crash(
     if not matched:
         return None
     names = (a.frontend, b.frontend)
-    proven, why_not = _reconciled(trace, applicable, names)
+    proven, why_not = _reconciled(trace, applicable, a, b)
     ids = ", ".join(k.id for k in matched)
     if not proven:
         cause = f"{failed[0].frontend} {failed[0].status}: {failed[0].reason}; it fails as {ids} describes, but {why_not}"

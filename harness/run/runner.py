@@ -241,7 +241,7 @@ class MatrixRunner:
         A run that fails or does not apply its switches leaves no reconciled trace (its pairs then cannot be proven),
         and a warning says why."""
         language = self.pool.language(cell.frontend)
-        switches = switch_names([k.switch for k in self.known if k.reconciles(cell, language)])
+        switches = switch_names([s for k in self.known for s in k.reconciling(cell, language)])
         if not switches:
             return None
         request = self.pool.cell_request(cell, save_weights=False, kind="trace", trace={"keep": [], "stop": False}, switches=switches)
@@ -274,7 +274,9 @@ class MatrixRunner:
             else:
                 raw = self.pool.call_cell(cell)
         except ScriptError as err:
-            known = self.pool.declared_unsupported(cell)
+            # Unsupported: the binding refused a cell it is declared not to support (R torch's own error, the lift off),
+            # or the script refused to lift its check (a condition of its own); any other failure is an error.
+            known = self.pool.declared_unsupported(cell) and (err.refused or not self.pool.expected_to_run(cell))
             # One line: R's cli messages carry their hints (the 'i' bullets) on lines of their own.
             reason = " ".join(err.frontend_message.split()) if known else str(err)
             return CellResult(cell, Status.UNSUPPORTED if known else Status.ERROR, reason)

@@ -150,7 +150,7 @@ class Worker:
         request = request or {}
         raise ScriptError(
             self.name, str(request.get("script", "?")), str(request.get("mode", "?")),
-            str(request.get("spec_summary", "")), reply["message"],
+            str(request.get("spec_summary", "")), reply["message"], bool(reply.get("refused")),
         )
 
     def _crashed(self, what: str) -> WorkerCrashed:

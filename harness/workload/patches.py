@@ -56,12 +56,18 @@ class Replacement:
 
 @dataclass(frozen=True)
 class Switch:
-    """A known difference's mechanism removed on one side (``side``'s script computes it as the other binding does)."""
+    """A known difference's mechanism removed on one side (``side``'s script computes it as the other binding does), in
+    the function its replacement patches; ``optimizers``: the rows whose run calls that function (empty: every row)."""
 
     id: str
     side: str
     title: str
     replacement: Replacement
+    optimizers: tuple[str, ...] = ()
+
+    def acts_on(self, optimizer: str) -> bool:
+        """Whether a run with ``optimizer`` calls the function this switch patches."""
+        return not self.optimizers or optimizer in self.optimizers
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,7 @@ def _load(path: Path = PATCHES_FILE) -> tuple[dict[str, Switch], tuple[Point, ..
         if side not in LANGUAGES:
             raise ValueError(f"{path}: switch {raw.get('id')!r}: side must be one of {LANGUAGES}")
         replacement = Replacement(*(_field(raw, name, path) for name in ("id", "target", "old", "new")))
-        switch = Switch(replacement.id, side, _field(raw, "title", path), replacement)
+        switch = Switch(replacement.id, side, _field(raw, "title", path), replacement, _optimizers(raw, path))
         if switch.id in switches:
             raise ValueError(f"{path}: switch {switch.id!r} is defined twice")
         switches[switch.id] = switch
@@ -106,12 +112,17 @@ def _load(path: Path = PATCHES_FILE) -> tuple[dict[str, Switch], tuple[Point, ..
             where = "before" if "before" in side else "after"
             sides[language] = (_field(side, "target", path), _field(side, where, path), where, _field(side, "value", path),
                                side.get("index"))
-        optimizers = tuple(raw.get("optimizers", ()))
-        unknown = [o for o in optimizers if o not in OPTIMIZERS]
-        if unknown:
-            raise ValueError(f"{path}: point {raw.get('name')!r}: unknown optimizer {unknown[0]!r}")
-        points.append(Point(_field(raw, "name", path), sides, optimizers, bool(raw.get("clip", False))))
+        points.append(Point(_field(raw, "name", path), sides, _optimizers(raw, path), bool(raw.get("clip", False))))
     return switches, tuple(points)
+
+
+def _optimizers(raw: Mapping[str, Any], path: Path) -> tuple[str, ...]:
+    """A patch's ``optimizers``, each a row of the table."""
+    optimizers = tuple(raw.get("optimizers", ()))
+    unknown = [o for o in optimizers if o not in OPTIMIZERS]
+    if unknown:
+        raise ValueError(f"{path}: {raw.get('id') or raw.get('name')!r}: unknown optimizer {unknown[0]!r}")
+    return optimizers
 
 
 def _field(table: Mapping[str, Any], name: str, path: Path) -> str:
@@ -138,7 +149,7 @@ def patches_for(optimizer: str, switches: tuple[str, ...] = ()) -> dict[str, lis
         anchors: dict[tuple[str, str], dict[str, Any]] = {}
         for name in switches:
             switch = SWITCHES[name]
-            if switch.side == language:
+            if switch.side == language and switch.acts_on(optimizer):
                 r = switch.replacement
                 anchors[(r.target, r.old)] = {"ids": [r.id], "kind": "switch", "before": [], "statement": r.new, "after": []}
         for point in POINTS:
