@@ -134,7 +134,7 @@ def make_optimizer(spec: dict[str, Any], net: torch.nn.Sequential) -> torch.opti
     python = spec["optimizer"]["python"]
     args = {name: tuple(value) if isinstance(value, list) else value for name, value in python["args"].items()}
     optimizer: torch.optim.Optimizer = getattr(torch.optim, python["class"])(net.parameters(), **args)
-    _trace_state["params"] = [name for name, _param in named_parameters(net)]  # what {param} points are named by
+    _trace_state["params"] = {id(param): name for name, param in named_parameters(net)}  # what {param} points are named by
     return optimizer
 
 
@@ -187,9 +187,9 @@ def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int) -> torch.Tenso
 
 #: Where trace points go: ``sink`` is None in every call but a traced one, for which the harness's worker
 #: installs its recorder (harness/frontends/trace_recorder.py) with :func:`set_trace_sink`; ``step``: the step of the
-#: last point, which a point inside a binding's function is recorded at; ``params``: the parameters' names in the order
-#: the optimizer visits them (``{param}`` points).
-_trace_state: dict[str, Any] = {"sink": None, "step": 0, "params": []}
+#: last point, which a point inside a binding's function is recorded at; ``params``: each parameter's name by the
+#: tensor's identity (``{param}`` points).
+_trace_state: dict[str, Any] = {"sink": None, "step": 0, "params": {}}
 
 
 def set_trace_sink(sink: Callable[[int, str, torch.Tensor], None] | None) -> None:
@@ -217,15 +217,15 @@ def trace_point(step: int, name: str, value: torch.Tensor | Callable[[], torch.T
         sink(step, name, value() if callable(value) else value)
 
 
-def amp_parity_point(name: str, value: torch.Tensor | float, index: int | None = None) -> None:
+def amp_parity_point(name: str, value: torch.Tensor | float, param: torch.Tensor | None = None) -> None:
     """A trace point inside one of the binding's functions (a *point* patch, harness/workload/patches.toml): the value the
-    function computed and then uses, at the current step; ``{param}`` in ``name`` is the ``index``-th parameter (0-based,
-    as Python's loops count). A number (a bias correction, a step size) is recorded as a float64 scalar, as R's twin
-    records an R double."""
+    function computed and then uses, at the current step; ``{param}`` in ``name`` is the parameter ``param`` (the tensor
+    the optimizer's loop is at: PyTorch's loops do not all count; R's twin takes the index R's loops do). A number (a
+    bias correction, a step size) is recorded as a float64 scalar, as R's twin records an R double."""
     if _trace_state["sink"] is None:
         return
-    if index is not None:
-        name = name.replace("{param}", _trace_state["params"][int(index)])
+    if param is not None:
+        name = name.replace("{param}", _trace_state["params"][id(param)])
     tensor = value if isinstance(value, torch.Tensor) else torch.tensor(float(value), dtype=torch.float64)
     trace_point(_trace_state["step"], name, tensor)
 
@@ -247,7 +247,8 @@ def trace_optimizer_state(step: int, opt: torch.optim.Optimizer, net: torch.nn.S
     The entries are the run spec's optimizer row's (``state``), each read under PyTorch's key from ``opt.state[param]``:
     the tensors the step updated and used, parameter by parameter in the order the step visits them. A step counter
     (``count``) is recorded as the whole number it holds (PyTorch keeps it in a float32 tensor, R torch in an R double or
-    a C++ integer). Skipped at once when not tracing.
+    a C++ integer); an entry with a ``dtype`` in that dtype (the one every kernel that uses it rounds it to). Skipped at
+    once when not tracing.
     """
     if _trace_state["sink"] is None:
         return
@@ -260,7 +261,11 @@ def trace_optimizer_state(step: int, opt: torch.optim.Optimizer, net: torch.nn.S
                 continue
             if entry["count"]:
                 value = torch.tensor(int(value), dtype=torch.int64)
-            trace_point(step, f"optim.{entry['name']}.{name}", value if isinstance(value, torch.Tensor) else torch.tensor(value))
+            elif not isinstance(value, torch.Tensor):
+                value = torch.tensor(float(value), dtype=torch.float64)
+            if entry["dtype"]:
+                value = value.to(torch_dtype(entry["dtype"]))
+            trace_point(step, f"optim.{entry['name']}.{name}", value)
 
 
 def sync_device(device: str) -> None:

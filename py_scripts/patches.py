@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import re
 import textwrap
 from collections.abc import Iterator
 from typing import Any
@@ -68,8 +69,8 @@ def patched_function(function: Any, patches: list[dict[str, Any]], namespace: di
     """
     lines = textwrap.dedent(inspect.getsource(function)).splitlines()
     for patch in patches:
-        old = [line.strip() for line in patch["old"].splitlines()]
-        found = [k for k in range(len(lines)) if [line.strip() for line in lines[k:k + len(old)]] == old]
+        old = [_statement(line) for line in patch["old"].splitlines()]
+        found = [k for k in range(len(lines)) if [_statement(line) for line in lines[k:k + len(old)]] == old]
         if len(found) != 1:
             raise PatchError(f"patch {patch['id']}: {target} contains `{patch['old']}` {len(found)} times, not once: this torch "
                              f"({importlib.import_module('torch').__version__}) is not the one the patch was written for; update "
@@ -81,3 +82,8 @@ def patched_function(function: Any, patches: list[dict[str, Any]], namespace: di
     scope["amp_parity_point"] = amp_parity_point
     exec(compile("\n".join(lines) + "\n", f"<{target}, patched by amp-parity>", "exec"), scope)  # noqa: S102: the binding's own source
     return scope[function.__name__]
+
+
+def _statement(line: str) -> str:
+    """A source line as a statement: without its indentation and a trailing comment (``# type: ignore[...]``)."""
+    return re.sub(r"\s+#[^'\"]*$", "", line.strip())

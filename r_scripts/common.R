@@ -361,7 +361,7 @@ trace_point <- function(step, name, value) {
 
 #' A trace point inside one of the binding's functions (a *point* patch, harness/workload/patches.toml): the value the
 #' function computed and then uses, at the current step; `{param}` in `name` is the `index`-th parameter (1-based, as R's
-#' loops count). An R number (a bias correction, a step size) is recorded as a float64 scalar, as Python's twin records a
+#' loops count; Python's twin takes the tensor itself, since PyTorch's loops do not all count). An R number (a bias correction, a step size) is recorded as a float64 scalar, as Python's twin records a
 #' Python float.
 amp_parity_point <- function(name, value, index = NULL) {
   if (!tracing()) {
@@ -396,7 +396,8 @@ trace_parameters <- function(step, stage, net, grads) {
 #' key: the R-code optimizers keep a list per parameter (`opt$state$get(param)`), the libtorch ones report theirs through
 #' `opt$state_dict()` (by the parameter's position); these are the tensors the step updated and used, parameter by
 #' parameter in the order the step visits them. A step counter (`count`) is recorded as the whole number it holds (an
-#' R double here, a float32 tensor in PyTorch); any other R number as a float64 scalar. Skipped at once when not tracing.
+#' R double here, a float32 tensor in PyTorch); any other R number as a float64 scalar; an entry with a `dtype` in that
+#' dtype (the one every kernel that uses it rounds it to). Skipped at once when not tracing.
 trace_optimizer_state <- function(step, opt, net, spec) {
   if (is.null(get0("sink", envir = trace_state, inherits = FALSE))) {
     return(invisible(NULL))
@@ -413,6 +414,10 @@ trace_optimizer_state <- function(step, opt, net, spec) {
         value <- torch::torch_scalar_tensor(as.numeric(value), dtype = torch::torch_int64())
       } else if (!inherits(value, "torch_tensor")) {
         value <- torch::torch_scalar_tensor(value, dtype = torch::torch_float64())
+      }
+      dtype <- if (is.null(entries$dtype)) NA else entries$dtype[[e]] # jsonlite drops a column null in every row
+      if (!is.na(dtype)) {
+        value <- value$to(dtype = torch_dtype(dtype))
       }
       trace_point(step, sprintf("optim.%s.%s", entries$name[[e]], names(params)[[k]]), value)
     }

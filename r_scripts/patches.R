@@ -43,10 +43,12 @@ binding_function <- function(spec, name) {
 #' torch's class is not.
 patch_optimizer <- function(opt, spec) {
   prefix <- paste0(spec$optimizer$r[["function"]], "$")
-  for (patch in patch_rows(spec$patches$r)) {
-    if (!startsWith(patch$target, prefix)) next
-    method <- substring(patch$target, nchar(prefix) + 1L)
-    patched <- patched_function(opt[[method]], patches_of(spec, patch$target), patch$target)
+  targets <- unique(vapply(patch_rows(spec$patches$r), function(patch) patch$target, ""))
+  for (target in targets[startsWith(targets, prefix)]) {
+    patches <- patches_of(spec, target)
+    if (length(patches) == 0L) next
+    method <- substring(target, nchar(prefix) + 1L)
+    patched <- patched_function(opt[[method]], patches, target)
     unlockBinding(method, opt)
     assign(method, patched, envir = opt)
     lockBinding(method, opt)
@@ -125,6 +127,9 @@ replace_statement <- function(code, old, new) {
 #' R-only: `code` with every call of `amp_parity_point` calling common.R's function itself (the function object, not its
 #' name): the patched function keeps R torch's environment, where that name is not defined.
 with_point_calls <- function(code) {
+  if (is.pairlist(code)) {
+    return(code) # a function's formals: no call to rewrite, and they must stay a pairlist
+  }
   if (is.list(code)) {
     return(lapply(code, with_point_calls))
   }

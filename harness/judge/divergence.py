@@ -12,6 +12,7 @@ first difference, the last point still identical, and the facts other checks nee
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,11 @@ def _step_skipped(points: Sequence[Point]) -> tuple[int, ...]:
     return tuple(p[0] for p in points if p[1] == "scaler.found_inf" and p[5] is not None and p[5] != 0.0)
 
 
+def _clip_norm_nonfinite(points: Sequence[Point]) -> tuple[int, ...]:
+    """Steps whose gradient norm was inf or NaN: a gradient overflowed before clipping."""
+    return tuple(p[0] for p in points if p[1] == "clip.total_norm" and p[5] is not None and not math.isfinite(p[5]))
+
+
 def _always(points: Sequence[Point]) -> tuple[int, ...]:
     """Every step the run recorded: a mechanism that acts at every step (a formula the step always evaluates)."""
     return tuple(dict.fromkeys(int(p[0]) for p in points))
@@ -50,6 +56,7 @@ def _always(points: Sequence[Point]) -> tuple[int, ...]:
 TRIGGERS: dict[str, Callable[[Sequence[Point]], tuple[int, ...]]] = {
     "always": _always,
     "clip_engaged": _clip_engaged,
+    "clip_norm_nonfinite": _clip_norm_nonfinite,
     "step_skipped": _step_skipped,
 }
 

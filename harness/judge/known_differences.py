@@ -66,16 +66,25 @@ class Signature:
     """What a pair's trace must show to be this difference: where it first parts, when, and how far; or the error one
     side raises (``error``, a regular expression its one-line reason matches) where the binding crashes."""
 
-    first_point: str
+    #: The points it may first differ at (one mechanism shows first at another state of another optimizer): each a name,
+    #: with ``{param}`` standing for one of the model's parameters.
+    first_points: tuple[str, ...]
     #: ``"trigger"``: a step where the entry's trigger holds; otherwise the steps allowed.
     first_step: str | tuple[int, ...]
     max_distance: int
     error: str | None = None
+    #: What differs there: ``bytes`` (the values) or ``dtype`` (one side keeps the value in another dtype).
+    kind: str = "bytes"
+
+    @property
+    def first_point(self) -> str:
+        """The points, as messages name them."""
+        return " or ".join(self.first_points)
 
     @functools.cached_property
     def point_pattern(self) -> re.Pattern[str]:
-        """The first point as a pattern: the name itself, with ``{param}`` standing for one of the model's parameters."""
-        return re.compile("^" + re.escape(self.first_point).replace(re.escape(_PARAM), _PARAM_PATTERN) + "$")
+        """The first points as one pattern: the names themselves, ``{param}`` standing for one of the model's parameters."""
+        return re.compile("^(?:" + "|".join(re.escape(p).replace(re.escape(_PARAM), _PARAM_PATTERN) for p in self.first_points) + ")$")
 
 
 @dataclass(frozen=True)
@@ -140,8 +149,8 @@ class KnownDifference:
         if first.step not in allowed:
             where = f"a step where {self.trigger} holds" if self.signature.first_step == "trigger" else f"steps {list(allowed)}"
             return f"it first differs at step {first.step}, not at {where}"
-        if first.kind != "bytes":
-            return f"its first difference is of kind {first.kind!r}, not a distance between two values"
+        if first.kind != self.signature.kind:
+            return f"its first difference is of kind {first.kind!r}, not {self.signature.kind!r}"
         if first.max_distance is not None and first.max_distance > self.signature.max_distance:
             return f"its first difference is {first.max_distance} apart, beyond the entry's {self.signature.max_distance}"
         return None
@@ -198,7 +207,9 @@ def load_known_differences(path: Path = DEFAULT_LIST) -> tuple[KnownDifference, 
 #: Every field an entry may have (anything else is a typo, refused rather than ignored).
 _FIELDS = frozenset({"id", "kind", "title", "languages", "scripts", "modes", "optimizers", "devices", "trigger", "switches",
                      "seen_on", "signature", "mechanism", "sources", "upstream"})
-_SIGNATURE_FIELDS = frozenset({"first_point", "first_step", "max_distance", "error"})
+_SIGNATURE_FIELDS = frozenset({"first_point", "first_step", "max_distance", "error", "kind"})
+#: What a first difference may be (:class:`harness.judge.divergence.Split`): another value, or another dtype.
+_SIGNATURE_KINDS = ("bytes", "dtype")
 
 
 def _entry(path: Path, index: int, data: Any) -> KnownDifference:
@@ -277,10 +288,15 @@ def _signature(data: Any, where: str, trigger: str) -> Signature:
     extra = sorted(set(data) - _SIGNATURE_FIELDS)
     if extra:
         raise KnownDifferencesError(f"{where}: `signature.{extra[0]}` is not a signature field ({', '.join(sorted(_SIGNATURE_FIELDS))}).")
-    point = data.get("first_point")
-    if not isinstance(point, str) or not re.fullmatch(r"[A-Za-z0-9_.]+(\{param\}[A-Za-z0-9_.]*)?", point):
-        raise KnownDifferencesError(f"{where}: `signature.first_point` must be a point's name, with at most one {_PARAM} for any "
-                                    f"parameter (no other pattern), got {point!r:.80}.")
+    points = data.get("first_point")
+    points = [points] if isinstance(points, str) else points
+    name = r"[A-Za-z0-9_.]+(\{param\}[A-Za-z0-9_.]*)?"
+    if not isinstance(points, list) or not 1 <= len(points) <= 8 or not all(isinstance(p, str) and re.fullmatch(name, p) for p in points):
+        raise KnownDifferencesError(f"{where}: `signature.first_point` must be a point's name, or a list of 1 to 8, each with at most "
+                                    f"one {_PARAM} for any parameter (no other pattern), got {data.get('first_point')!r:.80}.")
+    kind = data.get("kind", "bytes")
+    if kind not in _SIGNATURE_KINDS:
+        raise KnownDifferencesError(f"{where}: `signature.kind` must be one of {', '.join(_SIGNATURE_KINDS)}, got {kind!r:.80}.")
     step = data.get("first_step")
     steps_ok = isinstance(step, list) and 0 < len(step) <= 64 and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
                                                                        for s in step)
@@ -301,5 +317,5 @@ def _signature(data: Any, where: str, trigger: str) -> Signature:
             re.compile(error)
         except re.error as err:
             raise KnownDifferencesError(f"{where}: `signature.error` is not a regular expression ({err}).") from err
-    return Signature(point, "trigger" if step == "trigger" else tuple(int(s) for s in step or ()), distance, error)
+    return Signature(tuple(points), "trigger" if step == "trigger" else tuple(int(s) for s in step or ()), distance, error, kind)
 

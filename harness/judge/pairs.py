@@ -101,9 +101,9 @@ def compare_result(
 
 
 def pair_trace(a: CellResult, b: CellResult, stored: PairTrace | None = None) -> PairTrace | None:
-    """The trace of the pair ``a``, ``b``: computed from the traces the cells store, with the distances a run's second pass
-    measured (``stored``, of this pair in either order) where it found the same first difference; a result from before
-    cells stored traces has only ``stored``.
+    """The trace of the pair ``a``, ``b``: computed from the traces the cells store, with the distance a run's second pass
+    measured (``stored``, of this pair in either order) attached as ``detail`` where it found the same first difference
+    (shown, never judged); a result from before cells stored traces has only ``stored``.
 
     Raises:
         ResultError: a cell's stored trace is missing, replaced or malformed.
@@ -113,12 +113,13 @@ def pair_trace(a: CellResult, b: CellResult, stored: PairTrace | None = None) ->
             return stored.swapped()
         return stored
     trace = trace_cells(a, b)
-    if stored is None or stored.first_difference is None or trace.first_difference is None:
+    shown = stored.detail if stored is not None else None
+    if shown is None or trace.first_difference is None:
         return trace
-    detailed = stored.first_difference if tuple(stored.frontends) == (a.frontend, b.frontend) else stored.first_difference.swapped()
+    detail = shown if tuple(stored.frontends) == (a.frontend, b.frontend) else shown.swapped()  # type: ignore[union-attr]
     found = trace.first_difference
-    if (detailed.step, detailed.point, detailed.kind) == (found.step, found.point, found.kind) and found.max_distance is None:
-        return dataclasses.replace(trace, first_difference=detailed, seconds=stored.seconds)
+    if (detail.step, detail.point, detail.kind) == (found.step, found.point, found.kind):
+        return dataclasses.replace(trace, detail=detail, seconds=stored.seconds)  # type: ignore[union-attr]
     return trace
 
 
@@ -160,7 +161,7 @@ def needs_detail(verdict: PairVerdict) -> tuple[int, str] | None:
     kept): what a run's second pass keeps whole to measure it, for the explanation; ``None`` where nothing is missing."""
     trace = verdict.details.get("trace") or {}
     first = trace.get("first_difference")
-    if not first or first.get("kind") != "bytes" or first.get("max_distance") is not None:
+    if not first or first.get("kind") != "bytes" or first.get("max_distance") is not None or trace.get("detail"):
         return None
     return int(first["step"]), str(first["point"])
 

@@ -133,13 +133,17 @@ class PairTrace:
     switches: tuple[str, ...] = ()
     reconciled_identical: bool | None = None
     reconciled: PointDifference | None = None
+    #: The first difference measured on both tensors by a run's second pass (its workers alive): shown, never judged
+    #: (a merge has no workers, and a verdict must not depend on where the cells meet).
+    detail: PointDifference | None = None
 
     def swapped(self) -> PairTrace:
         """The same trace seen from the other side (the pair's frontends in the other order; its triggers are both sides')."""
         def flip(difference: PointDifference | None) -> PointDifference | None:
             return None if difference is None else difference.swapped()
         return dataclasses.replace(self, frontends=(self.frontends[1], self.frontends[0]), points=(self.points[1], self.points[0]),
-                                   first_difference=flip(self.first_difference), reconciled=flip(self.reconciled))
+                                   first_difference=flip(self.first_difference), reconciled=flip(self.reconciled),
+                                   detail=flip(self.detail))
 
     @property
     def identical(self) -> bool:
@@ -156,7 +160,7 @@ class PairTrace:
         else:
             last = f"step {self.last_identical[0]}, {self.last_identical[1]}" if self.last_identical else "none (the first point differs)"
             lines = [
-                f"trace: first difference at {self.first_difference.describe(self.frontends)}",
+                f"trace: first difference at {(self.detail or self.first_difference).describe(self.frontends)}",
                 f"trace: last identical point: {last} ({self.identical_points} of {total} points identical before it)",
             ]
         if self.reconciled_identical is not None:
@@ -182,6 +186,7 @@ class PairTrace:
             "seconds": self.seconds, "error": self.error, "switches": list(self.switches),
             "reconciled_identical": self.reconciled_identical,
             "reconciled": None if self.reconciled is None else self.reconciled.to_json(),
+            "detail": None if self.detail is None else self.detail.to_json(),
         }
 
     @classmethod
@@ -198,4 +203,5 @@ class PairTrace:
             reproduced=bool(data.get("reproduced", True)), seconds=float(data.get("seconds", 0.0)), error=data.get("error"),
             switches=tuple(str(s) for s in data.get("switches") or ()), reconciled_identical=data.get("reconciled_identical"),
             reconciled=None if data.get("reconciled") is None else PointDifference.from_json(data["reconciled"]),
+            detail=None if data.get("detail") is None else PointDifference.from_json(data["detail"]),
         )

@@ -49,4 +49,4 @@ def measure_first_difference(pool: WorkerPool, a: CellResult, b: CellResult, tra
     if split is None or (split.step, split.point) != (first.step, first.point) or kept[0] is None or kept[1] is None:
         return trace  # the runs did not repeat themselves: no measurement is better than one of another point
     measured = point_difference(split, replies[0]["points"], replies[1]["points"], kept)
-    return dataclasses.replace(trace, first_difference=measured, seconds=time.perf_counter() - started)
+    return dataclasses.replace(trace, detail=measured, seconds=time.perf_counter() - started)

@@ -128,6 +128,10 @@ class _Checker:
                             f"its cells' stored traces first part at {shown}")
         if first is not None:
             self.difference(f"{where}.first_difference", first)
+        if trace.detail is not None:
+            if first is None or (trace.detail.step, trace.detail.point) != (first.step, first.point):
+                self.refuse(f"{where}.detail", f"step {trace.detail.step}, {trace.detail.point}", "a measurement of its first difference")
+            self.difference(f"{where}.detail", trace.detail)
 
     def difference(self, where: str, found: PointDifference) -> None:
         """A measured difference is a possible one: counts within the tensor, the distance the worst values give."""

@@ -51,12 +51,15 @@ class StateEntry:
     ``opt$state$get(param)[[key]]``; its ignite optimizers: ``opt$state_dict()$state[[i]][[key]]``). ``count``: the
     entry is a step counter: each binding keeps it in its own type (PyTorch a float32 tensor, R torch's R code an R
     double, libtorch a 64-bit integer), so it is recorded as the whole number it holds, which is the value the step used.
+    ``dtype``: the entry is recorded in this dtype, the one every kernel that uses it rounds it to (ASGD's ``eta`` and
+    ``mu``: float32 tensors in PyTorch, R doubles in R torch, used only as float32 kernel arguments on both sides).
     """
 
     name: str
     python: str
     r: str
     count: bool = False
+    dtype: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain data for the run spec."""
@@ -101,8 +104,8 @@ class Optimizer:
         }
 
 
-def _entry(name: str, python: str | None = None, r: str | None = None, count: bool = False) -> StateEntry:
-    return StateEntry(name, python or name, r or name, count)
+def _entry(name: str, python: str | None = None, r: str | None = None, count: bool = False, dtype: str | None = None) -> StateEntry:
+    return StateEntry(name, python or name, r or name, count, dtype)
 
 
 _STEP = _entry("step", count=True)
@@ -194,7 +197,7 @@ OPTIMIZERS: dict[str, Optimizer] = {
             {"lr": "the preset's lr (ASGD is SGD with a decaying rate)", "lambda": "the default decay term",
              "alpha": "the default", "t0": "averaging starts after step 5 so it acts within 20 steps (the default 1e6 never does)",
              "weight_decay": _WD_REASON},
-            (_STEP, _entry("eta"), _entry("mu"), _entry("ax")), python_names={"lambda": "lambd"},
+            (_STEP, _entry("eta", dtype="float32"), _entry("mu", dtype="float32"), _entry("ax")), python_names={"lambda": "lambd"},
             title="averaged SGD, averaging from step 6",
         ),
         Optimizer(

@@ -156,6 +156,8 @@ def patches_for(optimizer: str, switches: tuple[str, ...] = ()) -> dict[str, lis
             if not ((point.optimizers and optimizer in point.optimizers) or point.clip):
                 continue
             target, anchor, where, _value, _index = point.sides[language]
+            if target.startswith("$"):  # R: that method of the optimizer this row builds
+                target = f"{OPTIMIZERS[optimizer].r}{target}"
             slot = anchors.setdefault((target, anchor), {"ids": [], "kind": "point", "before": [], "statement": anchor, "after": []})
             slot["ids"].append(f"point:{point.name}")
             slot[where].append(point.call(language))
