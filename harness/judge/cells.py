@@ -83,7 +83,7 @@ def judge_cell(cell: CellResult, spec: WorkloadSpec, reference: ReferenceSummary
     losses = reference_losses_for(cell, reference)
     if losses is not None and cell.reference_distance is not None:
         amp_dtype = (cell.record.amp_dtype if cell.record else None) or spec.amp_dtype  # a merged CUDA cell may differ
-        bound = float64_bound_for(cell.cell.properties, cell.device, str(amp_dtype), spec.steps)
+        bound = float64_bound_for(cell.cell.properties, cell.device, str(amp_dtype), spec.steps, cell.cell.optimizer)
         float64 = check_float64(list(record.losses), losses, cell.reference_distance, bound, record.skipped_step_indices)
     elif reference.available:
         no_float64 = "the run measured no distance from float64 for this cell"

@@ -89,7 +89,9 @@ def compare_result(
             # The cell's own AMP dtype: a merged result's devices may have run in different ones (bfloat16 on CPU, float16 on CUDA).
             amp_dtype = (base.record.amp_dtype if base.record else None) or result.spec.amp_dtype
             if base.ok and other.ok and amp_dtype:
-                tolerance = tolerance_for(base.cell.properties, base.device, amp_dtype, result.steps, expectation(base, other).identical)
+                tolerance = tolerance_for(
+                    base.cell.properties, base.device, amp_dtype, result.steps, expectation(base, other).identical, base.cell.optimizer
+                )
             trace = pair_trace(base, other, stored.get((base.pair, frozenset((base.frontend, other.frontend)))))
             verdict = compare_cells(base, other, tolerance, judging, trace, known)
             files = (inputs.get(base.id), inputs.get(other.id))
@@ -197,7 +199,7 @@ def compare_cells(
     expected = expectation(a, b)
     try:
         steps = max(len(ra.losses), len(rb.losses), 1)
-        tol = tolerance or tolerance_for(a.cell.properties, a.device, str(ra.amp_dtype), steps, expected.identical)
+        tol = tolerance or tolerance_for(a.cell.properties, a.device, str(ra.amp_dtype), steps, expected.identical, a.cell.optimizer)
     except SpecError as err:
         return _verdict(a, names, "error", [headline(a.pair, names, "error", f"no tolerance for this record: {err}")], {})
     found = find_pair(names, a.mode, a.device, ra, rb, tol, (a.reference_distance, b.reference_distance))
