@@ -58,7 +58,7 @@ record_array_fields <- c("losses", "loss_scale", "skipped", "seconds_per_epoch")
 #' missing (a machine without torch, checking arguments only) the same text is raised with `stop()`.
 abort_cli <- function(message, ..., .envir = parent.frame()) {
   if (requireNamespace("rlang", quietly = TRUE)) {
-    cli::cli_abort(message, ..., call = NULL, .envir = .envir)
+    cli::cli_abort(message, ..., call = NULL, .envir = .envir, class = "amp_parity_error")
   }
   stop(errorCondition(cli::format_message(message, .envir = .envir), class = "amp_parity_error"))
 }

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from safetensors.numpy import load_file
 
+from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV
 from harness.judge.reference import run_reference
 from harness.judge.tolerances import float64_bound_for
@@ -59,7 +60,7 @@ def test_unscale_removed_from_the_clip_mode_fails_the_run(tmp_path: Path, monkey
     root = copy_scripts(tmp_path / "scripts")
     plant(root, _SCALER, "                scaler.unscale_(opt)\n", "")
     done, result = _run_tiny(tmp_path, monkeypatch, "--mode", "autocast_scaler,autocast_scaler_clip", scripts=root)
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == ExitCode.FAILED, done.stdout + done.stderr
     verdicts = _verdicts(result)
     clip = verdicts[_CLIP_CELL]
     assert clip["outcome"] == "fail" and clip["float64"]["first_step_beyond"] is not None and clip["float64"]["worst_tensor"]
@@ -73,7 +74,7 @@ def test_another_growth_interval_fails_the_run(tmp_path: Path, monkeypatch: pyte
     root = copy_scripts(tmp_path / "scripts")
     plant(root, _SCALER, 'growth_interval=spec["growth_interval"]', 'growth_interval=spec["growth_interval"] + 1')
     done, result = _run_tiny(tmp_path, monkeypatch, "--mode", "autocast_scaler", scripts=root)
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == ExitCode.FAILED, done.stdout + done.stderr
     scaler = _verdicts(result)[_SCALER_CELL]["scaler"]
     assert (scaler["passed"], scaler["first_step"], scaler["expected"], scaler["recorded"]) == (False, 3, 131072.0, 65536.0)
     assert f"{_SCALER_CELL} FAIL: loss scale breaks GradScaler's rule at step 3" in " ".join(done.stdout.split())

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import UsageError
+from harness.errors import ExitCode, UsageError
 from harness.model.result import MatrixResult
 from harness.model.timing import TimingProtocol
 from harness.run.availability import Availability
@@ -94,7 +94,7 @@ def test_a_broken_installation_is_refused_before_any_cell(tmp_path: Path) -> Non
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     out = tmp_path / "r.json"
     done = run_cli("run", "--preset", "tiny", "--frontend", f"python,bare=python:{bare}", "--json", str(out), "--rounds", "1")
-    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.returncode == ExitCode.USAGE_ERROR and len(done.stderr.strip().splitlines()) == 1, done.stderr
     line = done.stderr.strip()
     assert line.startswith("error: installation bare must be one that starts a worker (bare worker could not start: ")
     assert "No module named 'torch'" in line

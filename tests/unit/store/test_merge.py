@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import ResultError
+from harness.errors import ExitCode, ResultError
 from harness.model.result import MatrixResult
 from harness.store.merge import merge_results
 from harness.store.result_file import load_result, save_result
@@ -109,7 +109,7 @@ def test_merge_writes_the_report_and_the_merged_result_and_refuses_to_overwrite(
     assert (out / "report.md").is_file() and json.loads(merged.read_text())["schema_version"] == 7
     assert f"merged 2 results (8 cells); report written to {out / 'report.md'}" in " ".join(done.stdout.split())
     again = run_cli("merge", *map(str, slices), "--out", str(tmp_path / "elsewhere"), "--json", str(merged))
-    assert again.returncode == 1
+    assert again.returncode == ExitCode.USAGE_ERROR
     assert again.stderr.strip() == f"error: {merged} already exists; choose another path or pass --overwrite to replace it."
     assert not (tmp_path / "elsewhere").exists()
 
@@ -127,7 +127,8 @@ def test_labelled_inputs_merge_two_machines_that_both_ran_python(slices: tuple[P
         (["xeon.python", "epyc.python"], "identical"), (["xeon.python", "epyc.python"], "identical"),
     ]
     bad = run_cli("merge", f"x-y={slices[0]}", str(other), "--out", str(tmp_path / "r2"))
-    assert bad.returncode == 1 and bad.stderr.strip().startswith("error: merge must be a name of letters, digits, '_' and '.'")
+    assert bad.returncode == ExitCode.USAGE_ERROR
+    assert bad.stderr.strip().startswith("error: merge must be a name of letters, digits, '_' and '.'")
 
 
 def test_a_json_place_that_is_not_a_result_is_refused_before_the_report(slices: tuple[Path, Path], tmp_path: Path) -> None:
@@ -135,7 +136,7 @@ def test_a_json_place_that_is_not_a_result_is_refused_before_the_report(slices: 
     notes = tmp_path / "notes.txt"
     notes.write_text("mine")
     done = run_cli("merge", *map(str, slices), "--out", str(tmp_path / "report"), "--json", str(notes), "--overwrite")
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert done.stderr.strip() == (f"error: {notes} is not an amp-parity result; --overwrite replaces only those. Move it away or "
                                    "choose another path.")
     assert notes.read_text() == "mine" and not (tmp_path / "report").exists()
