@@ -50,7 +50,8 @@ class ExitCode(IntEnum):
     #: A check failed: a pair ``diverged`` (or names a stale known difference), a cell failed its own check or ended
     #: in ``error`` or ``numerical_failure``; ``doctor``: Python cells (or R cells, under ``AMP_PARITY_REQUIRE_R=1``) cannot run.
     FAILED = 1
-    #: A bug of the harness: ``error: unexpected <type>: ...`` (``--debug`` shows the traceback).
+    #: An error the harness did not foresee: a bug of the harness, or of what it runs (``error: unexpected <type>: ...`` in
+    #: Python; in R, an error that is not the scripts' own refusal). ``--debug`` shows the traceback.
     INTERNAL_ERROR = 3
     #: The command was refused, or could not do what it was asked, because of what it was given or where it runs: a
     #: flag, a spec, an input file, an output place, a frontend that cannot start, no cell that could run. The

@@ -24,6 +24,7 @@ from harness.errors import AmpParityError, ExitCode
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from harness.files.staging import StagingDir
     from harness.judge.known_differences import KnownDifference
     from harness.model.result import MatrixResult
     from harness.store.claims import ReportClaim
@@ -253,8 +254,10 @@ def _run(args: argparse.Namespace) -> ExitCode:
         reports = None
         if args.report is not None:
             reports = claimed.enter_context(ReportClaim(args.report, REPORT_FILES, args.overwrite, result=claim))
+        # Without --json nothing keeps the weights: they are staged in a temporary folder, dropped when the run ends.
+        staging = claim.staging if claim else claimed.enter_context(_temporary_staging()).path
         with MatrixRunner(
-            spec, frontends, timeout=args.timeout, staging=claim.staging if claim else None, scaler_lift=args.scaler_lift,
+            spec, frontends, timeout=args.timeout, staging=staging, scaler_lift=args.scaler_lift,
             trace=args.trace, known=_known(args), baseline=args.baseline,
         ) as runner:
             with console.status("running cells...") as status:
@@ -295,8 +298,8 @@ def _trace(args: argparse.Namespace) -> ExitCode:
     frontends = _parse_frontends(args)
     require_device(spec)
     console = make_console()
-    with MatrixRunner(spec, frontends, timeout=args.timeout, scaler_lift=args.scaler_lift, known=_known(args),
-                      baseline=args.baseline) as runner:
+    with _temporary_staging() as staging, MatrixRunner(spec, frontends, timeout=args.timeout, staging=staging.path,
+                                                       scaler_lift=args.scaler_lift, known=_known(args), baseline=args.baseline) as runner:
         with console.status("running cells...") as status:
             result = runner.run(modes, on_progress=status.update, judging="tolerance_only" if args.tolerance_only else "strict",
                                 measure=False, trace_all=True)
@@ -328,6 +331,17 @@ def _merge(args: argparse.Namespace) -> ExitCode:
     console.print(f"merged {len(paths)} results ({len(result.cells)} cells); report written to {written[0]}"
                   + (f"; merged result written to {args.json}" if args.json is not None else ""))
     return exit_status(result)
+
+
+def _temporary_staging() -> StagingDir:
+    """A staging folder for final weights that nothing keeps (``run`` without ``--json``, ``trace``), removed when it closes
+    (a killed run's is swept by the next run: :mod:`harness.files.staging`)."""
+    import tempfile
+
+    from harness.files.staging import StagingDir
+    from harness.run.pool import TEMPORARY_WEIGHTS_PREFIX
+
+    return StagingDir(Path(tempfile.gettempdir()), TEMPORARY_WEIGHTS_PREFIX)
 
 
 def _labelled_result(item: str) -> tuple[str | None, Path]:

@@ -45,7 +45,7 @@ def _run_copy(root: Path, spec: WorkloadSpec, modes: tuple[str, ...], availabili
               monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The matrix of ``modes``, both frontends, run from the scripts under ``root``."""
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
-    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability) as runner:
+    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, staging=root) as runner:
         return runner.run(modes, protocol=_PROTOCOL).to_json()
 
 

@@ -111,12 +111,16 @@ def test_report_judges_as_the_run_did_unless_told_otherwise(tmp_path: Path) -> N
 
 def test_report_of_a_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> None:
     """A result from a newer schema gets one line telling the user to upgrade."""
+    from harness.model.result import RESULT_SCHEMA_VERSION
+
     path = tmp_path / "future.json"
-    path.write_text(json.dumps({"schema_version": 9, "cells": []}))
+    newer = RESULT_SCHEMA_VERSION + 1
+    path.write_text(json.dumps({"schema_version": newer, "cells": []}))
     done = run_cli("report", str(path), "--out", str(tmp_path / "out"))
     assert done.returncode == ExitCode.USAGE_ERROR
     assert done.stderr.strip() == (
-        f"error: {path} has result schema version 9; this harness reads versions 2 to 7: upgrade amp-parity to read it."
+        f"error: {path} has result schema version {newer}; this harness reads versions 2 to {RESULT_SCHEMA_VERSION}: "
+        "upgrade amp-parity to read it."
     )
     assert not (tmp_path / "out").exists()
 
