@@ -163,6 +163,8 @@ def _source(path: Path, result: MatrixResult) -> dict[str, Any]:
         "file": str(path), "created": result.created, "host": ", ".join(hosts) or str(result.environment.get("platform", "")),
         "frontends": list(result.frontends), "devices": sorted({c.device for c in result.cells}),
         "cells": [c.id for c in result.cells], "environment": dict(result.environment), "provenance": result.provenance.to_json(),
+        # what its cells' efficiency was measured against (the merged result keeps the first input's peaks): its load checks it
+        "peaks": result.peaks.to_json(),
     }
 
 

@@ -166,3 +166,29 @@ def test_merging_results_that_ran_different_scripts_says_which_files_differ(tmp_
     save_result(_slice(golden(), "r"), b, overwrite=True)  # the golden result is schema 3: no provenance
     assert "r.json: provenance unknown: written by a harness before result schema 8, which recorded none; whether it ran the same " \
            "scripts as python.json is unknown" in merge_results([a, b]).warnings
+
+
+def test_a_merged_result_of_inputs_measured_against_other_peaks_loads_again(tmp_path: Path) -> None:
+    """Each input's cells were measured against its own run's matmul peaks; the merged result keeps them per source, so
+    its load checks every cell's efficiency against its own (it checked the second input's against the first's: refused)."""
+    from harness.model.efficiency import cell_efficiency
+    from harness.model.result import Peaks
+
+    r = _slice(golden(), "r")
+    def doubled(peak: dict[str, object]) -> dict[str, object]:  # a machine twice as fast: every sample and layout doubled
+        twice = {k: 2 * v for k, v in peak.items() if k in ("tflops", "tflops_median")}  # type: ignore[operator]
+        lists = {"samples_tflops": [2 * x for x in peak["samples_tflops"]],  # type: ignore[attr-defined]
+                 "layouts_tflops": {k: 2 * x for k, x in peak["layouts_tflops"].items()}}  # type: ignore[attr-defined]
+        return {**peak, **twice, **lists}
+
+    faster = Peaks(r.peaks.device, r.peaks.threads, {k: v and doubled(dict(v)) for k, v in r.peaks.by_dtype.items()}, r.peaks.reason)
+    r = dataclasses.replace(r, peaks=faster, cells=tuple(dataclasses.replace(c, efficiency=cell_efficiency(c, r.spec, faster))
+                                                         for c in r.cells))
+    a, b = tmp_path / "python.json", tmp_path / "r.json"
+    save_result(_slice(golden(), "python"), a)
+    save_result(r, b)
+    done = run_cli("merge", str(a), str(b), "--out", str(tmp_path / "report"), "--json", str(tmp_path / "merged.json"))
+    assert done.returncode == ExitCode.OK, done.stderr
+    again = load_result(tmp_path / "merged.json")
+    assert [s["peaks"]["by_dtype"]["float32"]["tflops"] for s in again.sources] == [
+        golden().peaks.by_dtype["float32"]["tflops"], faster.by_dtype["float32"]["tflops"]]  # type: ignore[index]
