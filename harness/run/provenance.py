@@ -24,7 +24,8 @@ SCRIPT_FOLDERS = ("py_scripts", "r_scripts")
 #: What is not a file that runs: caches the interpreters write beside the scripts.
 _NOT_RUN = ("__pycache__",)
 _NOT_RUN_SUFFIXES = (".pyc", ".pyo")
-#: What in the package is code, not data (the data files are digested; the code is the version and commit's).
+#: What in the package is code, not data (the data files are digested; the code is the version and commit's). Hidden
+#: files and caches (an old ``harness/fixtures/cache/`` left in a checkout) are not data either.
 _CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".typed")
 #: Seconds git may take to answer (a network file system, a huge repository): past them, the commit is unknown.
 _GIT_TIMEOUT_S = 20
@@ -34,7 +35,8 @@ def describe_provenance() -> Provenance:
     """Where a run about to start comes from: this harness's version, its checkout's commit, and every file's digest."""
     root = scripts_root()
     files = file_digests(root, SCRIPT_FOLDERS)
-    data = [p for p in _walk(PACKAGE_DIR) if p.suffix not in _CODE_SUFFIXES and INSTALLED_PROJECT not in p.parents]
+    data = [p for p in _walk(PACKAGE_DIR) if p.suffix not in _CODE_SUFFIXES and INSTALLED_PROJECT not in p.parents
+            and not any(part.startswith(".") or part == "cache" for part in p.relative_to(PACKAGE_DIR).parts)]
     files |= {f"harness/{p.relative_to(PACKAGE_DIR).as_posix()}": _sha256(p) for p in data}
     if CHECKOUT is None:
         return Provenance(__version__, "installed", note="installed package: no checkout, so no commit", scripts_root=str(root),

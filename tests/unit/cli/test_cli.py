@@ -167,3 +167,15 @@ def test_bf16_on_a_gpu_without_it_is_refused(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(SpecError, match=r"amp_dtype must be 'float16' on Tesla T4, which has no bf16 support, got 'bfloat16'"):
         require_device(WorkloadSpec.from_preset("tiny", device="cuda", amp_dtype="bfloat16"))
     require_device(WorkloadSpec.from_preset("tiny", device="cuda"))  # float16 is fine
+
+
+def test_the_console_command_names_itself_as_it_was_invoked(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``amp-parity`` (the console script) names itself in its errors; ``python -m harness`` keeps its own name."""
+    from harness.cli.main import console_main
+
+    monkeypatch.setattr("sys.argv", ["/venv/bin/amp-parity", "run", "--bogus"])
+    with pytest.raises(SystemExit) as ended:
+        console_main()
+    assert ended.value.code == ExitCode.USAGE_ERROR
+    assert capsys.readouterr().err.strip() == "error: unrecognized arguments: --bogus (see amp-parity run --help)."
+    assert run_cli("run", "--bogus").stderr.strip() == "error: unrecognized arguments: --bogus (see python -m harness run --help)."

@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
+
 from harness.files.paths import REPO_ROOT
 from harness.run.provenance import SCRIPT_FOLDERS, file_digests
 
@@ -32,3 +34,21 @@ def test_the_checkouts_scripts_are_all_digested() -> None:
     digests = file_digests(REPO_ROOT, SCRIPT_FOLDERS)
     expected = {p.relative_to(REPO_ROOT).as_posix() for folder in SCRIPT_FOLDERS for p in (REPO_ROOT / folder).iterdir() if p.is_file()}
     assert set(digests) == expected and "r_scripts/_bridge.R" in digests and "py_scripts/common.py" in digests
+
+
+def test_the_harness_data_files_are_digested_and_caches_are_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The package's data files (known_differences.toml) are in the provenance; its code, hidden files and a stale fixture
+    cache inside it are not (the git state is left out here: it needs a process)."""
+    import harness.run.provenance as provenance
+
+    package = tmp_path / "harness"
+    for name in ("judge/known_differences.toml", "judge/pairs.py", "py.typed", "fixtures/cache/ab/fixtures.safetensors", ".hidden"):
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(name)
+    monkeypatch.setattr(provenance, "PACKAGE_DIR", package)
+    monkeypatch.setattr(provenance, "INSTALLED_PROJECT", package / "_project")
+    monkeypatch.setattr(provenance, "CHECKOUT", None)
+    monkeypatch.setattr(provenance, "scripts_root", lambda: tmp_path)
+    found = provenance.describe_provenance()
+    assert found.files == {"harness/judge/known_differences.toml": hashlib.sha256(b"judge/known_differences.toml").hexdigest()}
+    assert (found.source, found.commit) == ("installed", None)
