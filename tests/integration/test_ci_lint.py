@@ -13,9 +13,11 @@ from harness.files.paths import REPO_ROOT
 
 
 def _tree(dest: Path) -> Path:
-    """A copy of what the lint reads: the code, the tests, pyproject.toml's settings and the CI scripts."""
-    for part in ("harness", "py_scripts", "tests", ".ci"):
-        shutil.copytree(REPO_ROOT / part, dest / part, ignore=shutil.ignore_patterns("__pycache__", ".mypy_cache"))
+    """A copy of what the lint reads: the code, the tests, pyproject.toml's settings and the CI scripts (and mypy's cache,
+    where there is one: the copies keep their times, so only the planted file is checked again)."""
+    for part in ("harness", "py_scripts", "tests", ".ci", ".mypy_cache"):
+        if (REPO_ROOT / part).is_dir():
+            shutil.copytree(REPO_ROOT / part, dest / part, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO_ROOT / "pyproject.toml", dest / "pyproject.toml")
     return dest
 

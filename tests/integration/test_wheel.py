@@ -94,8 +94,7 @@ def test_the_wheel_holds_the_scripts_the_r_files_the_manifests_and_its_metadata(
 def test_the_installed_command_runs_the_tiny_python_cells_from_an_empty_folder(installed: Installed) -> None:
     """``amp-parity run --preset tiny --frontend python`` from an empty folder: every cell ok, fixtures in the user cache
     (not in the package), and a result whose provenance says it came from an installed package, without a commit."""
-    done = installed.command("run", "--preset", "tiny", "--frontend", "python", "--rounds", "1", "--warmup-rounds", "1",
-                             "--json", "tiny.json")
+    done = installed.command("run", "--preset", "tiny", "--frontend", "python", "--json", "tiny.json")
     assert done.returncode == ExitCode.OK, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads((installed.home / "work" / "tiny.json").read_text())
     assert [c["status"] for c in result["cells"]] == ["ok"] * 4
