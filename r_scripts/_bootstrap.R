@@ -7,7 +7,7 @@
 # Run on its own (`Rscript r_scripts/_bootstrap.R`), there is nothing to source it from: say so in one line.
 if (sys.nframe() == 0L) {
   message("error: r_scripts/_bootstrap.R is sourced by the scripts to load their shared code; it runs nothing on its own. Run a script: Rscript r_scripts/with_autocast.R --help")
-  quit(save = "no", status = 1L)
+  quit(save = "no", status = 4L) # harness.errors.ExitCode.USAGE_ERROR: run the wrong file
 }
 
 #' The R file being run: the innermost `source()` in progress, else the file `Rscript` runs; `NULL` if neither.

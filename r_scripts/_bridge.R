@@ -8,7 +8,7 @@
 # Run on its own (`Rscript r_scripts/_bridge.R`), there is nothing to source it from: say so in one line.
 if (sys.nframe() == 0L) {
   message("error: r_scripts/_bridge.R is the harness's entry point into R, sourced by its rpy2 worker; it runs nothing on its own. Run a script: Rscript r_scripts/with_autocast.R --help")
-  quit(save = "no", status = 1L)
+  quit(save = "no", status = 4L) # harness.errors.ExitCode.USAGE_ERROR: run the wrong file
 }
 
 # The harness knows where the scripts are: its R worker (harness/frontends/r_handler.py) sets `amp_parity_r_dir`

@@ -46,7 +46,7 @@ record_array_fields <- c("losses", "loss_scale", "skipped", "injected_steps", "s
 #' own class (`amp_parity_refused`: the script refuses the cell, which the harness reports unsupported).
 abort_cli <- function(message, ..., class = NULL, .envir = parent.frame()) {
   if (requireNamespace("rlang", quietly = TRUE)) {
-    cli::cli_abort(message, ..., class = class, call = NULL, .envir = .envir)
+    cli::cli_abort(message, ..., class = c(class, "amp_parity_error"), call = NULL, .envir = .envir)
   }
   stop(errorCondition(cli::format_message(message, .envir = .envir), class = c(class, "amp_parity_error")))
 }

@@ -64,9 +64,10 @@ def tiny_spec() -> WorkloadSpec:
 
 
 @pytest.fixture(scope="session")
-def runner(tiny_spec: WorkloadSpec, availability: Availability) -> Iterator[MatrixRunner]:
-    """Both frontends' workers, alive for the whole session (R's start-up is paid once)."""
-    with MatrixRunner(tiny_spec, FRONTENDS, timeout=300, availability=availability) as matrix_runner:
+def runner(tiny_spec: WorkloadSpec, availability: Availability, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MatrixRunner]:
+    """Both frontends' workers, alive for the whole session (R's start-up is paid once; the weights in a folder of its own)."""
+    weights = tmp_path_factory.mktemp("weights")
+    with MatrixRunner(tiny_spec, FRONTENDS, timeout=300, availability=availability, staging=weights) as matrix_runner:
         yield matrix_runner
 
 

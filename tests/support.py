@@ -81,7 +81,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     if isinstance(code, str):  # sys.exit("text") prints the text and exits 1
         err.write(code + "\n")
         code = 1
-    return subprocess.CompletedProcess(["python", "-m", "harness", *args], code or 0, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(["python", "-m", "harness", *args], int(code or 0), out.getvalue(), err.getvalue())
 
 
 def harness_command(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
@@ -161,8 +161,10 @@ def report_text(result: MatrixResult, judging: str | None = None) -> str:
 
 
 def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
-    """The single stderr line of a refused command (asserting there is exactly one, exit 1 and no traceback)."""
-    assert done.returncode == 1, done.stderr
+    """The single stderr line of a refused command (asserting there is exactly one, a usage error's status and no traceback)."""
+    from harness.errors import ExitCode
+
+    assert done.returncode == ExitCode.USAGE_ERROR, (done.returncode, done.stderr)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("error: ")

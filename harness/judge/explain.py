@@ -191,6 +191,8 @@ def _weight_notes(weights: WeightFindings, names: tuple[str, str]) -> list[str]:
         lines.append(f"final weights: all {len(weights.tensors)} tensors bitwise equal")
     elif differing and differing < len(weights.tensors):
         lines.append(f"final weights: {len(weights.tensors) - differing} other tensors bitwise equal")
+    if weights.kept:
+        lines.append(f"final weights: {weights.kept}")
     return lines
 
 

@@ -27,6 +27,7 @@ from harness.judge.divergence import trace_cells
 from harness.judge.expectation import expectation
 from harness.judge.explain import Judgement, explain_pair, headline
 from harness.judge.findings import PairFindings, StatusFindings, find_pair
+from harness.judge.kept_weights import kept_for
 from harness.judge.known_differences import KnownDifference, load_known_differences
 from harness.judge.tolerances import DEFAULT_JUDGING, Tolerance, check_judging, tolerance_for
 from harness.model.result import CellResult, MatrixResult, Status
@@ -202,7 +203,7 @@ def compare_cells(
         tol = tolerance or tolerance_for(a.cell.properties, a.device, str(ra.amp_dtype), steps, expected.identical, a.cell.optimizer)
     except SpecError as err:
         return _verdict(a, names, "error", [headline(a.pair, names, "error", f"no tolerance for this record: {err}")], {})
-    found = find_pair(names, a.mode, a.device, ra, rb, tol, (a.reference_distance, b.reference_distance))
+    found = find_pair(names, a.mode, a.device, ra, rb, tol, (a.reference_distance, b.reference_distance), kept_for(a, b))
     judged = judge(found, judging)
     lines, details = explain_pair(a.pair, found, judged)
     lines.insert(1, f"expected: {expected.why}")

@@ -26,11 +26,13 @@ from typing import Any
 from harness.errors import ResultError
 from harness.model.cell_trace import TraceFile
 from harness.model.efficiency import Efficiency
+from harness.model.provenance import Provenance
 from harness.model.record import RECORD_SCHEMA_VERSION, RunRecord
 from harness.model.shape import check_result_shape
 from harness.model.timing import Stats, Timing, TimingProtocol, TimingSamples, ratio
 from harness.model.trace import PairTrace
 from harness.model.verdicts import CELL_OUTCOMES, CellVerdict, Float64Check, PairVerdict, ReferenceDistance, TargetCheck
+from harness.model.weights import FinalWeights
 from harness.workload.matrix import Cell
 from harness.workload.scripts import SCRIPTS
 from harness.workload.spec import WorkloadSpec
@@ -40,6 +42,7 @@ __all__ = [
     "CellResult",
     "CellVerdict",
     "Efficiency",
+    "FinalWeights",
     "TargetCheck",
     "Float64Check",
     "MatrixResult",
@@ -47,6 +50,7 @@ __all__ = [
     "PairTrace",
     "PairVerdict",
     "Peaks",
+    "Provenance",
     "RECORD_SCHEMA_VERSION",
     "RESULT_SCHEMA_VERSION",
     "ReferenceDistance",
@@ -73,7 +77,11 @@ __all__ = [
 #: Version 8 adds the optimizer axis: each cell's ``optimizer`` (its row of harness/workload/optimizers.py), the float64
 #: reference as one trajectory per optimizer (``reference.trajectories``), and the ratio to default within one script,
 #: optimizer and frontend (each script declares its own ``default``).
-RESULT_SCHEMA_VERSION = 8
+#: Version 9 adds ``provenance`` (the harness's version, the checkout's commit and dirty state, every script's digest:
+#: :class:`~harness.model.provenance.Provenance`) and each cell's ``weights`` (its final weights' tensor digests and
+#: measurements against its pair's other cells: :class:`~harness.model.weights.FinalWeights`), so a result stays judgeable
+#: without its weights files.
+RESULT_SCHEMA_VERSION = 9
 Json = dict[str, Any]
 
 
@@ -131,6 +139,9 @@ class CellResult:
     #: the trace of the cell run again with the switches of the known differences that cover it on its side.
     trace: TraceFile | None = None
     reconciled: TraceFile | None = None
+    #: What the result keeps of the final weights (tensor digests, measurements against the pair's other cells), so the cell
+    #: is judged when its weights file is gone; ``None`` where nothing was kept (no weights, or a result before schema 9).
+    weights: FinalWeights | None = None
 
     @property
     def id(self) -> str:
@@ -199,6 +210,7 @@ class CellResult:
             time_vs_default=data.get("time_vs_default"), time_vs_default_note=data.get("time_vs_default_note"),
             installation=optional("installation", dict), trace=optional("trace", TraceFile.from_json),
             reconciled=optional("reconciled", TraceFile.from_json),
+            weights=optional("weights", FinalWeights.from_json),
         )
 
     def to_json(self) -> Json:
@@ -218,6 +230,7 @@ class CellResult:
             "time_vs_default": self.time_vs_default, "time_vs_default_note": self.time_vs_default_note,
             "installation": None if self.installation is None else dict(self.installation),
             "trace": optional(self.trace), "reconciled": optional(self.reconciled),
+            "weights": optional(self.weights),
         }
 
 
@@ -299,8 +312,11 @@ class MatrixResult:
     frontends: tuple[str, ...] = ("python", "r")
     #: The frontend every other one is paired with (where it has no cell of a pair, the first frontend that has one).
     baseline: str = "python"
-    #: The results a ``harness merge`` was made of (file, created, host, cells), oldest first; empty for a run.
+    #: The results a ``harness merge`` was made of (file, created, host, cells, provenance), oldest first; empty for a run.
     sources: tuple[Mapping[str, Any], ...] = ()
+    #: Where the result came from: the harness's version, the checkout's commit, every script's digest (a merged result:
+    #: its first input's; each input's is in ``sources``).
+    provenance: Provenance = field(default_factory=Provenance.unknown)
 
     @property
     def steps(self) -> int:
@@ -357,6 +373,7 @@ class MatrixResult:
                 targets=tuple(TargetCheck.from_json(t) for t in data.get("targets") or ()),
                 traces=tuple(PairTrace.from_json(t) for t in data["traces"]),
                 frontends=tuple(data["frontends"]), baseline=data["baseline"], sources=tuple(dict(s) for s in data["sources"]),
+                provenance=Provenance.from_json(data["provenance"]),
             )
         except (KeyError, TypeError, ValueError) as err:
             what = f"no field {err}" if isinstance(err, KeyError) else str(err)
@@ -374,7 +391,7 @@ class MatrixResult:
             "warnings": list(self.warnings), "cells": [c.to_json() for c in self.cells], "judging": self.judging,
             "pairs": [p.to_json() for p in self.pairs], "targets": [t.to_json() for t in self.targets],
             "traces": [t.to_json() for t in self.traces], "frontends": list(self.frontends), "baseline": self.baseline,
-            "sources": [dict(s) for s in self.sources],
+            "sources": [dict(s) for s in self.sources], "provenance": self.provenance.to_json(),
         }
 
 

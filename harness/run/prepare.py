@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness.errors import SpecError, UsageError
+from harness.errors import ExitCode, SpecError, UsageError
 from harness.workload.contract import script_run_spec
 from harness.workload.fixtures import FixtureFile, ensure_fixtures
 from harness.workload.flags import OneLineParser, add_spec_arguments, spec_from_args
@@ -88,7 +88,7 @@ def add_weights_out_arguments(parser: argparse.ArgumentParser) -> None:
 def parse_shell_args(argv: list[str], script: str, prog: str) -> argparse.Namespace:
     """A script's shell-mode flags: the spec flags, ``--mode``, ``--optimizer``, ``--weights-out``, ``--overwrite`` and ``--debug``.
 
-    A usage error prints one ``error:`` line and exits 1 (:class:`harness.workload.flags.OneLineParser`).
+    A usage error prints one ``error:`` line and exits ``USAGE_ERROR`` (:class:`harness.workload.flags.OneLineParser`).
     """
     parser = OneLineParser(prog=prog, description="Run one mode of this script and print its run record as JSON.")
     add_spec_arguments(parser, with_modes=False)
@@ -129,17 +129,20 @@ def prepare_shell_run(argv: list[str], script: str, prog: str) -> dict[str, Any]
     ``Rscript r_scripts/with_autocast.R ARGS`` hands its ``ARGS`` here unparsed (through ``python -m harness
     prepare --shell-of with_autocast.R -- ARGS``), so both languages' scripts
     take the same flags, print the same ``--help`` and refuse the same input in the same one line: there is
-    one parser. ``--help`` prints the help and exits 0; a usage error prints one ``error:`` line and exits 1.
+    one parser. ``--help`` prints the help and exits 0; a usage error prints one ``error:`` line and exits ``USAGE_ERROR``.
 
     Returns:
-        ``{"mode": ..., "debug": ..., "spec": <the run spec>}``.
+        ``{"mode": ..., "debug": ..., "spec": <the run spec>, "exit_status": {"usage_error": 4, "internal_error": 3}}``:
+        the statuses the R script ends with on its own errors, from :class:`harness.errors.ExitCode` (one place for both
+        languages).
 
     Raises:
         SpecError, UsageError: as :func:`check_shell_mode` and :func:`prepare_shell_run_spec`.
     """
     args = parse_shell_args(argv, script, prog=prog)
     mode = check_shell_mode(args.mode, script, prog)
-    return {"mode": mode, "debug": args.debug, "spec": prepare_shell_run_spec(args, script)}
+    statuses = {"usage_error": int(ExitCode.USAGE_ERROR), "internal_error": int(ExitCode.INTERNAL_ERROR)}
+    return {"mode": mode, "debug": args.debug, "spec": prepare_shell_run_spec(args, script), "exit_status": statuses}
 
 
 def prepare_shell_run_spec(args: argparse.Namespace, script: str) -> dict[str, Any]:

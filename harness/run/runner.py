@@ -23,6 +23,7 @@ from harness.errors import ScriptError, UsageError, WorkerError
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.judge.assess import assess_result
 from harness.judge.cells import judge_cell
+from harness.judge.kept_weights import keep_weights
 from harness.judge.known_differences import KnownDifference, load_known_differences
 from harness.judge.pairs import compare_result, needs_detail
 from harness.judge.record_check import judge_record
@@ -39,6 +40,7 @@ from harness.run.availability import Availability, probe, r_required
 from harness.run.frontends import frontend_for
 from harness.run.measure import measure_peaks, profile_cells, time_cells
 from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
+from harness.run.provenance import describe_provenance
 from harness.run.tracer import measure_first_difference
 from harness.workload.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
 from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation
@@ -67,7 +69,10 @@ class MatrixRunner:
         known: tuple[KnownDifference, ...] | None = None,
         baseline: str | None = None,
     ) -> None:
-        """``staging``: the folder the scripts write their final weights into (see :class:`harness.run.pool.WorkerPool`).
+        """``staging``: the folder the scripts write their final weights into (see :class:`harness.run.pool.WorkerPool`), which
+        must outlive the runner, since the result names the files in it: a :class:`harness.store.claims.ResultClaim`'s
+        staging, to publish them with the result, or a folder of the caller's. There is no default: a folder the runner
+        removed when it closed would leave the result naming weights that are gone.
 
         ``scaler_lift``: R's scaler script may lift R torch's CUDA-only check on CPU (``--no-scaler-lift`` turns it
         off). ``trace``: trace the pairs that need it (:func:`harness.judge.pairs.needs_trace`). ``known``: the known
@@ -77,8 +82,11 @@ class MatrixRunner:
         harness's own). ``baseline``: the frontend every other is paired with (default: the first).
 
         Raises:
-            UsageError: a baseline that is not one of the frontends.
+            UsageError: no ``staging`` folder, or a baseline that is not one of the frontends.
         """
+        if staging is None:
+            raise UsageError("MatrixRunner staging", None, "a folder that outlives the runner, where the final weights go (a "
+                             "ResultClaim's staging, to publish them with the result, or a folder of yours)")
         self._created = time.perf_counter()
         self.spec = spec
         self.installations = tuple(DEFAULT_INSTALLATIONS[f] if isinstance(f, str) else f for f in frontends)
@@ -111,7 +119,7 @@ class MatrixRunner:
         self.close()
 
     def close(self) -> None:
-        """Stop the workers and drop the staged weights (when the staging folder is the pool's own)."""
+        """Stop the workers (the final weights stay in the staging folder: the result names them)."""
         self.pool.close()
 
     def run(
@@ -136,6 +144,7 @@ class MatrixRunner:
         protocol = protocol or TimingProtocol()
         progress = on_progress or (lambda text: None)
         started = time.time()
+        provenance = describe_provenance()  # the files as they are when the cells start
         self.describe_installations(progress)
         optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, ("sgd",))
         self._optimizers = optimizers
@@ -162,7 +171,7 @@ class MatrixRunner:
             warnings=tuple([*collect_warnings(cells, self.spec),
                             *(f"{cell_id}: no reconciled run: {why}" for cell_id, why in self.reconcile_problems.items())]),
             cells=tuple(cells), judging=judging,
-            frontends=self.frontends, baseline=self.baseline,
+            frontends=self.frontends, baseline=self.baseline, provenance=provenance,
         )
         if self.trace:
             # Every pair is traced from its cells' stored traces; where two tensors first part, both cells run once more
@@ -171,7 +180,7 @@ class MatrixRunner:
             result = dataclasses.replace(result, traces=self.measure_pairs(result, pairs, progress))
         # The matrix's wall time includes its traces: the whole-matrix target is what a user waits for.
         result = dataclasses.replace(result, wall_seconds=time.perf_counter() - self._created)
-        return assess_result(result, known=self.known)
+        return assess_result(keep_weights(result), known=self.known)  # kept while the weights files are there
 
     def measure_pairs(
         self, result: MatrixResult, verdicts: Sequence[PairVerdict], on_progress: Callable[[str], None] | None = None

@@ -32,7 +32,7 @@ from harness.judge.record_check import describe_loss, expected_injections, judge
 from harness.judge.reference import largest_loss_error, relative_loss_errors
 from harness.model.efficiency import Efficiency, cell_efficiency
 from harness.model.record import RECORD_SCHEMA_VERSION
-from harness.model.result import CellResult, MatrixResult, Status, with_time_vs_default
+from harness.model.result import CellResult, MatrixResult, Peaks, Status, with_time_vs_default
 from harness.model.timing import RoundLog, Timing
 from harness.model.trace import PairTrace, PointDifference
 from harness.model.verdicts import finite_or_none
@@ -268,7 +268,10 @@ class _Checker:
         self.same(f"{where}.reproducible", timing.reproducible, timing.differing_rounds == 0, "with its differing_rounds, it")
 
     def efficiency(self, where: str, cell: CellResult, stored: Efficiency) -> None:
-        again = cell_efficiency(cell, self.result.spec, self.result.peaks)
+        # A merged result's cell was measured against its own run's peaks, which its source keeps (harness/store/merge.py).
+        source = next((s for s in self.result.sources if cell.id in (s.get("cells") or ()) and isinstance(s.get("peaks"), Mapping)), None)
+        peaks = self.result.peaks if source is None else Peaks.from_json(source["peaks"])
+        again = cell_efficiency(cell, self.result.spec, peaks)
         if again is None:
             self.refuse(where, _Said("present"), "the cell has no record to measure")
         for name in ("flops", "step_flops", "seconds", "tflops", "gemm_dtype", "peak_tflops", "share_of_peak"):

@@ -11,6 +11,10 @@ and a GPU job run one workload on two devices, in bfloat16 and float16 by defaul
 float64 reference; results on one device agree in every field, since their cells are paired. A cell (frontend × script × mode ×
 device) may come from one input only: two runs that both name an installation ``python`` on one device are two
 installations under one name, and are refused with what to rename.
+
+Results that ran different scripts (their provenance's file digests differ: :mod:`harness.model.provenance`) merge,
+since a CI matrix may span commits; the merged result's warnings name the files that differ, and each input's
+provenance is kept in ``sources``.
 """
 
 from __future__ import annotations
@@ -24,8 +28,11 @@ from typing import Any
 
 from harness.errors import ResultError
 from harness.judge.assess import assess_result
+from harness.judge.kept_weights import keep_weights
 from harness.judge.known_differences import KnownDifference
+from harness.model.provenance import script_differences
 from harness.model.result import CellResult, MatrixResult
+from harness.model.weights import FinalWeights
 from harness.store.result_file import load_result
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.scripts import SCRIPTS
@@ -85,14 +92,15 @@ def merge_results(
         workers={f"{name} ({Path(path).name})": info for path, r in zip(paths, results, strict=True) for name, info in r.workers.items()},
         reference=next((r.reference for r in results if r.reference.available), first.reference),
         warnings=tuple(f"{Path(path).name}: {w}" for path, r in zip(paths, results, strict=True) for w in r.warnings)
-        + _protocol_warnings(paths, results),
+        + _protocol_warnings(paths, results)
+        + tuple(script_differences([(Path(p).name, r.provenance) for p, r in zip(paths, results, strict=True)])),
         cells=_in_matrix_order([c for r in results for c in r.cells], frontends),
         traces=tuple(t for r in results for t in r.traces),
         frontends=tuple(frontends), baseline=chosen,
         sources=tuple(_source(Path(path), r) for path, r in zip(paths, results, strict=True)),
         pairs=(), targets=(),
     )
-    return assess_result(merged, judging or first.judging, known)
+    return assess_result(keep_weights(merged), judging or first.judging, known)  # pairs across inputs, while their files are there
 
 
 def blocking_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
@@ -109,8 +117,16 @@ def _labelled(result: MatrixResult, label: str | None) -> MatrixResult:
     def name(old: str) -> str:
         return f"{label}.{old}"
 
+    renamed = {c.id: dataclasses.replace(c.cell, frontend=name(c.frontend)).id for c in result.cells}
+
+    def kept(weights: FinalWeights | None) -> FinalWeights | None:  # what a cell kept is keyed by the other cell's (new) id
+        if weights is None:
+            return None
+        return dataclasses.replace(weights, compared={renamed.get(k, k): v for k, v in weights.compared.items()})
+
     cells = tuple(dataclasses.replace(c, cell=dataclasses.replace(c.cell, frontend=name(c.frontend)),
-                                      installation=None if c.installation is None else {**c.installation, "name": name(c.frontend)})
+                                      installation=None if c.installation is None else {**c.installation, "name": name(c.frontend)},
+                                      weights=kept(c.weights))
                   for c in result.cells)
     traces = tuple(dataclasses.replace(t, frontends=(name(t.frontends[0]), name(t.frontends[1]))) for t in result.traces)
     return dataclasses.replace(result, cells=cells, traces=traces, frontends=tuple(map(name, result.frontends)),
@@ -147,7 +163,9 @@ def _source(path: Path, result: MatrixResult) -> dict[str, Any]:
     return {
         "file": str(path), "created": result.created, "host": ", ".join(hosts) or str(result.environment.get("platform", "")),
         "frontends": list(result.frontends), "devices": sorted({c.device for c in result.cells}),
-        "cells": [c.id for c in result.cells], "environment": dict(result.environment),
+        "cells": [c.id for c in result.cells], "environment": dict(result.environment), "provenance": result.provenance.to_json(),
+        # what its cells' efficiency was measured against (the merged result keeps the first input's peaks): its load checks it
+        "peaks": result.peaks.to_json(),
     }
 
 

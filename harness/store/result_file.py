@@ -8,10 +8,16 @@ steps (asv's way).
 Weights paths are stored relative to the result file's folder (since schema 3), so a result and its
 weights folder can be moved or read from any working directory; in memory (after :func:`load_result`)
 they are absolute.
+
+A result keeps what its verdicts read of the final weights (since schema 9: :mod:`harness.model.weights`), so its
+weights files may go (a lean result: docs/results/README.md). :func:`load_result` judges such a result from what it
+kept and says so; :func:`save_result` refuses a result whose weights went while it was in memory (a runner's folder
+removed under it), since the file would name weights that are gone.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -22,8 +28,10 @@ from harness.errors import ResultError
 from harness.files.atomic import write_json_atomic
 from harness.files.json_read import JsonFileError, JsonSyntaxError, read_json_file
 from harness.judge.assess import assess_result
+from harness.judge.kept_weights import keep_weights
 from harness.judge.known_differences import KnownDifference
 from harness.judge.tolerances import DEFAULT_JUDGING
+from harness.model.provenance import Provenance
 from harness.model.result import RESULT_SCHEMA_VERSION, MatrixResult
 from harness.model.shape import check_result_shape
 from harness.store.consistency import check_consistency
@@ -62,8 +70,18 @@ def save_result(result: MatrixResult, path: Path, overwrite: bool = False) -> No
     ``overwrite`` replaces only a result file this harness wrote (never another kind of file).
 
     Raises:
-        ResultError: ``path`` exists and ``overwrite`` is false or it is not a result, or its folder is not writable.
+        ResultError: a cell's final-weights file is gone (the result would name weights that do not exist), ``path``
+            exists and ``overwrite`` is false or it is not a result, or its folder is not writable.
     """
+    named = [(k, c.id, c.record.weights_path) for k, c in enumerate(result.cells) if c.record is not None and c.record.weights_path]
+    gone = [(k, cell_id, weights) for k, cell_id, weights in named if not os.path.isfile(weights)]
+    if gone:
+        k, cell_id, weights = gone[0]
+        raise ResultError(
+            f"cannot save the result to {path}: cells[{k}] ({cell_id}) names final weights {weights} "
+            f"that are gone ({len(gone)} cell(s) in all), so the file would name weights that do not exist. Run with a staging "
+            "folder that outlives the runner (a ResultClaim's, published with the result), and save before removing it."
+        )
     check_result_place(path, overwrite)
     try:
         write_json_atomic(path, stored_form(result, path))
@@ -145,7 +163,25 @@ def load_result(path: Path, judging: str | None = None, known: Sequence[KnownDif
     check_consistency(result, str(path))
     if version >= _FIRST_MARKED_VERSION:
         _check_weights_owner(result, path)
-    return assess_result(result, judging, known)
+    return assess_result(keep_weights(_without_absent_weights(result)), judging, known)
+
+
+def _without_absent_weights(result: MatrixResult) -> MatrixResult:
+    """``result`` without the weights paths whose files are not there (a lean result), and a warning saying so.
+
+    Its pairs are then judged from what it kept of them (:mod:`harness.judge.kept_weights`); a path to nothing is not
+    kept, so a result saved again names no weights that do not exist.
+    """
+    absent = [c.id for c in result.cells if c.record is not None and c.record.weights_path is not None
+              and not os.path.isfile(c.record.weights_path)]
+    if not absent:
+        return result
+    cells = tuple(dataclasses.replace(c, record=dataclasses.replace(c.record, weights_path=None)) if c.id in absent and c.record
+                  else c for c in result.cells)
+    kept = sum(1 for c in result.cells if c.id in absent and c.weights is not None)
+    note = (f"final weights not present for {len(absent)} cell(s) ({absent[0]}{', ...' if len(absent) > 1 else ''}): their pairs are "
+            f"judged from the digests and measurements the result kept ({kept} of them kept some; docs/results/README.md)")
+    return dataclasses.replace(result, cells=cells, warnings=(*result.warnings, note))
 
 
 def _check_weights_owner(result: MatrixResult, path: Path) -> None:
@@ -290,6 +326,13 @@ def _update_to_8(data: dict[str, Any], path: Path) -> dict[str, Any]:
     return data | {"schema_version": 8, "cells": cells, "traces": traces, "sources": sources, "reference": reference}
 
 
+def _update_to_9(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Version 8 → 9: ``provenance`` (unknown before: it says so) and each cell's kept final weights (none kept before:
+    :func:`load_result` keeps them now where the weights files are still there)."""
+    cells = [cell | {"weights": None} if isinstance(cell, dict) else cell for cell in data["cells"]]
+    return data | {"schema_version": 9, "provenance": Provenance.unknown().to_json(), "cells": cells}
+
+
 def _stored_number(value: Any, path: Path, where: str) -> float | None:
     """``value`` if it is a number or null; an upgrade step computes with it.
 
@@ -304,7 +347,7 @@ def _stored_number(value: Any, path: Path, where: str) -> float | None:
 
 #: The step that upgrades a file of each older version by one.
 _UPDATES: dict[int, Callable[[dict[str, Any], Path], dict[str, Any]]] = {2: _update_to_3, 3: _update_to_4, 4: _update_to_5, 5: _update_to_6,
-                                                                      6: _update_to_7, 7: _update_to_8}
+                                                                      6: _update_to_7, 7: _update_to_8, 8: _update_to_9}
 
 
 def _map_stored_weights_paths(result: dict[str, Any], change: Callable[[str], str]) -> dict[str, Any]:

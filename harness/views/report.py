@@ -14,11 +14,12 @@ from pathlib import Path
 
 from harness.errors import ResultError
 from harness.files.atomic import atomic_path
+from harness.model.provenance import Provenance, script_differences
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.timing import ratio
 from harness.model.verdicts import CELL_OUTCOMES, PairVerdict
-from harness.views.formatting import cell_text, frontend_order, lift_footnote, num, status_text
+from harness.views.formatting import cell_text, frontend_order, lift_footnote, num, provenance_lines, status_text
 from harness.views.plots import plot_loss_diff, plot_losses, plot_timing
 from harness.views.timing_sections import efficiency_section, targets_section, timing_section
 from harness.workload.scripts import all_mode_names
@@ -70,6 +71,7 @@ def render_markdown(result: MatrixResult) -> str:
         f"seed {spec.seed}, threads {spec.threads}). Created {result.created}; spec digest "
         f"`{result.spec_digest}`, fixture `{result.fixture.get('digest')}`; "
         f"matrix wall time {num(result.wall_seconds, '.1f')} s.", "",
+        *[f"{line[0].upper()}{line[1:]}." for line in provenance_lines(result)], "",
     ]
     out += _summary(result, verdicts)
     out += _sources(result)
@@ -81,6 +83,7 @@ def render_markdown(result: MatrixResult) -> str:
     out += efficiency_section(result)
     out += targets_section(result)
     out += _versions(result)
+    out += _provenance(result)
     out += ["## Plots", ""] + [f"![{name}]({name})" for name in PLOT_FILES] + [""]
     out += _cell_details(result)
     out += _pair_details(verdicts)
@@ -266,6 +269,20 @@ def _versions(result: MatrixResult) -> list[str]:
     missing = [f for f in ("python", "r") if env.get(f"{f}_unavailable")]
     lines += [f"{f} unavailable here: {cell_text(env[f'{f}_unavailable'])}." for f in missing]
     return [*lines, ""]
+
+
+def _provenance(result: MatrixResult) -> list[str]:
+    """Every file that ran with its SHA-256 (its first 16 hex digits), so two reports tell which script changed."""
+    named = [(str(s.get("file")), Provenance.from_json(s["provenance"]) if isinstance(s.get("provenance"), dict)
+              else Provenance.unknown()) for s in result.sources] or [("", result.provenance)]
+    lines = ["## Provenance", ""]
+    for name, provenance in named:
+        lines += [f"{f'`{name}`: ' if name else ''}{provenance.describe()}"
+                  + (f"; scripts from `{provenance.scripts_root}`" if provenance.scripts_root else "") + ".", ""]
+        if provenance.files:
+            lines += ["| file | sha256 |", "|---|---|", *[f"| `{f}` | `{d[:16]}` |" for f, d in sorted(provenance.files.items())], ""]
+    differing = script_differences(named) if len(named) > 1 else []
+    return lines + [f"- **{line}**" for line in differing] + ([""] if differing else [])
 
 
 def _pair_details(verdicts: list[PairVerdict]) -> list[str]:

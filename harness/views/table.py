@@ -7,7 +7,7 @@ from rich.table import Table
 
 from harness.model.result import CellResult, MatrixResult
 from harness.model.timing import for_want_of_spread
-from harness.views.formatting import lift_footnote, num, status_text
+from harness.views.formatting import lift_footnote, num, provenance_lines, status_text
 from harness.views.glance import LEGEND, glance
 from harness.views.timing_sections import frontend_costs
 
@@ -72,6 +72,8 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
         )
     if cells:
         console.print(table)
+    for line in provenance_lines(result):
+        console.print(line, style="dim", soft_wrap=True, markup=False, highlight=False)
     footnote = lift_footnote(result.cells)
     if footnote:
         console.print(footnote, style="magenta", soft_wrap=True)
@@ -186,6 +188,8 @@ def print_trace(result: MatrixResult, console: Console | None = None) -> None:
     console = console or make_console()
     spec = result.spec
     console.print(f"amp-parity trace · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps", style="bold")
+    for line in provenance_lines(result):
+        console.print(line, style="dim", soft_wrap=True, markup=False, highlight=False)
     for cell in result.cells:
         reason = f" — {cell.reason}" if cell.reason and not cell.ok else ""
         console.print(f"  {cell.id}: [{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]{reason}", soft_wrap=True)

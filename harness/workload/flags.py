@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from harness.errors import UsageError
+from harness.errors import ExitCode, UsageError
 from harness.files.json_read import JsonFileError, JsonSyntaxError, read_json_file
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.scripts import all_mode_names
@@ -38,7 +38,7 @@ class ThreadsWarning(UserWarning):
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose usage errors read like the harness's own: one ``error:`` line, exit 1.
+    """An ``ArgumentParser`` whose usage errors read like the harness's own: one ``error:`` line, exit ``USAGE_ERROR`` (4).
 
     argparse prints a usage block and exits 2; the README promises every bad input one line that says
     what was wrong and what to do, and the R shell mode relays exactly one ``error:`` line. ``--help``
@@ -56,9 +56,9 @@ class OneLineParser(argparse.ArgumentParser):
         self._negative_number_matcher = self._NEGATIVE_NUMBER
 
     def error(self, message: str) -> NoReturn:
-        """Print ``error: <argparse's message> (see <prog> --help).`` and exit 1."""
+        """Print ``error: <argparse's message> (see <prog> --help).`` and exit ``USAGE_ERROR``."""
         print(f"error: {message} (see {self.prog} --help).", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(ExitCode.USAGE_ERROR)
 
     def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
         """As argparse's, but an unknown flag points at the help of the command it was given to."""
@@ -67,7 +67,7 @@ class OneLineParser(argparse.ArgumentParser):
             command = getattr(parsed, "command", None)
             prog = f"{self.prog} {command}" if isinstance(command, str) else self.prog
             print(f"error: unrecognized arguments: {' '.join(extras)} (see {prog} --help).", file=sys.stderr)
-            sys.exit(1)
+            sys.exit(ExitCode.USAGE_ERROR)
         namespace_out: argparse.Namespace = parsed
         return namespace_out
 

@@ -12,7 +12,8 @@ the frontend's loop median, ``overhead_seconds`` = pytest-benchmark's median −
 harness's bridge: pipe, serialization, rpy2) and ``setup_seconds`` = workload − loop medians (the script's
 own set-up, the frontend's cost, not the harness's). It also keeps the record call's per-step ``losses``,
 ``loss_scale`` history (None outside the scaler modes) and ``weights_digest``, which ``--benchmark-compare``
-compares with the saved run's (``--benchmark-compare-losses``, ``conftest.py``).
+compares with the saved run's (``--benchmark-compare-losses``, ``conftest.py``), and where they came from: the
+harness's version, the checkout's commit and every script's digest (``scripts``: the comparison names those that differ).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from harness.judge.weight_findings import weights_digest
 from harness.model.efficiency import workload_flops
 from harness.model.timing import DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
 from harness.run.availability import Availability
+from harness.run.provenance import describe_provenance
 from harness.run.runner import MatrixRunner
 from harness.workload.installations import parse_frontends
 from harness.workload.matrix import Cell, cells_for
@@ -41,13 +43,15 @@ ROUNDS = int(os.environ.get("AMP_PARITY_BENCH_ROUNDS", str(DEFAULT_ROUNDS)))
 #: by default this harness's own python and r. A bad value fails collection with run's one-line message.
 INSTALLATIONS = parse_frontends([os.environ["AMP_PARITY_BENCH_FRONTENDS"]] if os.environ.get("AMP_PARITY_BENCH_FRONTENDS") else None)
 BENCH_CELLS = cells_for(tuple(i.name for i in INSTALLATIONS), MODES, "cpu")
+#: Where this session's runs come from (the scripts as they are when the session starts).
+PROVENANCE = describe_provenance()
 
 
 @pytest.fixture(scope="module")
-def bench_runner(availability: Availability) -> Iterator[MatrixRunner]:
-    """Workers for the benchmark preset, kept alive across every round of every cell."""
+def bench_runner(availability: Availability, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MatrixRunner]:
+    """Workers for the benchmark preset, kept alive across every round of every cell (their weights in a folder of the session's)."""
     spec = WorkloadSpec.from_preset(os.environ.get("AMP_PARITY_BENCH_PRESET", "tiny"))
-    with MatrixRunner(spec, INSTALLATIONS, timeout=3600, availability=availability) as runner:
+    with MatrixRunner(spec, INSTALLATIONS, timeout=3600, availability=availability, staging=tmp_path_factory.mktemp("weights")) as runner:
         yield runner
 
 
@@ -88,5 +92,8 @@ def test_cell_time(benchmark: BenchmarkFixture, bench_cell: Cell, bench_runner: 
         "losses": first["losses"], "weights_digest": weights_digest(first["weights_path"]), "loss_scale": first["loss_scale"],
         # the loaded libtorch_cpu.so's build ID (harness/frontends/installation_facts.py): "same build" means the same kernels
         "libtorch_build": facts.get("libtorch_build"),
+        # where the run came from (harness/model/provenance.py): the comparison names the scripts that differ from the saved run's
+        "harness_version": PROVENANCE.harness_version, "commit": PROVENANCE.commit, "dirty": PROVENANCE.dirty,
+        "scripts": dict(PROVENANCE.files),
     })
     assert len(timed) == ROUNDS and all(r["losses"] == first["losses"] for r in timed)

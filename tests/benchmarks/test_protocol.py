@@ -38,7 +38,7 @@ MISSED_TARGETS: list[str] = []
 
 
 @pytest.mark.parametrize("mode", ["default", "autocast"])
-def test_harness_agrees_with_torch_timer(benchmark: BenchmarkFixture, availability: Availability, mode: str) -> None:
+def test_harness_agrees_with_torch_timer(benchmark: BenchmarkFixture, availability: Availability, mode: str, tmp_path: Path) -> None:
     """A Python cell's whole-workload time, by the harness's worker and by ``Timer`` in this process, agree.
 
     The two are measured alternately, round by round, so a drift of this shared machine's speed (5 %
@@ -52,7 +52,7 @@ def test_harness_agrees_with_torch_timer(benchmark: BenchmarkFixture, availabili
     run_spec = prepare_run_spec(spec, save_weights=False, fixture=ensure_fixtures(spec))
     threads = torch.get_num_threads()
     timer = Timer("run_workload(spec, mode)", globals={"run_workload": module.run_workload, "spec": run_spec, "mode": mode})
-    with MatrixRunner(spec, ("python",), availability=availability) as runner:
+    with MatrixRunner(spec, ("python",), availability=availability, staging=tmp_path) as runner:
         assert runner.run_cell(cell).ok  # the record call, as in the protocol
 
         def alternate() -> tuple[list[float], list[float]]:

@@ -40,7 +40,7 @@ def test_a_planted_change_fails_the_compare_and_an_unchanged_rerun_passes(tmp_pa
     same = bench(storage, "--benchmark-compare")
     assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-2000:]
     assert "losses vs saved run 0001_base.json (--benchmark-compare-losses=auto)" in same.stdout
-    assert f"{CELL}: losses identical (20 steps), weights digest identical" in same.stdout
+    assert f"{CELL}: losses identical (20 steps), weights digest identical\n" in same.stdout  # the same scripts: nothing added
 
     root = copy_scripts(tmp_path / "planted")
     plant(root, "py_scripts/with_autocast.py", 'lr=spec["lr"])', 'lr=spec["lr"] * (1 + 1e-6))')
@@ -49,5 +49,6 @@ def test_a_planted_change_fails_the_compare_and_an_unchanged_rerun_passes(tmp_pa
     line = next((ln for ln in changed.stdout.splitlines() if ln.startswith(f"{CELL}: ")), "")
     assert "losses changed at step " in line and "weights digest changed" in line, changed.stdout[-3000:]
     assert "FAILED: same libtorch build" in line
+    assert line.endswith("; ran different scripts than the saved run: py_scripts/with_autocast.py")  # the planted copy, named
     assert "losses changed in 1 of 1 benchmarks: the session fails" in changed.stdout
     assert "0001_base" in changed.stdout  # beside pytest-benchmark's own timing comparison

@@ -34,7 +34,9 @@ def test_the_r_reproducer_still_shows_the_bug(bug: str) -> None:
     require_r_torch(probe())
     done = subprocess.run(["Rscript", str(REPO_ROOT / "docs" / "bugs" / bug / "reproducer.R")], capture_output=True, text=True,
                           timeout=180, env=os.environ.copy())
-    assert done.returncode == 1, f"{bug}: R torch no longer shows it (exit {done.returncode}); remove or update its entry\n{done.stdout}{done.stderr}"
+    assert done.returncode == 1, (
+        f"{bug}: R torch no longer shows it (exit {done.returncode}); remove or update its entry\n{done.stdout}{done.stderr}"
+    )
     assert "BUG" in done.stdout
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from safetensors.numpy import load_file
 
+from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV
 from harness.judge.reference import run_reference
 from harness.judge.tolerances import float64_bound_for
@@ -59,7 +60,7 @@ def test_unscale_removed_from_the_clip_mode_fails_the_run(tmp_path: Path, monkey
     root = copy_scripts(tmp_path / "scripts")
     plant(root, _SCALER, "                scaler.unscale_(opt)\n", "")
     done, result = _run_tiny(tmp_path, monkeypatch, "--mode", "autocast_scaler,autocast_scaler_clip", scripts=root)
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == ExitCode.FAILED, done.stdout + done.stderr
     verdicts = _verdicts(result)
     clip = verdicts[_CLIP_CELL]
     assert clip["outcome"] == "fail" and clip["float64"]["first_step_beyond"] is not None and clip["float64"]["worst_tensor"]
@@ -73,16 +74,16 @@ def test_another_growth_interval_fails_the_run(tmp_path: Path, monkeypatch: pyte
     root = copy_scripts(tmp_path / "scripts")
     plant(root, _SCALER, 'growth_interval=spec["growth_interval"]', 'growth_interval=spec["growth_interval"] + 1')
     done, result = _run_tiny(tmp_path, monkeypatch, "--mode", "autocast_scaler", scripts=root)
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == ExitCode.FAILED, done.stdout + done.stderr
     scaler = _verdicts(result)[_SCALER_CELL]["scaler"]
     assert (scaler["passed"], scaler["first_step"], scaler["expected"], scaler["recorded"]) == (False, 3, 131072.0, 65536.0)
     assert f"{_SCALER_CELL} FAIL: loss scale breaks GradScaler's rule at step 3" in " ".join(done.stdout.split())
 
 
-def test_injected_overflows_back_off_skip_exactly_there_and_the_replay_agrees(availability: Availability) -> None:
+def test_injected_overflows_back_off_skip_exactly_there_and_the_replay_agrees(availability: Availability, tmp_path: Path) -> None:
     """Overflows injected at steps 3 and 7: two back-offs, exactly those steps skipped, oracle and replayed float64 pass."""
     spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
-    with MatrixRunner(spec, ("python",), availability=availability) as runner:
+    with MatrixRunner(spec, ("python",), availability=availability, staging=tmp_path) as runner:
         result = runner.run(("autocast_scaler", "autocast_scaler_clip")).to_json()
         arrays = load_fixture_arrays(runner.fixture)
         for cell in result["cells"]:
@@ -104,18 +105,18 @@ def test_injected_overflows_back_off_skip_exactly_there_and_the_replay_agrees(av
             assert kept[0]["losses"] == run_reference(spec, arrays, clip=clip, skipped=frozenset({3, 7})).losses.tolist()
 
 
-def test_r_scaler_with_injection_skips_exactly_the_injected_steps(availability: Availability) -> None:
+def test_r_scaler_with_injection_skips_exactly_the_injected_steps(availability: Availability, tmp_path: Path) -> None:
     """On CPU, R's lifted scaler with overflows injected at 3 and 7 skips exactly those steps and passes GradScaler's rule;
     without the lift it ends unsupported with R's own message, not an injection error."""
     require_r_torch(availability)
     spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
-    with MatrixRunner(spec, ("r",), availability=availability) as runner:
+    with MatrixRunner(spec, ("r",), availability=availability, staging=tmp_path) as runner:
         lifted = runner.run(("autocast_scaler", "autocast_scaler_clip"), measure=False)
     for cell in lifted.cells:
         assert cell.status.value == "ok" and cell.record is not None and cell.record.lifted_check, cell.reason
         assert sorted(cell.record.skipped_step_indices) == [3, 7]
         assert cell.verdict is not None and cell.verdict.outcome == "pass", cell.verdict
-    with MatrixRunner(spec, ("r",), availability=availability, scaler_lift=False) as runner:
+    with MatrixRunner(spec, ("r",), availability=availability, scaler_lift=False, staging=tmp_path) as runner:
         result = runner.run(("autocast_scaler", "autocast_scaler_clip"), measure=False).to_json()
     for cell in result["cells"]:
         assert cell["status"] == "unsupported", cell["reason"]
@@ -149,10 +150,10 @@ def test_scale_history_copied_after_the_loop_is_the_rule_exactly(mode: str, runn
     assert all(isinstance(v, float) for v in record["loss_scale"]) and record["skipped_steps"] == 0
 
 
-def test_natural_fp16_overflows_are_replayed_and_follow_the_rule(availability: Availability) -> None:
+def test_natural_fp16_overflows_are_replayed_and_follow_the_rule(availability: Availability, tmp_path: Path) -> None:
     """fp16 autocast from a 2**30 scale overflows by itself: the back-offs follow the rule and the replayed reference agrees."""
     spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16", init_scale=2.0**30)
-    with MatrixRunner(spec, ("python",), availability=availability) as runner:
+    with MatrixRunner(spec, ("python",), availability=availability, staging=tmp_path) as runner:
         result = runner.run(("autocast_scaler",)).to_json()
     cell = result["cells"][0]
     skipped = [i for i, s in enumerate(cell["record"]["skipped"]) if s]

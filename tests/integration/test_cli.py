@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT
 from harness.model.result import RESULT_SCHEMA_VERSION
 from harness.run.availability import Availability
@@ -30,7 +31,7 @@ def test_run_writes_a_complete_result_and_refuses_to_overwrite(python_run: Share
         assert Path(cell["record"]["weights_path"]).parent == Path(f"{path.stem}.weights")  # relative to the result
         assert (path.parent / cell["record"]["weights_path"]).exists()
     again = harness_command("run", "--frontend", "python", "--mode", "default", "--json", str(path))  # the real command's exit status
-    assert again.returncode == 1 and "does not exist yet (or pass --overwrite)" in again.stderr
+    assert again.returncode == ExitCode.USAGE_ERROR and "does not exist yet (or pass --overwrite)" in again.stderr
     assert python_run.result() == result
 
 
@@ -49,7 +50,7 @@ def test_doctor_fails_under_require_r_when_r_torch_is_missing(availability: Avai
         pytest.skip("R torch is installed here")
     monkeypatch.setenv("AMP_PARITY_REQUIRE_R", "1")
     done = run_cli("doctor")
-    assert done.returncode == 1 and "R cells will fail" in done.stdout
+    assert done.returncode == ExitCode.FAILED and "R cells will fail" in done.stdout
 
 
 @pytest.mark.parametrize("signum", [2, 15], ids=["ctrl-c", "kill"])
@@ -126,7 +127,7 @@ def test_run_interleaved_with_profile_records_the_protocol(python_run: SharedRun
 
 
 def test_a_run_in_which_no_cell_ran_fails_and_meets_no_figure(availability: Availability, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``--frontend r`` without R torch: every cell skipped, so exit 1 with one ``error:`` line, and no figure "met" (it said 1 of 1)."""
+    """``--frontend r`` without R torch: every cell skipped, so a usage error, one ``error:`` line, no figure "met" (it said 1 of 1)."""
     import dataclasses
 
     import harness.run.runner
@@ -135,7 +136,7 @@ def test_a_run_in_which_no_cell_ran_fails_and_meets_no_figure(availability: Avai
     no_r = dataclasses.replace(availability, r={"torch_installed": False, "libtorch_installed": False, "libtorch_loads": False})
     monkeypatch.setattr(harness.run.runner, "probe", lambda: no_r)
     done = run_cli("run", "--preset", "tiny", "--frontend", "r", "--rounds", "1", "--warmup-rounds", "1")
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert done.stderr.splitlines() == [
         "error: no cell ran: all 4 were skipped (with_autocast-default-r-cpu: the R package torch is not installed: in R, "
         'install.packages("torch"); torch::install_torch()); nothing was measured. Fix what the reason says, or choose other '

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT
 from harness.files.staging import StagingDir
 from harness.run.availability import Availability
@@ -58,7 +59,7 @@ def test_two_runs_with_the_same_new_json_the_second_is_refused_and_the_first_kee
     first = _start(*_SLOW, "--json", str(tmp_path / "X.json"), env=env)
     _wait_for(lambda: any(p.name.startswith(".amp-parity-staging-") for p in tmp_path.iterdir()))
     second = _harness(*_QUICK, "--json", str(tmp_path / "X.json"), env=env)
-    assert second.returncode == 1
+    assert second.returncode == ExitCode.USAGE_ERROR
     assert second.stderr.strip() == (
         f"error: another run is writing {tmp_path / 'X.json'} (it holds {tmp_path / '.X.weights.lock'}); "
         "wait for it to end or choose another --json path."
@@ -91,7 +92,7 @@ def test_a_save_that_fails_after_the_run_still_prints_the_table_and_says_where_t
     env = _env(tmp_path / "tmp")
     done = subprocess.run([sys.executable, "-c", plant, *_QUICK, "--json", str(tmp_path / "X.json")], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert "amp-parity · preset" in done.stdout and "default" in done.stdout
     line = done.stderr.strip().splitlines()[-1]
     assert line.startswith(f"error: cannot write {tmp_path / 'X.json'}: No space left on device. The result was saved to ")
@@ -174,7 +175,7 @@ def test_a_report_a_user_writes_during_the_run_is_kept(tmp_path: Path, monkeypat
 
     monkeypatch.setattr(MatrixRunner, "run", run_and_write)
     done = run_cli(*_QUICK, "--json", str(tmp_path / "X.json"), "--report", str(tmp_path / "rep"))
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert done.stderr.strip().splitlines()[-1].startswith(
         f"error: {tmp_path / 'rep' / 'report.md'} appeared during the run; it is replaced only with --overwrite. No report was written"
     )

@@ -8,15 +8,17 @@ and the pair must be ``identical`` with identity expected *because* both sides r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from harness.errors import UsageError
+from harness.errors import ExitCode, UsageError
 from harness.model.result import MatrixResult
 from harness.model.timing import TimingProtocol
 from harness.run.availability import Availability
@@ -54,11 +56,14 @@ def venv_python(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def _run(spec: WorkloadSpec, frontends: tuple[Installation | str, ...], availability: Availability,
          weights: Path | None = None, trace: bool = False) -> MatrixResult:
-    """The ``default`` cells of ``frontends``; ``weights``: a folder that keeps their final weights (a result to merge reads them)."""
+    """The ``default`` cells of ``frontends``; ``weights``: a folder that keeps their final weights (a result to merge reads
+    them), else a temporary one, removed after (the verdicts are judged before)."""
     if weights is not None:
         weights.mkdir()
-    with MatrixRunner(spec, frontends, timeout=300, availability=availability, trace=trace, staging=weights) as runner:
-        return runner.run(("default",), protocol=_PROTOCOL)
+    with contextlib.ExitStack() as stack:
+        staging = weights if weights is not None else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="amp-parity-test-")))
+        with MatrixRunner(spec, frontends, timeout=300, availability=availability, trace=trace, staging=staging) as runner:
+            return runner.run(("default",), protocol=_PROTOCOL)
 
 
 def test_a_second_python_on_one_build_is_identical_and_says_why(
@@ -94,7 +99,7 @@ def test_a_broken_installation_is_refused_before_any_cell(tmp_path: Path) -> Non
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     out = tmp_path / "r.json"
     done = run_cli("run", "--preset", "tiny", "--frontend", f"python,bare=python:{bare}", "--json", str(out), "--rounds", "1")
-    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.returncode == ExitCode.USAGE_ERROR and len(done.stderr.strip().splitlines()) == 1, done.stderr
     line = done.stderr.strip()
     assert line.startswith("error: installation bare must be one that starts a worker (bare worker could not start: ")
     assert "No module named 'torch'" in line

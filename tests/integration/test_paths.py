@@ -20,12 +20,12 @@ def test_python_worker_runs_the_planted_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
 ) -> None:
     """A copy whose learning rate is doubled trains differently from the checkout's script, and the result says so."""
-    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
         clean = runner.run(("default",)).to_json()["cells"][0]["record"]["losses"]
     root = copy_scripts(tmp_path)
     plant(root, "py_scripts/with_autocast.py", 'lr=spec["lr"]', 'lr=2 * spec["lr"]')
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
-    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
         result = runner.run(("default",)).to_json()
     planted = result["cells"][0]["record"]["losses"]
     assert planted[0] == clean[0] and planted[-1] != clean[-1]  # same start, another trajectory

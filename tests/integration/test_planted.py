@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from harness.errors import ExitCode
 from harness.files.paths import SCRIPTS_ENV
 from harness.model.timing import TimingProtocol
 from harness.run.availability import Availability
@@ -44,7 +45,7 @@ def _run_copy(root: Path, spec: WorkloadSpec, modes: tuple[str, ...], availabili
               monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The matrix of ``modes``, both frontends, run from the scripts under ``root``."""
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
-    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability) as runner:
+    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, staging=root) as runner:
         return runner.run(modes, protocol=_PROTOCOL).to_json()
 
 
@@ -94,7 +95,7 @@ def test_the_cli_fails_a_run_whose_r_learning_rate_is_off_by_one_in_a_million(
     out = tmp_path / "run.json"
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
     done = run_cli("run", "--preset", "tiny", "--mode", "default,autocast", "--rounds", "1", "--warmup-rounds", "1", "--json", str(out))
-    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    assert done.returncode == ExitCode.FAILED, done.stdout[-3000:] + done.stderr[-2000:]
     row = next(line for line in done.stdout.splitlines() if "with_autocast-default-cpu" in line and "│" in line)
     assert "diverged" in row
     result = json.loads(out.read_text())

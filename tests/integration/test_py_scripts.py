@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT
 from harness.judge.reference import Reference, run_reference
 from harness.judge.tolerances import float64_bound_for
@@ -136,11 +137,11 @@ def test_shell_mode_prints_the_record_as_json(tmp_path: Path) -> None:
     ],
 )
 def test_shell_mode_refuses_bad_input_in_one_line(args: list[str], message: str) -> None:
-    """Bad flags end in one ``error:`` line and exit status 1, no traceback."""
+    """Bad flags end in one ``error:`` line and a usage error's status, no traceback."""
     done = subprocess.run(
         [sys.executable, "py_scripts/with_autocast.py", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
     )
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert done.stderr.strip() == message
     assert done.stdout == ""
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT, script_path
 from harness.model.record import RECORD_SCHEMA_VERSION
 from harness.workload.spec import SCRIPTS
@@ -155,28 +156,28 @@ def test_r_records_write_every_value_as_json_reads_it_back() -> None:
                                                 ("cuda_amp_grad_scaler", "'autocast_scaler', 'autocast_scaler_clip'")])
 @pytest.mark.parametrize(("mode_args", "got"), [(["--mode", "bogus"], "'bogus'"), ([], "None")], ids=["bad-mode", "no-mode"])
 def test_bad_mode_under_rscript_is_one_message_naming_the_allowed_values(stem: str, allowed: str, mode_args: list[str], got: str) -> None:
-    """A bad or missing --mode exits 1 with one line naming the allowed modes, the Python script's words, before torch."""
+    """A bad or missing --mode is a usage error with one line naming the allowed modes, the Python script's words, before torch."""
     done = _rscript(f"r_scripts/{stem}.R", "--preset", "tiny", "--device", "cpu", *mode_args)
-    assert (done.returncode, done.stdout) == (1, "")
+    assert (done.returncode, done.stdout) == (ExitCode.USAGE_ERROR, "")
     assert done.stderr.splitlines() == [f"error: mode must be one of {allowed} for {stem}.R, got {got}."]
 
 
 @pytest.mark.parametrize("name", ["_bridge.R", "_bootstrap.R"])
 def test_an_r_support_file_run_on_its_own_says_so_in_one_line(name: str) -> None:
-    """``Rscript r_scripts/_bridge.R`` printed R's stack dump; now one line saying what the file is for, exit 1."""
+    """``Rscript r_scripts/_bridge.R`` printed R's stack dump; now one line saying what the file is for, a usage error."""
     done = _rscript(f"r_scripts/{name}")
-    assert (done.returncode, done.stdout) == (1, "")
+    assert (done.returncode, done.stdout) == (ExitCode.USAGE_ERROR, "")
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: r_scripts/{name} ") and "it runs nothing on its own" in lines[0]
 
 
 def test_valid_mode_without_r_torch_says_how_to_install_it() -> None:
-    """With R torch absent, a valid invocation exits 1 with the install command."""
+    """With R torch absent, a valid invocation is a usage error naming the install command."""
     probe = _rscript("-e", 'cat(requireNamespace("torch", quietly = TRUE))')
     if probe.stdout.strip() == "TRUE":
         pytest.skip("R torch is installed here: the message for its absence cannot be provoked")
     done = _rscript("r_scripts/with_autocast.R", "--preset", "tiny", "--mode", "autocast", "--device", "cpu")
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert 'install.packages("torch")' in done.stderr and "torch::install_torch()" in done.stderr
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import harness
 from harness.judge.record_check import describe_loss
 from harness.model.efficiency import workload_flops
 from harness.model.result import RESULT_SCHEMA_VERSION, Status
@@ -26,11 +27,11 @@ def _without_r_torch(availability: Availability) -> Availability:
     return dataclasses.replace(availability, r=NO_R_TORCH)
 
 
-def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, availability: Availability) -> None:
+def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path) -> None:
     """A Python-only run returns 4 ok cells with records, reference distances, timing, efficiency and memory."""
     progress: list[str] = []
     protocol = TimingProtocol(warmup_rounds=2, rounds=3, interleave=True)
-    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
         result = runner.run(MODES, on_progress=progress.append, protocol=protocol)
     ids = [
         "with_autocast-default-python-cpu", "with_autocast-autocast-python-cpu",
@@ -38,7 +39,11 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
     ]
     assert [c.id for c in result.cells] == ids
     assert all(c.status is Status.OK for c in result.cells)
-    assert result.to_json()["schema_version"] == RESULT_SCHEMA_VERSION == 7 and result.spec == tiny_spec
+    assert result.to_json()["schema_version"] == RESULT_SCHEMA_VERSION == 8 and result.spec == tiny_spec
+    assert result.provenance.source == "checkout" and result.provenance.harness_version == harness.__version__
+    assert "r_scripts/common.R" in result.provenance.files and "harness/judge/known_differences.toml" in result.provenance.files
+    assert all(c.weights is not None and set(c.weights.tensors) == {f"layer{k}.{p}" for k in range(3) for p in ("weight", "bias")}
+               for c in result.cells)  # kept while the files were there
     assert result.protocol == protocol
     assert result.reference.available and result.reference.losses is not None and len(result.reference.losses) == 20
     assert result.reference_seconds > 0 and result.workers["python"]["startup_seconds"] > 0
@@ -64,10 +69,12 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
     assert [p.pair for p in result.pairs] == []  # one frontend: nothing to pair
 
 
-def test_budget_limits_rounds_and_profile_flags_nothing_on_true_amp(tiny_spec: WorkloadSpec, availability: Availability) -> None:
+def test_budget_limits_rounds_and_profile_flags_nothing_on_true_amp(
+    tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path
+) -> None:
     """With a tiny time budget each cell gets one timed round and no extra warm-up, so no ratio; profiling finds bf16 GEMMs."""
     protocol = TimingProtocol(warmup_rounds=3, rounds=5, max_seconds=1e-9)
-    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
         result = runner.run(("default", "autocast"), protocol=protocol, profile=True)
     default, autocast = result.cells
     assert default.timing is not None and default.timing.rounds == 1 and default.timing.warmup_calls == 1
@@ -80,7 +87,7 @@ def test_budget_limits_rounds_and_profile_flags_nothing_on_true_amp(tiny_spec: W
 def test_a_failing_timed_round_makes_the_cell_an_error(tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path) -> None:
     """A script that works for the record call but breaks in a timed round ends as an error naming the round."""
     fixture_path = tmp_path / "fixture.safetensors"
-    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
         cell = runner.run_cell(Cell("python", "with_autocast", "default", "cpu"))
         assert cell.status is Status.OK
         fixture_path.write_bytes(b"not a safetensors file")
@@ -90,33 +97,33 @@ def test_a_failing_timed_round_makes_the_cell_an_error(tiny_spec: WorkloadSpec, 
 
 
 def test_r_cells_skip_with_the_install_reason(
-    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch
+    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Without R torch an R cell is ``skipped`` with the install command as its one-line reason."""
     monkeypatch.delenv("AMP_PARITY_REQUIRE_R", raising=False)
-    with MatrixRunner(tiny_spec, ("r",), availability=_without_r_torch(availability)) as runner:
+    with MatrixRunner(tiny_spec, ("r",), availability=_without_r_torch(availability), staging=tmp_path) as runner:
         outcome = runner.run_cell(Cell("r", "with_autocast", "default", "cpu"))
     assert outcome.status is Status.SKIPPED and outcome.record is None
     assert outcome.reason == 'the R package torch is not installed: in R, install.packages("torch"); torch::install_torch()'
 
 
 def test_require_r_turns_the_skip_into_an_error(
-    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch
+    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Under AMP_PARITY_REQUIRE_R=1 a missing R torch makes R cells fail, with the reason."""
     monkeypatch.setenv("AMP_PARITY_REQUIRE_R", "1")
-    with MatrixRunner(tiny_spec, ("r",), availability=_without_r_torch(availability)) as runner:
+    with MatrixRunner(tiny_spec, ("r",), availability=_without_r_torch(availability), staging=tmp_path) as runner:
         outcome = runner.run_cell(Cell("r", "with_autocast", "default", "cpu"))
     assert outcome.status is Status.ERROR and "AMP_PARITY_REQUIRE_R=1" in str(outcome.reason)
 
 
 @pytest.mark.parametrize("frontend", ["python", "r"])
-def test_nan_loss_in_default_mode_is_a_numerical_failure_with_its_step(availability: Availability, frontend: str) -> None:
+def test_nan_loss_in_default_mode_is_a_numerical_failure_with_its_step(availability: Availability, frontend: str, tmp_path: Path) -> None:
     """A learning rate that blows up gives ``numerical_failure`` naming the first non-finite loss as such, its step and frontend."""
     if frontend == "r":
         require_r_torch(availability)
     spec = WorkloadSpec.from_preset("tiny", lr=1e6)
-    with MatrixRunner(spec, (frontend,), availability=availability) as runner:
+    with MatrixRunner(spec, (frontend,), availability=availability, staging=tmp_path) as runner:
         result = runner.run(("default", "autocast_scaler") if frontend == "python" else ("default",), protocol=TimingProtocol(1, 1))
     default = result.cells[0]
     assert default.status is Status.NUMERICAL_FAILURE and default.record is not None
@@ -130,10 +137,10 @@ def test_nan_loss_in_default_mode_is_a_numerical_failure_with_its_step(availabil
 
 
 def test_a_timed_round_whose_autocast_loss_turns_nan_is_an_error(
-    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch
+    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Outside the scaler modes a non-finite loss fails the cell in a timed round as in the record call (autocast too)."""
-    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
         cell = runner.run_cell(Cell("python", "with_autocast", "autocast", "cpu"))
         assert cell.status is Status.OK and cell.record is not None
         losses = list(cell.record.losses)
@@ -170,7 +177,8 @@ def test_an_r_cell_whose_weights_hit_a_full_disk_is_an_error_in_one_line(
 
 
 def test_workers_leave_nothing_in_the_temporary_folder_even_when_killed(
-    tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """Each Python worker left an empty ``$TMPDIR/torchinductor_root``, a killed R worker its ``Rtmp*``: now the pool removes both."""
     import os
@@ -179,7 +187,7 @@ def test_workers_leave_nothing_in_the_temporary_folder_even_when_killed(
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr("tempfile.tempdir", None)
     frontends = ("python",) if availability.r_reason else ("python", "r")
-    with MatrixRunner(tiny_spec, frontends, timeout=300, availability=availability) as runner:
+    with MatrixRunner(tiny_spec, frontends, timeout=300, availability=availability, staging=tmp_path_factory.mktemp("weights")) as runner:
         for frontend in frontends:
             assert runner.run_cell(Cell(frontend, "with_autocast", "autocast", "cpu")).status is Status.OK
         if "r" in frontends:

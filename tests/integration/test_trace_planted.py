@@ -52,7 +52,7 @@ def _run(root: Path, spec: WorkloadSpec, modes: tuple[str, ...], availability: A
     for relative, old, new in plants:
         plant(root, relative, old, new)
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
-    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, **runner_options) as runner:
+    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, staging=root, **runner_options) as runner:
         return runner.run(modes, measure=False, trace_all=True)
 
 

@@ -1,4 +1,4 @@
-"""Bad input a new user types: each is refused before any cell runs, in one ``error:`` line, exit 1.
+"""Bad input a new user types: each is refused before any cell runs, in one ``error:`` line, exit 4 (a usage error).
 
 The command's messages and exit statuses are checked through ``harness.cli.main.main`` in this process
 (:func:`tests.support.run_cli`): a new interpreter per case cost seconds and checked nothing more.
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import ExitCode
 from tests.support import one_error_line, run_cli
 
 
@@ -61,8 +62,8 @@ from tests.support import one_error_line, run_cli
          "error: argument --max-seconds: must be a number of seconds > 0, got '-1e3' (see python -m harness run --help)."),
     ],
 )
-def test_bad_flags_are_one_line_and_exit_1(args: list[str], message: str) -> None:
-    """argparse's own errors and values that would fail in every cell print the one line given here, exit 1."""
+def test_bad_flags_are_one_line_and_a_usage_error(args: list[str], message: str) -> None:
+    """argparse's own errors and values that would fail in every cell print the one line given here, exit 4 (a usage error)."""
     assert one_error_line(run_cli(*args)) == message
 
 
@@ -78,7 +79,7 @@ def test_debug_is_accepted_before_or_after_the_command(where: str) -> None:
     """``--debug`` works on either side of ``run`` (the error line says "run with --debug"), and shows the traceback."""
     args = ["--debug", "run", "--device", "tpu"] if where == "before" else ["run", "--device", "tpu", "--debug"]
     done = run_cli(*args)
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert "Traceback" in done.stderr
     assert done.stderr.strip().splitlines()[-1] == "error: device must be one of 'cpu', 'cuda', got 'tpu'."
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from harness.errors import ResultError
+from harness.model.provenance import Provenance
 from harness.model.record import RunRecord
 from harness.model.result import RESULT_SCHEMA_VERSION, CellResult, MatrixResult, Memory, Status
 from harness.workload.matrix import Cell
@@ -24,7 +25,7 @@ COMMITTED = Path(__file__).resolve().parents[2] / "data"
 def current_schema(name: str) -> dict[str, Any]:
     """A committed schema-3 result as the current version stores it: its cells' speed-ups turned into times
     (version 4), no traces and the spec's overflow point (version 5), targets and the worst tensor in each distance (version 6),
-    the frontends, their baseline and no installation facts (version 7)."""
+    the frontends, their baseline and no installation facts (version 7), no kept weights and an unknown provenance (version 8)."""
     data = json.loads((COMMITTED / f"{name}.json").read_text(encoding="utf-8"))
     data["schema_version"] = RESULT_SCHEMA_VERSION
     for cell in data["cells"]:
@@ -41,9 +42,10 @@ def current_schema(name: str) -> dict[str, Any]:
             cell["reference_distance"] |= {k: float64[k] for k in ("worst_tensor", "worst_tensor_rel_error")}
     data = {("targets" if k == "figures" else k): v for k, v in data.items()}
     data["targets"] = [{("name" if k == "figure" else k): v for k, v in t.items()} for t in data["targets"]]
-    for cell in data["cells"]:  # version 7: installations as frontends (none reported before)
+    for cell in data["cells"]:  # version 7: installations as frontends (none reported before); version 8: nothing kept of the weights
         cell["installation"] = None
-    return data | {"frontends": ["python", "r"], "baseline": "python", "sources": []}
+        cell["weights"] = None
+    return data | {"frontends": ["python", "r"], "baseline": "python", "sources": [], "provenance": Provenance.unknown().to_json()}
 
 
 @pytest.mark.parametrize("name", ["golden"])

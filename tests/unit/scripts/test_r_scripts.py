@@ -25,7 +25,9 @@ R_ONLY_NAMES = {
     "common": {"clock_source", "record_array_fields", "abort_cli", "require_r_torch", "libtorch_version",
                "json_value", "json_string", "record_keys_json", "exact_json_numbers"},
     # Python's main_cli calls the harness in-process (parse_shell_args, prepare_shell_run_spec, exit_with_error).
-    "shell": {"%||%", "amp_parity_r_dir", "prepare_shell_run", "python_library_path", "print_traceback", "one_line"},
+    # shell_exit_status: the statuses R ends with before the harness hands them over (Python imports the enum).
+    "shell": {"%||%", "amp_parity_r_dir", "shell_exit_status", "prepare_shell_run", "python_library_path", "print_traceback",
+              "one_line"},
 }
 #: What Python defines that R does not: the dtype table (R's torch_dtype() is a switch()).
 PY_ONLY_NAMES = {"common": {"dtypes"}, "shell": set()}
@@ -118,3 +120,16 @@ def test_the_pair_builds_records_with_the_same_field_names(stem: str) -> None:
     py = names(script_path("python", stem).read_text(), "make_record(")
     r = names(script_path("r", stem).read_text(), "make_record(")
     assert py == r and {"losses", "loss_scale", "skipped", "output_dtype"} <= py
+
+
+def test_the_r_files_exit_with_the_harness_statuses() -> None:
+    """R's own exit statuses are :class:`harness.errors.ExitCode`'s: the fallback table in shell.R, and every literal ``quit`` status."""
+    from harness.errors import ExitCode
+
+    shell = script_path("r", "shell").read_text()
+    table = re.search(r"^shell_exit_status <- list\(usage_error = (\d+)L, internal_error = (\d+)L\)$", shell, re.M)
+    assert table, "shell.R no longer defines shell_exit_status as list(usage_error = NL, internal_error = NL)"
+    assert (int(table.group(1)), int(table.group(2))) == (ExitCode.USAGE_ERROR, ExitCode.INTERNAL_ERROR)
+    literal = {p.name: [int(n) for n in re.findall(r"quit\(save = \"no\", status = (\d+)L\)", p.read_text())] for p in R_FILES}
+    assert {name: codes for name, codes in literal.items() if codes} == {"_bootstrap.R": [4], "_bridge.R": [4]}
+    assert ExitCode.USAGE_ERROR == 4

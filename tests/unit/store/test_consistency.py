@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness.errors import ResultError
+from harness.errors import ExitCode, ResultError
 from harness.store.result_file import WEIGHTS_MARKER, load_result
 from tests.support import GOLDEN_RESULT, run_cli
 
@@ -103,11 +103,11 @@ _CASES: dict[str, tuple[Edit, str]] = {
 
 @pytest.mark.parametrize("case", list(_CASES))
 def test_report_refuses_an_inconsistent_number_naming_its_field(case: str, tmp_path: Path) -> None:
-    """``report`` on a golden copy with one number edited exits 1 with one line naming the field, and writes nothing."""
+    """``report`` on a golden copy with one number edited exits 4 (a usage error) with one line naming the field, and writes nothing."""
     edit, message = _CASES[case]
     path = _golden_copy(tmp_path, edit)
     done = run_cli("report", str(path), "--out", str(tmp_path / "out"))
-    assert (done.returncode, done.stdout) == (1, "")
+    assert (done.returncode, done.stdout) == (ExitCode.USAGE_ERROR, "")
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f"error: {path}: {message}"), lines[0]
@@ -152,7 +152,7 @@ def test_report_refuses_a_weights_folder_whose_marker_names_another_result(tmp_p
     """``a.weights`` replaced by ``b.json``'s folder: one line naming the folder and its owner, nothing written (it said "identical")."""
     path = _weights_swapped(tmp_path, "b.json")
     done = run_cli("report", str(path), "--out", str(tmp_path / "out"))
-    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1
+    assert done.returncode == ExitCode.USAGE_ERROR and len(done.stderr.splitlines()) == 1
     assert done.stderr.startswith(f"error: {path}: cells[0].record.weights_path is in {tmp_path / 'a.weights'}, which holds the "
                                   "weights of 'b.json', not of 'a.json'")
     assert not (tmp_path / "out").exists()

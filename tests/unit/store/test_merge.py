@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import ResultError
+from harness.errors import ExitCode, ResultError
 from harness.model.result import MatrixResult
 from harness.store.merge import merge_results
 from harness.store.result_file import load_result, save_result
@@ -106,10 +106,10 @@ def test_merge_writes_the_report_and_the_merged_result_and_refuses_to_overwrite(
     out, merged = tmp_path / "report", tmp_path / "merged.json"
     done = run_cli("merge", *map(str, slices), "--out", str(out), "--json", str(merged))
     assert done.returncode == 0, done.stderr
-    assert (out / "report.md").is_file() and json.loads(merged.read_text())["schema_version"] == 7
+    assert (out / "report.md").is_file() and json.loads(merged.read_text())["schema_version"] == 8
     assert f"merged 2 results (8 cells); report written to {out / 'report.md'}" in " ".join(done.stdout.split())
     again = run_cli("merge", *map(str, slices), "--out", str(tmp_path / "elsewhere"), "--json", str(merged))
-    assert again.returncode == 1
+    assert again.returncode == ExitCode.USAGE_ERROR
     assert again.stderr.strip() == f"error: {merged} already exists; choose another path or pass --overwrite to replace it."
     assert not (tmp_path / "elsewhere").exists()
 
@@ -127,7 +127,8 @@ def test_labelled_inputs_merge_two_machines_that_both_ran_python(slices: tuple[P
         (["xeon.python", "epyc.python"], "identical"), (["xeon.python", "epyc.python"], "identical"),
     ]
     bad = run_cli("merge", f"x-y={slices[0]}", str(other), "--out", str(tmp_path / "r2"))
-    assert bad.returncode == 1 and bad.stderr.strip().startswith("error: merge must be a name of letters, digits, '_' and '.'")
+    assert bad.returncode == ExitCode.USAGE_ERROR
+    assert bad.stderr.strip().startswith("error: merge must be a name of letters, digits, '_' and '.'")
 
 
 def test_a_json_place_that_is_not_a_result_is_refused_before_the_report(slices: tuple[Path, Path], tmp_path: Path) -> None:
@@ -135,7 +136,59 @@ def test_a_json_place_that_is_not_a_result_is_refused_before_the_report(slices: 
     notes = tmp_path / "notes.txt"
     notes.write_text("mine")
     done = run_cli("merge", *map(str, slices), "--out", str(tmp_path / "report"), "--json", str(notes), "--overwrite")
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert done.stderr.strip() == (f"error: {notes} is not an amp-parity result; --overwrite replaces only those. Move it away or "
                                    "choose another path.")
     assert notes.read_text() == "mine" and not (tmp_path / "report").exists()
+
+
+def test_merging_results_that_ran_different_scripts_says_which_files_differ(tmp_path: Path) -> None:
+    """Two slices whose provenance differs in one R file merge, and the merged result, its report and the printed table name
+    the file; slices of the same files say nothing of it, and a slice written before schema 8 is said to be unknown."""
+    from harness.model.provenance import Provenance
+
+    files = {"py_scripts/common.py": "a" * 64, "r_scripts/common.R": "b" * 64}
+    same = Provenance("0.1.0", "checkout", commit="c" * 40, dirty=False, files=files)
+    other = dataclasses.replace(same, commit="d" * 40, files={**files, "r_scripts/common.R": "e" * 64})
+    a, b = tmp_path / "python.json", tmp_path / "r.json"
+    save_result(_slice(golden(), "python", provenance=same), a)
+    save_result(_slice(golden(), "r", provenance=same), b)
+    assert not [w for w in merge_results([a, b]).warnings if "scripts" in w]
+    save_result(_slice(golden(), "r", provenance=other), b, overwrite=True)
+    line = "r.json ran different scripts than python.json: r_scripts/common.R differs"
+    merged = merge_results([a, b])
+    assert line in merged.warnings and [s["provenance"]["commit"] for s in merged.sources] == ["c" * 40, "d" * 40]
+    done = run_cli("merge", str(a), str(b), "--out", str(tmp_path / "report"))
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert line in " ".join(done.stdout.split()) and f"provenance of {b}: harness 0.1.0; commit {'d' * 12} (clean)" in done.stdout
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert f"- **{b} ran different scripts than {a}: r_scripts/common.R differs**" in report
+    save_result(_slice(golden(), "r"), b, overwrite=True)  # the golden result is schema 3: no provenance
+    assert "r.json: provenance unknown: written by a harness before result schema 8, which recorded none; whether it ran the same " \
+           "scripts as python.json is unknown" in merge_results([a, b]).warnings
+
+
+def test_a_merged_result_of_inputs_measured_against_other_peaks_loads_again(tmp_path: Path) -> None:
+    """Each input's cells were measured against its own run's matmul peaks; the merged result keeps them per source, so
+    its load checks every cell's efficiency against its own (it checked the second input's against the first's: refused)."""
+    from harness.model.efficiency import cell_efficiency
+    from harness.model.result import Peaks
+
+    r = _slice(golden(), "r")
+    def doubled(peak: dict[str, object]) -> dict[str, object]:  # a machine twice as fast: every sample and layout doubled
+        twice = {k: 2 * v for k, v in peak.items() if k in ("tflops", "tflops_median")}  # type: ignore[operator]
+        lists = {"samples_tflops": [2 * x for x in peak["samples_tflops"]],  # type: ignore[attr-defined]
+                 "layouts_tflops": {k: 2 * x for k, x in peak["layouts_tflops"].items()}}  # type: ignore[attr-defined]
+        return {**peak, **twice, **lists}
+
+    faster = Peaks(r.peaks.device, r.peaks.threads, {k: v and doubled(dict(v)) for k, v in r.peaks.by_dtype.items()}, r.peaks.reason)
+    r = dataclasses.replace(r, peaks=faster, cells=tuple(dataclasses.replace(c, efficiency=cell_efficiency(c, r.spec, faster))
+                                                         for c in r.cells))
+    a, b = tmp_path / "python.json", tmp_path / "r.json"
+    save_result(_slice(golden(), "python"), a)
+    save_result(r, b)
+    done = run_cli("merge", str(a), str(b), "--out", str(tmp_path / "report"), "--json", str(tmp_path / "merged.json"))
+    assert done.returncode == ExitCode.OK, done.stderr
+    again = load_result(tmp_path / "merged.json")
+    assert [s["peaks"]["by_dtype"]["float32"]["tflops"] for s in again.sources] == [
+        golden().peaks.by_dtype["float32"]["tflops"], faster.by_dtype["float32"]["tflops"]]  # type: ignore[index]

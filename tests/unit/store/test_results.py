@@ -20,15 +20,15 @@ def test_round_trip(tmp_path: Path) -> None:
     result = committed()
     save_result(result, tmp_path / "r.json")
     assert load_result(tmp_path / "r.json") == result
-    assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == RESULT_SCHEMA_VERSION == 7
+    assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == RESULT_SCHEMA_VERSION == 8
 
 
-@pytest.mark.parametrize(("version", "advice"), [(8, "upgrade amp-parity"), (1, "re-run `python -m harness run --json`")])
+@pytest.mark.parametrize(("version", "advice"), [(9, "upgrade amp-parity"), (1, "re-run `python -m harness run --json`")])
 def test_other_schema_versions_are_refused_with_what_to_do(tmp_path: Path, version: int, advice: str) -> None:
     """A newer or older schema is refused in one line, saying which and what to do."""
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"schema_version": version, "cells": []}))
-    with pytest.raises(ResultError, match=f"schema version {version}.*reads versions 2 to 7: {advice}") as refused:
+    with pytest.raises(ResultError, match=f"schema version {version}.*reads versions 2 to 8: {advice}") as refused:
         load_result(path)
     assert "\n" not in str(refused.value)
 
@@ -115,12 +115,13 @@ def test_version_2_weights_paths_relative_to_the_run_folder_are_found_beside_it(
     """A version-2 result (paths relative to the run's working folder) is read as version 4 from anywhere."""
     (tmp_path / "results" / "x.weights").mkdir(parents=True)
     (tmp_path / "results" / "x.weights" / "a.safetensors").write_bytes(b"x")
-    stored = _version_2(["results/x.weights/a.safetensors", "/abs/elsewhere.safetensors"])
+    (tmp_path / "elsewhere.safetensors").write_bytes(b"x")  # an absolute path is kept as it is (it exists: a path to nothing is not)
+    stored = _version_2(["results/x.weights/a.safetensors", str(tmp_path / "elsewhere.safetensors")])
     (tmp_path / "results" / "x.json").write_text(json.dumps(stored))
     monkeypatch.chdir(tmp_path / "results")
     loaded = load_result(Path("x.json"))
     assert [c.record.weights_path for c in loaded.cells if c.record is not None][:2] == [
-        str(tmp_path / "results" / "x.weights" / "a.safetensors"), "/abs/elsewhere.safetensors"
+        str(tmp_path / "results" / "x.weights" / "a.safetensors"), str(tmp_path / "elsewhere.safetensors")
     ]
 
 

@@ -255,3 +255,24 @@ def test_cli_table_says_no_default_where_there_is_none_not_noisy() -> None:
     row = next(line for line in text.splitlines() if "│ autocast " in line and "│ python " in line)
     assert row.split("│")[10].strip() == "—"
     assert "×default 4 cells (with_autocast-autocast-python-cpu, ...): no default cell to compare with" in text
+
+
+def test_the_report_header_and_the_table_say_where_the_result_came_from() -> None:
+    """The report's header and the terminal table carry the version, commit and dirty state, and the files' digest; the report
+    lists each file's digest; an installed harness's result says it has no commit; a result before schema 8 says it is unknown."""
+    from harness.model.provenance import Provenance
+
+    files = {"py_scripts/common.py": "a" * 64, "r_scripts/common.R": "b" * 64}
+    checkout = Provenance("0.1.0", "checkout", commit="f" * 40, dirty=True, scripts_root="/repo", files=files)
+    text = report_text(dataclasses.replace(golden(), provenance=checkout))
+    header = text.split("## Summary")[0]
+    assert f"Provenance: harness 0.1.0; commit {'f' * 12} (dirty: uncommitted changes); 2 script and data files, sha256 " \
+           f"{checkout.files_digest}." in header
+    assert f"| `r_scripts/common.R` | `{'b' * 16}` |" in text
+    console = Console(record=True, width=400)
+    print_result(assess_result(dataclasses.replace(golden(), provenance=checkout)), console)
+    assert f"provenance: harness 0.1.0; commit {'f' * 12} (dirty: uncommitted changes)" in console.export_text()
+    note = "installed package: no checkout, so no commit"
+    installed = dataclasses.replace(checkout, source="installed", commit=None, dirty=None, note=note)
+    assert note in report_text(dataclasses.replace(golden(), provenance=installed)).split("## Summary")[0]
+    assert "Provenance: harness version unknown; provenance unknown: written by a harness before result schema 8" in report_text(golden())
