@@ -154,8 +154,9 @@ def _pairs(result: MatrixResult) -> dict[str, list[CellResult]]:
 
 
 def excused_cells(result: MatrixResult) -> frozenset[str]:
-    """The cells whose failure a judged pair explains: a crash that is a known R torch bug, proven by its switch (the
-    pair is ``known_difference``); every other failed cell fails the run."""
+    """The cells whose failure a judged pair explains: a crash that is a known R torch bug, or a cell on the side of a
+    known R torch bug that its pair's traces part at, each proven by its switch (the pair is ``known_difference``);
+    every other failed cell fails the run."""
     return frozenset(cell for p in result.pairs if p.verdict == "known_difference" for cell in p.details.get("excused") or ())
 
 
@@ -284,6 +285,14 @@ def _with_trace(
         proven, why_not = _reconciled(trace, applicable, a, b)
         if proven:
             verdict = "known_difference"
+            # A bug the reconciliation switched off (its trigger held) carries its side's cell from float64 too: that cell's
+            # own failure is the bug's, not a new one. It need not be the entry the first difference matched (a clip pair
+            # first parts at the clip coefficient, and SGD's weight-decay bug follows in the same step).
+            bugs = [k for k in applicable if k.kind == "bug" and k.trigger_steps(trace)]
+            details = details | {
+                "excused": [c.id for c in (a, b) if any(k.switches_for(c.optimizer, c.language) for k in bugs)],
+                "excused_by": [k.id for k in bugs],
+            }
             described = "as the entry describes" if len(matched) == 1 else "as the entries describe"
             cause = (f"{_label(matched[0])} {ids}: {at}, {described}; proven: with the switches {', '.join(trace.switches)} on, "
                      "the whole run is bitwise identical")
@@ -350,7 +359,7 @@ def _proven_crash(
     lines = [headline(a.pair, names, "known_difference", cause), *trace.lines(), *[line for k in matched for line in k.lines()]]
     return _verdict(a, names, "known_difference", lines, {
         "statuses": dict(zip(names, statuses.statuses, strict=True)), "known_difference": [k.id for k in matched], "proven": True,
-        "known_kinds": sorted({k.kind for k in matched}), "excused": [failed[0].id], "trace": trace.to_json(),
+        "known_kinds": sorted({k.kind for k in matched}), "excused": [failed[0].id], "excused_by": [k.id for k in matched], "trace": trace.to_json(),
     })
 
 

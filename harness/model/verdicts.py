@@ -29,7 +29,9 @@ __all__ = [
 
 #: ``pass``: every check that could run passed; ``fail``: one did not (the reason names it);
 #: ``not_judged``: nothing to judge (the cell did not run, or no reference and no scaler).
-CELL_OUTCOMES = ("pass", "fail", "not_judged")
+#: ``excused``: the cell failed a check of its own, and its pair is a proven R torch bug on the cell's side (a known
+#: difference of kind ``bug`` whose switch reconciles the pair): the bug, not a new difference, carries it from float64.
+CELL_OUTCOMES = ("pass", "fail", "excused", "not_judged")
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,7 @@ class CellVerdict:
 
     @property
     def failed(self) -> bool:
-        """True when a check failed: the run exits 1."""
+        """True when a check failed and no proven R torch bug explains it: the run exits 1."""
         return self.outcome == "fail"
 
     def to_json(self) -> dict[str, Any]:

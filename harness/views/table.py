@@ -16,8 +16,8 @@ __all__ = ["make_console", "print_result", "print_trace"]
 _STATUS_STYLE = {"ok": "green", "skipped": "yellow", "unsupported": "magenta", "numerical_failure": "red", "error": "bold red"}
 
 
-_OWN_STYLE = {"pass": "green", "fail": "bold red", "not_judged": "dim"}
-_OWN_TEXT = {"pass": "pass", "fail": "FAIL", "not_judged": "—"}
+_OWN_STYLE = {"pass": "green", "fail": "bold red", "excused": "cyan", "not_judged": "dim"}
+_OWN_TEXT = {"pass": "pass", "fail": "FAIL", "excused": "fail: R bug", "not_judged": "—"}
 
 _VERDICT_STYLE = {"identical": "green", "within_tolerance": "green", "known_difference": "cyan", "skipped": "yellow",
                   "unsupported": "magenta", "diverged": "bold red", "stale_known_difference": "bold red", "error": "bold red"}
@@ -45,8 +45,10 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
     if len(cells) > FULL_TABLE_CELLS:
         shown = [c for c in cells if not c.ok or (c.verdict is not None and c.verdict.failed)]
         passing = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == "pass")
+        excused = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == "excused")
         ok = sum(1 for c in cells if c.ok)
         console.print(f"[bold]{title}[/]: {len(cells)} cells, {ok} ran, {passing} pass their own check (float64 bound, scaler rule)"
+                      + (f", {excused} fail it by a proven R torch bug (excused)" if excused else "")
                       + (f"; the {len(shown)} that need a look:" if shown else "; the report lists each one"), soft_wrap=True)
         cells = shown
         title = ""
