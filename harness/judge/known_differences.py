@@ -58,10 +58,12 @@ class KnownDifference:
     upstream: str
 
     def applies(self, pair: str, device: str, frontends: tuple[str, str]) -> bool:
-        """Whether this entry covers ``pair`` (a pair id with its device suffix) on ``device`` between ``frontends``: the two
-        sides' languages (``python``, ``r``), whatever the installations are named, so R torch on any libtorch is covered."""
+        """Whether this entry covers ``pair`` (a pair id ``script-mode-optimizer-device``) on ``device`` between ``frontends``:
+        the two sides' languages (``python``, ``r``), whatever the installations are named, so R torch on any libtorch is
+        covered. An entry names ``script-mode`` (every optimizer) or ``script-mode-optimizer`` (that one only)."""
         base = pair.removesuffix(f"-{device}")
-        return base in self.pairs and device in self.devices and tuple(frontends) == self.frontends
+        without_optimizer = base.rpartition("-")[0]  # script, mode and optimizer names have no '-'
+        return (base in self.pairs or without_optimizer in self.pairs) and device in self.devices and tuple(frontends) == self.frontends
 
     def trigger_steps(self, trace: PairTrace) -> tuple[int, ...]:
         """The steps at which the trace shows this entry's trigger (none: the difference has no reason to show)."""
