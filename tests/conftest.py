@@ -1,6 +1,6 @@
 """Shared fixtures: the tiny spec, one long-lived matrix runner, and the matrix parametrized once.
 
-Cell ids read ``with_autocast-autocast-r-cpu``; pair ids ``with_autocast-autocast-cpu``.
+Cell ids read ``with_autocast-autocast-sgd-r-cpu``; pair ids ``with_autocast-autocast-sgd-cpu``.
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def runner(tiny_spec: WorkloadSpec, availability: Availability, tmp_path_factory
 
 @pytest.fixture(scope="session")
 def python_run(tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
-    """One real ``run`` of the four Python cells of ``tiny`` (3 interleaved rounds, GEMM profile, report).
+    """One real ``run`` of the seven Python cells of ``tiny`` with plain SGD (every mode of both scripts; 3 interleaved rounds,
+    GEMM profile, report).
 
     Run once per test session, whatever the number of xdist workers (their temporary folders share a
     parent): the CLI tests that only read a run's result, table and report read this one.
@@ -82,5 +83,5 @@ def python_run(tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent
-    return shared_run(root, "python-run", "--preset", "tiny", "--frontend", "python", "--rounds", "3", "--warmup-rounds", "1",
-                      "--interleave", "--profile")
+    return shared_run(root, "python-run", "--preset", "tiny", "--frontend", "python", "--optimizer", "sgd", "--rounds", "3",
+                      "--warmup-rounds", "1", "--interleave", "--profile")

@@ -62,7 +62,7 @@ def with_record(cell: CellResult, **changes: Any) -> CellResult:
 
 def twin_cell(cell: CellResult, folder: Path, frontend: str = "r", edit: WeightsEdit | None = None, **record_changes: Any) -> CellResult:
     """A copy of ``cell`` as if ``frontend`` had run it, with ``edit`` applied to its own copy of the weights."""
-    key = Cell(frontend, cell.script, cell.mode, cell.device)
+    key = Cell(frontend, cell.script, cell.mode, cell.optimizer, cell.device)
     twin = dataclasses.replace(cell, cell=key, weights=None)  # nothing kept of its own weights: judged from its file
     if cell.record is None:
         return twin

@@ -359,7 +359,8 @@ def _proven_crash(
     lines = [headline(a.pair, names, "known_difference", cause), *trace.lines(), *[line for k in matched for line in k.lines()]]
     return _verdict(a, names, "known_difference", lines, {
         "statuses": dict(zip(names, statuses.statuses, strict=True)), "known_difference": [k.id for k in matched], "proven": True,
-        "known_kinds": sorted({k.kind for k in matched}), "excused": [failed[0].id], "excused_by": [k.id for k in matched], "trace": trace.to_json(),
+        "known_kinds": sorted({k.kind for k in matched}), "excused": [failed[0].id], "excused_by": [k.id for k in matched],
+        "trace": trace.to_json(),
     })
 
 

@@ -303,7 +303,8 @@ def _update_to_8(data: dict[str, Any], path: Path) -> dict[str, Any]:
         new = Cell(cell["frontend"], cell["script"], cell["mode"], _OPTIMIZER_BEFORE_8, cell["device"])
         renamed[str(cell.get("id"))] = new.id
         cell |= {"id": new.id, "pair": new.pair}
-        if cell["script"] == "cuda_amp_grad_scaler" and cell.get("time_vs_default") is not None:
+        # Every ratio or note of a scaler cell that ran spoke of with_autocast's default (a spread too wide, say): none is kept.
+        if cell["script"] == "cuda_amp_grad_scaler" and (cell.get("time_vs_default") is not None or cell.get("status") == "ok"):
             cell |= {"time_vs_default": None,
                      "time_vs_default_note": "not shown: before schema 8 it divided by with_autocast's default cell"}
         cells.append(cell)

@@ -254,15 +254,14 @@ def parse_optimizers(values: list[str] | tuple[str, ...] | None, preset: str) ->
     preset's own selection when none is given.
 
     Raises:
-        UsageError: an unknown optimizer, or only separators.
+        UsageError: an unknown optimizer (``all`` included: ``all,nadam`` is a typo too), or only separators.
     """
     from harness.workload.spec import parse_choices
 
-    if values and any(v.strip() == "all" for value in values for v in value.split(",")):
-        return tuple(OPTIMIZERS)
     if not values:
         return PRESET_OPTIMIZERS.get(preset, ("sgd",))
-    return parse_choices("optimizer", values, tuple(OPTIMIZERS))
+    chosen = parse_choices("optimizer", values, (*OPTIMIZERS, "all"))  # every name is checked, beside `all` too
+    return tuple(OPTIMIZERS) if "all" in chosen else chosen
 
 
 def check_optimizer_args(overrides: object) -> dict[str, dict[str, Value]]:

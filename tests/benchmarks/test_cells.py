@@ -1,5 +1,8 @@
 """Benchmarks: every frontend × mode cell timed by pytest-benchmark, grouped by pair, under the harness's protocol.
 
+Plain SGD unless ``AMP_PARITY_BENCH_OPTIMIZERS`` names others (``--optimizer``'s syntax: ``adam,rmsprop`` or ``all``): the
+recipe's optimizer, what ``bench`` and ``recipe`` time by default (harness/workload/optimizers.py).
+
 Skipped by the normal test run (``--benchmark-skip`` in the pytest options); run with
 ``tox -e bench`` or ``pytest tests/benchmarks --benchmark-only --benchmark-autosave``, then compare
 runs with ``--benchmark-compare``. ``AMP_PARITY_BENCH_PRESET`` picks the preset (default tiny; ``bench``
@@ -34,7 +37,9 @@ from harness.run.provenance import describe_provenance
 from harness.run.runner import MatrixRunner
 from harness.workload.installations import parse_frontends
 from harness.workload.matrix import Cell, cells_for
-from harness.workload.spec import MODES, WorkloadSpec
+from harness.workload.optimizers import parse_optimizers
+from harness.workload.scripts import all_mode_names
+from harness.workload.spec import WorkloadSpec
 from tests.support import require_r_torch
 
 #: Rounds per cell (the harness's default); lower it with AMP_PARITY_BENCH_ROUNDS for recipe on a CPU.
@@ -42,7 +47,10 @@ ROUNDS = int(os.environ.get("AMP_PARITY_BENCH_ROUNDS", str(DEFAULT_ROUNDS)))
 #: The installations timed: ``AMP_PARITY_BENCH_FRONTENDS`` in ``--frontend``'s syntax (``python,py28=python:~/venv/bin/python,r``),
 #: by default this harness's own python and r. A bad value fails collection with run's one-line message.
 INSTALLATIONS = parse_frontends([os.environ["AMP_PARITY_BENCH_FRONTENDS"]] if os.environ.get("AMP_PARITY_BENCH_FRONTENDS") else None)
-BENCH_CELLS = cells_for(tuple(i.name for i in INSTALLATIONS), MODES, "cpu")
+#: The optimizers timed: ``AMP_PARITY_BENCH_OPTIMIZERS``, by default plain SGD (every row at ``bench`` would take most of an hour).
+OPTIMIZERS = parse_optimizers([os.environ["AMP_PARITY_BENCH_OPTIMIZERS"]] if os.environ.get("AMP_PARITY_BENCH_OPTIMIZERS") else ["sgd"],
+                              "bench")
+BENCH_CELLS = cells_for(tuple(i.name for i in INSTALLATIONS), all_mode_names(), OPTIMIZERS, "cpu")
 #: Where this session's runs come from (the scripts as they are when the session starts).
 PROVENANCE = describe_provenance()
 
@@ -81,7 +89,7 @@ def test_cell_time(benchmark: BenchmarkFixture, bench_cell: Cell, bench_runner: 
     median = float(benchmark.stats.stats.median)
     spec = bench_runner.spec
     benchmark.extra_info.update({
-        "frontend": cell.frontend, "script": cell.script, "mode": cell.mode, "device": cell.device,
+        "frontend": cell.frontend, "script": cell.script, "mode": cell.mode, "optimizer": cell.optimizer, "device": cell.device,
         "preset": spec.preset, "amp_dtype": spec.amp_dtype, "threads": first["threads"],
         "torch_version": first["torch_version"], "libtorch_version": first["libtorch_version"],
         "language_version": first["language_version"], "final_loss": first["final_loss"], "spec_digest": spec.digest(),

@@ -16,7 +16,7 @@ from pathlib import Path
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV
 from tests.planting import copy_scripts, plant
 
-CELL = "test_cell_time[with_autocast-default-python-cpu]"
+CELL = "test_cell_time[with_autocast-default-sgd-python-cpu]"
 
 
 def bench(storage: Path, *args: str, scripts: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -25,7 +25,7 @@ def bench(storage: Path, *args: str, scripts: Path | None = None) -> subprocess.
     if scripts is not None:
         env[SCRIPTS_ENV] = str(scripts)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/benchmarks", "--benchmark-only", "-k", "with_autocast-default-python-cpu",
+        [sys.executable, "-m", "pytest", "tests/benchmarks", "--benchmark-only", "-k", "with_autocast-default-sgd-python-cpu",
          f"--benchmark-storage=file://{storage}", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *args],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, env=env,
     )
@@ -43,7 +43,7 @@ def test_a_planted_change_fails_the_compare_and_an_unchanged_rerun_passes(tmp_pa
     assert f"{CELL}: losses identical (20 steps), weights digest identical\n" in same.stdout  # the same scripts: nothing added
 
     root = copy_scripts(tmp_path / "planted")
-    plant(root, "py_scripts/with_autocast.py", 'lr=spec["lr"])', 'lr=spec["lr"] * (1 + 1e-6))')
+    plant(root, "py_scripts/common.py", "(net.parameters(), **args)", '(net.parameters(), **(args | {"lr": args["lr"] * (1 + 1e-6)}))')
     changed = bench(storage, "--benchmark-compare=0001", scripts=root)
     assert changed.returncode == 1, changed.stdout[-3000:] + changed.stderr[-2000:]
     line = next((ln for ln in changed.stdout.splitlines() if ln.startswith(f"{CELL}: ")), "")

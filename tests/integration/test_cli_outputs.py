@@ -27,7 +27,7 @@ from harness.run.pool import TEMPORARY_WEIGHTS_PREFIX
 from tests.support import require_r_torch, run_cli
 
 #: A Python-only run long enough (a few seconds per cell) to be caught mid-way.
-_QUICK = ("run", "--frontend", "python", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1")
+_QUICK = ("run", "--frontend", "python", "--mode", "default", "--optimizer", "sgd", "--rounds", "1", "--warmup-rounds", "1")
 _SLOW = (*_QUICK, "--num-batches", "300", "--epochs", "4")
 
 
@@ -69,7 +69,8 @@ def test_two_runs_with_the_same_new_json_the_second_is_refused_and_the_first_kee
     result = json.loads((tmp_path / "X.json").read_text())
     assert result["spec"]["num_batches"] == 300
     marker = json.loads((tmp_path / "X.weights" / ".amp-parity-weights.json").read_text())
-    assert marker == {"result": "X.json", "files": ["with_autocast-default-python-cpu.safetensors"]}
+    assert marker == {"result": "X.json", "files": ["cuda_amp_grad_scaler-default-sgd-python-cpu.safetensors",
+                                                    "with_autocast-default-sgd-python-cpu.safetensors"]}  # both scripts' default
     assert (tmp_path / result["cells"][0]["record"]["weights_path"]).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "tmp"]
     mode = stat.S_IMODE((tmp_path / "X.json").stat().st_mode)  # weights were 0600 beside a 0644 result
@@ -152,7 +153,8 @@ def test_report_from_another_folder_reads_the_weights(tmp_path: Path, availabili
     require_r_torch(availability)
     (tmp_path / "results").mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    done = _harness("run", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1", "--json", "results/X.json", cwd=tmp_path, env=env)
+    done = _harness("run", "--mode", "default", "--optimizer", "sgd", "--rounds", "1", "--warmup-rounds", "1", "--json", "results/X.json",
+                    cwd=tmp_path, env=env)
     assert done.returncode in (0, 1), done.stderr
     verdicts = [p["verdict"] for p in json.loads((tmp_path / "results" / "X.json").read_text())["pairs"]]
     elsewhere = tmp_path / "elsewhere"

@@ -20,7 +20,8 @@ from tests.support import golden_result, run_cli
     [
         (["run", "--preset", "huge"], "error: preset must be one of 'tiny', 'bench', 'recipe', got 'huge'."),
         (["run", "--mode", "turbo"],
-         "error: mode must be one of 'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip', got 'turbo'."),
+         "error: mode must be one of 'default', 'autocast', 'lowp_weights', 'lowp_weights_scaled', 'autocast_scaler', "
+         "'autocast_scaler_clip', got 'turbo'."),
         (["run", "--device", "tpu"], "error: device must be one of 'cpu', 'cuda', got 'tpu'."),
         (["run", "--device", "cuda"], "error: device must be 'cpu' on this machine: torch sees no CUDA GPU, got 'cuda'."),
         (["run", "--amp-dtype", "int8"], "error: amp_dtype must be one of 'bfloat16', 'float16' (or bf16, fp16), got 'int8'."),
@@ -89,7 +90,7 @@ def test_report_judges_as_the_run_did_unless_told_otherwise(tmp_path: Path) -> N
     from tests.twins import nudge_one_ulp
 
     result = golden_result().to_json()  # a strict run whose default pair is bitwise identical
-    record = next(c for c in result["cells"] if c["id"] == "with_autocast-default-r-cpu")["record"]
+    record = next(c for c in result["cells"] if c["id"] == "with_autocast-default-sgd-r-cpu")["record"]
     weights = load_file(record["weights_path"])
     nudge_one_ulp("layer0.bias", (1,))(weights)
     record["weights_path"] = str(tmp_path / "nudged.safetensors")

@@ -13,7 +13,7 @@ from harness.model.result import CellResult
 from harness.model.trace import PairTrace, PointDifference
 from tests.twins import by_mode, golden, nudge_one_ulp, twin_cell, with_record
 
-CLIP = "cuda_amp_grad_scaler-autocast_scaler_clip-cpu"
+CLIP = "cuda_amp_grad_scaler-autocast_scaler_clip-sgd-cpu"
 
 
 def _trace(step: int = 0, point: str = "clip.coef", distance: int = 1, clipped: tuple[int, ...] = (0, 1, 2)) -> PairTrace:
@@ -36,10 +36,24 @@ def test_the_committed_list_loads_with_the_clip_entry() -> None:
     (entry,) = load_known_differences()
     assert entry.id == "clip-coef-reciprocal" and entry.applies(CLIP, "cpu", ("python", "r"))
     assert not entry.applies(CLIP.replace("-cpu", "-cuda"), "cuda", ("python", "r"))
-    assert not entry.applies("cuda_amp_grad_scaler-autocast_scaler-cpu", "cpu", ("python", "r"))
+    assert not entry.applies("cuda_amp_grad_scaler-autocast_scaler-sgd-cpu", "cpu", ("python", "r"))
     assert (entry.trigger, entry.signature.first_point, entry.signature.first_step, entry.signature.max_distance) == (
         "clip_engaged", "clip.coef", "trigger", 1)
     assert any("torch/_tensor.py" in s for s in entry.sources) and any("R/operators.R" in s for s in entry.sources)
+
+
+def test_an_entry_naming_script_and_mode_covers_every_optimizer() -> None:
+    """Pair ids name the optimizer (``script-mode-optimizer-device``): the clip entry, which names ``script-mode``, covers the
+    clip pair with every optimizer (the clip coefficient is computed before any optimizer's step), and an entry may name one
+    optimizer to cover that one only."""
+    import dataclasses
+
+    (entry,) = load_known_differences()
+    for optimizer in ("sgd", "adam", "ignite_adagrad"):
+        assert entry.applies(f"cuda_amp_grad_scaler-autocast_scaler_clip-{optimizer}-cpu", "cpu", ("python", "r"))
+    adam_only = dataclasses.replace(entry, pairs=("cuda_amp_grad_scaler-autocast_scaler_clip-adam",))
+    assert adam_only.applies("cuda_amp_grad_scaler-autocast_scaler_clip-adam-cpu", "cpu", ("python", "r"))
+    assert not adam_only.applies(CLIP, "cpu", ("python", "r"))
 
 
 def test_only_the_exact_signature_matches() -> None:

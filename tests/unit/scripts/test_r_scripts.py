@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.files.paths import REPO_ROOT, script_path
-from harness.workload.spec import SCRIPTS
+from harness.workload.scripts import SCRIPTS
 
 R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
 #: Files that are not scripts but twins of each other: the workload's pieces and the shell mode.
@@ -21,9 +21,13 @@ SHARED_PAIRS = {"common", "shell"}
 #: worker imports the scripts) and the scripts' bootstrap (Python finds its modules by import).
 R_ONLY_FILES = {"_bridge", "_bootstrap"}
 #: What R defines that its Python twin does not, because R lacks it: its reason is where each is defined.
+#: R torch's scaler refuses CPU tensors, so common.R alone holds the lift of that one check (shared by every script that
+#: scales; PyTorch's scaler takes CPU tensors itself).
+R_LIFT_HELPERS = {"cuda_only_check", "expected_scale_method", "scaler_takes_cpu_tensors", "lift_cuda_only_check", "drop_statement",
+                  "lifted_check_name"}
 R_ONLY_NAMES = {
     "common": {"clock_source", "record_array_fields", "abort_cli", "require_r_torch", "libtorch_version",
-               "json_value", "json_string", "record_keys_json", "exact_json_numbers"},
+               "json_value", "json_string", "record_keys_json", "exact_json_numbers", *R_LIFT_HELPERS},
     # Python's main_cli calls the harness in-process (parse_shell_args, prepare_shell_run_spec, exit_with_error).
     # shell_exit_status: the statuses R ends with before the harness hands them over (Python imports the enum).
     "shell": {"%||%", "amp_parity_r_dir", "shell_exit_status", "prepare_shell_run", "python_library_path", "print_traceback",
@@ -133,3 +137,39 @@ def test_the_r_files_exit_with_the_harness_statuses() -> None:
     literal = {p.name: [int(n) for n in re.findall(r"quit\(save = \"no\", status = (\d+)L\)", p.read_text())] for p in R_FILES}
     assert {name: codes for name, codes in literal.items() if codes} == {"_bootstrap.R": [4], "_bridge.R": [4]}
     assert ExitCode.USAGE_ERROR == 4
+@pytest.mark.parametrize("stem", list(SCRIPTS))
+def test_each_script_pair_defines_the_same_names_and_names_itself(stem: str) -> None:
+    """A script defines what its twin does, in the same order (its ``SCRIPT``/``script`` constant, its helpers,
+    ``run_workload``), and the constant is its own stem: the modes are the run spec's, never a list of its own."""
+    assert _py_names(stem) == _r_names(stem) and _py_names(stem)[0] == "script" and _py_names(stem)[-1] == "run_workload"
+    assert f'\nSCRIPT = "{stem}"\n' in script_path("python", stem).read_text()
+    assert f'\nscript <- "{stem}"\n' in script_path("r", stem).read_text()
+    for lang in ("python", "r"):
+        assert not re.search(r"(?m)^(MODES|modes) (=|<-)", script_path(lang, stem).read_text()), f"{stem} ({lang}) lists its modes"
+
+
+def test_the_scaler_lift_lives_in_common_r_only() -> None:
+    """The lift of R torch's CUDA-only check is defined once, in common.R (make_grad_scaler() uses it), and in no script."""
+    common = _r_names("common")
+    assert R_LIFT_HELPERS <= set(common) and common.index("make_grad_scaler") < min(common.index(n) for n in R_LIFT_HELPERS)
+    for stem in SCRIPTS:
+        assert not R_LIFT_HELPERS & set(_r_names(stem)), stem
+    assert "lift_cuda_only_check(scaler)" in script_path("r", "common").read_text().split("\nmake_grad_scaler <- ")[1].split("\n}\n")[0]
+
+
+def test_neither_language_keeps_its_own_copy_of_the_record_fields() -> None:
+    """The record's fields and version come from the run spec (harness/workload/contract.py): common.py and common.R define
+    neither, both read ``record_fields`` and ``record_schema_version``; R's array fields are fields of the contract."""
+    from harness.workload.contract import RECORD_FIELDS
+
+    for lang in ("python", "r"):
+        text = script_path(lang, "common").read_text()
+        names = _py_names("common") if lang == "python" else _r_names("common")
+        assert not {"record_fields", "record_schema_version"} & set(names), lang
+        assert 'spec["record_fields"]' in text or "spec$record_fields" in text
+        assert 'spec["record_schema_version"]' in text or "spec$record_schema_version" in text
+    arrays = re.search(r"^record_array_fields <- c\((.*)\)$", script_path("r", "common").read_text(), re.M)
+    assert arrays is not None
+    listed = re.findall(r'"(\w+)"', arrays.group(1))
+    assert set(listed) <= set(RECORD_FIELDS) and {"losses", "injected_steps", "switches"} <= set(listed)
+    assert "record_keys_json <- local({" in script_path("r", "common").read_text()  # a function, caching the keys it quoted

@@ -54,7 +54,7 @@ def test_a_merged_result_saves_and_loads_with_its_inputs_weights(slices: tuple[P
 def test_a_cell_alone_on_its_device_is_listed_with_why(tmp_path: Path) -> None:
     """A GPU job's cell has no CPU partner: it is not judged, and the report says so (the spec differs by device and AMP dtype)."""
     gpu = _slice(golden(), "r")
-    gpu = dataclasses.replace(gpu, cells=tuple(dataclasses.replace(c, cell=Cell("h100", c.script, c.mode, "cuda"), record=None,
+    gpu = dataclasses.replace(gpu, cells=tuple(dataclasses.replace(c, cell=Cell("h100", c.script, c.mode, c.optimizer, "cuda"), record=None,
                                                                    reference_distance=None, status=c.status.__class__("skipped"),
                                                                    reason="no GPU here", timing=None, efficiency=None,
                                                                    time_vs_default=None, verdict=None)
@@ -67,7 +67,7 @@ def test_a_cell_alone_on_its_device_is_listed_with_why(tmp_path: Path) -> None:
     assert merged.pairs == ()
     text = report_text(merged)
     assert "Not judged (no pair):" in text
-    assert "- `with_autocast-default-h100-cuda`: no other frontend ran with_autocast default on cuda in this result" in text
+    assert "- `with_autocast-default-sgd-h100-cuda`: no other frontend ran with_autocast default on cuda in this result" in text
 
 
 def test_another_workload_is_refused_naming_the_field(slices: tuple[Path, Path], tmp_path: Path) -> None:
@@ -85,7 +85,7 @@ def test_another_workload_is_refused_naming_the_field(slices: tuple[Path, Path],
 def test_one_cell_from_two_inputs_is_refused_with_what_to_rename(slices: tuple[Path, Path], tmp_path: Path) -> None:
     again = tmp_path / "again.json"
     save_result(_slice(golden(), "python"), again)
-    with pytest.raises(ResultError, match=r"cell with_autocast-default-python-cpu is in both .*python.json and .*again.json: two runs "
+    with pytest.raises(ResultError, match=r"cell with_autocast-default-sgd-python-cpu is in both .*python.json and .*again.json: two runs "
                                           r"named an installation 'python' on cpu\. Label the inputs \(harness merge A=a\.json B=b\.json"):
         merge_results([slices[0], again])
 
@@ -122,7 +122,8 @@ def test_labelled_inputs_merge_two_machines_that_both_ran_python(slices: tuple[P
     assert done.returncode == 0, done.stderr
     stored = json.loads((tmp_path / "m.json").read_text())
     assert (stored["frontends"], stored["baseline"]) == (["xeon.python", "epyc.python"], "xeon.python")
-    assert {c["id"] for c in stored["cells"]} >= {"with_autocast-default-xeon.python-cpu", "with_autocast-default-epyc.python-cpu"}
+    assert {c["id"] for c in stored["cells"]} >= {"with_autocast-default-sgd-xeon.python-cpu",
+                                                   "with_autocast-default-sgd-epyc.python-cpu"}
     assert [(p["frontends"], p["verdict"]) for p in stored["pairs"]][:2] == [
         (["xeon.python", "epyc.python"], "identical"), (["xeon.python", "epyc.python"], "identical"),
     ]
