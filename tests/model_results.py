@@ -73,7 +73,7 @@ def _sgd_id(cell_id: str, frontend: str) -> str:
 def current_schema(name: str) -> dict[str, Any]:
     """:func:`schema_7`'s result as the current version stores it, written out by hand: the spec's optimizer_args and static
     loss scale at their defaults, each cell's and pair's optimizer (plain SGD) and the ids that name it, the float64 reference
-    as trajectories, and the scaler cells' ratio to default not shown (version 8); no kept weights and an unknown provenance
+    as trajectories, no trace files, and the scaler cells' ratio to default not shown (version 8); no kept weights and an unknown provenance
     (version 9)."""
     data = schema_7(name)
     data["schema_version"] = RESULT_SCHEMA_VERSION
@@ -87,6 +87,7 @@ def current_schema(name: str) -> dict[str, Any]:
         if cell["script"] == "cuda_amp_grad_scaler" and cell["status"] == "ok":
             cell["time_vs_default"] = None
             cell["time_vs_default_note"] = "not shown: before schema 8 it divided by with_autocast's default cell"
+        cell["trace"] = cell["reconciled"] = None  # no trace files before schema 8
         data["cells"][k] = cell
     for k, pair in enumerate(data["pairs"]):
         at = list(pair).index("mode") + 1

@@ -106,8 +106,8 @@ class KnownDifference:
     mechanism: str
     sources: tuple[str, ...]
     upstream: str
-    #: The list it was read from (messages name it).
-    source: str = str(DEFAULT_LIST)
+    #: The list it was read from (messages name it: the committed list as ``harness/judge/known_differences.toml``).
+    source: str = "harness/judge/known_differences.toml"
 
     def switches_for(self, optimizer: str, language: str) -> tuple[str, ...]:
         """The entry's switches a run of ``optimizer`` in ``language``'s script applies (those of its side that patch a
@@ -212,6 +212,11 @@ _SIGNATURE_FIELDS = frozenset({"first_point", "first_step", "max_distance", "err
 _SIGNATURE_KINDS = ("bytes", "dtype")
 
 
+def _shown(path: Path) -> str:
+    """How messages name a list: the committed one by its path in the project, any other as given."""
+    return "harness/judge/known_differences.toml" if path.resolve() == DEFAULT_LIST.resolve() else str(path)
+
+
 def _entry(path: Path, index: int, data: Any) -> KnownDifference:
     where = f"{path}: difference {index + 1}"
     if not isinstance(data, Mapping):
@@ -272,7 +277,7 @@ def _entry(path: Path, index: int, data: Any) -> KnownDifference:
     entry = KnownDifference(
         id=text("id"), kind=kind, title=text("title"), languages=frozenset(languages), scripts=scripts, modes=modes,
         optimizers=optimizers, devices=devices, trigger=trigger, switches=switches, seen_on=texts("seen_on"), signature=signature,
-        mechanism=text("mechanism"), sources=texts("sources"), upstream=text("upstream"), source=str(path),
+        mechanism=text("mechanism"), sources=texts("sources"), upstream=text("upstream"), source=_shown(path),
     )
     if kind == "bug":
         missing = [name for name in ("reproducer.R", "reproducer.py", "report.md") if not (BUGS_DIR / entry.id / name).is_file()]

@@ -66,11 +66,30 @@ class Mode:
 
 @dataclass(frozen=True)
 class ScriptPair:
-    """A script pair: its stem and its modes, in matrix order. ``baseline``: the mode ×default divides by."""
+    """A script pair: its stem and its modes, in matrix order. ``baseline``: the mode ×default divides by.
+
+    ``scalers``, ``weights`` and ``clips``: what the pair's ``run_workload`` handles (its loop's branches). A mode asking
+    for anything else is refused when the table is built, so a mode the scripts would run as another (a ``dynamic``
+    scaler in a loop that has none) cannot be declared: the scripts read a mode's properties and trust them.
+    """
 
     stem: str
     modes: tuple[Mode, ...]
     baseline: str = "default"
+    scalers: tuple[str, ...] = SCALERS
+    weights: tuple[str, ...] = WEIGHTS
+    clips: tuple[bool, ...] = (False, True)
+
+    def __post_init__(self) -> None:
+        names = [m.name for m in self.modes]
+        if len(set(names)) != len(names) or self.baseline not in names:
+            raise ValueError(f"script pair {self.stem}: mode names must be unique and include its baseline {self.baseline!r}")
+        for mode in self.modes:
+            for field_name, value, handled in (("scaler", mode.scaler, self.scalers), ("weights", mode.weights, self.weights),
+                                               ("clip", mode.clip, self.clips)):
+                if value not in handled:
+                    raise ValueError(f"script pair {self.stem}: mode {mode.name} has {field_name} {value!r}, which its "
+                                     f"run_workload does not handle (it handles {', '.join(map(repr, handled))})")
 
     def mode(self, name: str) -> Mode:
         """The mode called ``name`` in this pair.
@@ -96,7 +115,8 @@ class ScriptPair:
 SCRIPTS: dict[str, ScriptPair] = {
     pair.stem: pair
     for pair in (
-        ScriptPair("with_autocast", (
+        # No GradScaler in this loop: no scaler or a static scale, never clipping; float32 or low-precision weights.
+        ScriptPair("with_autocast", scalers=("none", "static"), clips=(False,), modes=(
             Mode("default", autocast=False, title="float32 weights, autocast disabled"),
             Mode("autocast", autocast=True, title="torch.autocast / with_autocast around the forward and loss"),
             Mode("lowp_weights", autocast=False, weights="amp",
@@ -104,7 +124,8 @@ SCRIPTS: dict[str, ScriptPair] = {
             Mode("lowp_weights_scaled", autocast=False, weights="amp", scaler="static",
                  title="as lowp_weights, with a static loss scale (the AMP guide's --fp16 -s)"),
         )),
-        ScriptPair("cuda_amp_grad_scaler", (
+        # A GradScaler in every mode (disabled in default); float32 master weights; clipping after unscale_ or not.
+        ScriptPair("cuda_amp_grad_scaler", scalers=("disabled", "dynamic"), weights=("float32",), modes=(
             Mode("default", autocast=False, scaler="disabled",
                  title="GradScaler and autocast built with enabled=False (the AMP recipe's use_amp=False)"),
             Mode("autocast_scaler", autocast=True, scaler="dynamic", title="autocast + GradScaler / cuda_amp_grad_scaler()"),

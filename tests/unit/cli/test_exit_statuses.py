@@ -53,7 +53,7 @@ def test_report_passes_fails_and_refuses_with_three_statuses(results: dict[str, 
     assert run_cli("report", str(results["passing"]), "--out", str(tmp_path / "a")).returncode == ExitCode.OK
     failing = run_cli("report", str(results["failing"]), "--out", str(tmp_path / "b"))
     assert failing.returncode == ExitCode.FAILED and (tmp_path / "b" / "report.md").is_file()
-    assert "the result fails its checks: 1 pair(s) failed (with_autocast-default-cpu): exit status 1" in failing.stdout
+    assert "the result fails its checks: 1 pair(s) failed (with_autocast-default-sgd-cpu): exit status 1" in failing.stdout
     viewed = run_cli("report", str(results["failing"]), "--out", str(tmp_path / "c"), "--exit-zero")
     assert (viewed.returncode, viewed.stderr) == (ExitCode.OK, "") and "the result fails" not in viewed.stdout
     missing = run_cli("report", str(tmp_path / "none.json"), "--out", str(tmp_path / "d"))

@@ -16,7 +16,10 @@ from harness.workload.scripts import SCRIPTS
 
 R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
 #: Files that are not scripts but twins of each other: the workload's pieces and the shell mode.
-SHARED_PAIRS = {"common", "shell"}
+#: Shared by every script, in both languages: the common code, the patches of the bindings' functions (switches and
+#: trace points: Python swaps module functions, R rewrites function bodies; harness/workload/patches.toml says what each
+#: does) and the shell mode.
+SHARED_PAIRS = {"common", "patches", "shell"}
 #: R files with no Python twin, named with a leading "_" like _probe.R: the harness's rpy2 entry point (Python's
 #: worker imports the scripts) and the scripts' bootstrap (Python finds its modules by import).
 R_ONLY_FILES = {"_bridge", "_bootstrap"}
@@ -32,9 +35,15 @@ R_ONLY_NAMES = {
     # shell_exit_status: the statuses R ends with before the harness hands them over (Python imports the enum).
     "shell": {"%||%", "amp_parity_r_dir", "shell_exit_status", "prepare_shell_run", "python_library_path", "print_traceback",
               "one_line"},
+    # R torch's functions live in a locked namespace and its optimizers are R6 objects: R patches the values a script
+    # gets (binding_function() for the clip, patch_optimizer() for the optimizer's methods), rewriting their bodies as
+    # language objects (statements compared as deparsed text, point calls spliced in); Python swaps module functions.
+    "patches": {"patch_rows", "patches_of", "binding_function", "patch_optimizer", "code_text", "is_part", "count_statement",
+                "replace_statement", "with_point_calls"},
 }
-#: What Python defines that R does not: the dtype table (R's torch_dtype() is a switch()).
-PY_ONLY_NAMES = {"common": {"dtypes"}, "shell": set()}
+#: What Python defines that R does not: the dtype table (R's torch_dtype() is a switch()); the context manager that swaps
+#: PyTorch's module functions for the run, and its statement normaliser (R compares deparsed code instead).
+PY_ONLY_NAMES = {"common": {"dtypes"}, "shell": set(), "patches": {"binding_patches", "statement"}}
 
 
 def test_every_python_script_has_its_r_partner() -> None:
@@ -81,7 +90,8 @@ def test_the_shared_files_define_the_same_names_in_the_same_order(stem: str) -> 
 
 
 def test_only_the_bootstrap_and_the_bridge_load_the_shared_code() -> None:
-    """Each script sources _bootstrap.R and nothing else; _bootstrap.R loads common.R and shell.R, _bridge.R common.R alone."""
+    """Each script sources _bootstrap.R and nothing else; _bootstrap.R loads common.R, patches.R and shell.R, _bridge.R
+    common.R and patches.R (the shell mode is not the bridge's)."""
     def sourced_files(text: str) -> list[str]:  # the first quoted file name in each source(...) call, comments left out
         text = re.sub(r"(?m)^\s*#.*$", "", text)
         windows = (text[call.end():call.end() + 200] for call in re.finditer(r"\bsource\(", text))
@@ -90,8 +100,8 @@ def test_only_the_bootstrap_and_the_bridge_load_the_shared_code() -> None:
     sourced = {p.stem: sourced_files(p.read_text()) for p in R_FILES}
     for stem in SCRIPTS:
         assert sourced[stem] == ["_bootstrap.R"], sourced[stem]
-    assert re.findall(r'"(\w+\.R)"', script_path("r", "_bootstrap").read_text()) == ["common.R", "shell.R"]
-    assert sourced["_bridge"] == ["common.R"] and sourced["common"] == sourced["shell"] == []
+    assert re.findall(r'"(\w+\.R)"', script_path("r", "_bootstrap").read_text()) == ["common.R", "patches.R", "shell.R"]
+    assert sourced["_bridge"] == ["common.R", "patches.R"] and sourced["common"] == sourced["shell"] == sourced["patches"] == []
 
 
 def _code_lines(path: Path) -> list[str]:

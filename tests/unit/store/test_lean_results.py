@@ -18,7 +18,7 @@ from tests.support import GOLDEN_RESULT
 
 
 def _golden_copy(folder: Path) -> Path:
-    """The golden result and its weights folder copied into ``folder``, saved again by this harness (schema 8, weights kept)."""
+    """The golden result and its weights folder copied into ``folder``, saved again by this harness (schema 9, weights kept)."""
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(GOLDEN_RESULT, folder / GOLDEN_RESULT.name)
     shutil.copytree(GOLDEN_RESULT.with_suffix(".weights"), folder / "golden.weights")

@@ -106,7 +106,7 @@ def test_merge_writes_the_report_and_the_merged_result_and_refuses_to_overwrite(
     out, merged = tmp_path / "report", tmp_path / "merged.json"
     done = run_cli("merge", *map(str, slices), "--out", str(out), "--json", str(merged))
     assert done.returncode == 0, done.stderr
-    assert (out / "report.md").is_file() and json.loads(merged.read_text())["schema_version"] == 8
+    assert (out / "report.md").is_file() and json.loads(merged.read_text())["schema_version"] == 9
     assert f"merged 2 results (8 cells); report written to {out / 'report.md'}" in " ".join(done.stdout.split())
     again = run_cli("merge", *map(str, slices), "--out", str(tmp_path / "elsewhere"), "--json", str(merged))
     assert again.returncode == ExitCode.USAGE_ERROR
@@ -145,7 +145,7 @@ def test_a_json_place_that_is_not_a_result_is_refused_before_the_report(slices: 
 
 def test_merging_results_that_ran_different_scripts_says_which_files_differ(tmp_path: Path) -> None:
     """Two slices whose provenance differs in one R file merge, and the merged result, its report and the printed table name
-    the file; slices of the same files say nothing of it, and a slice written before schema 8 is said to be unknown."""
+    the file; slices of the same files say nothing of it, and a slice written before schema 9 is said to be unknown."""
     from harness.model.provenance import Provenance
 
     files = {"py_scripts/common.py": "a" * 64, "r_scripts/common.R": "b" * 64}
@@ -165,7 +165,7 @@ def test_merging_results_that_ran_different_scripts_says_which_files_differ(tmp_
     report = (tmp_path / "report" / "report.md").read_text()
     assert f"- **{b} ran different scripts than {a}: r_scripts/common.R differs**" in report
     save_result(_slice(golden(), "r"), b, overwrite=True)  # the golden result is schema 3: no provenance
-    assert "r.json: provenance unknown: written by a harness before result schema 8, which recorded none; whether it ran the same " \
+    assert "r.json: provenance unknown: written by a harness before result schema 9, which recorded none; whether it ran the same " \
            "scripts as python.json is unknown" in merge_results([a, b]).warnings
 
 

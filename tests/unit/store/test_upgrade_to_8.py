@@ -109,13 +109,13 @@ def test_traces_and_a_merges_sources_name_the_new_ids(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("edits", [(), ("traced",)])
-def test_an_upgraded_result_saves_as_8_and_loads_back_the_same(tmp_path: Path, edits: tuple[str, ...]) -> None:
-    """What the upgrade makes is a whole schema-8 result: saved, it is stored as version 8 and loads back equal."""
+def test_an_upgraded_result_saves_as_the_current_schema_and_loads_back_the_same(tmp_path: Path, edits: tuple[str, ...]) -> None:
+    """What the upgrades make is a whole result of the current schema: saved, it is stored as that version and loads back equal."""
     def traced(data: dict[str, Any]) -> None:
         data["traces"] = [PairTrace("with_autocast-default-cpu", ("python", "r"), (10, 10), 10).to_json()]
 
     loaded = load_result(_v7_file(tmp_path, *([traced] if edits else []))[0])
     (tmp_path / "out").mkdir()
     save_result(loaded, tmp_path / "out" / "v8.json")
-    assert json.loads((tmp_path / "out" / "v8.json").read_text())["schema_version"] == 8
+    assert json.loads((tmp_path / "out" / "v8.json").read_text())["schema_version"] == 9
     assert load_result(tmp_path / "out" / "v8.json") == loaded

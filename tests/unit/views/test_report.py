@@ -233,10 +233,10 @@ def test_cli_table_shows_each_cells_numbers_and_the_stored_ratio() -> None:
     text = console.export_text()
     default = result.cells[0]
     assert default.record is not None and default.reference_distance is not None
-    row = next(line for line in text.splitlines() if "│ default " in line and "│ python " in line)
+    row = next(line for line in text.splitlines() if "· default " in line and "│ python " in line)
     assert f"{default.record.final_loss:.7g}" in row and f"{default.reference_distance.final_weights_rel_error:.1e}" in row
     assert f" {default.time_vs_default:.2f} │" in row
-    assert "noisy" in next(line for line in text.splitlines() if "│ autocast " in line and "│ python " in line)
+    assert "noisy" in next(line for line in text.splitlines() if "· autocast " in line and "│ python " in line)
     assert "with_autocast-default-sgd-cpu" in text and "identical" in text
     assert "parity: 2 pair(s) not compared" not in text
     assert f"targets: {sum(c.met for c in result.targets)} of {len(result.targets)} met" in text
@@ -253,8 +253,8 @@ def test_cli_table_says_no_default_where_there_is_none_not_noisy() -> None:
     print_result(dataclasses.replace(result, cells=tuple(cells)), console)
     text = console.export_text()
     assert "noisy" not in text and "more --rounds" not in text
-    row = next(line for line in text.splitlines() if "│ autocast " in line and "│ python " in line)
-    assert row.split("│")[10].strip() == "—"
+    row = next(line for line in text.splitlines() if "· autocast " in line and "│ python " in line)
+    assert row.split("│")[11].strip() == "—"  # the column after CV
     assert ("×default 2 cells (with_autocast-autocast-sgd-python-cpu, ...): no default cell of with_autocast with sgd "
             "to compare with") in text
     assert ("×default 2 cells (cuda_amp_grad_scaler-autocast_scaler-sgd-python-cpu, ...): no default cell of cuda_amp_grad_scaler "
