@@ -45,7 +45,7 @@ def _excused(result: MatrixResult) -> tuple[CellResult, ...]:
     """The cells, with each failed own verdict that a pair's proven R torch bug explains marked ``excused`` (naming the
     pair and its entries): the bug is on record, with its reproducers; a new difference in the same cell would not be
     proven, so its pair would not be ``known_difference``."""
-    why = {cell: p for p in result.pairs if p.verdict == "known_difference" for cell in p.details.get("excused") or ()}
+    why = result.excused()
     cells = []
     for cell in result.cells:
         pair = why.get(cell.id)

@@ -157,7 +157,7 @@ def excused_cells(result: MatrixResult) -> frozenset[str]:
     """The cells whose failure a judged pair explains: a crash that is a known R torch bug, or a cell on the side of a
     known R torch bug that its pair's traces part at, each proven by its switch (the pair is ``known_difference``);
     every other failed cell fails the run."""
-    return frozenset(cell for p in result.pairs if p.verdict == "known_difference" for cell in p.details.get("excused") or ())
+    return frozenset(result.excused())
 
 
 def needs_detail(verdict: PairVerdict) -> tuple[int, str] | None:

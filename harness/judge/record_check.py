@@ -55,7 +55,8 @@ def judge_record(record: Any, spec: WorkloadSpec, cell: Cell) -> tuple[Status, s
     One check for the record call and every timed round, so the two cannot drift apart. The record must
     be a version-``RECORD_SCHEMA_VERSION`` run record of the cell's script, mode and optimizer with one loss per step of
     ``spec``, which put an overflow exactly where it was asked to (a script that ignores an injection would pass the
-    skip-and-backoff checks it is there to exercise); a non-finite loss fails every mode but those with a dynamic
+    skip-and-backoff checks it is there to exercise) and applied no switch (a script that turned one on would hide the
+    known difference it removes); a non-finite loss fails every mode but those with a dynamic
     scaler, which skips that step by design. The reason names the first non-finite loss (``loss is NaN at step 3 (r)``)
     or what is wrong with the record.
     """
@@ -72,5 +73,8 @@ def judge_record(record: Any, spec: WorkloadSpec, cell: Cell) -> tuple[Status, s
     if injected != wanted_steps:
         return Status.ERROR, (f"the {cell.frontend} script put an overflow at steps {injected!r}, but was asked for {wanted_steps} "
                               "(overflow_steps): a script must inject what the spec asks, or the scaler's skip goes untested")
+    if record.get("switches"):  # a plain run with a known difference's switch on would hide that difference
+        return Status.ERROR, (f"the {cell.frontend} script applied the switches {record.get('switches')!r} in a run that asked for "
+                              "none: only a reconciled run may patch the binding")
     failure = None if cell.properties.skips_steps else nonfinite_reason(losses, cell.frontend)
     return (Status.OK, None) if failure is None else (Status.NUMERICAL_FAILURE, failure)

@@ -339,6 +339,12 @@ class MatrixResult:
 
         return dataclasses.replace(self, cells=tuple(moved(c) for c in self.cells))
 
+    def excused(self) -> dict[str, PairVerdict]:
+        """The cells whose failure a judged pair excuses, each with that pair: a crash that is a known R torch bug, or a cell
+        on the side of a bug its pair's traces part at, each proven by its switch (:mod:`harness.judge.pairs` decides;
+        this reads what the pairs say)."""
+        return {cell: p for p in self.pairs if p.verdict == "known_difference" for cell in p.details.get("excused") or ()}
+
     def cell(self, cell_id: str) -> CellResult:
         """The cell with this id.
 

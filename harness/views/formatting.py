@@ -40,8 +40,13 @@ def lift_footnote(cells: Sequence[CellResult]) -> str | None:
     if not lifted:
         return None
     what = lifted[0].record.lifted_check if lifted[0].record else ""
-    return (f"{LIFT_MARK} {', '.join(c.id for c in lifted)}: {what}; run with --no-scaler-lift to use R torch's scaler as it ships "
+    return (f"{LIFT_MARK} {_cells(lifted)}: {what}; run with --no-scaler-lift to use R torch's scaler as it ships "
             "(then unsupported on CPU)")
+
+
+def _cells(cells: Sequence[CellResult]) -> str:
+    """A few cells by id, or many counted with the first one named."""
+    return ", ".join(c.id for c in cells) if len(cells) <= 3 else f"{len(cells)} cells ({cells[0].id}, ...)"
 
 
 def frontend_order(result: MatrixResult) -> list[str]:

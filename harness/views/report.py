@@ -20,6 +20,7 @@ from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.timing import ratio
 from harness.model.verdicts import CELL_OUTCOMES, PairVerdict
 from harness.views.formatting import cell_text, frontend_order, lift_footnote, num, provenance_lines, status_text
+from harness.views.glance import LEGEND, glance
 from harness.views.plots import plot_loss_diff, plot_losses, plot_timing
 from harness.views.timing_sections import efficiency_section, targets_section, timing_section
 from harness.workload.scripts import all_mode_names
@@ -74,6 +75,7 @@ def render_markdown(result: MatrixResult) -> str:
         *[f"{line[0].upper()}{line[1:]}." for line in provenance_lines(result)], "",
     ]
     out += _summary(result, verdicts)
+    out += _glance(result)
     out += _sources(result)
     out += _warnings(result)
     out += _cells_table(result)
@@ -120,6 +122,16 @@ def _summary(result: MatrixResult, verdicts: list[PairVerdict]) -> list[str]:
     return [*lines, ""]
 
 
+def _glance(result: MatrixResult) -> list[str]:
+    """The pairs at a glance: optimizer × script · mode, one verdict symbol per pair (:mod:`harness.views.glance`)."""
+    grid = glance(result)
+    if not grid.rows or not any(any(row) for _, row in grid.rows):
+        return []
+    lines = ["## At a glance", "", "| optimizer | " + " | ".join(grid.columns) + " |", "|---|" + ":---:|" * len(grid.columns)]
+    lines += [f"| {optimizer} | " + " | ".join(entry or " " for entry in row) + " |" for optimizer, row in grid.rows]
+    return [*lines, "", LEGEND + ".", ""]
+
+
 def _warnings(result: MatrixResult) -> list[str]:
     return ["## Warnings", "", *([f"- {cell_text(w)}" for w in result.warnings] or ["None."]), ""]
 
@@ -147,7 +159,7 @@ def _cells_table(result: MatrixResult) -> list[str]:
 
 
 #: How a cell's own verdict reads in the tracker.
-_OWN_TEXT = {"pass": "pass", "fail": "**FAIL**", "not_judged": "—"}
+_OWN_TEXT = {"pass": "pass", "fail": "**FAIL**", "excused": "fail: R torch bug (excused)", "not_judged": "—"}
 
 
 def _own(cell: CellResult) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 from rich.table import Table
 
@@ -42,13 +44,16 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
     spec = result.spec
     cells = list(result.cells)
     title = f"amp-parity · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps"
+    excused = result.excused()
     if len(cells) > FULL_TABLE_CELLS:
-        shown = [c for c in cells if not c.ok or (c.verdict is not None and c.verdict.failed)]
+        shown = [c for c in cells if (not c.ok and c.id not in excused) or (c.verdict is not None and c.verdict.failed)]
         passing = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == "pass")
-        excused = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == "excused")
+        off = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == "excused")
+        crashed = sum(1 for c in cells if not c.ok and c.id in excused)
         ok = sum(1 for c in cells if c.ok)
         console.print(f"[bold]{title}[/]: {len(cells)} cells, {ok} ran, {passing} pass their own check (float64 bound, scaler rule)"
-                      + (f", {excused} fail it by a proven R torch bug (excused)" if excused else "")
+                      + (f", {off} fail it by a proven R torch bug (excused)" if off else "")
+                      + (f", {crashed} stopped by one (excused)" if crashed else "")
                       + (f"; the {len(shown)} that need a look:" if shown else "; the report lists each one"), soft_wrap=True)
         cells = shown
         title = ""
@@ -91,8 +96,10 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
     reasons: dict[str, list[str]] = {}
     for cell in result.cells:
         if not cell.ok and cell.reason:
-            reasons.setdefault(cell.reason, []).append(cell.id)
-    for reason, ids in reasons.items():
+            pair = excused.get(cell.id)  # a crash a proven bug explains: one line per bug, not one per cell
+            bug = ", ".join(pair.details.get("excused_by") or ()) if pair is not None else ""
+            reasons.setdefault(f"R torch bug {bug}, proven (excused): {cell.reason}" if bug else cell.reason, []).append(cell.id)
+    for reason, ids in _grouped(reasons).items():
         who = ids[0] if len(ids) == 1 else f"{len(ids)} cells ({ids[0]}, ...)"
         console.print(f"[yellow]{who}[/]: {reason}", soft_wrap=True)
     for cell in result.cells:
@@ -120,6 +127,22 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
                       soft_wrap=True)
     for warning in result.warnings:
         console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)
+
+
+#: Where a reason names its cell (``r script with_autocast (mode default, preset tiny, ...)``): left out when grouping.
+_CELL_NAMED = re.compile(r"\b\w+ script \w+ \([^)]*\)")
+
+
+def _grouped(reasons: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Reasons that differ only in the cell they name (``r script with_autocast (mode default, ...) failed: X``) told once:
+    the first cell's reason stands for all of its group."""
+    groups: dict[str, list[str]] = {}
+    shown: dict[str, str] = {}
+    for reason, ids in reasons.items():
+        key = _CELL_NAMED.sub("", reason)
+        shown.setdefault(key, reason)
+        groups.setdefault(key, []).extend(ids)
+    return {shown[key]: ids for key, ids in groups.items()}
 
 
 def _vs_default(cell: CellResult) -> str:

@@ -11,6 +11,7 @@ proves (issues 25 and 26):
   point where it begins, even though its first point has a known difference's signature (first-moment-lerp);
 * an R torch bug far beyond the tolerance (SGD's weight decay) is a proven ``known_difference``, and a crash (ASGD's
   averaging) is one too, its cell excused from the exit status;
+* an entry as broad as the list allows cannot approve a planted change (R's lr one part in 10^6 larger);
 * the same cells give the same verdicts whatever the order of the frontends, and as two slices merged.
 
 They need R torch: they skip with the reason when it is absent and fail under ``AMP_PARITY_REQUIRE_R=1``.
@@ -49,6 +50,8 @@ def _run(root: Path, monkeypatch: pytest.MonkeyPatch, availability: Availability
         for relative, old, new in plants:
             plant(root, relative, old, new)
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
+    staging = options.setdefault("staging", root / "staging")
+    staging.mkdir(parents=True, exist_ok=True)
     with MatrixRunner(WorkloadSpec.from_preset("tiny"), frontends, timeout=300, availability=availability, **options) as runner:
         return runner.run(modes, optimizers, measure=False)
 
@@ -96,6 +99,51 @@ def test_a_planted_optimizer_hyperparameter_is_diverged_at_the_optimizer_state(t
     assert trace["first_difference"]["point"].startswith("optim.exp_avg.")
     assert trace["reconciled_identical"] is False and trace["reconciled"]["point"].startswith("optim.exp_avg.")
     assert "does not explain the whole difference" in pair.explanation[0]
+
+
+#: An entry as broad as the list allows: both scripts, every mode and optimizer, every parameter's stepped weights as its
+#: first point at any of the first 64 steps, the largest distance the list takes, and a switch that acts on every row.
+BROAD = """
+[[difference]]
+id = "anything-at-the-weights"
+kind = "difference"
+title = "t"
+languages = ["python", "r"]
+scripts = ["with_autocast", "cuda_amp_grad_scaler"]
+modes = ["default", "autocast", "lowp_weights", "lowp_weights_scaled", "autocast_scaler", "autocast_scaler_clip"]
+optimizers = "all"
+devices = ["cpu"]
+trigger = "always"
+switches = ["r-clip-coef-reciprocal"]
+seen_on = ["s"]
+mechanism = "m"
+sources = ["s"]
+upstream = "u"
+
+[difference.signature]
+first_point = "param.stepped.{param}"
+first_step = [%s]
+max_distance = %d
+"""
+
+
+def test_a_broad_entry_cannot_approve_a_planted_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       availability: Availability) -> None:
+    """R's learning rate one part in 10^6 larger, and an entry whose signature matches anything at the weights: the match
+    proves nothing, because the reconciled runs (its switch on) still differ, so the pair is diverged and the run fails."""
+    from harness.judge.known_differences import MAX_DISTANCE, load_known_differences
+
+    listed = tmp_path / "broad.toml"
+    listed.write_text(BROAD % (", ".join(map(str, range(64))), MAX_DISTANCE))
+    known = load_known_differences(listed)
+    planted = ("r_scripts/common.R", "  do.call(constructor, c(list(net$parameters), r$args))",
+               "  r$args$lr <- r$args$lr * (1 + 1e-6)\n  do.call(constructor, c(list(net$parameters), r$args))")
+    result = _run(tmp_path / "scripts", monkeypatch, availability, ("default",), ("sgd",), (planted,), known=known)
+    pair = _pair(result, "default", "sgd")
+    assert pair.verdict == "diverged", pair.explanation
+    assert pair.details["trace"]["first_difference"]["point"].startswith("param.stepped.")
+    assert "which anything-at-the-weights describes, but it does not explain the whole difference" in pair.explanation[0]
+    assert exit_status(result) == 1
 
 
 def test_r_torch_bugs_beyond_the_tolerance_and_a_crash_are_proven(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

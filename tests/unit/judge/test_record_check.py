@@ -100,3 +100,13 @@ def test_a_script_that_did_not_inject_what_was_asked_is_an_error(injected: list[
     assert reason == (f"the python script put an overflow at steps {injected!r}, but was asked for {wanted} (overflow_steps): "
                       "a script must inject what the spec asks, or the scaler's skip goes untested")
     assert judge_record(_record(spec, cell), spec, cell) == (Status.OK, None)
+
+
+def test_a_plain_run_that_applied_a_switch_is_an_error(tiny_spec: WorkloadSpec) -> None:
+    """A record or timed call that turned a known difference's switch on would hide that difference (the pair would be
+    identical): an ``error`` naming the switches; an empty list is a plain run."""
+    cell = Cell("r", "cuda_amp_grad_scaler", "autocast_scaler_clip", "sgd", "cpu")
+    status, reason = judge_record(_record(tiny_spec, cell, switches=["r-clip-coef-reciprocal"]), tiny_spec, cell)
+    assert status is Status.ERROR and reason is not None
+    assert "applied the switches ['r-clip-coef-reciprocal'] in a run that asked for none" in reason
+    assert judge_record(_record(tiny_spec, cell, switches=[]), tiny_spec, cell) == (Status.OK, None)
