@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from harness.store.result_file import load_result
     from harness.workload.spec import WorkloadSpec
 
-__all__ = ["AmpParityError", "MatrixResult", "MatrixRunner", "ResultClaim", "WorkloadSpec", "load_result"]
+__all__ = ["AmpParityError", "MatrixResult", "MatrixRunner", "ResultClaim", "WorkloadSpec", "__version__", "load_result"]
 
 #: Where each public name lives.
 _HOMES = {
@@ -29,6 +29,7 @@ _HOMES = {
     "ResultClaim": "harness.store.claims",
     "WorkloadSpec": "harness.workload.spec",
     "load_result": "harness.store.result_file",
+    "__version__": "harness.files.version",
 }
 
 

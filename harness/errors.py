@@ -1,8 +1,9 @@
-"""The harness's own errors: every one says what was expected, what was got, and what to do.
+"""The harness's own errors (every one says what was expected, what was got, and what to do), and the exit status
+each command ends with (:class:`ExitCode`, the one place the numbers live).
 
 Hierarchy (each also subclasses the builtin a caller would naturally catch)::
 
-    AmpParityError                      base: the CLI prints ``error: <message>`` and exits 1
+    AmpParityError                      base: the CLI prints ``error: <message>`` and exits ExitCode.USAGE_ERROR (4)
     ├── SpecError(ValueError)           an invalid workload spec value (field, value, allowed)
     ├── UsageError(ValueError)          an invalid option that is not a spec field: a flag, a path, a choice
     ├── FixtureError(RuntimeError)      a fixture file that cannot be built or read
@@ -16,8 +17,12 @@ Hierarchy (each also subclasses the builtin a caller would naturally catch)::
 
 from __future__ import annotations
 
+import signal
+from enum import IntEnum
+
 __all__ = [
     "AmpParityError",
+    "ExitCode",
     "FixtureError",
     "KnownDifferencesError",
     "ResultError",
@@ -28,6 +33,41 @@ __all__ = [
     "WorkerError",
     "WorkerTimeout",
 ]
+
+
+class ExitCode(IntEnum):
+    """What a command's exit status means: one meaning per number, the same for every command.
+
+    Modelled on pytest's ``ExitCode`` (``OK`` 0, ``TESTS_FAILED`` 1, ``INTERNAL_ERROR`` 3, ``USAGE_ERROR`` 4), so CI
+    scripts tell a parity regression from a mistyped flag and from a bug of the harness; interruptions keep the
+    shell's 128 + signal. ``run``, ``trace``, ``report``, ``merge``, ``doctor``, ``prepare`` and both languages' scripts
+    run by hand exit with these (R's through the harness, which hands them over: ``r_scripts/shell.R``); docs/cli.md
+    lists them.
+    """
+
+    #: Everything that ran passed its checks.
+    OK = 0
+    #: A check failed: a pair ``diverged`` (or names a stale known difference), a cell failed its own check or ended
+    #: in ``error`` or ``numerical_failure``; ``doctor``: Python cells (or R cells, under ``AMP_PARITY_REQUIRE_R=1``) cannot run.
+    FAILED = 1
+    #: An error the harness did not foresee: a bug of the harness, or of what it runs (``error: unexpected <type>: ...`` in
+    #: Python; in R, an error that is not the scripts' own refusal). ``--debug`` shows the traceback.
+    INTERNAL_ERROR = 3
+    #: The command was refused, or could not do what it was asked, because of what it was given or where it runs: a
+    #: flag, a spec, an input file, an output place, a frontend that cannot start, no cell that could run. The
+    #: ``error:`` line says what to fix.
+    USAGE_ERROR = 4
+    #: Ctrl-C (SIGINT), as a shell reports it.
+    INTERRUPTED = 128 + signal.SIGINT
+    #: A kill (SIGTERM), as a shell reports it.
+    TERMINATED = 128 + signal.SIGTERM
+    #: The reader of the output went away (SIGPIPE, as a shell reports it), where the command could not go quiet first.
+    OUTPUT_CLOSED = 128 + signal.SIGPIPE
+
+    @classmethod
+    def for_error(cls, err: BaseException) -> ExitCode:
+        """The status an error ends a command with: the harness's own errors are usage errors, anything else a bug."""
+        return cls.USAGE_ERROR if isinstance(err, AmpParityError) else cls.INTERNAL_ERROR
 
 
 class AmpParityError(Exception):
@@ -77,14 +117,16 @@ class ScriptError(WorkerError):
     """The script raised an error; the message keeps the frontend's own words.
 
     ``frontend_message`` is the original (R's ``conditionMessage`` or Python's ``str(exc)``), and the
-    message adds the script, the mode and the spec that caused it.
+    message adds the script, the mode and the spec that caused it. ``refused``: the script said it cannot run the cell
+    on this binding at all (R's scaler on CPU where the lift was refused or is off), rather than failing while it ran.
     """
 
-    def __init__(self, frontend: str, script: str, mode: str, spec_summary: str, frontend_message: str) -> None:
+    def __init__(self, frontend: str, script: str, mode: str, spec_summary: str, frontend_message: str, refused: bool = False) -> None:
         self.frontend = frontend
         self.script = script
         self.mode = mode
         self.frontend_message = frontend_message
+        self.refused = refused
         super().__init__(f"{frontend} script {script} (mode {mode}, {spec_summary}) failed: {frontend_message}")
 
 

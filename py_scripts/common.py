@@ -23,16 +23,21 @@ from safetensors.torch import load_file, save_file
 
 __all__ = [
     "CLOCK_NAME",
-    "RECORD_FIELDS",
-    "check_mode",
+    "amp_parity_point",
     "clock",
-    "forward",
     "device_name",
     "dtype_name",
+    "forward",
+    "found_inf",
+    "inject_overflow",
     "linear_layers",
     "load_fixtures",
+    "make_grad_scaler",
     "make_model",
+    "make_optimizer",
     "make_record",
+    "mode_properties",
+    "named_parameters",
     "pause_gc",
     "peak_memory_bytes",
     "record_to_json",
@@ -40,33 +45,28 @@ __all__ = [
     "resume_gc",
     "save_final_weights",
     "set_trace_sink",
+    "tracing",
     "sync_device",
     "torch_dtype",
+    "trace_optimizer_state",
     "trace_parameters",
     "trace_point",
 ]
 
-#: The run record's fields, in the contract's order; ``record_fields`` in common.R is the same list.
-RECORD_FIELDS: tuple[str, ...] = (
-    "schema_version", "frontend", "script", "mode", "device", "amp_dtype",
-    "losses", "final_loss", "loss_scale", "skipped", "skipped_steps",
-    "output_dtype", "loss_dtype", "weights_path",
-    "seconds_total", "seconds_per_epoch", "seconds_workload", "gc_seconds", "clock", "peak_memory_bytes",
-    "torch_version", "libtorch_version", "language_version", "threads", "device_name", "lifted_check",
-)
-#: 3: ``clock`` (which clock timed the loop); 4: ``lifted_check`` (which check of the binding the script lifted
-#: to run this cell, or null). The harness reads this version only (harness/judge/record_check.py).
-RECORD_SCHEMA_VERSION = 4
 #: What ``clock()`` reads, as each record names it: ``time.perf_counter`` is CLOCK_MONOTONIC on Linux,
 #: in nanoseconds.
 CLOCK_NAME = "time.perf_counter"
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 
 
-def check_mode(mode: str, modes: tuple[str, ...]) -> None:
-    """Refuse a mode this script does not run, naming the ones it does."""
+def mode_properties(spec: dict[str, Any], mode: str) -> dict[str, Any]:
+    """What ``mode`` does (autocast, the weights' dtype, the loss scaler, clipping), from the modes the run spec declares
+    for this script (docs/contract.md); a mode the script does not run is refused, naming the ones it does."""
+    modes = spec["modes"]
     if mode not in modes:
         raise ValueError(f"mode must be one of {', '.join(repr(m) for m in modes)}, but got {mode!r}.")
+    properties: dict[str, Any] = modes[mode]
+    return properties
 
 
 def torch_dtype(name: str) -> torch.dtype:
@@ -118,6 +118,55 @@ def linear_layers(net: torch.nn.Sequential) -> list[torch.nn.Linear]:
     return [m for m in net if isinstance(m, torch.nn.Linear)]
 
 
+def named_parameters(net: torch.nn.Sequential) -> list[tuple[str, torch.nn.Parameter]]:
+    """Every parameter with the name the fixtures, the final weights and the trace give it (``layer0.weight``, ...), in
+    the order the optimizer steps them (``net.parameters()``'s)."""
+    return [(f"layer{k}.{kind}", getattr(linear, kind)) for k, linear in enumerate(linear_layers(net)) for kind in ("weight", "bias")]
+
+
+def make_optimizer(spec: dict[str, Any], net: torch.nn.Sequential) -> torch.optim.Optimizer:
+    """The run spec's optimizer (``optimizer``: its row of harness/workload/optimizers.py, under PyTorch's names).
+
+    One code path for every optimizer: ``torch.optim.<class>(params, **args)``. JSON has no tuples; PyTorch's pairs
+    (betas, etas, step_sizes) are tuples in its signatures, so lists become tuples. R's twin calls the R torch
+    function the row names with the same values.
+    """
+    python = spec["optimizer"]["python"]
+    args = {name: tuple(value) if isinstance(value, list) else value for name, value in python["args"].items()}
+    optimizer: torch.optim.Optimizer = getattr(torch.optim, python["class"])(net.parameters(), **args)
+    _trace_state["params"] = {id(param): name for name, param in named_parameters(net)}  # what {param} points are named by
+    return optimizer
+
+
+def make_grad_scaler(spec: dict[str, Any], enabled: bool) -> tuple[torch.amp.GradScaler, str | None]:
+    """The spec's gradient scaler (``enabled=False``: one whose calls pass through), and which check of the binding was
+    lifted to get it (never one here).
+
+    ``torch.amp.GradScaler(device)`` takes CPU tensors itself; R's twin may have to lift R torch's CUDA-only check on
+    CPU, and the record says so (``lifted_check``).
+    """
+    scaler = torch.amp.GradScaler(
+        spec["device"], init_scale=spec["init_scale"], growth_factor=spec["growth_factor"],
+        backoff_factor=spec["backoff_factor"], growth_interval=spec["growth_interval"], enabled=enabled,
+    )
+    return scaler, None
+
+
+def inject_overflow(net: torch.nn.Sequential) -> None:
+    """Put an inf into one gradient element (the first layer's first weight), as an fp16 overflow would."""
+    with torch.no_grad():
+        linear_layers(net)[0].weight.grad[0, 0] = float("inf")
+
+
+def found_inf(scaler: torch.amp.GradScaler, opt: torch.optim.Optimizer) -> torch.Tensor:
+    """What the scaler's inf check found for ``opt`` this step, summed over devices (0: the step ran).
+
+    GradScaler keeps it per optimizer until ``update()``; ``_found_inf_per_device`` is its own accessor
+    (torch/amp/grad_scaler.py), filled by ``unscale_`` and read by ``step`` to decide the skip.
+    """
+    return sum(scaler._found_inf_per_device(opt).values(), torch.zeros((), device=scaler._scale.device))  # type: ignore[union-attr]
+
+
 def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int) -> torch.Tensor:
     """The model's forward, module by module, each module's output a trace point (``forward.layer0``, ``forward.relu0``, ...).
 
@@ -137,13 +186,21 @@ def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int) -> torch.Tenso
 
 
 #: Where trace points go: ``sink`` is None in every call but a traced one, for which the harness's worker
-#: installs its recorder (harness/frontends/trace_recorder.py) with :func:`set_trace_sink`.
-_trace_state: dict[str, Any] = {"sink": None}
+#: installs its recorder (harness/frontends/trace_recorder.py) with :func:`set_trace_sink`; ``step``: the step of the
+#: last point, which a point inside a binding's function is recorded at; ``params``: each parameter's name by the
+#: tensor's identity (``{param}`` points).
+_trace_state: dict[str, Any] = {"sink": None, "step": 0, "params": {}}
 
 
 def set_trace_sink(sink: Callable[[int, str, torch.Tensor], None] | None) -> None:
     """Send every :func:`trace_point` to ``sink(step, name, tensor)`` from now on (``None``: back to no-ops)."""
     _trace_state["sink"] = sink
+    _trace_state["step"] = 0
+
+
+def tracing() -> bool:
+    """Whether this call is traced (a sink is installed): the points inside the binding's functions are patched in then."""
+    return _trace_state["sink"] is not None
 
 
 def trace_point(step: int, name: str, value: torch.Tensor | Callable[[], torch.Tensor]) -> None:
@@ -156,7 +213,21 @@ def trace_point(step: int, name: str, value: torch.Tensor | Callable[[], torch.T
     """
     sink = _trace_state["sink"]
     if sink is not None:
+        _trace_state["step"] = step
         sink(step, name, value() if callable(value) else value)
+
+
+def amp_parity_point(name: str, value: torch.Tensor | float, param: torch.Tensor | None = None) -> None:
+    """A trace point inside one of the binding's functions (a *point* patch, harness/workload/patches.toml): the value the
+    function computed and then uses, at the current step; ``{param}`` in ``name`` is the parameter ``param`` (the tensor
+    the optimizer's loop is at: PyTorch's loops do not all count; R's twin takes the index R's loops do). A number (a
+    bias correction, a step size) is recorded as a float64 scalar, as R's twin records an R double."""
+    if _trace_state["sink"] is None:
+        return
+    if param is not None:
+        name = name.replace("{param}", _trace_state["params"][id(param)])
+    tensor = value if isinstance(value, torch.Tensor) else torch.tensor(float(value), dtype=torch.float64)
+    trace_point(_trace_state["step"], name, tensor)
 
 
 def trace_parameters(step: int, stage: str, net: torch.nn.Sequential, grads: bool) -> None:
@@ -166,10 +237,35 @@ def trace_parameters(step: int, stage: str, net: torch.nn.Sequential, grads: boo
     """
     if _trace_state["sink"] is None:
         return
-    for k, linear in enumerate(linear_layers(net)):
-        for kind in ("weight", "bias"):
-            tensor = getattr(linear, kind)
-            trace_point(step, f"{stage}.layer{k}.{kind}", tensor.grad if grads else tensor)
+    for name, param in named_parameters(net):
+        trace_point(step, f"{stage}.{name}", param.grad if grads else param)
+
+
+def trace_optimizer_state(step: int, opt: torch.optim.Optimizer, net: torch.nn.Sequential, spec: dict[str, Any]) -> None:
+    """The optimizer's state after its step, as points ``optim.<entry>.<parameter>`` (``optim.exp_avg.layer0.weight``, ...).
+
+    The entries are the run spec's optimizer row's (``state``), each read under PyTorch's key from ``opt.state[param]``:
+    the tensors the step updated and used, parameter by parameter in the order the step visits them. A step counter
+    (``count``) is recorded as the whole number it holds (PyTorch keeps it in a float32 tensor, R torch in an R double or
+    a C++ integer); an entry with a ``dtype`` in that dtype (the one every kernel that uses it rounds it to). Skipped at
+    once when not tracing.
+    """
+    if _trace_state["sink"] is None:
+        return
+    entries = spec["optimizer"]["state"]
+    for name, param in named_parameters(net):
+        state = opt.state.get(param, {})
+        for entry in entries:
+            value = state.get(entry["python"])
+            if value is None:
+                continue
+            if entry["count"]:
+                value = torch.tensor(int(value), dtype=torch.int64)
+            elif not isinstance(value, torch.Tensor):
+                value = torch.tensor(float(value), dtype=torch.float64)
+            if entry["dtype"]:
+                value = value.to(torch_dtype(entry["dtype"]))
+            trace_point(step, f"optim.{entry['name']}.{name}", value)
 
 
 def sync_device(device: str) -> None:
@@ -214,16 +310,15 @@ def peak_memory_bytes(device: str) -> int | None:
 
 
 def save_final_weights(net: torch.nn.Sequential, path: str | None) -> None:
-    """The trained weights, named like the fixtures, as a CPU safetensors file; nothing when ``path`` is None.
+    """The trained weights, named like the fixtures, as a CPU float32 safetensors file; nothing when ``path`` is None.
 
     The harness passes no path in timed rounds after the first call: their weights equal the first's.
     """
     if path is None:
         return
-    tensors: dict[str, torch.Tensor] = {}
-    for k, linear in enumerate(linear_layers(net)):
-        tensors[f"layer{k}.weight"] = linear.weight.detach().to("cpu").contiguous()
-        tensors[f"layer{k}.bias"] = linear.bias.detach().to("cpu").contiguous()
+    # float32 whatever the weights' dtype: a bfloat16 or float16 weight (the lowp_weights modes) is exactly a float32, and
+    # NumPy, which judges the weights, has no bfloat16.
+    tensors = {name: param.detach().to("cpu", torch.float32).contiguous() for name, param in named_parameters(net)}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     save_file(tensors, path)
     # safetensors writes a mkstemp file (0600) and renames it: give it the mode a plain write gives, as R's has.
@@ -232,8 +327,9 @@ def save_final_weights(net: torch.nn.Sequential, path: str | None) -> None:
     os.chmod(path, 0o666 & ~mask)
 
 
-def make_record(workload_start: float, **fields: Any) -> dict[str, Any]:
-    """The run record with exactly ``RECORD_FIELDS``; a missing or extra field is a script bug.
+def make_record(spec: dict[str, Any], workload_start: float, **fields: Any) -> dict[str, Any]:
+    """The run record with exactly the run spec's ``record_fields`` (harness/workload/contract.py, the one list both
+    languages read); a missing or extra field is a script bug.
 
     ``seconds_workload`` is stamped last, from ``workload_start`` (the first line of ``run_workload``), so
     building the record is the script's own cost: what the harness calls its bridge starts after it.
@@ -241,11 +337,13 @@ def make_record(workload_start: float, **fields: Any) -> dict[str, Any]:
     """
     for name, value in static_fields().items():
         fields.setdefault(name, value)
+    fields.setdefault("schema_version", spec["record_schema_version"])
     fields["seconds_workload"] = clock() - workload_start
-    if set(fields) != set(RECORD_FIELDS):
-        missing, extra = set(RECORD_FIELDS) - set(fields), set(fields) - set(RECORD_FIELDS)
+    expected = spec["record_fields"]
+    if set(fields) != set(expected):
+        missing, extra = set(expected) - set(fields), set(fields) - set(expected)
         raise RuntimeError(f"run record fields differ from the contract: missing {sorted(missing)}, extra {sorted(extra)}")
-    return {name: fields[name] for name in RECORD_FIELDS}
+    return {name: fields[name] for name in expected}
 
 
 @functools.cache
@@ -255,7 +353,7 @@ def static_fields() -> dict[str, Any]:
     ``str()``: ``torch.__version__`` is a ``TorchVersion``, and unpickling one in the harness's process would import torch there.
     """
     return {
-        "schema_version": RECORD_SCHEMA_VERSION, "frontend": "python", "torch_version": str(torch.__version__),
+        "frontend": "python", "torch_version": str(torch.__version__),
         "libtorch_version": torch.__version__.split("+")[0], "language_version": f"Python {platform.python_version()}",
         "clock": CLOCK_NAME,
     }

@@ -18,19 +18,20 @@ from py_scripts.common import record_to_json
 __all__ = ["main_cli"]
 
 
-def main_cli(modes: tuple[str, ...], run_workload: Callable[[dict[str, Any], str], dict[str, Any]]) -> None:
-    """Shell mode: parse the spec flags, prepare the fixtures, run, print the record as JSON.
+def main_cli(script: str, run_workload: Callable[[dict[str, Any], str], dict[str, Any]]) -> None:
+    """Shell mode of the pair ``script``: parse the spec flags, prepare the fixtures, run, print the record as JSON.
 
-    An error is one ``error:`` line and exit 1; ``--debug`` adds the traceback (R's twin prints its own).
+    An error is one ``error:`` line and its exit status (:class:`harness.errors.ExitCode`: a usage error, or an internal
+    error for anything unexpected); ``--debug`` adds the traceback (R's twin prints its own).
     """
     from harness.cli.lines import exit_with_error, show_warnings_as_lines
     from harness.run.prepare import check_shell_mode, parse_shell_args, prepare_shell_run_spec
 
     show_warnings_as_lines()
     prog = Path(sys.argv[0]).name
-    args = parse_shell_args(sys.argv[1:], modes, prog=prog)
+    args = parse_shell_args(sys.argv[1:], script, prog=prog)
     try:
-        mode = check_shell_mode(args.mode, modes, prog)
-        print(record_to_json(run_workload(prepare_shell_run_spec(args), mode)))
+        mode = check_shell_mode(args.mode, script, prog)
+        print(record_to_json(run_workload(prepare_shell_run_spec(args, script), mode)))
     except Exception as err:
         exit_with_error(err, debug=args.debug)

@@ -1,9 +1,12 @@
-"""The ``with_autocast`` workload in PyTorch: default precision vs ``torch.autocast`` (no scaler).
+"""The ``with_autocast`` workload in PyTorch: the training loop without a ``GradScaler``.
 
-Twin of ``r_scripts/with_autocast.R``: same function, names and order of operations. Every
-``trace_point`` names one intermediate for the harness's trace (docs/tracing.md); it costs nothing
-unless the harness traces this call.
-Shell: ``python py_scripts/with_autocast.py --preset tiny --mode autocast --device cpu``.
+Twin of ``r_scripts/with_autocast.R``: same function, names and order of operations. Its modes (declared in
+harness/workload/scripts.py, handed over in the run spec's ``modes``) choose the precision either by autocast
+(``default``: off; ``autocast``: on) or by the weights' dtype, the AMP guide's other way to train (``lowp_weights``:
+weights and inputs in the AMP dtype, no autocast, its ``--fp16``; ``lowp_weights_scaled``: with a static loss scale,
+its ``-s``). The optimizer is the run spec's (``make_optimizer``). Every ``trace_point`` names one intermediate for the
+harness's trace (docs/tracing.md); it costs nothing unless the harness traces this call.
+Shell: ``python py_scripts/with_autocast.py --preset tiny --mode autocast --optimizer adam --device cpu``.
 """
 
 from __future__ import annotations
@@ -18,14 +21,16 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 import torch
 
 from py_scripts.common import (
-    check_mode,
     clock,
     device_name,
     dtype_name,
     forward,
     load_fixtures,
     make_model,
+    make_optimizer,
     make_record,
+    mode_properties,
+    named_parameters,
     pause_gc,
     peak_memory_bytes,
     reset_peak_memory,
@@ -33,27 +38,39 @@ from py_scripts.common import (
     save_final_weights,
     sync_device,
     torch_dtype,
+    trace_optimizer_state,
     trace_parameters,
     trace_point,
 )
+from py_scripts.patches import applied_switches, binding_patches
 from py_scripts.shell import main_cli
 
-MODES = ("default", "autocast")
+SCRIPT = "with_autocast"
+
+
+def unscale_static(net: torch.nn.Sequential, scale: torch.Tensor) -> None:
+    """Divide every gradient by the static loss scale, in place, before the step (the AMP guide's ``-s``)."""
+    with torch.no_grad():
+        for _name, param in named_parameters(net):
+            param.grad.div_(scale)
 
 
 def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
-    """Train the MLP for ``spec`` with autocast off (``default``) or on (``autocast``)."""
+    """Train the MLP for ``spec`` in ``mode`` with the spec's optimizer."""
     workload_start = clock()
-    check_mode(mode, MODES)
+    properties = mode_properties(spec, mode)
     torch.set_num_threads(spec["threads"])
     device = spec["device"]
     fixtures = load_fixtures(spec)
     data, targets = fixtures["data"], fixtures["targets"]
-    net = make_model(spec, fixtures)
-    loss_fn = torch.nn.MSELoss()
-    opt = torch.optim.SGD(net.parameters(), lr=spec["lr"])
-    use_autocast = mode == "autocast"
     amp_dtype = torch_dtype(spec["amp_dtype"])
+    weights_dtype = amp_dtype if properties["weights"] == "amp" else torch.float32
+    net = make_model(spec, fixtures).to(weights_dtype)
+    loss_fn = torch.nn.MSELoss()
+    opt = make_optimizer(spec, net)
+    # The static scale is a 0-dim float32 tensor, as GradScaler keeps its scale: a scaled loss is float32 in both languages.
+    static_scale = torch.full((), spec["static_loss_scale"], dtype=torch.float32, device=device)
+    use_static_scale = properties["scaler"] == "static"
 
     losses: list[torch.Tensor] = []
     output_dtype = loss_dtype = None
@@ -61,43 +78,54 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     gc_state = pause_gc()
     reset_peak_memory(device)
     sync_device(device)
-    epoch_start = clock()
-    step = 0
-    for _epoch in range(spec["epochs"]):
-        for i in range(spec["num_batches"]):
-            trace_point(step, "batch.data", data[i])
-            trace_point(step, "batch.targets", targets[i])
-            with torch.autocast(device_type=device, dtype=amp_dtype, enabled=use_autocast):
-                output = forward(net, data[i], step)
-                loss = loss_fn(output, targets[i])
-            trace_point(step, "loss", loss)
-            if output_dtype is None:
-                output_dtype, loss_dtype = dtype_name(output.dtype), dtype_name(loss.dtype)
-            loss.backward()
-            trace_parameters(step, "grad.backward", net, grads=True)
-            opt.step()
-            trace_parameters(step, "param.stepped", net, grads=False)
-            opt.zero_grad()
-            losses.append(loss.detach())
-            step += 1
-        sync_device(device)
-        epoch_end = clock()
-        seconds_per_epoch.append(epoch_end - epoch_start)
-        epoch_start = epoch_end
+    # The binding's functions as the run spec patches them (reconciliation switches; trace points when traced).
+    with binding_patches(spec):
+        epoch_start = clock()
+        step = 0
+        for _epoch in range(spec["epochs"]):
+            for i in range(spec["num_batches"]):
+                inputs, target = data[i].to(weights_dtype), targets[i].to(weights_dtype)  # float32: the tensors themselves
+                trace_point(step, "batch.data", inputs)
+                trace_point(step, "batch.targets", target)
+                with torch.autocast(device_type=device, dtype=amp_dtype, enabled=properties["autocast"]):
+                    output = forward(net, inputs, step)
+                    loss = loss_fn(output, target)
+                trace_point(step, "loss", loss)
+                if output_dtype is None:
+                    output_dtype, loss_dtype = dtype_name(output.dtype), dtype_name(loss.dtype)
+                if use_static_scale:
+                    scaled_loss = loss * static_scale
+                    trace_point(step, "loss.scaled", scaled_loss)
+                    scaled_loss.backward()
+                    trace_parameters(step, "grad.backward", net, grads=True)
+                    unscale_static(net, static_scale)
+                    trace_parameters(step, "grad.unscaled", net, grads=True)
+                else:
+                    loss.backward()
+                    trace_parameters(step, "grad.backward", net, grads=True)
+                opt.step()
+                trace_optimizer_state(step, opt, net, spec)
+                trace_parameters(step, "param.stepped", net, grads=False)
+                opt.zero_grad()
+                losses.append(loss.detach())
+                step += 1
+            sync_device(device)
+            epoch_end = clock()
+            seconds_per_epoch.append(epoch_end - epoch_start)
+            epoch_start = epoch_end
     gc_seconds = resume_gc(gc_state)
 
     loss_values = [float(v) for v in torch.stack(losses).float().cpu().tolist()]
     save_final_weights(net, spec["weights_out"])
     return make_record(
-        script="with_autocast", mode=mode, device=device, amp_dtype=spec["amp_dtype"],
-        losses=loss_values, final_loss=loss_values[-1], loss_scale=None, skipped=None, skipped_steps=None,
-        output_dtype=output_dtype, loss_dtype=loss_dtype, weights_path=spec["weights_out"],
-        seconds_total=sum(seconds_per_epoch), seconds_per_epoch=seconds_per_epoch,
-        workload_start=workload_start, gc_seconds=gc_seconds,
-        peak_memory_bytes=peak_memory_bytes(device), threads=torch.get_num_threads(),
-        device_name=device_name(device), lifted_check=None,
+        spec, workload_start, script=SCRIPT, mode=mode, optimizer=spec["optimizer"]["name"], device=device,
+        amp_dtype=spec["amp_dtype"], losses=loss_values, final_loss=loss_values[-1], loss_scale=None, skipped=None,
+        skipped_steps=None, injected_steps=[], output_dtype=output_dtype, loss_dtype=loss_dtype, weights_path=spec["weights_out"],
+        seconds_total=sum(seconds_per_epoch), seconds_per_epoch=seconds_per_epoch, gc_seconds=gc_seconds,
+        peak_memory_bytes=peak_memory_bytes(device), threads=torch.get_num_threads(), device_name=device_name(device),
+        lifted_check=None, switches=applied_switches(spec),
     )
 
 
 if __name__ == "__main__":
-    main_cli(MODES, run_workload)
+    main_cli(SCRIPT, run_workload)

@@ -1,4 +1,4 @@
-#' The R scripts' one bootstrap: defines `r_file_path()` and loads common.R and shell.R from beside this file.
+#' The R scripts' one bootstrap: defines `r_file_path()` and loads common.R, patches.R and shell.R from beside this file.
 #'
 #' A script run by hand (`Rscript r_scripts/with_autocast.R ...`) or sourced on its own sources this
 #' file into the environment it is evaluated in, so its `run_workload()` and `main_cli()` find the
@@ -7,7 +7,7 @@
 # Run on its own (`Rscript r_scripts/_bootstrap.R`), there is nothing to source it from: say so in one line.
 if (sys.nframe() == 0L) {
   message("error: r_scripts/_bootstrap.R is sourced by the scripts to load their shared code; it runs nothing on its own. Run a script: Rscript r_scripts/with_autocast.R --help")
-  quit(save = "no", status = 1L)
+  quit(save = "no", status = 4L) # harness.errors.ExitCode.USAGE_ERROR: run the wrong file
 }
 
 #' The R file being run: the innermost `source()` in progress, else the file `Rscript` runs; `NULL` if neither.
@@ -28,7 +28,7 @@ r_file_path <- function() {
 
 local({
   here <- dirname(r_file_path())
-  for (part in c("common.R", "shell.R")) {
+  for (part in c("common.R", "patches.R", "shell.R")) {
     source(file.path(here, part), local = parent.env(environment()))
   }
 })

@@ -1,6 +1,6 @@
 #' The harness's entry point into R: what `harness/frontends/r_handler.py` sources in its rpy2 worker.
 #'
-#' It loads common.R from the folder the harness names in `amp_parity_r_dir` and defines `amp_parity_call()`,
+#' It loads common.R and patches.R from the folder the harness names in `amp_parity_r_dir` and defines `amp_parity_call()`,
 #' which the worker calls for every cell with the script's path, the run spec as JSON and the mode. Only plain data crosses: the
 #' spec comes in as JSON text and the record goes back as JSON text, the line the script prints in
 #' shell mode. No Python twin: the Python worker imports the scripts (harness/frontends/python_handler.py).
@@ -8,7 +8,7 @@
 # Run on its own (`Rscript r_scripts/_bridge.R`), there is nothing to source it from: say so in one line.
 if (sys.nframe() == 0L) {
   message("error: r_scripts/_bridge.R is the harness's entry point into R, sourced by its rpy2 worker; it runs nothing on its own. Run a script: Rscript r_scripts/with_autocast.R --help")
-  quit(save = "no", status = 1L)
+  quit(save = "no", status = 4L) # harness.errors.ExitCode.USAGE_ERROR: run the wrong file
 }
 
 # The harness knows where the scripts are: its R worker (harness/frontends/r_handler.py) sets `amp_parity_r_dir`
@@ -20,6 +20,7 @@ if (!is.character(get0("amp_parity_r_dir"))) {
   ))
 }
 source(file.path(amp_parity_r_dir, "common.R"), local = environment())
+source(file.path(amp_parity_r_dir, "patches.R"), local = environment())
 
 # The worker is the harness's process: an error's message is a cell's one-line reason, so cli must not wrap it.
 options(cli.width = 10000L)
@@ -62,30 +63,75 @@ amp_parity_call <- function(script_path, spec_json, mode) {
   record_to_json(run_workload(spec, mode))
 }
 
-#' What the harness's rpy2 worker calls to trace a cell: `amp_parity_call()` with every `trace_point()`
-#' handed to `record_point(step, name, dtype, shape, bytes)`, the worker's recorder (a Python function,
-#' harness/frontends/trace_recorder.py), so both languages' points are digested by the same code.
+#' What the harness's rpy2 worker calls to trace a cell: `amp_parity_call()` with every `trace_point()` handed over.
+#'
+#' Each point goes to the worker's recorder (a Python function, harness/frontends/trace_recorder.py), which digests its
+#' bytes: both languages' points are digested by the same code. They go a step at a time: the points of one step are
+#' collected here (their bytes, step, name, dtype and shape) and handed over together, when the next step's first point
+#' arrives or the run ends, in one call of `record_points(steps, names, dtypes, shapes, bytes)`, because a call into
+#' Python costs about as much as everything else a point costs in R. A step's bytes are bounded by the workload's size (a
+#' recipe step is at most a few hundred megabytes of activations and gradients). When the recorder has every point it
+#' was asked to keep (the narrow second pass), it returns `TRUE` and the run stops there (a condition of class
+#' `amp_parity_trace_done`; `with_autocast()` restores its state on the way out): the record is then `"null"`.
 #'
 #' The tensor's bytes come from R torch's `buffer_from_torch_tensor()` (a raw vector, what safetensors
 #' writes), of a fresh copy: that function copies from the start of the tensor's storage and ignores a
 #' view's storage offset (lantern's `_lantern_buffer_from_tensor`, src/lantern/src/Tensor.cpp at
 #' mlverse/torch e4de110), so for `data[i, , ]` with `i > 1` it would return the first batch's bytes
-#' (tests/integration/test_r_worker.py keeps a test of it). When the recorder has every point it was asked to keep, it returns `TRUE` and the run stops
-#' there (a condition of class `amp_parity_trace_done`; `with_autocast()` restores its state on the way
-#' out): the result is then `"null"`, no record.
-amp_parity_trace_call <- function(script_path, spec_json, mode, record_point) {
+#' (tests/integration/test_r_worker.py keeps a test of it).
+amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
   on_cuda <- identical(jsonlite::fromJSON(spec_json)$device, "cuda")
   contiguous <- torch::torch_contiguous_format()
+  batch <- new.env(parent = emptyenv())
+  empty <- function() {
+    batch$n <- 0L
+    batch$steps <- integer(64L)
+    batch$names <- character(64L)
+    batch$dtypes <- character(64L)
+    batch$shapes <- vector("list", 64L)
+    batch$bytes <- vector("list", 64L)
+  }
+  flush <- function() {
+    if (batch$n == 0L) {
+      return(invisible(NULL))
+    }
+    k <- seq_len(batch$n)
+    done <- record_points(batch$steps[k], batch$names[k], batch$dtypes[k], batch$shapes[k], batch$bytes[k])
+    empty()
+    if (isTRUE(done)) {
+      stop(errorCondition("the trace has every point it was asked to keep", class = "amp_parity_trace_done"))
+    }
+  }
+  empty()
   set_trace_sink(function(step, name, value) {
+    if (batch$n > 0L && batch$steps[[batch$n]] != step) flush()
     # A contiguous copy with storage of its own (offset 0, see above), in as few calls as can be: each R torch
     # method call costs tens of microseconds, paid at every point (the copy may carry autograd history: unused).
     if (on_cuda) value <- value$cpu()
     value <- torch::torch_clone(value, memory_format = contiguous)
-    done <- record_point(step, name, dtype_name(value$dtype), value$shape, torch::buffer_from_torch_tensor(value))
-    if (isTRUE(done)) {
-      stop(errorCondition("the trace has every point it was asked to keep", class = "amp_parity_trace_done"))
+    n <- batch$n + 1L
+    if (n > length(batch$steps)) {
+      size <- 2L * length(batch$steps)
+      length(batch$steps) <- size
+      length(batch$names) <- size
+      length(batch$dtypes) <- size
+      length(batch$shapes) <- size
+      length(batch$bytes) <- size
     }
+    batch$steps[[n]] <- step
+    batch$names[[n]] <- name
+    batch$dtypes[[n]] <- dtype_name(value$dtype)
+    batch$shapes[[n]] <- value$shape
+    batch$bytes[[n]] <- torch::buffer_from_torch_tensor(value)
+    batch$n <- n
   })
   on.exit(set_trace_sink(NULL), add = TRUE)
-  tryCatch(amp_parity_call(script_path, spec_json, mode), amp_parity_trace_done = function(cond) "null")
+  tryCatch(
+    {
+      record <- amp_parity_call(script_path, spec_json, mode)
+      flush()
+      record
+    },
+    amp_parity_trace_done = function(cond) "null"
+  )
 }

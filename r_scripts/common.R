@@ -11,19 +11,6 @@
 #' this file and shell.R when it runs by hand). Every R torch call below is one in mlverse/torch's own
 #' sources; the file is named where the API differs from PyTorch's.
 
-#' The run record's fields, in the contract's order; `RECORD_FIELDS` in common.py is the same list.
-record_fields <- c(
-  "schema_version", "frontend", "script", "mode", "device", "amp_dtype",
-  "losses", "final_loss", "loss_scale", "skipped", "skipped_steps",
-  "output_dtype", "loss_dtype", "weights_path",
-  "seconds_total", "seconds_per_epoch", "seconds_workload", "gc_seconds", "clock", "peak_memory_bytes",
-  "torch_version", "libtorch_version", "language_version", "threads", "device_name", "lifted_check"
-)
-
-#' 3: `clock` (which clock timed the loop); 4: `lifted_check` (which check of the binding the script lifted
-#' to run this cell, or null). The harness reads this version only (harness/judge/record_check.py).
-record_schema_version <- 4L
-
 #' R-only: which clock `clock()` reads, the best installed, checked once without loading bench (Python
 #' has one clock, `time.perf_counter`).
 #'
@@ -49,18 +36,19 @@ clock_name <- c(
   proc.time = "proc.time (elapsed, 1 ms steps)"
 )[[clock_source]]
 
-#' R-only: record fields that are JSON arrays even with one element (jsonlite would unbox a length-1 vector).
-record_array_fields <- c("losses", "loss_scale", "skipped", "seconds_per_epoch")
+#' R-only: record fields that are JSON arrays even with one element or none (jsonlite would unbox a length-1 vector).
+record_array_fields <- c("losses", "loss_scale", "skipped", "injected_steps", "seconds_per_epoch", "switches")
 
 #' R-only: signal an error with a cli-formatted message (Python raises its exceptions).
 #'
 #' `cli::cli_abort()` needs rlang, which every R torch install has (torch imports it); where rlang is
-#' missing (a machine without torch, checking arguments only) the same text is raised with `stop()`.
-abort_cli <- function(message, ..., .envir = parent.frame()) {
+#' missing (a machine without torch, checking arguments only) the same text is raised with `stop()`. `class`: the condition's
+#' own class (`amp_parity_refused`: the script refuses the cell, which the harness reports unsupported).
+abort_cli <- function(message, ..., class = NULL, .envir = parent.frame()) {
   if (requireNamespace("rlang", quietly = TRUE)) {
-    cli::cli_abort(message, ..., call = NULL, .envir = .envir)
+    cli::cli_abort(message, ..., class = c(class, "amp_parity_error"), call = NULL, .envir = .envir)
   }
-  stop(errorCondition(cli::format_message(message, .envir = .envir), class = "amp_parity_error"))
+  stop(errorCondition(cli::format_message(message, .envir = .envir), class = c(class, "amp_parity_error")))
 }
 
 #' R-only: stop with the install instructions unless R torch and its libtorch are installed (Python's
@@ -76,8 +64,10 @@ require_r_torch <- function() {
   invisible(TRUE)
 }
 
-#' Refuse a missing mode or one this script does not run, naming the ones it does.
-check_mode <- function(mode, modes) {
+#' What `mode` does (autocast, the weights' dtype, the loss scaler, clipping), from the modes the run spec declares
+#' for this script (docs/contract.md); a missing mode or one the script does not run is refused, naming the ones it does.
+mode_properties <- function(spec, mode) {
+  modes <- names(spec$modes)
   if (is.null(mode) || length(mode) != 1L || is.na(mode)) {
     abort_cli(c(
       "{.var mode} is required: one of {.or {.val {modes}}}.",
@@ -87,7 +77,7 @@ check_mode <- function(mode, modes) {
   if (!mode %in% modes) {
     abort_cli("{.var mode} must be one of {.or {.val {modes}}}, but got {.val {mode}}.")
   }
-  invisible(mode)
+  spec$modes[[mode]]
 }
 
 #' The torch dtype for a contract dtype name (`bfloat16`, `float16`, ...).
@@ -166,6 +156,155 @@ linear_layers <- function(net) {
   Filter(function(module) inherits(module, "nn_linear"), net$children)
 }
 
+#' Every parameter with the name the fixtures, the final weights and the trace give it (`layer0.weight`, ...), in
+#' the order the optimizer steps them (`net$parameters`'), as a named list.
+named_parameters <- function(net) {
+  params <- list()
+  linears <- linear_layers(net)
+  for (k in seq_along(linears) - 1L) {
+    for (kind in c("weight", "bias")) {
+      params[[sprintf("layer%d.%s", k, kind)]] <- linears[[k + 1L]][[kind]]
+    }
+  }
+  params
+}
+
+#' The run spec's optimizer (`optimizer`: its row of harness/workload/optimizers.py, under R torch's names).
+#'
+#' One code path for every optimizer: the R torch function the row names, called with the parameters and the row's
+#' arguments (`do.call()`); the R-code family (`optim_adam`, ...) and the libtorch family (`optim_ignite_adam`, ...)
+#' alike. JSON pairs (betas, etas, step sizes) arrive as numeric vectors, as R torch takes them.
+make_optimizer <- function(spec, net) {
+  r <- spec$optimizer$r
+  constructor <- getExportedValue("torch", r[["function"]])
+  assign("params", names(named_parameters(net)), envir = trace_state) # what {param} points are named by
+  do.call(constructor, c(list(net$parameters), r$args))
+}
+
+#' The spec's gradient scaler (`enabled = FALSE`: one whose calls pass through), and which check of the binding was
+#' lifted to get it (`NULL`: none), as a list (Python returns a tuple).
+#'
+#' Unlike `torch.amp.GradScaler(device)`, R's `cuda_amp_grad_scaler()` has no device argument and its `scale()` refuses
+#' any tensor that is not on CUDA (R/autocast.R). On CUDA, disabled, or where R torch's scaler takes a CPU tensor itself,
+#' it is used as is. On CPU with `spec$scaler_lift`, `lift_cuda_only_check()` removes that one check from this scaler
+#' (nothing else, and only after checking R torch's method). Shared by every script that scales (the lift is not
+#' copied into each).
+make_grad_scaler <- function(spec, enabled) {
+  scaler <- torch::cuda_amp_grad_scaler(
+    init_scale = spec$init_scale, growth_factor = spec$growth_factor,
+    backoff_factor = spec$backoff_factor, growth_interval = spec$growth_interval, enabled = enabled
+  )
+  if (!enabled || spec$device == "cuda" || !isTRUE(spec$scaler_lift) || scaler_takes_cpu_tensors()) {
+    return(list(scaler = scaler, lifted_check = NULL))
+  }
+  list(scaler = lift_cuda_only_check(scaler), lifted_check = lifted_check_name())
+}
+
+#' R-only: the statement of R torch's `amp_GradScaler$scale()` that refuses CPU tensors (R/autocast.R at mlverse/torch
+#' e4de110, lines 174-175), as `deparse()` prints it. Python's scaler has none.
+cuda_only_check <- paste0(
+  "if (!outputs$is_cuda) cli_abort(\"{.var outputs} device must be {.val cuda}, ",
+  "got {.val {outputs$device$type}}.\")"
+)
+
+#' R-only: R torch's `amp_GradScaler$scale()` as the lift expects it, as `deparse()` prints it (R/autocast.R at
+#' mlverse/torch e4de110, lines 169-186). The lift removes `cuda_only_check` and nothing else, so it refuses to touch a
+#' method that is not exactly this one.
+expected_scale_method <- c(
+  "function (outputs) ",
+  "{",
+  "    if (!self$.enabled) ",
+  "        return(outputs)",
+  "    if (inherits(outputs, \"torch_tensor\")) {",
+  "        if (!outputs$is_cuda) ",
+  "            cli_abort(\"{.var outputs} device must be {.val cuda}, got {.val {outputs$device$type}}.\")",
+  "        if (is.null(self$.scale)) {",
+  "            self$.lazy_init_scale_growth_tracker(outputs$device)",
+  "        }",
+  "        return(outputs * self$.scale$to(device = outputs$device, ",
+  "            non_blocking = TRUE))",
+  "    }",
+  "    if (is.list(outputs)) ",
+  "        lapply(outputs, self$.scale)",
+  "    else cli_abort(\"{.var outputs} must be a tensor or a list of tensors, got {.cls {class(outputs)}}.\")",
+  "}"
+)
+
+#' R-only: whether this R torch's scaler scales a CPU tensor itself (a later R torch may): then nothing is lifted.
+scaler_takes_cpu_tensors <- function() {
+  probe <- torch::cuda_amp_grad_scaler()
+  tryCatch(
+    {
+      probe$scale(torch::torch_ones(1L))
+      TRUE
+    },
+    error = function(err) FALSE
+  )
+}
+
+#' R-only: `scaler` with its `scale()` replaced by R torch's own method minus `cuda_only_check`.
+#'
+#' The method's source must be `expected_scale_method`, line for line; otherwise nothing is lifted and the error names
+#' the first line that differs (the harness reports the cell unsupported with it). The replacement keeps the method's
+#' environment (`self`, R torch's namespace), so it runs R torch's code.
+lift_cuda_only_check <- function(scaler) {
+  method <- scaler$scale
+  source_lines <- deparse(method)
+  if (!identical(source_lines, expected_scale_method)) {
+    at <- which(c(source_lines, "")[seq_along(expected_scale_method)] != expected_scale_method)[1]
+    if (is.na(at)) at <- length(expected_scale_method) + 1L
+    abort_cli(c(
+      "Not lifting the CUDA-only check of R torch {packageVersion('torch')}'s {.fn cuda_amp_grad_scaler}: its {.fn scale} method differs from the one the lift was written for (line {at}: {.val {c(source_lines, '<end>')[at]}}).",
+      i = "Run this cell on CUDA, or update {.var expected_scale_method} in r_scripts/common.R."
+    ), class = "amp_parity_refused")
+  }
+  lifted <- method
+  body(lifted) <- drop_statement(body(method), cuda_only_check)
+  unlockBinding("scale", scaler) # R6 locks method bindings; this one scaler's method is replaced, R torch's class is not
+  assign("scale", lifted, envir = scaler)
+  lockBinding("scale", scaler)
+  scaler
+}
+
+#' R-only: `code` with the one statement whose `deparse()` is `statement` removed, wherever it is nested.
+drop_statement <- function(code, statement) {
+  if (!is.call(code)) {
+    return(code)
+  }
+  if (identical(code[[1]], as.name("{"))) {
+    keep <- vapply(as.list(code)[-1L], function(part) paste(deparse(part), collapse = " ") != statement, NA)
+    code <- as.call(c(as.list(code)[1L], as.list(code)[-1L][keep]))
+  }
+  for (k in seq_along(code)[-1L]) {
+    if (!is.null(code[[k]])) code[[k]] <- drop_statement(code[[k]], statement)
+  }
+  code
+}
+
+#' R-only: the record's `lifted_check` for a lifted scaler: what was lifted, from which R torch.
+lifted_check_name <- function() {
+  sprintf("cuda_amp_grad_scaler()$scale(): CUDA-only check lifted on CPU (R torch %s, method source verified)", packageVersion("torch"))
+}
+
+#' Put an inf into one gradient element (the first layer's first weight), as an fp16 overflow would.
+inject_overflow <- function(net) {
+  torch::with_no_grad({
+    grad <- linear_layers(net)[[1]]$weight$grad
+    grad[1, 1] <- Inf # `[<-.torch_tensor` writes into the tensor in place (tensor_slice_put_)
+  })
+  invisible(NULL)
+}
+
+#' What the scaler's inf check found for `opt` this step (0: the step ran).
+#'
+#' R's scaler keeps it per optimizer until `update()` (`.per_optimizer_states`, keyed by the optimizer's address,
+#' R/autocast.R); `step()` sets it from its second check of the gradients (`.check_inf_per_device`).
+found_inf <- function(scaler, opt) {
+  found <- scaler$.per_optimizer_states[[rlang::obj_address(opt)]]$found_inf
+  if (!inherits(found, "torch_tensor")) found <- torch::torch_tensor(found)
+  found$to(dtype = torch::torch_float32())$reshape(list())
+}
+
 #' The model's forward, module by module, each module's output a trace point (`forward.layer0`, `forward.relu0`, ...).
 #'
 #' What `nn_sequential()`'s forward does (each module on the previous output, R/nn.R), written out because
@@ -188,13 +327,21 @@ forward <- function(net, x, step) {
 }
 
 #' Where trace points go: `sink` is unset in every call but a traced one, for which the harness's bridge
-#' installs its recorder (`amp_parity_trace_call()` in _bridge.R) with `set_trace_sink()`.
+#' installs its recorder (`amp_parity_trace_call()` in _bridge.R) with `set_trace_sink()`; `step`: the step of the last
+#' point, which a point inside a binding's function is recorded at; `params`: the parameters' names in the order the
+#' optimizer visits them (`{param}` points).
 trace_state <- new.env(parent = emptyenv())
 
 #' Send every `trace_point()` to `sink(step, name, tensor)` from now on (`NULL`: back to no-ops).
 set_trace_sink <- function(sink) {
   assign("sink", sink, envir = trace_state)
+  assign("step", 0L, envir = trace_state)
   invisible(NULL)
+}
+
+#' Whether this call is traced (a sink is installed): the points inside the binding's functions are patched in then.
+tracing <- function() {
+  !is.null(get0("sink", envir = trace_state, inherits = FALSE))
 }
 
 #' One named intermediate of `step` for the trace (docs/tracing.md); returns at once when not tracing.
@@ -208,7 +355,25 @@ trace_point <- function(step, name, value) {
   if (is.null(sink)) {
     return(invisible(NULL))
   }
+  assign("step", step, envir = trace_state)
   sink(step, name, value)
+}
+
+#' A trace point inside one of the binding's functions (a *point* patch, harness/workload/patches.toml): the value the
+#' function computed and then uses, at the current step; `{param}` in `name` is the `index`-th parameter (1-based, as R's
+#' loops count; Python's twin takes the tensor itself, since PyTorch's loops do not all count). An R number (a bias correction, a step size) is recorded as a float64 scalar, as Python's twin records a
+#' Python float.
+amp_parity_point <- function(name, value, index = NULL) {
+  if (!tracing()) {
+    return(invisible(NULL))
+  }
+  if (!is.null(index)) {
+    name <- sub("{param}", get("params", envir = trace_state)[[index]], name, fixed = TRUE)
+  }
+  if (!inherits(value, "torch_tensor")) {
+    value <- torch::torch_scalar_tensor(value, dtype = torch::torch_float64())
+  }
+  trace_point(get("step", envir = trace_state), name, value)
 }
 
 #' Every parameter (`grads = FALSE`) or its gradient (`grads = TRUE`) as a point `<stage>.layer0.weight`, ...
@@ -218,11 +383,43 @@ trace_parameters <- function(step, stage, net, grads) {
   if (is.null(get0("sink", envir = trace_state, inherits = FALSE))) {
     return(invisible(NULL))
   }
-  linears <- linear_layers(net)
-  for (k in seq_along(linears) - 1L) {
-    for (kind in c("weight", "bias")) {
-      tensor <- linears[[k + 1L]][[kind]]
-      trace_point(step, sprintf("%s.layer%d.%s", stage, k, kind), if (grads) tensor$grad else tensor)
+  params <- named_parameters(net)
+  for (name in names(params)) {
+    trace_point(step, sprintf("%s.%s", stage, name), if (grads) params[[name]]$grad else params[[name]])
+  }
+  invisible(NULL)
+}
+
+#' The optimizer's state after its step, as points `optim.<entry>.<parameter>` (`optim.exp_avg.layer0.weight`, ...).
+#'
+#' The entries are the run spec's optimizer row's (`state`, a data frame as jsonlite reads it), each read under R torch's
+#' key: the R-code optimizers keep a list per parameter (`opt$state$get(param)`), the libtorch ones report theirs through
+#' `opt$state_dict()` (by the parameter's position); these are the tensors the step updated and used, parameter by
+#' parameter in the order the step visits them. A step counter (`count`) is recorded as the whole number it holds (an
+#' R double here, a float32 tensor in PyTorch); any other R number as a float64 scalar; an entry with a `dtype` in that
+#' dtype (the one every kernel that uses it rounds it to). Skipped at once when not tracing.
+trace_optimizer_state <- function(step, opt, net, spec) {
+  if (is.null(get0("sink", envir = trace_state, inherits = FALSE))) {
+    return(invisible(NULL))
+  }
+  entries <- spec$optimizer$state
+  params <- named_parameters(net)
+  states <- if (identical(spec$optimizer$family, "ignite")) opt$state_dict()$state else NULL
+  for (k in seq_along(params)) {
+    state <- if (is.null(states)) opt$state$get(params[[k]]) else states[[as.character(k)]]
+    for (e in seq_len(NROW(entries))) {
+      value <- state[[entries$r[[e]]]]
+      if (is.null(value)) next
+      if (isTRUE(entries$count[[e]])) {
+        value <- torch::torch_scalar_tensor(as.numeric(value), dtype = torch::torch_int64())
+      } else if (!inherits(value, "torch_tensor")) {
+        value <- torch::torch_scalar_tensor(value, dtype = torch::torch_float64())
+      }
+      dtype <- if (is.null(entries$dtype)) NA else entries$dtype[[e]] # jsonlite drops a column null in every row
+      if (!is.na(dtype)) {
+        value <- value$to(dtype = torch_dtype(dtype))
+      }
+      trace_point(step, sprintf("optim.%s.%s", entries$name[[e]], names(params)[[k]]), value)
     }
   }
   invisible(NULL)
@@ -280,20 +477,16 @@ peak_memory_bytes <- function(device) {
   torch::cuda_memory_stats()$allocated_bytes$all$peak
 }
 
-#' The trained weights, named like the fixtures, as a CPU safetensors file; nothing when `path` is `NULL`.
+#' The trained weights, named like the fixtures, as a CPU float32 safetensors file; nothing when `path` is `NULL`.
 #'
-#' The harness passes no path in timed rounds after the first call: their weights equal the first's.
+#' float32 whatever the weights' dtype: a bfloat16 or float16 weight (the lowp_weights modes) is exactly a float32, and
+#' NumPy, which judges the weights, has no bfloat16. The harness passes no path in timed rounds after the first call:
+#' their weights equal the first's.
 save_final_weights <- function(net, path) {
   if (is.null(path)) {
     return(invisible(NULL))
   }
-  tensors <- list()
-  linears <- linear_layers(net)
-  for (k in seq_along(linears) - 1L) {
-    linear <- linears[[k + 1L]]
-    tensors[[sprintf("layer%d.weight", k)]] <- linear$weight$detach()$cpu()$contiguous()
-    tensors[[sprintf("layer%d.bias", k)]] <- linear$bias$detach()$cpu()$contiguous()
-  }
+  tensors <- lapply(named_parameters(net), function(param) param$detach()$to(device = "cpu", dtype = torch::torch_float32())$contiguous())
   dir.create(dirname(path), recursive = TRUE, showWarnings = FALSE)
   # writeBin() only warns when the disk is full, and leaves a truncated file that passes for weights.
   withCallingHandlers(
@@ -306,19 +499,21 @@ save_final_weights <- function(net, path) {
   invisible(path)
 }
 
-#' The run record with exactly `record_fields`; a missing or extra field is a script bug.
+#' The run record with exactly the run spec's `record_fields` (harness/workload/contract.py, the one list both languages
+#' read); a missing or extra field is a script bug.
 #'
-#' `schema_version`, `frontend`, `torch_version`, `libtorch_version`, `language_version` and `clock` are
-#' filled in unless given. A `NULL` field is kept (it becomes JSON null). `seconds_workload` is stamped
-#' last, from `workload_start` (the first line of `run_workload`), so building the record is the script's
-#' own cost: what the harness calls its bridge starts after it.
-make_record <- function(workload_start, ...) {
+#' `schema_version` (the run spec's `record_schema_version`), `frontend`, `torch_version`, `libtorch_version`,
+#' `language_version` and `clock` are filled in unless given. A `NULL` field is kept (it becomes JSON null).
+#' `seconds_workload` is stamped last, from `workload_start` (the first line of `run_workload`), so building the record
+#' is the script's own cost: what the harness calls its bridge starts after it.
+make_record <- function(spec, workload_start, ...) {
   fields <- list(...)
-  static <- static_fields()
+  static <- c(static_fields(), list(schema_version = spec$record_schema_version))
   for (name in setdiff(names(static), names(fields))) {
     fields[name] <- list(static[[name]])
   }
   fields$seconds_workload <- clock() - workload_start
+  record_fields <- spec$record_fields
   missing <- setdiff(record_fields, names(fields))
   extra <- setdiff(names(fields), record_fields)
   if (length(missing) > 0L || length(extra) > 0L || anyDuplicated(names(fields)) > 0L) {
@@ -337,7 +532,7 @@ static_fields <- local({
   function() {
     if (is.null(cached)) {
       cached <<- list(
-        schema_version = record_schema_version, frontend = "r",
+        frontend = "r",
         torch_version = as.character(utils::packageVersion("torch")),
         libtorch_version = libtorch_version(), language_version = R.version.string, clock = clock_name
       )
@@ -404,7 +599,7 @@ record_to_json <- function(record) {
   for (k in which(!(is_string | is_number | is_null))) {
     values[[k]] <- json_value(record[[k]], is_array = is_array[[k]])
   }
-  keys_json <- if (identical(keys, record_fields)) record_keys_json else json_string(keys)
+  keys_json <- record_keys_json(keys)
   paste0("{", paste0(keys_json, ":", values, collapse = ","), "}")
 }
 
@@ -439,8 +634,19 @@ json_string <- function(x) {
   text
 }
 
-#' R-only: the contract's record fields as JSON keys, quoted once per process.
-record_keys_json <- json_string(record_fields)
+#' R-only: a record's keys as JSON strings, quoted once per process for each list of keys (a record's keys are the same
+#' call after call).
+record_keys_json <- local({
+  last_keys <- NULL
+  last_json <- NULL
+  function(keys) {
+    if (!identical(keys, last_keys)) {
+      last_json <<- json_string(keys)
+      last_keys <<- keys
+    }
+    last_json
+  }
+})
 
 #' R-only: doubles as JSON text that reads back as the very same doubles.
 #'

@@ -14,17 +14,22 @@
 #' The folder holding this file (`r_scripts/`), fixed when shell.R is sourced (`r_file_path()` is _bootstrap.R's).
 amp_parity_r_dir <- dirname(r_file_path() %||% file.path(getwd(), "r_scripts", "shell.R"))
 
+#' The exit statuses of the harness's `ExitCode` (harness/errors.py) that an R script ends with on its own errors, until
+#' the harness hands them over (`prepare` returns them with the spec): used only when the harness could not be asked
+#' (no Python could run it). tests/unit/scripts/test_r_scripts.py holds them equal to the enum's.
+shell_exit_status <- list(usage_error = 4L, internal_error = 3L)
+
 #' The script's mode and run spec, from the harness: its flags are parsed by the Python scripts' parser.
 #'
-#' Runs `python -m harness prepare --shell-of <script>.R --shell-modes <modes> -- <args>` from the
+#' Runs `python -m harness prepare --shell-of <script>.R -- <args>` from the
 #' checkout's root (the folder above r_scripts/), with `python` from `AMP_PARITY_PYTHON` (default
 #' `python3`): one parser for both languages, so the flags, `--help` and every refusal read the same
 #' (`harness.run.prepare.prepare_shell_run`). It prints the help (status 0: printed here, and `NULL` is
-#' returned), or `{"mode", "debug", "spec"}` as one JSON object, or one line `error: ...` and a
-#' non-zero status, which becomes this function's error.
-prepare_shell_run <- function(args, modes) {
+#' returned), or `{"mode", "debug", "spec", "exit_status"}` as one JSON object, or one line `error: ...` and a
+#' non-zero status, which becomes this function's error (class `amp_parity_relayed`, carrying that status: the script
+#' exits with it, so a usage error and a bug of the harness keep their statuses through the relay).
+prepare_shell_run <- function(args, script) {
   python <- Sys.getenv("AMP_PARITY_PYTHON", "python3")
-  script <- basename(r_file_path() %||% "script.R")
   old_wd <- setwd(dirname(amp_parity_r_dir))
   on.exit(setwd(old_wd), add = TRUE)
   old_library_path <- Sys.getenv("LD_LIBRARY_PATH")
@@ -32,7 +37,7 @@ prepare_shell_run <- function(args, modes) {
   on.exit(Sys.setenv(LD_LIBRARY_PATH = old_library_path), add = TRUE)
   # system2() quotes the command but passes the arguments to the shell as they are.
   python_fix <- c(i = "Set {.envvar AMP_PARITY_PYTHON} to a Python that can import the harness.")
-  command <- c("-m", "harness", "prepare", "--shell-of", script, "--shell-modes", paste(modes, collapse = ","), "--", args)
+  command <- c("-m", "harness", "prepare", "--shell-of", paste0(script, ".R"), "--", args)
   output <- tryCatch(
     suppressWarnings(system2(python, shQuote(command), stdout = TRUE, stderr = TRUE)),
     error = function(err) abort_cli(c("Could not run {.code {python}}: {conditionMessage(err)}.", python_fix))
@@ -50,8 +55,9 @@ prepare_shell_run <- function(args, modes) {
       for (line in output) message(line)
     }
     error_line <- grep("^error: ", output, value = TRUE)
-    if (length(error_line) > 0L) {
-      abort_cli("{sub('^error: ', '', error_line[[length(error_line)]])}") # main_cli() prefixes its own
+    if (length(error_line) > 0L) { # main_cli() prefixes its own "error: "
+      stop(errorCondition(sub("^error: ", "", error_line[[length(error_line)]]), class = c("amp_parity_relayed", "amp_parity_error"),
+                          status = as.integer(status)))
     }
     abort_cli(c(
       "{.code {python} -m harness prepare} failed (status {status}).",
@@ -92,9 +98,10 @@ python_library_path <- function() {
 #' Shell mode: the flags, mode and spec from the harness (one parser for both languages), then run and print the record.
 #'
 #' `--help` prints the Python script's help, named for this script, and exits 0. Any error prints one
-#' line and exits with status 1, without R's traceback unless `--debug` (Python's twin gets it from
-#' exit_with_error()).
-main_cli <- function(modes, run_workload) {
+#' line, without R's traceback unless `--debug` (Python's twin gets it from exit_with_error()), and exits with the
+#' harness's status for it: the harness's own (relayed from `prepare`), a usage error for the scripts' own refusals
+#' (`abort_cli()`: class `amp_parity_error`), an internal error for anything else.
+main_cli <- function(script, run_workload) {
   options(cli.width = 10000L) # one message per line: the process is ours and ends here
   args <- commandArgs(trailingOnly = TRUE)
   # Read before the flags are parsed, so that a parse error shows its traceback too.
@@ -103,11 +110,13 @@ main_cli <- function(modes, run_workload) {
   # dozen lines): the load itself fails just the same, as one error, with torch's warning folded in.
   Sys.setenv(TORCH_VERIFY_LOAD = "FALSE")
   warned <- character()
+  statuses <- shell_exit_status
   failed <- tryCatch(
     withCallingHandlers(
       {
-        prepared <- prepare_shell_run(args, modes)
+        prepared <- prepare_shell_run(args, script)
         if (!is.null(prepared)) {
+          statuses <- prepared$exit_status %||% statuses
           require_r_torch()
           record <- run_workload(prepared$spec, prepared$mode)
           cat(record_to_json(record), "\n", sep = "")
@@ -124,12 +133,14 @@ main_cli <- function(modes, run_workload) {
       why <- if (length(warned) > 0L) paste0(" (warned before: ", paste(warned, collapse = "; "), ")") else ""
       message("error: ", one_line(conditionMessage(err)), why)
       warned <<- character()
-      TRUE
+      if (inherits(err, "amp_parity_relayed")) err$status
+      else if (inherits(err, "amp_parity_error")) statuses$usage_error
+      else statuses$internal_error
     }
   )
   for (text in warned) message("warning: ", text) # one line each, as the Python scripts print theirs
-  if (failed) {
-    quit(save = "no", status = 1L)
+  if (!isFALSE(failed)) {
+    quit(save = "no", status = as.integer(failed))
   }
   invisible(NULL)
 }

@@ -1,10 +1,13 @@
-#' The `with_autocast` workload in R torch: default precision vs `with_autocast()` (no scaler).
+#' The `with_autocast` workload in R torch: the training loop without a gradient scaler.
 #'
-#' Twin of `py_scripts/with_autocast.py`: same function, names and order of operations
-#' (`docs/contract.md`). Sourcing this file defines `modes` and `run_workload()` and runs nothing.
-#' Every `trace_point()` names one intermediate for the harness's trace (docs/tracing.md); it costs
-#' nothing unless the harness traces this call.
-#' Shell: `Rscript r_scripts/with_autocast.R --preset tiny --mode autocast --device cpu`.
+#' Twin of `py_scripts/with_autocast.py`: same function, names and order of operations (`docs/contract.md`). Its modes
+#' (declared in harness/workload/scripts.py, handed over in the run spec's `modes`) choose the precision either by
+#' autocast (`default`: off; `autocast`: on) or by the weights' dtype, the AMP guide's other way to train
+#' (`lowp_weights`: weights and inputs in the AMP dtype, no autocast, its `--fp16`; `lowp_weights_scaled`: with a static
+#' loss scale, its `-s`). The optimizer is the run spec's (`make_optimizer()`). Sourcing this file defines `script`,
+#' `unscale_static()` and `run_workload()` and runs nothing. Every `trace_point()` names one intermediate for the
+#' harness's trace (docs/tracing.md); it costs nothing unless the harness traces this call.
+#' Shell: `Rscript r_scripts/with_autocast.R --preset tiny --mode autocast --optimizer adam --device cpu`.
 
 if (!exists("make_record", mode = "function")) {
   # Run by hand or sourced on its own, nothing is loaded yet. R has no `__file__`, and r_file_path() lives in the very
@@ -14,27 +17,43 @@ if (!exists("make_record", mode = "function")) {
   source(file.path(dirname(dynGet("ofile", sub("^--file=", "", grep("^--file=", commandArgs(), value = TRUE)))), "_bootstrap.R"), local = TRUE)
 }
 
-modes <- c("default", "autocast")
+script <- "with_autocast"
 
-#' Train the MLP for `spec` with autocast off (`default`) or on (`autocast`).
+#' Divide every gradient by the static loss scale, in place, before the step (the AMP guide's `-s`).
+unscale_static <- function(net, scale) {
+  torch::with_no_grad({
+    for (param in named_parameters(net)) {
+      param$grad$div_(scale)
+    }
+  })
+  invisible(NULL)
+}
+
+#' Train the MLP for `spec` in `mode` with the spec's optimizer.
 #'
 #' @param spec the run spec, a list (`docs/contract.md`).
-#' @param mode one of `modes`.
-#' @return the run record, a named list with `record_fields`.
+#' @param mode one of the modes the run spec declares.
+#' @return the run record, a named list with the run spec's `record_fields`.
 run_workload <- function(spec, mode) {
   workload_start <- clock()
-  check_mode(mode, modes)
+  properties <- mode_properties(spec, mode)
   require_r_torch()
   torch::torch_set_num_threads(spec$threads)
   device <- spec$device
   fixtures <- load_fixtures(spec)
   data <- fixtures$data
   targets <- fixtures$targets
-  net <- make_model(spec, fixtures)
-  loss_fn <- torch::nn_mse_loss()
-  opt <- torch::optim_sgd(net$parameters, lr = spec$lr)
-  use_autocast <- mode == "autocast"
   amp_dtype <- torch_dtype(spec$amp_dtype)
+  weights_dtype <- if (properties$weights == "amp") amp_dtype else torch::torch_float32()
+  net <- make_model(spec, fixtures)
+  net$to(dtype = weights_dtype) # in place (R/nn.R); Python's `.to()` returns the module too
+  loss_fn <- torch::nn_mse_loss()
+  # The optimizer's methods as the run spec patches them (reconciliation switches; trace points when traced): Python
+  # swaps the functions in their modules around its loop instead (py_scripts/patches.py).
+  opt <- patch_optimizer(make_optimizer(spec, net), spec)
+  # The static scale is a 0-dim float32 tensor, as the scaler keeps its scale: a scaled loss is float32 in both languages.
+  static_scale <- torch::torch_full(list(), spec$static_loss_scale, dtype = torch::torch_float32(), device = device)
+  use_static_scale <- properties$scaler == "static"
 
   losses <- list()
   output_dtype <- NULL
@@ -47,25 +66,33 @@ run_workload <- function(spec, mode) {
   step <- 0L
   for (epoch in seq_len(spec$epochs)) {
     for (i in seq_len(spec$num_batches)) {
-      trace_point(step, "batch.data", data[i, , ])
-      trace_point(step, "batch.targets", targets[i, , ])
-      # `with_autocast()` evaluates the block in this function's frame (R/autocast.R), so
-      # `output` and `loss` are assigned here, as inside Python's `with torch.autocast(...)`.
-      torch::with_autocast(device_type = device, dtype = amp_dtype, enabled = use_autocast, {
-        output <- forward(net, data[i, , ], step)
-        loss <- loss_fn(output, targets[i, , ])
+      inputs <- data[i, , ]$to(dtype = weights_dtype) # float32: the tensor itself
+      target <- targets[i, , ]$to(dtype = weights_dtype)
+      trace_point(step, "batch.data", inputs)
+      trace_point(step, "batch.targets", target)
+      torch::with_autocast(device_type = device, dtype = amp_dtype, enabled = properties$autocast, {
+        output <- forward(net, inputs, step)
+        loss <- loss_fn(output, target)
       })
       trace_point(step, "loss", loss)
       if (is.null(output_dtype)) {
         output_dtype <- dtype_name(output$dtype)
         loss_dtype <- dtype_name(loss$dtype)
       }
-      loss$backward()
-      trace_parameters(step, "grad.backward", net, grads = TRUE)
+      if (use_static_scale) {
+        scaled_loss <- loss * static_scale
+        trace_point(step, "loss.scaled", scaled_loss)
+        scaled_loss$backward()
+        trace_parameters(step, "grad.backward", net, grads = TRUE)
+        unscale_static(net, static_scale)
+        trace_parameters(step, "grad.unscaled", net, grads = TRUE)
+      } else {
+        loss$backward()
+        trace_parameters(step, "grad.backward", net, grads = TRUE)
+      }
       opt$step()
+      trace_optimizer_state(step, opt, net, spec)
       trace_parameters(step, "param.stepped", net, grads = FALSE)
-      # R torch's zero_grad() zeroes the gradients in place (set_to_none = FALSE, R/optim.R) where
-      # PyTorch sets them to None; the next backward() gives the same gradients either way.
       opt$zero_grad()
       losses[[length(losses) + 1L]] <- loss$detach()
       step <- step + 1L
@@ -80,16 +107,15 @@ run_workload <- function(spec, mode) {
   loss_values <- as.numeric(torch::torch_stack(losses)$float()$cpu())
   save_final_weights(net, spec$weights_out)
   make_record(
-    script = "with_autocast", mode = mode, device = device, amp_dtype = spec$amp_dtype,
-    losses = loss_values, final_loss = loss_values[[length(loss_values)]], loss_scale = NULL,
-    skipped = NULL, skipped_steps = NULL, output_dtype = output_dtype, loss_dtype = loss_dtype,
-    weights_path = spec$weights_out, seconds_total = sum(seconds_per_epoch),
-    seconds_per_epoch = seconds_per_epoch, workload_start = workload_start,
-    gc_seconds = gc_seconds, peak_memory_bytes = peak_memory_bytes(device),
-    threads = torch::torch_get_num_threads(), device_name = device_name(device), lifted_check = NULL
+    spec, workload_start, script = script, mode = mode, optimizer = spec$optimizer$name, device = device,
+    amp_dtype = spec$amp_dtype, losses = loss_values, final_loss = loss_values[[length(loss_values)]], loss_scale = NULL,
+    skipped = NULL, skipped_steps = NULL, injected_steps = integer(), output_dtype = output_dtype, loss_dtype = loss_dtype,
+    weights_path = spec$weights_out, seconds_total = sum(seconds_per_epoch), seconds_per_epoch = seconds_per_epoch,
+    gc_seconds = gc_seconds, peak_memory_bytes = peak_memory_bytes(device), threads = torch::torch_get_num_threads(),
+    device_name = device_name(device), lifted_check = NULL, switches = applied_switches(spec)
   )
 }
 
 if (sys.nframe() == 0L) {
-  main_cli(modes, run_workload)
+  main_cli(script, run_workload)
 }

@@ -1,6 +1,6 @@
 """Shared fixtures: the tiny spec, one long-lived matrix runner, and the matrix parametrized once.
 
-Cell ids read ``with_autocast-autocast-r-cpu``; pair ids ``with_autocast-autocast-cpu``.
+Cell ids read ``with_autocast-autocast-sgd-r-cpu``; pair ids ``with_autocast-autocast-sgd-cpu``.
 """
 
 from __future__ import annotations
@@ -80,16 +80,18 @@ def tiny_spec() -> WorkloadSpec:
 
 
 @pytest.fixture(scope="session")
-def runner(tiny_spec: WorkloadSpec, availability: Availability) -> Iterator[MatrixRunner]:
-    """Both frontends' workers, alive for the whole session (R's start-up is paid once)."""
-    with MatrixRunner(tiny_spec, FRONTENDS, timeout=300, availability=availability) as matrix_runner:
+def runner(tiny_spec: WorkloadSpec, availability: Availability, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MatrixRunner]:
+    """Both frontends' workers, alive for the whole session (R's start-up is paid once; the weights in a folder of its own)."""
+    weights = tmp_path_factory.mktemp("weights")
+    with MatrixRunner(tiny_spec, FRONTENDS, timeout=300, availability=availability, staging=weights) as matrix_runner:
         yield matrix_runner
 
 
 
 @pytest.fixture(scope="session")
 def python_run(tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
-    """One real ``run`` of the four Python cells of ``tiny`` (3 interleaved rounds, GEMM profile, report).
+    """One real ``run`` of the seven Python cells of ``tiny`` with plain SGD (every mode of both scripts; 3 interleaved rounds,
+    GEMM profile, report).
 
     Run once per test session, whatever the number of xdist workers (their temporary folders share a
     parent): the CLI tests that only read a run's result, table and report read this one.
@@ -97,5 +99,5 @@ def python_run(tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent
-    return shared_run(root, "python-run", "--preset", "tiny", "--frontend", "python", "--rounds", "3", "--warmup-rounds", "1",
-                      "--interleave", "--profile")
+    return shared_run(root, "python-run", "--preset", "tiny", "--frontend", "python", "--optimizer", "sgd", "--rounds", "3",
+                      "--warmup-rounds", "1", "--interleave", "--profile")

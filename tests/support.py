@@ -29,19 +29,24 @@ from harness.model.result import MatrixResult
 from harness.model.verdicts import Float64Bound, Float64Check
 from harness.run.availability import Availability, r_required
 from harness.workload.matrix import Cell, cells_for
-from harness.workload.spec import MODES
+from harness.workload.scripts import all_mode_names
 
 __all__ = [
-    "CELLS", "FRONTENDS", "GOLDEN_RESULT", "PAIRS", "SharedRun", "golden_result", "harness_command", "require_frontend", "require_r_torch",
+    "CELLS", "FRONTENDS", "GOLDEN_RESULT", "MATRIX_OPTIMIZERS", "PAIRS", "SharedRun", "golden_result", "harness_command",
+    "require_frontend", "require_r_torch",
     "run_cli", "shared_run",
 ]
 
 FRONTENDS = ("python", "r")
-CELLS = cells_for(FRONTENDS, MODES, "cpu")
+#: The optimizer the parametrized matrix runs: plain SGD, the recipe's (every row is tested on its own, cheaply, in
+#: tests/integration/test_optimizers.py; every row in every mode with both frontends would be 238 cells per test).
+MATRIX_OPTIMIZERS = ("sgd",)
+CELLS = cells_for(FRONTENDS, all_mode_names(), MATRIX_OPTIMIZERS, "cpu")
 PAIRS = sorted({cell.pair for cell in CELLS}, key=[c.pair for c in CELLS].index)
 
-#: A small real result of both frontends, all four modes, with its weights beside it (``golden.weights/``),
-#: written by ``python -m harness run``: ``tests/data/README.md`` says how to regenerate it.
+#: A small real result of both frontends, the four modes of result schema 7, with its weights beside it
+#: (``golden.weights/``), written by ``python -m harness run``; stored in schema 7, it loads through the upgrade to 8
+#: (plain SGD, the only optimizer then): ``tests/data/README.md`` says how it was made.
 GOLDEN_RESULT = Path(__file__).resolve().parent / "data" / "golden.json"
 
 
@@ -81,7 +86,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     if isinstance(code, str):  # sys.exit("text") prints the text and exits 1
         err.write(code + "\n")
         code = 1
-    return subprocess.CompletedProcess(["python", "-m", "harness", *args], code or 0, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(["python", "-m", "harness", *args], int(code or 0), out.getvalue(), err.getvalue())
 
 
 def harness_command(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
@@ -161,8 +166,10 @@ def report_text(result: MatrixResult, judging: str | None = None) -> str:
 
 
 def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
-    """The single stderr line of a refused command (asserting there is exactly one, exit 1 and no traceback)."""
-    assert done.returncode == 1, done.stderr
+    """The single stderr line of a refused command (asserting there is exactly one, a usage error's status and no traceback)."""
+    from harness.errors import ExitCode
+
+    assert done.returncode == ExitCode.USAGE_ERROR, (done.returncode, done.stderr)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("error: ")

@@ -48,8 +48,9 @@ def golden() -> MatrixResult:
 
 
 def by_mode(result: MatrixResult, frontend: str = "python") -> dict[str, CellResult]:
-    """``frontend``'s cells of ``result`` by mode."""
-    return {c.mode: c for c in result.cells if c.frontend == frontend}
+    """``frontend``'s cells of ``result`` by mode, without what the result kept of their weights (their comparisons name
+    the result's other cells, which a twin replaces: a twin is judged from the weights files)."""
+    return {c.mode: dataclasses.replace(c, weights=None) for c in result.cells if c.frontend == frontend}
 
 
 def with_record(cell: CellResult, **changes: Any) -> CellResult:
@@ -61,8 +62,8 @@ def with_record(cell: CellResult, **changes: Any) -> CellResult:
 
 def twin_cell(cell: CellResult, folder: Path, frontend: str = "r", edit: WeightsEdit | None = None, **record_changes: Any) -> CellResult:
     """A copy of ``cell`` as if ``frontend`` had run it, with ``edit`` applied to its own copy of the weights."""
-    key = Cell(frontend, cell.script, cell.mode, cell.device)
-    twin = dataclasses.replace(cell, cell=key)
+    key = Cell(frontend, cell.script, cell.mode, cell.optimizer, cell.device)
+    twin = dataclasses.replace(cell, cell=key, weights=None)  # nothing kept of its own weights: judged from its file
     if cell.record is None:
         return twin
     weights = load_file(str(cell.record.weights_path))

@@ -5,14 +5,16 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from harness.errors import ExitCode
 from harness.run.availability import INSTALL_R_TORCH, Availability, probe, python_cuda, r_required
 from harness.views.table import make_console
 
 __all__ = ["doctor"]
 
 
-def doctor(console: Console | None = None, availability: Availability | None = None) -> int:
-    """Print the availability table; return 0 when Python can run (and R too under AMP_PARITY_REQUIRE_R=1)."""
+def doctor(console: Console | None = None, availability: Availability | None = None) -> ExitCode:
+    """Print the availability table; ``OK`` when Python cells can run (and R cells too under AMP_PARITY_REQUIRE_R=1), else
+    ``FAILED`` (the check this command is)."""
     console = console or make_console()
     a = availability or probe()
     r = a.r
@@ -56,5 +58,5 @@ def doctor(console: Console | None = None, availability: Availability | None = N
         console.print(f"[yellow]R cells will {what}:[/] {verdict}", soft_wrap=True)
     if a.python_reason:
         console.print(f"[red]Python cells cannot run:[/] {a.python_reason}")
-        return 1
-    return 1 if (verdict and r_required()) else 0
+        return ExitCode.FAILED
+    return ExitCode.FAILED if (verdict and r_required()) else ExitCode.OK

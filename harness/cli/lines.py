@@ -11,7 +11,7 @@ import traceback
 import warnings
 from typing import NoReturn
 
-from harness.errors import AmpParityError
+from harness.errors import AmpParityError, ExitCode
 
 __all__ = ["debugging", "exit_with_error", "set_debug", "show_warnings_as_lines"]
 
@@ -31,14 +31,18 @@ def debugging() -> bool:
 
 
 def exit_with_error(err: BaseException, debug: bool | None = None) -> NoReturn:
-    """Print one line for ``err`` (the traceback too under ``--debug``, or when ``debug`` says so) and exit non-zero."""
+    """Print one line for ``err`` (the traceback too under ``--debug``, or when ``debug`` says so) and exit with its status.
+
+    The harness's own errors exit ``USAGE_ERROR`` (what was given, or where it runs, must change); anything else is a
+    bug of the harness, ``error: unexpected ...`` and ``INTERNAL_ERROR`` (:class:`harness.errors.ExitCode`).
+    """
     if _DEBUG if debug is None else debug:
         traceback.print_exception(err)
     if isinstance(err, AmpParityError):
         print(f"error: {err}", file=sys.stderr)
     else:
         print(f"error: unexpected {type(err).__name__}: {err} (run with --debug for the traceback)", file=sys.stderr)
-    sys.exit(1)
+    sys.exit(ExitCode.for_error(err))
 
 
 def show_warnings_as_lines() -> None:

@@ -1,6 +1,8 @@
-"""``python -m harness``: run, trace, report, doctor, prepare. Parses options and hands them to the objects that work.
+"""``amp-parity`` (or ``python -m harness``): run, trace, report, merge, doctor, prepare. Parses options and hands them to
+the objects that work.
 
-The harness's own errors print ``error: <message>`` and exit 1, with no traceback unless ``--debug``.
+The harness's own errors print ``error: <message>``, with no traceback unless ``--debug``. Every command ends with a
+:class:`harness.errors.ExitCode`: one meaning per status (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -17,17 +19,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.cli import lines
-from harness.errors import AmpParityError
+from harness.errors import AmpParityError, ExitCode
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from harness.files.staging import StagingDir
     from harness.judge.known_differences import KnownDifference
     from harness.model.result import MatrixResult
     from harness.store.claims import ReportClaim
     from harness.workload.installations import Installation
 
-__all__ = ["exit_status", "main"]
+__all__ = ["DEFAULT_PROG", "console_main", "exit_status", "main"]
+
+#: How the commands are named in help and errors when run as ``python -m harness``; the console command names itself.
+DEFAULT_PROG = "python -m harness"
 
 #: What the command has written so far, for the line an interruption prints ("say what exists").
 _WRITTEN: list[str] = []
@@ -75,11 +81,13 @@ def add_frontend_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the frontend every other is paired with (default: the first --frontend)")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str = DEFAULT_PROG) -> argparse.ArgumentParser:
     from harness.model.timing import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
     from harness.run.pool import DEFAULT_TIMEOUT_S
     from harness.run.prepare import add_scaler_lift_argument, add_weights_out_arguments
     from harness.workload.flags import OneLineParser, add_spec_arguments, path_argument, positive_seconds, whole_number
+    from harness.workload.optimizers import OPTIMIZERS
+    from harness.workload.scripts import SCRIPTS
 
     # --debug and -v are accepted before or after the command ("run with --debug" must work as printed):
     # every parser shares the two actions, which leave their name unset unless given (see main()), so the
@@ -88,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     switches.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
     switches.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                           help="log progress and R console output")
-    parser = OneLineParser(prog="python -m harness", description="AMP parity between PyTorch and R torch.", parents=[switches])
+    parser = OneLineParser(prog=prog, description="AMP parity between PyTorch and R torch.", parents=[switches])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", parents=[switches], help="run the matrix (frontends × modes) and print a table")
@@ -120,6 +128,8 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("result", type=path_argument, help="a result written by `run --json`")
     report.add_argument("--out", type=path_argument, required=True, metavar="DIR", help="folder for report.md and the PNG plots")
     report.add_argument("--overwrite", action="store_true", help="replace a report already in DIR")
+    report.add_argument("--exit-zero", action="store_true",
+                        help="exit 0 even when the result fails its checks (viewing only; a refused input still fails)")
     add_rejudging_arguments(report, "as the run did")
 
     merge = commands.add_parser(
@@ -155,17 +165,24 @@ def _parser() -> argparse.ArgumentParser:
     add_spec_arguments(prepare, with_modes=False)
     add_weights_out_arguments(prepare)
     add_scaler_lift_argument(prepare)
-    # R's shell mode: `prepare --shell-of with_autocast.R --shell-modes default,autocast -- ARGS` parses the
-    # script's own ARGS with the Python scripts' parser (harness.run.prepare.prepare_shell_run); not for people.
+    prepare.add_argument("--script", default="with_autocast", choices=tuple(SCRIPTS),
+                         help="the script pair whose run spec to print (its modes are part of it)")
+    prepare.add_argument("--optimizer", default="sgd", help=f"the optimizer the run spec names: one of {', '.join(OPTIMIZERS)}")
+    # R's shell mode: `prepare --shell-of with_autocast.R -- ARGS` parses the script's own ARGS with the Python
+    # scripts' parser (harness.run.prepare.prepare_shell_run); the pair is the file's stem. Not for people.
     prepare.add_argument("--shell-of", default=None, help=argparse.SUPPRESS)
-    prepare.add_argument("--shell-modes", default=None, help=argparse.SUPPRESS)
     prepare.add_argument("shell_args", nargs="*", help=argparse.SUPPRESS)
     return parser
 
 
-def main(argv: list[str] | None = None) -> None:
-    """The command-line entry point."""
-    args = _parser().parse_args(argv)
+def console_main() -> None:
+    """The ``amp-parity`` console command: :func:`main`, its help and errors named as it was invoked."""
+    main(prog=Path(sys.argv[0]).name or "amp-parity")
+
+
+def main(argv: list[str] | None = None, prog: str = DEFAULT_PROG) -> None:
+    """The command-line entry point; ``prog`` names the command in help and usage errors. Exits with an :class:`ExitCode`."""
+    args = _parser(prog).parse_args(argv)
     lines.set_debug(getattr(args, "debug", False))
     _WRITTEN.clear()
     # A kill (SIGTERM) unwinds like Ctrl-C: workers stop, staged files go, no partial result stays.
@@ -182,21 +199,7 @@ def main(argv: list[str] | None = None) -> None:
             _prepare(args)
             return
         if args.command == "report":
-            from harness.store.claims import ReportClaim
-            from harness.store.result_file import load_result
-            from harness.views.report import REPORT_FILES, write_report
-
-            with ReportClaim(args.out, REPORT_FILES, args.overwrite, flag="--out", inputs=[args.result]) as claim:
-                result = load_result(args.result, _rejudging(args), _known(args))
-                write_report(result, claim.staging)
-                written = claim.publish()
-            _WRITTEN.append(f"the report was written to {written[0]}")
-            _print_or_go_quiet(f"report written to {written[0]} ({len(written) - 1} plots beside it)")
-            failed = _uncompared(result)
-            if failed is not None:
-                print(failed, file=sys.stderr)
-                sys.exit(1)
-            return
+            sys.exit(_report(args))
         if args.command == "trace":
             sys.exit(_trace(args))
         if args.command == "merge":
@@ -207,15 +210,35 @@ def main(argv: list[str] | None = None) -> None:
         # would land after this line as a second, misleading one.
         warnings.filterwarnings("ignore", category=ResourceWarning)
         print(f"error: {_interrupted_line(args, stop)}", file=sys.stderr)
-        sys.exit(128 + getattr(stop, "signum", signal.SIGINT))
+        sys.exit(ExitCode.TERMINATED if getattr(stop, "signum", None) == signal.SIGTERM else ExitCode.INTERRUPTED)
     except BrokenPipeError:
         _quiet_stdout()  # `... | head` closed our output early: nothing to say, and nobody to say it to
-        sys.exit(128 + signal.SIGPIPE)
+        sys.exit(ExitCode.OUTPUT_CLOSED)
     except Exception as err:
         lines.exit_with_error(err)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _report(args: argparse.Namespace) -> ExitCode:
+    """``harness report``: the report of a saved result, judged on load; its status is the result's (``--exit-zero``: 0)."""
+    from harness.store.claims import ReportClaim
+    from harness.store.result_file import load_result
+    from harness.views.report import REPORT_FILES, write_report
+
+    with ReportClaim(args.out, REPORT_FILES, args.overwrite, flag="--out", inputs=[args.result]) as claim:
+        result = load_result(args.result, _rejudging(args), _known(args))
+        write_report(result, claim.staging)
+        written = claim.publish()
+    _WRITTEN.append(f"the report was written to {written[0]}")
+    _print_or_go_quiet(f"report written to {written[0]} ({len(written) - 1} plots beside it)")
+    status = exit_status(result)
+    if status is ExitCode.OK or args.exit_zero:
+        return ExitCode.OK
+    _print_or_go_quiet(f"{_failing_line(result)}: exit status {int(status)} (the report says why; --exit-zero views a failing "
+                       "result without failing)")
+    return status
+
+
+def _run(args: argparse.Namespace) -> ExitCode:
     from harness.model.timing import TimingProtocol
     from harness.run.prepare import require_device
     from harness.run.runner import MatrixRunner
@@ -223,10 +246,12 @@ def _run(args: argparse.Namespace) -> int:
     from harness.views.report import REPORT_FILES
     from harness.views.table import make_console, print_result
     from harness.workload.flags import spec_from_args
+    from harness.workload.optimizers import parse_optimizers
     from harness.workload.spec import parse_modes
 
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
+    optimizers = parse_optimizers(args.optimizer, spec.preset)
     protocol = TimingProtocol(args.warmup_rounds, args.rounds, args.max_seconds, args.interleave)
     frontends = _parse_frontends(args)
     require_device(spec)
@@ -239,12 +264,14 @@ def _run(args: argparse.Namespace) -> int:
         reports = None
         if args.report is not None:
             reports = claimed.enter_context(ReportClaim(args.report, REPORT_FILES, args.overwrite, result=claim))
+        # Without --json nothing keeps the weights: they are staged in a temporary folder, dropped when the run ends.
+        staging = claim.staging if claim else claimed.enter_context(_temporary_staging()).path
         with MatrixRunner(
-            spec, frontends, timeout=args.timeout, staging=claim.staging if claim else None, scaler_lift=args.scaler_lift,
+            spec, frontends, timeout=args.timeout, staging=staging, scaler_lift=args.scaler_lift,
             trace=args.trace, known=_known(args), baseline=args.baseline,
         ) as runner:
             with console.status("running cells...") as status:
-                result = runner.run(modes, on_progress=status.update, protocol=protocol, profile=args.profile,
+                result = runner.run(modes, optimizers, on_progress=status.update, protocol=protocol, profile=args.profile,
                                     judging="tolerance_only" if args.tolerance_only else "strict")
             saved = None
             if claim is not None:
@@ -265,35 +292,37 @@ def _run(args: argparse.Namespace) -> int:
     for line in lines:
         if line.startswith("error:"):
             print(line, file=sys.stderr)
-    return 1 if any(line.startswith("error:") for line in lines) else exit_status(result)
+    return ExitCode.USAGE_ERROR if any(line.startswith("error:") for line in lines) else exit_status(result)
 
 
-def _trace(args: argparse.Namespace) -> int:
+def _trace(args: argparse.Namespace) -> ExitCode:
     """``harness trace``: the record calls of the chosen cells, then every pair traced; each pair's whole explanation."""
     from harness.errors import UsageError
     from harness.run.prepare import require_device
     from harness.run.runner import MatrixRunner
     from harness.views.table import make_console, print_trace
     from harness.workload.flags import spec_from_args
+    from harness.workload.optimizers import parse_optimizers
     from harness.workload.spec import parse_modes
 
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
+    optimizers = parse_optimizers(args.optimizer, spec.preset)
     frontends = _parse_frontends(args)
     if len(frontends) < 2:  # a trace is of pairs: one frontend ran its cells, traced nothing and said nothing
         raise UsageError("--frontend", ",".join(args.frontend or ()), "two frontends or more for trace (it traces pairs)")
     require_device(spec)
     console = make_console()
-    with MatrixRunner(spec, frontends, timeout=args.timeout, scaler_lift=args.scaler_lift, known=_known(args),
-                      baseline=args.baseline) as runner:
+    with _temporary_staging() as staging, MatrixRunner(spec, frontends, timeout=args.timeout, staging=staging.path,
+                                                       scaler_lift=args.scaler_lift, known=_known(args), baseline=args.baseline) as runner:
         with console.status("running cells...") as status:
-            result = runner.run(modes, on_progress=status.update, judging="tolerance_only" if args.tolerance_only else "strict",
-                                measure=False, trace_all=True)
+            result = runner.run(modes, optimizers, on_progress=status.update,
+                                judging="tolerance_only" if args.tolerance_only else "strict", measure=False)
     print_trace(result, console)
     return exit_status(result)
 
 
-def _merge(args: argparse.Namespace) -> int:
+def _merge(args: argparse.Namespace) -> ExitCode:
     """``harness merge``: one judged result of many (:mod:`harness.store.merge`), its report in ``--out``, its table printed.
 
     Every output place is checked before any input is read: the report folder (no report file may be an input or the
@@ -326,8 +355,18 @@ def _merge(args: argparse.Namespace) -> int:
     failed = _uncompared(result)
     if failed is not None:
         print(failed, file=sys.stderr)
-        return 1
     return exit_status(result)
+
+
+def _temporary_staging() -> StagingDir:
+    """A staging folder for final weights that nothing keeps (``run`` without ``--json``, ``trace``), removed when it closes
+    (a killed run's is swept by the next run: :mod:`harness.files.staging`)."""
+    import tempfile
+
+    from harness.files.staging import StagingDir
+    from harness.run.pool import TEMPORARY_WEIGHTS_PREFIX
+
+    return StagingDir(Path(tempfile.gettempdir()), TEMPORARY_WEIGHTS_PREFIX)
 
 
 def _labelled_result(item: str) -> tuple[str | None, Path]:
@@ -399,16 +438,42 @@ def _quiet_stdout() -> None:
         os.close(devnull)
 
 
-def exit_status(result: MatrixResult) -> int:
-    """1 when no cell ran, a cell ended in ``error`` or ``numerical_failure``, a pair ``diverged`` (or names a stale
-    known difference), or a cell failed its own verdict (float64 bound, scaler rule: :mod:`harness.judge.cells`); else 0."""
-    from harness.judge.pairs import FAILING_VERDICTS
+def exit_status(result: MatrixResult) -> ExitCode:
+    """``FAILED`` when a cell ended in ``error`` or ``numerical_failure`` (but one whose crash is a proven R torch bug: its
+    pair says so), a pair ``diverged`` (or names a stale known difference), a pair of cells that both ran could not be
+    compared (their weights are gone and nothing was kept), or a cell failed its own verdict (float64 bound, scaler rule:
+    :mod:`harness.judge.cells`; one a proven bug explains is excused);
+    ``USAGE_ERROR`` when no cell ran (each was skipped or unsupported: nothing was measured, and what was asked cannot
+    run here); else ``OK``."""
+    from harness.judge.pairs import FAILING_VERDICTS, excused_cells
     from harness.model.result import Status
 
-    failed = any(c.status in (Status.ERROR, Status.NUMERICAL_FAILURE) for c in result.cells)
-    diverged = any(p.verdict in FAILING_VERDICTS for p in result.pairs)
+    excused = excused_cells(result)
+    failed = any(c.status in (Status.ERROR, Status.NUMERICAL_FAILURE) and c.id not in excused for c in result.cells)
+    diverged = any(p.verdict in FAILING_VERDICTS for p in result.pairs) or _uncompared(result) is not None
     own = any(c.verdict is not None and c.verdict.failed for c in result.cells)
-    return 1 if failed or diverged or own or _nothing_ran(result) else 0
+    if failed or diverged or own:
+        return ExitCode.FAILED
+    return ExitCode.USAGE_ERROR if _nothing_ran(result) else ExitCode.OK
+
+
+def _failing_line(result: MatrixResult) -> str:
+    """Why a loaded result fails (``report``'s one line): its failing pairs and cells, counted."""
+    from harness.judge.pairs import FAILING_VERDICTS, excused_cells
+    from harness.model.result import Status
+
+    if _nothing_ran(result):
+        return "the result fails: no cell of it ran"
+    uncompared = _uncompared(result)
+    if uncompared is not None:
+        return uncompared.removeprefix("error: ")
+    pairs = [p.pair for p in result.pairs if p.verdict in FAILING_VERDICTS]
+    excused = excused_cells(result)
+    crashed = {c.id for c in result.cells if c.status in (Status.ERROR, Status.NUMERICAL_FAILURE)} - excused
+    cells = [c.id for c in result.cells if c.id in crashed or (c.verdict is not None and c.verdict.failed)]
+    parts = [f"{len(pairs)} pair(s) failed ({', '.join(pairs[:3])}{', ...' if len(pairs) > 3 else ''})" if pairs else "",
+             f"{len(cells)} cell(s) failed ({', '.join(cells[:3])}{', ...' if len(cells) > 3 else ''})" if cells else ""]
+    return "the result fails its checks: " + "; ".join(p for p in parts if p)
 
 
 def _uncompared(result: MatrixResult) -> str | None:
@@ -443,15 +508,18 @@ def _prepare(args: argparse.Namespace) -> None:
     """Print the run spec: for ``prepare``'s own flags, or (``--shell-of``) for a script's flags given after ``--``."""
     from harness.errors import UsageError
     from harness.run.prepare import prepare_shell_run, prepare_shell_run_spec
+    from harness.workload.scripts import SCRIPTS
 
     if args.shell_of is None:
         if args.shell_args:
             raise UsageError("prepare", " ".join(args.shell_args), "given flags only (see python -m harness prepare --help)")
-        print(json.dumps(prepare_shell_run_spec(args)))
+        print(json.dumps(prepare_shell_run_spec(args, args.script)))
         return
-    modes = tuple((args.shell_modes or "").split(","))
     try:
-        prepared = prepare_shell_run(args.shell_args, modes, prog=args.shell_of)
+        script = Path(args.shell_of).stem
+        if script not in SCRIPTS:
+            raise UsageError("--shell-of", args.shell_of, f"one of the scripts: {', '.join(f'{s}.R' for s in SCRIPTS)}")
+        prepared = prepare_shell_run(args.shell_args, script, prog=args.shell_of)
     except Exception as err:
         lines.exit_with_error(err, debug=lines.debugging() or "--debug" in args.shell_args)
     print(json.dumps(prepared))

@@ -17,10 +17,17 @@ import struct
 import sys
 from typing import Any
 
-__all__ = ["elf_build_id", "installation_facts", "loaded_library"]
+__all__ = ["KERNEL_FEATURES", "cpu_features", "elf_build_id", "installation_facts", "loaded_library"]
 
 #: The library that holds libtorch's CPU kernels, in every build (CPU and CUDA wheels, R torch's download).
 LIBTORCH_CPU = "libtorch_cpu.so"
+#: The CPU flags (``/proc/cpuinfo``) that decide which kernels a libtorch build dispatches to (ATen's CPU capability,
+#: oneDNN's and MKL's ISA choice: AVX2, AVX512, their bf16/fp16/VNNI forms, AMX). Two machines whose CPUs share a
+#: model name may differ here (a VM reports "AMD EPYC" with or without AVX512); two that agree run the same kernels.
+KERNEL_FEATURES = (
+    "sse4_2", "avx", "avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_vnni",
+    "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8", "amx_fp16",
+)
 _PT_NOTE = 4
 _NT_GNU_BUILD_ID = 3
 
@@ -31,7 +38,8 @@ def installation_facts(language: str, **language_facts: Any) -> dict[str, Any]:
     return {
         "language": language, **language_facts,
         "libtorch_path": library, "libtorch_build": elf_build_id(library) if library else None,
-        "interpreter": sys.executable, "host": socket.gethostname(), "cpu": cpu_model(), "machine": platform.machine(),
+        "interpreter": sys.executable, "host": socket.gethostname(), "cpu": cpu_model(), "cpu_features": cpu_features(),
+        "machine": platform.machine(),
     }
 
 
@@ -93,3 +101,16 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def cpu_features() -> list[str] | None:
+    """The :data:`KERNEL_FEATURES` this CPU has (``/proc/cpuinfo``'s flags), in that order; ``None`` where none are read."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    flags = set(line.partition(":")[2].split())
+                    return [f for f in KERNEL_FEATURES if f in flags]
+    except OSError:
+        pass
+    return None

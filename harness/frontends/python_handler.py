@@ -68,7 +68,7 @@ class PythonHandler:
         from harness.frontends.trace_recorder import TraceComplete, TraceRecorder
 
         common = importlib.import_module("py_scripts.common")
-        recorder = TraceRecorder(request["trace"]["keep"])
+        recorder = TraceRecorder(request["trace"]["keep"], stop=request["trace"].get("stop", True))
 
         def sink(step: int, name: str, tensor: torch.Tensor) -> None:
             flat = tensor.detach().to("cpu").contiguous().reshape(-1)

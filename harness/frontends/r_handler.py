@@ -26,6 +26,7 @@ _SAFE_CALL = """
 function(script_path, spec_json, mode) {
   tryCatch(
     c("ok", amp_parity_call(script_path, spec_json, mode)),
+    amp_parity_refused = function(e) c("refused", paste(conditionMessage(e), collapse = "\\n")),
     error = function(e) c("error", paste(conditionMessage(e), collapse = "\\n"))
   )
 }
@@ -34,9 +35,10 @@ function(script_path, spec_json, mode) {
 
 #: The same for a traced call (``amp_parity_trace_call`` in _bridge.R), whose points go to ``record_point``.
 _SAFE_TRACE_CALL = """
-function(script_path, spec_json, mode, record_point) {
+function(script_path, spec_json, mode, record_points) {
   tryCatch(
-    c("ok", amp_parity_trace_call(script_path, spec_json, mode, record_point)),
+    c("ok", amp_parity_trace_call(script_path, spec_json, mode, record_points)),
+    amp_parity_refused = function(e) c("refused", paste(conditionMessage(e), collapse = "\\n")),
     error = function(e) c("error", paste(conditionMessage(e), collapse = "\\n"))
   )
 }
@@ -57,11 +59,13 @@ function() {
 
 
 class RScriptFailed(Exception):
-    """An R error, carrying R's own message for the parent's ScriptError."""
+    """An R error, carrying R's own message for the parent's ScriptError; ``refused``: the script refused the cell
+    (a condition of class ``amp_parity_refused``), rather than failing while it ran."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, refused: bool = False) -> None:
         super().__init__(message)
         self.frontend_message = message
+        self.refused = refused
 
 
 class RHandler:
@@ -99,8 +103,8 @@ class RHandler:
         if request.get("kind") == "trace":
             return self._trace(path, request)
         kind, text = self._call(path, json.dumps(request["run_spec"]), request["mode"])
-        if kind == "error":
-            raise RScriptFailed(text)
+        if kind != "ok":
+            raise RScriptFailed(text, refused=kind == "refused")
         return json.loads(text)
 
     def _describe(self, device: str) -> dict[str, Any]:
@@ -117,17 +121,20 @@ class RHandler:
 
         from harness.frontends.trace_recorder import TraceRecorder
 
-        recorder = TraceRecorder(request["trace"]["keep"])
+        recorder = TraceRecorder(request["trace"]["keep"], stop=request["trace"].get("stop", True))
 
         @ri.rternalize  # type: ignore[untyped-decorator]
-        def record_point(step: Any, name: Any, dtype: Any, shape: Any, data: Any) -> Any:
-            # np.asarray reads the raw vector in place (rpy2's array interface); bytes() would copy it byte by byte.
-            done = recorder.record(int(step[0]), str(name[0]), str(dtype[0]), [int(s) for s in shape], np.asarray(data))
+        def record_points(steps: Any, names: Any, dtypes: Any, shapes: Any, data: Any) -> Any:
+            # One step's points at once (amp_parity_trace_call() in _bridge.R). np.asarray reads each raw vector in place
+            # (rpy2's array interface); bytes() would copy it byte by byte.
+            done = False
+            for step, name, dtype, shape, raw in zip(steps, names, dtypes, shapes, data, strict=True):
+                done = recorder.record(int(step), str(name), str(dtype), [int(s) for s in shape], np.asarray(raw)) or done
             return ri.BoolSexpVector([done])
 
-        kind, text = self._trace_call(path, json.dumps(request["run_spec"]), request["mode"], record_point)
-        if kind == "error":
-            raise RScriptFailed(text)
+        kind, text = self._trace_call(path, json.dumps(request["run_spec"]), request["mode"], record_points)
+        if kind != "ok":
+            raise RScriptFailed(text, refused=kind == "refused")
         return recorder.reply(json.loads(text))
 
     def _script_path(self, script: str) -> str:

@@ -74,7 +74,7 @@ def serve(conn: multiprocessing.connection.Connection, handler_path: str, env: d
         except Exception as err:
             message = getattr(err, "frontend_message", None) or f"{type(err).__name__}: {err}"
             log.debug("handler error:\n%s", traceback.format_exc())
-            reply = {"status": "error", "message": message}
+            reply = {"status": "error", "message": message, "refused": bool(getattr(err, "refused", False))}
         reply["logs"] = collector.drain()
         reply["memory"] = {"peak_rss_bytes": memory.peak_rss_bytes(scope), "rss_before_bytes": rss_before, "scope": scope}
         if not _reply(conn, reply):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DTYPES", "FLOAT_DTYPES", "decode", "ordered_bits", "ulp_distance"]
+__all__ = ["DTYPES", "FLOAT_DTYPES", "decode", "encode", "ordered_bits", "ulp_distance"]
 
 #: Each dtype's storage: the NumPy type of its bytes and whether it is a floating-point type (ULPs are then
 #: counted in that format; integers and booleans differ by their values).
@@ -39,6 +39,15 @@ def decode(dtype: str, data: bytes | memoryview | np.ndarray) -> np.ndarray:
     if dtype == "bfloat16":
         return (raw.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     return raw.astype(np.float64 if dtype in FLOAT_DTYPES else np.int64)
+
+
+def encode(dtype: str, values: np.ndarray | list[float]) -> bytes:
+    """The bytes of ``values`` in ``dtype``: the inverse of :func:`decode` for values that are that dtype's (a trace stores
+    a one-element point's value as a float64, which holds every float32, float16, bfloat16 and int32 exactly)."""
+    array = np.asarray(values, dtype=np.float64)
+    if dtype == "bfloat16":
+        return (array.astype(np.float32).view(np.uint32) >> 16).astype("<u2").tobytes()
+    return array.astype(_storage(dtype)).tobytes()
 
 
 def ordered_bits(dtype: str, data: bytes | memoryview | np.ndarray) -> np.ndarray:

@@ -32,8 +32,10 @@ class TraceRecorder:
     (a loss, a norm, a scale: the trace's facts, such as whether clipping engaged, are read from them).
     """
 
-    def __init__(self, keep: Iterable[Iterable[Any]] = ()) -> None:
+    def __init__(self, keep: Iterable[Iterable[Any]] = (), stop: bool = True) -> None:
         self.keep = {(int(step), str(name)) for step, name in keep}
+        #: Whether the run stops once every kept point is in (the narrow second pass); a record call runs to its end.
+        self.stop = stop
         self.points: list[list[Any]] = []
         self.kept: dict[str, dict[str, Any]] = {}
 
@@ -45,7 +47,7 @@ class TraceRecorder:
         self.points.append([int(step), name, dtype, sizes, digest, value])
         if (step, name) in self.keep:
             self.kept[f"{step}:{name}"] = {"dtype": dtype, "shape": sizes, "data": bytes(data)}
-        return bool(self.keep) and len(self.kept) == len(self.keep)
+        return self.stop and bool(self.keep) and len(self.kept) == len(self.keep)
 
     def reply(self, record: dict[str, Any] | None) -> dict[str, Any]:
         """What the worker sends back: the run record (None when the run was stopped early), the points, the kept tensors."""

@@ -18,7 +18,7 @@ from harness.judge.known_differences import KnownDifference
 from harness.judge.pairs import compare_result
 from harness.judge.targets import check_targets
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
-from harness.model.result import MatrixResult
+from harness.model.result import CellResult, MatrixResult
 
 __all__ = ["assess_result"]
 
@@ -38,4 +38,21 @@ def assess_result(result: MatrixResult, judging: str | None = None, known: Seque
     cells = tuple(dataclasses.replace(c, verdict=judge_cell(c, result.run_of(c).spec, result.reference)) for c in result.cells)
     judged = dataclasses.replace(result, cells=cells, judging=judging)
     judged = dataclasses.replace(judged, pairs=tuple(compare_result(judged, judging, known)))
+    judged = dataclasses.replace(judged, cells=_excused(judged))
     return dataclasses.replace(judged, targets=tuple(check_targets(judged)))
+
+
+def _excused(result: MatrixResult) -> tuple[CellResult, ...]:
+    """The cells, with each failed own verdict that a pair's proven R torch bug explains marked ``excused`` (naming the
+    pair and its entries): the bug is on record, with its reproducers; a new difference in the same cell would not be
+    proven, so its pair would not be ``known_difference``."""
+    why = result.excused()
+    cells = []
+    for cell in result.cells:
+        pair = why.get(cell.id)
+        if pair is not None and cell.verdict is not None and cell.verdict.outcome == "fail":
+            entries = ", ".join(pair.details.get("excused_by") or pair.details.get("known_difference") or ())
+            reason = f"{cell.verdict.reason} (excused: R torch bug {entries}, proven in pair {pair.pair}; docs/bugs/)"
+            cell = dataclasses.replace(cell, verdict=dataclasses.replace(cell.verdict, outcome="excused", reason=reason))
+        cells.append(cell)
+    return tuple(cells)

@@ -24,18 +24,18 @@ from harness.judge.scaler_oracle import check_scale_history
 from harness.judge.tolerances import float64_bound_for
 from harness.model.result import CellResult, ReferenceSummary, Status
 from harness.model.verdicts import CellVerdict, Float64Bound, Float64Check, ReferenceDistance
-from harness.workload.spec import CLIP_MODE, WorkloadSpec
+from harness.workload.spec import WorkloadSpec
 
 __all__ = ["check_float64", "judge_cell", "reference_losses_for"]
 
 def reference_losses_for(cell: CellResult, reference: ReferenceSummary) -> np.ndarray | None:
-    """The float64 losses ``cell`` is judged against: plain or clipped, replayed over the steps it skipped.
+    """The float64 losses ``cell`` is judged against: its optimizer's, plain or clipped, replayed over the steps it skipped.
 
     ``None`` when the result has no reference, or none replayed over this cell's skipped steps.
     """
     if cell.record is None:
         return None
-    losses = reference.losses_for(cell.mode == CLIP_MODE, cell.record.skipped_step_indices)
+    losses = reference.losses_for(cell.optimizer, cell.cell.properties.clip, cell.record.skipped_step_indices)
     return None if losses is None else np.array([math.nan if v is None else float(v) for v in losses], dtype=np.float64)
 
 
@@ -83,7 +83,7 @@ def judge_cell(cell: CellResult, spec: WorkloadSpec, reference: ReferenceSummary
     losses = reference_losses_for(cell, reference)
     if losses is not None and cell.reference_distance is not None:
         amp_dtype = (cell.record.amp_dtype if cell.record else None) or spec.amp_dtype  # a merged CUDA cell may differ
-        bound = float64_bound_for(cell.mode, cell.device, str(amp_dtype), spec.steps)
+        bound = float64_bound_for(cell.cell.properties, cell.device, str(amp_dtype), spec.steps, cell.cell.optimizer)
         float64 = check_float64(list(record.losses), losses, cell.reference_distance, bound, record.skipped_step_indices)
     elif reference.available:
         no_float64 = "the run measured no distance from float64 for this cell"

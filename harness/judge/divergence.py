@@ -11,16 +11,20 @@ first difference, the last point still identical, and the facts other checks nee
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from harness.frontends.tensor_bytes import decode, ulp_distance
-from harness.model.trace import PointDifference
+from harness.frontends.tensor_bytes import DTYPES, decode, encode, ulp_distance
+from harness.model.cell_trace import CellTrace, TraceFile
+from harness.model.result import CellResult
+from harness.model.trace import PairTrace, PointDifference
 
-__all__ = ["Split", "TRIGGERS", "find_divergence", "point_difference", "read_triggers"]
+__all__ = ["Split", "TRIGGERS", "find_divergence", "point_difference", "read_cell_trace", "read_triggers", "trace_cells"]
 
 #: A traced point as a worker sends it: ``[step, name, dtype, shape, sha256, value]`` (value for one-element tensors).
 Point = Sequence[Any]
@@ -36,10 +40,23 @@ def _step_skipped(points: Sequence[Point]) -> tuple[int, ...]:
     return tuple(p[0] for p in points if p[1] == "scaler.found_inf" and p[5] is not None and p[5] != 0.0)
 
 
-#: Facts read off a trace (of the baseline side, the first frontend), by name: the steps where each holds.
+def _clip_norm_nonfinite(points: Sequence[Point]) -> tuple[int, ...]:
+    """Steps whose gradient norm was inf or NaN: a gradient overflowed before clipping."""
+    return tuple(p[0] for p in points if p[1] == "clip.total_norm" and p[5] is not None and not math.isfinite(p[5]))
+
+
+def _always(points: Sequence[Point]) -> tuple[int, ...]:
+    """Every step the run recorded: a mechanism that acts at every step (a formula the step always evaluates)."""
+    return tuple(dict.fromkeys(int(p[0]) for p in points))
+
+
+#: Facts read off a trace, by name: the steps where each holds (on either side of a pair: the order of its frontends
+#: never matters).
 #: Known differences name one as their trigger (``harness/judge/known_differences.toml``).
 TRIGGERS: dict[str, Callable[[Sequence[Point]], tuple[int, ...]]] = {
+    "always": _always,
     "clip_engaged": _clip_engaged,
+    "clip_norm_nonfinite": _clip_norm_nonfinite,
     "step_skipped": _step_skipped,
 }
 
@@ -89,6 +106,11 @@ def point_difference(split: Split, a: Sequence[Point], b: Sequence[Point], kept:
     if split.kind in ("order", "missing"):
         other = (int(pb[0]), str(pb[1])) if split.kind == "order" and pb is not None else None
         return PointDifference(split.step, split.point, split.kind, dtypes, shapes, other=other)
+    if (kept[0] is None or kept[1] is None) and pa is not None and pb is not None and pa[5] is not None and pb[5] is not None \
+            and pa[2] == pb[2] and pa[2] in DTYPES:
+        # A one-element point carries its value: the distance is measured from what the cells store, wherever they meet.
+        kept = ({"dtype": pa[2], "shape": list(pa[3]), "data": encode(pa[2], [pa[5]])},
+                {"dtype": pb[2], "shape": list(pb[3]), "data": encode(pb[2], [pb[5]])})
     if split.kind == "dtype" or kept[0] is None or kept[1] is None:
         return PointDifference(split.step, split.point, split.kind, dtypes, shapes)
     dtype = str(kept[0]["dtype"])
@@ -105,9 +127,65 @@ def point_difference(split: Split, a: Sequence[Point], b: Sequence[Point], kept:
     shape_a = tuple(int(s) for s in kept[0]["shape"])
     index = tuple(int(i) for i in np.unravel_index(worst, shape_a)) if shape_a else ()
     values = decode(dtype, data_a), decode(dtype, data_b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        both = np.concatenate([values[0], values[1]])
+        finite = both[np.isfinite(both)]
+        magnitude = float(np.max(np.abs(finite))) if finite.size else None
+        gap = np.abs(values[0] - values[1])
+        largest_gap = float(np.max(np.where(np.isfinite(gap), gap, -1.0)))
     return PointDifference(
         split.step, split.point, split.kind, dtypes, shapes, elements=elements, differing=int(differs.sum()),
         max_distance=int(distance[worst]), worst_index=index, worst_values=(float(values[0][worst]), float(values[1][worst])),
+        max_abs_difference=largest_gap if largest_gap >= 0 else None, magnitude=magnitude,
     )
 
 
+
+
+@functools.lru_cache(maxsize=1024)
+def read_cell_trace(trace: TraceFile) -> CellTrace:
+    """A cell's stored trace, read (and checked against the SHA-256 its result recorded) once per process."""
+    return CellTrace.read(trace)
+
+
+def trace_cells(a: CellResult, b: CellResult) -> PairTrace:
+    """Where the cells ``a`` and ``b`` (two frontends of one pair) part, from the traces they store: the same answer in the
+    run that made them and in any ``merge`` that brings them together, without their workers.
+
+    The plain comparison is the two record calls' traces; the reconciled one, each side's run with its switches (its
+    reconciled trace where it has one, else its plain one). A distance is measured where the cells store what it needs:
+    a one-element point's two values, or a tensor both kept; the run's second pass adds the rest (:mod:`harness.run.tracer`).
+
+    Raises:
+        ResultError: a stored trace is missing, replaced or malformed.
+    """
+    names = (a.frontend, b.frontend)
+    reproduced = all(c.timing is None or c.timing.differing_rounds == 0 for c in (a, b))
+    switches: tuple[str, ...] = ()
+    reconciled_identical: bool | None = None
+    reconciled: PointDifference | None = None
+    sides = [c.reconciled or c.trace for c in (a, b)]
+    if (a.reconciled is not None or b.reconciled is not None) and sides[0] is not None and sides[1] is not None:
+        ra, rb = read_cell_trace(sides[0]), read_cell_trace(sides[1])
+        again = find_divergence(ra.as_lists(), rb.as_lists())
+        switches, reconciled_identical = tuple(sorted({*ra.switches, *rb.switches})), again is None
+        reconciled = None if again is None else point_difference(again, ra.as_lists(), rb.as_lists(), _kept(again, ra, rb))
+    if a.trace is None or b.trace is None:
+        missing = [c.frontend for c in (a, b) if c.trace is None]
+        return PairTrace(a.pair, names, error=f"{' and '.join(missing)} stored no trace of its record call", reproduced=reproduced,
+                         switches=switches, reconciled_identical=reconciled_identical, reconciled=reconciled)
+    ta, tb = read_cell_trace(a.trace), read_cell_trace(b.trace)
+    points_a, points_b = ta.as_lists(), tb.as_lists()
+    split = find_divergence(points_a, points_b)
+    identical = split.index if split is not None else len(points_a)
+    last = (int(points_a[identical - 1][0]), str(points_a[identical - 1][1])) if identical > 0 else None
+    first = None if split is None else point_difference(split, points_a, points_b, _kept(split, ta, tb))
+    triggers = {name: tuple(sorted({*steps, *read_triggers(points_b)[name]})) for name, steps in read_triggers(points_a).items()}
+    return PairTrace(a.pair, names, (len(points_a), len(points_b)), identical, first, last, triggers, reproduced,
+                     switches=switches, reconciled_identical=reconciled_identical, reconciled=reconciled)
+
+
+def _kept(split: Split, a: CellTrace, b: CellTrace) -> tuple[Kept, Kept]:
+    """Both sides' whole tensors at ``split``'s point, where the cells kept them (a one-element point: its value)."""
+    key = f"{split.step}:{split.point}"
+    return a.kept.get(key), b.kept.get(key)

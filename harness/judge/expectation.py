@@ -4,9 +4,11 @@ Two frontends on CPU run the same kernels in the same order when they load the s
 kind of CPU (the frontends' autocast and scaler code only choose which ATen ops run, in which dtype): then anything
 short of identity is a finding. The build is the loaded ``libtorch_cpu.so``'s build ID
 (:mod:`harness.frontends.installation_facts`), so R torch linked to a Python wheel's libtorch is the same build as
-that wheel, and a venv's torch 2.8.0 is not 2.13.0's. The CPU model matters across machines: a merged result's two
-CPU boxes may pick other kernels (AVX512, AMX). Results from before installations were reported (schema < 7) fall
-back to the libtorch versions the records carry, as they were judged then.
+that wheel, and a venv's torch 2.8.0 is not 2.13.0's. The CPU kind is its model and the instruction-set features that
+decide libtorch's kernels (``cpu_features``: AVX2, AVX512, AMX, ...): a merged result's two CPU boxes may pick other
+kernels, and a VM's model name ("AMD EPYC") does not say which, so across hosts identity is expected only where both
+are recorded and agree. Results from before installations were reported (schema < 7) fall back to the libtorch
+versions the records carry, as they were judged then.
 """
 
 from __future__ import annotations
@@ -39,8 +41,16 @@ def expectation(a: CellResult, b: CellResult) -> Expectation:
             return Expectation(False, f"{names} load different libtorch builds ({detail}), so identity is not expected")
         if fa.get("cpu") != fb.get("cpu"):
             return Expectation(False, f"{names} ran on different CPUs ({fa.get('cpu')} vs {fb.get('cpu')}), so identity is not expected")
+        features = fa.get("cpu_features"), fb.get("cpu_features")
+        if features[0] != features[1]:
+            differ = sorted(set(features[0] or ()) ^ set(features[1] or ()))
+            return Expectation(False, f"{names} ran on CPUs with other instruction sets ({', '.join(differ) or 'not recorded on one side'} "
+                                      "on one side only), so identity is not expected")
+        if features[0] is None and fa.get("host") != fb.get("host"):
+            return Expectation(False, f"{names} ran on two hosts ({fa.get('host')}, {fb.get('host')}) whose CPUs' instruction sets "
+                                      "were not recorded, so identity is not expected")
         return Expectation(True, f"{names} load one libtorch build ({va}, build {str(fa['libtorch_build'])[:12]}) on one CPU "
-                                 "kind, so identity is expected")
+                                 f"kind ({fa.get('cpu')}{', ' + ' '.join(features[0]) if features[0] else ''}), so identity is expected")
     if va is not None and va == vb:
         return Expectation(True, f"{names} report libtorch {va} on CPU (no build ID recorded), so identity is expected")
     return Expectation(False, f"{names} report libtorch {va} vs {vb}, so identity is not expected")

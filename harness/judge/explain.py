@@ -55,7 +55,8 @@ def explain_pair(pair: str, found: PairFindings, judged: Judgement) -> tuple[lis
     """The explanation lines and the details (plain data) of a pair judged ``judged`` on ``found``."""
     names, tol = found.names, found.tolerance
     failed = [str(m) for m in mismatches(found)]
-    problems = [f"cannot read {names[u.side]}'s final weights {u.path}: {u.error}" for u in found.weights.unreadable]
+    problems = [f"cannot read {names[u.side]}'s final weights" + (f" {u.path}" if u.path not in (None, "None") else "") + f": {u.error}"
+                for u in found.weights.unreadable]
     lines = [headline(pair, names, judged.verdict, _cause(found, judged, failed, problems))]
     lines += [f"MISMATCH {m}" for m in failed] + [f"PROBLEM {p}" for p in problems] + _notes(found)
     versions = found.libtorch
@@ -191,6 +192,8 @@ def _weight_notes(weights: WeightFindings, names: tuple[str, str]) -> list[str]:
         lines.append(f"final weights: all {len(weights.tensors)} tensors bitwise equal")
     elif differing and differing < len(weights.tensors):
         lines.append(f"final weights: {len(weights.tensors) - differing} other tensors bitwise equal")
+    if weights.kept:
+        lines.append(f"final weights: {weights.kept}")
     return lines
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from harness.judge.tolerances import Tolerance
-from harness.judge.weight_findings import WeightFindings, find_weights
+from harness.judge.weight_findings import KeptWeights, WeightFindings, find_weights
 from harness.model.record import RunRecord
 from harness.model.verdicts import ReferenceDistance, finite_or_none
 
@@ -262,10 +262,10 @@ class PairFindings:
 
 def find_pair(
     names: tuple[str, str], mode: str, device: str, ra: RunRecord, rb: RunRecord, tol: Tolerance,
-    distances: tuple[ReferenceDistance | None, ReferenceDistance | None],
+    distances: tuple[ReferenceDistance | None, ReferenceDistance | None], kept: KeptWeights | None = None,
 ) -> PairFindings:
-    """Compare two run records (and the weights files they point to) under ``tol``."""
-    weights = find_weights((ra.weights_path, rb.weights_path), tol)
+    """Compare two run records (and the weights files they point to, or what the result ``kept`` of them) under ``tol``."""
+    weights = find_weights((ra.weights_path, rb.weights_path), tol, kept)
     return PairFindings(
         names=names, mode=mode, device=device, tolerance=tol,
         losses=find_losses(ra.losses, rb.losses, tol), weights=weights,

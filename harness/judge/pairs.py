@@ -1,4 +1,4 @@
-"""Parity of a pair of cells (same script, mode and device; two frontends): findings, then one judgement.
+"""Parity of a pair of cells (same script, mode, optimizer and device; two frontends): findings, then one judgement.
 
 A final loss alone is a weak signal, so everything a run records is compared (:mod:`harness.judge.findings`):
 the loss at every step, every final-weights tensor (largest difference, relative L2 error, the worst
@@ -7,29 +7,36 @@ and each side's distance from the float64 reference (so a difference can be blam
 
 Compare first, then judge once (:func:`judge`, from the findings' typed fields and the judging policy),
 then say why (:mod:`harness.judge.explain`): every mismatch goes into the explanation; nothing stops at the first.
-A pair the result traced (:class:`harness.model.trace.PairTrace`) also says where its two runs part, and is
-held against the known differences (:mod:`harness.judge.known_differences`): a divergence whose trace matches an
-entry is ``known_difference``; an identical pair whose trace shows an entry's trigger makes the entry
-stale (``stale_known_difference``, which fails the run).
+
+Every pair is traced from what its two cells store (:func:`harness.judge.divergence.trace_cells`): in the run that made
+them and in a ``merge`` of two slices or two machines alike, so a pair's verdict never depends on how the matrix was
+run, sliced or ordered. The trace is held against the known differences (:mod:`harness.judge.known_differences`): a
+difference whose first point has an entry's signature is ``known_difference`` only once it is *proven*, where identity
+is expected: the cells' reconciled runs (each with the switches of the entries that cover it) are bitwise identical for
+the whole run. An identical pair whose trace shows an entry's trigger makes the entry stale (``stale_known_difference``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 from harness.errors import SpecError
+from harness.judge.divergence import trace_cells
 from harness.judge.expectation import expectation
 from harness.judge.explain import Judgement, explain_pair, headline
 from harness.judge.findings import PairFindings, StatusFindings, find_pair
+from harness.judge.kept_weights import kept_for
 from harness.judge.known_differences import KnownDifference, load_known_differences
 from harness.judge.tolerances import DEFAULT_JUDGING, Tolerance, check_judging, tolerance_for
-from harness.model.result import CellResult, MatrixResult
+from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
 
 __all__ = [
-    "FAILING_VERDICTS", "VERDICTS", "compare_cells", "compare_result", "judge", "judge_statuses", "needs_trace",
+    "FAILING_VERDICTS", "VERDICTS", "compare_cells", "compare_result", "excused_cells", "judge", "judge_statuses", "needs_detail",
+    "pair_trace",
 ]
 
 #: ``identical``: losses, weights and scales bitwise equal. ``within_tolerance``: not identical, every
@@ -54,13 +61,14 @@ _STATUS_VERDICT = {"error": "error", "numerical_failure": "error", "unsupported"
 def compare_result(
     result: MatrixResult, judging: str | None = None, known: Sequence[KnownDifference] | None = None
 ) -> list[PairVerdict]:
-    """A verdict for every pair of ``result``: each frontend against the baseline, on each script × mode × device.
+    """A verdict for every pair of ``result``: each frontend against the baseline, on each script × mode × optimizer × device.
 
     The baseline is ``result.baseline``; where it has no cell of a pair (a merged result whose baseline did not run
     on that device), the first of ``result.frontends`` that has one stands in, and every explanation names its
     baseline. ``judging`` (``strict`` or ``tolerance_only``) defaults to the policy the result was run under
-    (its ``judging`` field). ``known``: the known differences (default: the committed list); each pair's stored
-    trace (``result.traces``) is held against them. A cell alone in its pair is left out (the report lists it).
+    (its ``judging`` field). ``known``: the known differences (default: the committed list); each pair's trace,
+    computed from its cells' stored traces (a run's second pass adds distances: ``result.traces``), is held against
+    them. A cell alone in its pair is left out (the report lists it).
 
     One more pair where the baseline cannot speak for identity: a frontend not expected identical to the baseline
     (another libtorch build) is also paired with the first other frontend that loads its build (R torch on 2.8.0
@@ -72,7 +80,7 @@ def compare_result(
     """
     judging = check_judging(judging or result.judging or DEFAULT_JUDGING)
     known = load_known_differences() if known is None else known
-    traces = {(t.pair, tuple(t.frontends)): t for t in result.traces}
+    stored = {(t.pair, frozenset(t.frontends)): t for t in result.traces}
     #: A merged result's input file of each cell (empty for one run's result).
     inputs = {cell_id: str(source.get("file")) for source in result.sources for cell_id in source.get("cells") or ()}
     verdicts = []
@@ -82,15 +90,40 @@ def compare_result(
             # The cell's own AMP dtype: a merged result's devices may have run in different ones (bfloat16 on CPU, float16 on CUDA).
             amp_dtype = (base.record.amp_dtype if base.record else None) or result.spec.amp_dtype
             if base.ok and other.ok and amp_dtype:
-                tolerance = tolerance_for(base.mode, base.device, amp_dtype, result.steps, expectation(base, other).identical)
-            trace = traces.get((base.pair, (base.frontend, other.frontend)))
+                tolerance = tolerance_for(
+                    base.cell.properties, base.device, amp_dtype, result.steps, expectation(base, other).identical, base.cell.optimizer
+                )
+            trace = pair_trace(base, other, stored.get((base.pair, frozenset((base.frontend, other.frontend)))))
             verdict = compare_cells(base, other, tolerance, judging, trace, known)
             files = (inputs.get(base.id), inputs.get(other.id))
             if trace is None and files[0] != files[1] and verdict.verdict in ("within_tolerance", "diverged"):
-                verdict.explanation.append(f"no trace: the two cells come from different results ({files[0]} and {files[1]}); run "
-                                           "both installations in one `harness run` to see where they part")
+                verdict.explanation.append(f"no trace: the two cells come from different results ({files[0]} and {files[1]}) "
+                                           "that stored no traces of their cells (written before schema 8); run them again")
             verdicts.append(verdict)
     return verdicts
+
+
+def pair_trace(a: CellResult, b: CellResult, stored: PairTrace | None = None) -> PairTrace | None:
+    """The trace of the pair ``a``, ``b``: computed from the traces the cells store, with the distance a run's second pass
+    measured (``stored``, of this pair in either order) attached as ``detail`` where it found the same first difference
+    (shown, never judged); a result from before cells stored traces has only ``stored``.
+
+    Raises:
+        ResultError: a cell's stored trace is missing, replaced or malformed.
+    """
+    if not any(t is not None for c in (a, b) for t in (c.trace, c.reconciled)):
+        if stored is not None and tuple(stored.frontends) != (a.frontend, b.frontend):
+            return stored.swapped()
+        return stored
+    trace = trace_cells(a, b)
+    shown = stored.detail if stored is not None else None
+    if shown is None or trace.first_difference is None:
+        return trace
+    detail = shown if tuple(stored.frontends) == (a.frontend, b.frontend) else shown.swapped()  # type: ignore[union-attr]
+    found = trace.first_difference
+    if (detail.step, detail.point, detail.kind) == (found.step, found.point, found.kind):
+        return dataclasses.replace(trace, detail=detail, seconds=stored.seconds)  # type: ignore[union-attr]
+    return trace
 
 
 def _comparisons(cells: list[CellResult]) -> list[tuple[CellResult, CellResult]]:
@@ -120,13 +153,21 @@ def _pairs(result: MatrixResult) -> dict[str, list[CellResult]]:
     return {pair: sorted(cells, key=lambda c: (rank.get(c.frontend, len(rank)), c.frontend)) for pair, cells in pairs.items()}
 
 
-def needs_trace(verdict: PairVerdict, known: Sequence[KnownDifference]) -> bool:
-    """Whether a pair judged ``verdict`` (without a trace) is traced: every pair of two runs that is not identical
-    (to say where it parts), and an identical one that a known difference covers (to see whether its trigger held)."""
-    if verdict.verdict in ("diverged", "within_tolerance"):
-        return not verdict.details.get("statuses") and not verdict.details.get("problems")
-    languages = tuple(verdict.details.get("languages") or verdict.frontends)
-    return verdict.verdict == "identical" and any(k.applies(verdict.pair, verdict.device, languages) for k in known)
+def excused_cells(result: MatrixResult) -> frozenset[str]:
+    """The cells whose failure a judged pair explains: a crash that is a known R torch bug, or a cell on the side of a
+    known R torch bug that its pair's traces part at, each proven by its switch (the pair is ``known_difference``);
+    every other failed cell fails the run."""
+    return frozenset(result.excused())
+
+
+def needs_detail(verdict: PairVerdict) -> tuple[int, str] | None:
+    """The point a pair's traces first part at, where its distance is not measured yet (two tensors that neither cell
+    kept): what a run's second pass keeps whole to measure it, for the explanation; ``None`` where nothing is missing."""
+    trace = verdict.details.get("trace") or {}
+    first = trace.get("first_difference")
+    if not first or first.get("kind") != "bytes" or first.get("max_distance") is not None or trace.get("detail"):
+        return None
+    return int(first["step"]), str(first["point"])
 
 
 def compare_cells(
@@ -153,16 +194,17 @@ def compare_cells(
         (str(a.status), str(b.status)), (a.reason, b.reason), (not a.ok or a.record is None, not b.ok or b.record is None),
     )
     if any(statuses.failed):
-        return _status_verdict(a, names, statuses)
+        proven = _proven_crash(a, b, statuses, trace, known)
+        return proven if proven is not None else _status_verdict(a, names, statuses)
     ra, rb = a.record, b.record
     assert ra is not None and rb is not None
     expected = expectation(a, b)
     try:
         steps = max(len(ra.losses), len(rb.losses), 1)
-        tol = tolerance or tolerance_for(a.mode, a.device, str(ra.amp_dtype), steps, expected.identical)
+        tol = tolerance or tolerance_for(a.cell.properties, a.device, str(ra.amp_dtype), steps, expected.identical, a.cell.optimizer)
     except SpecError as err:
         return _verdict(a, names, "error", [headline(a.pair, names, "error", f"no tolerance for this record: {err}")], {})
-    found = find_pair(names, a.mode, a.device, ra, rb, tol, (a.reference_distance, b.reference_distance))
+    found = find_pair(names, a.mode, a.device, ra, rb, tol, (a.reference_distance, b.reference_distance), kept_for(a, b))
     judged = judge(found, judging)
     lines, details = explain_pair(a.pair, found, judged)
     lines.insert(1, f"expected: {expected.why}")
@@ -170,7 +212,8 @@ def compare_cells(
     details = details | {"languages": list(languages), "identity_expected": expected.identical}
     if trace is None:
         return _verdict(a, names, judged.verdict, lines, details)
-    return _verdict(a, names, *_with_trace(a, names, languages, judged.verdict, found, trace, known, lines, details))
+    identity_required = judging == "strict" and found.tolerance.expected_identical
+    return _verdict(a, names, *_with_trace(a, b, names, judged.verdict, identity_required, trace, known, lines, details))
 
 
 def judge(found: PairFindings, judging: str) -> Judgement:
@@ -200,44 +243,129 @@ def judge_statuses(statuses: StatusFindings) -> str:
 
 
 def _with_trace(
-    a: CellResult, names: tuple[str, str], languages: tuple[str, str], verdict: str, found: PairFindings, trace: PairTrace,
+    a: CellResult, b: CellResult, names: tuple[str, str], verdict: str, identity_required: bool, trace: PairTrace,
     known: Sequence[KnownDifference], lines: list[str], details: dict[str, Any],
 ) -> tuple[str, list[str], dict[str, Any]]:
-    """The verdict, lines and details once the pair's trace is known: where it parts, and which known difference it is.
+    """The verdict, lines and details once the pair's trace is known: where it parts, and whether known differences
+    explain the whole of it.
 
-    Only a difference that stays inside what the tolerance accepts can be a known one (a history that must
-    be equal and is not, or a step beyond the tolerance, stays ``diverged`` whatever the trace shows).
+    An entry *matches* when the first differing point has its signature; it is *proven* when the pair is bitwise
+    identical for the whole run once every applicable entry's switch is on (the cells' reconciled runs). A proven
+    difference is ``known_difference`` whatever its size (an R torch bug beyond the tolerance included). An unproven
+    match is ``diverged`` where identity is required (the entry does not explain what comes after its first point), and
+    ``known_difference`` (matched, not proven) only where identity is not expected and the tolerance accepts the pair.
     """
-    applicable = [k for k in known if k.applies(a.pair, a.device, languages)]
+    applicable = [k for k in known if k.applies(a, b)]
     cause = lines[0].partition(" — ")[2]
     first = trace.first_difference
     extra = trace.lines()
-    entry = stale = None
-    if verdict == "within_tolerance" or (verdict == "diverged" and not found.beyond):
-        entry = next((k for k in applicable if k.matches(trace)), None)
-        extra += [f"not known difference {k.id}: {k.mismatch(trace)}" for k in applicable if k is not entry]
-    if verdict == "identical" and trace.identical:
-        stale = next((k for k in applicable if k.trigger_steps(trace)), None)
-    if entry is not None and first is not None:
-        verdict = "known_difference"
-        cause = (f"known difference {entry.id}: first differs at step {first.step}, {first.point} ({first.max_distance} ULP), "
-                 f"as the entry describes; {cause}")
-        extra += entry.lines()
-    elif stale is not None:
+    matched: list[KnownDifference] = []
+    stale: list[KnownDifference] = []
+    proven = False
+    if verdict == "identical":
+        if trace.identical:
+            stale = [k for k in applicable if k.trigger_steps(trace)]
+        elif first is not None:  # identical records, yet a traced point differs: it never reached what the runs recorded
+            named = [k.id for k in applicable if k.signature.point_pattern.match(first.point) and not k.trigger_steps(trace)]
+            extra.append("trace: the recorded results are bitwise identical: this difference never reached them"
+                         + (f" (the mechanism of known difference {named[0]}, whose trigger did not occur)" if named else ""))
+    elif trace.error is None:
+        matched = [k for k in applicable if k.mismatch(trace) is None]
+        extra += [f"not {_label(k)} {k.id}: {k.mismatch(trace)}" for k in applicable if k not in matched]
+    if stale:
+        steps = stale[0].trigger_steps(trace)
         verdict = "stale_known_difference"
-        steps = stale.trigger_steps(trace)
-        cause = (f"remove or update entry {stale.id} (harness/judge/known_differences.toml): its trigger {stale.trigger} held at "
-                 f"{len(steps)} step(s) from step {steps[0]}, and every traced point is bitwise identical")
+        cause = (f"remove or update entry {stale[0].id} ({stale[0].source}): its trigger {stale[0].trigger} held at {len(steps)} "
+                 f"step(s) from step {steps[0]}, and every traced point is bitwise identical")
+    elif matched:
+        assert first is not None
+        ids = ", ".join(k.id for k in matched)
+        at = f"first differs at step {first.step}, {first.point}"
+        at += f" ({first.max_distance} ULP)" if first.max_distance is not None else ""
+        proven, why_not = _reconciled(trace, applicable, a, b)
+        if proven:
+            verdict = "known_difference"
+            # A bug the reconciliation switched off (its trigger held) carries its side's cell from float64 too: that cell's
+            # own failure is the bug's, not a new one. It need not be the entry the first difference matched (a clip pair
+            # first parts at the clip coefficient, and SGD's weight-decay bug follows in the same step).
+            bugs = [k for k in applicable if k.kind == "bug" and k.trigger_steps(trace)]
+            details = details | {
+                "excused": [c.id for c in (a, b) if any(k.switches_for(c.optimizer, c.language) for k in bugs)],
+                "excused_by": [k.id for k in bugs],
+            }
+            described = "as the entry describes" if len(matched) == 1 else "as the entries describe"
+            cause = (f"{_label(matched[0])} {ids}: {at}, {described}; proven: with the switches {', '.join(trace.switches)} on, "
+                     "the whole run is bitwise identical")
+        elif identity_required:
+            verdict = "diverged"
+            cause = (f"{at}, which {ids} describe{'s' if len(matched) == 1 else ''}, but {'it does' if len(matched) == 1 else 'they do'} "
+                     f"not explain the whole difference: {why_not}")
+        elif verdict == "within_tolerance":
+            verdict = "known_difference"
+            cause = (f"{_label(matched[0])} {ids}: {at}; matched, not proven ({why_not}); identity is not expected here and the "
+                     "tolerance accepts it")
+        else:
+            cause += f"; {at}, matched by {ids} but not proven ({why_not})"
+        extra += [line for k in matched for line in k.lines()]
     elif first is not None and verdict != "identical":
         cause += f"; first differs at step {first.step}, {first.point}"
-    elif first is not None:  # identical records, yet a traced point differs: it never reached what the runs recorded
-        same = [k.id for k in applicable if k.signature.first_point == first.point and not k.trigger_steps(trace)]
-        extra.append("trace: the recorded results are bitwise identical: this difference never reached them"
-                     + (f" (the mechanism of known difference {same[0]}, whose trigger did not occur)" if same else ""))
+    elif trace.error is not None and verdict != "identical":
+        cause += f"; not traced ({trace.error})"
     details = details | {
-        "trace": trace.to_json(), "known_difference": entry.id if entry else None, "stale_known_difference": stale.id if stale else None,
+        "trace": trace.to_json(), "known_difference": [k.id for k in matched] if verdict == "known_difference" else None,
+        "known_kinds": sorted({k.kind for k in matched}) if verdict == "known_difference" else None,
+        "proven": proven, "stale_known_difference": stale[0].id if stale else None,
     }
     return verdict, [headline(a.pair, names, verdict, cause), *lines[1:], *extra], details
+
+
+def _reconciled(trace: PairTrace, applicable: Sequence[KnownDifference], a: CellResult, b: CellResult) -> tuple[bool, str]:
+    """Whether the reconciled runs prove the applicable entries (each one's switches for the cells' optimizer and
+    languages were on, and the two runs are bitwise identical at every point), and if not, why not."""
+    names = (a.frontend, b.frontend)
+    if trace.reconciled_identical is None:
+        return False, "the cells have no reconciled runs (run with the known differences' switches) to prove it"
+    languages = frozenset((a.language, b.language))
+    off = [s for k in applicable for s in k.expected_switches(a.optimizer, languages) if s not in trace.switches]
+    if off:
+        return False, f"the reconciled runs did not apply the switch {off[0]}"
+    if not trace.reconciled_identical:
+        where = trace.reconciled.describe(names) if trace.reconciled is not None else "some point"
+        return False, f"with the switches {', '.join(trace.switches)} on, the runs still differ at {where}"
+    return True, ""
+
+
+def _proven_crash(
+    a: CellResult, b: CellResult, statuses: StatusFindings, trace: PairTrace | None, known: Sequence[KnownDifference],
+) -> PairVerdict | None:
+    """The verdict of a pair one side of which crashed the way a known R torch bug does, and which the bug's switch
+    reconciles: ``known_difference`` (proven), with the crashed cell excused; ``None`` where that is not so."""
+    failed = [c for c, f in zip((a, b), statuses.failed, strict=True) if f]
+    if len(failed) != 1 or failed[0].status is not Status.ERROR or trace is None:
+        return None
+    applicable = [k for k in known if k.applies(a, b)]
+    matched = [k for k in applicable if k.error_mismatch(failed[0].reason) is None]
+    if not matched:
+        return None
+    names = (a.frontend, b.frontend)
+    proven, why_not = _reconciled(trace, applicable, a, b)
+    ids = ", ".join(k.id for k in matched)
+    if not proven:
+        cause = f"{failed[0].frontend} {failed[0].status}: {failed[0].reason}; it fails as {ids} describes, but {why_not}"
+        return _verdict(a, names, "error", [headline(a.pair, names, "error", cause), *trace.lines()],
+                        {"statuses": dict(zip(names, statuses.statuses, strict=True)), "known_difference": None, "proven": False})
+    cause = (f"{_label(matched[0])} {ids}: {failed[0].frontend} fails as the entry describes ({failed[0].reason}); proven: with the "
+             f"switches {', '.join(trace.switches)} on it runs, and the whole run is bitwise identical")
+    lines = [headline(a.pair, names, "known_difference", cause), *trace.lines(), *[line for k in matched for line in k.lines()]]
+    return _verdict(a, names, "known_difference", lines, {
+        "statuses": dict(zip(names, statuses.statuses, strict=True)), "known_difference": [k.id for k in matched], "proven": True,
+        "known_kinds": sorted({k.kind for k in matched}), "excused": [failed[0].id], "excused_by": [k.id for k in matched],
+        "trace": trace.to_json(),
+    })
+
+
+def _label(entry: KnownDifference) -> str:
+    return "R torch bug" if entry.kind == "bug" else "known difference"
 
 
 def _status_verdict(a: CellResult, names: tuple[str, str], statuses: StatusFindings) -> PairVerdict:
@@ -252,4 +380,4 @@ def _status_verdict(a: CellResult, names: tuple[str, str], statuses: StatusFindi
 
 
 def _verdict(a: CellResult, names: tuple[str, str], verdict: str, explanation: list[str], details: dict[str, Any]) -> PairVerdict:
-    return PairVerdict(a.pair, a.script, a.mode, a.device, names, verdict, explanation, details)
+    return PairVerdict(a.pair, a.script, a.mode, a.device, names, verdict, explanation, details, a.optimizer)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.judge.optimizer_updates import make_update
 from harness.model.efficiency import workload_flops
 from harness.model.verdicts import ReferenceDistance, finite_or_none
 from harness.workload.spec import WorkloadSpec
@@ -55,23 +56,28 @@ def reference_skip_reason(spec: WorkloadSpec) -> str | None:
 
 
 def run_reference(
-    spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int] = frozenset()
+    spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int] = frozenset(), optimizer: str = "sgd"
 ) -> Reference:
-    """Train in float64 from the fixture ``arrays``; ``clip`` applies the clip mode's gradient clipping.
+    """Train in float64 from the fixture ``arrays`` with ``optimizer`` (a row of
+    :data:`harness.workload.optimizers.OPTIMIZERS`, with the spec's ``optimizer_args`` for it); ``clip`` applies the clip
+    mode's gradient clipping, to the raw gradients before the optimizer's step adds any weight decay (as
+    ``clip_grad_norm_`` before ``optimizer.step()`` does).
 
     ``skipped``: the steps (0-based) a scaler run skipped. The reference replays them: the loss is
-    computed, the weights are not updated, as ``GradScaler.step`` does when the gradients held
-    inf/NaN. So an fp16 run that skipped is judged against the steps it really took, not against a
-    trajectory it could never follow.
+    computed, the optimizer is not called (no update, no state change, no step count), as ``GradScaler.step``
+    does when the gradients held inf/NaN. So an fp16 run that skipped is judged against the steps it really
+    took, not against a trajectory it could never follow.
 
     A spec that diverges (a huge learning rate) diverges here too: the losses become inf/NaN, quietly,
     as they do in the frontends, rather than raising NumPy's overflow warnings.
     """
     with np.errstate(over="ignore", invalid="ignore"):
-        return _train(spec, arrays, clip, skipped)
+        return _train(spec, arrays, clip, skipped, optimizer)
 
 
-def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int]) -> Reference:
+def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int], optimizer: str) -> Reference:
+    overrides: Mapping[str, Mapping[str, Any]] = getattr(spec, "optimizer_args", None) or {}  # a field the spec is gaining
+    update = make_update(optimizer, spec.lr, overrides.get(optimizer))
     n = spec.num_layers
     weights = [arrays[f"layer{k}.weight"].astype(np.float64) for k in range(n)]
     biases = [arrays[f"layer{k}.bias"].astype(np.float64) for k in range(n)]
@@ -105,9 +111,8 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
                 coef = min(spec.clip_max_norm / (total + _CLIP_EPS), 1.0)
                 grad_w = [g * coef for g in grad_w]
                 grad_b = [g * coef for g in grad_b]
-            for k in range(n):
-                weights[k] -= spec.lr * grad_w[k]
-                biases[k] -= spec.lr * grad_b[k]
+            # in torch's parameter order: layer0.weight, layer0.bias, layer1.weight, ...
+            update.step([p for k in range(n) for p in (weights[k], biases[k])], [g for k in range(n) for g in (grad_w[k], grad_b[k])])
             step += 1
     final = {f"layer{k}.weight": weights[k] for k in range(n)} | {f"layer{k}.bias": biases[k] for k in range(n)}
     return Reference(losses=losses, weights=final)

@@ -45,11 +45,10 @@ CV_MIN_LOOP_SECONDS = 0.5
 CV_FAIL = 0.10
 #: The whole CPU ``tiny`` matrix, both frontends, every mode, R's start-up included, on 2 cores.
 TINY_MATRIX_MAX_SECONDS = 60.0
-#: What tracing a pair may add: at ``tiny`` at most 2 s (both passes, both sides) …
+#: What tracing a cell may add to its own run (its record call is the traced call): at ``tiny`` at most 2 s …
 TRACE_TINY_MAX_SECONDS = 2.0
-#: … elsewhere at most this many times the cell's own run (the slower side's record call). Its disk bound
-#: (200 MB at ``bench``) holds by construction: a trace writes nothing to disk (digests and one point's
-#: tensors travel through the workers' pipes).
+#: … elsewhere at most this many times the cell's own run (its median timed workload). Its disk cost is bounded by
+#: construction: a cell's trace file holds a digest and at most a value per point (tens of kilobytes at any size).
 TRACE_MAX_RUNS = 3.0
 #: The Python ``recipe`` autocast cell on an H100-class GPU, as a share of the measured half-precision peak.
 GPU_AUTOCAST_MIN_SHARE = 0.5
@@ -175,22 +174,21 @@ def _gpu_autocast(result: MatrixResult) -> list[TargetCheck]:
 
 
 def _trace_cost(result: MatrixResult) -> list[TargetCheck]:
-    """Each traced pair's cost: ≤ 2 s at ``tiny``, else ≤ 3× the slower side's own run (:func:`_own_run`)."""
+    """What tracing added to each traced cell's record call (its wall time over its own run, :func:`_own_run`): ≤ 2 s at
+    ``tiny``, else ≤ 3× the cell's own run."""
     checks = []
-    for trace in result.traces:
-        if trace.error is not None:
+    for cell in result.cells:
+        run = _own_run(cell) if cell.timing is not None else None
+        if cell.trace is None or cell.wall_seconds is None or run is None:
             continue
-        runs = [_own_run(c) for c in result.cells if c.pair == trace.pair]
+        added = max(cell.wall_seconds - run, 0.0)
         if result.spec.preset == "tiny":
             bound, target = TRACE_TINY_MAX_SECONDS, f"≤ {TRACE_TINY_MAX_SECONDS:g} s at tiny"
-        elif any(r is not None for r in runs):
-            run = max(r for r in runs if r is not None)
-            bound, target = TRACE_MAX_RUNS * run, f"≤ {TRACE_MAX_RUNS:g}× the cell's own run ({run:.2f} s)"
         else:
-            continue
-        met = trace.seconds <= bound
-        why = None if met else f"over by {trace.seconds - bound:.2f} s (both passes of both sides; the machine's load counts too)"
-        checks.append(TargetCheck("trace cost", trace.pair, target, f"{trace.seconds:.2f} s", met, why))
+            bound, target = TRACE_MAX_RUNS * run, f"≤ {TRACE_MAX_RUNS:g}× the cell's own run ({run:.2f} s)"
+        met = added <= bound
+        why = None if met else f"over by {added - bound:.2f} s (every point digested; the machine's load counts too)"
+        checks.append(TargetCheck("trace cost", cell.id, target, f"{added:.2f} s", met, why))
     return checks
 
 

@@ -4,6 +4,10 @@ Part of the findings (:mod:`harness.judge.findings`): measurements only, in floa
 with the distance in float32 ULPs; each tensor knows whether it is bitwise equal, within the tolerance,
 and by which of the tolerance's three criteria (relative L2, largest difference, ULPs) and how much of it.
 One run's weights alone reduce to a digest (:func:`weights_digest`): equal or not, without the other file.
+
+A tensor is measured first (:func:`measure_tensor`, the numbers a result keeps: :mod:`harness.model.weights`), then held
+to a tolerance (:func:`judge_tensor`); so a result whose weights files are gone is judged from what it kept
+(:func:`find_weights`' ``kept``), under any policy, as it was with the files.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +25,12 @@ from safetensors.numpy import load_file
 from harness.files.bounded_read import FileFormatError, check_regular_file
 from harness.frontends.tensor_bytes import ulp_distance
 from harness.judge.tolerances import Tolerance
+from harness.model.weights import TensorComparison, TensorDigest
 
-__all__ = ["TensorFindings", "UnreadableWeights", "WeightFindings", "find_weights", "load_weights", "weights_digest"]
+__all__ = [
+    "KeptWeights", "TensorFindings", "UnreadableWeights", "WeightFindings", "find_weights", "judge_tensor", "measure_tensor",
+    "load_weights", "measure_weights", "tensor_digests", "weights_digest",
+]
 
 
 def load_weights(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
@@ -95,6 +104,15 @@ class UnreadableWeights:
 
 
 @dataclass(frozen=True)
+class KeptWeights:
+    """What a result kept of a pair's final weights (:class:`harness.model.weights.FinalWeights`), for when a file is gone:
+    the tensors measured against each other (side 0 first), or ``None``, and each side's tensor digests, or ``None``."""
+
+    comparison: tuple[TensorComparison, ...] | None
+    digests: tuple[Mapping[str, TensorDigest] | None, Mapping[str, TensorDigest] | None]
+
+
+@dataclass(frozen=True)
 class WeightFindings:
     """The final weights, tensor by tensor (in layer order), with the relative L2 gap of all of them."""
 
@@ -103,6 +121,8 @@ class WeightFindings:
     missing: tuple[tuple[str, ...], tuple[str, ...]]
     tensors: tuple[TensorFindings, ...]
     rel_l2_all: float
+    #: How they were found without both files (what the result kept), or ``None``: from the two weights files.
+    kept: str | None = None
 
     @property
     def readable(self) -> bool:
@@ -132,22 +152,30 @@ class WeightFindings:
         return any(self.missing) or any(t.beyond for t in self.tensors)
 
 
-def find_weights(paths: tuple[Any, Any], tol: Tolerance) -> WeightFindings:
-    """Both sides' final-weights files, read and compared tensor by tensor."""
+def find_weights(paths: tuple[Any, Any], tol: Tolerance, kept: KeptWeights | None = None) -> WeightFindings:
+    """Both sides' final-weights files, read and compared tensor by tensor.
+
+    Where a file is gone (``None``, or not on disk) and ``kept`` holds what the result kept of the pair, the tensors are
+    judged from that instead: the measurements, else (two cells of different results) the digests, which can say
+    "bitwise equal" and nothing more; ``kept`` on the findings says which. A file that exists but cannot be read is
+    unreadable whatever was kept: something replaced it.
+    """
     loaded: list[dict[str, np.ndarray]] = []
     unreadable = []
     for side, path in enumerate(paths):
+        if path is None or not os.path.exists(path):
+            unreadable.append(UnreadableWeights(side, str(path), "the file is not present"))
+            continue
         try:
             loaded.append(load_weights(str(path)))
         except ValueError as err:
             unreadable.append(UnreadableWeights(side, str(path), _cause(err)))
     if unreadable:
-        return WeightFindings(tuple(unreadable), ((), ()), (), math.nan)
+        gone = all(u.error == "the file is not present" for u in unreadable)
+        found = _from_kept(kept, tol) if gone and kept is not None else None
+        return found or WeightFindings(tuple(unreadable), ((), ()), (), math.nan)
     wa, wb = loaded
-    missing = (tuple(sorted(set(wb) - set(wa))), tuple(sorted(set(wa) - set(wb))))
-    tensors = tuple(_find_tensor(key, wa[key], wb[key], tol) for key in sorted(set(wa) & set(wb), key=_tensor_order))
-    num, den = sum(t.diff_sq for t in tensors), sum(t.norm_sq for t in tensors)
-    return WeightFindings((), missing, tensors, math.sqrt(num / den) if den > 0 else (0.0 if num == 0 else math.inf))
+    return _findings(wa.keys(), wb.keys(), [judge_tensor(measure_tensor(k, wa[k], wb[k]), tol) for k in set(wa) & set(wb)])
 
 
 def _cause(err: ValueError) -> str:
@@ -164,10 +192,58 @@ def _said(err: BaseException) -> str:
     return f"{type(err).__name__}: {' '.join(str(err).split())}"
 
 
-def _find_tensor(key: str, a: np.ndarray, b: np.ndarray, tol: Tolerance) -> TensorFindings:
+def measure_weights(path_a: Any, path_b: Any) -> tuple[TensorComparison, ...]:
+    """Every tensor both final-weights files hold, measured against each other (the file at ``path_a`` is side 0), in layer order.
+
+    Raises:
+        ValueError: a file that cannot be read as safetensors (:func:`load_weights`).
+    """
+    wa, wb = load_weights(str(path_a)), load_weights(str(path_b))
+    return tuple(measure_tensor(k, wa[k], wb[k]) for k in sorted(set(wa) & set(wb), key=_tensor_order))
+
+
+def tensor_digests(path: Any) -> dict[str, TensorDigest]:
+    """Each tensor of one final-weights file: dtype, shape and the SHA-256 of its bytes (in layer order).
+
+    Raises:
+        ValueError: a file that cannot be read as safetensors (:func:`load_weights`).
+    """
+    tensors = load_weights(str(path))
+    return {k: TensorDigest(str(tensors[k].dtype), tuple(int(n) for n in tensors[k].shape),
+                            hashlib.sha256(np.ascontiguousarray(tensors[k]).tobytes()).hexdigest())
+            for k in sorted(tensors, key=_tensor_order)}
+
+
+def _findings(names_a: Any, names_b: Any, tensors: list[TensorFindings], kept: str | None = None) -> WeightFindings:
+    """The findings of the tensors both sides hold (in layer order) and the names one side lacks."""
+    a, b = set(names_a), set(names_b)
+    ordered = tuple(sorted(tensors, key=lambda t: _tensor_order(t.name)))
+    num, den = sum(t.diff_sq for t in ordered), sum(t.norm_sq for t in ordered)
+    rel_all = math.sqrt(num / den) if den > 0 else (0.0 if num == 0 else math.inf)
+    return WeightFindings((), (tuple(sorted(b - a)), tuple(sorted(a - b))), ordered, rel_all, kept)
+
+
+def _from_kept(kept: KeptWeights, tol: Tolerance) -> WeightFindings | None:
+    """The findings from what the result kept of the pair (its weights files are gone), or ``None``: it kept too little."""
+    if kept.comparison is not None:
+        names = [t.name for t in kept.comparison]
+        da, db = kept.digests
+        return _findings(da or names, db or names, [judge_tensor(t, tol) for t in kept.comparison],
+                         "judged from the measurements the result kept (its final-weights files are not present)")
+    da, db = kept.digests
+    if da is None or db is None or any(da[k] != db[k] for k in set(da) & set(db)):
+        return None  # digests cannot say how far apart two tensors are
+    same = [judge_tensor(TensorComparison(k, (da[k].shape, db[k].shape), (da[k].dtype, db[k].dtype), True, 0.0, 0.0, 0,
+                                          None, None, 0.0, 0.0), tol) for k in set(da) & set(db)]
+    return _findings(da, db, same, "judged from the tensor digests the results kept: bitwise equal (the final-weights files are "
+                                   "not present)")
+
+
+def measure_tensor(key: str, a: np.ndarray, b: np.ndarray) -> TensorComparison:
+    """One tensor on both sides, measured in float64 with the distance in float32 ULPs (no tolerance applied)."""
     shapes, dtypes = (tuple(a.shape), tuple(b.shape)), (str(a.dtype), str(b.dtype))
     if a.shape != b.shape:
-        return TensorFindings(key, shapes, dtypes, False, False, math.inf, math.inf, -1, None, None, 0.0, 0.0, math.inf, "rel_l2")
+        return TensorComparison(key, shapes, dtypes, False, math.inf, math.inf, -1, None, None, 0.0, 0.0)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     nan_a, nan_b = np.isnan(a64), np.isnan(b64)
     # Weights that went to ±inf (PyTorch's after an inf slipped past its scaler) make infinite distances and
@@ -183,13 +259,22 @@ def _find_tensor(key: str, a: np.ndarray, b: np.ndarray, tol: Tolerance) -> Tens
     rel = math.sqrt(diff_sq / norm_sq) if norm_sq > 0 else (0.0 if diff_sq == 0 else math.inf)
     max_abs, max_ulps = (float(diff.max()), int(ulps.max())) if diff.size else (0.0, 0)
     identical = a.dtype == b.dtype and bool(np.array_equal(a.view(np.uint8), b.view(np.uint8)))
-    within = rel <= tol.weight_rtol or max_abs <= tol.weight_atol or max_ulps <= tol.max_ulps
     index = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape)) if diff.size else ()
     values = (float(a64[index]), float(b64[index])) if diff.size else None
-    shares = {"rel_l2": _share(rel, tol.weight_rtol), "max_abs": _share(max_abs, tol.weight_atol), "ulps": _share(max_ulps, tol.max_ulps)}
+    return TensorComparison(key, shapes, dtypes, identical, max_abs, rel, max_ulps, index, values, diff_sq, norm_sq)
+
+
+def judge_tensor(m: TensorComparison, tol: Tolerance) -> TensorFindings:
+    """A measured tensor held to ``tol``: within it by any of its three criteria, and how much of it is used."""
+    if m.shapes[0] != m.shapes[1]:
+        return TensorFindings(m.name, m.shapes, m.dtypes, False, False, math.inf, math.inf, -1, None, None, 0.0, 0.0, math.inf, "rel_l2")
+    within = m.rel_l2 <= tol.weight_rtol or m.max_abs <= tol.weight_atol or m.max_ulps <= tol.max_ulps
+    shares = {"rel_l2": _share(m.rel_l2, tol.weight_rtol), "max_abs": _share(m.max_abs, tol.weight_atol),
+              "ulps": _share(m.max_ulps, tol.max_ulps)}
     admitted_by = min(shares, key=lambda k: shares[k])
     return TensorFindings(
-        key, shapes, dtypes, identical, within, max_abs, rel, max_ulps, index, values, diff_sq, norm_sq, shares[admitted_by], admitted_by,
+        m.name, m.shapes, m.dtypes, m.identical, within, m.max_abs, m.rel_l2, m.max_ulps, m.worst_index, m.worst_values, m.diff_sq,
+        m.norm_sq, shares[admitted_by], admitted_by,
     )
 
 

@@ -1,6 +1,7 @@
-"""A script's run record, typed: what one call of ``run_workload`` returned (``docs/contract.md``, schema 3).
+"""A script's run record, typed: what one call of ``run_workload`` returned (``docs/contract.md``).
 
-A leaf of the result model (:mod:`harness.model.result` re-exports it): it imports nothing of the harness.
+A leaf of the result model (:mod:`harness.model.result` re-exports it); its fields and version are the contract's
+(:mod:`harness.workload.contract`), the one list both languages' scripts read.
 """
 
 from __future__ import annotations
@@ -8,14 +9,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+from harness.workload.contract import RECORD_SCHEMA_VERSION
 
 __all__ = ["RECORD_SCHEMA_VERSION", "RunRecord"]
-
-#: The run record's version, written by py_scripts/common.py and r_scripts/common.R (2: seconds_workload,
-#: gc_seconds; 3: ``clock``, the clock the frontend timed its loop with; 4: ``lifted_check``, the check of the
-#: binding a script lifted to run the cell, e.g. R torch's CUDA-only scaler on CPU).
-RECORD_SCHEMA_VERSION = 4
 
 
 def _tuple(values: Any) -> tuple[Any, ...] | None:
@@ -28,7 +26,7 @@ def _list(values: tuple[Any, ...] | None) -> list[Any] | None:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """A script's run record (schema 4, ``docs/contract.md``), as the script returned it.
+    """A script's run record (``docs/contract.md``), as the script returned it (older versions as they were stored).
 
     Numbers keep the type the script wrote (R writes ``gc_seconds`` 0 as an integer), so a record
     stored again is byte for byte what came back. Fields this version does not know are kept in ``extra``.
@@ -61,17 +59,29 @@ class RunRecord:
     device_name: str | None
     #: What the script lifted from the binding to run this cell (R's scaler on CPU), or None: nothing.
     lifted_check: str | None = None
+    #: The optimizer row the script built (records before version 5 ran plain SGD).
+    optimizer: str = "sgd"
+    #: The steps at which the script put the overflow it was asked for (version 5; older records: not said, None).
+    injected_steps: tuple[int, ...] | None = None
+    #: The reconciliation switches the script applied (docs/known-differences.md).
+    switches: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
-    _SEQUENCES = ("losses", "loss_scale", "skipped", "seconds_per_epoch")
+    _SEQUENCES = ("losses", "loss_scale", "skipped", "seconds_per_epoch", "injected_steps")
+    #: Fields each record version added, which an older record does not have (stored again as it came).
+    _ADDED_IN: ClassVar[dict[str, int]] = {"lifted_check": 4, "optimizer": 5, "injected_steps": 5, "switches": 5}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
         """A record from its JSON object (a script's answer, already checked by :func:`harness.judge.record_check.judge_record`)."""
         known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
-        values: dict[str, Any] = {name: data.get(name) for name in known}
+        values: dict[str, Any] = {name: data[name] for name in known if name in data}
         for name in cls._SEQUENCES:
-            values[name] = _tuple(values[name])
+            values[name] = _tuple(values.get(name))
+        values["switches"] = tuple(values.get("switches") or ())
+        for name in known - set(values):  # an older record lacks the fields later versions added: their defaults
+            if name not in cls._ADDED_IN:
+                values[name] = None
         return cls(**values, extra={k: v for k, v in data.items() if k not in known})
 
     def to_json(self) -> dict[str, Any]:
@@ -79,8 +89,10 @@ class RunRecord:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         for name in self._SEQUENCES:
             data[name] = _list(data[name])
-        if self.schema_version < 4:  # an older record has no such field: stored again as it came
-            del data["lifted_check"]
+        data["switches"] = list(self.switches)
+        for name, version in self._ADDED_IN.items():  # an older record has no such field: stored again as it came
+            if self.schema_version < version:
+                del data[name]
         return data | dict(self.extra)
 
     @property

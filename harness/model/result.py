@@ -25,13 +25,17 @@ from enum import StrEnum
 from typing import Any
 
 from harness.errors import ResultError
+from harness.model.cell_trace import TraceFile
 from harness.model.efficiency import Efficiency
+from harness.model.provenance import Provenance
 from harness.model.record import RECORD_SCHEMA_VERSION, RunRecord
 from harness.model.shape import check_result_shape
 from harness.model.timing import Stats, Timing, TimingProtocol, TimingSamples, ratio
 from harness.model.trace import PairTrace
 from harness.model.verdicts import CELL_OUTCOMES, CellVerdict, Float64Check, PairVerdict, ReferenceDistance, TargetCheck
+from harness.model.weights import FinalWeights
 from harness.workload.matrix import Cell
+from harness.workload.scripts import SCRIPTS
 from harness.workload.spec import WorkloadSpec
 
 __all__ = [
@@ -39,6 +43,7 @@ __all__ = [
     "CellResult",
     "CellVerdict",
     "Efficiency",
+    "FinalWeights",
     "TargetCheck",
     "Float64Check",
     "MatrixResult",
@@ -46,6 +51,7 @@ __all__ = [
     "PairTrace",
     "PairVerdict",
     "Peaks",
+    "Provenance",
     "RECORD_SCHEMA_VERSION",
     "RESULT_SCHEMA_VERSION",
     "ReferenceDistance",
@@ -70,7 +76,14 @@ __all__ = [
 #: Version 7 adds installations as frontends: each cell's ``installation`` (what ran it, what its worker reported), the
 #: result's ``frontends`` (their order) and ``baseline`` (what every other frontend is paired with), and ``sources``
 #: (the results a ``harness merge`` was made of; empty for a run).
-RESULT_SCHEMA_VERSION = 7
+#: Version 8 adds the optimizer axis: each cell's ``optimizer`` (its row of harness/workload/optimizers.py), the float64
+#: reference as one trajectory per optimizer (``reference.trajectories``), and the ratio to default within one script,
+#: optimizer and frontend (each script declares its own ``default``).
+#: Version 9 adds ``provenance`` (the harness's version, the checkout's commit and dirty state, every script's digest:
+#: :class:`~harness.model.provenance.Provenance`) and each cell's ``weights`` (its final weights' tensor digests and
+#: measurements against its pair's other cells: :class:`~harness.model.weights.FinalWeights`), so a result stays judgeable
+#: without its weights files.
+RESULT_SCHEMA_VERSION = 9
 Json = dict[str, Any]
 
 
@@ -124,6 +137,13 @@ class CellResult:
     #: script) and what its worker reported (libtorch version and build, CPU, host; :mod:`harness.frontends.installation_facts`).
     #: Kept per cell, so a result merged from many machines still says what ran each one.
     installation: Mapping[str, Any] | None = None
+    #: The record call's trace (every named point, digested: :mod:`harness.model.cell_trace`), beside the weights; and
+    #: the trace of the cell run again with the switches of the known differences that cover it on its side.
+    trace: TraceFile | None = None
+    reconciled: TraceFile | None = None
+    #: What the result keeps of the final weights (tensor digests, measurements against the pair's other cells), so the cell
+    #: is judged when its weights file is gone; ``None`` where nothing was kept (no weights, or a result before schema 9).
+    weights: FinalWeights | None = None
 
     @property
     def id(self) -> str:
@@ -153,6 +173,11 @@ class CellResult:
         return self.cell.script
 
     @property
+    def optimizer(self) -> str:
+        """The optimizer row the cell ran (harness/workload/optimizers.py)."""
+        return self.cell.optimizer
+
+    @property
     def mode(self) -> str:
         """The mode the script ran."""
         return self.cell.mode
@@ -169,14 +194,14 @@ class CellResult:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CellResult:
-        """A stored cell (schema 4)."""
+        """A stored cell (this schema; :func:`harness.store.result_file.load_result` upgrades older ones)."""
 
         def optional(name: str, build: Any) -> Any:
             value = data.get(name)
             return None if value is None else build(value)
 
         return cls(
-            cell=Cell(data["frontend"], data["script"], data["mode"], data["device"]),
+            cell=Cell(data["frontend"], data["script"], data["mode"], data["optimizer"], data["device"]),
             status=Status(data["status"]), reason=data.get("reason"),
             record=optional("record", RunRecord.from_json),
             reference_distance=optional("reference_distance", ReferenceDistance.from_json),
@@ -185,7 +210,9 @@ class CellResult:
             gemm_profile=optional("gemm_profile", dict), gemm_problem=data.get("gemm_problem"),
             verdict=optional("verdict", CellVerdict.from_json),
             time_vs_default=data.get("time_vs_default"), time_vs_default_note=data.get("time_vs_default_note"),
-            installation=optional("installation", dict),
+            installation=optional("installation", dict), trace=optional("trace", TraceFile.from_json),
+            reconciled=optional("reconciled", TraceFile.from_json),
+            weights=optional("weights", FinalWeights.from_json),
         )
 
     def to_json(self) -> Json:
@@ -196,13 +223,16 @@ class CellResult:
 
         return {
             "id": self.id, "pair": self.pair, "frontend": self.frontend, "script": self.script, "mode": self.mode,
-            "device": self.device, "status": str(self.status), "reason": self.reason, "record": optional(self.record),
+            "optimizer": self.optimizer, "device": self.device, "status": str(self.status), "reason": self.reason,
+            "record": optional(self.record),
             "reference_distance": optional(self.reference_distance), "wall_seconds": self.wall_seconds,
             "memory": optional(self.memory), "timing": optional(self.timing), "efficiency": optional(self.efficiency),
             "gemm_profile": None if self.gemm_profile is None else dict(self.gemm_profile),
             "gemm_problem": self.gemm_problem, "verdict": None if self.verdict is None else self.verdict.to_json(),
             "time_vs_default": self.time_vs_default, "time_vs_default_note": self.time_vs_default_note,
             "installation": None if self.installation is None else dict(self.installation),
+            "trace": optional(self.trace), "reconciled": optional(self.reconciled),
+            "weights": optional(self.weights),
         }
 
 
@@ -227,40 +257,35 @@ class Peaks:
 
 @dataclass(frozen=True)
 class ReferenceSummary:
-    """The float64 trajectories (losses only), or why there are none; ``replayed``: each one replayed over a run's skipped steps."""
+    """The float64 trajectories (losses only), or why there are none.
+
+    ``trajectories``: one per optimizer, clipped or not, and replayed over a run's skipped steps where one skipped:
+    each ``{"optimizer", "clip", "skipped_steps", "losses"}``.
+    """
 
     available: bool
     reason: str | None
-    losses: tuple[float, ...] | None = None
-    losses_clipped: tuple[float, ...] | None = None
-    replayed: tuple[Mapping[str, Any], ...] = ()
+    trajectories: tuple[Mapping[str, Any], ...] = ()
 
-    def losses_for(self, clip: bool, skipped: Collection[int] = ()) -> tuple[float | None, ...] | None:
-        """The float64 losses a run is compared with: plain or clipped (``clip``), replayed over the steps it
-        ``skipped``; ``None`` where the result has none (no reference, or none replayed over exactly those steps)."""
+    def losses_for(self, optimizer: str, clip: bool, skipped: Collection[int] = ()) -> tuple[float | None, ...] | None:
+        """The float64 losses a run is compared with: ``optimizer``'s, plain or clipped (``clip``), replayed over the steps
+        it ``skipped``; ``None`` where the result has none (no reference, or none for exactly those)."""
         if not self.available:
             return None
         steps = sorted(skipped)
-        if steps:
-            return next((tuple(r["losses"]) for r in self.replayed if bool(r["clip"]) == clip and list(r["skipped_steps"]) == steps), None)
-        return self.losses_clipped if clip else self.losses
+        return next((tuple(t["losses"]) for t in self.trajectories
+                     if t["optimizer"] == optimizer and bool(t["clip"]) == clip and list(t["skipped_steps"]) == steps), None)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReferenceSummary:
         """The inverse of :meth:`to_json`."""
-        return cls(
-            bool(data["available"]), data.get("reason"), _tuple(data.get("losses")), _tuple(data.get("losses_clipped")),
-            tuple(data.get("replayed") or ()),
-        )
+        return cls(bool(data["available"]), data.get("reason"), tuple(dict(t) for t in data.get("trajectories") or ()))
 
     def to_json(self) -> Json:
         """Plain data (an unavailable reference stores only why)."""
         if not self.available:
             return {"available": False, "reason": self.reason}
-        return {
-            "available": True, "reason": self.reason, "losses": _list(self.losses),
-            "losses_clipped": _list(self.losses_clipped), "replayed": [dict(r) for r in self.replayed],
-        }
+        return {"available": True, "reason": self.reason, "trajectories": [dict(t) for t in self.trajectories]}
 
 
 @dataclass(frozen=True)
@@ -300,8 +325,11 @@ class MatrixResult:
     frontends: tuple[str, ...] = ("python", "r")
     #: The frontend every other one is paired with (where it has no cell of a pair, the first frontend that has one).
     baseline: str = "python"
-    #: The results a ``harness merge`` was made of (file, created, host, cells), oldest first; empty for a run.
+    #: The results a ``harness merge`` was made of (file, created, host, cells, provenance), oldest first; empty for a run.
     sources: tuple[Mapping[str, Any], ...] = ()
+    #: Where the result came from: the harness's version, the checkout's commit, every script's digest (a merged result:
+    #: its first input's; each input's is in ``sources``).
+    provenance: Provenance = field(default_factory=Provenance.unknown)
 
     @property
     def steps(self) -> int:
@@ -309,12 +337,18 @@ class MatrixResult:
         return self.spec.steps
 
     def map_weights_paths(self, change: Callable[[str], str]) -> MatrixResult:
-        """This result with every record's ``weights_path`` changed by ``change`` (made relative, absolute, moved)."""
+        """This result with every file a cell points at (its record's ``weights_path``, its trace files) changed by
+        ``change`` (made relative, absolute, moved)."""
 
         def moved(cell: CellResult) -> CellResult:
-            if cell.record is None or cell.record.weights_path is None:
-                return cell
-            return dataclasses.replace(cell, record=dataclasses.replace(cell.record, weights_path=change(cell.record.weights_path)))
+            files: dict[str, Any] = {}
+            if cell.record is not None and cell.record.weights_path is not None:
+                files["record"] = dataclasses.replace(cell.record, weights_path=change(cell.record.weights_path))
+            for name in ("trace", "reconciled"):
+                trace = getattr(cell, name)
+                if trace is not None:
+                    files[name] = dataclasses.replace(trace, path=change(trace.path))
+            return dataclasses.replace(cell, **files) if files else cell
 
         return dataclasses.replace(self, cells=tuple(moved(c) for c in self.cells))
 
@@ -349,6 +383,11 @@ class MatrixResult:
             for cell_id in source.get("cells") or ():
                 runs.setdefault(str(cell_id), run)
         return runs
+    def excused(self) -> dict[str, PairVerdict]:
+        """The cells whose failure a judged pair excuses, each with that pair: a crash that is a known R torch bug, or a cell
+        on the side of a bug its pair's traces part at, each proven by its switch (:mod:`harness.judge.pairs` decides;
+        this reads what the pairs say)."""
+        return {cell: p for p in self.pairs if p.verdict == "known_difference" for cell in p.details.get("excused") or ()}
 
     def cell(self, cell_id: str) -> CellResult:
         """The cell with this id.
@@ -384,6 +423,7 @@ class MatrixResult:
                 targets=tuple(TargetCheck.from_json(t) for t in data.get("targets") or ()),
                 traces=tuple(PairTrace.from_json(t) for t in data["traces"]),
                 frontends=tuple(data["frontends"]), baseline=data["baseline"], sources=tuple(dict(s) for s in data["sources"]),
+                provenance=Provenance.from_json(data["provenance"]),
             )
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:  # a stored verdict (never shape-checked)
             what = f"no field {err}" if isinstance(err, KeyError) else str(err)
@@ -401,7 +441,7 @@ class MatrixResult:
             "warnings": list(self.warnings), "cells": [c.to_json() for c in self.cells], "judging": self.judging,
             "pairs": [p.to_json() for p in self.pairs], "targets": [t.to_json() for t in self.targets],
             "traces": [t.to_json() for t in self.traces], "frontends": list(self.frontends), "baseline": self.baseline,
-            "sources": [dict(s) for s in self.sources],
+            "sources": [dict(s) for s in self.sources], "provenance": self.provenance.to_json(),
         }
 
 
@@ -428,21 +468,26 @@ class Memory:
 
 
 def with_time_vs_default(cells: Sequence[CellResult], paired: bool = False) -> list[CellResult]:
-    """``time_vs_default``: this cell's loop time ÷ its frontend's ``default`` cell's, when the spread supports it.
+    """``time_vs_default``: this cell's loop time ÷ its script's ``default`` cell's (the mode its pair declares as the
+    baseline), same optimizer, frontend and device, when the spread supports it: a ratio compares one thing.
 
     ``time_vs_default_note`` says what the ratio rests on or, when it is ``None``, why (see :func:`harness.model.timing.ratio`).
     """
-    base: dict[tuple[str, str], Timing | None] = {
-        (c.frontend, c.device): c.timing for c in cells if c.mode == "default" and c.status is Status.OK
+    def key(c: CellResult) -> tuple[str, str, str, str]:
+        return (c.script, c.optimizer, c.frontend, c.device)
+
+    base: dict[tuple[str, str, str, str], Timing | None] = {
+        key(c): c.timing for c in cells
+        if c.status is Status.OK and c.script in SCRIPTS and c.mode == SCRIPTS[c.script].baseline
     }
     out = []
     for c in cells:
-        key = (c.frontend, c.device)
         if c.status is not Status.OK:
             value, note = None, f"cell {c.status}"
-        elif key not in base:
-            value, note = None, "no default cell to compare with"
+        elif key(c) not in base:
+            baseline = SCRIPTS[c.script].baseline if c.script in SCRIPTS else "default"
+            value, note = None, f"no {baseline} cell of {c.script} with {c.optimizer} to compare with"
         else:
-            value, note = ratio(c.timing, base[key], paired)
+            value, note = ratio(c.timing, base[key(c)], paired)
         out.append(dataclasses.replace(c, time_vs_default=value, time_vs_default_note=note))
     return out

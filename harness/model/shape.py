@@ -235,6 +235,7 @@ _RECORD_FIELDS: dict[str, Check] = {
     "gc_seconds": _nullable(_NUMBER), "clock": _nullable(_STR), "peak_memory_bytes": _nullable(_NUMBER),
     "torch_version": _nullable(_STR), "libtorch_version": _nullable(_STR), "language_version": _nullable(_STR),
     "threads": _nullable(_INT), "device_name": _nullable(_STR), "lifted_check": _nullable(_STR),
+    "optimizer": _nullable(_STR), "injected_steps": _nullable(_INTS), "switches": _nullable(_STRINGS),
 }
 _RECORD = _object(_RECORD_FIELDS, optional=set(_RECORD_FIELDS) - {"schema_version", "frontend", "script", "mode", "device", "losses"},
                   expected="an object (the cell's run record)")
@@ -248,6 +249,21 @@ _INSTALLATION = _object(
      **{name: _nullable(_STR) for name in _INSTALLATION_TEXT}},
     optional={"env", *_INSTALLATION_TEXT}, expected="an object (the installation that ran the cell)",
 )
+#: A cell's trace file (:class:`harness.model.cell_trace.TraceFile`), beside its weights.
+_TRACE_FILE = _object({"path": _STR, "sha256": _STR, "points": _INT, "switches": _STRINGS}, optional={"switches"},
+                      expected="an object (a cell's trace file)")
+_PAIR = _list(_INTS, "a list of two shapes", length=2)
+#: What a cell keeps of its final weights (:class:`harness.model.weights.FinalWeights`).
+_COMPARISON = _object({
+    "name": _STR, "shapes": _PAIR, "dtypes": _list(_STR, "a list of two dtypes", length=2), "identical": _BOOL,
+    "max_abs": _NUMBER, "rel_l2": _NUMBER, "max_ulps": _INT, "worst_index": _nullable(_INTS),
+    "worst_values": _nullable(_list(_NUMBER, "a list of two numbers", length=2)), "diff_sq": _NUMBER, "norm_sq": _NUMBER,
+}, expected="an object (a tensor measured against its pair)")
+_WEIGHTS = _object({
+    "tensors": _values(_object({"dtype": _STR, "shape": _INTS, "sha256": _STR}, expected="an object (a tensor's digest)"),
+                       "an object of tensor digests"),
+    "compared": _values(_list(_COMPARISON, "a list of measured tensors"), "an object of measured tensors by cell"),
+}, expected="an object (what the cell keeps of its final weights)")
 _STATUSES = ("ok", "unsupported", "skipped", "numerical_failure", "error")
 _CELL_FIELDS: dict[str, Check] = {
     "id": _STR, "pair": _STR, "script": _STR, "mode": _STR, "frontend": _STR, "device": _STR,
@@ -255,21 +271,24 @@ _CELL_FIELDS: dict[str, Check] = {
     "reference_distance": _nullable(_DISTANCE), "wall_seconds": _nullable(_NUMBER), "memory": _nullable(_MEMORY),
     "timing": _nullable(_TIMING), "efficiency": _nullable(_EFFICIENCY), "gemm_profile": _nullable(_GEMM_PROFILE),
     "gemm_problem": _nullable(_STR), "time_vs_default": _nullable(_NUMBER), "time_vs_default_note": _nullable(_STR),
-    "installation": _nullable(_INSTALLATION),
+    "installation": _nullable(_INSTALLATION), "optimizer": _STR, "trace": _nullable(_TRACE_FILE),
+    "reconciled": _nullable(_TRACE_FILE), "weights": _nullable(_WEIGHTS),
 }
-_CELL = _object(_CELL_FIELDS, optional=set(_CELL_FIELDS) - {"id", "pair", "script", "mode", "frontend", "device", "status"},
+_CELL = _object(_CELL_FIELDS, optional=set(_CELL_FIELDS) - {"id", "pair", "script", "mode", "optimizer", "frontend", "device",
+                                                            "status"},
                 expected="an object (a cell)")
-_REPLAYED = _object({"clip": _BOOL, "skipped_steps": _INTS, "losses": _NUMBERS}, expected="an object (a replayed reference)")
-_REFERENCE = _object({"available": _BOOL, "reason": _nullable(_STR), "losses": _nullable(_NUMBERS),
-                      "losses_clipped": _nullable(_NUMBERS), "replayed": _nullable(_list(_REPLAYED, "a list of replayed references"))},
-                     optional={"reason", "losses", "losses_clipped", "replayed"}, expected="an object (the float64 reference)")
+_TRAJECTORY = _object({"optimizer": _STR, "clip": _BOOL, "skipped_steps": _INTS, "losses": _list(_nullable(_NUMBER), "a list of losses")},
+                      expected="an object (a float64 trajectory)")
+_REFERENCE = _object({"available": _BOOL, "reason": _nullable(_STR), "trajectories": _list(_TRAJECTORY, "a list of float64 trajectories")},
+                     optional={"reason", "trajectories"}, expected="an object (the float64 reference)")
 _POINT_DIFFERENCE = _object({
     "step": _INT, "point": _STR, "kind": _STR, "dtypes": _list(_nullable(_STR), "a list of two dtypes", length=2),
     "shapes": _list(_nullable(_INTS), "a list of two shapes", length=2), "elements": _nullable(_INT),
     "differing": _nullable(_INT), "max_distance": _nullable(_INT), "worst_index": _nullable(_INTS),
     "worst_values": _nullable(_list(_NUMBER, "a list of two numbers", length=2)),
-    "other": _nullable(_list(_anything, "a step and a point name", length=2)),
-}, optional={"elements", "differing", "max_distance", "worst_index", "worst_values", "other"},
+    "other": _nullable(_list(_anything, "a step and a point name", length=2)), "max_abs_difference": _nullable(_NUMBER),
+    "magnitude": _nullable(_NUMBER),
+}, optional={"elements", "differing", "max_distance", "worst_index", "worst_values", "other", "max_abs_difference", "magnitude"},
     expected="an object (the first differing point)")
 _STEP_AND_POINT = _list(_anything, "a step and a point name ([step, name])", length=2)
 _TRACE = _object({
@@ -277,7 +296,10 @@ _TRACE = _object({
     "points": _list(_INT, "a list of two point counts", length=2), "identical_points": _INT,
     "first_difference": _nullable(_POINT_DIFFERENCE), "last_identical": _nullable(_STEP_AND_POINT),
     "triggers": _nullable(_values(_INTS, "an object of step lists")), "reproduced": _BOOL, "seconds": _NUMBER, "error": _nullable(_STR),
-}, optional={"first_difference", "last_identical", "triggers", "reproduced", "seconds", "error"}, expected="an object (a traced pair)")
+    "switches": _STRINGS, "reconciled_identical": _nullable(_BOOL), "reconciled": _nullable(_POINT_DIFFERENCE),
+    "detail": _nullable(_POINT_DIFFERENCE),
+}, optional={"first_difference", "last_identical", "triggers", "reproduced", "seconds", "error", "switches", "reconciled_identical",
+             "reconciled", "detail"}, expected="an object (a traced pair)")
 _WORKER = _object({"startup_seconds": _nullable(_NUMBER), "starts": _nullable(_INT)}, optional={"startup_seconds", "starts"},
                   expected="an object (a worker's start-ups)")
 #: What the run found of this machine (:meth:`harness.run.availability.Availability.to_json`); the report prints it.
@@ -287,10 +309,16 @@ _ENVIRONMENT = _object({
     "r": _nullable(_values(_anything, "an object (what the probe of R found)")),
 }, optional={"python_version", "platform", "torch_version", "rscript", "rpy2_version", "python_unavailable", "r_unavailable", "r"},
     expected="an object (the machine the run found)")
+#: Where a result came from (:class:`harness.model.provenance.Provenance`).
+_PROVENANCE = _object({
+    "harness_version": _nullable(_STR), "source": _one_of(("checkout", "installed", "unknown"), "a provenance source"),
+    "commit": _nullable(_STR), "dirty": _nullable(_BOOL), "note": _nullable(_STR), "scripts_root": _nullable(_STR),
+    "files": _values(_STR, "an object of file digests"),
+}, optional={"harness_version", "commit", "dirty", "note", "scripts_root", "files"}, expected="an object (the result's provenance)")
 _SOURCE = _object({
     "file": _STR, "created": _STR, "host": _STR, "frontends": _STRINGS, "devices": _STRINGS, "cells": _STRINGS,
-    "environment": _ENVIRONMENT, "spec": _spec, "peaks": _PEAKS, "protocol": _protocol,
-}, optional={"spec", "peaks", "protocol", "environment", "host", "created"}, expected="an object (a merged input)")
+    "environment": _ENVIRONMENT, "spec": _spec, "peaks": _PEAKS, "protocol": _protocol, "provenance": _PROVENANCE,
+}, optional={"spec", "peaks", "protocol", "environment", "host", "created", "provenance"}, expected="an object (a merged input)")
 _FIXTURE = _object({"digest": _nullable(_STR), "sha256": _nullable(_STR), "path": _nullable(_STR)},
                    optional={"digest", "sha256", "path"}, expected="an object (the fixture file)")
 
@@ -302,7 +330,7 @@ RESULT: dict[str, Check] = {
     "cells": _list(_CELL, "a non-empty list of cells (a run has one cell at least)", non_empty=True),
     "judging": _STR, "traces": _list(_TRACE, "a list of traced pairs"),
     "frontends": _list(_STR, "a non-empty list of frontend names", non_empty=True), "baseline": _STR,
-    "sources": _list(_SOURCE, "a list of merged inputs"),
+    "sources": _list(_SOURCE, "a list of merged inputs"), "provenance": _PROVENANCE,
 }
 
 #: The fields every schema version holds, checked before an older file is upgraded (the upgrade steps read them).

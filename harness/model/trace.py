@@ -7,11 +7,11 @@ shape of what they found, so the result model holds it without importing either.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from harness.frontends.tensor_bytes import FLOAT_DTYPES
 
@@ -35,6 +35,16 @@ class PointDifference:
     worst_values: tuple[float, float] | None = None
     #: What the order/missing kinds found instead: ``[step, name]`` of the other side's point, or None.
     other: tuple[int, str] | None = None
+    #: The largest finite |a - b| over the elements, and the largest finite |value| of both tensors: a difference near
+    #: zero is billions of ULPs and nothing at the tensor's scale (cancellation), so it is shown against the magnitude too.
+    max_abs_difference: float | None = None
+    magnitude: float | None = None
+
+    def swapped(self) -> PointDifference:
+        """The same difference seen from the other side (the pair's frontends in the other order)."""
+        def flip(pair: tuple[Any, Any] | None) -> Any:
+            return None if pair is None else (pair[1], pair[0])
+        return dataclasses.replace(self, dtypes=flip(self.dtypes), shapes=flip(self.shapes), worst_values=flip(self.worst_values))
 
     def describe(self, frontends: tuple[str, str]) -> str:
         """One line: the point, its dtype, how many elements differ, the largest distance and both values at the worst."""
@@ -48,13 +58,23 @@ class PointDifference:
         if self.kind == "dtype":
             return f"{where}: dtype {self.dtypes[0]} ({a}) vs {self.dtypes[1]} ({b})"
         shape = "×".join(map(str, self.shapes[0] or ())) or "scalar"
-        unit = "ULP" if self.dtypes[0] in FLOAT_DTYPES else "in value"
         head = f"{where} ({self.dtypes[0]} {shape}): {self.differing} of {self.elements} elements differ"
         if self.max_distance is None or self.worst_values is None:
             return head
         index = f"[{', '.join(map(str, self.worst_index))}]" if self.worst_index else ""
-        distance = "NaN on one side" if self.max_distance == np.iinfo(np.int64).max else f"{self.max_distance} {unit}"
-        return f"{head}, largest {distance}: {a} {self.worst_values[0]:.9g} vs {b} {self.worst_values[1]:.9g} at {index or 'the element'}"
+        at = f"at {index or 'the element'}"
+        va, vb = self.worst_values
+        if not (math.isfinite(va) and math.isfinite(vb)):  # inf or NaN: a distance in ULPs would be a meaningless count
+            return f"{head}, a non-finite value: {a} {va:.9g} vs {b} {vb:.9g} {at}"
+        if self.elements == 1 and va.is_integer() and vb.is_integer():  # a flag or a count (found inf, a step): its values
+            return f"{head}: {a} {va:.9g} vs {b} {vb:.9g}"
+        if self.dtypes[0] not in FLOAT_DTYPES:
+            return f"{head}, largest {self.max_distance} in value: {a} {va:.9g} vs {b} {vb:.9g} {at}"
+        text = f"{head}, largest {self.max_distance} ULP: {a} {va:.9g} vs {b} {vb:.9g} {at}"
+        if self.max_abs_difference is not None and self.magnitude:
+            share = self.max_abs_difference / self.magnitude
+            text += f"; largest |Δ| {self.max_abs_difference:.2e}, {share:.1e} of the tensor's largest |value|"
+        return text
 
     def to_json(self) -> dict[str, Any]:
         """Plain data (tuples as lists)."""
@@ -65,6 +85,7 @@ class PointDifference:
             "worst_index": None if self.worst_index is None else list(self.worst_index),
             "worst_values": None if self.worst_values is None else list(self.worst_values),
             "other": None if self.other is None else list(self.other),
+            "max_abs_difference": self.max_abs_difference, "magnitude": self.magnitude,
         }
 
     @classmethod
@@ -79,6 +100,7 @@ class PointDifference:
             worst_index=shape(data.get("worst_index")),
             worst_values=None if data.get("worst_values") is None else (float(data["worst_values"][0]), float(data["worst_values"][1])),
             other=None if data.get("other") is None else (int(data["other"][0]), str(data["other"][1])),
+            max_abs_difference=data.get("max_abs_difference"), magnitude=data.get("magnitude"),
         )
 
 
@@ -90,7 +112,12 @@ class PairTrace:
     differs); ``last_identical``: the last of those, ``(step, name)``. ``triggers``: the facts read off the
     baseline side (:data:`TRIGGERS`: the steps where each holds). ``reproduced``: whether the traced runs gave
     the losses of the record calls (a trace of a build that does not repeat itself would name noise).
-    ``error``: why there is no trace (a worker failed), else None.
+    ``error``: why there is no trace (a cell stored none), else None.
+
+    The reconciled comparison (docs/known-differences.md): each side's run again with the switches of the known
+    differences that cover it (``switches``, both sides'), against the other side's (reconciled or plain) run.
+    ``reconciled_identical``: whether those two runs are bitwise identical at every point (``None``: no side has a
+    reconciled run); ``reconciled``: where they still part.
     """
 
     pair: str
@@ -103,6 +130,20 @@ class PairTrace:
     reproduced: bool = True
     seconds: float = 0.0
     error: str | None = None
+    switches: tuple[str, ...] = ()
+    reconciled_identical: bool | None = None
+    reconciled: PointDifference | None = None
+    #: The first difference measured on both tensors by a run's second pass (its workers alive): shown, never judged
+    #: (a merge has no workers, and a verdict must not depend on where the cells meet).
+    detail: PointDifference | None = None
+
+    def swapped(self) -> PairTrace:
+        """The same trace seen from the other side (the pair's frontends in the other order; its triggers are both sides')."""
+        def flip(difference: PointDifference | None) -> PointDifference | None:
+            return None if difference is None else difference.swapped()
+        return dataclasses.replace(self, frontends=(self.frontends[1], self.frontends[0]), points=(self.points[1], self.points[0]),
+                                   first_difference=flip(self.first_difference), reconciled=flip(self.reconciled),
+                                   detail=flip(self.detail))
 
     @property
     def identical(self) -> bool:
@@ -119,9 +160,14 @@ class PairTrace:
         else:
             last = f"step {self.last_identical[0]}, {self.last_identical[1]}" if self.last_identical else "none (the first point differs)"
             lines = [
-                f"trace: first difference at {self.first_difference.describe(self.frontends)}",
+                f"trace: first difference at {(self.detail or self.first_difference).describe(self.frontends)}",
                 f"trace: last identical point: {last} ({self.identical_points} of {total} points identical before it)",
             ]
+        if self.reconciled_identical is not None:
+            with_switches = f"with the switches {', '.join(self.switches)} on" if self.switches else "reconciled"
+            lines.append(f"trace: {with_switches}: bitwise identical at every point" if self.reconciled_identical
+                         else f"trace: {with_switches}: still differs at {self.reconciled.describe(self.frontends)}"
+                         if self.reconciled is not None else f"trace: {with_switches}: still differs")
         if not self.reproduced:
             lines.append(
                 "trace: the traced runs did not repeat the record calls' losses: this build is not deterministic, "
@@ -137,7 +183,10 @@ class PairTrace:
             "first_difference": None if self.first_difference is None else self.first_difference.to_json(),
             "last_identical": None if self.last_identical is None else list(self.last_identical),
             "triggers": {k: list(v) for k, v in self.triggers.items()}, "reproduced": self.reproduced,
-            "seconds": self.seconds, "error": self.error,
+            "seconds": self.seconds, "error": self.error, "switches": list(self.switches),
+            "reconciled_identical": self.reconciled_identical,
+            "reconciled": None if self.reconciled is None else self.reconciled.to_json(),
+            "detail": None if self.detail is None else self.detail.to_json(),
         }
 
     @classmethod
@@ -152,4 +201,7 @@ class PairTrace:
             last_identical=None if last is None else (int(last[0]), str(last[1])),
             triggers={str(k): tuple(int(s) for s in v) for k, v in (data.get("triggers") or {}).items()},
             reproduced=bool(data.get("reproduced", True)), seconds=float(data.get("seconds", 0.0)), error=data.get("error"),
+            switches=tuple(str(s) for s in data.get("switches") or ()), reconciled_identical=data.get("reconciled_identical"),
+            reconciled=None if data.get("reconciled") is None else PointDifference.from_json(data["reconciled"]),
+            detail=None if data.get("detail") is None else PointDifference.from_json(data["detail"]),
         )

@@ -29,7 +29,9 @@ __all__ = [
 
 #: ``pass``: every check that could run passed; ``fail``: one did not (the reason names it);
 #: ``not_judged``: nothing to judge (the cell did not run, or no reference and no scaler).
-CELL_OUTCOMES = ("pass", "fail", "not_judged")
+#: ``excused``: the cell failed a check of its own, and its pair is a proven R torch bug on the cell's side (a known
+#: difference of kind ``bug`` whose switch reconciles the pair): the bug, not a new difference, carries it from float64.
+CELL_OUTCOMES = ("pass", "fail", "excused", "not_judged")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class PairVerdict:
     verdict: str
     explanation: list[str] = field(default_factory=list, hash=False)
     details: dict[str, Any] = field(default_factory=dict, hash=False)
+    #: The optimizer row both cells ran (results before schema 8: plain SGD).
+    optimizer: str = "sgd"
 
     @property
     def ok(self) -> bool:
@@ -66,13 +70,13 @@ class PairVerdict:
         return cls(
             pair=data["pair"], script=data["script"], mode=data["mode"], device=data["device"],
             frontends=(data["frontends"][0], data["frontends"][1]), verdict=data["verdict"],
-            explanation=list(data["explanation"]), details=dict(data["details"]),
+            explanation=list(data["explanation"]), details=dict(data["details"]), optimizer=data.get("optimizer", "sgd"),
         )
 
     def to_json(self) -> dict[str, Any]:
         """Plain data (JSON-ready)."""
         return {
-            "pair": self.pair, "script": self.script, "mode": self.mode, "device": self.device,
+            "pair": self.pair, "script": self.script, "mode": self.mode, "optimizer": self.optimizer, "device": self.device,
             "frontends": list(self.frontends), "verdict": self.verdict,
             "explanation": list(self.explanation), "details": self.details,
         }
@@ -157,7 +161,7 @@ class CellVerdict:
 
     @property
     def failed(self) -> bool:
-        """True when a check failed: the run exits 1."""
+        """True when a check failed and no proven R torch bug explains it: the run exits 1."""
         return self.outcome == "fail"
 
     def to_json(self) -> dict[str, Any]:

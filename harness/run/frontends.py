@@ -38,9 +38,10 @@ _SHELL_OWN = frozenset({"_", "SHLVL", "PWD", "OLDPWD"})
 class Frontend:
     """A language binding under test, as one installation runs it.
 
-    ``unsupported`` lists ``(script, device)`` cells the binding is known to refuse; they still run, and
-    the binding's own error becomes the reason of an ``unsupported`` cell (if one starts to succeed,
-    the strict expected-failure tests turn red, so the list is kept honest).
+    ``unsupported`` lists the ``(scaler, device)`` cells the binding is known to refuse: every cell whose mode uses that
+    kind of loss scaler (:data:`harness.workload.scripts.SCALERS`) on that device, whatever its script; they still run,
+    and the binding's own error becomes the reason of an ``unsupported`` cell (if one starts to succeed, the strict
+    expected-failure tests turn red, so the list is kept honest).
     """
 
     name: str
@@ -76,11 +77,10 @@ class Frontend:
 #: Each language's frontend, as this harness's own interpreter and R run it.
 LANGUAGE_FRONTENDS: dict[str, Frontend] = {
     "python": Frontend("python", "harness.frontends.python_handler:PythonHandler"),
-    # R torch's cuda_amp_grad_scaler() works on CUDA tensors only (R/autocast.R): on CPU it errors, unless the
-    # script lifts that one check (r_scripts/cuda_amp_grad_scaler.R, make_grad_scaler()).
+    # R torch's cuda_amp_grad_scaler() scales CUDA tensors only (R/autocast.R): on CPU an enabled one errors, unless the
+    # script lifts that one check (make_grad_scaler() in r_scripts/common.R); a disabled one passes its calls through.
     "r": Frontend(
-        "r", "harness.frontends.r_handler:RHandler", frozenset({("cuda_amp_grad_scaler", "cpu")}),
-        lifted=frozenset({("cuda_amp_grad_scaler", "cpu")}),
+        "r", "harness.frontends.r_handler:RHandler", frozenset({("dynamic", "cpu")}), lifted=frozenset({("dynamic", "cpu")}),
     ),
 }
 #: The default frontends by name (``python``, ``r``).

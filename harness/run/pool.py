@@ -24,8 +24,9 @@ __all__ = ["DEFAULT_TIMEOUT_S", "TEMPORARY_WEIGHTS_PREFIX", "WORKER_TMP_PREFIX",
 #: A cell that has not answered in this long is hung: ``recipe`` on 2 CPU cores takes a few minutes
 #: per cell, ``tiny`` well under a second.
 DEFAULT_TIMEOUT_S = 900.0
-#: The pool's own staging folders for final weights in the temporary directory, when no result path gives them a
-#: place (a killed run's are swept by the next); a result claim stages beside its result instead (harness/store/claims.py).
+#: The staging folders for final weights that a command drops at its end (``run`` without ``--json``, ``trace``), in the
+#: temporary directory (a killed run's are swept by the next); a result claim stages beside its result instead
+#: (harness/store/claims.py).
 TEMPORARY_WEIGHTS_PREFIX = "amp-parity-weights-"
 #: The workers' temporary directory ($TMPDIR), one per pool, removed with it (a killed run's is swept by the next).
 WORKER_TMP_PREFIX = "amp-parity-tmp-"
@@ -35,7 +36,7 @@ class WorkerPool:
     """The workers of one spec, started on first use and stopped by :meth:`close`.
 
     ``staging``: the folder the scripts write their final weights into (a :class:`harness.store.claims.ResultClaim`'s,
-    to publish them); by default a folder of the pool's own in the temporary directory, dropped on close.
+    to publish them, or the caller's); the pool never removes it: the result names the files in it.
     ``scaler_lift``: whether R's scaler script may lift R torch's CUDA-only check on CPU (every request says so).
     ``frontends``: the frontends by name (:func:`harness.run.frontends.frontend_for` of each installation).
     """
@@ -51,10 +52,8 @@ class WorkerPool:
         self.fixture = fixture
         self.availability = availability
         self.timeout = timeout
-        self._own_staging: StagingDir | None = None
         if staging is None:
-            self._own_staging = StagingDir(Path(tempfile.gettempdir()), TEMPORARY_WEIGHTS_PREFIX)
-            staging = self._own_staging.path
+            raise ValueError("WorkerPool needs a staging folder for the final weights (MatrixRunner says which)")
         self.staging = staging
         # What the workers leave in $TMPDIR (torch's torchinductor_<user>, R's Rtmp* of a worker that was killed)
         # goes into a folder of the pool's own, removed when it closes.
@@ -62,13 +61,11 @@ class WorkerPool:
         self._workers: dict[str, Worker] = {}
 
     def close(self) -> None:
-        """Stop the workers and drop the staged weights (when the staging folder is the pool's own)."""
+        """Stop the workers and drop their temporary folder (the staged weights stay: they are the caller's)."""
         for worker in self._workers.values():
             worker.close()
         self._workers.clear()
         self._worker_tmp.close()
-        if self._own_staging is not None:
-            self._own_staging.close()
 
     def worker(self, frontend: str) -> Worker:
         """The frontend's long-lived worker (started on first use)."""
@@ -96,11 +93,11 @@ class WorkerPool:
 
     def declared_unsupported(self, cell: Cell) -> bool:
         """Whether the frontend is known not to support this cell (it still runs, to notice a change)."""
-        return (cell.script, cell.device) in self.frontends[cell.frontend].unsupported
+        return (cell.properties.scaler, cell.device) in self.frontends[cell.frontend].unsupported
 
     def expected_to_run(self, cell: Cell) -> bool:
         """Whether the cell should run: supported, or declared unsupported but run with one check lifted (``scaler_lift``)."""
-        lifted = self.scaler_lift and (cell.script, cell.device) in self.frontends[cell.frontend].lifted
+        lifted = self.scaler_lift and (cell.properties.scaler, cell.device) in self.frontends[cell.frontend].lifted
         return lifted or not self.declared_unsupported(cell)
 
     def call(self, frontend: str, request: dict[str, Any]) -> Any:
@@ -122,12 +119,14 @@ class WorkerPool:
         record: dict[str, Any] = self.call(cell.frontend, self.cell_request(cell, save_weights))
         return record
 
-    def cell_request(self, cell: Cell, save_weights: bool = True, **extra: Any) -> dict[str, Any]:
-        """The request a worker answers for ``cell`` (``extra`` adds fields, e.g. another ``kind``)."""
+    def cell_request(self, cell: Cell, save_weights: bool = True, switches: tuple[str, ...] = (), **extra: Any) -> dict[str, Any]:
+        """The request a worker answers for ``cell`` (``switches``: the reconciliation switches its script applies;
+        ``extra`` adds fields, e.g. another ``kind``)."""
         weights_out = self.staging / f"{cell.id}.safetensors" if save_weights else None
         return {
             "script": cell.script, "mode": cell.mode, "spec_summary": self.spec.summary(),
-            "run_spec": prepare_run_spec(self.spec, weights_out, self.fixture, save_weights=save_weights, scaler_lift=self.scaler_lift),
+            "run_spec": prepare_run_spec(self.spec, cell.script, cell.optimizer, weights_out, self.fixture, save_weights=save_weights,
+                                         scaler_lift=self.scaler_lift, switches=switches),
             **extra,
         }
 

@@ -14,15 +14,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness.errors import SpecError, UsageError
+from harness.errors import ExitCode, SpecError, UsageError
+from harness.workload.contract import script_run_spec
 from harness.workload.fixtures import FixtureFile, ensure_fixtures
 from harness.workload.flags import OneLineParser, add_spec_arguments, path_argument, spec_from_args
+from harness.workload.optimizers import OPTIMIZERS
+from harness.workload.scripts import SCRIPTS
 from harness.workload.spec import WorkloadSpec
 
 __all__ = [
     "add_scaler_lift_argument",
     "add_weights_out_arguments",
     "check_shell_mode",
+    "check_shell_optimizer",
     "path_argument",
     "check_weights_out",
     "parse_shell_args",
@@ -34,10 +38,12 @@ __all__ = [
 
 
 def prepare_run_spec(
-    spec: WorkloadSpec, weights_out: Path | None = None, fixture: FixtureFile | None = None, save_weights: bool = True,
-    scaler_lift: bool = True,
+    spec: WorkloadSpec, script: str, optimizer: str, weights_out: Path | None = None, fixture: FixtureFile | None = None,
+    save_weights: bool = True, scaler_lift: bool = True, switches: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Plain data for ``run_workload(spec, mode)``: the spec's fields plus ``fixture_path``, ``weights_out`` and ``scaler_lift``.
+    """Plain data for ``run_workload(spec, mode)`` of ``script`` with ``optimizer``: the spec's fields plus ``fixture_path``,
+    ``weights_out``, ``scaler_lift`` and the contract's part (:func:`harness.workload.contract.script_run_spec`: the
+    script's modes, the optimizer row, the ``switches`` to apply and the record's fields).
 
     ``fixture``, when given, is an already verified fixture file (skips re-hashing it: at ``recipe``
     that is a gigabyte, which must not land inside a timed benchmark round). ``save_weights=False``
@@ -50,7 +56,7 @@ def prepare_run_spec(
         weights_out = Path(tempfile.gettempdir()) / f"amp-parity-final-weights-{secrets.token_hex(6)}.safetensors"
     return {
         **spec.to_json(), "fixture_path": str(fixture.path), "weights_out": str(weights_out) if save_weights else None,
-        "scaler_lift": scaler_lift,
+        "scaler_lift": scaler_lift, **script_run_spec(spec.lr, script, optimizer, dict(spec.optimizer_args), switches),
     }
 
 
@@ -68,51 +74,67 @@ def add_weights_out_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --weights-out file (a regular file only)")
 
 
-def parse_shell_args(argv: list[str], modes: tuple[str, ...], prog: str) -> argparse.Namespace:
-    """A script's shell-mode flags: the spec flags, ``--mode``, ``--weights-out``, ``--overwrite`` and ``--debug``.
+def parse_shell_args(argv: list[str], script: str, prog: str) -> argparse.Namespace:
+    """A script's shell-mode flags: the spec flags, ``--mode``, ``--optimizer``, ``--weights-out``, ``--overwrite`` and ``--debug``.
 
-    A usage error prints one ``error:`` line and exits 1 (:class:`harness.workload.flags.OneLineParser`).
+    A usage error prints one ``error:`` line and exits ``USAGE_ERROR`` (:class:`harness.workload.flags.OneLineParser`).
     """
     parser = OneLineParser(prog=prog, description="Run one mode of this script and print its run record as JSON.")
     add_spec_arguments(parser, with_modes=False)
-    parser.add_argument("--mode", required=False, help=f"one of {', '.join(modes)}")
+    parser.add_argument("--mode", required=False, help=f"one of {', '.join(SCRIPTS[script].mode_names)}")
+    parser.add_argument("--optimizer", default="sgd", help=f"the optimizer (default sgd): one of {', '.join(OPTIMIZERS)}")
     add_weights_out_arguments(parser)
     add_scaler_lift_argument(parser)
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     return parser.parse_args(argv)
 
 
-def check_shell_mode(mode: str | None, modes: tuple[str, ...], prog: str) -> str:
-    """``mode`` if the script ``prog`` runs it (the shell modes of both languages check it here).
+def check_shell_mode(mode: str | None, script: str, prog: str) -> str:
+    """``mode`` if the script ``prog`` (the pair ``script``) runs it (the shell modes of both languages check it here).
 
     Raises:
         SpecError: no ``--mode``, or one the script does not run; the line names the script's modes.
     """
+    modes = SCRIPTS[script].mode_names
     if mode not in modes:
         raise SpecError("mode", mode, f"one of {', '.join(repr(m) for m in modes)} for {prog}")
     return mode
 
 
-def prepare_shell_run(argv: list[str], modes: tuple[str, ...], prog: str) -> dict[str, Any]:
+def check_shell_optimizer(optimizer: str) -> str:
+    """``optimizer`` if the table has it.
+
+    Raises:
+        SpecError: an unknown optimizer; the line names them all.
+    """
+    if optimizer not in OPTIMIZERS:
+        raise SpecError("optimizer", optimizer, f"one of {', '.join(OPTIMIZERS)}")
+    return optimizer
+
+
+def prepare_shell_run(argv: list[str], script: str, prog: str) -> dict[str, Any]:
     """R's shell mode in one call: ``argv`` parsed as ``prog``'s flags, its mode checked, and the run spec.
 
     ``Rscript r_scripts/with_autocast.R ARGS`` hands its ``ARGS`` here unparsed (through ``python -m harness
-    prepare --shell-of with_autocast.R --shell-modes default,autocast -- ARGS``), so both languages' scripts
+    prepare --shell-of with_autocast.R -- ARGS``), so both languages' scripts
     take the same flags, print the same ``--help`` and refuse the same input in the same one line: there is
-    one parser. ``--help`` prints the help and exits 0; a usage error prints one ``error:`` line and exits 1.
+    one parser. ``--help`` prints the help and exits 0; a usage error prints one ``error:`` line and exits ``USAGE_ERROR``.
 
     Returns:
-        ``{"mode": ..., "debug": ..., "spec": <the run spec>}``.
+        ``{"mode": ..., "debug": ..., "spec": <the run spec>, "exit_status": {"usage_error": 4, "internal_error": 3}}``:
+        the statuses the R script ends with on its own errors, from :class:`harness.errors.ExitCode` (one place for both
+        languages).
 
     Raises:
         SpecError, UsageError: as :func:`check_shell_mode` and :func:`prepare_shell_run_spec`.
     """
-    args = parse_shell_args(argv, modes, prog=prog)
-    mode = check_shell_mode(args.mode, modes, prog)
-    return {"mode": mode, "debug": args.debug, "spec": prepare_shell_run_spec(args)}
+    args = parse_shell_args(argv, script, prog=prog)
+    mode = check_shell_mode(args.mode, script, prog)
+    statuses = {"usage_error": int(ExitCode.USAGE_ERROR), "internal_error": int(ExitCode.INTERNAL_ERROR)}
+    return {"mode": mode, "debug": args.debug, "spec": prepare_shell_run_spec(args, script), "exit_status": statuses}
 
 
-def prepare_shell_run_spec(args: argparse.Namespace) -> dict[str, Any]:
+def prepare_shell_run_spec(args: argparse.Namespace, script: str) -> dict[str, Any]:
     """The run spec for a script run by hand (``python script.py ...`` or ``harness prepare`` for R's shell mode).
 
     Everything that cannot work is refused before the fixtures are drawn: an invalid spec, a device
@@ -123,9 +145,10 @@ def prepare_shell_run_spec(args: argparse.Namespace) -> dict[str, Any]:
             names the field or flag, the value and what would work.
     """
     spec = spec_from_args(args)
+    optimizer = check_shell_optimizer(args.optimizer)
     require_device(spec)
     check_weights_out(args.weights_out, args.overwrite)
-    return prepare_run_spec(spec, args.weights_out, scaler_lift=getattr(args, "scaler_lift", True))
+    return prepare_run_spec(spec, script, optimizer, args.weights_out, scaler_lift=getattr(args, "scaler_lift", True))
 
 
 def check_weights_out(path: Path | None, overwrite: bool) -> None:

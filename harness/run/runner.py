@@ -21,12 +21,14 @@ from harness.errors import ScriptError, UsageError, WorkerError
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.judge.assess import assess_result
 from harness.judge.cells import judge_cell
+from harness.judge.kept_weights import keep_weights
 from harness.judge.known_differences import KnownDifference, load_known_differences
-from harness.judge.pairs import compare_result, needs_trace
-from harness.judge.record_check import SCALER_MODES, judge_record
+from harness.judge.pairs import compare_result, needs_detail
+from harness.judge.record_check import judge_record
 from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
 from harness.judge.weight_findings import load_weights
+from harness.model.cell_trace import TRACE_SUFFIX, CellTrace, TraceFile
 from harness.model.efficiency import cell_efficiency
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, MatrixResult, Memory, Peaks, ReferenceSummary, Status, with_time_vs_default
@@ -37,11 +39,14 @@ from harness.run.availability import Availability, probe, r_required
 from harness.run.frontends import check_described, frontend_for
 from harness.run.measure import measure_peaks, profile_cells, time_cells
 from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
-from harness.run.tracer import trace_pair
+from harness.run.provenance import describe_provenance
+from harness.run.tracer import measure_first_difference
 from harness.workload.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
 from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation
 from harness.workload.matrix import Cell, cells_for
-from harness.workload.spec import CLIP_MODE, WorkloadSpec
+from harness.workload.optimizers import PRESET_OPTIMIZERS
+from harness.workload.patches import switch_names
+from harness.workload.spec import WorkloadSpec
 
 __all__ = ["MatrixRunner", "collect_warnings"]
 
@@ -63,7 +68,10 @@ class MatrixRunner:
         known: tuple[KnownDifference, ...] | None = None,
         baseline: str | None = None,
     ) -> None:
-        """``staging``: the folder the scripts write their final weights into (see :class:`harness.run.pool.WorkerPool`).
+        """``staging``: the folder the scripts write their final weights into (see :class:`harness.run.pool.WorkerPool`), which
+        must outlive the runner, since the result names the files in it: a :class:`harness.store.claims.ResultClaim`'s
+        staging, to publish them with the result, or a folder of the caller's. There is no default: a folder the runner
+        removed when it closed would leave the result naming weights that are gone.
 
         ``scaler_lift``: R's scaler script may lift R torch's CUDA-only check on CPU (``--no-scaler-lift`` turns it
         off). ``trace``: trace the pairs that need it (:func:`harness.judge.pairs.needs_trace`). ``known``: the known
@@ -73,8 +81,11 @@ class MatrixRunner:
         harness's own). ``baseline``: the frontend every other is paired with (default: the first).
 
         Raises:
-            UsageError: a baseline that is not one of the frontends.
+            UsageError: no ``staging`` folder, or a baseline that is not one of the frontends.
         """
+        if staging is None:
+            raise UsageError("MatrixRunner staging", None, "a folder that outlives the runner, where the final weights go (a "
+                             "ResultClaim's staging, to publish them with the result, or a folder of yours)")
         self._created = time.perf_counter()
         self.spec = spec
         self.installations = tuple(DEFAULT_INSTALLATIONS[f] if isinstance(f, str) else f for f in frontends)
@@ -91,10 +102,14 @@ class MatrixRunner:
         self.pool = WorkerPool(spec, self.fixture, self.availability, timeout, staging, scaler_lift,
                                {i.name: frontend_for(i) for i in self.installations})
         self._arrays: dict[str, Any] | None = None
-        self._references: dict[tuple[bool, frozenset[int]], Reference] = {}
+        self._references: dict[tuple[str, bool, frozenset[int]], Reference] = {}
         #: Seconds spent computing the float64 reference (part of the matrix's wall time).
         self.reference_seconds = 0.0
         self.reference_reason = reference_skip_reason(spec)
+        #: Cells whose reconciled run failed or did not apply its switches: why (a warning of the result).
+        self.reconcile_problems: dict[str, str] = {}
+        #: The optimizers the last run ran (their float64 trajectories go into its result).
+        self._optimizers: tuple[str, ...] = PRESET_OPTIMIZERS.get(spec.preset, ("sgd",))
 
     def __enter__(self) -> MatrixRunner:
         return self
@@ -103,34 +118,37 @@ class MatrixRunner:
         self.close()
 
     def close(self) -> None:
-        """Stop the workers and drop the staged weights (when the staging folder is the pool's own)."""
+        """Stop the workers (the final weights stay in the staging folder: the result names them)."""
         self.pool.close()
 
     def run(
         self,
         modes: tuple[str, ...],
+        optimizers: tuple[str, ...] | None = None,
         on_progress: Callable[[str], None] | None = None,
         protocol: TimingProtocol | None = None,
         profile: bool | None = None,
         judging: str = DEFAULT_JUDGING,
         measure: bool = True,
-        trace_all: bool = False,
     ) -> MatrixResult:
-        """Run every cell of the matrix, then time and measure them; return the whole (unsaved) result.
+        """Run every cell of the matrix (``modes`` × ``optimizers``, default the preset's optimizers), then time and
+        measure them; return the whole (unsaved) result.
 
         ``profile`` (default: on CUDA only) profiles one step of each Python cell's GEMMs. ``judging``
         (``strict`` or ``tolerance_only``, see :mod:`harness.judge.tolerances`) is how pairs are judged; the
         result keeps it, so ``report`` judges the result the same way. ``measure=False`` runs the record
-        calls only (no timed rounds, peaks or profiles: ``harness trace``); ``trace_all`` traces every pair
-        of two runs, identical or not.
+        calls only (no timed rounds, peaks or profiles: ``harness trace``).
         """
         check_judging(judging)
         protocol = protocol or TimingProtocol()
         progress = on_progress or (lambda text: None)
         started = time.time()
+        provenance = describe_provenance()  # the files as they are when the cells start
         self.describe_installations(progress)
+        optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, ("sgd",))
+        self._optimizers = optimizers
         cells = []
-        for cell in cells_for(self.frontends, modes, self.spec.device):
+        for cell in cells_for(self.frontends, modes, optimizers, self.spec.device):
             outcome = self._run_cell(cell)  # judged once, with the rest, by assess_result at the end
             cells.append(outcome)
             progress(f"{cell.id}: {outcome.status}")
@@ -149,26 +167,33 @@ class MatrixRunner:
             fixture={"path": str(self.fixture.path), "sha256": self.fixture.sha256, "digest": self.fixture.digest},
             environment=self.availability.to_json(), protocol=protocol, workers=self.pool.worker_info(), peaks=peaks,
             reference=self.reference_summary(), reference_seconds=self.reference_seconds,
-            warnings=tuple(collect_warnings(cells, self.spec)), cells=tuple(cells), judging=judging,
-            frontends=self.frontends, baseline=self.baseline,
+            warnings=tuple([*collect_warnings(cells, self.spec),
+                            *(f"{cell_id}: no reconciled run: {why}" for cell_id, why in self.reconcile_problems.items())]),
+            cells=tuple(cells), judging=judging,
+            frontends=self.frontends, baseline=self.baseline, provenance=provenance,
         )
-        if self.trace or trace_all:
-            pairs = compare_result(result, known=self.known)  # which pairs need a trace
-            chosen = [p for p in pairs if needs_trace(p, self.known) or (trace_all and p.verdict == "identical")]
-            result = dataclasses.replace(result, traces=self.trace_pairs(result, chosen, progress))
+        if self.trace:
+            # Every pair is traced from its cells' stored traces; where two tensors first part, both cells run once more
+            # to measure how far apart they are (for the explanation: the verdict is the same without it).
+            pairs = compare_result(result, known=self.known)
+            result = dataclasses.replace(result, traces=self.measure_pairs(result, pairs, progress))
         # The matrix's wall time includes its traces: the whole-matrix target is what a user waits for.
         result = dataclasses.replace(result, wall_seconds=time.perf_counter() - self._created)
-        return assess_result(result, known=self.known)
+        return assess_result(keep_weights(result), known=self.known)  # kept while the weights files are there
 
-    def trace_pairs(
+    def measure_pairs(
         self, result: MatrixResult, verdicts: Sequence[PairVerdict], on_progress: Callable[[str], None] | None = None
     ) -> tuple[PairTrace, ...]:
-        """Trace each pair of ``verdicts`` in the workers that ran its cells (:func:`harness.run.tracer.trace_pair`)."""
+        """The first difference of each pair of ``verdicts`` whose traces part at two tensors, measured by a second pass in
+        the workers that ran its cells (:func:`harness.run.tracer.measure_first_difference`)."""
         progress = on_progress or (lambda text: None)
         traces = []
         for verdict in verdicts:
-            a, b = (result.cell(Cell(name, verdict.script, verdict.mode, verdict.device).id) for name in verdict.frontends)
-            trace = trace_pair(self.pool, a, b)
+            if needs_detail(verdict) is None:
+                continue
+            a, b = (result.cell(Cell(name, verdict.script, verdict.mode, verdict.optimizer, verdict.device).id)
+                    for name in verdict.frontends)
+            trace = measure_first_difference(self.pool, a, b, PairTrace.from_json(verdict.details["trace"]))
             traces.append(trace)
             found = trace.first_difference
             progress(f"trace {verdict.pair}: " + ("identical" if found is None else f"first differs at step {found.step}, {found.point}"))
@@ -214,7 +239,31 @@ class MatrixRunner:
         self.describe_installations()  # once per installation: its facts go with each of its cells
         outcome = self._record_call(cell)
         installation = {**self.pool.frontends[cell.frontend].installation_json(), **self.facts.get(cell.frontend, {})}
+        if self.trace and outcome.status in (Status.OK, Status.ERROR):
+            outcome = dataclasses.replace(outcome, reconciled=self._reconciled_call(cell))
         return dataclasses.replace(outcome, installation=installation)
+
+    def _reconciled_call(self, cell: Cell) -> TraceFile | None:
+        """The cell run again, traced, with the switches of the known differences that cover it on its side (none: no
+        run), so a pair is proven bitwise identical for the whole run once every mechanism is removed
+        (docs/known-differences.md). Run even where the record call failed: a switch may be what makes a binding run.
+        A run that fails or does not apply its switches leaves no reconciled trace (its pairs then cannot be proven),
+        and a warning says why."""
+        language = self.pool.language(cell.frontend)
+        switches = switch_names([s for k in self.known for s in k.reconciling(cell, language)])
+        if not switches:
+            return None
+        request = self.pool.cell_request(cell, save_weights=False, kind="trace", trace={"keep": [], "stop": False}, switches=switches)
+        try:
+            reply = self.pool.call(cell.frontend, request)
+        except WorkerError as err:
+            self.reconcile_problems[cell.id] = f"its run with the switches {', '.join(switches)} failed: {' '.join(str(err).split())}"
+            return None
+        applied = tuple((reply.get("record") or {}).get("switches") or ())
+        if tuple(sorted(applied)) != switches:
+            self.reconcile_problems[cell.id] = f"asked for the switches {', '.join(switches)}, its script applied {list(applied)}"
+            return None
+        return CellTrace.from_points(reply["points"], switches).write(self.pool.staging / f"{cell.id}.reconciled{TRACE_SUFFIX}")
 
     def _record_call(self, cell: Cell) -> CellResult:
         reason = self.pool.unavailable_reason(cell.frontend)
@@ -223,12 +272,20 @@ class MatrixRunner:
                 return CellResult(cell, Status.ERROR, reason + " (AMP_PARITY_REQUIRE_R=1 makes this a failure)")
             return CellResult(cell, Status.SKIPPED, reason)
         worker = self.pool.worker(cell.frontend)
+        trace: TraceFile | None = None
         try:
             worker.start()  # start-up (R, library(torch), import torch) is not part of a cell's time
             start = time.perf_counter()
-            raw = self.pool.call_cell(cell)
+            if self.trace:  # the record call is the traced call: its points are the cell's trace (docs/tracing.md)
+                reply = self.pool.call(cell.frontend, self.pool.cell_request(cell, kind="trace", trace={"keep": [], "stop": False}))
+                raw = reply["record"]
+                trace = CellTrace.from_points(reply["points"]).write(self.pool.staging / f"{cell.id}{TRACE_SUFFIX}")
+            else:
+                raw = self.pool.call_cell(cell)
         except ScriptError as err:
-            known = self.pool.declared_unsupported(cell)
+            # Unsupported: the binding refused a cell it is declared not to support (R torch's own error, the lift off),
+            # or the script refused to lift its check (a condition of its own); any other failure is an error.
+            known = self.pool.declared_unsupported(cell) and (err.refused or not self.pool.expected_to_run(cell))
             # One line: R's cli messages carry their hints (the 'i' bullets) on lines of their own.
             reason = " ".join(err.frontend_message.split()) if known else str(err)
             return CellResult(cell, Status.UNSUPPORTED if known else Status.ERROR, reason)
@@ -242,10 +299,11 @@ class MatrixRunner:
         record = RunRecord.from_json(raw)
         if self.pool.declared_unsupported(cell) and record.lifted_check is None:
             reason = f"declared unsupported for {cell.frontend}, but it ran: update the Frontend registry"
-        outcome = CellResult(cell, status, reason, record=record, wall_seconds=wall_seconds, memory=Memory.from_json(memory))
+        outcome = CellResult(cell, status, reason, record=record, wall_seconds=wall_seconds, memory=Memory.from_json(memory),
+                             trace=trace)
         # A scaler run is judged against the steps it really took: the reference skips its skipped steps too.
         skipped = record.skipped_step_indices
-        reference = self.reference(clip=cell.mode == CLIP_MODE, skipped=skipped)
+        reference = self.reference(cell.optimizer, clip=cell.properties.clip, skipped=skipped)
         if reference is None or status is not Status.OK:
             return outcome
         assert record.weights_path is not None
@@ -257,32 +315,33 @@ class MatrixRunner:
         distance = measure_distance(list(record.losses), weights, reference, skipped)
         return dataclasses.replace(outcome, reference_distance=distance)
 
-    def reference(self, clip: bool, skipped: frozenset[int] = frozenset()) -> Reference | None:
-        """The float64 trajectory (with or without clipping, replaying ``skipped`` steps), computed once
-        per kind; ``None`` when too costly."""
+    def reference(self, optimizer: str, clip: bool, skipped: frozenset[int] = frozenset()) -> Reference | None:
+        """The float64 trajectory of ``optimizer`` (with or without clipping, replaying ``skipped`` steps), computed
+        once per kind; ``None`` when too costly."""
         if self.reference_reason is not None:
             return None
-        key = (clip, skipped)
+        key = (optimizer, clip, skipped)
         if key not in self._references:
             started = time.perf_counter()
             if self._arrays is None:
                 self._arrays = load_fixture_arrays(self.fixture)
-            self._references[key] = run_reference(self.spec, self._arrays, clip=clip, skipped=skipped)
+            self._references[key] = run_reference(self.spec, self._arrays, clip=clip, skipped=skipped, optimizer=optimizer)
             self.reference_seconds += time.perf_counter() - started
         return self._references[key]
 
     def reference_summary(self) -> ReferenceSummary:
-        """The reference trajectories for the result file (losses only; weights stay in memory), and each one
-        replayed over a run's skipped steps (``replayed``: clip or not, the steps, the losses)."""
+        """The reference trajectories for the result file (losses only; weights stay in memory): each optimizer's that
+        ran, plain and clipped, and each one replayed over a run's skipped steps."""
         if self.reference_reason is not None:
             return ReferenceSummary(available=False, reason=self.reference_reason)
-        plain, clipped = self.reference(False), self.reference(True)
-        assert plain is not None and clipped is not None
-        replayed = tuple(
-            {"clip": clip, "skipped_steps": sorted(skipped), "losses": ref.losses.tolist()}
-            for (clip, skipped), ref in self._references.items() if skipped
+        for optimizer in self._optimizers:
+            for clip in (False, True):
+                self.reference(optimizer, clip)
+        trajectories = tuple(
+            {"optimizer": optimizer, "clip": clip, "skipped_steps": sorted(skipped), "losses": ref.losses.tolist()}
+            for (optimizer, clip, skipped), ref in self._references.items()
         )
-        return ReferenceSummary(True, None, tuple(plain.losses.tolist()), tuple(clipped.losses.tolist()), replayed)
+        return ReferenceSummary(True, None, trajectories)
 
 
 def collect_warnings(cells: Sequence[CellResult], spec: WorkloadSpec | None = None) -> list[str]:
@@ -307,7 +366,7 @@ def collect_warnings(cells: Sequence[CellResult], spec: WorkloadSpec | None = No
             )
     warnings += [f"{c.id}: {c.gemm_problem}" for c in cells if c.gemm_problem]
     warnings += [f"{c.id}: {c.reason}" for c in cells if c.status is Status.OK and c.reason]
-    if spec is not None and spec.overflow_steps and not any(c.mode in SCALER_MODES for c in cells):
+    if spec is not None and spec.overflow_steps and not any(c.cell.properties.skips_steps for c in cells):
         warnings.append(f"overflow_steps {list(spec.overflow_steps)} given, but no scaler mode ran: nothing was injected")
     if scripts_root() != REPO_ROOT:
         warnings.append(f"scripts ran from {scripts_root()} (${SCRIPTS_ENV}), not from this checkout")

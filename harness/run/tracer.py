@@ -1,74 +1,52 @@
-"""Traces a pair through its workers: both sides' points, then the first point that differs, kept whole.
+"""The second pass of a pair's trace, through its live workers: the first differing tensor kept whole, its distance measured.
 
-Two passes, both sides at once (each in its own worker, so the two run side by side on two cores):
-the first records every point's digest (a few hundred kilobytes, whatever the workload's size), the
-second, only for a pair whose bytes part, keeps the first differing point's tensors and stops each run
-there. Nothing is written to disk. The cells' workers are the ones that ran them, already warm.
+Every cell's record call is traced (:mod:`harness.model.cell_trace`): a pair's first differing point is known from what
+its cells store, in a run and in a merge alike (:func:`harness.judge.divergence.trace_cells`). How far apart two tensors
+are needs the tensors themselves, which a trace does not keep (a digest per point). Where the workers that ran a pair
+are still alive, this pass runs both cells again, each in its own worker, side by side on two cores, keeps that one
+point whole and stops there; the distance it measures goes into the explanation. Verdicts never depend on it (a merge
+has no workers): it says how far, not whether.
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
 import time
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harness.errors import WorkerError
-from harness.judge.divergence import find_divergence, point_difference, read_triggers
+from harness.judge.divergence import find_divergence, point_difference
 from harness.model.result import CellResult
 from harness.model.trace import PairTrace
 from harness.run.pool import WorkerPool
 
-__all__ = ["trace_pair"]
+__all__ = ["measure_first_difference"]
 
 
-def trace_pair(pool: WorkerPool, a: CellResult, b: CellResult) -> PairTrace:
-    """Trace cells ``a`` and ``b`` (two frontends of one pair, both run) and say where they part.
-
-    A worker that fails (a script error, a crash, a timeout) gives a trace with ``error`` set: the pair keeps
-    its verdict and says why it has no trace.
-    """
+def measure_first_difference(pool: WorkerPool, a: CellResult, b: CellResult, trace: PairTrace) -> PairTrace:
+    """``trace`` with its first difference measured on the two tensors, kept whole by running both cells again; ``trace``
+    as it was when a worker fails (the explanation then has no distance, the verdict is the same)."""
+    first = trace.first_difference
+    if first is None or first.kind != "bytes":
+        return trace
     started = time.perf_counter()
-    names = (a.frontend, b.frontend)
-    try:
-        first = _both(pool, (a, b), keep=())
-        points_a, points_b = first[0]["points"], first[1]["points"]
-        split = find_divergence(points_a, points_b)
-        kept: tuple[Any, Any] = (None, None)
-        if split is not None and split.kind == "bytes":
-            second = _both(pool, (a, b), keep=((split.step, split.point),))
-            key = f"{split.step}:{split.point}"
-            kept = (second[0]["kept"].get(key), second[1]["kept"].get(key))
-    except WorkerError as err:
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        return PairTrace(a.pair, names, seconds=time.perf_counter() - started, error=reason)
-    identical = split.index if split is not None else len(points_a)
-    last = (int(points_a[identical - 1][0]), str(points_a[identical - 1][1])) if identical > 0 else None
-    return PairTrace(
-        a.pair, names, (len(points_a), len(points_b)), identical,
-        None if split is None else point_difference(split, points_a, points_b, kept), last,
-        read_triggers(points_a), _reproduced(a, first[0]) and _reproduced(b, first[1]), time.perf_counter() - started,
-    )
+    keep = [[first.step, first.point]]
 
-
-def _both(pool: WorkerPool, cells: tuple[CellResult, CellResult], keep: Sequence[tuple[int, str]]) -> list[dict[str, Any]]:
-    """One traced call of each cell, at the same time (each worker is a process of its own)."""
     def call(cell: CellResult) -> dict[str, Any]:
-        request = pool.cell_request(cell.cell, save_weights=False, kind="trace", trace={"keep": [list(k) for k in keep]})
+        request = pool.cell_request(cell.cell, save_weights=False, kind="trace", trace={"keep": keep})
         reply: dict[str, Any] = pool.call(cell.frontend, request)
         return reply
 
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="amp-parity-trace") as threads:
-        return list(threads.map(call, cells))
-
-
-def _reproduced(cell: CellResult, reply: dict[str, Any]) -> bool:
-    """Whether the traced run's losses are the record call's, bit for bit (NaN equal to NaN)."""
-    record = reply.get("record")
-    if cell.record is None or not isinstance(record, dict):
-        return False
-    def same(x: Any, y: Any) -> bool:
-        return x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y))
-    ours, theirs = list(cell.record.losses), list(record.get("losses") or [])
-    return len(ours) == len(theirs) and all(same(x, y) for x, y in zip(ours, theirs, strict=True))
+    try:
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="amp-parity-trace") as threads:
+            replies = list(threads.map(call, (a, b)))
+    except WorkerError:
+        return trace
+    key = f"{first.step}:{first.point}"
+    kept = (replies[0]["kept"].get(key), replies[1]["kept"].get(key))
+    split = find_divergence(replies[0]["points"], replies[1]["points"])
+    if split is None or (split.step, split.point) != (first.step, first.point) or kept[0] is None or kept[1] is None:
+        return trace  # the runs did not repeat themselves: no measurement is better than one of another point
+    measured = point_difference(split, replies[0]["points"], replies[1]["points"], kept)
+    return dataclasses.replace(trace, detail=measured, seconds=time.perf_counter() - started)

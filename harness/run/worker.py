@@ -11,7 +11,8 @@ them) travel back with each reply and are re-emitted by the parent's loggers.
 
 Why a plain subprocess, not :mod:`multiprocessing`'s spawn: an installation may be *another* interpreter (a venv
 with another torch). Spawn would hand that child this interpreter's ``sys.path``, and it would import this
-torch, not its own. The child gets only the checkout on ``PYTHONPATH`` and one end of a socket pair (a
+torch, not its own. The child gets only the harness's import folder on ``PYTHONPATH`` (the checkout, or a folder
+linking to the installed package: :func:`harness.files.paths.worker_import_root`) and one end of a socket pair (a
 :class:`multiprocessing.connection.Connection` on both sides, so the messages are the same pickles as before).
 """
 
@@ -28,7 +29,7 @@ import time
 from typing import Any
 
 from harness.errors import ScriptError, WorkerCrashed, WorkerError, WorkerTimeout
-from harness.files.paths import REPO_ROOT
+from harness.files.paths import worker_import_root
 from harness.run.process_group import end_group, running, start_group
 
 __all__ = ["Worker"]
@@ -84,10 +85,15 @@ class Worker:
         """Start the process and wait until its handler is ready (raises what the handler raised)."""
         if self.alive:
             return
-        parent, child = multiprocessing.Pipe(duplex=True)
-        # The checkout first on the path: the child imports harness.frontends (and nothing else of the harness)
+        # The harness first on the path: the child imports harness.frontends (and nothing else of the harness)
         # from it, whatever the interpreter; everything else (torch, numpy, safetensors) is the interpreter's own.
-        path = os.pathsep.join(p for p in (str(REPO_ROOT), self.env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))) if p)
+        try:
+            root = str(worker_import_root())
+        except OSError as err:
+            raise WorkerError(f"{self.name} worker: cannot prepare the harness's import folder: {err}. Point AMP_PARITY_CACHE "
+                              "at a writable folder.") from err
+        path = os.pathsep.join(p for p in (root, self.env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))) if p)
+        parent, child = multiprocessing.Pipe(duplex=True)
         command = [self.python, "-c", _CHILD_MAIN, str(child.fileno()), self.handler]
         try:
             environ = {key: value for key, value in {**os.environ, **self.env}.items() if value is not None}
@@ -167,7 +173,7 @@ class Worker:
             raise WorkerError(f"{self.name} worker could not answer its {request.get('kind', what)} request: {reply['message']}")
         raise ScriptError(
             self.name, str(request.get("script", "?")), str(request.get("mode", "?")),
-            str(request.get("spec_summary", "")), reply["message"],
+            str(request.get("spec_summary", "")), reply["message"], bool(reply.get("refused")),
         )
 
     def _crashed(self, what: str) -> WorkerCrashed:

@@ -133,7 +133,7 @@ class ResultClaim(_Claim):
     def publish(self, result: MatrixResult) -> MatrixResult:
         """Publish the weights folder and the result together; return the result whose records point at ``W``.
 
-        Weights staged elsewhere (another run's staging folder) are moved in first.
+        Weights and cell traces staged elsewhere (another run's staging folder) are moved in first.
 
         Raises:
             ResultError: either could not be written; then neither was, an old ``P``/``W`` stays as it was,
@@ -618,8 +618,9 @@ def _refuse_impossible(path: Path) -> None:
 
 
 def _weights_files(result: MatrixResult) -> list[Path]:
-    """The final-weights files the result's records name that exist (a failed cell's may not)."""
+    """The files the result's cells name that exist (a failed cell's may not): final weights and cell traces."""
     paths = [Path(c.record.weights_path) for c in result.cells if c.record is not None and c.record.weights_path]
+    paths += [Path(t.path) for c in result.cells for t in (c.trace, c.reconciled) if t is not None]
     return [p for p in paths if p.exists()]
 
 

@@ -25,16 +25,20 @@ from collections.abc import Mapping
 from typing import NoReturn
 
 from harness.errors import ResultError
+from harness.frontends.tensor_bytes import DTYPES, encode, ulp_distance
 from harness.judge.cells import reference_losses_for
-from harness.judge.record_check import SCALER_MODES, describe_loss, judge_record
+from harness.judge.divergence import trace_cells
+from harness.judge.record_check import describe_loss, expected_injections, judge_record
 from harness.judge.reference import largest_loss_error, relative_loss_errors
 from harness.model.efficiency import Efficiency, cell_efficiency
 from harness.model.record import RECORD_SCHEMA_VERSION
 from harness.model.result import CellResult, MatrixResult, Peaks, Status, with_time_vs_default
 from harness.model.timing import RoundLog, Timing
+from harness.model.trace import PairTrace, PointDifference
 from harness.model.verdicts import finite_or_none
 from harness.workload.installations import LANGUAGES
-from harness.workload.spec import SCRIPTS
+from harness.workload.optimizers import OPTIMIZERS
+from harness.workload.scripts import SCRIPTS
 
 __all__ = ["MAX_PEAK_TFLOPS", "MIN_PEAK_TFLOPS", "check_consistency"]
 
@@ -115,12 +119,60 @@ class _Checker:
             for k, (cell, again) in enumerate(zip(result.cells, recomputed, strict=True)):
                 if result.run_of(cell).protocol.interleave == paired:
                     self.time_vs_default(f"cells[{k}].time_vs_default", cell, again)
+        for k, trace in enumerate(result.traces):
+            self.trace(f"traces[{k}]", trace)
+
+    def trace(self, where: str, trace: PairTrace) -> None:
+        """A stored pair trace is one its cells' traces give (the same first difference), and its distances are possible:
+        a trace believed as stored could make any difference look like an entry's (``max_distance: -5`` read "-5 ULP")."""
+        cells = {c.frontend: c for c in self.result.cells if c.pair == trace.pair}
+        if len(set(trace.frontends)) != 2 or not all(name in cells for name in trace.frontends):
+            self.refuse(f"{where}.frontends", list(trace.frontends), f"two frontends of pair {trace.pair!r} in this result")
+        a, b = (cells[name] for name in trace.frontends)
+        if trace.points[0] < 0 or trace.points[1] < 0 or not 0 <= trace.identical_points <= min(trace.points):
+            self.refuse(f"{where}.identical_points", trace.identical_points, f"a count from 0 to its points {list(trace.points)}")
+        first = trace.first_difference
+        if a.trace is not None and b.trace is not None:
+            again = trace_cells(a, b)
+            found = again.first_difference
+            if (first is None) != (found is None) or (first is not None and found is not None and
+                                                      (first.step, first.point, first.kind) != (found.step, found.point, found.kind)):
+                shown = None if found is None else f"step {found.step}, {found.point} ({found.kind})"
+                self.refuse(f"{where}.first_difference", None if first is None else f"step {first.step}, {first.point}",
+                            f"its cells' stored traces first part at {shown}")
+        if first is not None:
+            self.difference(f"{where}.first_difference", first)
+        if trace.detail is not None:
+            if first is None or (trace.detail.step, trace.detail.point) != (first.step, first.point):
+                self.refuse(f"{where}.detail", f"step {trace.detail.step}, {trace.detail.point}", "a measurement of its first difference")
+            self.difference(f"{where}.detail", trace.detail)
+
+    def difference(self, where: str, found: PointDifference) -> None:
+        """A measured difference is a possible one: counts within the tensor, the distance the worst values give."""
+        if found.elements is not None and found.shapes[0] is not None and found.elements != math.prod(found.shapes[0]):
+            self.refuse(f"{where}.elements", found.elements, f"the number of elements of its shape {list(found.shapes[0])}")
+        if found.differing is not None and (found.elements is None or not 0 < found.differing <= found.elements):
+            self.refuse(f"{where}.differing", found.differing, f"a count from 1 to its {found.elements} elements")
+        if found.worst_index is not None and found.shapes[0] is not None and (
+                len(found.worst_index) != len(found.shapes[0]) or any(not 0 <= i < n for i, n in zip(found.worst_index, found.shapes[0],
+                                                                                                     strict=True))):
+            self.refuse(f"{where}.worst_index", list(found.worst_index), f"an index into its shape {list(found.shapes[0])}")
+        if found.max_distance is None:
+            return
+        if found.max_distance < 0 or found.worst_values is None or found.dtypes[0] not in DTYPES:
+            self.refuse(f"{where}.max_distance", found.max_distance, "a distance >= 0 with the two worst values it was measured at")
+        dtype = str(found.dtypes[0])
+        values = found.worst_values
+        assert values is not None
+        again = int(ulp_distance(dtype, encode(dtype, [values[0]]), encode(dtype, [values[1]]))[0])
+        if again != found.max_distance:
+            self.refuse(f"{where}.max_distance", found.max_distance, f"the distance of its worst values {values[0]!r} and {values[1]!r} "
+                        f"in {dtype} is {again}")
 
     def reference(self) -> None:
         """Every float64 trajectory stored is one loss per step of the run (a cell's losses are compared step by step)."""
         reference, steps = self.result.reference, self.result.spec.steps
-        stored = [("reference.losses", reference.losses), ("reference.losses_clipped", reference.losses_clipped)]
-        stored += [(f"reference.replayed[{k}].losses", r.get("losses")) for k, r in enumerate(reference.replayed)]
+        stored = [(f"reference.trajectories[{k}].losses", t.get("losses")) for k, t in enumerate(reference.trajectories)]
         for where, losses in stored:
             if losses is not None and len(losses) != steps:
                 self.refuse(where, _Said(f"{len(losses)} losses"), f"the spec runs {steps} steps")
@@ -153,8 +205,12 @@ class _Checker:
     def cell(self, where: str, cell: CellResult) -> None:
         run = self.result.run_of(cell)
         spec = run.spec
-        if cell.script not in SCRIPTS or cell.mode not in SCRIPTS[cell.script]:
-            self.refuse(f"{where}.mode", cell.mode, f"script {cell.script!r} runs the modes {', '.join(SCRIPTS.get(cell.script, ()))}")
+        if cell.script not in SCRIPTS:
+            self.refuse(f"{where}.script", cell.script, f"one of the scripts {', '.join(SCRIPTS)}")
+        if cell.mode not in SCRIPTS[cell.script].mode_names:
+            self.refuse(f"{where}.mode", cell.mode, f"script {cell.script!r} runs the modes {', '.join(SCRIPTS[cell.script].mode_names)}")
+        if cell.optimizer not in OPTIMIZERS:
+            self.refuse(f"{where}.optimizer", cell.optimizer, f"one of the optimizers {', '.join(OPTIMIZERS)}")
         # A merged result's cell ran on its input's device (harness/store/merge.py keeps each input's spec); a merge
         # written before inputs kept their spec lists the devices its inputs ran on.
         devices = {spec.device}
@@ -189,14 +245,17 @@ class _Checker:
         language = str(cell.installation.get("language")) if cell.installation else cell.frontend
         if record.frontend != language:
             self.refuse(f"{where}.record.frontend", record.frontend, f"the cell's frontend {cell.frontend!r} runs {language!r}")
-        for name in ("script", "mode", "device"):
+        for name in ("script", "mode", "optimizer", "device"):
             if getattr(record, name) != getattr(cell, name):
                 self.refuse(f"{where}.record.{name}", getattr(record, name), f"the cell's {name} is {getattr(cell, name)!r}")
         losses = list(record.losses)
         if cell.status is Status.OK:
             # A stored record keeps the version its script wrote (older results hold older records): its content
             # is judged, not its version, which only a script's fresh answer must match.
-            status, reason = judge_record(record.to_json() | {"schema_version": RECORD_SCHEMA_VERSION}, spec, cell.cell)
+            # A record from before version 5 did not say where it injected (every script then injected where asked).
+            injected = expected_injections(spec, cell.cell) if record.injected_steps is None else list(record.injected_steps)
+            fresh = {"schema_version": RECORD_SCHEMA_VERSION, "optimizer": record.optimizer, "injected_steps": injected}
+            status, reason = judge_record(record.to_json() | fresh, spec, cell.cell)
             if status is not Status.OK:
                 step = next((i for i, v in enumerate(losses) if not _finite(v)), None)
                 if status is Status.NUMERICAL_FAILURE and step is not None:
@@ -204,7 +263,7 @@ class _Checker:
                 self.refuse(f"{where}.record", _Said(f"a record with {len(losses)} losses"), f"the cell's status is ok ({reason})")
             skipped = record.skipped_step_indices
             for step, value in enumerate(losses):
-                if cell.mode in SCALER_MODES and not _finite(value) and step not in skipped:
+                if cell.cell.properties.skips_steps and not _finite(value) and step not in skipped:
                     self.refuse(f"{where}.record.losses[{step}]", value,
                                 f"step {step} was not skipped: a scaler skips every step whose loss is not finite")
         last = losses[-1] if losses else None

@@ -11,6 +11,10 @@ and a GPU job run one workload on two devices, in bfloat16 and float16 by defaul
 float64 reference; results on one device agree in every field, since their cells are paired. A cell (frontend × script × mode ×
 device) may come from one input only: two runs that both name an installation ``python`` on one device are two
 installations under one name, and are refused with what to rename.
+
+Results that ran different scripts (their provenance's file digests differ: :mod:`harness.model.provenance`) merge,
+since a CI matrix may span commits; the merged result's warnings name the files that differ, and each input's
+provenance is kept in ``sources``.
 """
 
 from __future__ import annotations
@@ -24,10 +28,14 @@ from typing import Any
 
 from harness.errors import ResultError
 from harness.judge.assess import assess_result
+from harness.judge.kept_weights import keep_weights
 from harness.judge.known_differences import KnownDifference
+from harness.model.provenance import script_differences
 from harness.model.result import CellResult, MatrixResult
+from harness.model.weights import FinalWeights
 from harness.store.result_file import load_result
-from harness.workload.spec import SCRIPTS
+from harness.workload.optimizers import OPTIMIZERS
+from harness.workload.scripts import SCRIPTS
 
 __all__ = ["blocking_differences", "merge_results"]
 
@@ -86,14 +94,15 @@ def merge_results(
         workers={f"{name} ({Path(path).name})": info for path, r in zip(paths, results, strict=True) for name, info in r.workers.items()},
         reference=next((r.reference for r in results if r.reference.available), first.reference),
         warnings=tuple(f"{Path(path).name}: {w}" for path, r in zip(paths, results, strict=True) for w in r.warnings)
-        + _protocol_warnings(paths, results),
+        + _protocol_warnings(paths, results)
+        + tuple(script_differences([(Path(p).name, r.provenance) for p, r in zip(paths, results, strict=True)])),
         cells=_in_matrix_order([c for r in results for c in r.cells], frontends),
         traces=tuple(t for r in results for t in r.traces),
         frontends=tuple(frontends), baseline=chosen,
         sources=tuple(s for path, r, labelled in zip(paths, loaded, results, strict=True) for s in _sources(Path(path), r, labelled)),
         pairs=(), targets=(),
     )
-    return assess_result(merged, judging or first.judging, known)
+    return assess_result(keep_weights(merged), judging or first.judging, known)  # pairs across inputs, while their files are there
 
 
 def _refuse_shared_weights(paths: Sequence[Path], results: Sequence[MatrixResult]) -> None:
@@ -133,8 +142,16 @@ def _labelled(result: MatrixResult, label: str | None) -> MatrixResult:
 
     # A cell of a result from before installations were recorded gets its language with the new name: ``LABEL.python``
     # no longer says it.
+    renamed = {c.id: dataclasses.replace(c.cell, frontend=name(c.frontend)).id for c in result.cells}
+
+    def kept(weights: FinalWeights | None) -> FinalWeights | None:  # what a cell kept is keyed by the other cell's (new) id
+        if weights is None:
+            return None
+        return dataclasses.replace(weights, compared={renamed.get(k, k): v for k, v in weights.compared.items()})
+
     cells = tuple(dataclasses.replace(c, cell=dataclasses.replace(c.cell, frontend=name(c.frontend)),
-                                      installation={**(c.installation or {"language": c.language}), "name": name(c.frontend)})
+                                      installation={**(c.installation or {"language": c.language}), "name": name(c.frontend)},
+                                      weights=kept(c.weights))
                   for c in result.cells)
     traces = tuple(dataclasses.replace(t, frontends=(name(t.frontends[0]), name(t.frontends[1]))) for t in result.traces)
     return dataclasses.replace(result, cells=cells, traces=traces, frontends=tuple(map(name, result.frontends)),
@@ -194,15 +211,15 @@ def _source(path: Path, result: MatrixResult) -> dict[str, Any]:
     return {
         "file": str(path), "created": result.created, "host": ", ".join(hosts) or str(result.environment.get("platform", "")),
         "frontends": list(result.frontends), "devices": sorted({c.device for c in result.cells}),
-        "cells": [c.id for c in result.cells], "environment": dict(result.environment),
+        "cells": [c.id for c in result.cells], "environment": dict(result.environment), "provenance": result.provenance.to_json(),
         "spec": result.spec.to_json(), "peaks": result.peaks.to_json(), "protocol": result.protocol.to_json(),
     }
 
 
 def _in_matrix_order(cells: list[CellResult], frontends: list[str]) -> tuple[CellResult, ...]:
-    """Script, mode, device, then frontend: a pair's cells side by side, as a run lists them."""
-    scripts = list(SCRIPTS)
-    return tuple(sorted(cells, key=lambda c: (scripts.index(c.script), SCRIPTS[c.script].index(c.mode), c.device,
-                                              frontends.index(c.frontend))))
+    """Script, mode, optimizer, device, then frontend: a pair's cells side by side, as a run lists them."""
+    scripts, optimizers = list(SCRIPTS), list(OPTIMIZERS)
+    return tuple(sorted(cells, key=lambda c: (scripts.index(c.script), SCRIPTS[c.script].mode_names.index(c.mode),
+                                              optimizers.index(c.optimizer), c.device, frontends.index(c.frontend))))
 
 

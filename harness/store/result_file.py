@@ -8,10 +8,16 @@ steps (asv's way).
 Weights paths are stored relative to the result file's folder (since schema 3), so a result and its
 weights folder can be moved or read from any working directory; in memory (after :func:`load_result`)
 they are absolute.
+
+A result keeps what its verdicts read of the final weights (since schema 9: :mod:`harness.model.weights`), so its
+weights files may go (a lean result: docs/results/README.md). :func:`load_result` judges such a result from what it
+kept and says so; :func:`save_result` refuses a result whose weights went while it was in memory (a runner's folder
+removed under it), since the file would name weights that are gone.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,11 +27,14 @@ from harness.errors import ResultError
 from harness.files.atomic import write_json_atomic
 from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_json_file
 from harness.judge.assess import assess_result
+from harness.judge.kept_weights import keep_weights
 from harness.judge.known_differences import KnownDifference
 from harness.judge.tolerances import DEFAULT_JUDGING
+from harness.model.provenance import Provenance
 from harness.model.result import RESULT_SCHEMA_VERSION, MatrixResult
 from harness.model.shape import check_upgradable_shape, without_verdicts
 from harness.store.consistency import check_consistency
+from harness.workload.matrix import Cell
 
 __all__ = [
     "MARKER_MAX_BYTES", "RESULT_MAX_BYTES", "WEIGHTS_MARKER", "WEIGHTS_SUFFIX", "is_result_file", "load_result",
@@ -62,8 +71,18 @@ def save_result(result: MatrixResult, path: Path, overwrite: bool = False) -> No
     ``overwrite`` replaces only a result file this harness wrote (never another kind of file).
 
     Raises:
-        ResultError: ``path`` exists and ``overwrite`` is false or it is not a result, or its folder is not writable.
+        ResultError: a cell's final-weights file is gone (the result would name weights that do not exist), ``path``
+            exists and ``overwrite`` is false or it is not a result, or its folder is not writable.
     """
+    named = [(k, c.id, c.record.weights_path) for k, c in enumerate(result.cells) if c.record is not None and c.record.weights_path]
+    gone = [(k, cell_id, weights) for k, cell_id, weights in named if not os.path.isfile(weights)]
+    if gone:
+        k, cell_id, weights = gone[0]
+        raise ResultError(
+            f"cannot save the result to {path}: cells[{k}] ({cell_id}) names final weights {weights} "
+            f"that are gone ({len(gone)} cell(s) in all), so the file would name weights that do not exist. Run with a staging "
+            "folder that outlives the runner (a ResultClaim's, published with the result), and save before removing it."
+        )
     check_result_place(path, overwrite)
     try:
         write_json_atomic(path, stored_form(result, path))
@@ -148,7 +167,25 @@ def load_result(path: Path, judging: str | None = None, known: Sequence[KnownDif
     check_consistency(result, str(path))
     if version >= _FIRST_MARKED_VERSION:
         _check_weights_owner(result, path)
-    return assess_result(result, judging, known)
+    return assess_result(keep_weights(_without_absent_weights(result)), judging, known)
+
+
+def _without_absent_weights(result: MatrixResult) -> MatrixResult:
+    """``result`` without the weights paths whose files are not there (a lean result), and a warning saying so.
+
+    Its pairs are then judged from what it kept of them (:mod:`harness.judge.kept_weights`); a path to nothing is not
+    kept, so a result saved again names no weights that do not exist.
+    """
+    absent = [c.id for c in result.cells if c.record is not None and c.record.weights_path is not None
+              and not os.path.isfile(c.record.weights_path)]
+    if not absent:
+        return result
+    cells = tuple(dataclasses.replace(c, record=dataclasses.replace(c.record, weights_path=None)) if c.id in absent and c.record
+                  else c for c in result.cells)
+    kept = sum(1 for c in result.cells if c.id in absent and c.weights is not None)
+    note = (f"final weights not present for {len(absent)} cell(s) ({absent[0]}{', ...' if len(absent) > 1 else ''}): their pairs are "
+            f"judged from the digests and measurements the result kept ({kept} of them kept some; docs/results/README.md)")
+    return dataclasses.replace(result, cells=cells, warnings=(*result.warnings, note))
 
 
 def _check_weights_owner(result: MatrixResult, path: Path) -> None:
@@ -269,6 +306,53 @@ def _update_to_7(data: dict[str, Any], path: Path) -> dict[str, Any]:
     return data | {"schema_version": 7, "frontends": frontends, "baseline": "python", "sources": []}
 
 
+#: The optimizer every result before schema 8 ran: the AMP recipe's plain SGD (the ``sgd`` row).
+_OPTIMIZER_BEFORE_8 = "sgd"
+
+
+def _update_to_8(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Version 7 → 8: the optimizer axis. Every earlier cell ran plain SGD (the ``sgd`` row), so each gets that optimizer
+    and the ids that name it (cells, traces, a merge's sources); the float64 reference becomes one trajectory per
+    optimizer. ×default now compares within one script: ``cuda_amp_grad_scaler`` had no default of its own then, so its
+    cells' ratios (taken over with_autocast's default) are not shown."""
+    renamed: dict[str, str] = {}
+    cells = []
+    for cell in data["cells"]:
+        cell = dict(cell) | {"optimizer": _OPTIMIZER_BEFORE_8}
+        new = Cell(cell["frontend"], cell["script"], cell["mode"], _OPTIMIZER_BEFORE_8, cell["device"])
+        renamed[str(cell.get("id"))] = new.id
+        cell |= {"id": new.id, "pair": new.pair}
+        # Every ratio or note of a scaler cell that ran spoke of with_autocast's default (a spread too wide, say): none is kept.
+        if cell["script"] == "cuda_amp_grad_scaler" and (cell.get("time_vs_default") is not None or cell.get("status") == "ok"):
+            cell |= {"time_vs_default": None,
+                     "time_vs_default_note": "not shown: before schema 8 it divided by with_autocast's default cell"}
+        cells.append(cell)
+
+    def pair(old: Any) -> Any:  # script-mode-device → script-mode-sgd-device (script and mode names have no '-')
+        base, dash, device = str(old).rpartition("-")
+        return f"{base}-{_OPTIMIZER_BEFORE_8}-{device}" if dash else old
+
+    traces = [t | {"pair": pair(t.get("pair"))} if isinstance(t, dict) else t for t in data.get("traces") or ()]
+    sources = [s | {"cells": [renamed.get(str(c), c) for c in s.get("cells") or ()]} if isinstance(s, dict) else s
+               for s in data.get("sources") or ()]
+    reference = data.get("reference")
+    if isinstance(reference, dict) and reference.get("available"):
+        trajectories: list[dict[str, Any]] = [
+            {"optimizer": _OPTIMIZER_BEFORE_8, "clip": clip, "skipped_steps": [], "losses": reference.get(name)}
+            for clip, name in ((False, "losses"), (True, "losses_clipped")) if reference.get(name) is not None
+        ]
+        trajectories += [{"optimizer": _OPTIMIZER_BEFORE_8} | dict(r) for r in reference.get("replayed") or () if isinstance(r, dict)]
+        reference = {"available": True, "reason": reference.get("reason"), "trajectories": trajectories}
+    return data | {"schema_version": 8, "cells": cells, "traces": traces, "sources": sources, "reference": reference}
+
+
+def _update_to_9(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Version 8 → 9: ``provenance`` (unknown before: it says so) and each cell's kept final weights (none kept before:
+    :func:`load_result` keeps them now where the weights files are still there)."""
+    cells = [cell | {"weights": None} if isinstance(cell, dict) else cell for cell in data["cells"]]
+    return data | {"schema_version": 9, "provenance": Provenance.unknown().to_json(), "cells": cells}
+
+
 def _stored_number(value: Any, path: Path, where: str) -> float | None:
     """``value`` if it is a number or null; an upgrade step computes with it.
 
@@ -283,7 +367,7 @@ def _stored_number(value: Any, path: Path, where: str) -> float | None:
 
 #: The step that upgrades a file of each older version by one.
 _UPDATES: dict[int, Callable[[dict[str, Any], Path], dict[str, Any]]] = {2: _update_to_3, 3: _update_to_4, 4: _update_to_5, 5: _update_to_6,
-                                                                      6: _update_to_7}
+                                                                      6: _update_to_7, 7: _update_to_8, 8: _update_to_9}
 
 
 def _map_stored_weights_paths(result: dict[str, Any], change: Callable[[str], str]) -> dict[str, Any]:

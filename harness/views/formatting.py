@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness.model.result import CellResult, MatrixResult
 
-__all__ = ["LIFT_MARK", "cell_text", "frontend_order", "lift_footnote", "mib", "num", "status_text"]
+__all__ = ["LIFT_MARK", "cell_text", "frontend_order", "lift_footnote", "mib", "num", "provenance_lines", "status_text"]
 
 #: Marks a cell that ran with a check of its binding lifted (R torch's CUDA-only scaler on CPU).
 LIFT_MARK = "†"
@@ -40,8 +40,13 @@ def lift_footnote(cells: Sequence[CellResult]) -> str | None:
     if not lifted:
         return None
     what = lifted[0].record.lifted_check if lifted[0].record else ""
-    return (f"{LIFT_MARK} {', '.join(c.id for c in lifted)}: {what}; run with --no-scaler-lift to use R torch's scaler as it ships "
+    return (f"{LIFT_MARK} {_cells(lifted)}: {what}; run with --no-scaler-lift to use R torch's scaler as it ships "
             "(then unsupported on CPU)")
+
+
+def _cells(cells: Sequence[CellResult]) -> str:
+    """A few cells by id, or many counted with the first one named."""
+    return ", ".join(c.id for c in cells) if len(cells) <= 3 else f"{len(cells)} cells ({cells[0].id}, ...)"
 
 
 def frontend_order(result: MatrixResult) -> list[str]:
@@ -49,3 +54,17 @@ def frontend_order(result: MatrixResult) -> list[str]:
     ran = {c.frontend for c in result.cells}
     named = [result.baseline, *result.frontends, *sorted(ran - {result.baseline, *result.frontends})]
     return [name for name in dict.fromkeys(named) if name in ran]
+
+
+def provenance_lines(result: MatrixResult) -> list[str]:
+    """Where the result came from, for the terminal and the report's header: one line, or one per input of a merged result."""
+    from harness.model.provenance import Provenance
+
+    if not result.sources:
+        return [f"provenance: {result.provenance.describe()}"]
+    lines = []
+    for source in result.sources:
+        stored = source.get("provenance")
+        provenance = Provenance.from_json(stored) if isinstance(stored, dict) else Provenance.unknown()
+        lines.append(f"provenance of {source.get('file')}: {provenance.describe()}")
+    return lines

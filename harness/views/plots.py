@@ -21,7 +21,7 @@ from matplotlib.ticker import MaxNLocator
 from harness.files.atomic import atomic_path
 from harness.model.result import CellResult, MatrixResult
 from harness.views.formatting import frontend_order
-from harness.workload.spec import CLIP_MODE, MODES
+from harness.workload.scripts import all_mode_names
 
 __all__ = ["LEGEND_MAX_ENTRIES", "TIMING_MAX_ROWS", "plot_loss_diff", "plot_losses", "plot_timing", "timing_samples"]
 
@@ -140,7 +140,7 @@ def timing_samples(cell: CellResult, prefer_rounds: bool = True) -> tuple[list[f
 
 def _modes(result: MatrixResult) -> list[str]:
     present = {c.mode for c in result.cells}
-    return [m for m in MODES if m in present] + sorted(present - set(MODES))
+    return [m for m in all_mode_names() if m in present] + sorted(present - set(all_mode_names()))
 
 
 def _panels(result: MatrixResult, title: str) -> tuple[Figure, dict[str, Axes]]:
@@ -192,10 +192,13 @@ def _ok_cells(result: MatrixResult, mode: str) -> list[CellResult]:
 
 
 def _reference(result: MatrixResult, mode: str) -> np.ndarray | None:
-    reference, clip = result.reference, mode == CLIP_MODE
+    cells = _ok_cells(result, mode)
+    if not cells:
+        return None
+    reference, clip, optimizer = result.reference, cells[0].cell.properties.clip, cells[0].optimizer
     # A scaler run that skipped steps is drawn against the reference replayed over those steps.
-    skipped = next((c.record.skipped_step_indices for c in _ok_cells(result, mode) if c.record), frozenset())
-    losses = reference.losses_for(clip, skipped) or reference.losses_for(clip)
+    skipped = next((c.record.skipped_step_indices for c in cells if c.record), frozenset())
+    losses = reference.losses_for(optimizer, clip, skipped) or reference.losses_for(optimizer, clip)
     return np.array([np.nan if v is None else v for v in losses], dtype=np.float64) if losses else None
 
 

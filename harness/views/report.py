@@ -14,14 +14,16 @@ from pathlib import Path
 
 from harness.errors import ResultError
 from harness.files.atomic import atomic_path
+from harness.model.provenance import Provenance, script_differences
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.timing import ratio
 from harness.model.verdicts import CELL_OUTCOMES, PairVerdict
-from harness.views.formatting import cell_text, frontend_order, lift_footnote, num, status_text
+from harness.views.formatting import cell_text, frontend_order, lift_footnote, num, provenance_lines, status_text
+from harness.views.glance import LEGEND, glance
 from harness.views.plots import plot_loss_diff, plot_losses, plot_timing
 from harness.views.timing_sections import efficiency_section, targets_section, timing_section
-from harness.workload.spec import MODES
+from harness.workload.scripts import all_mode_names
 
 __all__ = ["PLOT_FILES", "REPORT_FILE", "REPORT_FILES", "render_markdown", "write_report"]
 
@@ -70,8 +72,10 @@ def render_markdown(result: MatrixResult) -> str:
         f"seed {spec.seed}, threads {spec.threads}). Created {result.created}; spec digest "
         f"`{result.spec_digest}`, fixture `{result.fixture.get('digest')}`; "
         f"matrix wall time {num(result.wall_seconds, '.1f')} s.", "",
+        *[f"{line[0].upper()}{line[1:]}." for line in provenance_lines(result)], "",
     ]
     out += _summary(result, verdicts)
+    out += _glance(result)
     out += _sources(result)
     out += _warnings(result)
     out += _cells_table(result)
@@ -81,6 +85,7 @@ def render_markdown(result: MatrixResult) -> str:
     out += efficiency_section(result)
     out += targets_section(result)
     out += _versions(result)
+    out += _provenance(result)
     out += ["## Plots", ""] + [f"![{name}]({name})" for name in PLOT_FILES] + [""]
     out += _cell_details(result)
     out += _pair_details(verdicts)
@@ -109,10 +114,22 @@ def _summary(result: MatrixResult, verdicts: list[PairVerdict]) -> list[str]:
             lines.append(f"- **{frontend} was not run** (every {frontend} cell skipped): {cell_text(own[0].reason)}")
     reference = result.reference
     if reference.available:
-        lines.append(f"- float64 reference: computed ({len(reference.losses or ())} steps, plain and clipped).")
+        optimizers = sorted({str(t["optimizer"]) for t in reference.trajectories})
+        lines.append(f"- float64 reference: computed for {len(optimizers)} optimizer(s), plain and clipped "
+                     f"({len(reference.trajectories)} trajectories, {result.steps} steps each).")
     else:
         lines.append(f"- float64 reference: not computed — {cell_text(reference.reason)}.")
     return [*lines, ""]
+
+
+def _glance(result: MatrixResult) -> list[str]:
+    """The pairs at a glance: optimizer × script · mode, one verdict symbol per pair (:mod:`harness.views.glance`)."""
+    grid = glance(result)
+    if not grid.rows or not any(any(row) for _, row in grid.rows):
+        return []
+    lines = ["## At a glance", "", "| optimizer | " + " | ".join(grid.columns) + " |", "|---|" + ":---:|" * len(grid.columns)]
+    lines += [f"| {optimizer} | " + " | ".join(entry or " " for entry in row) + " |" for optimizer, row in grid.rows]
+    return [*lines, "", LEGEND + ".", ""]
 
 
 def _warnings(result: MatrixResult) -> list[str]:
@@ -142,7 +159,7 @@ def _cells_table(result: MatrixResult) -> list[str]:
 
 
 #: How a cell's own verdict reads in the tracker.
-_OWN_TEXT = {"pass": "pass", "fail": "**FAIL**", "not_judged": "—"}
+_OWN_TEXT = {"pass": "pass", "fail": "**FAIL**", "excused": "fail: R torch bug (excused)", "not_judged": "—"}
 
 
 def _own(cell: CellResult) -> str:
@@ -191,7 +208,7 @@ def _speed(result: MatrixResult) -> list[str]:
     base = frontends[0] if frontends else result.baseline
     others = frontends[1:]
     devices = sorted({c.device for c in result.cells})
-    rows = [(d, m) for d in devices for m in MODES if any(c.mode == m and c.device == d for c in result.cells)]
+    rows = [(d, m) for d in devices for m in all_mode_names() if any(c.mode == m and c.device == d for c in result.cells)]
     label = "mode" if len(devices) < 2 else "device · mode"
     head = (f"| {label} | " + " | ".join(f"{f} loop s (median) | {f} ÷ default" for f in frontends)
             + "".join(f" | {f} ÷ {base}" for f in others) + " |")
@@ -264,6 +281,20 @@ def _versions(result: MatrixResult) -> list[str]:
     missing = [f for f in ("python", "r") if env.get(f"{f}_unavailable")]
     lines += [f"{f} unavailable here: {cell_text(env[f'{f}_unavailable'])}." for f in missing]
     return [*lines, ""]
+
+
+def _provenance(result: MatrixResult) -> list[str]:
+    """Every file that ran with its SHA-256 (its first 16 hex digits), so two reports tell which script changed."""
+    named = [(str(s.get("file")), Provenance.from_json(s["provenance"]) if isinstance(s.get("provenance"), dict)
+              else Provenance.unknown()) for s in result.sources] or [("", result.provenance)]
+    lines = ["## Provenance", ""]
+    for name, provenance in named:
+        lines += [f"{f'`{name}`: ' if name else ''}{provenance.describe()}"
+                  + (f"; scripts from `{provenance.scripts_root}`" if provenance.scripts_root else "") + ".", ""]
+        if provenance.files:
+            lines += ["| file | sha256 |", "|---|---|", *[f"| `{f}` | `{d[:16]}` |" for f, d in sorted(provenance.files.items())], ""]
+    differing = script_differences(named) if len(named) > 1 else []
+    return lines + [f"- **{line}**" for line in differing] + ([""] if differing else [])
 
 
 def _pair_details(verdicts: list[PairVerdict]) -> list[str]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 from rich.table import Table
 
 from harness.model.result import CellResult, MatrixResult
 from harness.model.timing import for_want_of_spread
-from harness.views.formatting import lift_footnote, num, status_text
+from harness.views.formatting import lift_footnote, num, provenance_lines, status_text
+from harness.views.glance import LEGEND, glance
 from harness.views.timing_sections import frontend_costs
 
 __all__ = ["make_console", "print_result", "print_trace"]
@@ -15,11 +18,18 @@ __all__ = ["make_console", "print_result", "print_trace"]
 _STATUS_STYLE = {"ok": "green", "skipped": "yellow", "unsupported": "magenta", "numerical_failure": "red", "error": "bold red"}
 
 
-_OWN_STYLE = {"pass": "green", "fail": "bold red", "not_judged": "dim"}
-_OWN_TEXT = {"pass": "pass", "fail": "FAIL", "not_judged": "—"}
+_OWN_STYLE = {"pass": "green", "fail": "bold red", "excused": "cyan", "not_judged": "dim"}
+_OWN_TEXT = {"pass": "pass", "fail": "FAIL", "excused": "fail: R bug", "not_judged": "—"}
 
 _VERDICT_STYLE = {"identical": "green", "within_tolerance": "green", "known_difference": "cyan", "skipped": "yellow",
                   "unsupported": "magenta", "diverged": "bold red", "stale_known_difference": "bold red", "error": "bold red"}
+
+
+#: Up to this many cells the terminal lists every one (the four-mode matrix of one optimizer is eight); past it, the
+#: cells that need a look (not ok, or failing their own check), then the grid of pairs: the report lists them all.
+FULL_TABLE_CELLS = 24
+#: Likewise for pairs: past this many, the terminal lists the pairs that are not identical; the grid shows them all.
+FULL_PAIR_ROWS = 12
 
 
 def make_console() -> Console:
@@ -32,29 +42,45 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
     distance from float64, seconds, time ÷ default; then why any cell failed."""
     console = console or make_console()
     spec = result.spec
-    table = Table(
-        title=f"amp-parity · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps",
-        header_style="bold",
-    )
+    cells = list(result.cells)
+    title = f"amp-parity · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps"
+    excused = result.excused()
+    if len(cells) > FULL_TABLE_CELLS:
+        shown = [c for c in cells if (not c.ok and c.id not in excused) or (c.verdict is not None and c.verdict.failed)]
+        passing = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == "pass")
+        off = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == "excused")
+        crashed = sum(1 for c in cells if not c.ok and c.id in excused)
+        ok = sum(1 for c in cells if c.ok)
+        console.print(f"[bold]{title}[/]: {len(cells)} cells, {ok} ran, {passing} pass their own check (float64 bound, scaler rule)"
+                      + (f", {off} fail it by a proven R torch bug (excused)" if off else "")
+                      + (f", {crashed} stopped by one (excused)" if crashed else "")
+                      + (f"; the {len(shown)} that need a look:" if shown else "; the report lists each one"), soft_wrap=True)
+        cells = shown
+        title = ""
+    table = Table(title=title or None, header_style="bold")
     for name, justify in [
-        ("mode", "left"), ("frontend", "left"), ("status", "left"), ("own check", "left"), ("final loss", "right"),
-        ("Δloss f64", "right"), ("Δweights f64", "right"), ("loop s", "right"), ("CV", "right"), ("×default", "right"),
-        ("TFLOP/s", "right"), ("% peak", "right"),
+        ("script · mode", "left"), ("optimizer", "left"), ("frontend", "left"), ("status", "left"), ("own check", "left"),
+        ("final loss", "right"), ("Δloss f64", "right"), ("Δweights f64", "right"), ("loop s", "right"), ("CV", "right"),
+        ("×default", "right"), ("TFLOP/s", "right"), ("% peak", "right"),
     ]:
-        table.add_column(name, justify=justify, no_wrap=name in ("mode", "final loss"))  # type: ignore[arg-type]
-    for cell in result.cells:
+        table.add_column(name, justify=justify, no_wrap=name in ("script · mode", "final loss"))  # type: ignore[arg-type]
+    for cell in cells:
         record, distance, efficiency = cell.record, cell.reference_distance, cell.efficiency
         loop = cell.timing.loop if cell.timing else None
         own = cell.verdict.outcome if cell.verdict else "not_judged"
         table.add_row(
-            cell.mode, cell.frontend, f"[{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]",
+            f"{cell.script} · {cell.mode}", cell.optimizer, cell.frontend,
+            f"[{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]",
             f"[{_OWN_STYLE.get(own, '')}]{_OWN_TEXT.get(own, own)}[/]",
             num(record and record.final_loss, ".7g"), num(distance and distance.max_rel_loss_error, ".1e"),
             num(distance and distance.final_weights_rel_error, ".1e"), num(loop and loop.median, ".3g"), num(loop and loop.cv, ".1%"),
             _vs_default(cell),
             num(efficiency and efficiency.tflops, ".3g"), num(efficiency and efficiency.share_of_peak, ".0%"),
         )
-    console.print(table)
+    if cells:
+        console.print(table)
+    for line in provenance_lines(result):
+        console.print(line, style="dim", soft_wrap=True, markup=False, highlight=False)
     footnote = lift_footnote(result.cells)
     if footnote:
         console.print(footnote, style="magenta", soft_wrap=True)
@@ -70,8 +96,10 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
     reasons: dict[str, list[str]] = {}
     for cell in result.cells:
         if not cell.ok and cell.reason:
-            reasons.setdefault(cell.reason, []).append(cell.id)
-    for reason, ids in reasons.items():
+            pair = excused.get(cell.id)  # a crash a proven bug explains: one line per bug, not one per cell
+            bug = ", ".join(pair.details.get("excused_by") or ()) if pair is not None else ""
+            reasons.setdefault(f"R torch bug {bug}, proven (excused): {cell.reason}" if bug else cell.reason, []).append(cell.id)
+    for reason, ids in _grouped(reasons).items():
         who = ids[0] if len(ids) == 1 else f"{len(ids)} cells ({ids[0]}, ...)"
         console.print(f"[yellow]{who}[/]: {reason}", soft_wrap=True)
     for cell in result.cells:
@@ -101,6 +129,22 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
         console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)
 
 
+#: Where a reason names its cell (``r script with_autocast (mode default, preset tiny, ...)``): left out when grouping.
+_CELL_NAMED = re.compile(r"\b\w+ script \w+ \([^)]*\)")
+
+
+def _grouped(reasons: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Reasons that differ only in the cell they name (``r script with_autocast (mode default, ...) failed: X``) told once:
+    the first cell's reason stands for all of its group."""
+    groups: dict[str, list[str]] = {}
+    shown: dict[str, str] = {}
+    for reason, ids in reasons.items():
+        key = _CELL_NAMED.sub("", reason)
+        shown.setdefault(key, reason)
+        groups.setdefault(key, []).extend(ids)
+    return {shown[key]: ids for key, ids in groups.items()}
+
+
 def _vs_default(cell: CellResult) -> str:
     """The ×default cell: the ratio, ``noisy`` where the rounds' spread denied one, ``—`` where there is nothing to divide by."""
     if cell.time_vs_default or not cell.ok:
@@ -124,6 +168,12 @@ def _print_pairs(result: MatrixResult, console: Console) -> None:
     not_compared = len(result.pairs) - len(compared)
     if not_compared:
         console.print(f"[yellow]parity:[/] {not_compared} pair(s) not compared: a frontend was skipped (reason above)")
+    if len({p.optimizer for p in compared}) > 1 or len(compared) > FULL_PAIR_ROWS:
+        _print_glance(result, console)
+    if len(compared) > FULL_PAIR_ROWS:
+        identical = [p for p in compared if p.verdict == "identical"]
+        compared = [p for p in compared if p.verdict != "identical"]
+        console.print(f"parity: {len(identical)} pair(s) bitwise identical" + (", the others:" if compared else ""))
     if compared:
         many = len({p.frontends for p in compared}) > 1
         title = f"parity (each frontend vs {result.baseline})" if many else f"parity ({' vs '.join(compared[0].frontends)})"
@@ -140,11 +190,31 @@ def _print_pairs(result: MatrixResult, console: Console) -> None:
         console.print(pairs)
 
 
+def _print_glance(result: MatrixResult, console: Console) -> None:
+    """Every pair at a glance: optimizer × (script · mode), one symbol per pair (:mod:`harness.views.glance`)."""
+    grid = glance(result)
+    table = Table(title="parity at a glance (optimizer × script · mode)", header_style="bold", caption=LEGEND)
+    table.add_column("optimizer", no_wrap=True)
+    for column in grid.columns:
+        table.add_column(column.replace(" · ", "\n"), justify="center")
+    for optimizer, entries in grid.rows:
+        table.add_row(optimizer, *(_style_symbols(e) for e in entries))
+    console.print(table)
+
+
+def _style_symbols(text: str) -> str:
+    styles = {"=": "green", "≈": "green", "K": "cyan", "B": "bold cyan", "k": "cyan", "✗": "bold red", "S": "bold red",
+              "E": "bold red", "U": "magenta", "·": "yellow"}
+    return "".join(f"[{styles.get(ch, '')}]{ch}[/]" for ch in text)
+
+
 def print_trace(result: MatrixResult, console: Console | None = None) -> None:
     """What ``harness trace`` prints: each cell's status in one line, then every pair's whole explanation, trace included."""
     console = console or make_console()
     spec = result.spec
     console.print(f"amp-parity trace · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps", style="bold")
+    for line in provenance_lines(result):
+        console.print(line, style="dim", soft_wrap=True, markup=False, highlight=False)
     for cell in result.cells:
         reason = f" — {cell.reason}" if cell.reason and not cell.ok else ""
         console.print(f"  {cell.id}: [{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]{reason}", soft_wrap=True)

@@ -16,9 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from harness.errors import UsageError
+from harness.errors import ExitCode, UsageError
 from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_json_file
-from harness.workload.spec import AMP_DTYPES, DEVICES, MODES, PRESETS, WorkloadSpec, available_cores
+from harness.workload.optimizers import OPTIMIZERS
+from harness.workload.scripts import all_mode_names
+from harness.workload.spec import AMP_DTYPES, DEVICES, PRESETS, WorkloadSpec, available_cores
 
 __all__ = [
     "OneLineParser",
@@ -37,7 +39,7 @@ class ThreadsWarning(UserWarning):
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose usage errors read like the harness's own: one ``error:`` line, exit 1.
+    """An ``ArgumentParser`` whose usage errors read like the harness's own: one ``error:`` line, exit ``USAGE_ERROR`` (4).
 
     argparse prints a usage block and exits 2; the README promises every bad input one line that says
     what was wrong and what to do, and the R shell mode relays exactly one ``error:`` line. ``--help``
@@ -55,9 +57,9 @@ class OneLineParser(argparse.ArgumentParser):
         self._negative_number_matcher = self._NEGATIVE_NUMBER
 
     def error(self, message: str) -> NoReturn:
-        """Print ``error: <argparse's message> (see <prog> --help).`` and exit 1."""
+        """Print ``error: <argparse's message> (see <prog> --help).`` and exit ``USAGE_ERROR``."""
         print(f"error: {message} (see {self.prog} --help).", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(ExitCode.USAGE_ERROR)
 
     def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
         """As argparse's, but an unknown flag points at the help of the command it was given to."""
@@ -66,20 +68,22 @@ class OneLineParser(argparse.ArgumentParser):
             command = getattr(parsed, "command", None)
             prog = f"{self.prog} {command}" if isinstance(command, str) else self.prog
             print(f"error: unrecognized arguments: {' '.join(extras)} (see {prog} --help).", file=sys.stderr)
-            sys.exit(1)
+            sys.exit(ExitCode.USAGE_ERROR)
         namespace_out: argparse.Namespace = parsed
         return namespace_out
 
 _HELP = {
     "batch_size": "rows per batch", "in_size": "input and hidden width", "out_size": "output width",
     "num_layers": "Linear layers", "num_batches": "batches per epoch", "epochs": "passes over the batches",
-    "lr": "SGD learning rate", "seed": "fixture seed", "device": f"one of {', '.join(DEVICES)}",
+    "lr": "learning rate of the SGD-like optimizers (the others have their own: harness/workload/optimizers.py)",
+    "seed": "fixture seed", "device": f"one of {', '.join(DEVICES)}",
     "amp_dtype": f"autocast dtype: {', '.join(AMP_DTYPES)} (default: bfloat16 on cpu, float16 on cuda)",
     "init_scale": "GradScaler initial scale", "growth_factor": "GradScaler growth factor",
     "backoff_factor": "GradScaler backoff factor", "growth_interval": "GradScaler growth interval",
     "clip_max_norm": "max gradient norm in autocast_scaler_clip", "threads": "torch threads (0 = every core this process may use)",
     "overflow_steps": "comma-separated 0-based steps at which the scaler modes put an inf into one gradient (e.g. 3,7)",
     "overflow_point": "where --overflow-steps put the inf: backward (after backward(), default) or unscale (after unscale_())",
+    "static_loss_scale": "the static loss scale of mode lowp_weights_scaled (the AMP guide's -s)",
 }
 
 
@@ -89,16 +93,27 @@ def add_spec_arguments(parser: argparse.ArgumentParser, with_modes: bool = True)
     group.add_argument("--preset", default=None, help=f"one of {', '.join(PRESETS)} (default tiny)")
     group.add_argument("--spec-file", type=path_argument, default=None, help="a JSON object of spec fields")
     for field in dataclasses.fields(WorkloadSpec):
-        if field.name == "preset":
+        if field.name in ("preset", "optimizer_args"):
             continue
         group.add_argument(
             "--" + field.name.replace("_", "-"), dest=field.name, default=None,
             type=_CONVERTERS.get(str(field.type), str), help=_HELP.get(field.name),
         )
+    group.add_argument(
+        "--optimizer-arg", dest="optimizer_args", action="append", default=None, type=_optimizer_arg,
+        metavar="OPTIMIZER.ARG=VALUE",
+        help="replace one hyperparameter of one optimizer (repeatable), e.g. adam.eps=1e-6, adam.betas=0.8,0.99, "
+             "sgd_nesterov.nesterov=false",
+    )
     if with_modes:
         parser.add_argument(
             "--mode", action="append", default=None,
-            help=f"mode(s) to run, repeatable or comma-separated: {', '.join(MODES)}",
+            help=f"mode(s) to run, repeatable or comma-separated: {', '.join(all_mode_names())} (a name runs in every script that has it)",
+        )
+        parser.add_argument(
+            "--optimizer", action="append", default=None,
+            help=f"optimizer(s) to run, repeatable or comma-separated, or all (default: the preset's; tiny runs all): "
+                 f"{', '.join(OPTIMIZERS)}",
         )
 
 
@@ -114,8 +129,12 @@ def spec_from_args(args: argparse.Namespace) -> WorkloadSpec:
         values.update(_read_spec_file(args.spec_file))
     for field in dataclasses.fields(WorkloadSpec):
         given = getattr(args, field.name, None)
-        if given is not None and field.name != "preset":
+        if given is not None and field.name not in ("preset", "optimizer_args"):
             values[field.name] = given
+    for name, arg, value in getattr(args, "optimizer_args", None) or ():  # flags add to (or replace) the spec file's
+        table = dict(values.get("optimizer_args") or {})
+        table[name] = {**dict(table.get(name) or {}), arg: value}
+        values["optimizer_args"] = table
     # Only an absent (or null) preset means the default: --preset "" is refused, not run as tiny.
     preset = args.preset if args.preset is not None else values.get("preset")
     values.pop("preset", None)
@@ -218,3 +237,24 @@ def _to_steps(text: str) -> tuple[int, ...]:
 
 
 _CONVERTERS = {"int": whole_number, "float": finite_number, "tuple[int, ...]": _to_steps}
+
+
+def _optimizer_arg(text: str) -> tuple[str, str, Any]:
+    """``adam.betas=0.8,0.99`` → ("adam", "betas", [0.8, 0.99]); ``true``/``false`` are flags, anything else a number.
+
+    Which optimizer and argument exist, and whether the value is of the argument's kind, is the spec's to check
+    (:func:`harness.workload.optimizers.check_optimizer_args`); this only splits the text.
+    """
+    name, dot, rest = text.partition(".")
+    arg, equals, value = rest.partition("=")
+    if not (dot and equals and name.strip() and arg.strip() and value.strip()):
+        raise argparse.ArgumentTypeError(f"must be OPTIMIZER.ARG=VALUE (e.g. adam.eps=1e-6), got {text!r}")
+    value = value.strip()
+    parsed: Any
+    if value.lower() in ("true", "false"):
+        parsed = value.lower() == "true"
+    elif "," in value:
+        parsed = [finite_number(part.strip()) for part in value.split(",")]
+    else:
+        parsed = finite_number(value)
+    return name.strip(), arg.strip(), parsed

@@ -17,16 +17,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.errors import SpecError, UsageError
+from harness.workload.optimizers import check_optimizer_args
+from harness.workload.scripts import all_mode_names
 
 __all__ = [
     "AMP_DTYPES",
-    "CLIP_MODE",
     "DEVICES",
     "FIXTURE_FIELDS",
-    "MODES",
     "OVERFLOW_POINTS",
     "PRESETS",
-    "SCRIPTS",
     "SizeWarning",
     "WorkloadSpec",
     "available_cores",
@@ -34,15 +33,6 @@ __all__ = [
     "parse_modes",
 ]
 
-#: The paired scripts and the modes each one runs, in matrix order. Pairs are found by these stems:
-#: ``py_scripts/<stem>.py`` ↔ ``r_scripts/<stem>.R``.
-SCRIPTS: dict[str, tuple[str, ...]] = {
-    "with_autocast": ("default", "autocast"),
-    "cuda_amp_grad_scaler": ("autocast_scaler", "autocast_scaler_clip"),
-}
-MODES: tuple[str, ...] = tuple(mode for modes in SCRIPTS.values() for mode in modes)
-#: The mode that clips the gradients (``unscale_`` + ``clip_grad_norm_``): its float64 reference clips too.
-CLIP_MODE = "autocast_scaler_clip"
 DEVICES: tuple[str, ...] = ("cpu", "cuda")
 AMP_DTYPES: tuple[str, ...] = ("bfloat16", "float16")
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16"}
@@ -55,6 +45,9 @@ DEFAULT_AMP_DTYPE = {"cpu": "bfloat16", "cuda": "float16"}
 #: scaler that checks the gradients again before ``step`` can see it: R torch's ``step()`` does
 #: (``.check_inf_per_device``), PyTorch's trusts what ``unscale_`` found (docs/known-differences.md).
 OVERFLOW_POINTS: tuple[str, ...] = ("backward", "unscale")
+
+#: Fields added after results were first stored, with the default that leaves a spec's digest what it was before them.
+_ADDED_FIELDS: dict[str, Any] = {"overflow_steps": [], "overflow_point": "backward", "optimizer_args": {}, "static_loss_scale": 1024.0}
 
 #: Fields that decide the fixture tensors; the fixture cache is keyed by these alone, so changing the
 #: learning rate or the mode reuses the same data and initial weights.
@@ -115,10 +108,17 @@ class WorkloadSpec:
     overflow_point: str = "backward"
     # One thread unless a preset says otherwise: reproducible, and fair between frontends on CPU.
     threads: int = 1
+    # Hyperparameters that replace an optimizer row's (harness/workload/optimizers.py): optimizer name → {argument: value}.
+    optimizer_args: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    # The AMP guide's static loss scale (mode lowp_weights_scaled: the loss times this, the gradients divided by it).
+    # A power of two, so scaling and unscaling are exact unless a gradient overflows or underflows the dtype: what the
+    # scale is for in float16, and what this mode tests.
+    static_loss_scale: float = 1024.0
 
     def __post_init__(self) -> None:
         if isinstance(self.overflow_steps, list):  # from JSON (a spec file, a stored result)
             object.__setattr__(self, "overflow_steps", tuple(self.overflow_steps))
+        object.__setattr__(self, "optimizer_args", check_optimizer_args(self.optimizer_args))
         _validate(self)
         if self.amp_dtype is None:
             object.__setattr__(self, "amp_dtype", DEFAULT_AMP_DTYPE[self.device])
@@ -151,8 +151,9 @@ class WorkloadSpec:
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
-        """Plain data for JSON and for the scripts of both languages (``overflow_steps`` as a list)."""
-        return dataclasses.asdict(self) | {"overflow_steps": list(self.overflow_steps)}
+        """Plain data for JSON and for the scripts of both languages (``overflow_steps`` as a list, pairs as lists)."""
+        args = {name: {k: list(v) if isinstance(v, tuple) else v for k, v in row.items()} for name, row in self.optimizer_args.items()}
+        return dataclasses.asdict(self) | {"overflow_steps": list(self.overflow_steps), "optimizer_args": args}
 
     @property
     def steps(self) -> int:
@@ -175,10 +176,9 @@ class WorkloadSpec:
     def digest(self, fields: tuple[str, ...] | None = None) -> str:
         """A short stable hash of ``fields`` (all fields by default), for cache keys and results."""
         values = self.to_json()
-        if not self.overflow_steps:  # a field added later: specs without it keep their digest
-            del values["overflow_steps"]
-        if self.overflow_point == "backward":  # likewise
-            del values["overflow_point"]
+        for name, default in _ADDED_FIELDS.items():  # a field added later, at its default: the spec keeps its digest
+            if values[name] == default:
+                del values[name]
         chosen = {k: values[k] for k in (fields or tuple(values)) if k in values}
         return hashlib.sha256(json.dumps(chosen, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -226,8 +226,9 @@ def available_cores() -> int:
 
 
 def parse_modes(values: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
-    """Modes from repeated or comma-separated ``--mode`` values, in matrix order; all when empty."""
-    return parse_choices("mode", values, MODES)
+    """Mode names from repeated or comma-separated ``--mode`` values, in matrix order; all when empty. A name selects
+    that mode in every script that declares it (``default`` is in both)."""
+    return parse_choices("mode", values, all_mode_names())
 
 
 def parse_choices(name: str, values: list[str] | tuple[str, ...] | None, allowed: tuple[str, ...]) -> tuple[str, ...]:
@@ -265,7 +266,7 @@ def _validate(spec: WorkloadSpec) -> None:
         _positive_int(name, getattr(spec, name))
     _int("seed", spec.seed, minimum=0)
     _int("threads", spec.threads, minimum=0)
-    for name in ("lr", "init_scale", "clip_max_norm"):
+    for name in ("lr", "init_scale", "clip_max_norm", "static_loss_scale"):
         _positive_float(name, getattr(spec, name))
     _positive_float("growth_factor", spec.growth_factor)
     if spec.growth_factor <= 1.0:

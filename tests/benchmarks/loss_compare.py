@@ -3,9 +3,10 @@
 pytest-benchmark's ``--benchmark-compare`` compares timings only; a faster run that trains differently is
 no improvement. Each cell's ``extra_info`` (``tests/benchmarks/test_cells.py``) keeps its per-step
 ``losses``, ``final_loss``, ``weights_digest`` (:func:`harness.judge.weight_findings.weights_digest`),
-``loss_scale`` history (scaler modes), ``spec_digest`` and versions; :func:`compare_losses` compares two
-such dicts and says what changed, in one line, with whether that fails the session under a
-:class:`LossPolicy` (``--benchmark-compare-losses``, parsed by :func:`parse_policy`).
+``loss_scale`` history (scaler modes), ``spec_digest``, versions and ``scripts`` (the digest of every script and
+shared file that ran: :class:`harness.model.provenance.Provenance`); :func:`compare_losses` compares two
+such dicts and says what changed, in one line (naming the scripts that differ from the saved run's), with whether
+that fails the session under a :class:`LossPolicy` (``--benchmark-compare-losses``, parsed by :func:`parse_policy`).
 
 Plain functions on plain dicts: ``tests/benchmarks/conftest.py`` hands them the runs, and unit tests call
 them without a process.
@@ -13,12 +14,15 @@ them without a process.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["OPTION", "POLICY_CHOICES", "LossComparison", "LossPolicy", "compare_losses", "parse_policy", "same_build"]
+from harness.model.provenance import Provenance
+
+__all__ = ["OPTION", "POLICY_CHOICES", "LossComparison", "LossPolicy", "compare_losses", "parse_policy", "same_build", "scripts_note"]
 
 #: How ``--benchmark-compare-losses`` is written, for its help and its error.
 #: The option (declared in tests/conftest.py, so ``pytest tests`` knows it as well as ``pytest tests/benchmarks``).
@@ -144,7 +148,25 @@ def _history(info: Mapping[str, Any], key: str) -> list[float] | None:
     return [float(v) for v in values]
 
 
+def scripts_note(now: Mapping[str, Any], saved: Mapping[str, Any]) -> str:
+    """``""`` where both runs ran the same scripts (or neither recorded them); else what is known: the files that differ, or
+    that the saved run recorded none."""
+    if not isinstance(now.get("scripts"), dict):
+        return ""
+    if not isinstance(saved.get("scripts"), dict):
+        return "; whether the scripts changed is unknown (the saved run recorded none)"
+    differing = Provenance(None, "saved", files=saved["scripts"]).differing_files(Provenance(None, "now", files=now["scripts"]))
+    return f"; ran different scripts than the saved run: {', '.join(differing)}" if differing else ""
+
+
 def compare_losses(name: str, now: Mapping[str, Any], saved: Mapping[str, Any] | None, policy: LossPolicy) -> LossComparison:
+    """As :func:`_compare_losses`, its line ending with the scripts that differ from the saved run's (:func:`scripts_note`)."""
+    compared = _compare_losses(name, now, saved, policy)
+    note = scripts_note(now, saved) if saved is not None else ""
+    return dataclasses.replace(compared, line=compared.line + note) if note else compared
+
+
+def _compare_losses(name: str, now: Mapping[str, Any], saved: Mapping[str, Any] | None, policy: LossPolicy) -> LossComparison:
     """Compare one benchmark's ``extra_info`` now with the saved run's, under ``policy``.
 
     ``saved`` is None where the saved run has no benchmark of that name. The line names what changed:

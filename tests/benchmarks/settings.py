@@ -12,13 +12,15 @@ import os
 from harness.errors import AmpParityError
 from harness.model.timing import DEFAULT_ROUNDS
 from harness.workload.installations import Installation, parse_frontends
+from harness.workload.optimizers import parse_optimizers
 from harness.workload.spec import PRESETS
 
-__all__ = ["ROUNDS_ENV", "check_settings", "frontends", "preset", "rounds"]
+__all__ = ["ROUNDS_ENV", "check_settings", "frontends", "optimizers", "preset", "rounds"]
 
 ROUNDS_ENV = "AMP_PARITY_BENCH_ROUNDS"
 PRESET_ENV = "AMP_PARITY_BENCH_PRESET"
 FRONTENDS_ENV = "AMP_PARITY_BENCH_FRONTENDS"
+OPTIMIZERS_ENV = "AMP_PARITY_BENCH_OPTIMIZERS"
 
 
 def rounds() -> int:
@@ -62,6 +64,20 @@ def frontends() -> tuple[Installation, ...]:
         raise ValueError(f"{FRONTENDS_ENV}: {err}") from err
 
 
+def optimizers() -> tuple[str, ...]:
+    """The optimizers timed: ``AMP_PARITY_BENCH_OPTIMIZERS`` in ``--optimizer``'s syntax, by default plain SGD (every row at
+    ``bench`` would take most of an hour).
+
+    Raises:
+        ValueError: what ``run --optimizer`` would refuse (its own one line).
+    """
+    value = os.environ.get(OPTIMIZERS_ENV)
+    try:
+        return parse_optimizers([value] if value else ["sgd"], "bench")
+    except AmpParityError as err:
+        raise ValueError(f"{OPTIMIZERS_ENV}: {err}") from err
+
+
 def check_settings() -> None:
     """Read every variable once, so a bad one is refused before any benchmark runs.
 
@@ -71,3 +87,4 @@ def check_settings() -> None:
     rounds()
     preset("tiny")
     frontends()
+    optimizers()

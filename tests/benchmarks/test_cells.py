@@ -1,5 +1,8 @@
 """Benchmarks: every frontend × mode cell timed by pytest-benchmark, grouped by pair, under the harness's protocol.
 
+Plain SGD unless ``AMP_PARITY_BENCH_OPTIMIZERS`` names others (``--optimizer``'s syntax: ``adam,rmsprop`` or ``all``): the
+recipe's optimizer, what ``bench`` and ``recipe`` time by default (harness/workload/optimizers.py).
+
 Skipped by the normal test run (``--benchmark-skip`` in the pytest options); run with
 ``tox -e bench`` or ``pytest tests/benchmarks --benchmark-only --benchmark-autosave``, then compare
 runs with ``--benchmark-compare``. ``AMP_PARITY_BENCH_PRESET`` picks the preset (default tiny; ``bench``
@@ -12,7 +15,8 @@ the frontend's loop median, ``overhead_seconds`` = pytest-benchmark's median −
 harness's bridge: pipe, serialization, rpy2) and ``setup_seconds`` = workload − loop medians (the script's
 own set-up, the frontend's cost, not the harness's). It also keeps the record call's per-step ``losses``,
 ``loss_scale`` history (None outside the scaler modes) and ``weights_digest``, which ``--benchmark-compare``
-compares with the saved run's (``--benchmark-compare-losses``, ``conftest.py``).
+compares with the saved run's (``--benchmark-compare-losses``, ``conftest.py``), and where they came from: the
+harness's version, the checkout's commit and every script's digest (``scripts``: the comparison names those that differ).
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ from harness.judge.weight_findings import weights_digest
 from harness.model.efficiency import workload_flops
 from harness.model.timing import DEFAULT_WARMUP_ROUNDS
 from harness.run.availability import Availability
+from harness.run.provenance import describe_provenance
 from harness.run.runner import MatrixRunner
 from harness.workload.matrix import Cell, cells_for
-from harness.workload.spec import MODES, WorkloadSpec
+from harness.workload.scripts import all_mode_names
+from harness.workload.spec import WorkloadSpec
 from tests.benchmarks import settings
 from tests.support import require_r_torch
 
@@ -40,14 +46,16 @@ ROUNDS = settings.rounds()
 #: The installations timed: ``AMP_PARITY_BENCH_FRONTENDS`` in ``--frontend``'s syntax (``python,py28=python:~/venv/bin/python,r``),
 #: by default this harness's own python and r. A bad value fails collection with run's one-line message.
 INSTALLATIONS = settings.frontends()
-BENCH_CELLS = cells_for(tuple(i.name for i in INSTALLATIONS), MODES, "cpu")
+BENCH_CELLS = cells_for(tuple(i.name for i in INSTALLATIONS), all_mode_names(), settings.optimizers(), "cpu")
+#: Where this session's runs come from (the scripts as they are when the session starts).
+PROVENANCE = describe_provenance()
 
 
 @pytest.fixture(scope="module")
-def bench_runner(availability: Availability) -> Iterator[MatrixRunner]:
-    """Workers for the benchmark preset, kept alive across every round of every cell."""
+def bench_runner(availability: Availability, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MatrixRunner]:
+    """Workers for the benchmark preset, kept alive across every round of every cell (their weights in a folder of the session's)."""
     spec = WorkloadSpec.from_preset(settings.preset("tiny"))
-    with MatrixRunner(spec, INSTALLATIONS, timeout=3600, availability=availability) as runner:
+    with MatrixRunner(spec, INSTALLATIONS, timeout=3600, availability=availability, staging=tmp_path_factory.mktemp("weights")) as runner:
         yield runner
 
 
@@ -77,7 +85,7 @@ def test_cell_time(benchmark: BenchmarkFixture, bench_cell: Cell, bench_runner: 
     median = float(benchmark.stats.stats.median)
     spec = bench_runner.spec
     benchmark.extra_info.update({
-        "frontend": cell.frontend, "script": cell.script, "mode": cell.mode, "device": cell.device,
+        "frontend": cell.frontend, "script": cell.script, "mode": cell.mode, "optimizer": cell.optimizer, "device": cell.device,
         "preset": spec.preset, "amp_dtype": spec.amp_dtype, "threads": first["threads"],
         "torch_version": first["torch_version"], "libtorch_version": first["libtorch_version"],
         "language_version": first["language_version"], "final_loss": first["final_loss"], "spec_digest": spec.digest(),
@@ -88,5 +96,8 @@ def test_cell_time(benchmark: BenchmarkFixture, bench_cell: Cell, bench_runner: 
         "losses": first["losses"], "weights_digest": weights_digest(first["weights_path"]), "loss_scale": first["loss_scale"],
         # the loaded libtorch_cpu.so's build ID (harness/frontends/installation_facts.py): "same build" means the same kernels
         "libtorch_build": facts.get("libtorch_build"),
+        # where the run came from (harness/model/provenance.py): the comparison names the scripts that differ from the saved run's
+        "harness_version": PROVENANCE.harness_version, "commit": PROVENANCE.commit, "dirty": PROVENANCE.dirty,
+        "scripts": dict(PROVENANCE.files),
     })
     assert len(timed) == ROUNDS and all(r["losses"] == first["losses"] for r in timed)

@@ -29,8 +29,8 @@ runpy.run_path("py_scripts/with_autocast.py", run_name="__main__")
 
 _PREPARE = _BLOCK + """
 import runpy
-sys.argv = ["harness", "prepare", "--shell-of", "with_autocast.R", "--shell-modes", "default,autocast", "--",
-            "--preset", "tiny", "--mode", "default"]
+sys.argv = ["harness", "prepare", "--shell-of", "with_autocast.R", "--",
+            "--preset", "tiny", "--mode", "default", "--optimizer", "adam"]
 runpy.run_module("harness", run_name="__main__")
 """
 
@@ -40,7 +40,8 @@ from harness.frontends.python_handler import PythonHandler
 from harness.run.prepare import prepare_run_spec
 from harness.workload.spec import WorkloadSpec
 spec = WorkloadSpec.from_preset("tiny")
-request = {"script": "cuda_amp_grad_scaler", "mode": "autocast_scaler_clip", "run_spec": prepare_run_spec(spec, save_weights=False)}
+run_spec = prepare_run_spec(spec, "cuda_amp_grad_scaler", "sgd", save_weights=False)
+request = {"script": "cuda_amp_grad_scaler", "mode": "autocast_scaler_clip", "run_spec": run_spec}
 handler = PythonHandler()
 record = handler(request)
 trace = handler(request | {"kind": "trace", "trace": {"keep": []}})
@@ -73,7 +74,7 @@ def test_an_r_scripts_run_spec_is_prepared_without_them() -> None:
     done = _bare(_PREPARE)
     assert done.returncode == 0, done.stderr[-2000:]
     prepared = json.loads(done.stdout.splitlines()[-1])
-    assert prepared["mode"] == "default" and prepared["spec"]["preset"] == "tiny"
+    assert prepared["mode"] == "default" and prepared["spec"]["preset"] == "tiny" and prepared["spec"]["optimizer"]["name"] == "adam"
 
 
 def test_the_worker_side_serves_a_cell_a_trace_and_a_peak_without_them() -> None:

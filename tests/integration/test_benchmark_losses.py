@@ -16,7 +16,7 @@ from pathlib import Path
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV
 from tests.planting import copy_scripts, plant
 
-CELL = "test_cell_time[with_autocast-default-python-cpu]"
+CELL = "test_cell_time[with_autocast-default-sgd-python-cpu]"
 
 
 def bench(storage: Path, *args: str, scripts: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -25,7 +25,7 @@ def bench(storage: Path, *args: str, scripts: Path | None = None) -> subprocess.
     if scripts is not None:
         env[SCRIPTS_ENV] = str(scripts)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/benchmarks", "--benchmark-only", "-k", "with_autocast-default-python-cpu",
+        [sys.executable, "-m", "pytest", "tests/benchmarks", "--benchmark-only", "-k", "with_autocast-default-sgd-python-cpu",
          f"--benchmark-storage=file://{storage}", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *args],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, env=env,
     )
@@ -40,15 +40,16 @@ def test_a_planted_change_fails_the_compare_and_an_unchanged_rerun_passes(tmp_pa
     same = bench(storage, "--benchmark-compare")
     assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-2000:]
     assert "losses vs saved run 0001_base.json (--benchmark-compare-losses=auto)" in same.stdout
-    assert f"{CELL}: losses identical (20 steps), weights digest identical" in same.stdout
+    assert f"{CELL}: losses identical (20 steps), weights digest identical\n" in same.stdout  # the same scripts: nothing added
 
     root = copy_scripts(tmp_path / "planted")
-    plant(root, "py_scripts/with_autocast.py", 'lr=spec["lr"])', 'lr=spec["lr"] * (1 + 1e-6))')
+    plant(root, "py_scripts/common.py", "(net.parameters(), **args)", '(net.parameters(), **(args | {"lr": args["lr"] * (1 + 1e-6)}))')
     changed = bench(storage, "--benchmark-compare=0001", scripts=root)
     assert changed.returncode == 1, changed.stdout[-3000:] + changed.stderr[-2000:]
     line = next((ln for ln in changed.stdout.splitlines() if ln.startswith(f"{CELL}: ")), "")
     assert "losses changed at step " in line and "weights digest changed" in line, changed.stdout[-3000:]
     assert "FAILED: same libtorch build" in line
+    assert line.endswith("; ran different scripts than the saved run: py_scripts/with_autocast.py")  # the planted copy, named
     assert "losses changed in 1 of 1 benchmarks: the session fails" in changed.stdout
     assert "0001_base" in changed.stdout  # beside pytest-benchmark's own timing comparison
 

@@ -22,14 +22,15 @@ def test_benchmarks_run_and_record_extra_info(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     benchmarks = json.loads(out.read_text())["benchmarks"]
-    assert sorted(b["group"] for b in benchmarks) == sorted([
-        "with_autocast-default-cpu", "with_autocast-autocast-cpu",
-        "cuda_amp_grad_scaler-autocast_scaler-cpu", "cuda_amp_grad_scaler-autocast_scaler_clip-cpu",
+    assert sorted(b["group"] for b in benchmarks) == sorted([  # every mode of both scripts, plain SGD by default
+        "with_autocast-default-sgd-cpu", "with_autocast-autocast-sgd-cpu", "with_autocast-lowp_weights-sgd-cpu",
+        "with_autocast-lowp_weights_scaled-sgd-cpu", "cuda_amp_grad_scaler-default-sgd-cpu",
+        "cuda_amp_grad_scaler-autocast_scaler-sgd-cpu", "cuda_amp_grad_scaler-autocast_scaler_clip-sgd-cpu",
     ])
     for bench in benchmarks:
         assert bench["stats"]["rounds"] == 3
         info = bench["extra_info"]
-        assert info["frontend"] == "python" and info["preset"] == "tiny" and info["final_loss"] > 0
+        assert info["frontend"] == "python" and info["preset"] == "tiny" and info["final_loss"] > 0 and info["optimizer"] == "sgd"
         assert info["torch_version"].startswith("2.") and 0 < info["loop_seconds_median"] < bench["stats"]["median"]
         assert info["overhead_seconds"] == bench["stats"]["median"] - info["workload_seconds_median"]
         assert info["setup_seconds"] == info["workload_seconds_median"] - info["loop_seconds_median"] > 0

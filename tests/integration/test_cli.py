@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT
 from harness.model.result import RESULT_SCHEMA_VERSION
 from harness.run.availability import Availability
@@ -25,12 +26,14 @@ def test_run_writes_a_complete_result_and_refuses_to_overwrite(python_run: Share
     assert done.returncode == 0, done.stderr
     assert "amp-parity · preset tiny" in done.stdout and "autocast" in done.stdout
     result = python_run.result()
-    assert result["schema_version"] == RESULT_SCHEMA_VERSION and [c["status"] for c in result["cells"]] == ["ok"] * 4
+    assert result["schema_version"] == RESULT_SCHEMA_VERSION and [c["status"] for c in result["cells"]] == ["ok"] * 7
+    assert {c["optimizer"] for c in result["cells"]} == {"sgd"}
     for cell in result["cells"]:
         assert Path(cell["record"]["weights_path"]).parent == Path(f"{path.stem}.weights")  # relative to the result
         assert (path.parent / cell["record"]["weights_path"]).exists()
-    again = harness_command("run", "--frontend", "python", "--mode", "default", "--json", str(path))  # the real command's exit status
-    assert again.returncode == 1 and "does not exist yet (or pass --overwrite)" in again.stderr
+    # the real command's exit status
+    again = harness_command("run", "--frontend", "python", "--mode", "default", "--optimizer", "sgd", "--json", str(path))
+    assert again.returncode == ExitCode.USAGE_ERROR and "does not exist yet (or pass --overwrite)" in again.stderr
     assert python_run.result() == result
 
 
@@ -49,7 +52,7 @@ def test_doctor_fails_under_require_r_when_r_torch_is_missing(availability: Avai
         pytest.skip("R torch is installed here")
     monkeypatch.setenv("AMP_PARITY_REQUIRE_R", "1")
     done = run_cli("doctor")
-    assert done.returncode == 1 and "R cells will fail" in done.stdout
+    assert done.returncode == ExitCode.FAILED and "R cells will fail" in done.stdout
 
 
 @pytest.mark.parametrize("signum", [2, 15], ids=["ctrl-c", "kill"])
@@ -98,7 +101,7 @@ def test_run_records_its_judging_policy(python_run: SharedRun, tmp_path: Path) -
     """``run --tolerance-only`` records ``tolerance_only`` in the result; without the flag ``strict``."""
     assert python_run.result()["judging"] == "strict"
     path = tmp_path / "tolerance_only.json"
-    done = run_cli("run", "--frontend", "python", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1",
+    done = run_cli("run", "--frontend", "python", "--mode", "default", "--optimizer", "sgd", "--rounds", "1", "--warmup-rounds", "1",
                     "--num-batches", "2", "--epochs", "1", "--json", str(path), "--tolerance-only")
     assert done.returncode == 0, done.stderr
     assert json.loads(path.read_text())["judging"] == "tolerance_only"
@@ -106,8 +109,8 @@ def test_run_records_its_judging_policy(python_run: SharedRun, tmp_path: Path) -
 
 def test_sizes_off_multiples_of_8_run_with_a_one_line_warning() -> None:
     """``--batch-size 30`` runs and warns once, in one ``warning:`` line, about tensor cores."""
-    done = run_cli("run", "--batch-size", "30", "--frontend", "python", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1",
-                    "--num-batches", "2", "--epochs", "1")
+    done = run_cli("run", "--batch-size", "30", "--frontend", "python", "--mode", "default", "--optimizer", "sgd", "--rounds", "1",
+                    "--warmup-rounds", "1", "--num-batches", "2", "--epochs", "1")
     assert done.returncode == 0
     assert done.stderr.strip() == "warning: batch_size=30 not a multiple of 8: it runs, but tensor cores may not engage on a GPU."
 
@@ -120,13 +123,15 @@ def test_run_interleaved_with_profile_records_the_protocol(python_run: SharedRun
         "warmup_rounds": 1, "rounds": 3, "max_seconds": 60.0, "interleave": True, "gc": None, "clocks": None,
     }
     cell = next(c for c in result["cells"] if c["mode"] == "autocast")
+    lowp = next(c for c in result["cells"] if c["mode"] == "lowp_weights")  # bfloat16 weights: every GEMM in bfloat16 too
+    assert lowp["gemm_profile"]["half_share"] == 1.0 and lowp["efficiency"]["gemm_dtype"] == "bfloat16"
     assert cell["timing"]["rounds"] == 3 and cell["timing"]["warmup_calls"] == 1
     assert cell["gemm_profile"]["half_share"] == 1.0 and cell["gemm_profile"]["step"] == 3
     assert "targets: " in python_run.done.stdout
 
 
 def test_a_run_in_which_no_cell_ran_fails_and_meets_no_figure(availability: Availability, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``--frontend r`` without R torch: every cell skipped, so exit 1 with one ``error:`` line, and no figure "met" (it said 1 of 1)."""
+    """``--frontend r`` without R torch: every cell skipped, so a usage error, one ``error:`` line, no figure "met" (it said 1 of 1)."""
     import dataclasses
 
     import harness.run.runner
@@ -134,10 +139,10 @@ def test_a_run_in_which_no_cell_ran_fails_and_meets_no_figure(availability: Avai
     monkeypatch.delenv("AMP_PARITY_REQUIRE_R", raising=False)
     no_r = dataclasses.replace(availability, r={"torch_installed": False, "libtorch_installed": False, "libtorch_loads": False})
     monkeypatch.setattr(harness.run.runner, "probe", lambda: no_r)
-    done = run_cli("run", "--preset", "tiny", "--frontend", "r", "--rounds", "1", "--warmup-rounds", "1")
-    assert done.returncode == 1
+    done = run_cli("run", "--preset", "tiny", "--frontend", "r", "--optimizer", "sgd", "--rounds", "1", "--warmup-rounds", "1")
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert done.stderr.splitlines() == [
-        "error: no cell ran: all 4 were skipped (with_autocast-default-r-cpu: the R package torch is not installed: in R, "
+        "error: no cell ran: all 7 were skipped (with_autocast-default-sgd-r-cpu: the R package torch is not installed: in R, "
         'install.packages("torch"); torch::install_torch()); nothing was measured. Fix what the reason says, or choose other '
         "--frontend/--mode."
     ]

@@ -8,15 +8,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from harness.errors import ExitCode
 from harness.run.availability import Availability
 from tests.support import harness_command, one_error_line, run_cli
 
 
 def test_the_real_command_prints_the_same_line() -> None:
-    """``python -m harness`` in a new process exits 1 with exactly the line ``main`` prints in process, nothing on stdout."""
+    """``python -m harness`` in a new process exits with a usage error and exactly the line ``main`` prints in process."""
     args = ("run", "--lr", "inf")
     done = harness_command(*args)
-    assert (done.returncode, done.stdout, done.stderr) == (1, "", run_cli(*args).stderr)
+    assert (done.returncode, done.stdout, done.stderr) == (ExitCode.USAGE_ERROR, "", run_cli(*args).stderr)
     assert one_error_line(done).startswith("error: argument --lr: must be a finite number")
 
 

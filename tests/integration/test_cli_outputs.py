@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT
 from harness.files.staging import StagingDir
 from harness.run.availability import Availability
@@ -26,7 +27,7 @@ from harness.run.pool import TEMPORARY_WEIGHTS_PREFIX
 from tests.support import require_r_torch, run_cli
 
 #: A Python-only run long enough (a few seconds per cell) to be caught mid-way.
-_QUICK = ("run", "--frontend", "python", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1")
+_QUICK = ("run", "--frontend", "python", "--mode", "default", "--optimizer", "sgd", "--rounds", "1", "--warmup-rounds", "1")
 _SLOW = (*_QUICK, "--num-batches", "300", "--epochs", "4")
 
 
@@ -58,7 +59,7 @@ def test_two_runs_with_the_same_new_json_the_second_is_refused_and_the_first_kee
     first = _start(*_SLOW, "--json", str(tmp_path / "X.json"), env=env)
     _wait_for(lambda: any(p.name.startswith(".amp-parity-staging-") for p in tmp_path.iterdir()))
     second = _harness(*_QUICK, "--json", str(tmp_path / "X.json"), env=env)
-    assert second.returncode == 1
+    assert second.returncode == ExitCode.USAGE_ERROR
     assert second.stderr.strip() == (
         f"error: another run is writing {tmp_path / 'X.json'} (it holds {tmp_path / '.X.weights.lock'}); "
         "wait for it to end or choose another --json path."
@@ -68,7 +69,8 @@ def test_two_runs_with_the_same_new_json_the_second_is_refused_and_the_first_kee
     result = json.loads((tmp_path / "X.json").read_text())
     assert result["spec"]["num_batches"] == 300
     marker = json.loads((tmp_path / "X.weights" / ".amp-parity-weights.json").read_text())
-    assert marker == {"result": "X.json", "files": ["with_autocast-default-python-cpu.safetensors"]}
+    assert marker == {"result": "X.json", "files": ["cuda_amp_grad_scaler-default-sgd-python-cpu.safetensors",
+                                                    "with_autocast-default-sgd-python-cpu.safetensors"]}  # both scripts' default
     assert (tmp_path / result["cells"][0]["record"]["weights_path"]).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "tmp"]
     mode = stat.S_IMODE((tmp_path / "X.json").stat().st_mode)  # weights were 0600 beside a 0644 result
@@ -91,7 +93,7 @@ def test_a_save_that_fails_after_the_run_still_prints_the_table_and_says_where_t
     env = _env(tmp_path / "tmp")
     done = subprocess.run([sys.executable, "-c", plant, *_QUICK, "--json", str(tmp_path / "X.json")], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert "amp-parity · preset" in done.stdout and "default" in done.stdout
     line = done.stderr.strip().splitlines()[-1]
     assert line.startswith(f"error: cannot write {tmp_path / 'X.json'}: No space left on device. The result was saved to ")
@@ -151,7 +153,8 @@ def test_report_from_another_folder_reads_the_weights(tmp_path: Path, availabili
     require_r_torch(availability)
     (tmp_path / "results").mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    done = _harness("run", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1", "--json", "results/X.json", cwd=tmp_path, env=env)
+    done = _harness("run", "--mode", "default", "--optimizer", "sgd", "--rounds", "1", "--warmup-rounds", "1", "--json", "results/X.json",
+                    cwd=tmp_path, env=env)
     assert done.returncode in (0, 1), done.stderr
     verdicts = [p["verdict"] for p in json.loads((tmp_path / "results" / "X.json").read_text())["pairs"]]
     elsewhere = tmp_path / "elsewhere"
@@ -174,7 +177,7 @@ def test_a_report_a_user_writes_during_the_run_is_kept(tmp_path: Path, monkeypat
 
     monkeypatch.setattr(MatrixRunner, "run", run_and_write)
     done = run_cli(*_QUICK, "--json", str(tmp_path / "X.json"), "--report", str(tmp_path / "rep"))
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert done.stderr.strip().splitlines()[-1].startswith(
         f"error: {tmp_path / 'rep' / 'report.md'} appeared during the run; it is replaced only with --overwrite. No report was written"
     )

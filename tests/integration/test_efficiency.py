@@ -31,14 +31,14 @@ def test_fp16_cell_on_the_fallback_gemm_stays_within_its_measured_peak(tmp_path:
     from py_scripts import with_autocast
 
     spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16", num_batches=4, epochs=1)
-    run_spec = prepare_run_spec(spec, tmp_path / "w.safetensors")
+    run_spec = prepare_run_spec(spec, "with_autocast", "sgd", tmp_path / "w.safetensors")
     before = torch.get_num_threads()
     with torch.backends.mkldnn.flags(enabled=False):
         peak = measure_matmul_peak("cpu", "float16", threads=1)
         record = with_autocast.run_workload(run_spec, "autocast")
     torch.set_num_threads(before)
     assert peak["layouts_tflops"]["NT"] > peak["layouts_tflops"]["NN"]  # the layout a lone `a @ b` peak missed
-    cell = CellResult(Cell("python", "with_autocast", "autocast", "cpu"), Status.OK, record=RunRecord.from_json(record))
+    cell = CellResult(Cell("python", "with_autocast", "autocast", "sgd", "cpu"), Status.OK, record=RunRecord.from_json(record))
     e = cell_efficiency(cell, spec, _peaks({"float16": peak}))
     assert e is not None and e.share_note is None and e.share_of_peak is not None
     assert 0 < e.share_of_peak <= 1

@@ -46,7 +46,14 @@ def float32_claiming_autocast(run_spec: dict[str, Any], mode: str) -> dict[str, 
 
 @pytest.fixture(scope="module")
 def run_spec(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return prepare_run_spec(SPEC, tmp_path_factory.mktemp("gemm") / "w.safetensors", ensure_fixtures(SPEC))
+    """with_autocast's run spec (its modes, plain SGD)."""
+    return prepare_run_spec(SPEC, "with_autocast", "sgd", tmp_path_factory.mktemp("gemm") / "w.safetensors", ensure_fixtures(SPEC))
+
+
+@pytest.fixture(scope="module")
+def scaler_run_spec(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """cuda_amp_grad_scaler's run spec: each script's run spec declares its own modes."""
+    return prepare_run_spec(SPEC, "cuda_amp_grad_scaler", "sgd", tmp_path_factory.mktemp("gemm") / "w.safetensors", ensure_fixtures(SPEC))
 
 
 @pytest.fixture(scope="module")
@@ -55,14 +62,16 @@ def seen() -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def profiles(run_spec: dict[str, Any], seen: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """One profile per mode, shared by the tests below (each is a whole tiny run)."""
-    workloads: dict[str, Workload] = {
-        "default": with_autocast.run_workload,
-        "autocast": with_autocast.run_workload,
-        "autocast_scaler_clip": cuda_amp_grad_scaler.run_workload,
+def profiles(run_spec: dict[str, Any], scaler_run_spec: dict[str, Any], seen: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """One profile per mode, shared by the tests below (each is a whole tiny run); ``scaler default`` is the scaler script's."""
+    workloads: dict[str, tuple[Workload, dict[str, Any], str]] = {
+        "default": (with_autocast.run_workload, run_spec, "default"),
+        "autocast": (with_autocast.run_workload, run_spec, "autocast"),
+        "lowp_weights": (with_autocast.run_workload, run_spec, "lowp_weights"),
+        "scaler default": (cuda_amp_grad_scaler.run_workload, scaler_run_spec, "default"),
+        "autocast_scaler_clip": (cuda_amp_grad_scaler.run_workload, scaler_run_spec, "autocast_scaler_clip"),
     }
-    found = {mode: profile_gemms(spying(run, seen), run_spec, mode) for mode, run in workloads.items()}
+    found = {name: profile_gemms(spying(run, seen), spec, mode) for name, (run, spec, mode) in workloads.items()}
     found["broken"] = profile_gemms(spying(float32_claiming_autocast, seen), run_spec, "autocast")
     return found
 
@@ -83,6 +92,20 @@ def test_default_gemms_all_ran_in_float32(profiles: dict[str, dict[str, Any]]) -
     assert amp_gemm_problem("default", profile) is None
 
 
+def test_low_precision_weights_gemms_all_ran_in_bfloat16(profiles: dict[str, dict[str, Any]]) -> None:
+    """Weights and inputs in bfloat16 without autocast (the AMP guide's --fp16): every GEMM runs in bfloat16, and it is AMP."""
+    profile = profiles["lowp_weights"]
+    assert profile["half_share"] == 1.0 and set(profile["seconds_by_dtype"]) == {"bfloat16"}
+    assert amp_gemm_problem("lowp_weights", profile) is None
+
+
+def test_the_scaler_scripts_default_gemms_ran_in_float32(profiles: dict[str, dict[str, Any]]) -> None:
+    """The scaler script's own default disables autocast: float32 GEMMs, which its mode does not claim to avoid."""
+    profile = profiles["scaler default"]
+    assert profile["half_share"] == 0.0 and set(profile["seconds_by_dtype"]) == {"float32"}
+    assert amp_gemm_problem("default", profile) is None
+
+
 def test_scaler_clip_gemms_all_ran_in_half(profiles: dict[str, dict[str, Any]]) -> None:
     profile = profiles["autocast_scaler_clip"]
     assert profile["half_share"] == 1.0
@@ -90,9 +113,10 @@ def test_scaler_clip_gemms_all_ran_in_half(profiles: dict[str, dict[str, Any]]) 
     assert amp_gemm_problem("autocast_scaler_clip", profile) is None
 
 
-@pytest.mark.parametrize("mode", ["default", "autocast", "autocast_scaler_clip"])
-def test_exactly_one_step_is_counted(profiles: dict[str, dict[str, Any]], mode: str) -> None:
-    profile = profiles[mode]
+@pytest.mark.parametrize("name", ["default", "autocast", "lowp_weights", "scaler default", "autocast_scaler_clip"])
+def test_exactly_one_step_is_counted(profiles: dict[str, dict[str, Any]], name: str) -> None:
+    profile = profiles[name]
+    mode = name.removeprefix("scaler ")
     counts = {op["name"]: 0 for op in profile["ops"]}
     for op in profile["ops"]:
         counts[op["name"]] += op["count"]

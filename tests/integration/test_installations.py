@@ -8,18 +8,21 @@ and the pair must be ``identical`` with identity expected *because* both sides r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from harness.errors import UsageError
+from harness.errors import ExitCode, UsageError
 from harness.files.paths import REPO_ROOT
 from harness.model.result import MatrixResult
 from harness.model.timing import TimingProtocol
+from harness.model.verdicts import PairVerdict
 from harness.run.availability import Availability
 from harness.run.frontends import worker_env
 from harness.run.runner import MatrixRunner
@@ -55,11 +58,20 @@ def venv_python(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def _run(spec: WorkloadSpec, frontends: tuple[Installation | str, ...], availability: Availability,
          weights: Path | None = None, trace: bool = False) -> MatrixResult:
-    """The ``default`` cells of ``frontends``; ``weights``: a folder that keeps their final weights (a result to merge reads them)."""
+    """The ``default`` cells of ``frontends`` (both scripts' own, plain SGD); ``weights``: a folder that keeps their final weights
+    (a result to merge reads them), else a temporary one, removed after (the verdicts are judged before)."""
     if weights is not None:
         weights.mkdir()
-    with MatrixRunner(spec, frontends, timeout=300, availability=availability, trace=trace, staging=weights) as runner:
-        return runner.run(("default",), protocol=_PROTOCOL)
+    with contextlib.ExitStack() as stack:
+        staging = weights if weights is not None else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="amp-parity-test-")))
+        with MatrixRunner(spec, frontends, timeout=300, availability=availability, trace=trace, staging=staging) as runner:
+            return runner.run(("default",), ("sgd",), protocol=_PROTOCOL)
+
+
+def _default_pairs(pairs: tuple[PairVerdict, ...]) -> tuple[PairVerdict, PairVerdict]:
+    """The two pairs of a run of ``default``: with_autocast's and the scaler script's own, in that order."""
+    assert [(p.script, p.mode) for p in pairs] == [("with_autocast", "default"), ("cuda_amp_grad_scaler", "default")], pairs
+    return pairs[0], pairs[1]
 
 
 def test_a_second_python_on_one_build_is_identical_and_says_why(
@@ -67,10 +79,10 @@ def test_a_second_python_on_one_build_is_identical_and_says_why(
 ) -> None:
     """python and a venv's python: one libtorch build on one CPU, so identity is expected, and met."""
     result = _run(tiny_spec, ("python", Installation("venv", "python", python=venv_python)), availability)
-    (pair,) = result.pairs
-    assert (pair.frontends, pair.verdict, pair.details["identity_expected"]) == (("python", "venv"), "identical", True)
-    assert pair.explanation[1].startswith("expected: python and venv load one libtorch build (")
-    python, venv = (c.installation or {} for c in result.cells)
+    for pair in _default_pairs(result.pairs):
+        assert (pair.frontends, pair.verdict, pair.details["identity_expected"]) == (("python", "venv"), "identical", True)
+        assert pair.explanation[1].startswith("expected: python and venv load one libtorch build (")
+    python, venv = (c.installation or {} for c in result.cells[:2])  # with_autocast's default pair
     assert venv["interpreter"] == venv_python and python["interpreter"] == sys.executable
     assert python["libtorch_build"] == venv["libtorch_build"] and len(python["libtorch_build"]) == 40
 
@@ -81,12 +93,11 @@ def test_a_planted_installation_is_diverged(tiny_spec: WorkloadSpec, availabilit
     (tmp_path / "sitecustomize.py").write_text(_PLANTED_SITECUSTOMIZE)
     planted = Installation("planted", "python", python=sys.executable, env={"PYTHONPATH": str(tmp_path)})
     result = _run(tiny_spec, ("python", planted), availability, trace=True)
-    (pair,) = result.pairs
-    assert pair.verdict == "diverged" and pair.details["identity_expected"]
-    assert "not bitwise identical where identity is expected" in pair.summary
-    (trace,) = result.traces
-    assert trace.frontends == ("python", "planted") and trace.first_difference is not None
-    assert f"first differs at step {trace.first_difference.step}, {trace.first_difference.point}" in pair.summary
+    for pair, trace in zip(_default_pairs(result.pairs), result.traces, strict=True):  # both scripts build the nudged SGD
+        assert pair.verdict == "diverged" and pair.details["identity_expected"]
+        assert "not bitwise identical where identity is expected" in pair.summary
+        assert trace.pair == pair.pair and trace.frontends == ("python", "planted") and trace.first_difference is not None
+        assert f"first differs at step {trace.first_difference.step}, {trace.first_difference.point}" in pair.summary
 
 
 def test_a_broken_installation_is_refused_before_any_cell(tmp_path: Path) -> None:
@@ -95,7 +106,7 @@ def test_a_broken_installation_is_refused_before_any_cell(tmp_path: Path) -> Non
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     out = tmp_path / "r.json"
     done = run_cli("run", "--preset", "tiny", "--frontend", f"python,bare=python:{bare}", "--json", str(out), "--rounds", "1")
-    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.returncode == ExitCode.USAGE_ERROR and len(done.stderr.strip().splitlines()) == 1, done.stderr
     line = done.stderr.strip()
     assert line.startswith("error: installation bare must be one that starts a worker (bare worker could not start: ")
     assert "No module named 'torch'" in line
@@ -108,8 +119,8 @@ def test_an_r_library_path_is_an_installation(tiny_spec: WorkloadSpec, availabil
     require_r_torch(availability)
     library = next(p for p in os.environ.get("R_LIBS", "").split(os.pathsep) if p and (Path(p) / "torch").is_dir())
     result = _run(tiny_spec, ("r", Installation("rlib", "r", r_libs=library)), availability)
-    (pair,) = result.pairs
-    assert (pair.frontends, pair.verdict, pair.details["identity_expected"]) == (("r", "rlib"), "identical", True)
+    for pair in _default_pairs(result.pairs):
+        assert (pair.frontends, pair.verdict, pair.details["identity_expected"]) == (("r", "rlib"), "identical", True)
     assert result.cells[1].installation and result.cells[1].installation["r_libs"] == library
 
 
@@ -121,11 +132,11 @@ def test_results_of_two_installations_merge_into_one_judged_pair(
     save_result(_run(tiny_spec, ("python",), availability, tmp_path / "python.weights"), a)
     save_result(_run(tiny_spec, (Installation("venv", "python", python=venv_python),), availability, tmp_path / "venv.weights"), b)
     merged = merge_results([a, b])
-    (pair,) = merged.pairs
-    assert (pair.frontends, pair.verdict, pair.details["identity_expected"]) == (("python", "venv"), "identical", True)
+    for pair in _default_pairs(merged.pairs):
+        assert (pair.frontends, pair.verdict, pair.details["identity_expected"]) == (("python", "venv"), "identical", True)
     done = run_cli("merge", str(a), str(b), "--out", str(tmp_path / "report"))
     assert done.returncode == 0, done.stderr
-    assert "| `with_autocast-default-cpu` | python vs venv | **identical** |" in (tmp_path / "report" / "report.md").read_text()
+    assert "| `with_autocast-default-sgd-cpu` | python vs venv | **identical** |" in (tmp_path / "report" / "report.md").read_text()
 
 
 def test_what_an_activation_script_exports_is_the_worker_s_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -154,13 +165,14 @@ def test_an_installations_file_and_a_baseline_from_the_command_line(venv_python:
     """``--installations`` names the venv, ``--baseline`` makes it the side every other is paired with; the result keeps both."""
     (tmp_path / "installations.toml").write_text(f'[venv]\nlanguage = "python"\npython = "{venv_python}"\n')
     out = tmp_path / "r.json"
-    done = run_cli("run", "--preset", "tiny", "--mode", "default", "--rounds", "1", "--warmup-rounds", "1", "--no-trace",
+    done = run_cli("run", "--preset", "tiny", "--mode", "default", "--optimizer", "sgd", "--rounds", "1", "--warmup-rounds", "1",
+                   "--no-trace",
                    "--installations", str(tmp_path / "installations.toml"), "--frontend", "python,venv", "--baseline", "venv",
                    "--json", str(out))
     assert done.returncode == 0, done.stderr
     stored = json.loads(out.read_text())
     assert (stored["frontends"], stored["baseline"]) == (["python", "venv"], "venv")
-    assert [(p["frontends"], p["verdict"]) for p in stored["pairs"]] == [(["venv", "python"], "identical")]
+    assert [(p["frontends"], p["verdict"]) for p in stored["pairs"]] == [(["venv", "python"], "identical")] * 2  # both defaults
     assert "parity (venv vs python)" in done.stdout
 
 

@@ -8,6 +8,7 @@ R torch gains CPU support for its scaler, they turn red and the registry must be
 from __future__ import annotations
 
 import pytest
+from safetensors.numpy import load_file
 
 from harness.model.result import CellResult
 from harness.run.availability import Availability
@@ -36,12 +37,18 @@ def cell_outcome(cell: Cell, runner: MatrixRunner, availability: Availability, r
 
 
 def test_cell_runs(cell: Cell, cell_outcome: CellResult) -> None:
-    """The cell returns a complete record: one finite loss per step, the autocast dtypes it ran and the clock it timed with."""
+    """The cell returns a complete record of its script, mode and optimizer: one finite loss per step, the dtypes its mode
+    computes in (autocast: the AMP dtype out of the Linear layers, float32 out of MSE; weights in the AMP dtype: both in it;
+    each script's default: float32), its final weights stored as float32, and the clock it timed with."""
     assert cell_outcome.ok, f"{cell.id}: {cell_outcome.status}: {cell_outcome.reason}"
     record = cell_outcome.record
-    assert record is not None and record.frontend == cell.frontend and record.mode == cell.mode
-    expected_output = "float32" if cell.mode == "default" else record.amp_dtype
-    assert record.output_dtype == expected_output and record.loss_dtype == "float32"
+    assert record is not None and record.frontend == cell.frontend
+    assert (record.script, record.mode, record.optimizer) == (cell.script, cell.mode, cell.optimizer)
+    lowp = cell.properties.weights == "amp"
+    expected_output = record.amp_dtype if cell.properties.autocast or lowp else "float32"
+    assert record.output_dtype == expected_output and record.loss_dtype == (record.amp_dtype if lowp else "float32")
+    weights = load_file(str(record.weights_path))  # stored as float32 in every mode: bfloat16 weights are float32 values
+    assert weights and {str(a.dtype) for a in weights.values()} == {"float32"}
     clocks = {"python": {"time.perf_counter"}, "r": {"microbenchmark::get_nanotime (CLOCK_MONOTONIC)", "bench::hires_time (CLOCK_REALTIME)",
                                                 "proc.time (elapsed, 1 ms steps)"}}
     assert record.clock in clocks[cell.frontend]
@@ -54,7 +61,7 @@ def test_cell_tracks_the_float64_reference(cell: Cell, cell_outcome: CellResult)
     verdict = cell_outcome.verdict
     assert verdict is not None and verdict.outcome == "pass", f"{cell.id}: {verdict and verdict.reason}"
     assert verdict.float64 is not None and verdict.float64.passed
-    assert (verdict.scaler is not None) == cell.mode.startswith("autocast_scaler")
+    assert (verdict.scaler is not None) == cell.properties.skips_steps  # only a dynamic scaler has a history to check
 
 
 def test_pair_agrees(pair: str, runner: MatrixRunner, availability: Availability, request: pytest.FixtureRequest) -> None:

@@ -20,13 +20,13 @@ def test_python_worker_runs_the_planted_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
 ) -> None:
     """A copy whose learning rate is doubled trains differently from the checkout's script, and the result says so."""
-    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
-        clean = runner.run(("default",)).to_json()["cells"][0]["record"]["losses"]
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
+        clean = runner.run(("default",), ("sgd",)).to_json()["cells"][0]["record"]["losses"]
     root = copy_scripts(tmp_path)
-    plant(root, "py_scripts/with_autocast.py", 'lr=spec["lr"]', 'lr=2 * spec["lr"]')
+    plant(root, "py_scripts/common.py", "(net.parameters(), **args)", '(net.parameters(), **(args | {"lr": 2 * args["lr"]}))')
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
-    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
-        result = runner.run(("default",)).to_json()
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
+        result = runner.run(("default",), ("sgd",)).to_json()
     planted = result["cells"][0]["record"]["losses"]
     assert planted[0] == clean[0] and planted[-1] != clean[-1]  # same start, another trajectory
     assert any(w.startswith(f"scripts ran from {root.resolve()}") for w in result["warnings"])

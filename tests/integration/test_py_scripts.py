@@ -12,14 +12,16 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT
 from harness.judge.reference import Reference, run_reference
 from harness.judge.tolerances import float64_bound_for
 from harness.run.prepare import prepare_run_spec
+from harness.workload.contract import RECORD_FIELDS
 from harness.workload.fixtures import ensure_fixtures, load_fixture_arrays
+from harness.workload.scripts import mode_of
 from harness.workload.spec import WorkloadSpec
 from py_scripts import cuda_amp_grad_scaler, with_autocast
-from py_scripts.common import RECORD_FIELDS
 from tests.support import float64_check
 
 #: Overflow needs float16 (max 65504): bf16 and the fp32 master gradients share float32's range, where
@@ -30,16 +32,17 @@ OVERFLOW = {"amp_dtype": "float16", "init_scale": 2.0**30}
 FP32_TOLERANCE = 1e-5
 
 
-def _run(module: Any, mode: str, tmp_path: Path, **overrides: Any) -> tuple[dict[str, Any], WorkloadSpec]:
+def _run(module: Any, mode: str, tmp_path: Path, optimizer: str = "sgd", **overrides: Any) -> tuple[dict[str, Any], WorkloadSpec]:
     spec = WorkloadSpec.from_preset("tiny", **overrides)
-    run_spec = prepare_run_spec(spec, tmp_path / f"{mode}.safetensors", ensure_fixtures(spec, tmp_path / "fx"))
+    weights = tmp_path / f"{module.SCRIPT}-{mode}-{optimizer}.safetensors"
+    run_spec = prepare_run_spec(spec, module.SCRIPT, optimizer, weights, ensure_fixtures(spec, tmp_path / "fx"))
     record: dict[str, Any] = module.run_workload(run_spec, mode)
     return record, spec
 
 
 def _distance(record: dict[str, Any], spec: WorkloadSpec, ref: Reference) -> dict[str, float | None]:
     """The record's distance from float64, computed as the harness computes it for every cell."""
-    bound = float64_bound_for(record["mode"], "cpu", str(spec.amp_dtype), spec.steps)
+    bound = float64_bound_for(mode_of(record["script"], record["mode"]), "cpu", str(spec.amp_dtype), spec.steps)
     return float64_check(record["losses"], load_file(record["weights_path"]), ref, bound, frozenset()).distance()
 
 
@@ -130,17 +133,21 @@ def test_shell_mode_prints_the_record_as_json(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--mode", "autocast_scaler"], "error: mode must be one of 'default', 'autocast' for with_autocast.py, got 'autocast_scaler'."),
-        ([], "error: mode must be one of 'default', 'autocast' for with_autocast.py, got None."),
+        (["--mode", "autocast_scaler"], "error: mode must be one of 'default', 'autocast', 'lowp_weights', 'lowp_weights_scaled' for "
+                                        "with_autocast.py, got 'autocast_scaler'."),
+        ([], "error: mode must be one of 'default', 'autocast', 'lowp_weights', 'lowp_weights_scaled' for with_autocast.py, got None."),
+        (["--mode", "default", "--optimizer", "nadam"], "error: optimizer must be one of sgd, sgd_momentum, sgd_nesterov, rmsprop, "
+         "rmsprop_centered, adam, adam_amsgrad, adamw, adagrad, adadelta, asgd, rprop, ignite_sgd, ignite_adam, ignite_adamw, "
+         "ignite_rmsprop, ignite_adagrad, got 'nadam'."),
         (["--mode", "default", "--batch-size", "0"], "error: batch_size must be a whole number >= 1, got 0."),
     ],
 )
 def test_shell_mode_refuses_bad_input_in_one_line(args: list[str], message: str) -> None:
-    """Bad flags end in one ``error:`` line and exit status 1, no traceback."""
+    """Bad flags end in one ``error:`` line and a usage error's status, no traceback."""
     done = subprocess.run(
         [sys.executable, "py_scripts/with_autocast.py", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
     )
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert done.stderr.strip() == message
     assert done.stdout == ""
 
@@ -158,3 +165,64 @@ def test_scaler_script_reads_no_scale_inside_the_loop(mode: str, tmp_path: Path,
     monkeypatch.setattr(torch.amp.GradScaler, "get_scale", refuse)
     record, _ = _run(cuda_amp_grad_scaler, mode, tmp_path)
     assert record["loss_scale"] == expected["loss_scale"] and record["loss_scale"][-1] == 65536.0 * 2**5
+
+
+@pytest.mark.parametrize("mode", ["lowp_weights", "lowp_weights_scaled"])
+def test_low_precision_weights_compute_in_bf16_and_store_float32_weights(tmp_path: Path, mode: str) -> None:
+    """The AMP guide's --fp16 on CPU: weights and inputs in bfloat16, so the output and the loss are bfloat16 (no autocast
+    keeps the loss in float32); the final weights are stored as float32, each exactly a bfloat16 value."""
+    import torch
+
+    record, spec = _run(with_autocast, mode, tmp_path)
+    assert (record["output_dtype"], record["loss_dtype"]) == ("bfloat16", "bfloat16")
+    assert record["loss_scale"] is None and record["injected_steps"] == [] and all(np.isfinite(record["losses"]))
+    weights = load_file(record["weights_path"])
+    assert {a.dtype for a in weights.values()} == {np.dtype("float32")}
+    for name, array in weights.items():
+        tensor = torch.from_numpy(array)
+        assert torch.equal(tensor.to(torch.bfloat16).to(torch.float32), tensor), f"{name} holds values bfloat16 cannot"
+    ref = run_reference(spec, load_fixture_arrays(ensure_fixtures(spec, tmp_path / "fx")), clip=False)
+    assert 1e-3 < _distance(record, spec, ref)["final_weights_rel_error"] < 1e-1  # bf16 weights: far coarser than autocast's
+
+
+def test_a_power_of_two_static_scale_changes_nothing_in_bf16(tmp_path: Path) -> None:
+    """bfloat16 has float32's exponent range: a static loss scale of 1024 neither overflows nor rescues an underflow, and
+    multiplying and dividing by a power of two is exact, so lowp_weights_scaled trains bitwise as lowp_weights does."""
+    plain, _ = _run(with_autocast, "lowp_weights", tmp_path)
+    scaled, _ = _run(with_autocast, "lowp_weights_scaled", tmp_path)
+    assert plain["losses"] == scaled["losses"]
+    a, b = load_file(plain["weights_path"]), load_file(scaled["weights_path"])
+    assert all(np.array_equal(a[name], b[name]) for name in a)
+
+
+def test_the_scaler_scripts_default_trains_as_with_autocasts_default(tmp_path: Path) -> None:
+    """The scaler script's own default (GradScaler and autocast built disabled) scales nothing, lifts nothing and injects
+    nothing even when asked (the AMP recipe's use_amp=False), and trains bitwise as with_autocast's default."""
+    scaler, _ = _run(cuda_amp_grad_scaler, "default", tmp_path, overflow_steps=(3, 7))
+    plain, _ = _run(with_autocast, "default", tmp_path, overflow_steps=(3, 7))
+    assert (scaler["loss_scale"], scaler["skipped"], scaler["skipped_steps"], scaler["lifted_check"]) == (None, None, None, None)
+    assert scaler["injected_steps"] == [] and (scaler["output_dtype"], scaler["loss_dtype"]) == ("float32", "float32")
+    assert (scaler["script"], scaler["mode"]) == ("cuda_amp_grad_scaler", "default")
+    assert scaler["losses"] == plain["losses"]
+    a, b = load_file(scaler["weights_path"]), load_file(plain["weights_path"])
+    assert all(np.array_equal(a[name], b[name]) for name in a)
+
+
+@pytest.mark.parametrize(("mode", "injected"), [("autocast_scaler", [3, 7]), ("autocast_scaler_clip", [3, 7]), ("default", [])])
+def test_the_record_says_where_the_script_injected(tmp_path: Path, mode: str, injected: list[int]) -> None:
+    """``injected_steps`` is the spec's overflow steps in the modes with a dynamic scaler (those steps skipped), none in the
+    scaler script's default."""
+    record, _ = _run(cuda_amp_grad_scaler, mode, tmp_path, overflow_steps=(3, 7))
+    assert record["injected_steps"] == injected
+    if injected:
+        assert [k for k, s in enumerate(record["skipped"]) if s] == injected
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "ignite_rmsprop", "asgd"])
+def test_the_script_builds_the_run_specs_optimizer(tmp_path: Path, optimizer: str) -> None:
+    """The optimizer is the run spec's row (PyTorch's class under its own argument names): the record names it, and another
+    row trains another trajectory from the same start."""
+    record, _ = _run(with_autocast, "default", tmp_path, optimizer)
+    sgd, _ = _run(with_autocast, "default", tmp_path)
+    assert (record["optimizer"], sgd["optimizer"]) == (optimizer, "sgd")
+    assert record["losses"][0] == sgd["losses"][0] and record["losses"][1:] != sgd["losses"][1:]

@@ -5,19 +5,16 @@ The twins read as text (names, sources, record fields) are in ``tests/unit/scrip
 
 from __future__ import annotations
 
-import ast
-import re
+import json
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from harness.files.paths import REPO_ROOT, script_path
-from harness.model.record import RECORD_SCHEMA_VERSION
-from harness.workload.spec import SCRIPTS
-from py_scripts import common
-from py_scripts.common import RECORD_FIELDS
+from harness.errors import ExitCode
+from harness.files.paths import REPO_ROOT
+from harness.workload.scripts import SCRIPTS
 
 pytestmark = pytest.mark.skipif(shutil.which("Rscript") is None, reason="R is not installed: apt-get install r-base-core")
 R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
@@ -92,18 +89,28 @@ def test_the_bridge_without_its_folder_says_what_to_set() -> None:
 
 
 @pytest.mark.parametrize("stem", list(SCRIPTS))
-def test_the_pair_declares_the_same_modes(stem: str) -> None:
-    """``modes`` in the R script equals ``MODES`` in the Python script and the harness's list."""
-    r_modes = _r_value(f'{{source("r_scripts/{stem}.R", local = TRUE); modes}}')
-    py_source = script_path("python", stem).read_text()
-    py_modes = ast.literal_eval(re.search(r"^MODES = (\(.*\))$", py_source, re.M).group(1))  # type: ignore[union-attr]
-    assert tuple(r_modes) == py_modes == SCRIPTS[stem]
+def test_the_pair_names_itself_and_reads_its_modes_from_the_run_spec(stem: str) -> None:
+    """R's ``script`` is Python's ``SCRIPT``, the stem; ``mode_properties()`` reads each mode's properties from the run spec's
+    ``modes`` (the harness's declaration, as jsonlite reads it), as Python's twin does, and refuses another script's mode."""
+    import importlib
 
+    from harness.workload.contract import script_run_spec
 
-def test_the_pair_records_the_same_fields() -> None:
-    """``record_fields`` in common.R equals ``RECORD_FIELDS`` in common.py, in order, at the version the harness reads."""
-    assert tuple(_r_value("record_fields")) == RECORD_FIELDS
-    assert _r_value("as.character(record_schema_version)") == [str(RECORD_SCHEMA_VERSION)] == [str(common.RECORD_SCHEMA_VERSION)]
+    module = importlib.import_module(f"py_scripts.{stem}")
+    assert _r_value(f'{{source("r_scripts/{stem}.R", local = TRUE); script}}') == [stem] == [module.SCRIPT]
+    modes = json.dumps(json.dumps({"modes": script_run_spec(0.1, stem, "sgd", None)["modes"]}))
+    properties = _r_value(
+        f"{{spec <- jsonlite::fromJSON({modes}, simplifyVector = TRUE); "
+        f"vapply(c({', '.join(repr(m) for m in SCRIPTS[stem].mode_names)}), function(m) "
+        "as.character(jsonlite::toJSON(mode_properties(spec, m), auto_unbox = TRUE)), character(1))}"
+    )
+    assert [json.loads(p) for p in properties] == list(SCRIPTS[stem].modes_json().values())
+    other = next(m for pair in SCRIPTS.values() for m in pair.mode_names if m not in SCRIPTS[stem].mode_names)
+    done = _rscript("-e", f'options(cli.width = 10000L); source("r_scripts/common.R"); spec <- jsonlite::fromJSON({modes}); '
+                          f'mode_properties(spec, "{other}")')
+    names = [f'"{m}"' for m in SCRIPTS[stem].mode_names]  # cli's {.or}: "a", "b", or "c"
+    listed = f"{', '.join(names[:-1])}, or {names[-1]}" if len(names) > 2 else " or ".join(names)
+    assert done.returncode == 1 and f'`mode` must be one of {listed}, but got "{other}".' in done.stderr
 
 
 def test_r_clock_is_the_best_installed_and_named_in_the_record() -> None:
@@ -151,32 +158,32 @@ def test_r_records_write_every_value_as_json_reads_it_back() -> None:
     assert json.loads(line[0])["losses"][0].hex() == (1 / 3).hex()
 
 
-@pytest.mark.parametrize(("stem", "allowed"), [("with_autocast", "'default', 'autocast'"),
-                                                ("cuda_amp_grad_scaler", "'autocast_scaler', 'autocast_scaler_clip'")])
+@pytest.mark.parametrize(("stem", "allowed"), [("with_autocast", "'default', 'autocast', 'lowp_weights', 'lowp_weights_scaled'"),
+                                                ("cuda_amp_grad_scaler", "'default', 'autocast_scaler', 'autocast_scaler_clip'")])
 @pytest.mark.parametrize(("mode_args", "got"), [(["--mode", "bogus"], "'bogus'"), ([], "None")], ids=["bad-mode", "no-mode"])
 def test_bad_mode_under_rscript_is_one_message_naming_the_allowed_values(stem: str, allowed: str, mode_args: list[str], got: str) -> None:
-    """A bad or missing --mode exits 1 with one line naming the allowed modes, the Python script's words, before torch."""
+    """A bad or missing --mode is a usage error with one line naming the allowed modes, the Python script's words, before torch."""
     done = _rscript(f"r_scripts/{stem}.R", "--preset", "tiny", "--device", "cpu", *mode_args)
-    assert (done.returncode, done.stdout) == (1, "")
+    assert (done.returncode, done.stdout) == (ExitCode.USAGE_ERROR, "")
     assert done.stderr.splitlines() == [f"error: mode must be one of {allowed} for {stem}.R, got {got}."]
 
 
 @pytest.mark.parametrize("name", ["_bridge.R", "_bootstrap.R"])
 def test_an_r_support_file_run_on_its_own_says_so_in_one_line(name: str) -> None:
-    """``Rscript r_scripts/_bridge.R`` printed R's stack dump; now one line saying what the file is for, exit 1."""
+    """``Rscript r_scripts/_bridge.R`` printed R's stack dump; now one line saying what the file is for, a usage error."""
     done = _rscript(f"r_scripts/{name}")
-    assert (done.returncode, done.stdout) == (1, "")
+    assert (done.returncode, done.stdout) == (ExitCode.USAGE_ERROR, "")
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: r_scripts/{name} ") and "it runs nothing on its own" in lines[0]
 
 
 def test_valid_mode_without_r_torch_says_how_to_install_it() -> None:
-    """With R torch absent, a valid invocation exits 1 with the install command."""
+    """With R torch absent, a valid invocation is a usage error naming the install command."""
     probe = _rscript("-e", 'cat(requireNamespace("torch", quietly = TRUE))')
     if probe.stdout.strip() == "TRUE":
         pytest.skip("R torch is installed here: the message for its absence cannot be provoked")
     done = _rscript("r_scripts/with_autocast.R", "--preset", "tiny", "--mode", "autocast", "--device", "cpu")
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert 'install.packages("torch")' in done.stderr and "torch::install_torch()" in done.stderr
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT
 from tests.support import GOLDEN_RESULT
 
@@ -42,7 +43,7 @@ def test_report_command_refuses_before_writing_anything(tmp_path: Path, edit: An
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "harness", "report", str(path), "--out", str(out)], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=300)
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {path} is not a result a report can be drawn from: {field} must be")
     assert not out.exists()

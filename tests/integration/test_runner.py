@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import harness
 from harness.judge.record_check import describe_loss
 from harness.model.efficiency import workload_flops
 from harness.model.result import RESULT_SCHEMA_VERSION, Status
@@ -16,7 +17,8 @@ from harness.run.availability import Availability
 from harness.run.measure import time_cells
 from harness.run.runner import MatrixRunner
 from harness.workload.matrix import Cell
-from harness.workload.spec import MODES, WorkloadSpec
+from harness.workload.scripts import all_mode_names
+from harness.workload.spec import WorkloadSpec
 from tests.support import require_r_torch
 
 NO_R_TORCH = {"torch_installed": False, "libtorch_installed": False, "libtorch_loads": False}
@@ -26,30 +28,42 @@ def _without_r_torch(availability: Availability) -> Availability:
     return dataclasses.replace(availability, r=NO_R_TORCH)
 
 
-def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, availability: Availability) -> None:
-    """A Python-only run returns 4 ok cells with records, reference distances, timing, efficiency and memory."""
+def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path) -> None:
+    """A Python-only run of every mode with plain SGD returns 7 ok cells with records, reference distances, timing,
+    efficiency and memory."""
     progress: list[str] = []
     protocol = TimingProtocol(warmup_rounds=2, rounds=3, interleave=True)
-    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
-        result = runner.run(MODES, on_progress=progress.append, protocol=protocol)
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
+        result = runner.run(all_mode_names(), ("sgd",), on_progress=progress.append, protocol=protocol)
     ids = [
-        "with_autocast-default-python-cpu", "with_autocast-autocast-python-cpu",
-        "cuda_amp_grad_scaler-autocast_scaler-python-cpu", "cuda_amp_grad_scaler-autocast_scaler_clip-python-cpu",
+        "with_autocast-default-sgd-python-cpu", "with_autocast-autocast-sgd-python-cpu", "with_autocast-lowp_weights-sgd-python-cpu",
+        "with_autocast-lowp_weights_scaled-sgd-python-cpu", "cuda_amp_grad_scaler-default-sgd-python-cpu",
+        "cuda_amp_grad_scaler-autocast_scaler-sgd-python-cpu", "cuda_amp_grad_scaler-autocast_scaler_clip-sgd-python-cpu",
     ]
     assert [c.id for c in result.cells] == ids
     assert all(c.status is Status.OK for c in result.cells)
-    assert result.to_json()["schema_version"] == RESULT_SCHEMA_VERSION == 7 and result.spec == tiny_spec
+    assert result.to_json()["schema_version"] == RESULT_SCHEMA_VERSION == 8 and result.spec == tiny_spec
+    assert result.provenance.source == "checkout" and result.provenance.harness_version == harness.__version__
+    assert "r_scripts/common.R" in result.provenance.files and "harness/judge/known_differences.toml" in result.provenance.files
+    assert all(c.weights is not None and set(c.weights.tensors) == {f"layer{k}.{p}" for k in range(3) for p in ("weight", "bias")}
+               for c in result.cells)  # kept while the files were there
     assert result.protocol == protocol
-    assert result.reference.available and result.reference.losses is not None and len(result.reference.losses) == 20
+    plain = result.reference.losses_for("sgd", False)
+    assert result.reference.available and plain is not None and len(plain) == 20
+    assert sorted((t["optimizer"], t["clip"], tuple(t["skipped_steps"])) for t in result.reference.trajectories) == [
+        ("sgd", False, ()), ("sgd", True, ())]  # the optimizers that ran, plain and clipped
     assert result.reference_seconds > 0 and result.workers["python"]["startup_seconds"] > 0
     # Interleaved: round k of every cell before round k+1 of any (A, B, A, B ...).
     rounds = [line for line in progress if ": round " in line]
     assert rounds == [f"{i}: round {k}/3" for k in (1, 2, 3) for i in ids]
-    default, autocast = result.cells[0], result.cells[1]
+    default, autocast, scaler_default, scaler = result.cells[0], result.cells[1], result.cells[4], result.cells[5]
     assert default.timing is not None and autocast.timing is not None
     assert default.timing.rounds == 3 and default.timing.warmup_calls == 2 and default.timing.reproducible
     assert default.timing.loop.median > 0 and default.timing.call.median > default.timing.loop.median
     assert default.time_vs_default == 1.0  # paired with itself: every per-round ratio is exactly 1
+    assert scaler_default.time_vs_default == 1.0  # the scaler script's own default, its cells' baseline
+    # divided by its own script's default: a ratio, or a spread too wide for one, never "no default cell"
+    assert scaler.time_vs_default is not None or str(scaler.time_vs_default_note).startswith("spread too wide")
     assert autocast.time_vs_default is not None or str(autocast.time_vs_default_note).startswith("spread too wide")
     assert default.reference_distance is not None and default.reference_distance.max_rel_loss_error is not None
     assert default.reference_distance.max_rel_loss_error < 1e-5
@@ -64,12 +78,16 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
     assert [p.pair for p in result.pairs] == []  # one frontend: nothing to pair
 
 
-def test_budget_limits_rounds_and_profile_flags_nothing_on_true_amp(tiny_spec: WorkloadSpec, availability: Availability) -> None:
+def test_budget_limits_rounds_and_profile_flags_nothing_on_true_amp(
+    tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path
+) -> None:
     """With a tiny time budget each cell gets one timed round and no extra warm-up, so no ratio; profiling finds bf16 GEMMs."""
     protocol = TimingProtocol(warmup_rounds=3, rounds=5, max_seconds=1e-9)
-    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
-        result = runner.run(("default", "autocast"), protocol=protocol, profile=True)
-    default, autocast = result.cells
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
+        result = runner.run(("default", "autocast"), ("sgd",), protocol=protocol, profile=True)
+    default, autocast, scaler_default = result.cells
+    assert scaler_default.script == "cuda_amp_grad_scaler" and scaler_default.gemm_profile is not None
+    assert scaler_default.gemm_profile["half_share"] == 0.0  # a disabled autocast: float32 GEMMs
     assert default.timing is not None and default.timing.rounds == 1 and default.timing.warmup_calls == 1
     assert autocast.time_vs_default is None and "too few timed rounds (1 < 3)" in str(autocast.time_vs_default_note)
     assert default.gemm_profile is not None and default.gemm_profile["half_share"] == 0.0 and default.gemm_problem is None
@@ -80,8 +98,8 @@ def test_budget_limits_rounds_and_profile_flags_nothing_on_true_amp(tiny_spec: W
 def test_a_failing_timed_round_makes_the_cell_an_error(tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path) -> None:
     """A script that works for the record call but breaks in a timed round ends as an error naming the round."""
     fixture_path = tmp_path / "fixture.safetensors"
-    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
-        cell = runner.run_cell(Cell("python", "with_autocast", "default", "cpu"))
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
+        cell = runner.run_cell(Cell("python", "with_autocast", "default", "sgd", "cpu"))
         assert cell.status is Status.OK
         fixture_path.write_bytes(b"not a safetensors file")
         runner.pool.fixture = dataclasses.replace(runner.pool.fixture, path=fixture_path)
@@ -90,51 +108,56 @@ def test_a_failing_timed_round_makes_the_cell_an_error(tiny_spec: WorkloadSpec, 
 
 
 def test_r_cells_skip_with_the_install_reason(
-    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch
+    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Without R torch an R cell is ``skipped`` with the install command as its one-line reason."""
     monkeypatch.delenv("AMP_PARITY_REQUIRE_R", raising=False)
-    with MatrixRunner(tiny_spec, ("r",), availability=_without_r_torch(availability)) as runner:
-        outcome = runner.run_cell(Cell("r", "with_autocast", "default", "cpu"))
+    with MatrixRunner(tiny_spec, ("r",), availability=_without_r_torch(availability), staging=tmp_path) as runner:
+        outcome = runner.run_cell(Cell("r", "with_autocast", "default", "sgd", "cpu"))
     assert outcome.status is Status.SKIPPED and outcome.record is None
     assert outcome.reason == 'the R package torch is not installed: in R, install.packages("torch"); torch::install_torch()'
 
 
 def test_require_r_turns_the_skip_into_an_error(
-    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch
+    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Under AMP_PARITY_REQUIRE_R=1 a missing R torch makes R cells fail, with the reason."""
     monkeypatch.setenv("AMP_PARITY_REQUIRE_R", "1")
-    with MatrixRunner(tiny_spec, ("r",), availability=_without_r_torch(availability)) as runner:
-        outcome = runner.run_cell(Cell("r", "with_autocast", "default", "cpu"))
+    with MatrixRunner(tiny_spec, ("r",), availability=_without_r_torch(availability), staging=tmp_path) as runner:
+        outcome = runner.run_cell(Cell("r", "with_autocast", "default", "sgd", "cpu"))
     assert outcome.status is Status.ERROR and "AMP_PARITY_REQUIRE_R=1" in str(outcome.reason)
 
 
 @pytest.mark.parametrize("frontend", ["python", "r"])
-def test_nan_loss_in_default_mode_is_a_numerical_failure_with_its_step(availability: Availability, frontend: str) -> None:
+def test_nan_loss_in_default_mode_is_a_numerical_failure_with_its_step(availability: Availability, frontend: str, tmp_path: Path) -> None:
     """A learning rate that blows up gives ``numerical_failure`` naming the first non-finite loss as such, its step and frontend."""
     if frontend == "r":
         require_r_torch(availability)
     spec = WorkloadSpec.from_preset("tiny", lr=1e6)
-    with MatrixRunner(spec, (frontend,), availability=availability) as runner:
-        result = runner.run(("default", "autocast_scaler") if frontend == "python" else ("default",), protocol=TimingProtocol(1, 1))
+    with MatrixRunner(spec, (frontend,), availability=availability, staging=tmp_path) as runner:
+        result = runner.run(("default", "autocast_scaler") if frontend == "python" else ("default",), ("sgd",),
+                            protocol=TimingProtocol(1, 1))
     default = result.cells[0]
+    assert default.script == "with_autocast"
     assert default.status is Status.NUMERICAL_FAILURE and default.record is not None
     found = re.fullmatch(rf"loss is (NaN|inf|-inf) at step (\d+) \({frontend}\)", str(default.reason))
     assert found is not None, default.reason
     step = int(found.group(2))
     assert 0 < step < spec.steps
     assert describe_loss(default.record.losses[step]) == found.group(1)
+    scaler_default = next(c for c in result.cells if c.script == "cuda_amp_grad_scaler" and c.mode == "default")
+    assert scaler_default.status is Status.NUMERICAL_FAILURE  # its scaler is disabled: nothing skips the step
     if frontend == "python":
-        assert result.cells[1].status is Status.OK  # the scaler skips non-finite steps: not a failure there
+        scaler = next(c for c in result.cells if c.mode == "autocast_scaler")
+        assert scaler.status is Status.OK  # the scaler skips non-finite steps: not a failure there
 
 
 def test_a_timed_round_whose_autocast_loss_turns_nan_is_an_error(
-    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch
+    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Outside the scaler modes a non-finite loss fails the cell in a timed round as in the record call (autocast too)."""
-    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
-        cell = runner.run_cell(Cell("python", "with_autocast", "autocast", "cpu"))
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
+        cell = runner.run_cell(Cell("python", "with_autocast", "autocast", "sgd", "cpu"))
         assert cell.status is Status.OK and cell.record is not None
         losses = list(cell.record.losses)
         broken = cell.record.to_json() | {"losses": [*losses[:5], float("nan"), *losses[6:]]}
@@ -158,7 +181,7 @@ def test_an_r_cell_whose_weights_hit_a_full_disk_is_an_error_in_one_line(
     plant(root, "r_scripts/common.R", "safetensors::safe_save_file(tensors, path)",
           '{ safetensors::safe_save_file(tensors, path); warning("problem writing to connection") }')
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
-    cell = Cell("r", "with_autocast", "default", "cpu")
+    cell = Cell("r", "with_autocast", "default", "sgd", "cpu")
     staging = tmp_path / "staging"
     staging.mkdir()
     with MatrixRunner(tiny_spec, ("r",), timeout=300, availability=availability, staging=staging) as runner:
@@ -170,7 +193,8 @@ def test_an_r_cell_whose_weights_hit_a_full_disk_is_an_error_in_one_line(
 
 
 def test_workers_leave_nothing_in_the_temporary_folder_even_when_killed(
-    tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """Each Python worker left an empty ``$TMPDIR/torchinductor_root``, a killed R worker its ``Rtmp*``: now the pool removes both."""
     import os
@@ -179,9 +203,9 @@ def test_workers_leave_nothing_in_the_temporary_folder_even_when_killed(
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr("tempfile.tempdir", None)
     frontends = ("python",) if availability.r_reason else ("python", "r")
-    with MatrixRunner(tiny_spec, frontends, timeout=300, availability=availability) as runner:
+    with MatrixRunner(tiny_spec, frontends, timeout=300, availability=availability, staging=tmp_path_factory.mktemp("weights")) as runner:
         for frontend in frontends:
-            assert runner.run_cell(Cell(frontend, "with_autocast", "autocast", "cpu")).status is Status.OK
+            assert runner.run_cell(Cell(frontend, "with_autocast", "autocast", "sgd", "cpu")).status is Status.OK
         if "r" in frontends:
             pid = runner.pool.worker("r").pid
             assert pid is not None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT
 from harness.run.availability import Availability
 from tests.support import require_r_torch
@@ -38,7 +39,7 @@ def frontend(request: pytest.FixtureRequest, availability: Availability) -> str:
 
 
 def _error_lines(done: subprocess.CompletedProcess[str]) -> list[str]:
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == ExitCode.USAGE_ERROR, done.stderr
     assert done.stdout == ""
     return [line for line in done.stderr.splitlines() if line.startswith("error: ")]
 
@@ -92,7 +93,7 @@ def test_cuda_without_a_gpu_is_the_same_line_as_harness_run(frontend: str) -> No
 
 
 def test_bad_flag_value_is_one_line(frontend: str) -> None:
-    """``--lr inf`` is refused by the harness's parser in one line, exit 1, in either language."""
+    """``--lr inf`` is refused by the harness's parser in one line, a usage error, in either language."""
     done = _shell(frontend, "--mode", "default", "--lr", "inf")
     assert _error_lines(done) == [done.stderr.strip()]
     assert done.stderr.startswith("error: argument --lr: must be a finite number, got 'inf' (see ")
@@ -101,7 +102,7 @@ def test_bad_flag_value_is_one_line(frontend: str) -> None:
 def test_debug_shows_the_traceback_and_still_ends_in_the_error_line(frontend: str) -> None:
     """``--debug`` is accepted by the shell mode: a traceback, then the same one ``error:`` line."""
     done = _shell(frontend, "--mode", "default", "--batch-size", "0", "--debug")
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert "Traceback" in done.stderr
     assert done.stderr.strip().splitlines()[-1] == "error: batch_size must be a whole number >= 1, got 0."
     plain = _shell(frontend, "--mode", "default", "--batch-size", "0")
@@ -143,7 +144,7 @@ def test_the_r_script_answers_every_flag_as_its_python_twin(availability: Availa
     """
     require_r_torch(availability)
     python, r = _shell("python", *args), _shell("r", *args)
-    assert r.returncode == python.returncode == (0 if args[:1] in (["--help"], ["-h"]) else 1)
+    assert r.returncode == python.returncode == (0 if args[:1] in (["--help"], ["-h"]) else ExitCode.USAGE_ERROR)
     # argparse indents the usage lines by the name's length: the help is compared word for word
     assert r.stdout.split() == python.stdout.replace("with_autocast.py", "with_autocast.R").split()
     assert r.stderr == python.stderr.replace("with_autocast.py", "with_autocast.R")
@@ -162,5 +163,5 @@ def test_a_broken_libtorch_is_one_line(availability: Availability, tmp_path: Pat
     script = REPO_ROOT / "r_scripts" / "with_autocast.R"
     done = subprocess.run(["Rscript", str(script), "--mode", "default", *_TINY], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "TORCH_HOME": str(tmp_path)})
-    assert (done.returncode, done.stdout) == (1, "")
+    assert (done.returncode, done.stdout) == (ExitCode.INTERNAL_ERROR, "")  # R torch's own error, which the harness did not foresee
     assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("error: ") and "liblantern" in done.stderr

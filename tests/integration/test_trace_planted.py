@@ -36,32 +36,41 @@ from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
 from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
-from harness.workload.spec import MODES, WorkloadSpec
+from harness.workload.scripts import all_mode_names
+from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
 from tests.support import require_r_torch
 
 SCALER_R = "r_scripts/cuda_amp_grad_scaler.R"
+#: The R pieces every script shares: the gradient scaler (and its CPU lift) and the clip coefficient live here.
+COMMON_R = "r_scripts/common.R"
 
 Plant = tuple[str, str, str]
 
 
 def _run(root: Path, spec: WorkloadSpec, modes: tuple[str, ...], availability: Availability, monkeypatch: pytest.MonkeyPatch,
          plants: tuple[Plant, ...] = (), **runner_options: Any) -> MatrixResult:
-    """The record calls of ``modes``, both frontends, every pair traced, from a copy of the scripts under ``root`` with ``plants``."""
+    """The record calls of ``modes`` with plain SGD, both frontends, every pair traced, from a copy of the scripts under
+    ``root`` with ``plants``."""
     copy_scripts(root)
     for relative, old, new in plants:
         plant(root, relative, old, new)
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
-    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, **runner_options) as runner:
-        return runner.run(modes, measure=False, trace_all=True)
+    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, staging=root, **runner_options) as runner:
+        return runner.run(modes, ("sgd",), measure=False)
 
 
-def _pair(result: MatrixResult, mode: str) -> PairVerdict:
-    return next(p for p in result.pairs if p.mode == mode)
+def _script(mode: str) -> str:
+    """The script these tests mean by a mode name: with_autocast's ``default``, and the one script of each other mode."""
+    return "with_autocast" if mode in ("default", "autocast", "lowp_weights", "lowp_weights_scaled") else "cuda_amp_grad_scaler"
 
 
-def _cell(result: MatrixResult, frontend: str, mode: str) -> CellResult:
-    return next(c for c in result.cells if c.frontend == frontend and c.mode == mode)
+def _pair(result: MatrixResult, mode: str, script: str | None = None) -> PairVerdict:
+    return next(p for p in result.pairs if p.mode == mode and p.script == (script or _script(mode)))
+
+
+def _cell(result: MatrixResult, frontend: str, mode: str, script: str | None = None) -> CellResult:
+    return next(c for c in result.cells if c.frontend == frontend and c.mode == mode and c.script == (script or _script(mode)))
 
 
 def _trace(pair: PairVerdict) -> PairTrace:
@@ -70,10 +79,10 @@ def _trace(pair: PairVerdict) -> PairTrace:
 
 @pytest.fixture(scope="module")
 def unchanged(tmp_path_factory: pytest.TempPathFactory, tiny_spec: WorkloadSpec, availability: Availability) -> Iterator[MatrixResult]:
-    """All four modes of an unchanged copy, traced: one runner for the tests that read it."""
+    """Every mode of both scripts of an unchanged copy, plain SGD, traced: one runner for the tests that read it."""
     require_r_torch(availability)
     with pytest.MonkeyPatch.context() as monkeypatch:
-        yield _run(tmp_path_factory.mktemp("unchanged"), tiny_spec, MODES, availability, monkeypatch)
+        yield _run(tmp_path_factory.mktemp("unchanged"), tiny_spec, all_mode_names(), availability, monkeypatch)
 
 
 #: Steps 0-2 only (one epoch of 3 batches).
@@ -87,10 +96,12 @@ DIVERGING: dict[str, tuple[str, str, str, str, tuple[int, str], tuple[int, str]]
     # a sum is 4096 times the mean at tiny (32 x 128): R's loss reaches inf at step 3, so this one runs 3 steps (SHORTER)
     "r-loss-sum": ("r_scripts/with_autocast.R", "nn_mse_loss()", 'nn_mse_loss(reduction = "sum")', "autocast",
                    (0, "loss"), (0, "forward.layer2")),
-    "python-lr-1e-6": ("py_scripts/with_autocast.py", 'lr=spec["lr"])', 'lr=spec["lr"] * (1 + 1e-6))', "default",
+    # make_optimizer() in py_scripts/common.py builds every script's optimizer from the run spec's row
+    "python-lr-1e-6": ("py_scripts/common.py", "(net.parameters(), **args)",
+                       '(net.parameters(), **(args | {"lr": args["lr"] * (1 + 1e-6)}))', "default",
                        (0, "param.stepped.layer0.weight"), (0, "grad.backward.layer2.bias")),
     # tiny: growth_interval 4, so the scale first grows in update() of step 3 (65536 -> 131072, r 196608)
-    "r-growth-factor-1.5x": (SCALER_R, "growth_factor = spec$growth_factor,", "growth_factor = spec$growth_factor * 1.5,",
+    "r-growth-factor-1.5x": (COMMON_R, "growth_factor = spec$growth_factor,", "growth_factor = spec$growth_factor * 1.5,",
                              "autocast_scaler", (3, "scaler.scale"), (3, "param.stepped.layer2.bias")),
 }
 
@@ -126,7 +137,7 @@ def test_a_look_alike_of_the_known_difference_is_diverged(
     """R's clip norm times 1.001 first differs where the known difference does, but by more than its 1 ULP: ``diverged``."""
     require_r_torch(availability)
     # both the clip call and the traced coefficient read spec$clip_max_norm: one line changes both
-    use_clip = '  use_clip <- mode == "autocast_scaler_clip"\n'
+    use_clip = "  use_clip <- isTRUE(properties$clip)\n"
     planted = use_clip + "  spec$clip_max_norm <- spec$clip_max_norm * 1.001\n"
     result = _run(tmp_path, tiny_spec, ("autocast_scaler_clip",), availability, monkeypatch, ((SCALER_R, use_clip, planted),))
     pair = _pair(result, "autocast_scaler_clip")
@@ -158,16 +169,31 @@ def test_the_known_difference_is_matched(unchanged: MatrixResult) -> None:
     assert exit_status(unchanged) == 0
 
 
-@pytest.mark.parametrize("mode", ["default", "autocast", "autocast_scaler"])
-def test_the_unchanged_pairs_are_identical_in_every_point(unchanged: MatrixResult, mode: str) -> None:
-    """Without a plant the other three pairs are ``identical`` and every traced point of every step is bitwise equal."""
-    pair = _pair(unchanged, mode)
+#: Each unchanged pair but the clip pair, with its traced points per step: 2 batch + 5 forward + loss + 6 grads + 6 params,
+#: + the scaled loss where the loss goes through a scale (a disabled GradScaler's passes it through, and is traced too),
+#: + 6 unscaled grads for the static scale, + found_inf, scale and growth tracker for a dynamic scaler.
+UNCHANGED_POINTS = {("with_autocast", "default"): 20, ("with_autocast", "autocast"): 20, ("with_autocast", "lowp_weights"): 20,
+                    ("with_autocast", "lowp_weights_scaled"): 27, ("cuda_amp_grad_scaler", "default"): 21,
+                    ("cuda_amp_grad_scaler", "autocast_scaler"): 24}
+
+
+@pytest.mark.parametrize(("script", "mode"), list(UNCHANGED_POINTS))
+def test_the_unchanged_pairs_are_identical_in_every_point(unchanged: MatrixResult, script: str, mode: str) -> None:
+    """Without a plant every pair but the clip pair is ``identical`` (the low-precision-weights modes and the scaler script's
+    own default too) and every traced point of every step is bitwise equal."""
+    pair = _pair(unchanged, mode, script)
     assert pair.verdict == "identical", pair.explanation
     trace = _trace(pair)
-    per_step = 24 if mode == "autocast_scaler" else 20  # 2 batch + 5 forward + loss + 6 grads + 6 params (+ 4 scaler)
+    per_step = UNCHANGED_POINTS[(script, mode)]
     assert trace.points == (20 * per_step, 20 * per_step)
     assert trace.identical_points == 20 * per_step and trace.first_difference is None
     assert trace.last_identical == (19, "scaler.growth_tracker" if mode == "autocast_scaler" else "param.stepped.layer2.bias")
+
+
+def test_every_mode_of_both_scripts_ran_once_with_plain_sgd(unchanged: MatrixResult) -> None:
+    """A mode name runs in every script that declares it: seven pairs, ``default`` twice (each script's own)."""
+    assert sorted((p.script, p.mode, p.optimizer) for p in unchanged.pairs) == sorted(
+        [(s, m, "sgd") for s, m in UNCHANGED_POINTS] + [("cuda_amp_grad_scaler", "autocast_scaler_clip", "sgd")])
 
 
 def test_a_stale_known_difference_fails(
@@ -185,7 +211,7 @@ def test_a_stale_known_difference_fails(
         })"""
     plants = (
         (SCALER_R, "torch::nn_utils_clip_grad_norm_(net$parameters, max_norm = spec$clip_max_norm)", as_pytorch),
-        (SCALER_R, "  max_norm / (total_norm + 1e-6)\n", "  (total_norm + 1e-6)$reciprocal() * max_norm\n"),
+        (COMMON_R, "  max_norm / (total_norm + 1e-6)\n", "  (total_norm + 1e-6)$reciprocal() * max_norm\n"),
     )
     result = _run(tmp_path, tiny_spec, ("autocast_scaler_clip",), availability, monkeypatch, plants)
     pair = _pair(result, "autocast_scaler_clip")
@@ -228,7 +254,7 @@ def test_an_inf_after_unscale_is_seen_by_r_only(
 def refused_lift(tmp_path_factory: pytest.TempPathFactory, tiny_spec: WorkloadSpec, availability: Availability) -> Iterator[MatrixResult]:
     """The scaler pair from a copy whose ``expected_scale_method`` no longer matches R torch's (its first line changed)."""
     require_r_torch(availability)
-    edit = (SCALER_R, '  "function (outputs) ",', '  "function (outputs, extra) ",')
+    edit = (COMMON_R, '  "function (outputs) ",', '  "function (outputs, extra) ",')
     with pytest.MonkeyPatch.context() as monkeypatch:
         yield _run(tmp_path_factory.mktemp("refused"), tiny_spec, ("autocast_scaler",), availability, monkeypatch, (edit,))
 
@@ -240,7 +266,7 @@ def test_the_lift_is_refused_when_r_torchs_method_differs(refused_lift: MatrixRe
     assert r.status.value == "unsupported"
     reason = " ".join((r.reason or "").split())
     assert "its `scale()` method differs from the one the lift was written for (line 1: \"function (outputs) \")" in reason
-    assert "update `expected_scale_method` in r_scripts/cuda_amp_grad_scaler.R" in reason
+    assert "update `expected_scale_method` in r_scripts/common.R" in reason
     assert _pair(refused_lift, "autocast_scaler").verdict == "unsupported"
 
 

@@ -16,8 +16,9 @@ PAGES = sorted([REPO_ROOT / "README.md", REPO_ROOT / "CHANGELOG.md", *(REPO_ROOT
 _PATH = re.compile(r"\b((?:harness|py_scripts|r_scripts|tests|fixtures)/[\w/.-]*\w)")
 #: ``harness.judge.assess.assess_result``: a module, or a name in one.
 _DOTTED = re.compile(r"\bharness(?:\.\w+)+")
-#: Paths the harness creates and git ignores (the fixture cache): named by the docs, absent from a fresh clone.
-_GENERATED = ("fixtures/cache",)
+#: Paths that exist only once made, named by the docs, absent from a fresh clone: the fixture cache (git ignores it), and
+#: where an installed package keeps the scripts (harness/files/paths.py: INSTALLED_PROJECT).
+_GENERATED = ("fixtures/cache", "harness/_project")
 #: Dotted names that are not modules: the logger R's console output goes to (harness/frontends/r_handler.py).
 _NOT_MODULES = {"harness.r"}
 

@@ -200,3 +200,14 @@ def test_bench_rounds_are_a_whole_number_of_one_or_more(monkeypatch: pytest.Monk
             rounds()
     else:
         assert rounds() == (DEFAULT_ROUNDS if value == "" else expected)
+def test_the_scripts_that_differ_from_the_saved_run_are_named() -> None:
+    """A run of other scripts says which files differ (its verdict unchanged); the same scripts add nothing; a saved run that
+    recorded none is said to be unknown."""
+    scripts = {"py_scripts/with_autocast.py": "a" * 64, "py_scripts/common.py": "b" * 64}
+    same = compare_losses(NAME, info(scripts=scripts), info(scripts=scripts), AUTO)
+    assert same.line == f"{NAME}: losses identical (3 steps), weights digest identical"
+    changed = compare_losses(NAME, info(scripts={**scripts, "py_scripts/with_autocast.py": "c" * 64}), info(scripts=scripts), AUTO)
+    assert (changed.verdict, changed.fails) == ("identical", False)
+    assert changed.line.endswith("weights digest identical; ran different scripts than the saved run: py_scripts/with_autocast.py")
+    older = compare_losses(NAME, info(scripts=scripts, losses=[1.0, 0.75, 0.25]), info(), AUTO)
+    assert older.fails and older.line.endswith("; whether the scripts changed is unknown (the saved run recorded none)")

@@ -1,4 +1,4 @@
-"""The command line as a user meets it: one ``error:`` line and exit 1 for bad input, a table and a JSON result otherwise.
+"""The command line as a user meets it: one ``error:`` line and exit 4 (a usage error) for bad input, a table and a JSON result otherwise.
 
 Messages and exit statuses are checked through ``harness.cli.main.main`` in this process (:func:`tests.support.run_cli`);
 what runs cells, probes R or is about the process itself is in ``tests/integration/test_cli.py``.
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import ExitCode
 from tests.support import golden_result, run_cli
 
 
@@ -19,7 +20,8 @@ from tests.support import golden_result, run_cli
     [
         (["run", "--preset", "huge"], "error: preset must be one of 'tiny', 'bench', 'recipe', got 'huge'."),
         (["run", "--mode", "turbo"],
-         "error: mode must be one of 'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip', got 'turbo'."),
+         "error: mode must be one of 'default', 'autocast', 'lowp_weights', 'lowp_weights_scaled', 'autocast_scaler', "
+         "'autocast_scaler_clip', got 'turbo'."),
         (["run", "--device", "tpu"], "error: device must be one of 'cpu', 'cuda', got 'tpu'."),
         (["run", "--device", "cuda"], "error: device must be 'cpu' on this machine: torch sees no CUDA GPU, got 'cuda'."),
         (["run", "--amp-dtype", "int8"], "error: amp_dtype must be one of 'bfloat16', 'float16' (or bf16, fp16), got 'int8'."),
@@ -38,23 +40,23 @@ from tests.support import golden_result, run_cli
     ],
 )
 def test_bad_values_end_in_one_line_naming_field_value_and_allowed(args: list[str], message: str) -> None:
-    """Each bad value prints exactly one ``error:`` line on stderr, no traceback, exit status 1."""
+    """Each bad value prints exactly one ``error:`` line on stderr, no traceback, exit status 4 (a usage error)."""
     if "cuda" in args:
         import torch
 
         if torch.cuda.is_available():
             pytest.skip("this machine has a GPU")
     done = run_cli(*args)
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert done.stderr.strip() == message
     assert "Traceback" not in done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("args", [["run", "--batch-size", "abc"], ["run", "--lr", "nan"]])
 def test_unparsable_flags_name_the_flag(args: list[str]) -> None:
-    """A flag whose text is not a number is refused by the parser in one line, naming the flag and the text, exit 1."""
+    """A flag whose text is not a number is refused by the parser in one line, naming the flag and the text, exit 4 (a usage error)."""
     done = run_cli(*args)
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert done.stderr.startswith(f"error: argument {args[1]}: must be a") and repr(args[2]) in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
@@ -72,7 +74,7 @@ def test_spec_file_is_read_and_the_command_line_wins(tmp_path: Path) -> None:
 def test_result_folder_that_is_not_writable_is_refused_before_running(tmp_path: Path) -> None:
     """A --json path in a folder that does not exist is refused at once, with what to do."""
     done = run_cli("run", "--frontend", "python", "--json", str(tmp_path / "missing" / "run.json"))
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     folder = tmp_path / "missing"
     assert done.stderr.strip() == (
         f"error: cannot write a result in {folder}: it does not exist. Create it (mkdir -p {folder}) or choose another --json path."
@@ -88,7 +90,7 @@ def test_report_judges_as_the_run_did_unless_told_otherwise(tmp_path: Path) -> N
     from tests.twins import nudge_one_ulp
 
     result = golden_result().to_json()  # a strict run whose default pair is bitwise identical
-    record = next(c for c in result["cells"] if c["id"] == "with_autocast-default-r-cpu")["record"]
+    record = next(c for c in result["cells"] if c["id"] == "with_autocast-default-sgd-r-cpu")["record"]
     weights = load_file(record["weights_path"])
     nudge_one_ulp("layer0.bias", (1,))(weights)
     record["weights_path"] = str(tmp_path / "nudged.safetensors")
@@ -96,24 +98,30 @@ def test_report_judges_as_the_run_did_unless_told_otherwise(tmp_path: Path) -> N
     assert result["judging"] == "strict"
     path = tmp_path / "paired.json"
     save_result(MatrixResult.from_json(result), path)
-    verdicts = {}
+    verdicts, statuses = {}, {}
     for flag in ("", "--tolerance-only", "--no-tolerance-only"):
         out = tmp_path / (flag or "as-run")
         done = run_cli("report", str(path), "--out", str(out), *([flag] if flag else []))
-        assert done.returncode == 0, done.stderr
+        assert done.stderr == ""
+        statuses[flag] = done.returncode
         text = (out / "report.md").read_text()
         verdicts[flag] = next(v for v in ("diverged", "within_tolerance") if f"| python vs r | **{v}** |" in text)
     assert verdicts == {"": "diverged", "--tolerance-only": "within_tolerance", "--no-tolerance-only": "diverged"}
+    assert statuses == {"": ExitCode.FAILED, "--tolerance-only": ExitCode.OK, "--no-tolerance-only": ExitCode.FAILED}
 
 
 def test_report_of_a_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> None:
     """A result from a newer schema gets one line telling the user to upgrade."""
+    from harness.model.result import RESULT_SCHEMA_VERSION
+
     path = tmp_path / "future.json"
-    path.write_text(json.dumps({"schema_version": 9, "cells": []}))
+    newer = RESULT_SCHEMA_VERSION + 1
+    path.write_text(json.dumps({"schema_version": newer, "cells": []}))
     done = run_cli("report", str(path), "--out", str(tmp_path / "out"))
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert done.stderr.strip() == (
-        f"error: {path} has result schema version 9; this harness reads versions 2 to 7: upgrade amp-parity to read it."
+        f"error: {path} has result schema version {newer}; this harness reads versions 2 to {RESULT_SCHEMA_VERSION}: "
+        "upgrade amp-parity to read it."
     )
     assert not (tmp_path / "out").exists()
 
@@ -134,7 +142,7 @@ def test_bad_spec_files_end_in_one_line(tmp_path: Path, content: str, message: s
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(content)
     done = run_cli("run", "--spec-file", str(spec_file))
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert done.stderr.strip().startswith(message) and len(done.stderr.strip().splitlines()) == 1
 
 
@@ -160,3 +168,15 @@ def test_bf16_on_a_gpu_without_it_is_refused(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(SpecError, match=r"amp_dtype must be 'float16' on Tesla T4, which has no bf16 support, got 'bfloat16'"):
         require_device(WorkloadSpec.from_preset("tiny", device="cuda", amp_dtype="bfloat16"))
     require_device(WorkloadSpec.from_preset("tiny", device="cuda"))  # float16 is fine
+
+
+def test_the_console_command_names_itself_as_it_was_invoked(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``amp-parity`` (the console script) names itself in its errors; ``python -m harness`` keeps its own name."""
+    from harness.cli.main import console_main
+
+    monkeypatch.setattr("sys.argv", ["/venv/bin/amp-parity", "run", "--bogus"])
+    with pytest.raises(SystemExit) as ended:
+        console_main()
+    assert ended.value.code == ExitCode.USAGE_ERROR
+    assert capsys.readouterr().err.strip() == "error: unrecognized arguments: --bogus (see amp-parity run --help)."
+    assert run_cli("run", "--bogus").stderr.strip() == "error: unrecognized arguments: --bogus (see python -m harness run --help)."

@@ -1,4 +1,4 @@
-"""Bad input a new user types: each is refused before any cell runs, in one ``error:`` line, exit 1.
+"""Bad input a new user types: each is refused before any cell runs, in one ``error:`` line, exit 4 (a usage error).
 
 The command's messages and exit statuses are checked through ``harness.cli.main.main`` in this process
 (:func:`tests.support.run_cli`): a new interpreter per case cost seconds and checked nothing more.
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import ExitCode
 from tests.support import one_error_line, run_cli
 
 
@@ -34,8 +35,8 @@ from tests.support import one_error_line, run_cli
          "error: argument --timeout: must be a number of seconds > 0, got '-5' (see python -m harness run --help)."),
         (["run", "--max-seconds", "nan"],
          "error: argument --max-seconds: must be a finite number, got 'nan' (see python -m harness run --help)."),
-        (["run", "--mode", ""], "error: mode must be one or more of 'default', 'autocast', 'autocast_scaler', "
-                                "'autocast_scaler_clip', got ''."),
+        (["run", "--mode", ""], "error: mode must be one or more of 'default', 'autocast', 'lowp_weights', 'lowp_weights_scaled', "
+                                "'autocast_scaler', 'autocast_scaler_clip', got ''."),
         (["run", "--frontend", ","], "error: --frontend must be one or more of NAME or NAME=LANGUAGE[:PATH], got ','."),
         (["run", "--lr", "1e308"], "error: lr must be a number a float32 holds, from 1.175e-38 to 3.403e+38 "
                                    "(it is a float32 in both frontends), got 1e+308."),
@@ -51,9 +52,11 @@ from tests.support import one_error_line, run_cli
         (["run", "--overflow-steps", "3,"], "error: argument --overflow-steps: must be whole numbers separated by single "
                                             "commas (e.g. 3,7), got '3,' (see python -m harness run --help)."),
         (["run", "--mode", "default", "--mode", ""],
-         "error: mode must be one of 'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip', got ''."),
+         "error: mode must be one of 'default', 'autocast', 'lowp_weights', 'lowp_weights_scaled', 'autocast_scaler', "
+         "'autocast_scaler_clip', got ''."),
         (["run", "--mode", "default,,autocast"],
-         "error: mode must be one of 'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip', got ''."),
+         "error: mode must be one of 'default', 'autocast', 'lowp_weights', 'lowp_weights_scaled', 'autocast_scaler', "
+         "'autocast_scaler_clip', got ''."),
         (["run", "--frontend", "python,"], "error: --frontend must be one of 'python', 'r', or NAME=python:PATH / NAME=r:PATH, got ''."),
         (["run", "--lr", "-inf"], "error: argument --lr: must be a finite number, got '-inf' (see python -m harness run --help)."),
         (["run", "--lr", "-1e-3"], "error: lr must be a finite number > 0, got -0.001."),
@@ -61,8 +64,8 @@ from tests.support import one_error_line, run_cli
          "error: argument --max-seconds: must be a number of seconds > 0, got '-1e3' (see python -m harness run --help)."),
     ],
 )
-def test_bad_flags_are_one_line_and_exit_1(args: list[str], message: str) -> None:
-    """argparse's own errors and values that would fail in every cell print the one line given here, exit 1."""
+def test_bad_flags_are_one_line_and_a_usage_error(args: list[str], message: str) -> None:
+    """argparse's own errors and values that would fail in every cell print the one line given here, exit 4 (a usage error)."""
     assert one_error_line(run_cli(*args)) == message
 
 
@@ -78,7 +81,7 @@ def test_debug_is_accepted_before_or_after_the_command(where: str) -> None:
     """``--debug`` works on either side of ``run`` (the error line says "run with --debug"), and shows the traceback."""
     args = ["--debug", "run", "--device", "tpu"] if where == "before" else ["run", "--device", "tpu", "--debug"]
     done = run_cli(*args)
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert "Traceback" in done.stderr
     assert done.stderr.strip().splitlines()[-1] == "error: device must be one of 'cpu', 'cuda', got 'tpu'."
 
@@ -173,3 +176,80 @@ def test_a_json_name_too_long_for_the_file_system_is_one_line(tmp_path: Path, le
     line = one_error_line(run_cli("run", "--frontend", "python", "--mode", "default", "--json", str(tmp_path / ("j" * length + ".json"))))
     assert "a name is too long for the file system" in line and line.endswith("Choose another --json path.")
     assert list(tmp_path.iterdir()) == []
+
+
+_OPTIMIZERS = ("'sgd', 'sgd_momentum', 'sgd_nesterov', 'rmsprop', 'rmsprop_centered', 'adam', 'adam_amsgrad', 'adamw', 'adagrad', "
+               "'adadelta', 'asgd', 'rprop', 'ignite_sgd', 'ignite_adam', 'ignite_adamw', 'ignite_rmsprop', 'ignite_adagrad'")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--optimizer", "nadam"], f"error: optimizer must be one of {_OPTIMIZERS}, 'all', got 'nadam'."),
+        (["trace", "--optimizer", "sgd", "--optimizer", "nadam"], f"error: optimizer must be one of {_OPTIMIZERS}, 'all', got 'nadam'."),
+        (["run", "--optimizer", "all,nadam"], f"error: optimizer must be one of {_OPTIMIZERS}, 'all', got 'nadam'."),
+        (["run", "--optimizer", ","], f"error: optimizer must be one or more of {_OPTIMIZERS}, 'all', got ','."),
+        (["run", "--optimizer-arg", "adam.eps"], "error: argument --optimizer-arg: must be OPTIMIZER.ARG=VALUE (e.g. adam.eps=1e-6), "
+                                                 "got 'adam.eps' (see python -m harness run --help)."),
+        (["run", "--optimizer-arg", ".eps=1"], "error: argument --optimizer-arg: must be OPTIMIZER.ARG=VALUE (e.g. adam.eps=1e-6), "
+                                               "got '.eps=1' (see python -m harness run --help)."),
+        (["run", "--optimizer-arg", "adam.eps=abc"], "error: argument --optimizer-arg: must be a number, got 'abc' "
+                                                     "(see python -m harness run --help)."),
+        (["run", "--optimizer-arg", "adam.eps=inf"], "error: argument --optimizer-arg: must be a finite number, got 'inf' "
+                                                     "(see python -m harness run --help)."),
+        (["run", "--optimizer-arg", "nadam.eps=1e-6"], "error: optimizer_args must be an optimizer: one of "
+                                                       f"{_OPTIMIZERS.replace(chr(39), '')}, got 'nadam'."),
+        (["run", "--optimizer-arg", "adam.rho=0.9"],
+         "error: optimizer_args.adam must be one of adam's arguments: lr, betas, eps, weight_decay, got 'rho'."),
+        (["run", "--optimizer-arg", "adam.betas=0.9"],
+         "error: optimizer_args.adam.betas must be two finite numbers >= 0, e.g. [0.9, 0.99], got 0.9."),
+        (["run", "--optimizer-arg", "sgd_nesterov.nesterov=1"],
+         "error: optimizer_args.sgd_nesterov.nesterov must be true or false, got 1.0."),
+        (["run", "--optimizer-arg", "adam.eps=-1"], "error: optimizer_args.adam.eps must be a finite number >= 0, got -1.0."),
+        (["run", "--optimizer-arg", "asgd.t0=2.5"], "error: optimizer_args.asgd.t0 must be a whole number, got 2.5."),
+        (["prepare", "--optimizer", "nadam"], f"error: optimizer must be one of {_OPTIMIZERS.replace(chr(39), '')}, got 'nadam'."),
+        (["prepare", "--optimizer", "sgd,adam"], f"error: optimizer must be one of {_OPTIMIZERS.replace(chr(39), '')}, got 'sgd,adam'."),
+    ],
+)
+def test_bad_optimizers_and_optimizer_args_are_one_line_and_exit_1(args: list[str], message: str, tmp_path: Path) -> None:
+    """An unknown optimizer (``--optimizer``: several for run and trace, one for a run spec), a malformed ``--optimizer-arg``, or
+    one naming an unknown optimizer, argument or a value of the wrong kind: refused before any cell, one line, nothing written."""
+    path = tmp_path / "run.json"
+    assert one_error_line(run_cli(*args, *(["--json", str(path)] if args[0] == "run" else []))) == message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_optimizer_args_reach_the_run_spec_and_add_to_the_spec_files(tmp_path: Path) -> None:
+    """``--optimizer-arg`` replaces one hyperparameter of one row in the run spec, under each language's name; flags add to the
+    spec file's ``optimizer_args`` (the flag wins for the same argument) rather than replacing the table."""
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps({"optimizer_args": {"asgd": {"t0": 4, "alpha": 0.5}, "adam": {"eps": 1e-6}}}))
+    done = run_cli("prepare", "--spec-file", str(spec_file), "--optimizer", "asgd", "--optimizer-arg", "asgd.t0=3",
+                   "--optimizer-arg", "asgd.lambda=0.001")
+    assert done.returncode == 0, done.stderr
+    run_spec = json.loads(done.stdout)
+    assert run_spec["optimizer_args"] == {"asgd": {"t0": 3, "alpha": 0.5, "lambda": 0.001}, "adam": {"eps": 1e-6}}
+    optimizer = run_spec["optimizer"]
+    assert optimizer["name"] == "asgd" and optimizer["r"]["function"] == "optim_asgd" and optimizer["python"]["class"] == "ASGD"
+    assert optimizer["r"]["args"] == {"lr": run_spec["lr"], "lambda": 0.001, "alpha": 0.5, "t0": 3, "weight_decay": 0.01}
+    assert optimizer["python"]["args"] == {"lr": run_spec["lr"], "lambd": 0.001, "alpha": 0.5, "t0": 3, "weight_decay": 0.01}
+    pairs = json.loads(run_cli("prepare", "--optimizer", "adam", "--optimizer-arg", "adam.betas=0.8,0.9").stdout)["optimizer"]
+    assert pairs["python"]["args"]["betas"] == pairs["r"]["args"]["betas"] == [0.8, 0.9]
+    flag = json.loads(run_cli("prepare", "--optimizer", "sgd_nesterov", "--optimizer-arg", "sgd_nesterov.nesterov=false").stdout)
+    assert flag["optimizer"]["python"]["args"]["nesterov"] is False
+
+
+@pytest.mark.parametrize("script", ["with_autocast", "cuda_amp_grad_scaler"])
+def test_the_run_spec_carries_the_scripts_modes_and_the_contract(script: str) -> None:
+    """``prepare --script S`` hands S's modes with their properties, the optimizer row (plain SGD by default), no switches, and
+    the record's fields and version (harness/workload/contract.py): what both languages' scripts read."""
+    from harness.workload.contract import RECORD_FIELDS, RECORD_SCHEMA_VERSION
+    from harness.workload.scripts import SCRIPTS
+
+    run_spec = json.loads(run_cli("prepare", "--script", script).stdout)
+    assert run_spec["modes"] == SCRIPTS[script].modes_json()
+    assert run_spec["optimizer"]["name"] == "sgd" and run_spec["optimizer"]["python"] == {"class": "SGD", "args": {"lr": run_spec["lr"]}}
+    assert run_spec["switches"] == [] and run_spec["static_loss_scale"] == 1024.0
+    assert (run_spec["record_fields"], run_spec["record_schema_version"]) == (list(RECORD_FIELDS), RECORD_SCHEMA_VERSION) == (
+        list(RECORD_FIELDS), 5)
+    assert {"optimizer", "injected_steps", "switches"} <= set(RECORD_FIELDS)

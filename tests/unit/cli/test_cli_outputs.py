@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import ExitCode
 from harness.views.report import REPORT_FILES
 from tests.support import run_cli
 
@@ -23,7 +24,7 @@ def test_run_keeps_a_users_weights_folder(tmp_path: Path) -> None:
     (tmp_path / "X.weights").mkdir()
     (tmp_path / "X.weights" / "mine.txt").write_text("precious")
     done = run_cli(*_QUICK, "--json", str(tmp_path / "X.json"))
-    assert done.returncode == 1 and "amp-parity · preset" not in done.stdout
+    assert done.returncode == ExitCode.USAGE_ERROR and "amp-parity · preset" not in done.stdout
     assert done.stderr.strip() == (
         f"error: {tmp_path / 'X.weights'} was not written by amp-parity (it has no .amp-parity-weights.json); "
         "amp-parity never replaces it. Move it away or choose another --json path."
@@ -47,7 +48,7 @@ def test_output_places_that_cannot_work_are_refused_before_the_first_cell(tmp_pa
     (tmp_path / "out").mkdir()
     (tmp_path / "file").write_text("")
     done = run_cli(*_QUICK, args[0], args[1].format(tmp=tmp_path))
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr, done.stderr
     assert "amp-parity · preset" not in done.stdout  # no cell ran
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "out"] and list((tmp_path / "out").iterdir()) == []
@@ -61,11 +62,11 @@ def test_output_places_that_cannot_work_are_refused_before_the_first_cell(tmp_pa
 )
 def test_an_empty_path_is_refused_not_taken_for_the_current_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                   args: tuple[str, ...]) -> None:
-    """``--report ""`` wrote into the current folder and ``--json ""`` was an unexpected ValueError: now one line, exit 1."""
+    """``--report ""`` wrote into the current folder and ``--json ""`` was an unexpected ValueError: now one line, a usage error."""
     monkeypatch.chdir(tmp_path)
     done = run_cli(*args)
     flag = next(a for a in args if a.startswith("--")) if args[-1] == "" else "result"
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.USAGE_ERROR
     assert done.stderr.strip() == (
         f"error: argument {flag}: expected a path, got an empty string ''; name a file or folder (see python -m harness {args[0]} --help)."
     )
@@ -77,7 +78,7 @@ def test_a_report_folder_at_the_result_or_in_its_weights_is_refused_before_the_f
     """``--report`` equal to ``--json`` (or in its weights folder) is one ``--report`` line before any cell, not an error after the run."""
     allowed = "a folder apart from the result"
     done = run_cli(*_QUICK, "--json", str(tmp_path / "X.json"), "--report", str(tmp_path / report))
-    assert done.returncode == 1 and "amp-parity · preset" not in done.stdout
+    assert done.returncode == ExitCode.USAGE_ERROR and "amp-parity · preset" not in done.stdout
     assert done.stderr.strip() == (
         f"error: --report must be {allowed} (--json {tmp_path / 'X.json'}) and its weights folder {tmp_path / 'X.weights'}, "
         f"got '{tmp_path / report}'."
@@ -91,7 +92,7 @@ def test_a_second_run_with_the_same_report_folder_is_refused_before_the_first_ce
 
     with ReportClaim(tmp_path / "rep", REPORT_FILES):  # the first run's claim
         done = run_cli(*_QUICK, "--report", str(tmp_path / "rep"), "--overwrite")
-    assert done.returncode == 1 and "amp-parity · preset" not in done.stdout
+    assert done.returncode == ExitCode.USAGE_ERROR and "amp-parity · preset" not in done.stdout
     assert done.stderr.strip().startswith(f"error: another run is writing the report in {tmp_path / 'rep'} (it holds ")
 
 

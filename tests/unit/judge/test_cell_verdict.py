@@ -17,12 +17,14 @@ from harness.judge.tolerances import float64_bound_for
 from harness.model.result import CellResult, ReferenceSummary, Status
 from harness.model.verdicts import MEASURED_STEPS, CellVerdict
 from harness.workload.matrix import Cell
+from harness.workload.scripts import mode_of
 from harness.workload.spec import WorkloadSpec
 from tests.model_results import committed
 from tests.support import float64_check
 
 _STEPS = 20
-_BOUND = float64_bound_for("autocast", "cpu", "bfloat16", _STEPS)
+_AUTOCAST = mode_of("with_autocast", "autocast")
+_BOUND = float64_bound_for(_AUTOCAST, "cpu", "bfloat16", _STEPS)
 _SPEC = WorkloadSpec.from_preset("tiny", init_scale=65536.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=4)
 
 
@@ -39,13 +41,14 @@ def _run(ref: Reference, loss_rel: float = 0.0, weight_rel: float = 0.0) -> tupl
 
 
 def test_bound_grows_linearly_past_the_measured_step_count() -> None:
-    """At 20 steps the bf16 bound is eps/32 and eps/16; at 50 steps 2.5 times that; CUDA doubles it."""
-    assert (_BOUND.loss_rtol, _BOUND.weight_rtol) == (2.0**-7 / 32, 2.0**-7 / 16)
-    longer = float64_bound_for("autocast_scaler", "cpu", "bfloat16", 50)
+    """At 20 steps plain SGD's bf16 bound is eps/16 and eps/2; at 50 steps 2.5 times that; CUDA doubles it."""
+    assert (_BOUND.loss_rtol, _BOUND.weight_rtol) == (2.0**-7 / 16, 2.0**-7 / 2)
+    longer = float64_bound_for(mode_of("cuda_amp_grad_scaler", "autocast_scaler"), "cpu", "bfloat16", 50)
     assert longer.weight_rtol == pytest.approx(2.5 * _BOUND.weight_rtol)
     assert longer.loss_bound_at(0) == pytest.approx(_BOUND.loss_rtol) and longer.loss_bound_at(49) == pytest.approx(longer.loss_rtol)
-    assert float64_bound_for("autocast", "cuda", "bfloat16", _STEPS).loss_rtol == 2 * _BOUND.loss_rtol
-    assert float64_bound_for("default", "cpu", "bfloat16", MEASURED_STEPS).precision == "float32"
+    assert float64_bound_for(_AUTOCAST, "cuda", "bfloat16", _STEPS).loss_rtol == 2 * _BOUND.loss_rtol
+    for script in ("with_autocast", "cuda_amp_grad_scaler"):  # each script's own default computes in float32
+        assert float64_bound_for(mode_of(script, "default"), "cpu", "bfloat16", MEASURED_STEPS).precision == "float32"
 
 
 def test_run_close_to_float64_passes() -> None:
@@ -88,7 +91,7 @@ def test_nonfinite_loss_counts_only_where_the_step_was_not_skipped() -> None:
 
 def _cell(status: str = "ok", **record_changes: Any) -> CellResult:
     """The committed tiny result's Python scaler cell, its record changed by ``record_changes`` (no record unless ``ok``)."""
-    cell = committed().cell("cuda_amp_grad_scaler-autocast_scaler-python-cpu")
+    cell = committed().cell("cuda_amp_grad_scaler-autocast_scaler-sgd-python-cpu")
     assert cell.record is not None
     record = dataclasses.replace(cell.record, **record_changes) if status == "ok" else None
     return dataclasses.replace(cell, status=Status(status), record=record)
@@ -128,11 +131,14 @@ def test_cells_that_did_not_run_are_not_judged() -> None:
 
 
 def test_overflow_steps_without_a_scaler_mode_are_named_in_the_warnings() -> None:
-    """Asking for overflows in a run of the with_autocast modes only injects nothing, and the result says so."""
+    """Asking for overflows in a run without a dynamic scaler (with_autocast's modes, the scaler script's own default) injects
+    nothing, and the result says so."""
     from harness.run.runner import collect_warnings
 
     spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
-    default = CellResult(Cell("python", "with_autocast", "default", "cpu"), Status.OK)
+    default = CellResult(Cell("python", "with_autocast", "default", "sgd", "cpu"), Status.OK)
     assert "overflow_steps [3, 7] given, but no scaler mode ran: nothing was injected" in collect_warnings([default], spec)
-    scaler = CellResult(Cell("python", "cuda_amp_grad_scaler", "autocast_scaler", "cpu"), Status.OK)
+    scaler_default = CellResult(Cell("python", "cuda_amp_grad_scaler", "default", "sgd", "cpu"), Status.OK)
+    assert "overflow_steps [3, 7] given, but no scaler mode ran: nothing was injected" in collect_warnings([default, scaler_default], spec)
+    scaler = CellResult(Cell("python", "cuda_amp_grad_scaler", "autocast_scaler", "sgd", "cpu"), Status.OK)
     assert not any("overflow_steps" in w for w in collect_warnings([default, scaler], spec))

@@ -1,28 +1,45 @@
-"""Known differences: the committed list loads, a divergence is matched only by its exact signature, and a stale entry fails."""
+"""Known differences: an entry covers its pairs, matches only its signature, explains a pair only when the reconciled runs
+prove it (the whole run identical with its switches on), and an entry whose trigger held on an identical pair is stale."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from harness.errors import KnownDifferencesError
-from harness.judge.known_differences import DEFAULT_LIST, load_known_differences
+from harness.judge.known_differences import DEFAULT_LIST, KnownDifference, load_known_differences
 from harness.judge.pairs import FAILING_VERDICTS, compare_cells
 from harness.model.result import CellResult
 from harness.model.trace import PairTrace, PointDifference
 from tests.twins import by_mode, golden, nudge_one_ulp, twin_cell, with_record
 
-CLIP = "cuda_amp_grad_scaler-autocast_scaler_clip-cpu"
+CLIP = "cuda_amp_grad_scaler-autocast_scaler_clip-sgd-cpu"
+#: The switches the clip pair's R cell runs with to reconcile (every entry covering it on R's side, for plain SGD).
+SWITCHES = ("r-clip-coef-reciprocal", "r-clip-nan-coef", "r-sgd-weight-decay-param")
 
 
-def _trace(step: int = 0, point: str = "clip.coef", distance: int = 1, clipped: tuple[int, ...] = (0, 1, 2)) -> PairTrace:
-    first = PointDifference(step, point, "bytes", ("float32", "float32"), ((), (1,)), 1, 1, distance, (), (0.85, 0.8500001))
-    return PairTrace(CLIP, ("python", "r"), (300, 300), 22, first, (0, "clip.total_norm"), {"clip_engaged": clipped})
+def _first(step: int = 0, point: str = "clip.coef", distance: int = 1) -> PointDifference:
+    return PointDifference(step, point, "bytes", ("float32", "float32"), ((), ()), 1, 1, distance, (), (0.85, 0.8500001))
+
+
+def _trace(step: int = 0, point: str = "clip.coef", distance: int = 1, clipped: tuple[int, ...] = (0, 1, 2),
+           reconciled: bool | None = True, switches: tuple[str, ...] = SWITCHES) -> PairTrace:
+    """The clip pair's trace: first parting at ``point``; ``reconciled``: whether the runs with ``switches`` on are identical
+    (``None``: no reconciled runs)."""
+    return PairTrace(CLIP, ("python", "r"), (300, 300), 22, _first(step, point, distance), (0, "clip.total_norm"),
+                     {"clip_engaged": clipped, "always": (0, 1, 2)}, switches=switches if reconciled is not None else (),
+                     reconciled_identical=reconciled, reconciled=None if reconciled in (True, None) else _first(1, "optim.param"))
 
 
 def _identical_trace(clipped: tuple[int, ...]) -> PairTrace:
-    return PairTrace(CLIP, ("python", "r"), (300, 300), 300, None, (7, "scaler.growth_tracker"), {"clip_engaged": clipped})
+    return PairTrace(CLIP, ("python", "r"), (300, 300), 300, None, (7, "scaler.growth_tracker"),
+                     {"clip_engaged": clipped, "always": (0, 1, 2)})
+
+
+def _entry(entry_id: str) -> KnownDifference:
+    return next(k for k in load_known_differences() if k.id == entry_id)
 
 
 @pytest.fixture(scope="module")
@@ -31,36 +48,61 @@ def clip_cell() -> CellResult:
     return by_mode(golden())["autocast_scaler_clip"]
 
 
-def test_the_committed_list_loads_with_the_clip_entry() -> None:
-    """The committed entry covers the clip pair on CPU, python vs r, triggered by clipping, at most 1 ULP at clip.coef."""
-    (entry,) = load_known_differences()
-    assert entry.id == "clip-coef-reciprocal" and entry.applies(CLIP, "cpu", ("python", "r"))
-    assert not entry.applies(CLIP.replace("-cpu", "-cuda"), "cuda", ("python", "r"))
-    assert not entry.applies("cuda_amp_grad_scaler-autocast_scaler-cpu", "cpu", ("python", "r"))
+def test_the_clip_entry_covers_the_clip_pair_with_every_optimizer_on_cpu(clip_cell: CellResult, tmp_path: Path) -> None:
+    """The clip coefficient is computed before any optimizer's step: the entry covers the clip mode with every optimizer,
+    python vs r in either order, on CPU only, and names its mechanism's sources on both sides."""
+    entry = _entry("clip-coef-reciprocal")
+    twin = twin_cell(clip_cell, tmp_path)
+    assert entry.applies(clip_cell, twin) and entry.applies(twin, clip_cell)
+    for optimizer in ("sgd", "adam", "ignite_adagrad"):
+        assert entry.covers("cuda_amp_grad_scaler", "autocast_scaler_clip", optimizer, "cpu")
+    assert not entry.covers("cuda_amp_grad_scaler", "autocast_scaler_clip", "sgd", "cuda")
+    assert not entry.covers("cuda_amp_grad_scaler", "autocast_scaler", "sgd", "cpu")
+    python_twin = twin_cell(clip_cell, tmp_path / "py", frontend="python")
+    assert not entry.applies(clip_cell, python_twin)  # python vs python: not the entry's languages
     assert (entry.trigger, entry.signature.first_point, entry.signature.first_step, entry.signature.max_distance) == (
         "clip_engaged", "clip.coef", "trigger", 1)
-    assert any("torch/_tensor.py" in s for s in entry.sources) and any("R/operators.R" in s for s in entry.sources)
+    assert any("torch/_tensor.py" in s for s in entry.sources) and any("R/" in s for s in entry.sources)
 
 
 def test_only_the_exact_signature_matches() -> None:
     """The same point at a clipped step within 1 ULP matches; 2 ULPs, another point or an unclipped step do not."""
-    (entry,) = load_known_differences()
-    assert entry.matches(_trace())
+    entry = _entry("clip-coef-reciprocal")
+    assert entry.mismatch(_trace()) is None
     assert entry.mismatch(_trace(distance=2)) == "its first difference is 2 apart, beyond the entry's 1"
     assert entry.mismatch(_trace(point="clip.total_norm")) == "it first differs at clip.total_norm, not clip.coef"
     assert entry.mismatch(_trace(step=5)) == "it first differs at step 5, not at a step where clip_engaged holds"
     assert entry.mismatch(_identical_trace((0,))) == "the trace shows no difference"
 
 
-def test_a_matching_divergence_is_a_known_difference_and_shows_the_entry(clip_cell: CellResult, tmp_path: Path) -> None:
-    """A 1-ULP weight difference whose trace has the signature: ``known_difference`` (not failing), entry and trace shown."""
+def test_a_matching_difference_proven_by_its_reconciled_runs_is_known(clip_cell: CellResult, tmp_path: Path) -> None:
+    """A 1-ULP weight difference whose trace has the signature, and whose runs are identical with the switches on:
+    ``known_difference`` (not failing), proven, with the entry and the trace shown."""
     twin = twin_cell(clip_cell, tmp_path, edit=nudge_one_ulp("layer0.weight", (1, 1)))
     verdict = compare_cells(clip_cell, twin, trace=_trace(), known=load_known_differences())
-    assert verdict.verdict == "known_difference" and verdict.ok and verdict.verdict not in FAILING_VERDICTS, verdict.explain()
-    assert verdict.details["known_difference"] == "clip-coef-reciprocal"
+    assert verdict.verdict == "known_difference" and verdict.verdict not in FAILING_VERDICTS, verdict.explain()
+    assert verdict.details["known_difference"] == ["clip-coef-reciprocal"] and verdict.details["proven"] is True
     assert "known difference clip-coef-reciprocal: first differs at step 0, clip.coef (1 ULP)" in verdict.summary
     assert "trace: last identical point: step 0, clip.total_norm" in verdict.explain()
     assert "upstream:" in verdict.explain()
+
+
+@pytest.mark.parametrize(("trace", "why"), [
+    (_trace(reconciled=None), "the cells have no reconciled runs"),
+    (_trace(reconciled=False), "with the switches r-clip-coef-reciprocal, r-clip-nan-coef, r-sgd-weight-decay-param on, the runs "
+                               "still differ"),
+    (_trace(switches=("r-clip-nan-coef",)), "the reconciled runs did not apply the switch r-clip-coef-reciprocal"),
+], ids=["no-reconciled-runs", "still-differs", "switch-missing"])
+def test_a_matching_difference_not_proven_is_diverged_where_identity_is_expected(
+    clip_cell: CellResult, tmp_path: Path, trace: PairTrace, why: str
+) -> None:
+    """The signature alone proves nothing: without reconciled runs, with runs that still part once the switches are on, or
+    with a switch the entry needs left off, the pair is ``diverged`` and says which."""
+    twin = twin_cell(clip_cell, tmp_path, edit=nudge_one_ulp("layer0.weight", (1, 1)))
+    verdict = compare_cells(clip_cell, twin, trace=trace, known=load_known_differences())
+    assert verdict.verdict == "diverged" and verdict.details["known_difference"] is None, verdict.explain()
+    assert "which clip-coef-reciprocal describes, but it does not explain the whole difference" in verdict.summary
+    assert why in verdict.summary
 
 
 def test_a_look_alike_with_a_larger_distance_stays_diverged(clip_cell: CellResult, tmp_path: Path) -> None:
@@ -72,19 +114,24 @@ def test_a_look_alike_with_a_larger_distance_stays_diverged(clip_cell: CellResul
     assert "not known difference clip-coef-reciprocal: its first difference is 3 apart, beyond the entry's 1" in verdict.explain()
 
 
-def test_a_difference_beyond_the_tolerance_is_never_known(clip_cell: CellResult, tmp_path: Path) -> None:
-    """A loss-scale history that differs must be equal: ``diverged`` even when the trace's first point has the signature."""
+def test_a_difference_the_record_check_finds_is_known_only_when_proven(clip_cell: CellResult, tmp_path: Path) -> None:
+    """A loss-scale history that differs (a must-be-equal finding) is ``diverged`` when the trace's first point has the
+    signature but nothing proves the entry; only the reconciled runs (identical at every point, scaler's included, with
+    the switches on) can put it down to the entry, as they can an R torch bug beyond the tolerance."""
     assert clip_cell.record is not None and clip_cell.record.loss_scale is not None
     scales = [s * 2 if i == 3 else s for i, s in enumerate(clip_cell.record.loss_scale)]
     twin = twin_cell(clip_cell, tmp_path, loss_scale=scales)
-    verdict = compare_cells(clip_cell, twin, trace=_trace(), known=load_known_differences())
-    assert verdict.verdict == "diverged" and verdict.details["known_difference"] is None, verdict.explain()
+    unproven = compare_cells(clip_cell, twin, trace=_trace(reconciled=None), known=load_known_differences())
+    assert unproven.verdict == "diverged" and unproven.details["known_difference"] is None, unproven.explain()
+    assert "MISMATCH loss scale differs first at step 3" in unproven.explain()
+    proven = compare_cells(clip_cell, twin, trace=_trace(), known=load_known_differences())
+    assert proven.verdict == "known_difference" and proven.details["proven"] is True, proven.explain()
 
 
 def test_an_entry_whose_trigger_held_on_an_identical_pair_is_stale(clip_cell: CellResult, tmp_path: Path) -> None:
     """Clipping engaged and every point equal: the entry no longer describes the bindings, and the run fails naming it."""
     twin = twin_cell(clip_cell, tmp_path)
-    stale = compare_cells(clip_cell, twin, trace=_identical_trace((0, 1)), known=load_known_differences())
+    stale = compare_cells(clip_cell, twin, trace=_identical_trace((0, 1)), known=[_entry("clip-coef-reciprocal")])
     assert stale.verdict == "stale_known_difference" and stale.verdict in FAILING_VERDICTS, stale.explain()
     assert ("remove or update entry clip-coef-reciprocal (harness/judge/known_differences.toml): its trigger clip_engaged held"
             in stale.summary)
@@ -93,7 +140,7 @@ def test_an_entry_whose_trigger_held_on_an_identical_pair_is_stale(clip_cell: Ce
 def test_where_the_trigger_never_held_an_identical_pair_is_simply_identical(clip_cell: CellResult, tmp_path: Path) -> None:
     """At bench clipping never engages: identical, and the entry is not stale."""
     twin = twin_cell(clip_cell, tmp_path)
-    verdict = compare_cells(clip_cell, twin, trace=_identical_trace(()), known=load_known_differences())
+    verdict = compare_cells(clip_cell, twin, trace=_identical_trace(()), known=[_entry("clip-coef-reciprocal")])
     assert verdict.verdict == "identical" and verdict.details["stale_known_difference"] is None
 
 
@@ -105,10 +152,10 @@ def test_the_lifted_check_is_named_in_the_pair(clip_cell: CellResult, tmp_path: 
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("[[difference]]\nid = 'x'\n", "`frontends` must be a non-empty list of strings"),
+    ("[[difference]]\nid = 'x'\n", "`kind` must be a non-empty string"),
     ("not toml = = 1", "is not valid TOML"),
-    (DEFAULT_LIST.read_text().replace('trigger = "clip_engaged"', 'trigger = "moon_phase"'), "`trigger` must be one of"),
-    (DEFAULT_LIST.read_text().replace("max_distance = 1", "max_distance = -1"), "`signature.max_distance` must be a whole number"),
+    (DEFAULT_LIST.read_text().replace('trigger = "clip_engaged"', 'trigger = "moon_phase"', 1), "`trigger` must be one of"),
+    (DEFAULT_LIST.read_text().replace("max_distance = 1\n", "max_distance = -1\n", 1), "`signature.max_distance` must be a whole number"),
     (DEFAULT_LIST.read_text() * 2, "entry ids must be unique"),
 ])
 def test_a_broken_list_is_refused_in_one_line_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
@@ -124,3 +171,12 @@ def test_a_folder_is_no_list(tmp_path: Path) -> None:
     """--known-differences pointing at a folder is one line, not a traceback."""
     with pytest.raises(KnownDifferencesError, match="is not a file"):
         load_known_differences(tmp_path)
+
+
+def test_an_entry_of_another_optimizer_does_not_cover_the_pair() -> None:
+    """An entry scoped to some optimizers covers only their pairs (SGD's weight-decay bug is not Adam's)."""
+    entry = _entry("sgd-weight-decay-index")
+    assert entry.covers("with_autocast", "default", "sgd_momentum", "cpu")
+    assert not entry.covers("with_autocast", "default", "adam", "cpu")
+    narrowed = dataclasses.replace(entry, optimizers=frozenset({"sgd_nesterov"}))
+    assert not narrowed.covers("with_autocast", "default", "sgd_momentum", "cpu")

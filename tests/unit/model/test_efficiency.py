@@ -63,9 +63,11 @@ def test_cell_efficiency_uses_the_median_loop_and_the_dtype_peak() -> None:
     assert e.share_of_peak == pytest.approx(e.tflops / 0.5)
     untimed = cell_efficiency(_cell("default", 2.0, None), spec, _peaks({}))
     assert untimed is not None and untimed.seconds == 2.0 and untimed.peak_tflops is None and untimed.share_of_peak is None
-    not_run = CellResult(Cell("r", "with_autocast", "default", "cpu"), Status.SKIPPED, "no R")
+    not_run = CellResult(Cell("r", "with_autocast", "default", "sgd", "cpu"), Status.SKIPPED, "no R")
     assert cell_efficiency(not_run, spec, peaks) is None
     assert gemm_dtype("default", spec) == "float32" and gemm_dtype("autocast_scaler", spec.replace(amp_dtype="float16")) == "float16"
+    # the low-precision-weights modes run their GEMMs in the AMP dtype too (weights and inputs are in it)
+    assert gemm_dtype("lowp_weights", spec) == gemm_dtype("lowp_weights_scaled", spec) == "bfloat16"
 
 
 def test_a_share_above_the_peak_is_not_given_and_says_why() -> None:

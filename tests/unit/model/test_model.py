@@ -6,44 +6,16 @@ import copy
 import dataclasses
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.errors import ResultError
 from harness.model.record import RunRecord
-from harness.model.result import RESULT_SCHEMA_VERSION, CellResult, MatrixResult, Memory, Status
+from harness.model.result import CellResult, MatrixResult, Memory, Status
 from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
-
-#: The golden real result (schema 3) under tests/data/; docs/results/ holds measurements that get re-measured.
-COMMITTED = Path(__file__).resolve().parents[2] / "data"
-
-
-def current_schema(name: str) -> dict[str, Any]:
-    """A committed schema-3 result as the current version stores it: its cells' speed-ups turned into times
-    (version 4), no traces and the spec's overflow point (version 5), targets and the worst tensor in each distance (version 6),
-    the frontends, their baseline and no installation facts (version 7)."""
-    data = json.loads((COMMITTED / f"{name}.json").read_text(encoding="utf-8"))
-    data["schema_version"] = RESULT_SCHEMA_VERSION
-    for cell in data["cells"]:
-        speedup = cell.pop("speedup_vs_default")
-        cell["time_vs_default"] = None if speedup is None else 1 / speedup
-        cell["time_vs_default_note"] = cell.pop("speedup_note")
-    data["traces"] = []
-    spec = list(data["spec"].items())
-    at = [k for k, _ in spec].index("overflow_steps") + 1
-    data["spec"] = dict([*spec[:at], ("overflow_point", "backward"), *spec[at:]])
-    for cell in data["cells"]:  # version 6: the worst tensor joins the distance, figures are targets
-        float64 = (cell["verdict"] or {}).get("float64")
-        if cell["reference_distance"] is not None and float64 is not None:
-            cell["reference_distance"] |= {k: float64[k] for k in ("worst_tensor", "worst_tensor_rel_error")}
-    data = {("targets" if k == "figures" else k): v for k, v in data.items()}
-    data["targets"] = [{("name" if k == "figure" else k): v for k, v in t.items()} for t in data["targets"]]
-    for cell in data["cells"]:  # version 7: installations as frontends (none reported before)
-        cell["installation"] = None
-    return data | {"frontends": ["python", "r"], "baseline": "python", "sources": []}
+from tests.model_results import current_schema
 
 
 @pytest.mark.parametrize("name", ["golden"])
@@ -59,13 +31,14 @@ def test_the_model_types_what_it_reads() -> None:
     """Cells, statuses, records, timing and the spec come back as types, not dicts."""
     result = MatrixResult.from_json(current_schema("golden"))
     assert isinstance(result.spec, WorkloadSpec) and result.steps == result.spec.steps == 8
-    cell = result.cell("with_autocast-autocast-r-cpu")
-    assert cell.cell == Cell("r", "with_autocast", "autocast", "cpu") and cell.pair == "with_autocast-autocast-cpu"
+    cell = result.cell("with_autocast-autocast-sgd-r-cpu")
+    assert cell.cell == Cell("r", "with_autocast", "autocast", "sgd", "cpu") and cell.pair == "with_autocast-autocast-sgd-cpu"
+    assert cell.optimizer == "sgd" and cell.cell.properties.autocast
     assert cell.status is Status.OK and cell.ok
     assert isinstance(cell.record, RunRecord) and len(cell.record.losses) == 8
     assert cell.timing is not None and cell.timing.loop.n == len(cell.timing.samples.loop_seconds) == 5
     assert cell.verdict is not None and cell.verdict.outcome == "pass"
-    unsupported = result.cell("cuda_amp_grad_scaler-autocast_scaler-r-cpu")
+    unsupported = result.cell("cuda_amp_grad_scaler-autocast_scaler-sgd-r-cpu")
     assert unsupported.status is Status.UNSUPPORTED and unsupported.record is None and not unsupported.ok
     assert [p.verdict for p in result.pairs] == ["identical", "identical", "unsupported", "unsupported"]
     with pytest.raises(KeyError):
@@ -106,9 +79,10 @@ def test_status_is_a_closed_set_of_strings() -> None:
 
 def test_a_cell_not_run_needs_only_its_key_and_status() -> None:
     """A skipped cell is a key, a status and a reason; every measurement is absent."""
-    cell = CellResult(Cell("r", "with_autocast", "default", "cpu"), Status.SKIPPED, "R torch is not installed")
+    cell = CellResult(Cell("r", "with_autocast", "default", "adam", "cpu"), Status.SKIPPED, "R torch is not installed")
     data = cell.to_json()
-    assert data["id"] == "with_autocast-default-r-cpu" and data["record"] is None and data["time_vs_default"] is None
+    assert data["id"] == "with_autocast-default-adam-r-cpu" and data["record"] is None and data["time_vs_default"] is None
+    assert (data["pair"], data["optimizer"]) == ("with_autocast-default-adam-cpu", "adam")
     assert CellResult.from_json(data) == cell
 
 
@@ -134,3 +108,17 @@ def test_another_schema_version_is_not_read_as_this_one() -> None:
     data = current_schema("golden") | {"schema_version": 3}
     with pytest.raises(ResultError, match="load_result, which upgrades"):
         MatrixResult.from_json(data)
+
+
+def test_a_version_5_record_keeps_its_optimizer_injections_and_switches() -> None:
+    """A record of this version stores the optimizer it built, where it injected and the switches it applied, and comes back
+    the same; an older record lacks them (plain SGD, injections not said) and is stored again without them, as it came."""
+    old = current_schema("golden")["cells"][4]["record"]
+    assert old["schema_version"] < 5 and "optimizer" not in old
+    typed = RunRecord.from_json(old)
+    assert (typed.optimizer, typed.injected_steps, typed.switches) == ("sgd", None, ())
+    assert json.dumps(typed.to_json()) == json.dumps(old)
+    new = old | {"schema_version": 5, "lifted_check": None, "optimizer": "adam", "injected_steps": [2], "switches": ["clip_coef_division"]}
+    again = RunRecord.from_json(new)
+    assert (again.optimizer, again.injected_steps, again.switches) == ("adam", (2,), ("clip_coef_division",))
+    assert again.to_json() == new

@@ -110,8 +110,19 @@ _CASES: dict[str, tuple[Edit, str]] = {
                                                            "'lots'."),
     "a peak's samples as text": (_set("peaks", "by_dtype", "float32", "samples_tflops", value="many"),
                                  "peaks.by_dtype.float32.samples_tflops must be a list of numbers, but got 'many'."),
-    "reference losses as text": (_set("reference", "losses", value="1,2"), "reference.losses must be a list of numbers or null, "
-                                                                           "but got '1,2'."),
+    "reference losses as text": (_set("reference", "trajectories", 0, "losses", value="1,2"),
+                                 "reference.trajectories[0].losses must be a list of losses, but got '1,2'."),
+    "a cell without its optimizer": (_delete("cells", 0, "optimizer"), "cells[0].optimizer must be a string, but it is missing."),
+    "a trace file's points as text": (_set("cells", 0, "trace", value={"path": "t", "sha256": "0", "points": "many"}),
+                                      "cells[0].trace.points must be a whole number, but got 'many'."),
+    "kept weights as a list": (_set("cells", 0, "weights", value=[]), "cells[0].weights must be an object (what the cell keeps of "
+                                                                        "its final weights) or null, but got []."),
+    "provenance of another source": (_set("provenance", "source", value="a friend"),
+                                     "provenance.source must be a provenance source ('checkout', 'installed', 'unknown'), but got "
+                                     "'a friend'."),
+    "a pair trace's switches as text": (_set("traces", value=[{"pair": "p", "frontends": ["python", "r"], "points": [1, 1],
+                                                               "identical_points": 1, "switches": "all"}]),
+                                        "traces[0].switches must be a list of strings, but got 'all'."),
     "protocol rounds 0": (_set("protocol", "rounds", value=0), "protocol.rounds must be an integer ≥ 1 (≥ 3 for a spread), but got 0."),
     "workers text": (_set("workers", value="two"), "workers must be an object of workers, but got 'two'."),
     "a source's cells as text": (_set("sources", value=[{"file": "a.json", "created": "", "host": "", "frontends": [],
@@ -157,7 +168,8 @@ def test_report_refuses_each_hand_edit_in_one_line(case: str, tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    (_set("reference", "losses", value=[1.0, 0.5]), "reference.losses is 2 losses but the spec runs 8 steps"),
+    (_set("reference", "trajectories", 0, "losses", value=[1.0, 0.5]), "reference.trajectories[0].losses is 2 losses but the spec "
+                                                                          "runs 8 steps"),
     (_set("cells", 2, "record", "weights_path", value="golden.weights/with_autocast-default-python-cpu.safetensors"),
      "cells[2].record.weights_path is '/"),
     (_set("cells", 1, "installation", value={"name": "r", "language": "python"}),

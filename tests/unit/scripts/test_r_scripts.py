@@ -12,23 +12,38 @@ from pathlib import Path
 import pytest
 
 from harness.files.paths import REPO_ROOT, script_path
-from harness.workload.spec import SCRIPTS
+from harness.workload.scripts import SCRIPTS
 
 R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
 #: Files that are not scripts but twins of each other: the workload's pieces and the shell mode.
-SHARED_PAIRS = {"common", "shell"}
+#: Shared by every script, in both languages: the common code, the patches of the bindings' functions (switches and
+#: trace points: Python swaps module functions, R rewrites function bodies; harness/workload/patches.toml says what each
+#: does) and the shell mode.
+SHARED_PAIRS = {"common", "patches", "shell"}
 #: R files with no Python twin, named with a leading "_" like _probe.R: the harness's rpy2 entry point (Python's
 #: worker imports the scripts) and the scripts' bootstrap (Python finds its modules by import).
 R_ONLY_FILES = {"_bridge", "_bootstrap"}
 #: What R defines that its Python twin does not, because R lacks it: its reason is where each is defined.
+#: R torch's scaler refuses CPU tensors, so common.R alone holds the lift of that one check (shared by every script that
+#: scales; PyTorch's scaler takes CPU tensors itself).
+R_LIFT_HELPERS = {"cuda_only_check", "expected_scale_method", "scaler_takes_cpu_tensors", "lift_cuda_only_check", "drop_statement",
+                  "lifted_check_name"}
 R_ONLY_NAMES = {
     "common": {"clock_source", "record_array_fields", "abort_cli", "require_r_torch", "libtorch_version",
-               "json_value", "json_string", "record_keys_json", "exact_json_numbers"},
+               "json_value", "json_string", "record_keys_json", "exact_json_numbers", *R_LIFT_HELPERS},
     # Python's main_cli calls the harness in-process (parse_shell_args, prepare_shell_run_spec, exit_with_error).
-    "shell": {"%||%", "amp_parity_r_dir", "prepare_shell_run", "python_library_path", "print_traceback", "one_line"},
+    # shell_exit_status: the statuses R ends with before the harness hands them over (Python imports the enum).
+    "shell": {"%||%", "amp_parity_r_dir", "shell_exit_status", "prepare_shell_run", "python_library_path", "print_traceback",
+              "one_line"},
+    # R torch's functions live in a locked namespace and its optimizers are R6 objects: R patches the values a script
+    # gets (binding_function() for the clip, patch_optimizer() for the optimizer's methods), rewriting their bodies as
+    # language objects (statements compared as deparsed text, point calls spliced in); Python swaps module functions.
+    "patches": {"patch_rows", "patches_of", "binding_function", "patch_optimizer", "code_text", "is_part", "count_statement",
+                "replace_statement", "with_point_calls"},
 }
-#: What Python defines that R does not: the dtype table (R's torch_dtype() is a switch()).
-PY_ONLY_NAMES = {"common": {"dtypes"}, "shell": set()}
+#: What Python defines that R does not: the dtype table (R's torch_dtype() is a switch()); the context manager that swaps
+#: PyTorch's module functions for the run, and its statement normaliser (R compares deparsed code instead).
+PY_ONLY_NAMES = {"common": {"dtypes"}, "shell": set(), "patches": {"binding_patches", "statement"}}
 
 
 def test_every_python_script_has_its_r_partner() -> None:
@@ -75,7 +90,8 @@ def test_the_shared_files_define_the_same_names_in_the_same_order(stem: str) -> 
 
 
 def test_only_the_bootstrap_and_the_bridge_load_the_shared_code() -> None:
-    """Each script sources _bootstrap.R and nothing else; _bootstrap.R loads common.R and shell.R, _bridge.R common.R alone."""
+    """Each script sources _bootstrap.R and nothing else; _bootstrap.R loads common.R, patches.R and shell.R, _bridge.R
+    common.R and patches.R (the shell mode is not the bridge's)."""
     def sourced_files(text: str) -> list[str]:  # the first quoted file name in each source(...) call, comments left out
         text = re.sub(r"(?m)^\s*#.*$", "", text)
         windows = (text[call.end():call.end() + 200] for call in re.finditer(r"\bsource\(", text))
@@ -84,8 +100,8 @@ def test_only_the_bootstrap_and_the_bridge_load_the_shared_code() -> None:
     sourced = {p.stem: sourced_files(p.read_text()) for p in R_FILES}
     for stem in SCRIPTS:
         assert sourced[stem] == ["_bootstrap.R"], sourced[stem]
-    assert re.findall(r'"(\w+\.R)"', script_path("r", "_bootstrap").read_text()) == ["common.R", "shell.R"]
-    assert sourced["_bridge"] == ["common.R"] and sourced["common"] == sourced["shell"] == []
+    assert re.findall(r'"(\w+\.R)"', script_path("r", "_bootstrap").read_text()) == ["common.R", "patches.R", "shell.R"]
+    assert sourced["_bridge"] == ["common.R", "patches.R"] and sourced["common"] == sourced["shell"] == sourced["patches"] == []
 
 
 def _code_lines(path: Path) -> list[str]:
@@ -118,3 +134,52 @@ def test_the_pair_builds_records_with_the_same_field_names(stem: str) -> None:
     py = names(script_path("python", stem).read_text(), "make_record(")
     r = names(script_path("r", stem).read_text(), "make_record(")
     assert py == r and {"losses", "loss_scale", "skipped", "output_dtype"} <= py
+
+
+def test_the_r_files_exit_with_the_harness_statuses() -> None:
+    """R's own exit statuses are :class:`harness.errors.ExitCode`'s: the fallback table in shell.R, and every literal ``quit`` status."""
+    from harness.errors import ExitCode
+
+    shell = script_path("r", "shell").read_text()
+    table = re.search(r"^shell_exit_status <- list\(usage_error = (\d+)L, internal_error = (\d+)L\)$", shell, re.M)
+    assert table, "shell.R no longer defines shell_exit_status as list(usage_error = NL, internal_error = NL)"
+    assert (int(table.group(1)), int(table.group(2))) == (ExitCode.USAGE_ERROR, ExitCode.INTERNAL_ERROR)
+    literal = {p.name: [int(n) for n in re.findall(r"quit\(save = \"no\", status = (\d+)L\)", p.read_text())] for p in R_FILES}
+    assert {name: codes for name, codes in literal.items() if codes} == {"_bootstrap.R": [4], "_bridge.R": [4]}
+    assert ExitCode.USAGE_ERROR == 4
+@pytest.mark.parametrize("stem", list(SCRIPTS))
+def test_each_script_pair_defines_the_same_names_and_names_itself(stem: str) -> None:
+    """A script defines what its twin does, in the same order (its ``SCRIPT``/``script`` constant, its helpers,
+    ``run_workload``), and the constant is its own stem: the modes are the run spec's, never a list of its own."""
+    assert _py_names(stem) == _r_names(stem) and _py_names(stem)[0] == "script" and _py_names(stem)[-1] == "run_workload"
+    assert f'\nSCRIPT = "{stem}"\n' in script_path("python", stem).read_text()
+    assert f'\nscript <- "{stem}"\n' in script_path("r", stem).read_text()
+    for lang in ("python", "r"):
+        assert not re.search(r"(?m)^(MODES|modes) (=|<-)", script_path(lang, stem).read_text()), f"{stem} ({lang}) lists its modes"
+
+
+def test_the_scaler_lift_lives_in_common_r_only() -> None:
+    """The lift of R torch's CUDA-only check is defined once, in common.R (make_grad_scaler() uses it), and in no script."""
+    common = _r_names("common")
+    assert R_LIFT_HELPERS <= set(common) and common.index("make_grad_scaler") < min(common.index(n) for n in R_LIFT_HELPERS)
+    for stem in SCRIPTS:
+        assert not R_LIFT_HELPERS & set(_r_names(stem)), stem
+    assert "lift_cuda_only_check(scaler)" in script_path("r", "common").read_text().split("\nmake_grad_scaler <- ")[1].split("\n}\n")[0]
+
+
+def test_neither_language_keeps_its_own_copy_of_the_record_fields() -> None:
+    """The record's fields and version come from the run spec (harness/workload/contract.py): common.py and common.R define
+    neither, both read ``record_fields`` and ``record_schema_version``; R's array fields are fields of the contract."""
+    from harness.workload.contract import RECORD_FIELDS
+
+    for lang in ("python", "r"):
+        text = script_path(lang, "common").read_text()
+        names = _py_names("common") if lang == "python" else _r_names("common")
+        assert not {"record_fields", "record_schema_version"} & set(names), lang
+        assert 'spec["record_fields"]' in text or "spec$record_fields" in text
+        assert 'spec["record_schema_version"]' in text or "spec$record_schema_version" in text
+    arrays = re.search(r"^record_array_fields <- c\((.*)\)$", script_path("r", "common").read_text(), re.M)
+    assert arrays is not None
+    listed = re.findall(r'"(\w+)"', arrays.group(1))
+    assert set(listed) <= set(RECORD_FIELDS) and {"losses", "injected_steps", "switches"} <= set(listed)
+    assert "record_keys_json <- local({" in script_path("r", "common").read_text()  # a function, caching the keys it quoted

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness.errors import ResultError
+from harness.errors import ExitCode, ResultError
 from harness.store.result_file import WEIGHTS_MARKER, load_result
 from tests.support import GOLDEN_RESULT, run_cli
 
@@ -84,7 +84,13 @@ _CASES: dict[str, tuple[Edit, str]] = {
     "peak not its best sample": (_set("peaks", "by_dtype", "float32", "tflops", value=50.0),
                                  "peaks.by_dtype.float32.tflops is 50 but the best of its samples_tflops is "),
     "duplicate cell": (_duplicate_cell,
-                       "cells[8].id is 'with_autocast-default-python-cpu' but cells[0] is that cell already"),
+                       "cells[8].id is 'with_autocast-default-sgd-python-cpu' but cells[0] is that cell already"),
+    "record of another optimizer": (_set("cells", 2, "record", "optimizer", value="adam"),
+                                    "cells[2].record.optimizer is 'adam' but the cell's optimizer is 'sgd'"),
+    "record that did not inject where asked": (
+        _set("cells", 4, "record", "injected_steps", value=[]),
+        "cells[4].record is a record with 8 losses but the cell's status is ok (the python script put an overflow at steps [], "
+        "but was asked for [2] (overflow_steps)"),
     "reference distance not its losses'": (_set("cells", 0, "reference_distance", "max_rel_loss_error", value=0.0),
                                            "cells[0].reference_distance.max_rel_loss_error is 0 but recomputed from its losses"),
     "skipped_steps miscounted": (_set("cells", 4, "record", "skipped_steps", value=7),
@@ -101,11 +107,11 @@ _CASES: dict[str, tuple[Edit, str]] = {
 
 @pytest.mark.parametrize("case", list(_CASES))
 def test_report_refuses_an_inconsistent_number_naming_its_field(case: str, tmp_path: Path) -> None:
-    """``report`` on a golden copy with one number edited exits 1 with one line naming the field, and writes nothing."""
+    """``report`` on a golden copy with one number edited exits 4 (a usage error) with one line naming the field, and writes nothing."""
     edit, message = _CASES[case]
     path = _golden_copy(tmp_path, edit)
     done = run_cli("report", str(path), "--out", str(tmp_path / "out"))
-    assert (done.returncode, done.stdout) == (1, "")
+    assert (done.returncode, done.stdout) == (ExitCode.USAGE_ERROR, "")
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f"error: {path}: {message}"), lines[0]
@@ -115,7 +121,10 @@ def test_report_refuses_an_inconsistent_number_naming_its_field(case: str, tmp_p
 
 def test_the_unedited_golden_copy_loads(tmp_path: Path) -> None:
     """The check refuses only what cannot be: the golden result, copied as it is, loads with every cell."""
-    assert [c.id for c in load_result(_golden_copy(tmp_path)).cells] == [c["id"] for c in json.loads(GOLDEN_RESULT.read_text())["cells"]]
+    stored = json.loads(GOLDEN_RESULT.read_text())["cells"]
+    # stored in schema 3, upgraded on load: each id names the optimizer every cell then ran, plain SGD
+    assert [c.id for c in load_result(_golden_copy(tmp_path)).cells] == [
+        c["id"].replace(f"-{c['frontend']}-", f"-sgd-{c['frontend']}-") for c in stored]
 
 
 def test_a_non_finite_loss_at_a_skipped_step_is_what_a_scaler_does(tmp_path: Path) -> None:
@@ -150,7 +159,7 @@ def test_report_refuses_a_weights_folder_whose_marker_names_another_result(tmp_p
     """``a.weights`` replaced by ``b.json``'s folder: one line naming the folder and its owner, nothing written (it said "identical")."""
     path = _weights_swapped(tmp_path, "b.json")
     done = run_cli("report", str(path), "--out", str(tmp_path / "out"))
-    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1
+    assert done.returncode == ExitCode.USAGE_ERROR and len(done.stderr.splitlines()) == 1
     assert done.stderr.startswith(f"error: {path}: cells[0].record.weights_path is in {tmp_path / 'a.weights'}, which holds the "
                                   "weights of 'b.json', not of 'a.json'")
     assert not (tmp_path / "out").exists()

@@ -14,8 +14,10 @@ import pytest
 
 from harness.store.result_file import load_result
 from harness.views.report import write_report
-from harness.workload.spec import MODES
 from tests.support import GOLDEN_RESULT, golden_result
+
+#: The modes the golden run ran (result schema 3): with_autocast's first two and the scaler script's two scaler modes.
+_GOLDEN_MODES = ("default", "autocast", "autocast_scaler", "autocast_scaler_clip")
 
 #: The golden data stays small enough to commit and to read in milliseconds (result, weights and spec).
 _MAX_BYTES = 300_000
@@ -30,7 +32,10 @@ def test_golden_result_is_judged_on_load_as_its_run_judged_it_and_reported(tmp_p
     result = load_result(GOLDEN_RESULT)
     assert [p.verdict for p in result.pairs] == [p["verdict"] for p in stored["pairs"]] == [
         "identical", "identical", "unsupported", "unsupported"]
-    assert [c.verdict.to_json() if c.verdict else None for c in result.cells] == [c["verdict"] for c in stored["cells"]]
+    # The stored verdicts name their cell by its schema-3 id; upgraded, every cell ran plain SGD and its id says so.
+    renamed = [c["verdict"] | {"cell": c["verdict"]["cell"].replace(f"-{c['frontend']}-", f"-sgd-{c['frontend']}-")}
+               if c["verdict"] else None for c in stored["cells"]]
+    assert [c.verdict.to_json() if c.verdict else None for c in result.cells] == renamed
     written = write_report(result, tmp_path / "report")
     assert sorted(p.name for p in written) == ["loss_diff.png", "losses.png", "report.md", "timing.png"]
     text = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
@@ -41,12 +46,14 @@ def test_golden_result_is_judged_on_load_as_its_run_judged_it_and_reported(tmp_p
 
 
 def test_golden_result_has_data_for_every_section() -> None:
-    """Both frontends in all four modes, the float64 reference, a scaler back-off and growth, timing, efficiency and figures."""
+    """Both frontends in the four modes it ran, all plain SGD, the float64 reference, a scaler back-off and growth, timing,
+    efficiency and figures."""
     result = golden_result()
-    assert [(c.frontend, c.mode) for c in result.cells] == [(f, m) for m in MODES for f in ("python", "r")]
+    assert [(c.frontend, c.mode) for c in result.cells] == [(f, m) for m in _GOLDEN_MODES for f in ("python", "r")]
+    assert {c.optimizer for c in result.cells} == {p.optimizer for p in result.pairs} == {"sgd"}
     assert [c.status for c in result.cells] == ["ok"] * 5 + ["unsupported", "ok", "unsupported"]
     assert result.reference.available and result.judging == "strict"
-    scaler = result.cell("cuda_amp_grad_scaler-autocast_scaler-python-cpu")
+    scaler = result.cell("cuda_amp_grad_scaler-autocast_scaler-sgd-python-cpu")
     assert scaler.record is not None and scaler.record.skipped is not None and scaler.verdict and scaler.verdict.scaler
     assert scaler.record.skipped_steps == 1 and scaler.record.skipped[2] is True  # the planted overflow at step 2
     assert scaler.verdict.scaler.passed and "1 growths, 1 back-offs" in scaler.verdict.scaler.message

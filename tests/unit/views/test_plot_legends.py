@@ -20,7 +20,7 @@ def _many(count: int) -> MatrixResult:
     """The golden Python cells as ``count`` labelled inputs would merge them (``m0.python`` … ``mN.python``)."""
     base = [c for c in golden().cells if c.frontend == "python"]
     names = [f"m{k}.python" for k in range(count)]
-    cells = tuple(dataclasses.replace(c, cell=Cell(name, c.script, c.mode, c.device)) for name in names for c in base)
+    cells = tuple(dataclasses.replace(c, cell=Cell(name, c.script, c.mode, c.optimizer, c.device)) for name in names for c in base)
     return dataclasses.replace(golden(), cells=cells, frontends=tuple(names), baseline=names[0], pairs=(), traces=())
 
 

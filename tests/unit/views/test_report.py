@@ -143,7 +143,7 @@ def test_memory_versions_warnings_and_reference_are_reported(both: MatrixResult)
             f"{record.language_version} | 1 | cpu | —: — |") in text
     assert "- libtorch versions differ (python 2.13.0, r 2.5.1): bitwise parity is not expected" in text
     assert "note: libtorch differs (python" in text
-    assert "- float64 reference: computed (8 steps, plain and clipped)." in text
+    assert "- float64 reference: computed for 1 optimizer(s), plain and clipped (4 trajectories, 8 steps each)." in text
 
 
 def test_a_missing_reference_is_reported_and_plots_still_draw(both: MatrixResult, tmp_path: Path) -> None:
@@ -186,7 +186,7 @@ def test_timing_uses_timed_rounds_when_recorded() -> None:
 def _failing(result: MatrixResult) -> tuple[MatrixResult, CellResult]:
     """A copy of ``result`` whose Python clip cell fails its own verdict: its losses leave the float64 bound from step 5
     (as a missing ``unscale_`` makes them), its distance as the run would have measured it."""
-    cell = result.cell("cuda_amp_grad_scaler-autocast_scaler_clip-python-cpu")
+    cell = result.cell("cuda_amp_grad_scaler-autocast_scaler_clip-sgd-python-cpu")
     assert cell.record is not None and cell.reference_distance is not None
     losses = tuple(v * 1.01 if k >= 5 else v for k, v in enumerate(cell.record.losses))
     record = dataclasses.replace(cell.record, losses=losses, final_loss=losses[-1])
@@ -233,17 +233,18 @@ def test_cli_table_shows_each_cells_numbers_and_the_stored_ratio() -> None:
     text = console.export_text()
     default = result.cells[0]
     assert default.record is not None and default.reference_distance is not None
-    row = next(line for line in text.splitlines() if "│ default " in line and "│ python " in line)
+    row = next(line for line in text.splitlines() if "· default " in line and "│ python " in line)
     assert f"{default.record.final_loss:.7g}" in row and f"{default.reference_distance.final_weights_rel_error:.1e}" in row
     assert f" {default.time_vs_default:.2f} │" in row
-    assert "noisy" in next(line for line in text.splitlines() if "│ autocast " in line and "│ python " in line)
-    assert "with_autocast-default-cpu" in text and "identical" in text
+    assert "noisy" in next(line for line in text.splitlines() if "· autocast " in line and "│ python " in line)
+    assert "with_autocast-default-sgd-cpu" in text and "identical" in text
     assert "parity: 2 pair(s) not compared" not in text
     assert f"targets: {sum(c.met for c in result.targets)} of {len(result.targets)} met" in text
 
 
 def test_cli_table_says_no_default_where_there_is_none_not_noisy() -> None:
-    """A run without the ``default`` mode: ×default is "—" with the stored note, never "noisy … use more --rounds"."""
+    """A run without the ``default`` mode: ×default is "—" with the stored note, never "noisy … use more --rounds"; each script
+    misses its own default (×default compares within one script and optimizer)."""
     from harness.model.result import with_time_vs_default
 
     result = golden()
@@ -252,6 +253,30 @@ def test_cli_table_says_no_default_where_there_is_none_not_noisy() -> None:
     print_result(dataclasses.replace(result, cells=tuple(cells)), console)
     text = console.export_text()
     assert "noisy" not in text and "more --rounds" not in text
-    row = next(line for line in text.splitlines() if "│ autocast " in line and "│ python " in line)
-    assert row.split("│")[10].strip() == "—"
-    assert "×default 4 cells (with_autocast-autocast-python-cpu, ...): no default cell to compare with" in text
+    row = next(line for line in text.splitlines() if "· autocast " in line and "│ python " in line)
+    assert row.split("│")[11].strip() == "—"  # the column after CV
+    assert ("×default 2 cells (with_autocast-autocast-sgd-python-cpu, ...): no default cell of with_autocast with sgd "
+            "to compare with") in text
+    assert ("×default 2 cells (cuda_amp_grad_scaler-autocast_scaler-sgd-python-cpu, ...): no default cell of cuda_amp_grad_scaler "
+            "with sgd to compare with") in text
+
+
+def test_the_report_header_and_the_table_say_where_the_result_came_from() -> None:
+    """The report's header and the terminal table carry the version, commit and dirty state, and the files' digest; the report
+    lists each file's digest; an installed harness's result says it has no commit; a result before schema 9 says it is unknown."""
+    from harness.model.provenance import Provenance
+
+    files = {"py_scripts/common.py": "a" * 64, "r_scripts/common.R": "b" * 64}
+    checkout = Provenance("0.1.0", "checkout", commit="f" * 40, dirty=True, scripts_root="/repo", files=files)
+    text = report_text(dataclasses.replace(golden(), provenance=checkout))
+    header = text.split("## Summary")[0]
+    assert f"Provenance: harness 0.1.0; commit {'f' * 12} (dirty: uncommitted changes); 2 script and data files, sha256 " \
+           f"{checkout.files_digest}." in header
+    assert f"| `r_scripts/common.R` | `{'b' * 16}` |" in text
+    console = Console(record=True, width=400)
+    print_result(assess_result(dataclasses.replace(golden(), provenance=checkout)), console)
+    assert f"provenance: harness 0.1.0; commit {'f' * 12} (dirty: uncommitted changes)" in console.export_text()
+    note = "installed package: no checkout, so no commit"
+    installed = dataclasses.replace(checkout, source="installed", commit=None, dirty=None, note=note)
+    assert note in report_text(dataclasses.replace(golden(), provenance=installed)).split("## Summary")[0]
+    assert "Provenance: harness version unknown; provenance unknown: written by a harness before result schema 9" in report_text(golden())

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.errors import FixtureError
+from harness.errors import ExitCode, FixtureError
 from harness.workload.fixtures import FixtureWarning, ensure_fixtures, load_fixture_arrays
 from harness.workload.spec import WorkloadSpec
 
@@ -114,7 +114,7 @@ def test_a_full_fixture_cache_is_one_fixture_error_line(tmp_path: Path, monkeypa
     monkeypatch.setattr(harness.workload.fixtures, "save_file", full_disk)
     monkeypatch.setenv("AMP_PARITY_FIXTURES", str(tmp_path))
     done = run_cli("prepare", "--preset", "tiny")
-    assert done.returncode == 1 and done.stdout == ""
+    assert done.returncode == ExitCode.USAGE_ERROR and done.stdout == ""
     assert done.stderr.splitlines() == [
         f"error: cannot write the fixture cache {next(tmp_path.iterdir())}: Error while serializing: I/O error: No space left on "
         "device (os error 28). This spec's fixtures take 0.5 MiB: free that much space there, or point AMP_PARITY_FIXTURES at "

@@ -8,7 +8,8 @@ import warnings
 import pytest
 
 from harness.errors import SpecError, UsageError
-from harness.workload.spec import FIXTURE_FIELDS, MODES, PRESETS, SizeWarning, WorkloadSpec, parse_modes
+from harness.workload.scripts import all_mode_names
+from harness.workload.spec import FIXTURE_FIELDS, PRESETS, SizeWarning, WorkloadSpec, parse_modes
 
 
 def test_presets_hold_the_seeds_workload() -> None:
@@ -50,6 +51,8 @@ def test_amp_dtype_defaults_follow_the_device() -> None:
         ({"overflow_steps": [True]}, "overflow_steps", "whole step numbers from 0 to 19"),
         ({"overflow_steps": [2.5]}, "overflow_steps", "whole step numbers from 0 to 19"),
         ({"overflow_steps": "3,7"}, "overflow_steps", "a list of step numbers"),
+        ({"static_loss_scale": 0.0}, "static_loss_scale", "a finite number > 0"),
+        ({"static_loss_scale": float("inf")}, "static_loss_scale", "a finite number > 0"),
     ],
 )
 def test_invalid_values_are_refused_with_field_value_and_allowed(overrides: dict[str, object], field: str, allowed: str) -> None:
@@ -101,6 +104,39 @@ def test_overflow_steps_leave_the_digest_of_specs_without_them_unchanged() -> No
     assert injected.to_json()["overflow_steps"] == [3, 7]
 
 
+#: Each preset's digest before the optimizer axis (``spec_digest`` of the results under docs/results/ and tests/data/).
+_DIGESTS = {"tiny": "ec001894fdb3196b", "bench": "fdd45ef091b37f20", "recipe": "ad34195013195b22"}
+
+
+@pytest.mark.parametrize("preset", list(_DIGESTS))
+def test_optimizer_args_and_static_loss_scale_leave_the_digest_unchanged_at_their_defaults(preset: str) -> None:
+    """``optimizer_args`` (empty) and ``static_loss_scale`` (1024) came with the optimizer axis: at their defaults every preset's
+    digest is the one its stored results carry; any other value gives another digest, and the fixtures stay the same."""
+    spec = WorkloadSpec.from_preset(preset, device="cpu")
+    assert spec.optimizer_args == {} and spec.static_loss_scale == 1024.0
+    assert spec.digest() == _DIGESTS[preset]
+    for changed in (spec.replace(optimizer_args={"adam": {"eps": 1e-6}}), spec.replace(static_loss_scale=128.0)):
+        assert changed.digest() != spec.digest() and changed.digest(FIXTURE_FIELDS) == spec.digest(FIXTURE_FIELDS)
+    assert spec.replace(optimizer_args={"adam": {"eps": 1e-6}}).digest() != spec.replace(optimizer_args={"adam": {"eps": 1e-7}}).digest()
+
+
+def test_the_golden_spec_keeps_its_stored_digest() -> None:
+    """The golden result's spec (stored before the optimizer axis, in schema 7) hashes to the digest stored beside it."""
+    from tests.support import GOLDEN_RESULT
+
+    stored = json.loads(GOLDEN_RESULT.read_text(encoding="utf-8"))
+    assert WorkloadSpec.from_json(stored["spec"]).digest() == stored["spec_digest"] == "af6db19d3ad1d7cb"
+
+
+def test_optimizer_args_round_trip_through_plain_data_with_pairs_as_lists() -> None:
+    """A spec's optimizer_args are checked on construction (pairs become tuples) and written back as JSON lists."""
+    args = {"adam_amsgrad": {"betas": [0.8, 0.99], "amsgrad": False, "eps": 1}}
+    spec = WorkloadSpec.from_json({"preset": "tiny", "optimizer_args": args})
+    assert spec.optimizer_args == {"adam_amsgrad": {"betas": (0.8, 0.99), "amsgrad": False, "eps": 1.0}}
+    data = json.loads(json.dumps(spec.to_json()))
+    assert data["optimizer_args"] == {"adam_amsgrad": {"betas": [0.8, 0.99], "amsgrad": False, "eps": 1.0}}
+    assert WorkloadSpec.from_json(data) == spec
+
 def test_round_trip_through_plain_data() -> None:
     """A spec written as JSON and read back is equal, resolved values included."""
     spec = WorkloadSpec.from_preset("recipe", device="cpu", lr=0.01)
@@ -111,8 +147,8 @@ def test_round_trip_through_plain_data() -> None:
 def test_modes_parse_in_matrix_order_and_refuse_unknown() -> None:
     """Comma-separated and repeated modes come back in matrix order; an unknown one is refused."""
     assert parse_modes(["autocast,default"]) == ("default", "autocast")
-    assert parse_modes(None) == MODES
-    every = "'default', 'autocast', 'autocast_scaler', 'autocast_scaler_clip'"
+    assert parse_modes(None) == all_mode_names()
+    every = "'default', 'autocast', 'lowp_weights', 'lowp_weights_scaled', 'autocast_scaler', 'autocast_scaler_clip'"
     with pytest.raises(UsageError, match=f"mode must be one of {every}, got 'fast'"):
         parse_modes(["default,fast"])
 
@@ -148,7 +184,7 @@ def test_every_wrong_json_type_is_a_spec_error(field: str, value: object) -> Non
         WorkloadSpec.from_json(data)
 
 
-@pytest.mark.parametrize("field", ["lr", "init_scale", "growth_factor", "clip_max_norm"])
+@pytest.mark.parametrize("field", ["lr", "init_scale", "growth_factor", "clip_max_norm", "static_loss_scale"])
 @pytest.mark.parametrize("value", [1e308, 3.5e38, 1e-39])
 def test_floats_a_float32_cannot_hold_are_refused(field: str, value: float) -> None:
     """Every float field becomes a float32 in the scripts: beyond its range (or subnormal) it is refused up front."""

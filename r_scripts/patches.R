@@ -1,0 +1,145 @@
+#' Patches of R torch's own functions for one run: the twin of `py_scripts/patches.py`.
+#'
+#' The run spec's `patches$r` (harness/workload/patches.py, docs/tracing.md, docs/known-differences.md) name statements
+#' of R torch's functions to replace: a *switch* (a known difference's mechanism computed as the other binding does, for
+#' the reconciled run) or a *point* (a trace point of a value the function computes inside itself: applied only when the
+#' call is traced). Each `old` statement must occur exactly once in the function's body as installed (compared as
+#' `deparse()` prints it, searched into nested blocks and the loop function an optimizer hands `step_helper`), so a
+#' patch written for one R torch refuses to touch another. Where Python swaps a function in its module for the run,
+#' R patches a copy of each function the script calls (`binding_function()`) and the methods of the optimizer the script
+#' built (`patch_optimizer()`): R torch's functions are found through its locked namespace, its optimizers' methods live
+#' on each object. The copy keeps the function's environment, so it runs R torch's own code but for the replaced
+#' statements.
+
+#' The switches this run applies (the record's `switches`): a replacement's id names its switch and the points it
+#' carries along (`switch+point:name`).
+applied_switches <- function(spec) {
+  ids <- as.character(unlist(lapply(patch_rows(spec$patches$r), function(patch) if (patch$kind == "switch") strsplit(patch$id, "+", fixed = TRUE)[[1]])))
+  ids[!startsWith(ids, "point:")]
+}
+
+#' R-only: the run spec's patches as a list of lists (jsonlite reads an array of objects as a data frame).
+patch_rows <- function(patches) {
+  if (NROW(patches) == 0L) {
+    return(list())
+  }
+  lapply(seq_len(nrow(patches)), function(k) as.list(patches[k, , drop = FALSE]))
+}
+
+#' R-only: the patches for `target` this call applies: switches always, points only when traced.
+patches_of <- function(spec, target) {
+  Filter(function(patch) patch$target == target && (patch$kind == "switch" || tracing()), patch_rows(spec$patches$r))
+}
+
+#' R-only: R torch's function `name`, patched as the run spec says (Python swaps it in its module instead).
+binding_function <- function(spec, name) {
+  fun <- getExportedValue("torch", name)
+  patches <- patches_of(spec, name)
+  if (length(patches) == 0L) fun else patched_function(fun, patches, name)
+}
+
+#' R-only: the optimizer `opt` (built by `make_optimizer()`) with its methods patched as the run spec says: patches
+#' whose target is `<its R function>$<method>`. R6 locks an object's method bindings; this object's are replaced, R
+#' torch's class is not.
+patch_optimizer <- function(opt, spec) {
+  prefix <- paste0(spec$optimizer$r[["function"]], "$")
+  targets <- unique(vapply(patch_rows(spec$patches$r), function(patch) patch$target, ""))
+  for (target in targets[startsWith(targets, prefix)]) {
+    patches <- patches_of(spec, target)
+    if (length(patches) == 0L) next
+    method <- substring(target, nchar(prefix) + 1L)
+    patched <- patched_function(opt[[method]], patches, target)
+    unlockBinding(method, opt)
+    assign(method, patched, envir = opt)
+    lockBinding(method, opt)
+  }
+  opt
+}
+
+#' `fun` with each patch's `old` statement replaced by its `new` ones, in a copy that keeps `fun`'s environment.
+patched_function <- function(fun, patches, target) {
+  code <- body(fun)
+  for (patch in patches) {
+    old <- code_text(parse(text = patch$old, keep.source = FALSE)[[1]])
+    found <- count_statement(code, old)
+    if (found != 1L) {
+      abort_cli(c(
+        "Patch {.val {patch$id}}: {.fn {target}} contains {.code {patch$old}} {found} time{?s}, not once: this R torch ({packageVersion('torch')}) is not the one the patch was written for.",
+        i = "Update harness/workload/patches.toml."
+      ))
+    }
+    code <- replace_statement(code, old, with_point_calls(as.list(parse(text = patch$new, keep.source = FALSE))))
+  }
+  body(fun) <- code
+  fun
+}
+
+#' R-only: a statement as one line of `deparse()` text, its spaces collapsed (how patches name statements).
+code_text <- function(code) {
+  gsub("[[:space:]]+", " ", paste(deparse(code, width.cutoff = 500L), collapse = " "))
+}
+
+#' R-only: whether argument `k` of the call `code` is a part to walk into (not NULL, not an empty argument as in `x[i, ]`).
+is_part <- function(code, k) {
+  !is.null(code[[k]]) && !identical(code[[k]], quote(expr = ))
+}
+
+#' R-only: how many statements of the `{` blocks within `code` read `old`.
+count_statement <- function(code, old) {
+  if (!is.call(code)) {
+    return(0L)
+  }
+  found <- 0L
+  for (k in seq_along(code)[-1L]) {
+    if (!is_part(code, k)) next
+    if (identical(code[[1]], as.name("{")) && code_text(code[[k]]) == old) found <- found + 1L
+    found <- found + count_statement(code[[k]], old)
+  }
+  found
+}
+
+#' R-only: `code` with the statement reading `old` (in whichever `{` block holds it) replaced by the statements `new`;
+#' every other argument keeps its name (`$to(device = device)` stays named).
+replace_statement <- function(code, old, new) {
+  if (!is.call(code)) {
+    return(code)
+  }
+  block <- identical(code[[1]], as.name("{"))
+  given <- if (is.null(names(code))) character(length(code)) else names(code)
+  parts <- list(code[[1]])
+  labels <- ""
+  for (k in seq_along(code)[-1L]) {
+    if (!is_part(code, k)) {
+      parts[length(parts) + 1L] <- list(code[[k]])
+      labels <- c(labels, given[[k]])
+    } else if (block && code_text(code[[k]]) == old) {
+      parts <- c(parts, new)
+      labels <- c(labels, character(length(new)))
+    } else {
+      parts <- c(parts, list(replace_statement(code[[k]], old, new)))
+      labels <- c(labels, given[[k]])
+    }
+  }
+  names(parts) <- labels
+  as.call(parts)
+}
+
+#' R-only: `code` with every call of `amp_parity_point` calling common.R's function itself (the function object, not its
+#' name): the patched function keeps R torch's environment, where that name is not defined.
+with_point_calls <- function(code) {
+  if (is.pairlist(code)) {
+    return(code) # a function's formals: no call to rewrite, and they must stay a pairlist
+  }
+  if (is.list(code)) {
+    return(lapply(code, with_point_calls))
+  }
+  if (!is.call(code)) {
+    return(code)
+  }
+  parts <- as.list(code) # names kept
+  for (k in seq_along(parts)) {
+    if (is_part(code, k)) parts[k] <- list(with_point_calls(code[[k]]))
+  }
+  if (identical(parts[[1]], as.name("amp_parity_point"))) parts[[1]] <- amp_parity_point
+  as.call(parts)
+}

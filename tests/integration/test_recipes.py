@@ -1,0 +1,98 @@
+"""docs/development.md's recipes, followed: a new optimizer is a row, a new mode is a Mode, a new script pair is two files
+and one ScriptPair; each then runs in both languages, is judged on its own and in its pair, and shows in the views.
+
+Each test changes the harness's tables in this process only (``monkeypatch``): the workers build everything from the run
+spec (the optimizer's row, the script's modes), so nothing else needs to know. They need R torch: they skip with the
+reason when it is absent and fail under ``AMP_PARITY_REQUIRE_R=1``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from harness.files.paths import SCRIPTS_ENV
+from harness.model.result import MatrixResult
+from harness.run.availability import Availability
+from harness.run.runner import MatrixRunner
+from harness.views.table import print_result
+from harness.workload.optimizers import OPTIMIZERS, SPEC_LR, Optimizer, StateEntry
+from harness.workload.scripts import SCRIPTS, Mode, ScriptPair
+from harness.workload.spec import WorkloadSpec
+from tests.planting import copy_scripts, plant
+from tests.support import require_r_torch
+
+#: The recipe's example row: SGD with heavy-ball momentum and no weight decay (a row the table does not have).
+HEAVY_BALL = Optimizer(
+    "sgd_heavy_ball", "r", "SGD", "optim_sgd", {"lr": SPEC_LR, "momentum": 0.5, "dampening": 0.5},
+    {"lr": "the preset's lr", "momentum": "0.5: the buffer and the gradient both matter", "dampening": "non-zero so it acts"},
+    (StateEntry("momentum_buffer", "momentum_buffer", "momentum_buffer"),), title="SGD with heavy-ball momentum",
+)
+
+
+def _run(availability: Availability, tmp_path: Path, modes: tuple[str, ...], optimizers: tuple[str, ...]) -> MatrixResult:
+    require_r_torch(availability)
+    with MatrixRunner(WorkloadSpec.from_preset("tiny"), ("python", "r"), timeout=300, availability=availability,
+                      staging=tmp_path) as runner:
+        return runner.run(modes, optimizers, measure=False)
+
+
+def _assert_ran_and_passed(result: MatrixResult, pairs: int) -> None:
+    """Every cell ok and passing its own check against its float64 reference; ``pairs`` pairs, each bitwise identical."""
+    assert all(c.ok and c.verdict is not None and c.verdict.outcome == "pass" for c in result.cells), [
+        (c.id, c.status, c.reason, c.verdict and c.verdict.reason) for c in result.cells]
+    assert len(result.pairs) == pairs and all(p.verdict == "identical" for p in result.pairs), [p.explain() for p in result.pairs]
+
+
+def _table(result: MatrixResult) -> str:
+    console = Console(record=True, width=240)
+    print_result(result, console)
+    return console.export_text()
+
+
+def test_a_new_optimizer_is_one_row(availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row of an existing PyTorch class: both languages build it from the run spec, its float64 reference is its class's,
+    its state is traced, and its cells show under its name."""
+    monkeypatch.setitem(OPTIMIZERS, HEAVY_BALL.name, HEAVY_BALL)
+    result = _run(availability, tmp_path, ("default", "autocast"), (HEAVY_BALL.name,))
+    _assert_ran_and_passed(result, pairs=3)  # with_autocast's default and autocast, the scaler script's default
+    assert {c.record.optimizer for c in result.cells if c.record} == {HEAVY_BALL.name}
+    trace = result.cells[0].trace
+    assert trace is not None and trace.points > 0
+    assert all(p.details["trace"]["points"][0] > 0 for p in result.pairs)  # traced, momentum buffer included
+    assert "sgd_heavy_ball" in _table(result)
+
+
+def test_a_new_mode_is_one_mode_of_its_pair(availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A combination its pair's loop handles (autocast with a static loss scale) runs in both languages with no script
+    changed; one it does not handle (a dynamic scaler in the loop that has none) is refused when the table is built."""
+    pair = SCRIPTS["with_autocast"]
+    static = Mode("autocast_static", autocast=True, scaler="static", title="autocast with a static loss scale")
+    monkeypatch.setitem(SCRIPTS, "with_autocast", ScriptPair(pair.stem, (*pair.modes, static), pair.baseline, pair.scalers,
+                                                             pair.weights, pair.clips))
+    result = _run(availability, tmp_path, ("autocast_static",), ("sgd",))
+    _assert_ran_and_passed(result, pairs=1)
+    assert result.cells[0].cell.properties == static
+    with pytest.raises(ValueError, match="mode scaled has scaler 'dynamic', which its run_workload does not handle"):
+        ScriptPair(pair.stem, (*pair.modes, Mode("scaled", autocast=True, scaler="dynamic")), pair.baseline, pair.scalers,
+                   pair.weights, pair.clips)
+
+
+def test_a_new_script_pair_is_two_files_and_one_entry(availability: Availability, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two scripts (here with_autocast's, renamed) and their ScriptPair: cells, pairs, float64 checks and the table follow."""
+    root = copy_scripts(tmp_path / "scripts")
+    for folder, suffix, constant in (("py_scripts", ".py", 'SCRIPT = "with_autocast"'), ("r_scripts", ".R", 'script <- "with_autocast"')):
+        shutil.copy(root / folder / f"with_autocast{suffix}", root / folder / f"my_workload{suffix}")
+        plant(root, f"{folder}/my_workload{suffix}", constant, constant.replace("with_autocast", "my_workload"))
+    monkeypatch.setenv(SCRIPTS_ENV, str(root))
+    pair = SCRIPTS["with_autocast"]
+    monkeypatch.setitem(SCRIPTS, "my_workload", ScriptPair("my_workload", pair.modes[:2], scalers=pair.scalers, clips=pair.clips))
+    result = _run(availability, tmp_path / "out", ("default", "autocast"), ("sgd",))
+    mine = [c for c in result.cells if c.script == "my_workload"]
+    assert len(mine) == 4 and all(c.record is not None and c.record.script == "my_workload" for c in mine)
+    _assert_ran_and_passed(result, pairs=5)  # my_workload's two modes, with_autocast's two, the scaler script's default
+    assert "my_workload · autocast" in _table(result)

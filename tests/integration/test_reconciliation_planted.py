@@ -1,0 +1,184 @@
+"""Known differences are proven by reconciliation, and their verdicts cannot be fooled: shown with planted changes.
+
+Each test copies ``py_scripts/`` and ``r_scripts/`` (:mod:`tests.planting`), plants at most one real change in one
+language's copy, and runs the real record calls (traced, with their reconciled runs) of one or two pairs. What this
+proves (issues 25 and 26):
+
+* the clean scripts give the clip pair ``known_difference``, proven: with R's switch on, the whole run is identical;
+* R's clip called with ``max_norm`` 0.1 % larger is ``diverged`` and names ``clip.coef`` at step 0: the point is the
+  value the clip used, and the reconciled run still differs;
+* a change to one language's optimizer hyperparameters (Adam's beta1 in R) is ``diverged``, naming the optimizer-state
+  point where it begins, even though its first point has a known difference's signature (first-moment-lerp);
+* an R torch bug far beyond the tolerance (SGD's weight decay) is a proven ``known_difference``, and a crash (ASGD's
+  averaging) is one too, its cell excused from the exit status;
+* an entry as broad as the list allows cannot approve a planted change (R's lr one part in 10^6 larger);
+* the same cells give the same verdicts whatever the order of the frontends, and as two slices merged.
+
+They need R torch: they skip with the reason when it is absent and fail under ``AMP_PARITY_REQUIRE_R=1``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cli.main import exit_status
+from harness.files.paths import SCRIPTS_ENV
+from harness.model.result import MatrixResult
+from harness.model.verdicts import PairVerdict
+from harness.run.availability import Availability
+from harness.run.runner import MatrixRunner
+from harness.store.merge import merge_results
+from harness.store.result_file import save_result
+from harness.workload.spec import WorkloadSpec
+from tests.planting import copy_scripts, plant
+from tests.support import require_r_torch
+
+SCALER_R = "r_scripts/cuda_amp_grad_scaler.R"
+CLIP = "autocast_scaler_clip"
+
+
+def _run(root: Path, monkeypatch: pytest.MonkeyPatch, availability: Availability, modes: tuple[str, ...],
+         optimizers: tuple[str, ...], plants: tuple[tuple[str, str, str], ...] = (), frontends: tuple[str, ...] = ("python", "r"),
+         **options: Any) -> MatrixResult:
+    """The record calls (traced, reconciled) of ``modes`` × ``optimizers`` from a copy of the scripts with ``plants``."""
+    require_r_torch(availability)
+    if not (root / "py_scripts").exists():
+        copy_scripts(root)
+        for relative, old, new in plants:
+            plant(root, relative, old, new)
+    monkeypatch.setenv(SCRIPTS_ENV, str(root))
+    staging = options.setdefault("staging", root / "staging")
+    staging.mkdir(parents=True, exist_ok=True)
+    with MatrixRunner(WorkloadSpec.from_preset("tiny"), frontends, timeout=300, availability=availability, **options) as runner:
+        return runner.run(modes, optimizers, measure=False)
+
+
+def _pair(result: MatrixResult, mode: str, optimizer: str) -> PairVerdict:
+    return next(p for p in result.pairs if p.mode == mode and p.optimizer == optimizer)
+
+
+def test_the_clip_pair_is_a_proven_known_difference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, availability: Availability) -> None:
+    """Clean scripts: the clip pair differs at clip.coef by 1 ULP, and R's switch makes the whole run identical."""
+    result = _run(tmp_path, monkeypatch, availability, (CLIP,), ("sgd",))
+    pair = _pair(result, CLIP, "sgd")
+    assert pair.verdict == "known_difference" and pair.details["proven"], pair.explanation
+    assert pair.details["known_difference"] == ["clip-coef-reciprocal"]
+    assert "r-clip-coef-reciprocal" in pair.details["trace"]["switches"]
+    assert exit_status(result) == 0
+
+
+def test_a_clip_called_with_another_max_norm_is_diverged_at_its_own_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                          availability: Availability) -> None:
+    """R's clip with max_norm * 1.001 (0.1 % on every clipped gradient) is diverged, naming clip.coef at step 0."""
+    planted = (SCALER_R, "clip_grad_norm(net$parameters, max_norm = spec$clip_max_norm)",
+               "clip_grad_norm(net$parameters, max_norm = spec$clip_max_norm * 1.001)")
+    result = _run(tmp_path, monkeypatch, availability, (CLIP,), ("sgd",), (planted,))
+    pair = _pair(result, CLIP, "sgd")
+    assert pair.verdict == "diverged", pair.explanation
+    first = pair.details["trace"]["first_difference"]
+    assert (first["step"], first["point"]) == (0, "clip.coef")
+    assert first["max_distance"] > 1000  # the value the clip used: 0.1 % apart, not 1 ULP
+    assert "not known difference clip-coef-reciprocal" in "\n".join(pair.explanation)
+    assert exit_status(result) == 1
+
+
+def test_a_planted_optimizer_hyperparameter_is_diverged_at_the_optimizer_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                               availability: Availability) -> None:
+    """R's Adam with beta1 one part in 10^4 larger: its first point (exp_avg) is where first-moment-lerp shows, but the
+    reconciled run still differs, so the pair is diverged and names the optimizer-state point where it begins."""
+    planted = ("r_scripts/common.R", "  do.call(constructor, c(list(net$parameters), r$args))",
+               "  if (!is.null(r$args$betas)) r$args$betas[[1]] <- r$args$betas[[1]] * 1.0001\n"
+               "  do.call(constructor, c(list(net$parameters), r$args))")
+    result = _run(tmp_path, monkeypatch, availability, ("default",), ("adam",), (planted,))
+    pair = _pair(result, "default", "adam")
+    assert pair.verdict == "diverged", pair.explanation
+    trace = pair.details["trace"]
+    assert trace["first_difference"]["point"].startswith("optim.exp_avg.")
+    assert trace["reconciled_identical"] is False and trace["reconciled"]["point"].startswith("optim.exp_avg.")
+    assert "does not explain the whole difference" in pair.explanation[0]
+
+
+#: An entry as broad as the list allows: both scripts, every mode and optimizer, every parameter's stepped weights as its
+#: first point at any of the first 64 steps, the largest distance the list takes, and a switch that acts on every row.
+BROAD = """
+[[difference]]
+id = "anything-at-the-weights"
+kind = "difference"
+title = "t"
+languages = ["python", "r"]
+scripts = ["with_autocast", "cuda_amp_grad_scaler"]
+modes = ["default", "autocast", "lowp_weights", "lowp_weights_scaled", "autocast_scaler", "autocast_scaler_clip"]
+optimizers = "all"
+devices = ["cpu"]
+trigger = "always"
+switches = ["r-clip-coef-reciprocal"]
+seen_on = ["s"]
+mechanism = "m"
+sources = ["s"]
+upstream = "u"
+
+[difference.signature]
+first_point = "param.stepped.{param}"
+first_step = [%s]
+max_distance = %d
+"""
+
+
+def test_a_broad_entry_cannot_approve_a_planted_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       availability: Availability) -> None:
+    """R's learning rate one part in 10^6 larger, and an entry whose signature matches anything at the weights: the match
+    proves nothing, because the reconciled runs (its switch on) still differ, so the pair is diverged and the run fails."""
+    from harness.judge.known_differences import MAX_DISTANCE, load_known_differences
+
+    listed = tmp_path / "broad.toml"
+    listed.write_text(BROAD % (", ".join(map(str, range(64))), MAX_DISTANCE))
+    known = load_known_differences(listed)
+    planted = ("r_scripts/common.R", "  do.call(constructor, c(list(net$parameters), r$args))",
+               "  r$args$lr <- r$args$lr * (1 + 1e-6)\n  do.call(constructor, c(list(net$parameters), r$args))")
+    result = _run(tmp_path / "scripts", monkeypatch, availability, ("default",), ("sgd",), (planted,), known=known)
+    pair = _pair(result, "default", "sgd")
+    assert pair.verdict == "diverged", pair.explanation
+    assert pair.details["trace"]["first_difference"]["point"].startswith("param.stepped.")
+    assert "which anything-at-the-weights describes, but it does not explain the whole difference" in pair.explanation[0]
+    assert exit_status(result) == 1
+
+
+def test_r_torch_bugs_beyond_the_tolerance_and_a_crash_are_proven(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   availability: Availability) -> None:
+    """SGD's weight-decay index bug (final weights several times off) and ASGD's averaging crash are proven entries;
+    the crashed R cell is excused, so the run exits 0."""
+    result = _run(tmp_path, monkeypatch, availability, ("default",), ("sgd_momentum", "asgd"))
+    sgd, asgd = _pair(result, "default", "sgd_momentum"), _pair(result, "default", "asgd")
+    assert sgd.verdict == "known_difference" and sgd.details["proven"] and sgd.details["known_kinds"] == ["bug"]
+    assert sgd.details["trace"]["first_difference"]["point"] == "optim.momentum_buffer.layer0.weight"
+    r_asgd = next(c for c in result.cells if c.optimizer == "asgd" and c.frontend == "r")
+    assert str(r_asgd.status) == "error" and "$ operator is invalid for atomic vectors" in (r_asgd.reason or "")
+    assert asgd.verdict == "known_difference" and asgd.details["excused"] == [r_asgd.id]
+    assert exit_status(result) == 0
+
+
+def test_the_same_verdicts_whatever_the_order_and_the_slices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             availability: Availability) -> None:
+    """python,r and r,python and two slices (python, r) merged, labelled or not, give the same verdicts and exit 0."""
+    modes, optimizers = (CLIP, "default"), ("sgd", "adam")
+    scripts = tmp_path / "scripts"
+    verdicts = []
+    for order in (("python", "r"), ("r", "python")):
+        result = _run(scripts, monkeypatch, availability, modes, optimizers, frontends=order)
+        verdicts.append({p.pair: p.verdict for p in result.pairs})
+        assert exit_status(result) == 0
+    slices = []
+    for name in ("python", "r"):
+        result = _run(scripts, monkeypatch, availability, modes, optimizers, frontends=(name,), staging=tmp_path / f"{name}.staging")
+        path = tmp_path / f"{name}.json"
+        save_result(result, path)
+        slices.append(path)
+    for labels in ((None, None), ("here", "there")):
+        merged = merge_results(slices, labels=labels)
+        verdicts.append({p.pair: p.verdict for p in merged.pairs})
+        assert exit_status(merged) == 0
+    assert all(v == verdicts[0] for v in verdicts), verdicts
+    assert verdicts[0]["cuda_amp_grad_scaler-autocast_scaler_clip-sgd-cpu"] == "known_difference"

@@ -1,0 +1,42 @@
+"""The patches of the bindings' functions, as data: what a run of each optimizer gets, in each language."""
+
+from __future__ import annotations
+
+from harness.workload.contract import script_run_spec
+from harness.workload.patches import POINT_CALL, POINTS, SWITCHES, patches_for
+
+
+def test_every_point_is_defined_in_both_languages() -> None:
+    """A traced value exists on both sides or on neither: each point names a target, an anchor and a value per language."""
+    for point in POINTS:
+        assert set(point.sides) == {"python", "r"}
+        for target, anchor, where, value, _index in point.sides.values():
+            assert target and anchor and value and where in ("before", "after")
+
+
+def test_a_point_and_a_switch_on_one_statement_make_one_replacement() -> None:
+    """R's clip coefficient: the switch replaces the statement, and the norm and coefficient points follow the switched one."""
+    (patch,) = patches_for("sgd", ("r-clip-coef-reciprocal",))["r"]
+    assert patch["kind"] == "switch" and patch["old"] == "clip_coef <- max_norm/(total_norm + 1e-06)"
+    assert patch["new"] == (f"{POINT_CALL}('clip.total_norm', total_norm); clip_coef <- (total_norm + 1e-06)$reciprocal() * "
+                            f"max_norm; {POINT_CALL}('clip.coef', clip_coef)")
+
+
+def test_without_switches_a_run_gets_only_points() -> None:
+    """A plain run patches nothing but the trace's points (applied only when it is traced)."""
+    patches = patches_for("sgd")
+    assert {p["kind"] for language in patches.values() for p in language} == {"point"}
+
+
+def test_a_switch_acts_only_on_the_optimizers_whose_functions_it_patches() -> None:
+    """A switch scoped to some optimizers is not applied to a run of another (its function is never called there)."""
+    scoped = [s for s in SWITCHES.values() if s.optimizers]
+    for switch in scoped:
+        other = next(o for o in ("sgd", "rprop", "adagrad") if o not in switch.optimizers)
+        assert all(p["id"].split("+")[0] != switch.id for p in patches_for(other, (switch.id,))[switch.side])
+
+
+def test_the_run_spec_carries_each_languages_patches_and_the_switches() -> None:
+    """The run spec names the switches a run applies and both languages' replacements (each script picks its own)."""
+    spec = script_run_spec(0.05, "cuda_amp_grad_scaler", "sgd", {}, ("r-clip-coef-reciprocal",))
+    assert spec["switches"] == ["r-clip-coef-reciprocal"] and set(spec["patches"]) == {"python", "r"}
