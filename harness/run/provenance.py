@@ -2,7 +2,8 @@
 
 What ran is read from disk, never listed by hand, so a shared file someone adds is covered without a word: every
 file under the scripts root's ``py_scripts/`` and ``r_scripts/`` (what either language's scripts can load), and every
-data file of the harness's package (``harness/judge/known_differences.toml``: what the results are judged against).
+data file of the harness's package (``harness/judge/known_differences.toml``, what the results are judged against;
+``harness/workload/patches.toml``, what a trace records inside the bindings and what reconciliation switches).
 The commit and dirty state come from git, where the harness runs from a checkout; an installed harness has none, and
 says so.
 """
