@@ -495,9 +495,12 @@ def _uncompared(result: MatrixResult) -> str | None:
 def _nothing_ran(result: MatrixResult) -> str | None:
     """The ``error:`` line for a run in which no cell ran (every one skipped or unsupported), or ``None``.
 
-    Such a run measured nothing: it is not a success, whatever else it printed.
+    Such a run measured nothing: it is not a success, whatever else it printed. A cell that ran and failed (``error``,
+    ``numerical_failure``) is a failure of the run, not of what was asked.
     """
-    if any(c.record is not None for c in result.cells) or not result.cells:
+    from harness.model.result import Status
+
+    if not result.cells or any(c.status not in (Status.SKIPPED, Status.UNSUPPORTED) for c in result.cells):
         return None
     first = next((c for c in result.cells if c.reason), result.cells[0])
     return (f"error: no cell ran: all {len(result.cells)} were {' or '.join(sorted({str(c.status) for c in result.cells}))} "

@@ -63,7 +63,7 @@ def test_clean_scripts_pass_every_cell_and_exit_0(python_run: SharedRun) -> None
 def test_unscale_removed_from_the_clip_mode_fails_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Clipping scaled gradients (no ``unscale_``): the clip cell is past the float64 bound, named, exit 1."""
     root = copy_scripts(tmp_path / "scripts")
-    plant(root, _SCALER, "                scaler.unscale_(opt)\n", "")
+    plant(root, _SCALER, "                    scaler.unscale_(opt)\n", "")
     done, result = _run_tiny(tmp_path, monkeypatch, "--mode", "autocast_scaler,autocast_scaler_clip", scripts=root)
     assert done.returncode == ExitCode.FAILED, done.stdout + done.stderr
     verdicts = _verdicts(result)
@@ -193,7 +193,7 @@ def test_a_script_that_ignores_the_overflow_steps_is_an_error_naming_the_injecti
     plant(root, *_IGNORED_INJECTION[frontend])
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
     spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
-    with MatrixRunner(spec, (frontend,), timeout=300, availability=availability) as runner:
+    with MatrixRunner(spec, (frontend,), timeout=300, availability=availability, staging=tmp_path) as runner:
         result = runner.run(("default", "autocast_scaler"), _SGD, measure=False)
     scaler = next(c for c in result.cells if c.script == "cuda_amp_grad_scaler" and c.mode == "autocast_scaler")
     assert scaler.status.value == "error", scaler.reason

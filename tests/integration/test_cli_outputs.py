@@ -69,8 +69,9 @@ def test_two_runs_with_the_same_new_json_the_second_is_refused_and_the_first_kee
     result = json.loads((tmp_path / "X.json").read_text())
     assert result["spec"]["num_batches"] == 300
     marker = json.loads((tmp_path / "X.weights" / ".amp-parity-weights.json").read_text())
-    assert marker == {"result": "X.json", "files": ["cuda_amp_grad_scaler-default-sgd-python-cpu.safetensors",
-                                                    "with_autocast-default-sgd-python-cpu.safetensors"]}  # both scripts' default
+    assert marker == {"result": "X.json", "files": [  # both scripts' default: their final weights and their traces
+        "cuda_amp_grad_scaler-default-sgd-python-cpu.safetensors", "cuda_amp_grad_scaler-default-sgd-python-cpu.trace.safetensors",
+        "with_autocast-default-sgd-python-cpu.safetensors", "with_autocast-default-sgd-python-cpu.trace.safetensors"]}
     assert (tmp_path / result["cells"][0]["record"]["weights_path"]).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "tmp"]
     mode = stat.S_IMODE((tmp_path / "X.json").stat().st_mode)  # weights were 0600 beside a 0644 result

@@ -23,8 +23,9 @@ from tests.planting import copy_scripts, plant
 from tests.support import require_r_torch, run_cli
 
 #: The R learning rate times (1 + 1e-6): far inside every tolerance, yet not bitwise identical (tests/integration/test_planted.py).
-_DIVERGED = ("r_scripts/with_autocast.R", "lr = spec$lr)", "lr = spec$lr * (1 + 1e-6))")
-_QUICK = ("--preset", "tiny", "--mode", "default", "--frontend", "python,r")
+_DIVERGED = ("r_scripts/common.R", "  do.call(constructor, c(list(net$parameters), r$args))",
+             "  r$args$lr <- r$args$lr * (1 + 1e-6)\n  do.call(constructor, c(list(net$parameters), r$args))")
+_QUICK = ("--preset", "tiny", "--mode", "default", "--optimizer", "sgd", "--frontend", "python,r")
 
 
 def test_a_diverged_pair_fails_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, availability: Availability) -> None:
@@ -58,9 +59,9 @@ def test_a_script_by_hand_tells_a_usage_error_from_a_bug(frontend: str, tmp_path
     assert refused.returncode == ExitCode.USAGE_ERROR, refused.stderr
     assert refused.stderr.strip().splitlines()[-1].startswith("error: argument --lr: must be a finite number")
     if frontend == "python":
-        plant(root, "py_scripts/with_autocast.py", "    check_mode(mode, MODES)\n", '    raise RuntimeError("planted bug")\n')
+        plant(root, "py_scripts/with_autocast.py", "    properties = mode_properties(spec, mode)\n", '    raise RuntimeError("planted bug")\n')
     else:
-        plant(root, "r_scripts/with_autocast.R", "  check_mode(mode, modes)\n", '  stop("planted bug")\n')
+        plant(root, "r_scripts/with_autocast.R", "  properties <- mode_properties(spec, mode)\n", '  stop("planted bug")\n')
     bug = _script(frontend, root, "--preset", "tiny", "--mode", "default", "--num-batches", "1", "--epochs", "1")
     assert bug.returncode == ExitCode.INTERNAL_ERROR, bug.stderr
     assert "planted bug" in bug.stderr.strip().splitlines()[-1]

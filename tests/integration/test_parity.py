@@ -66,9 +66,8 @@ def test_cell_tracks_the_float64_reference(cell: Cell, cell_outcome: CellResult)
 
 def test_pair_agrees(pair: str, runner: MatrixRunner, availability: Availability, request: pytest.FixtureRequest) -> None:
     """Python and R agree on losses, weights, scale history and dtypes: bitwise on one libtorch on CPU (strict), else within
-    tolerance, or as a known difference says (the pair traced, its trace matching an entry)."""
-    from harness.judge.pairs import compare_cells
-    from harness.run.tracer import trace_pair
+    tolerance, or as a known difference says, proven (the pair's traces match an entry, its reconciled runs are identical)."""
+    from harness.judge.pairs import compare_cells, pair_trace
 
     cells = [c for c in CELLS if c.pair == pair]
     for cell in cells:
@@ -77,7 +76,7 @@ def test_pair_agrees(pair: str, runner: MatrixRunner, availability: Availability
     if not all(runner.pool.expected_to_run(c) for c in cells):
         reason = next(o.reason for o, c in zip(outcomes, cells, strict=True) if not runner.pool.expected_to_run(c))
         request.applymarker(pytest.mark.xfail(strict=True, reason=f"unsupported by a frontend: {reason}"))
-    verdict = compare_cells(outcomes[0], outcomes[1])
-    if not verdict.ok and all(o.ok for o in outcomes):
-        verdict = compare_cells(outcomes[0], outcomes[1], trace=trace_pair(runner.pool, *outcomes), known=runner.known)
+    # each cell's record call was traced (and a covered cell reconciled): the pair's trace is its cells' traces compared
+    trace = pair_trace(*outcomes) if all(o.ok for o in outcomes) else None
+    verdict = compare_cells(outcomes[0], outcomes[1], trace=trace, known=runner.known)
     assert verdict.ok, verdict.explain()

@@ -42,7 +42,7 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
     ]
     assert [c.id for c in result.cells] == ids
     assert all(c.status is Status.OK for c in result.cells)
-    assert result.to_json()["schema_version"] == RESULT_SCHEMA_VERSION == 8 and result.spec == tiny_spec
+    assert result.to_json()["schema_version"] == RESULT_SCHEMA_VERSION == 9 and result.spec == tiny_spec
     assert result.provenance.source == "checkout" and result.provenance.harness_version == harness.__version__
     assert "r_scripts/common.R" in result.provenance.files and "harness/judge/known_differences.toml" in result.provenance.files
     assert all(c.weights is not None and set(c.weights.tensors) == {f"layer{k}.{p}" for k in range(3) for p in ("weight", "bias")}
@@ -227,10 +227,10 @@ def test_an_ok_record_with_unreadable_weights_is_an_error_cell_and_the_matrix_fi
     plant(root, "py_scripts/common.py", "    save_file(tensors, path)\n",
           '    save_file(tensors, path)\n    if "-default-" in str(path):\n        Path(path).write_bytes(b"not safetensors")\n')
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
-    with MatrixRunner(tiny_spec, ("python",), availability=availability) as runner:
-        result = runner.run(("default", "autocast"), protocol=TimingProtocol(1, 1))
-    default, autocast = result.cells
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
+        result = runner.run(("default", "autocast"), ("sgd",), protocol=TimingProtocol(1, 1))
+    default, autocast = (next(c for c in result.cells if c.script == "with_autocast" and c.mode == m) for m in ("default", "autocast"))
     assert default.status is Status.ERROR and default.reason is not None and "\n" not in default.reason
-    assert default.reason.startswith("cannot read the weights in ") and "with_autocast-default-python-cpu.safetensors: " in default.reason
+    assert default.reason.startswith("cannot read the weights in ") and "with_autocast-default-sgd-python-cpu.safetensors: " in default.reason
     assert default.reason.endswith("the script reported success, but its final weights cannot be judged")
     assert autocast.status is Status.OK and autocast.verdict is not None and autocast.verdict.outcome == "pass"
