@@ -59,7 +59,8 @@ def test_a_script_by_hand_tells_a_usage_error_from_a_bug(frontend: str, tmp_path
     assert refused.returncode == ExitCode.USAGE_ERROR, refused.stderr
     assert refused.stderr.strip().splitlines()[-1].startswith("error: argument --lr: must be a finite number")
     if frontend == "python":
-        plant(root, "py_scripts/with_autocast.py", "    properties = mode_properties(spec, mode)\n", '    raise RuntimeError("planted bug")\n')
+        plant(root, "py_scripts/with_autocast.py", "    properties = mode_properties(spec, mode)\n",
+              '    raise RuntimeError("planted bug")\n')
     else:
         plant(root, "r_scripts/with_autocast.R", "  properties <- mode_properties(spec, mode)\n", '  stop("planted bug")\n')
     bug = _script(frontend, root, "--preset", "tiny", "--mode", "default", "--num-batches", "1", "--epochs", "1")

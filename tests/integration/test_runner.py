@@ -231,6 +231,7 @@ def test_an_ok_record_with_unreadable_weights_is_an_error_cell_and_the_matrix_fi
         result = runner.run(("default", "autocast"), ("sgd",), protocol=TimingProtocol(1, 1))
     default, autocast = (next(c for c in result.cells if c.script == "with_autocast" and c.mode == m) for m in ("default", "autocast"))
     assert default.status is Status.ERROR and default.reason is not None and "\n" not in default.reason
-    assert default.reason.startswith("cannot read the weights in ") and "with_autocast-default-sgd-python-cpu.safetensors: " in default.reason
+    assert default.reason.startswith("cannot read the weights in ")
+    assert "with_autocast-default-sgd-python-cpu.safetensors: " in default.reason
     assert default.reason.endswith("the script reported success, but its final weights cannot be judged")
     assert autocast.status is Status.OK and autocast.verdict is not None and autocast.verdict.outcome == "pass"
