@@ -30,6 +30,7 @@ from typing import Any
 
 from harness.errors import KnownDifferencesError
 from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_toml_file
+from harness.files.paths import CHECKOUT
 from harness.judge.divergence import TRIGGERS
 from harness.model.result import CellResult
 from harness.model.trace import PairTrace
@@ -57,8 +58,10 @@ _PARAM = "{param}"
 _PARAM_PATTERN = r"layer\d+\.(?:weight|bias)"
 #: The trigger of a mechanism that acts at every step (:data:`harness.judge.divergence.TRIGGERS`).
 _ALWAYS = "always"
-#: A bug's reproducers and report live here, one folder per entry (``docs/bugs/<id>/``).
-BUGS_DIR = Path(__file__).resolve().parents[2] / "docs" / "bugs"
+#: A bug's reproducers and report live here, one folder per entry (``docs/bugs/<id>/``): in the project's checkout. An
+#: installed harness has no docs (a wheel carries the package), so there the entries are taken as the checkout's tests
+#: checked them (``tests/integration/test_bug_reproducers.py`` runs every reproducer).
+BUGS_DIR = CHECKOUT / "docs" / "bugs" if CHECKOUT is not None else None
 
 
 @dataclass(frozen=True)
@@ -276,7 +279,7 @@ def _entry(path: Path, index: int, data: Any) -> KnownDifference:
         optimizers=optimizers, devices=devices, trigger=trigger, switches=switches, seen_on=texts("seen_on"), signature=signature,
         mechanism=text("mechanism"), sources=texts("sources"), upstream=text("upstream"), source=_shown(path),
     )
-    if kind == "bug":
+    if kind == "bug" and BUGS_DIR is not None:
         missing = [name for name in ("reproducer.R", "reproducer.py", "report.md") if not (BUGS_DIR / entry.id / name).is_file()]
         if missing:
             raise KnownDifferencesError(f"{where}: a bug entry needs docs/bugs/{entry.id}/{missing[0]} (its reproducers in R and "

@@ -18,6 +18,8 @@ __all__ = ["make_console", "print_result", "print_trace"]
 _STATUS_STYLE = {"ok": "green", "skipped": "yellow", "unsupported": "magenta", "numerical_failure": "red", "error": "bold red"}
 
 
+#: The columns shown whole whatever the terminal's width.
+_WHOLE = ("script · mode", "optimizer", "frontend", "status", "final loss")
 _OWN_STYLE = {"pass": "green", "fail": "bold red", "excused": "cyan", "not_judged": "dim"}
 _OWN_TEXT = {"pass": "pass", "fail": "FAIL", "excused": "fail: R bug", "not_judged": "—"}
 
@@ -63,7 +65,8 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
         ("final loss", "right"), ("Δloss f64", "right"), ("Δweights f64", "right"), ("loop s", "right"), ("CV", "right"),
         ("×default", "right"), ("TFLOP/s", "right"), ("% peak", "right"),
     ]:
-        table.add_column(name, justify=justify, no_wrap=name in ("script · mode", "final loss"))  # type: ignore[arg-type]
+        # the key columns and the status never wrap nor shorten: a narrow terminal shortens the numbers instead
+        table.add_column(name, justify=justify, no_wrap=name in _WHOLE)  # type: ignore[arg-type]
     for cell in cells:
         record, distance, efficiency = cell.record, cell.reference_distance, cell.efficiency
         loop = cell.timing.loop if cell.timing else None

@@ -49,7 +49,7 @@ def test_a_planted_change_fails_the_compare_and_an_unchanged_rerun_passes(tmp_pa
     line = next((ln for ln in changed.stdout.splitlines() if ln.startswith(f"{CELL}: ")), "")
     assert "losses changed at step " in line and "weights digest changed" in line, changed.stdout[-3000:]
     assert "FAILED: same libtorch build" in line
-    assert line.endswith("; ran different scripts than the saved run: py_scripts/with_autocast.py")  # the planted copy, named
+    assert line.endswith("; ran different scripts than the saved run: py_scripts/common.py")  # the planted copy, named
     assert "losses changed in 1 of 1 benchmarks: the session fails" in changed.stdout
     assert "0001_base" in changed.stdout  # beside pytest-benchmark's own timing comparison
 

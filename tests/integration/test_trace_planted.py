@@ -121,10 +121,15 @@ def test_a_planted_change_is_traced_to_its_first_point(
     result = _run(tmp_path, spec, (mode,), availability, monkeypatch, ((relative, old, new),))
     pair = _pair(result, mode)
     assert pair.verdict == "diverged", pair.explanation
-    first = _trace(pair).first_difference
+    trace = _trace(pair)
+    first = trace.first_difference
     assert first is not None and (first.step, first.point) == first_at, first
-    assert _trace(pair).last_identical == last_at
-    assert first.kind == "bytes" and first.max_distance is not None and first.max_distance >= 1
+    assert trace.last_identical == last_at
+    # a tensor's distance is measured by the run's second pass (both tensors kept whole), a one-element point's from its values
+    measured = trace.detail if first.max_distance is None else first
+    assert first.kind == "bytes" and measured is not None and (measured.step, measured.point) == first_at
+    assert measured.max_distance is not None and measured.max_distance >= 1
+    first = measured
     assert f"first differs at step {first_at[0]}, {first_at[1]}" in pair.explanation[0]
     assert pair.details["known_difference"] is None
     if name in WORST_VALUES:
@@ -157,7 +162,7 @@ def test_the_known_difference_is_matched(unchanged: MatrixResult) -> None:
     """The unchanged clip pair is ``known_difference`` (``clip-coef-reciprocal``): 1 ULP at step 0's ``clip.coef``, the norm equal."""
     pair = _pair(unchanged, "autocast_scaler_clip")
     assert pair.verdict == "known_difference", pair.explanation
-    assert pair.details["known_difference"] == "clip-coef-reciprocal"
+    assert pair.details["known_difference"] == ["clip-coef-reciprocal"] and pair.details["proven"]
     assert pair.details["stale_known_difference"] is None
     trace = _trace(pair)
     first = trace.first_difference
@@ -199,20 +204,17 @@ def test_every_mode_of_both_scripts_ran_once_with_plain_sgd(unchanged: MatrixRes
 def test_a_stale_known_difference_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
 ) -> None:
-    """R clipping computed as PyTorch does makes the clip pair bitwise identical while clipping engages: the entry is stale."""
+    """R clipping computed as PyTorch does makes the clip pair bitwise identical while clipping engages: the entry is stale.
+
+    The copy patches R's clip itself, as the entry's switch does, without saying so (its record lists no switch): the
+    record check cannot see that, but the trace can, and the entry then describes nothing."""
     require_r_torch(availability)
-    # torch/nn/utils/clip_grad.py: the norm of the per-parameter 2-norms; coef = max_norm * (1 / (norm + 1e-6)), clamped to 1
-    as_pytorch = """torch::with_no_grad({
-          norms <- lapply(net$parameters, function(p) torch::torch_norm(p$grad$detach(), 2))
-          norm <- torch::torch_norm(torch::torch_stack(norms), 2)
-          coef <- ((norm + 1e-6)$reciprocal() * spec$clip_max_norm)$clamp(max = 1)
-          for (p in net$parameters) p$grad$detach()$mul_(coef)
-          norm
-        })"""
-    plants = (
-        (SCALER_R, "torch::nn_utils_clip_grad_norm_(net$parameters, max_norm = spec$clip_max_norm)", as_pytorch),
-        (COMMON_R, "  max_norm / (total_norm + 1e-6)\n", "  (total_norm + 1e-6)$reciprocal() * max_norm\n"),
-    )
+    cheat = ('  clip_grad_norm <- binding_function(spec, "nn_utils_clip_grad_norm_")\n'
+             '  clip_grad_norm <- tryCatch(patched_function(clip_grad_norm, list(list(id = "cheat", kind = "switch", '
+             'target = "nn_utils_clip_grad_norm_", old = "clip_coef <- max_norm/(total_norm + 1e-06)", '
+             'new = "clip_coef <- (total_norm + 1e-06)$reciprocal() * max_norm")), "nn_utils_clip_grad_norm_"), '
+             'error = function(err) clip_grad_norm)\n')
+    plants = ((SCALER_R, '  clip_grad_norm <- binding_function(spec, "nn_utils_clip_grad_norm_")\n', cheat),)
     result = _run(tmp_path, tiny_spec, ("autocast_scaler_clip",), availability, monkeypatch, plants)
     pair = _pair(result, "autocast_scaler_clip")
     assert pair.verdict == "stale_known_difference", pair.explanation
