@@ -53,6 +53,29 @@ def test_one_build_on_two_cpus_is_not_expected_identical(default_cell: CellResul
     assert not got.identical and got.why == "python and xeon ran on different CPUs (AMD EPYC vs Intel Xeon), so identity is not expected"
 
 
+@pytest.mark.parametrize(("features", "hosts", "identical", "says"), [
+    ((["avx2", "avx512f", "avx512_bf16"], ["avx2", "avx512f", "avx512_bf16"]), ("a", "b"), True, "on one CPU kind (AMD EPYC, avx2"),
+    ((["avx2", "avx512f", "avx512_bf16"], ["avx2"]), ("a", "b"), False, "other instruction sets (avx512_bf16, avx512f on one side only)"),
+    ((["avx2"], None), ("a", "b"), False, "other instruction sets (avx2 on one side only)"),
+    ((None, None), ("a", "b"), False, "ran on two hosts (a, b) whose CPUs' instruction sets were not recorded"),
+    ((None, None), ("a", "a"), True, "load one libtorch build"),
+], ids=["same-features", "one-lacks-avx512", "one-not-recorded", "two-hosts-unrecorded", "one-host-unrecorded"])
+def test_identity_across_machines_needs_the_same_kernel_features(
+    default_cell: CellResult, tmp_path: Path, features: tuple[list[str] | None, list[str] | None], hosts: tuple[str, str],
+    identical: bool, says: str,
+) -> None:
+    """Two "AMD EPYC" boxes (a VM's model name) with one build pick their kernels by instruction set (AVX2 vs AVX512-BF16):
+    identity is expected where both sides recorded the same features, or on one host; else not, saying which facts differ."""
+    def with_cpu(cell: CellResult, cpu_features: list[str] | None, host: str) -> CellResult:
+        extra = {"host": host} | ({"cpu_features": cpu_features} if cpu_features is not None else {})
+        return dataclasses.replace(cell, installation=facts("python", "2.13.0", BUILD_213) | extra)
+
+    left = with_cpu(default_cell, features[0], hosts[0])
+    right = with_cpu(twin_cell(default_cell, tmp_path, "other"), features[1], hosts[1])
+    got = expectation(left, right)
+    assert got.identical is identical and says in got.why, got.why
+
+
 def four_installations(tmp_path: Path, planted: bool = False) -> MatrixResult:
     """The golden default cell as python (2.13), py28 and r28 (2.8.0, one build) and r (2.13): r28's weights nudged if ``planted``."""
     base = by_mode(golden())["default"]
