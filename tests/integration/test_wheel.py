@@ -92,12 +92,13 @@ def test_the_wheel_holds_the_scripts_the_r_files_the_manifests_and_its_metadata(
 
 
 def test_the_installed_command_runs_the_tiny_python_cells_from_an_empty_folder(installed: Installed) -> None:
-    """``amp-parity run --preset tiny --frontend python`` from an empty folder: every cell ok, fixtures in the user cache
-    (not in the package), and a result whose provenance says it came from an installed package, without a commit."""
-    done = installed.command("run", "--preset", "tiny", "--frontend", "python", "--json", "tiny.json")
+    """``amp-parity run --preset tiny --frontend python`` (every mode, plain SGD) from an empty folder: every cell ok, fixtures
+    in the user cache (not in the package), and a result whose provenance says it came from an installed package, without
+    a commit."""
+    done = installed.command("run", "--preset", "tiny", "--frontend", "python", "--optimizer", "sgd", "--json", "tiny.json")
     assert done.returncode == ExitCode.OK, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads((installed.home / "work" / "tiny.json").read_text())
-    assert [c["status"] for c in result["cells"]] == ["ok"] * 4
+    assert [c["status"] for c in result["cells"]] == ["ok"] * 7  # with_autocast's four modes, the scaler script's three
     provenance = result["provenance"]
     assert (provenance["source"], provenance["commit"], provenance["harness_version"]) == ("installed", None, __version__)
     assert provenance["note"] == "installed package: no checkout, so no commit" and "r_scripts/_bridge.R" in provenance["files"]
@@ -119,9 +120,9 @@ def test_the_command_is_named_as_it_was_invoked(installed: Installed) -> None:
 def test_the_installed_command_runs_an_r_cell(installed: Installed, availability: Availability) -> None:
     """Where R torch is active, the installed package runs an R cell from its own r_scripts/ (R's worker, its bridge) and pairs it."""
     require_r_torch(availability)
-    done = installed.command("run", "--preset", "tiny", "--frontend", "python,r", "--mode", "default", "--rounds", "1",
-                             "--warmup-rounds", "1", "--json", "r.json")
+    done = installed.command("run", "--preset", "tiny", "--frontend", "python,r", "--mode", "default", "--optimizer", "sgd",
+                             "--rounds", "1", "--warmup-rounds", "1", "--json", "r.json")
     assert done.returncode == ExitCode.OK, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads((installed.home / "work" / "r.json").read_text())
-    assert [(c["frontend"], c["status"]) for c in result["cells"]] == [("python", "ok"), ("r", "ok")]
-    assert [p["verdict"] for p in result["pairs"]] == ["identical"]
+    assert [(c["frontend"], c["status"]) for c in result["cells"]] == [("python", "ok"), ("r", "ok")] * 2  # both scripts' default
+    assert [p["verdict"] for p in result["pairs"]] == ["identical", "identical"]
