@@ -58,25 +58,70 @@ def _physical_memory() -> int:
 
 @dataclass(frozen=True)
 class TensorFindings:
-    """One final-weights tensor on both sides."""
+    """One final-weights tensor on both sides: its measurement (:class:`TensorComparison`), held to a tolerance."""
 
-    name: str
-    shapes: tuple[tuple[int, ...], tuple[int, ...]]
-    dtypes: tuple[str, str]
-    identical: bool
+    measured: TensorComparison
     within: bool
-    max_abs: float
-    rel_l2: float
-    max_ulps: int
-    worst_index: tuple[int, ...] | None
-    #: Both sides' values at ``worst_index`` (as float64; None where there is no element).
-    worst_values: tuple[float, float] | None
-    diff_sq: float
-    norm_sq: float
     #: The share of the tolerance used, by the criterion that admits the tensor most easily (``admitted_by``:
     #: ``rel_l2``, ``max_abs`` or ``ulps``, the three ways a tensor can be within tolerance).
     tolerance_used: float
     admitted_by: str
+
+    # What was measured, read through: a finding is its measurement plus the tolerance's answer.
+    @property
+    def name(self) -> str:
+        """The measurement's ``name``."""
+        return self.measured.name
+
+    @property
+    def shapes(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The measurement's ``shapes``."""
+        return self.measured.shapes
+
+    @property
+    def dtypes(self) -> tuple[str, str]:
+        """The measurement's ``dtypes``."""
+        return self.measured.dtypes
+
+    @property
+    def identical(self) -> bool:
+        """The measurement's ``identical``."""
+        return self.measured.identical
+
+    @property
+    def max_abs(self) -> float:
+        """The measurement's ``max_abs``."""
+        return self.measured.max_abs
+
+    @property
+    def rel_l2(self) -> float:
+        """The measurement's ``rel_l2``."""
+        return self.measured.rel_l2
+
+    @property
+    def max_ulps(self) -> int:
+        """The measurement's ``max_ulps``."""
+        return self.measured.max_ulps
+
+    @property
+    def worst_index(self) -> tuple[int, ...] | None:
+        """The measurement's ``worst_index``."""
+        return self.measured.worst_index
+
+    @property
+    def worst_values(self) -> tuple[float, float] | None:
+        """Both sides' values at ``worst_index`` (as float64; None where there is no element)."""
+        return self.measured.worst_values
+
+    @property
+    def diff_sq(self) -> float:
+        """The measurement's ``diff_sq``."""
+        return self.measured.diff_sq
+
+    @property
+    def norm_sq(self) -> float:
+        """The measurement's ``norm_sq``."""
+        return self.measured.norm_sq
 
     @property
     def shape_differs(self) -> bool:
@@ -267,15 +312,12 @@ def measure_tensor(key: str, a: np.ndarray, b: np.ndarray) -> TensorComparison:
 def judge_tensor(m: TensorComparison, tol: Tolerance) -> TensorFindings:
     """A measured tensor held to ``tol``: within it by any of its three criteria, and how much of it is used."""
     if m.shapes[0] != m.shapes[1]:
-        return TensorFindings(m.name, m.shapes, m.dtypes, False, False, math.inf, math.inf, -1, None, None, 0.0, 0.0, math.inf, "rel_l2")
+        return TensorFindings(m, False, math.inf, "rel_l2")
     within = m.rel_l2 <= tol.weight_rtol or m.max_abs <= tol.weight_atol or m.max_ulps <= tol.max_ulps
     shares = {"rel_l2": _share(m.rel_l2, tol.weight_rtol), "max_abs": _share(m.max_abs, tol.weight_atol),
               "ulps": _share(m.max_ulps, tol.max_ulps)}
     admitted_by = min(shares, key=lambda k: shares[k])
-    return TensorFindings(
-        m.name, m.shapes, m.dtypes, m.identical, within, m.max_abs, m.rel_l2, m.max_ulps, m.worst_index, m.worst_values, m.diff_sq,
-        m.norm_sq, shares[admitted_by], admitted_by,
-    )
+    return TensorFindings(m, within, shares[admitted_by], admitted_by)
 
 
 def _share(value: float, allowed: float) -> float:
