@@ -32,12 +32,38 @@ from harness.workload.matrix import Cell, cells_for
 from harness.workload.scripts import all_mode_names
 
 __all__ = [
-    "CELLS", "FRONTENDS", "GOLDEN_RESULT", "MATRIX_OPTIMIZERS", "PAIRS", "SharedRun", "golden_result", "harness_command",
+    "CELLS", "FRONTENDS", "GOLDEN_RESULT", "KNOWN_DIFFERENCE_ENTRY", "MATRIX_OPTIMIZERS", "PAIRS", "SharedRun", "golden_result",
+    "harness_command",
     "require_frontend", "require_r_torch",
     "run_cli", "shared_run",
 ]
 
 FRONTENDS = ("python", "r")
+
+#: A known-differences entry as the list writes one (the committed clip entry, its texts cut short): tests edit a copy.
+KNOWN_DIFFERENCE_ENTRY = '''
+[[difference]]
+id = "clip-coef-reciprocal"
+kind = "difference"
+title = "t"
+languages = ["r", "python"]
+scripts = ["cuda_amp_grad_scaler"]
+modes = ["autocast_scaler_clip"]
+optimizers = "all"
+devices = ["cpu"]
+trigger = "clip_engaged"
+switches = ["r-clip-coef-reciprocal"]
+seen_on = ["s"]
+mechanism = "m"
+sources = ["s"]
+upstream = "u"
+
+[difference.signature]
+first_point = "clip.coef"
+first_step = "trigger"
+max_distance = 1
+'''
+
 #: The optimizer the parametrized matrix runs: plain SGD, the recipe's (every row is tested on its own, cheaply, in
 #: tests/integration/test_optimizers.py; every row in every mode with both frontends would be 238 cells per test).
 MATRIX_OPTIMIZERS = ("sgd",)

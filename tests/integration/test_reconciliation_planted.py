@@ -34,7 +34,7 @@ from harness.store.merge import merge_results
 from harness.store.result_file import save_result
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
-from tests.support import require_r_torch
+from tests.support import KNOWN_DIFFERENCE_ENTRY, require_r_torch
 
 SCALER_R = "r_scripts/cuda_amp_grad_scaler.R"
 CLIP = "autocast_scaler_clip"
@@ -106,28 +106,13 @@ def test_a_planted_optimizer_hyperparameter_is_diverged_at_the_optimizer_state(t
 
 #: An entry as broad as the list allows: both scripts, every mode and optimizer, every parameter's stepped weights as its
 #: first point at any of the first 64 steps, the largest distance the list takes, and a switch that acts on every row.
-BROAD = """
-[[difference]]
-id = "anything-at-the-weights"
-kind = "difference"
-title = "t"
-languages = ["python", "r"]
-scripts = ["with_autocast", "cuda_amp_grad_scaler"]
-modes = ["default", "autocast", "lowp_weights", "lowp_weights_scaled", "autocast_scaler", "autocast_scaler_clip"]
-optimizers = "all"
-devices = ["cpu"]
-trigger = "always"
-switches = ["r-clip-coef-reciprocal"]
-seen_on = ["s"]
-mechanism = "m"
-sources = ["s"]
-upstream = "u"
-
-[difference.signature]
-first_point = "param.stepped.{param}"
-first_step = [%s]
-max_distance = %d
-"""
+BROAD = (KNOWN_DIFFERENCE_ENTRY.replace('id = "clip-coef-reciprocal"', 'id = "anything-at-the-weights"')
+         .replace('scripts = ["cuda_amp_grad_scaler"]', 'scripts = ["with_autocast", "cuda_amp_grad_scaler"]')
+         .replace('modes = ["autocast_scaler_clip"]', 'modes = ["default", "autocast", "lowp_weights", "lowp_weights_scaled", '
+                                                      '"autocast_scaler", "autocast_scaler_clip"]')
+         .replace('trigger = "clip_engaged"', 'trigger = "always"')
+         .replace('first_point = "clip.coef"', 'first_point = "param.stepped.{param}"')
+         .replace('first_step = "trigger"', "first_step = [%s]").replace("max_distance = 1", "max_distance = %d"))
 
 
 def test_a_broad_entry_cannot_approve_a_planted_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -8,29 +8,9 @@ import pytest
 
 from harness.errors import KnownDifferencesError
 from harness.judge.known_differences import DEFAULT_LIST, MAX_DISTANCE, load_known_differences
+from tests.support import KNOWN_DIFFERENCE_ENTRY
 
-ENTRY = '''
-[[difference]]
-id = "clip-coef-reciprocal"
-kind = "difference"
-title = "t"
-languages = ["r", "python"]
-scripts = ["cuda_amp_grad_scaler"]
-modes = ["autocast_scaler_clip"]
-optimizers = "all"
-devices = ["cpu"]
-trigger = "clip_engaged"
-switches = ["r-clip-coef-reciprocal"]
-seen_on = ["s"]
-mechanism = "m"
-sources = ["s"]
-upstream = "u"
-
-[difference.signature]
-first_point = "clip.coef"
-first_step = "trigger"
-max_distance = 1
-'''
+ENTRY = KNOWN_DIFFERENCE_ENTRY
 
 
 def load(tmp_path: Path, text: str) -> object:
