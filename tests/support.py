@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from harness.workload.scripts import all_mode_names
 
 __all__ = [
     "CELLS", "FRONTENDS", "GOLDEN_RESULT", "KNOWN_DIFFERENCE_ENTRY", "MATRIX_OPTIMIZERS", "PAIRS", "SharedRun", "golden_result",
-    "harness_command",
+    "Edit", "harness_command", "set_field",
     "require_frontend", "require_r_torch",
     "run_cli", "shared_run",
 ]
@@ -200,3 +200,18 @@ def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("error: ")
     return lines[0]
+
+
+#: An edit of a result's JSON, in place (the hand edits the load must refuse).
+Edit = Callable[[dict[str, Any]], None]
+
+
+def set_field(*keys: Any, value: Any) -> Edit:
+    """The edit that sets ``data[k0][k1]...[kn] = value``."""
+    def edit(data: dict[str, Any]) -> None:
+        target = data
+        for key in keys[:-1]:
+            target = target[key]
+        target[keys[-1]] = value
+
+    return edit

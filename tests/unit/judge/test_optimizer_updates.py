@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ from harness.judge.reference import run_reference
 from harness.workload.fixtures import ensure_fixtures, load_fixture_arrays
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.spec import WorkloadSpec
+from tests.torch_float64 import torch_float64_run
 
 #: Agreement asked of two float64 implementations of one algorithm over tiny's 20 steps: they differ only in the
 #: order of float64 roundings (2^-53 ≈ 1.1e-16 each), which 20 steps grow to ~1e-14 at most (measured below 3e-14).
@@ -42,42 +43,6 @@ def float64_default() -> Iterator[None]:
         yield
     finally:
         torch.set_default_dtype(before)
-
-
-def torch_float64_run(
-    spec: WorkloadSpec, arrays: Mapping[str, np.ndarray], name: str, clip: bool = False, skipped: frozenset[int] = frozenset(),
-    overrides: Mapping[str, Any] | None = None, grad_hook: Callable[[torch.nn.Module], None] | None = None,
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """The workload in torch float64 (``model.double()``, CPU), its optimizer built from the row's ``run_spec`` as the
-    Python scripts build it; ``grad_hook`` may change the gradients after backward (a planted mistake)."""
-    layers: list[torch.nn.Module] = []
-    for k, (out_f, in_f) in enumerate(spec.layer_shapes):
-        linear = torch.nn.Linear(in_f, out_f)
-        with torch.no_grad():
-            linear.weight.copy_(torch.from_numpy(arrays[f"layer{k}.weight"]))
-            linear.bias.copy_(torch.from_numpy(arrays[f"layer{k}.bias"]))
-        layers += [linear, torch.nn.ReLU()]
-    net = torch.nn.Sequential(*layers[:-1]).double()
-    built = OPTIMIZERS[name].run_spec(spec.lr, overrides)["python"]
-    args = {k: tuple(v) if isinstance(v, list) else v for k, v in built["args"].items()}
-    opt = getattr(torch.optim, built["class"])(net.parameters(), **args)
-    data, targets = torch.from_numpy(arrays["data"]).double(), torch.from_numpy(arrays["targets"]).double()
-    losses = []
-    for _ in range(spec.epochs):
-        for i in range(spec.num_batches):
-            loss = torch.nn.functional.mse_loss(net(data[i]), targets[i])
-            loss.backward()
-            if grad_hook is not None:
-                grad_hook(net)
-            if clip:
-                torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm=spec.clip_max_norm)
-            if len(losses) not in skipped:  # GradScaler.step does not call opt.step() on a skipped step
-                opt.step()
-            opt.zero_grad()
-            losses.append(loss.item())
-    linears = [m for m in net if isinstance(m, torch.nn.Linear)]
-    weights = {f"layer{k}.{kind}": getattr(m, kind).detach().numpy().copy() for k, m in enumerate(linears) for kind in ("weight", "bias")}
-    return np.array(losses), weights
 
 
 def largest_difference(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +16,9 @@ import pytest
 from harness.errors import ResultError
 from harness.model.shape import check_result_shape, check_upgradable_shape
 from harness.store.result_file import load_result, stored_form
-from tests.support import GOLDEN_RESULT, golden_result, run_cli
+from tests.support import GOLDEN_RESULT, Edit, golden_result, run_cli, set_field
 
 _FIX = "Re-run `python -m harness run --json` to write a complete one."
-Edit = Callable[[dict[str, Any]], None]
 
 
 def _example() -> dict[str, Any]:
@@ -33,16 +31,6 @@ def test_a_real_result_passes() -> None:
     """The golden result (a real run, ``tests/data/``) has every field, each of its type, in its current form and as stored."""
     check_result_shape(_example(), "example.json")
     check_upgradable_shape(json.loads(GOLDEN_RESULT.read_text()), "golden.json")
-
-
-def _set(*keys: Any, value: Any) -> Edit:
-    def edit(data: dict[str, Any]) -> None:
-        target = data
-        for key in keys[:-1]:
-            target = target[key]
-        target[keys[-1]] = value
-
-    return edit
 
 
 def _delete(*keys: Any) -> Edit:
@@ -68,73 +56,74 @@ def _a_trace(**changes: Any) -> Edit:
 #: Each hand edit, and the field and clause its one line names (the golden cells: 0 default-python, 1 default-r, ...).
 _CASES: dict[str, tuple[Edit, str]] = {
     "no spec": (_delete("spec"), "spec must be an object with the run's spec fields, but it is missing."),
-    "cells not a list": (_set("cells", value="nope"), "cells must be a non-empty list of cells (a run has one cell at least), "
+    "cells not a list": (set_field("cells", value="nope"), "cells must be a non-empty list of cells (a run has one cell at least), "
                                                       "but got 'nope'."),
-    "no cells": (_set("cells", value=[]), "cells must be a non-empty list of cells (a run has one cell at least), but got []."),
-    "lr text": (_set("spec", "lr", value="fast"), "spec.lr must be a number, but got 'fast'."),
-    "spec value out of range": (_set("spec", "epochs", value=0), "spec.epochs must be a whole number >= 1, but got 0."),
-    "cell not an object": (_set("cells", 1, value=7), "cells[1] must be an object (a cell), but got 7."),
+    "no cells": (set_field("cells", value=[]), "cells must be a non-empty list of cells (a run has one cell at least), but got []."),
+    "lr text": (set_field("spec", "lr", value="fast"), "spec.lr must be a number, but got 'fast'."),
+    "spec value out of range": (set_field("spec", "epochs", value=0), "spec.epochs must be a whole number >= 1, but got 0."),
+    "cell not an object": (set_field("cells", 1, value=7), "cells[1] must be an object (a cell), but got 7."),
     "no status": (_delete("cells", 0, "status"), "cells[0].status must be a cell status ('ok', 'unsupported', 'skipped', "
                                                  "'numerical_failure', 'error'), but it is missing."),
-    "unknown status": (_set("cells", 0, "status", value="great"), "cells[0].status must be a cell status"),
-    "losses text": (_set("cells", 0, "record", "losses", value="0.1,0.2"), "cells[0].record.losses must be a list of numbers, "
+    "unknown status": (set_field("cells", 0, "status", value="great"), "cells[0].status must be a cell status"),
+    "losses text": (set_field("cells", 0, "record", "losses", value="0.1,0.2"), "cells[0].record.losses must be a list of numbers, "
                                                                            "but got '0.1,0.2'."),
-    "warnings text": (_set("warnings", value="none"), "warnings must be a list of strings, but got 'none'."),
-    "traces not a list": (_set("traces", value={"a": 1}), "traces must be a list of traced pairs, but got {'a': 1}."),
+    "warnings text": (set_field("warnings", value="none"), "warnings must be a list of strings, but got 'none'."),
+    "traces not a list": (set_field("traces", value={"a": 1}), "traces must be a list of traced pairs, but got {'a': 1}."),
     "a trace with no frontends": (_a_trace(frontends=[]), "traces[0].frontends must be a list of the pair's two frontends, but got []."),
     "a trace without its frontends": (_a_trace(frontends=None), "traces[0].frontends must be a list of the pair's two frontends, "
                                                                 "but got None."),
     "a trace's points as text": (_a_trace(points="3"), "traces[0].points must be a list of two point counts, but got '3'."),
-    "frontends as a string": (_set("frontends", value="python,r"), "frontends must be a non-empty list of frontend names, but got "
+    "frontends as a string": (set_field("frontends", value="python,r"), "frontends must be a non-empty list of frontend names, but got "
                                                                    "'python,r'."),
-    "a frontend named twice": (_set("frontends", value=["python", "r", "python"]), "frontends must be a list naming each frontend "
+    "a frontend named twice": (set_field("frontends", value=["python", "r", "python"]), "frontends must be a list naming each frontend "
                                                                                    "once"),
-    "a cell of no frontend": (_set("frontends", value=["python"]), "cells[1].frontend must be one of the result's frontends (python), "
+    "a cell of no frontend": (set_field("frontends", value=["python"]), "cells[1].frontend must be one of the result's frontends (python), "
                                                                    "but got 'r'."),
-    "an unknown baseline": (_set("baseline", value="julia"), "baseline must be one of the result's frontends (python, r), but got "
+    "an unknown baseline": (set_field("baseline", value="julia"), "baseline must be one of the result's frontends (python, r), but got "
                                                              "'julia'."),
-    "a baseline not a string": (_set("baseline", value=3), "baseline must be a string, but got 3."),
-    "installation facts of the wrong type": (_set("cells", 0, "installation", value={"name": "python", "language": "python",
+    "a baseline not a string": (set_field("baseline", value=3), "baseline must be a string, but got 3."),
+    "installation facts of the wrong type": (set_field("cells", 0, "installation", value={"name": "python", "language": "python",
                                                                                       "libtorch_build": 5}),
                                              "cells[0].installation.libtorch_build must be a string or null, but got 5."),
-    "an installation of no language": (_set("cells", 0, "installation", value={"name": "python", "language": "julia"}),
+    "an installation of no language": (set_field("cells", 0, "installation", value={"name": "python", "language": "julia"}),
                                        "cells[0].installation.language must be a language ('python', 'r'), but got 'julia'."),
-    "installation env not strings": (_set("cells", 0, "installation", value={"name": "python", "language": "python",
+    "installation env not strings": (set_field("cells", 0, "installation", value={"name": "python", "language": "python",
                                                                              "env": {"X": 1}}),
                                      "cells[0].installation.env.X must be a string, but got 1."),
-    "text for a number": (_set("cells", 0, "efficiency", "tflops", value="fast"),
+    "text for a number": (set_field("cells", 0, "efficiency", "tflops", value="fast"),
                           "cells[0].efficiency.tflops must be a number or null, but got 'fast'."),
     "timing stats missing": (_delete("cells", 0, "timing", "loop"), "cells[0].timing.loop must be an object (a clock's statistics), "
                                                                    "but it is missing."),
-    "memory text": (_set("cells", 0, "memory", value="lots"), "cells[0].memory must be an object (the cell's memory) or null, but got "
+    "memory text": (set_field("cells", 0, "memory", value="lots"), "cells[0].memory must be an object (the cell's memory) or null, but got "
                                                            "'lots'."),
-    "a peak's samples as text": (_set("peaks", "by_dtype", "float32", "samples_tflops", value="many"),
+    "a peak's samples as text": (set_field("peaks", "by_dtype", "float32", "samples_tflops", value="many"),
                                  "peaks.by_dtype.float32.samples_tflops must be a list of numbers, but got 'many'."),
-    "reference losses as text": (_set("reference", "trajectories", 0, "losses", value="1,2"),
+    "reference losses as text": (set_field("reference", "trajectories", 0, "losses", value="1,2"),
                                  "reference.trajectories[0].losses must be a list of losses, but got '1,2'."),
     "a cell without its optimizer": (_delete("cells", 0, "optimizer"), "cells[0].optimizer must be a string, but it is missing."),
-    "a trace file's points as text": (_set("cells", 0, "trace", value={"path": "t", "sha256": "0", "points": "many"}),
+    "a trace file's points as text": (set_field("cells", 0, "trace", value={"path": "t", "sha256": "0", "points": "many"}),
                                       "cells[0].trace.points must be a whole number, but got 'many'."),
-    "kept weights as a list": (_set("cells", 0, "weights", value=[]), "cells[0].weights must be an object (what the cell keeps of "
+    "kept weights as a list": (set_field("cells", 0, "weights", value=[]), "cells[0].weights must be an object (what the cell keeps of "
                                                                         "its final weights) or null, but got []."),
-    "provenance of another source": (_set("provenance", "source", value="a friend"),
+    "provenance of another source": (set_field("provenance", "source", value="a friend"),
                                      "provenance.source must be a provenance source ('checkout', 'installed', 'unknown'), but got "
                                      "'a friend'."),
-    "a pair trace's switches as text": (_set("traces", value=[{"pair": "p", "frontends": ["python", "r"], "points": [1, 1],
+    "a pair trace's switches as text": (set_field("traces", value=[{"pair": "p", "frontends": ["python", "r"], "points": [1, 1],
                                                                "identical_points": 1, "switches": "all"}]),
                                         "traces[0].switches must be a list of strings, but got 'all'."),
-    "protocol rounds 0": (_set("protocol", "rounds", value=0), "protocol.rounds must be an integer ≥ 1 (≥ 3 for a spread), but got 0."),
-    "workers text": (_set("workers", value="two"), "workers must be an object of workers, but got 'two'."),
-    "a source's cells as text": (_set("sources", value=[{"file": "a.json", "created": "", "host": "", "frontends": [],
+    "protocol rounds 0": (set_field("protocol", "rounds", value=0),
+                          "protocol.rounds must be an integer ≥ 1 (≥ 3 for a spread), but got 0."),
+    "workers text": (set_field("workers", value="two"), "workers must be an object of workers, but got 'two'."),
+    "a source's cells as text": (set_field("sources", value=[{"file": "a.json", "created": "", "host": "", "frontends": [],
                                                          "devices": [], "cells": "all", "environment": {}}]),
                                  "sources[0].cells must be a list of strings, but got 'all'."),
-    "a gemm profile's share as text": (_set("cells", 0, "gemm_profile", value={"half_share": "most"}),
+    "a gemm profile's share as text": (set_field("cells", 0, "gemm_profile", value={"half_share": "most"}),
                                        "cells[0].gemm_profile.half_share must be a number or null, but got 'most'."),
-    "a record's skipped as numbers": (_set("cells", 4, "record", "skipped", value=[0, 1]),
+    "a record's skipped as numbers": (set_field("cells", 4, "record", "skipped", value=[0, 1]),
                                       "cells[4].record.skipped[0] must be true or false, but got 0."),
-    "the R environment as text": (_set("environment", "r", value="x"), "environment.r must be an object (what the probe of R "
+    "the R environment as text": (set_field("environment", "r", value="x"), "environment.r must be an object (what the probe of R "
                                                                        "found) or null, but got 'x'."),
-    "a peak's layout without its layouts": (_set("peaks", "by_dtype", "float32", "layouts_tflops", value=None),
+    "a peak's layout without its layouts": (set_field("peaks", "by_dtype", "float32", "layouts_tflops", value=None),
                                             "peaks.by_dtype.float32.layouts_tflops must be an object of each layout's TFLOP/s"),
 }
 
@@ -168,13 +157,13 @@ def test_report_refuses_each_hand_edit_in_one_line(case: str, tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    (_set("reference", "trajectories", 0, "losses", value=[1.0, 0.5]), "reference.trajectories[0].losses is 2 losses but the spec "
+    (set_field("reference", "trajectories", 0, "losses", value=[1.0, 0.5]), "reference.trajectories[0].losses is 2 losses but the spec "
                                                                           "runs 8 steps"),
-    (_set("cells", 2, "record", "weights_path", value="golden.weights/with_autocast-default-python-cpu.safetensors"),
+    (set_field("cells", 2, "record", "weights_path", value="golden.weights/with_autocast-default-python-cpu.safetensors"),
      "cells[2].record.weights_path is '/"),
-    (_set("cells", 1, "installation", value={"name": "r", "language": "python"}),
+    (set_field("cells", 1, "installation", value={"name": "r", "language": "python"}),
      "cells[1].installation.language is 'python' but the cell's frontend is 'r'"),
-    (_set("cells", 0, "installation", value={"name": "py28", "language": "python"}),
+    (set_field("cells", 0, "installation", value={"name": "py28", "language": "python"}),
      "cells[0].installation.name is 'py28' but the cell's frontend is 'python'"),
 ], ids=["reference-shorter-than-the-run", "two-cells-one-weights-file", "r-running-python", "installation-of-another-name"])
 def test_a_value_that_cannot_be_is_refused_naming_the_field(tmp_path: Path, edit: Edit, message: str) -> None:

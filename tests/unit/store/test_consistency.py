@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,8 @@ import pytest
 
 from harness.errors import ExitCode, ResultError
 from harness.store.result_file import WEIGHTS_MARKER, load_result
-from tests.support import GOLDEN_RESULT, run_cli
+from tests.support import GOLDEN_RESULT, Edit, run_cli, set_field
 
-Edit = Callable[[dict[str, Any]], None]
 _FIX = "a result edited by hand? Re-run `python -m harness run --json`, or restore the file."
 
 # The golden cells, in order: 0 default-python, 1 default-r, 2 autocast-python, 3 autocast-r,
@@ -39,16 +37,6 @@ def _golden_copy(folder: Path, *edits: Edit) -> Path:
     return path
 
 
-def _set(*keys: Any, value: Any) -> Edit:
-    def edit(data: dict[str, Any]) -> None:
-        target = data
-        for key in keys[:-1]:
-            target = target[key]
-        target[keys[-1]] = value
-
-    return edit
-
-
 def _nan_in_both_default_cells(data: dict[str, Any]) -> None:
     for k in (0, 1):
         data["cells"][k]["record"]["losses"][5] = math.nan
@@ -59,48 +47,48 @@ def _duplicate_cell(data: dict[str, Any]) -> None:
 
 
 _CASES: dict[str, tuple[Edit, str]] = {
-    "final loss not the last loss": (_set("cells", 3, "record", "final_loss", value=1.5),
+    "final loss not the last loss": (set_field("cells", 3, "record", "final_loss", value=1.5),
                                      "cells[3].record.final_loss is 1.5 but its last loss is "),
     "NaN in both loss series": (_nan_in_both_default_cells,
                                 "cells[0].record.losses[5] is NaN but the cell's status is ok (loss is NaN at step 5 (python))"),
-    "NaN at a step the scaler did not skip": (_set("cells", 4, "record", "losses", 4, value=math.inf),
+    "NaN at a step the scaler did not skip": (set_field("cells", 4, "record", "losses", 4, value=math.inf),
                                               "cells[4].record.losses[4] is inf but step 4 was not skipped"),
-    "share of peak 5.0": (_set("cells", 0, "efficiency", "share_of_peak", value=5.0),
+    "share of peak 5.0": (set_field("cells", 0, "efficiency", "share_of_peak", value=5.0),
                           "cells[0].efficiency.share_of_peak is 5 but its TFLOP/s over the measured peak is "),
-    "negative overhead": (_set("cells", 0, "timing", "overhead_seconds", value=-1.0),
+    "negative overhead": (set_field("cells", 0, "timing", "overhead_seconds", value=-1.0),
                           "cells[0].timing.overhead_seconds is -1 but recomputed from its samples, it is "),
-    "negative timed round": (_set("cells", 2, "timing", "samples", "loop_seconds", 0, value=-0.5),
+    "negative timed round": (set_field("cells", 2, "timing", "samples", "loop_seconds", 0, value=-0.5),
                              "cells[2].timing.samples.loop_seconds[0] is -0.5 but it must be 0 or more"),
-    "infinite timed round": (_set("cells", 2, "timing", "samples", "call_seconds", 1, value=math.inf),
+    "infinite timed round": (set_field("cells", 2, "timing", "samples", "call_seconds", 1, value=math.inf),
                              "cells[2].timing.samples.call_seconds[1] is inf but it must be finite"),
-    "median not its samples'": (_set("cells", 2, "timing", "loop", "median", value=1e-6),
+    "median not its samples'": (set_field("cells", 2, "timing", "loop", "median", value=1e-6),
                                 "cells[2].timing.loop.median is 1e-06 but the median of its samples is "),
-    "time_vs_default -3": (_set("cells", 2, "speedup_vs_default", value=-1 / 3),
+    "time_vs_default -3": (set_field("cells", 2, "speedup_vs_default", value=-1 / 3),
                            "cells[2].time_vs_default is -3 but it must be above 0"),
-    "time_vs_default not its ratio": (_set("cells", 2, "speedup_vs_default", value=10.0),
+    "time_vs_default not its ratio": (set_field("cells", 2, "speedup_vs_default", value=10.0),
                                       "cells[2].time_vs_default is 0.1 but "),
-    "peak 1e-9 TFLOP/s": (_set("peaks", "by_dtype", "float32", "tflops", value=1e-9),
+    "peak 1e-9 TFLOP/s": (set_field("peaks", "by_dtype", "float32", "tflops", value=1e-9),
                           "peaks.by_dtype.float32.tflops is 1e-09 but a measured matmul peak is between 0.0001 and 100000 TFLOP/s"),
-    "peak not its best sample": (_set("peaks", "by_dtype", "float32", "tflops", value=50.0),
+    "peak not its best sample": (set_field("peaks", "by_dtype", "float32", "tflops", value=50.0),
                                  "peaks.by_dtype.float32.tflops is 50 but the best of its samples_tflops is "),
     "duplicate cell": (_duplicate_cell,
                        "cells[8].id is 'with_autocast-default-sgd-python-cpu' but cells[0] is that cell already"),
-    "record of another optimizer": (_set("cells", 2, "record", "optimizer", value="adam"),
+    "record of another optimizer": (set_field("cells", 2, "record", "optimizer", value="adam"),
                                     "cells[2].record.optimizer is 'adam' but the cell's optimizer is 'sgd'"),
     "record that did not inject where asked": (
-        _set("cells", 4, "record", "injected_steps", value=[]),
+        set_field("cells", 4, "record", "injected_steps", value=[]),
         "cells[4].record is a record with 8 losses but the cell's status is ok (the python script put an overflow at steps [], "
         "but was asked for [2] (overflow_steps)"),
-    "reference distance not its losses'": (_set("cells", 0, "reference_distance", "max_rel_loss_error", value=0.0),
+    "reference distance not its losses'": (set_field("cells", 0, "reference_distance", "max_rel_loss_error", value=0.0),
                                            "cells[0].reference_distance.max_rel_loss_error is 0 but recomputed from its losses"),
-    "skipped_steps miscounted": (_set("cells", 4, "record", "skipped_steps", value=7),
+    "skipped_steps miscounted": (set_field("cells", 4, "record", "skipped_steps", value=7),
                                  "cells[4].record.skipped_steps is 7 but the number of true in its skipped is 1"),
-    "record of another mode": (_set("cells", 0, "record", "mode", value="autocast"),
+    "record of another mode": (set_field("cells", 0, "record", "mode", value="autocast"),
                                "cells[0].record.mode is 'autocast' but the cell's mode is 'default'"),
-    "negative matrix wall time": (_set("wall_seconds", value=-5), "wall_seconds is -5 but it must be 0 or more"),
-    "negative peak memory": (_set("cells", 1, "memory", "peak_rss_bytes", value=-1),
+    "negative matrix wall time": (set_field("wall_seconds", value=-5), "wall_seconds is -5 but it must be 0 or more"),
+    "negative peak memory": (set_field("cells", 1, "memory", "peak_rss_bytes", value=-1),
                              "cells[1].memory.peak_rss_bytes is -1 but it must be 0 or more"),
-    "wrong type in a schema-3 field": (_set("cells", 2, "speedup_vs_default", value="fast"),
+    "wrong type in a schema-3 field": (set_field("cells", 2, "speedup_vs_default", value="fast"),
                                        "cells[2].speedup_vs_default must be a number or null, but got 'fast'"),
 }
 
@@ -134,8 +122,8 @@ def test_a_non_finite_loss_at_a_skipped_step_is_what_a_scaler_does(tmp_path: Pat
     reference = golden["reference"]["replayed"][0]["losses"]
     losses = golden["cells"][4]["record"]["losses"]
     others = max(abs(a - b) / abs(b) for k, (a, b) in enumerate(zip(losses, reference, strict=True)) if k != 2)
-    path = _golden_copy(tmp_path, _set("cells", 4, "record", "losses", 2, value=math.inf),
-                        _set("cells", 4, "reference_distance", "max_rel_loss_error", value=others))
+    path = _golden_copy(tmp_path, set_field("cells", 4, "record", "losses", 2, value=math.inf),
+                        set_field("cells", 4, "reference_distance", "max_rel_loss_error", value=others))
     loaded = load_result(path)
     record = loaded.cells[4].record
     assert record is not None and math.isinf(record.losses[2]) and 2 in record.skipped_step_indices  # type: ignore[arg-type]
@@ -191,9 +179,9 @@ def test_an_unreadable_marker_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("edit", "index", "outcome"),
     [
-        (_set("cells", 0, "verdict", "outcome", value="fail"), 0, "pass"),
-        (_set("cells", 2, "verdict", "float64", "passed", value=False), 2, "pass"),
-        (_set("cells", 4, "record", "loss_scale", 3, value=12345.0), 4, "fail"),
+        (set_field("cells", 0, "verdict", "outcome", value="fail"), 0, "pass"),
+        (set_field("cells", 2, "verdict", "float64", "passed", value=False), 2, "pass"),
+        (set_field("cells", 4, "record", "loss_scale", 3, value=12345.0), 4, "fail"),
     ],
     ids=["a-stored-fail", "a-stored-float64-failure", "a-scale-history-off-the-rule"],
 )
