@@ -14,6 +14,7 @@ import json
 import os
 import stat
 import tomllib
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["FileFormatError", "FileSyntaxError", "check_regular_file", "read_bytes", "read_json_file", "read_text", "read_toml_file"]
@@ -84,13 +85,7 @@ def read_json_file(path: str | os.PathLike[str], limit_bytes: int) -> Any:
         FileFormatError: not a regular file, longer than ``limit_bytes``, not UTF-8, or nested too deeply to parse.
         FileSyntaxError: not JSON.
     """
-    text = read_text(path, limit_bytes)
-    try:
-        return json.loads(text)
-    except RecursionError as err:
-        raise FileFormatError("nested too deeply to be read: thousands of levels of [ or {") from err
-    except ValueError as err:
-        raise FileSyntaxError(str(err)) from err
+    return _parsed(read_text(path, limit_bytes), json.loads, ValueError)
 
 
 def read_toml_file(path: str | os.PathLike[str], limit_bytes: int) -> dict[str, Any]:
@@ -101,12 +96,17 @@ def read_toml_file(path: str | os.PathLike[str], limit_bytes: int) -> dict[str, 
         FileFormatError: not a regular file, longer than ``limit_bytes``, not UTF-8, or nested too deeply to parse.
         FileSyntaxError: not TOML.
     """
-    text = read_text(path, limit_bytes)
+    parsed: dict[str, Any] = _parsed(read_text(path, limit_bytes), tomllib.loads, tomllib.TOMLDecodeError)
+    return parsed
+
+
+def _parsed(text: str, parse: Callable[[str], Any], syntax: type[Exception]) -> Any:
+    """``text`` parsed; a syntax error or a nesting too deep for the parser's recursion, said in one line."""
     try:
-        return tomllib.loads(text)
+        return parse(text)
     except RecursionError as err:
         raise FileFormatError("nested too deeply to be read: thousands of levels of [ or {") from err
-    except tomllib.TOMLDecodeError as err:
+    except syntax as err:
         raise FileSyntaxError(str(err)) from err
 
 
