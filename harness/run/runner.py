@@ -184,12 +184,16 @@ class MatrixRunner:
     def measure_pairs(
         self, result: MatrixResult, verdicts: Sequence[PairVerdict], on_progress: Callable[[str], None] | None = None
     ) -> tuple[PairTrace, ...]:
-        """The first difference of each pair of ``verdicts`` whose traces part at two tensors, measured by a second pass in
-        the workers that ran its cells (:func:`harness.run.tracer.measure_first_difference`)."""
+        """Every traced pair's trace, kept in the result (a lean result, whose trace files are gone, is judged from them),
+        with the first difference of each pair whose traces part at two tensors measured by a second pass in the workers
+        that ran its cells (:func:`harness.run.tracer.measure_first_difference`)."""
         progress = on_progress or (lambda text: None)
         traces = []
         for verdict in verdicts:
+            if not verdict.details.get("trace"):
+                continue
             if needs_detail(verdict) is None:
+                traces.append(PairTrace.from_json(verdict.details["trace"]))
                 continue
             a, b = (result.cell(Cell(name, verdict.script, verdict.mode, verdict.optimizer, verdict.device).id)
                     for name in verdict.frontends)

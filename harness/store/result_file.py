@@ -163,11 +163,30 @@ def load_result(path: Path, judging: str | None = None, known: Sequence[KnownDif
     folder = Path(os.path.abspath(path)).parent
     # Every field checked (MatrixResult.from_json), but the stored verdicts: judged again below, never read back.
     result = MatrixResult.from_json(without_verdicts(data), str(path))
-    result = result.map_weights_paths(lambda p: os.path.normpath(os.path.join(folder, p)))
+    result = _without_absent_traces(result.map_weights_paths(lambda p: os.path.normpath(os.path.join(folder, p))))
     check_consistency(result, str(path))
     if version >= _FIRST_MARKED_VERSION:
         _check_weights_owner(result, path)
     return assess_result(keep_weights(_without_absent_weights(result)), judging, known)
+
+
+def _without_absent_traces(result: MatrixResult) -> MatrixResult:
+    """``result`` without the trace files that are not there (a lean result: docs/results/ keeps no ``.safetensors``), and
+    a warning saying so.
+
+    Its pairs are then judged from the pair traces the result stored (``traces``: every traced pair's, with its
+    reconciliation), as a result from before cells kept traces is; a file that is there is read and checked against its
+    SHA-256 (a replaced one is refused), and a stored pair trace against it.
+    """
+    absent = [c.id for c in result.cells for t in (c.trace, c.reconciled) if t is not None and not os.path.isfile(t.path)]
+    if not absent:
+        return result
+    gone = set(absent)
+    cells = tuple(dataclasses.replace(c, trace=None, reconciled=None) if c.id in gone else c for c in result.cells)
+    ids = list(dict.fromkeys(absent))
+    note = (f"trace files not present for {len(ids)} cell(s) ({ids[0]}{', ...' if len(ids) > 1 else ''}): their pairs are judged "
+            "from the pair traces the result stored (docs/results/README.md)")
+    return dataclasses.replace(result, cells=cells, warnings=(*result.warnings, note))
 
 
 def _without_absent_weights(result: MatrixResult) -> MatrixResult:

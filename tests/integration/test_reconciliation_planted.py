@@ -31,7 +31,7 @@ from harness.model.verdicts import PairVerdict
 from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
 from harness.store.merge import merge_results
-from harness.store.result_file import save_result
+from harness.store.result_file import load_result, save_result
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
 from tests.support import KNOWN_DIFFERENCE_ENTRY, require_r_torch
@@ -68,6 +68,18 @@ def test_the_clip_pair_is_a_proven_known_difference(tmp_path: Path, monkeypatch:
     assert pair.details["known_difference"] == ["clip-coef-reciprocal"]
     assert "r-clip-coef-reciprocal" in pair.details["trace"]["switches"]
     assert exit_status(result) == 0
+    # lean (docs/results keeps no .safetensors): without its weights and trace files the result is judged from what it
+    # stored (every traced pair's trace with its reconciliation, the weights' digests and measurements), the same
+    saved = tmp_path / "lean" / "clip.json"
+    saved.parent.mkdir()
+    save_result(result, saved)
+    for file in tmp_path.rglob("*.safetensors"):  # wherever the saved result points (the run's staging, or its weights folder)
+        file.unlink()
+    lean = load_result(saved)
+    assert [(p.pair, p.verdict, p.details.get("proven")) for p in lean.pairs] == [
+        (p.pair, p.verdict, p.details.get("proven")) for p in result.pairs]
+    assert any(w.startswith("trace files not present for 2 cell(s)") for w in lean.warnings), lean.warnings
+    assert exit_status(lean) == 0
 
 
 def test_a_clip_called_with_another_max_norm_is_diverged_at_its_own_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
