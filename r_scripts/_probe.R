@@ -1,7 +1,7 @@
 #' Reports what the R side of this machine can run, as one JSON object on stdout.
 #'
 #' Run by the harness with `Rscript r_scripts/_probe.R` (in its own process, never in one that has
-#' loaded Python torch). It needs only base R and jsonlite; each step that fails is reported, not
+#' loaded Python torch), or sourced by its R worker. It needs only base R and jsonlite; each step that fails is reported, not
 #' raised, so `python -m harness doctor` can say precisely what is missing.
 probe_r_side <- function() {
   info <- list(
@@ -40,4 +40,8 @@ probe_r_side <- function() {
   info
 }
 
-cat(jsonlite::toJSON(probe_r_side(), auto_unbox = TRUE, null = "null"), "\n")
+# Run by Rscript, it prints its answer; sourced (the harness's R worker, harness/frontends/r_handler.py, asks the same
+# questions of the R it embeds when it starts, so a run needs no second R to start), it only defines probe_r_side().
+if (sys.nframe() == 0L) {
+  cat(jsonlite::toJSON(probe_r_side(), auto_unbox = TRUE, null = "null"), "\n")
+}

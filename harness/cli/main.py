@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import logging
 import os
 import signal
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,7 +84,7 @@ def add_frontend_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser(prog: str = DEFAULT_PROG) -> argparse.ArgumentParser:
-    from harness.model.timing import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS
+    from harness.model.timing import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS, PRESET_PROTOCOLS
     from harness.run.pool import DEFAULT_TIMEOUT_S
     from harness.run.prepare import add_scaler_lift_argument, add_weights_out_arguments
     from harness.workload.flags import OneLineParser, add_spec_arguments, path_argument, positive_seconds, whole_number
@@ -113,10 +115,13 @@ def _parser(prog: str = DEFAULT_PROG) -> argparse.ArgumentParser:
     run.add_argument("--no-trace", dest="trace", action="store_false",
                      help="do not trace the pairs that are not identical (their explanation then cannot name where they part)")
     timing = run.add_argument_group("timing protocol (see harness/model/timing.py)")
-    timing.add_argument("--rounds", type=whole_number, default=DEFAULT_ROUNDS,
-                        help=f"timed rounds per cell, at most (default {DEFAULT_ROUNDS})")
-    timing.add_argument("--warmup-rounds", type=whole_number, default=DEFAULT_WARMUP_ROUNDS,
-                        help=f"untimed calls per cell, the first (which writes the weights) included (default {DEFAULT_WARMUP_ROUNDS})")
+    own_rounds = ", ".join(f"{preset} {rounds}" for preset, (_, rounds) in PRESET_PROTOCOLS.items())
+    own_warmups = ", ".join(f"{preset} {warmup}" for preset, (warmup, _) in PRESET_PROTOCOLS.items())
+    timing.add_argument("--rounds", type=whole_number, default=None,
+                        help=f"timed rounds per cell, at most (default {DEFAULT_ROUNDS}; {own_rounds})")
+    timing.add_argument("--warmup-rounds", type=whole_number, default=None,
+                        help=f"untimed calls per cell, the first (which writes the weights) included (default "
+                             f"{DEFAULT_WARMUP_ROUNDS}; {own_warmups})")
     timing.add_argument("--max-seconds", type=positive_seconds, default=DEFAULT_MAX_SECONDS,
                         help=f"no more timed rounds for a cell once its rounds took this long; it gets one at least "
                              f"(default {DEFAULT_MAX_SECONDS:g})")
@@ -245,6 +250,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
     from harness.store.claims import ReportClaim, ResultClaim, publish_or_rescue
     from harness.views.report import REPORT_FILES
     from harness.views.table import make_console, print_result
+    from harness.views.timing_sections import phases_line
     from harness.workload.flags import spec_from_args
     from harness.workload.optimizers import parse_optimizers
     from harness.workload.spec import parse_modes
@@ -252,7 +258,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
     optimizers = parse_optimizers(args.optimizer, spec.preset)
-    protocol = TimingProtocol(args.warmup_rounds, args.rounds, args.max_seconds, args.interleave)
+    protocol = TimingProtocol.for_preset(spec.preset, args.warmup_rounds, args.rounds, args.max_seconds, args.interleave)
     frontends = _parse_frontends(args)
     require_device(spec)
     console = make_console()
@@ -274,14 +280,20 @@ def _run(args: argparse.Namespace) -> ExitCode:
                 result = runner.run(modes, optimizers, on_progress=status.update, protocol=protocol, profile=args.profile,
                                     judging="tolerance_only" if args.tolerance_only else "strict")
             saved = None
+            writing = time.perf_counter()
             if claim is not None:
                 result, saved, where = publish_or_rescue(result, claim)
                 if where is not None:
                     _WRITTEN.append(f"the result was written to {where}")
+            # The report shows the result's writing (the file cannot hold its own); -v prints the report's too.
+            result = dataclasses.replace(result, phases=result.phases.with_phase("writing", time.perf_counter() - writing))
             written = write_report_or_say_why(result, reports) if reports is not None else None  # reads the weights
             if reports is not None and reports.published:
                 _WRITTEN.append(f"the report was written to {reports.folder}")
+            result = dataclasses.replace(result, phases=result.phases.with_phase("writing", time.perf_counter() - writing))
     lines = [line for line in (saved, written, _nothing_ran(result)) if line is not None]
+    if getattr(args, "verbose", False):
+        lines.append(phases_line(result) or "phases: none recorded")
     try:
         print_result(result, console)
         for line in lines:

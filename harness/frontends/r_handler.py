@@ -57,6 +57,15 @@ function() {
 }
 """
 
+#: The probe's answer (r_scripts/_probe.R, sourced: it only defines probe_r_side()) as JSON text.
+_PROBE = """
+function(path) {
+  probe <- new.env()
+  sys.source(path, envir = probe)
+  jsonlite::toJSON(probe$probe_r_side(), auto_unbox = TRUE, null = "null")
+}
+"""
+
 
 class RScriptFailed(Exception):
     """An R error, carrying R's own message for the parent's ScriptError; ``refused``: the script refused the cell
@@ -111,9 +120,15 @@ class RHandler:
         from harness.frontends.installation_facts import installation_facts
 
         torch_version, libtorch, language, package = (str(v) for v in self._ro.r(_DESCRIBE)())
-        return installation_facts("r", torch_version=torch_version, libtorch_version=libtorch or None,
-                                  language_version=language, cuda=None, device_name=device, torch_package=package,
-                                  r_library=os.path.dirname(package))
+        facts = installation_facts("r", torch_version=torch_version, libtorch_version=libtorch or None,
+                                   language_version=language, cuda=None, device_name=device, torch_package=package,
+                                   r_library=os.path.dirname(package))
+        # What `Rscript r_scripts/_probe.R` would say of this R: the run reads it from here (the worker is the R it would
+        # probe), so it need not start a second R and load R torch twice (2 s here).
+        path = script_path("r", "_probe")
+        if not path.is_file():  # scripts from elsewhere ($AMP_PARITY_SCRIPTS) without it: the run probes R on its own
+            return facts
+        return facts | {"r_probe": json.loads(str(self._ro.r(_PROBE)(str(path))[0]))}
 
     def _trace(self, path: str, request: dict[str, Any]) -> dict[str, Any]:
         import numpy as np

@@ -18,7 +18,7 @@ __all__ = [
     "GPU_AUTOCAST_MIN_SHARE",
     "OVERHEAD_MAX_SECONDS",
     "OVERHEAD_MAX_SHARE",
-    "TINY_MATRIX_MAX_SECONDS",
+    "TINY_MATRIX_LIMIT_FACTOR",
     "TRACE_MAX_RUNS",
     "TRACE_TINY_MAX_SECONDS",
     "check_targets",
@@ -43,8 +43,12 @@ CV_MIN_LOOP_SECONDS = 0.5
 #: benchmark passes; beyond it an idle machine's noise is not the explanation (look for the collector inside the
 #: loop, a round without its warm-up, oversubscribed threads), and it fails. It needs an idle machine either way.
 CV_FAIL = 0.10
-#: The whole CPU ``tiny`` matrix, both frontends, every mode, R's start-up included, on 2 cores.
-TINY_MATRIX_MAX_SECONDS = 60.0
+#: The whole CPU ``tiny`` matrix (start-up included) may take this many times its limit (:func:`matrix_limit`: the slowest
+#: worker's start plus one round of every cell). A cell runs more than once (its traced record call, its warm-up and timed
+#: rounds, a reconciled run where a known difference covers it) and the harness judges, writes and stops its workers too;
+#: twice the limit leaves room for that at ``tiny``, where the workers' start is most of the limit (issue 29: 10.5 s for a
+#: limit near 2.7 s before the workers started side by side).
+TINY_MATRIX_LIMIT_FACTOR = 2.0
 #: What tracing a cell may add to its own run (its record call is the traced call): at ``tiny`` at most 2 s …
 TRACE_TINY_MAX_SECONDS = 2.0
 #: … elsewhere at most this many times the cell's own run (its median timed workload). Its disk cost is bounded by
@@ -125,18 +129,19 @@ def _tiny_matrix(result: MatrixResult) -> list[TargetCheck]:
     if result.sources:
         return []  # a merged result's matrices ran on several machines: each input's own result holds its matrix time
     wall = result.wall_seconds
-    startup = ", ".join(
-        f"{name} start-up {w['startup_seconds']:.1f} s" for name, w in result.workers.items() if w.get("startup_seconds")
-    )
+    limit, start, rounds = result.limit()
+    bound = TINY_MATRIX_LIMIT_FACTOR * limit
     skipped = sorted({c.frontend for c in result.cells if c.status == Status.SKIPPED})
     partial = f"; {', '.join(skipped)} skipped here, so this covers the rest only" if skipped else ""
-    met = wall <= TINY_MATRIX_MAX_SECONDS
+    target = (f"≤ {TINY_MATRIX_LIMIT_FACTOR:g}× its limit, {bound:.1f} s (the limit {limit:.2f} s: the slowest worker's start "
+              f"{start:.2f} s + one round of each of its {sum(c.record is not None for c in result.cells)} cells {rounds:.2f} s)")
+    met = wall <= bound
+    phases = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in sorted(result.phases.seconds, key=lambda p: -p[1])[:3])
     why = None if met else (
-        f"missed by {wall - TINY_MATRIX_MAX_SECONDS:.1f} s ({startup or 'no worker start-up recorded'}; "
-        f"float64 reference {result.reference_seconds or 0:.1f} s; the rest is the cells' calls and measurements)"
+        f"missed by {wall - bound:.1f} s: " + (f"the longest phases were {phases}" if phases else "no phases recorded")
+        + " (run -v prints every phase)"
     )
-    measured = f"{wall:.1f} s ({startup or 'no worker started'}{partial})"
-    return [TargetCheck("whole tiny CPU matrix", "matrix", f"≤ {TINY_MATRIX_MAX_SECONDS:g} s wall on 2 cores", measured, met, why)]
+    return [TargetCheck("whole tiny CPU matrix", "matrix", target, f"{wall:.1f} s{partial}", met, why)]
 
 
 def _gpu_autocast(result: MatrixResult) -> list[TargetCheck]:
@@ -174,11 +179,11 @@ def _gpu_autocast(result: MatrixResult) -> list[TargetCheck]:
 
 
 def _trace_cost(result: MatrixResult) -> list[TargetCheck]:
-    """What tracing added to each traced cell's record call (its wall time over its own run, :func:`_own_run`): ≤ 2 s at
-    ``tiny``, else ≤ 3× the cell's own run."""
+    """What tracing added to each traced cell's record call (its wall time over its own run,
+    :attr:`~harness.model.result.CellResult.own_run_seconds`): ≤ 2 s at ``tiny``, else ≤ 3× the cell's own run."""
     checks = []
     for cell in result.cells:
-        run = _own_run(cell) if cell.timing is not None else None
+        run = cell.own_run_seconds if cell.timing is not None else None
         if cell.trace is None or cell.wall_seconds is None or run is None:
             continue
         added = max(cell.wall_seconds - run, 0.0)
@@ -190,8 +195,3 @@ def _trace_cost(result: MatrixResult) -> list[TargetCheck]:
         why = None if met else f"over by {added - bound:.2f} s (every point digested; the machine's load counts too)"
         checks.append(TargetCheck("trace cost", cell.id, target, f"{added:.2f} s", met, why))
     return checks
-
-
-def _own_run(cell: CellResult) -> float | None:
-    """A cell's own run: its median timed workload (a warm call, as the trace's are), else its record call's wall time."""
-    return cell.timing.workload.median if cell.timing else cell.wall_seconds

@@ -27,6 +27,7 @@ from typing import Any
 from harness.errors import ResultError
 from harness.model.cell_trace import TraceFile
 from harness.model.efficiency import Efficiency
+from harness.model.phases import Phases
 from harness.model.provenance import Provenance
 from harness.model.record import RECORD_SCHEMA_VERSION, RunRecord
 from harness.model.shape import check_result_shape
@@ -83,7 +84,7 @@ __all__ = [
 #: :class:`~harness.model.provenance.Provenance`) and each cell's ``weights`` (its final weights' tensor digests and
 #: measurements against its pair's other cells: :class:`~harness.model.weights.FinalWeights`), so a result stays judgeable
 #: without its weights files.
-RESULT_SCHEMA_VERSION = 9
+RESULT_SCHEMA_VERSION = 10
 Json = dict[str, Any]
 
 
@@ -191,6 +192,12 @@ class CellResult:
     def ok(self) -> bool:
         """Whether a usable record came back."""
         return self.status is Status.OK
+
+    @property
+    def own_run_seconds(self) -> float | None:
+        """One run of the cell: its median timed workload (a warm call), else its record call's wall time (``None``: it did
+        not run). What tracing adds is measured over it, and the matrix's limit adds it up (:meth:`MatrixResult.limit`)."""
+        return self.timing.workload.median if self.timing else self.wall_seconds
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CellResult:
@@ -330,6 +337,20 @@ class MatrixResult:
     #: Where the result came from: the harness's version, the checkout's commit, every script's digest (a merged result:
     #: its first input's; each input's is in ``sources``).
     provenance: Provenance = field(default_factory=Provenance.unknown)
+    #: Where the run's time went (:mod:`harness.model.phases`); none recorded before schema 10, or for a merged result.
+    phases: Phases = field(default_factory=Phases)
+
+    def limit(self) -> tuple[float, float, float]:
+        """The least wall time this matrix could take here, and its two parts: ``(limit, start, rounds)``.
+
+        ``start``: the slowest worker's start (from its launch to its first answer: R's start-up and ``library(torch)``,
+        Python's ``import torch``; the workers start side by side, so the slowest is what a run waits for). ``rounds``: one
+        round of every cell that ran, one after another (:attr:`CellResult.own_run_seconds`). No run can be quicker: a
+        cell must run once, and its worker must start first.
+        """
+        start = max((float(w.get("ready_seconds") or w.get("startup_seconds") or 0.0) for w in self.workers.values()), default=0.0)
+        rounds = sum(c.own_run_seconds or 0.0 for c in self.cells if c.record is not None)
+        return start + rounds, start, rounds
 
     @property
     def steps(self) -> int:
@@ -423,7 +444,7 @@ class MatrixResult:
                 targets=tuple(TargetCheck.from_json(t) for t in data.get("targets") or ()),
                 traces=tuple(PairTrace.from_json(t) for t in data["traces"]),
                 frontends=tuple(data["frontends"]), baseline=data["baseline"], sources=tuple(dict(s) for s in data["sources"]),
-                provenance=Provenance.from_json(data["provenance"]),
+                provenance=Provenance.from_json(data["provenance"]), phases=Phases.from_json(data["phases"]),
             )
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:  # a stored verdict (never shape-checked)
             what = f"no field {err}" if isinstance(err, KeyError) else str(err)
@@ -441,7 +462,7 @@ class MatrixResult:
             "warnings": list(self.warnings), "cells": [c.to_json() for c in self.cells], "judging": self.judging,
             "pairs": [p.to_json() for p in self.pairs], "targets": [t.to_json() for t in self.targets],
             "traces": [t.to_json() for t in self.traces], "frontends": list(self.frontends), "baseline": self.baseline,
-            "sources": [dict(s) for s in self.sources], "provenance": self.provenance.to_json(),
+            "sources": [dict(s) for s in self.sources], "provenance": self.provenance.to_json(), "phases": self.phases.to_json(),
         }
 
 

@@ -300,7 +300,8 @@ _TRACE = _object({
     "detail": _nullable(_POINT_DIFFERENCE),
 }, optional={"first_difference", "last_identical", "triggers", "reproduced", "seconds", "error", "switches", "reconciled_identical",
              "reconciled", "detail"}, expected="an object (a traced pair)")
-_WORKER = _object({"startup_seconds": _nullable(_NUMBER), "starts": _nullable(_INT)}, optional={"startup_seconds", "starts"},
+_WORKER = _object({"startup_seconds": _nullable(_NUMBER), "starts": _nullable(_INT), "ready_seconds": _NUMBER},
+                  optional={"startup_seconds", "starts", "ready_seconds"},
                   expected="an object (a worker's start-ups)")
 #: What the run found of this machine (:meth:`harness.run.availability.Availability.to_json`); the report prints it.
 _ENVIRONMENT = _object({
@@ -331,6 +332,7 @@ RESULT: dict[str, Check] = {
     "judging": _STR, "traces": _list(_TRACE, "a list of traced pairs"),
     "frontends": _list(_STR, "a non-empty list of frontend names", non_empty=True), "baseline": _STR,
     "sources": _list(_SOURCE, "a list of merged inputs"), "provenance": _PROVENANCE,
+    "phases": _list(_object({"name": _STR, "seconds": _NUMBER}, expected="an object (a phase: name and seconds)"), "a list of phases"),
 }
 
 #: The fields every schema version holds, checked before an older file is upgraded (the upgrade steps read them).

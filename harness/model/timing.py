@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_WARMUP_ROUNDS",
     "MAX_CV_FOR_RATIO",
     "MIN_ROUNDS_FOR_SPREAD",
+    "PRESET_PROTOCOLS",
     "RoundLog",
     "Stats",
     "Timing",
@@ -249,6 +250,13 @@ DEFAULT_ROUNDS = 5
 DEFAULT_MAX_SECONDS = 60.0
 
 
+#: A preset's own (untimed calls, timed rounds) where they differ from the defaults. ``tiny``'s cells take milliseconds: no
+#: spread target applies to them (harness.judge.targets), and its matrix is the one a user waits for (issue 29), so its
+#: record call is its only warm-up (it runs every kernel the rounds run) and it gets the fewest timed rounds that give a
+#: spread, and so a ratio (:data:`MIN_ROUNDS_FOR_SPREAD`).
+PRESET_PROTOCOLS: dict[str, tuple[int, int]] = {"tiny": (1, 3)}
+
+
 #: Fewer timed rounds than this give no spread (an IQR of two samples says nothing), so no ratio.
 MIN_ROUNDS_FOR_SPREAD = 3
 
@@ -272,6 +280,14 @@ class TimingProtocol:
             raise UsageError("rounds", self.rounds, f"an integer ≥ 1 (≥ {MIN_ROUNDS_FOR_SPREAD} for a spread)")
         if not isinstance(self.max_seconds, (int, float)) or not math.isfinite(self.max_seconds) or self.max_seconds <= 0:
             raise UsageError("max_seconds", self.max_seconds, "a positive number of seconds")
+
+    @classmethod
+    def for_preset(cls, preset: str, warmup_rounds: int | None = None, rounds: int | None = None,
+                   max_seconds: float | None = None, interleave: bool = False) -> TimingProtocol:
+        """The protocol for ``preset``: what is given, else the preset's own (:data:`PRESET_PROTOCOLS`), else the defaults."""
+        own_warmup, own_rounds = PRESET_PROTOCOLS.get(preset, (DEFAULT_WARMUP_ROUNDS, DEFAULT_ROUNDS))
+        return cls(own_warmup if warmup_rounds is None else warmup_rounds, own_rounds if rounds is None else rounds,
+                   DEFAULT_MAX_SECONDS if max_seconds is None else max_seconds, interleave)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TimingProtocol:

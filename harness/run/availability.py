@@ -23,7 +23,7 @@ from typing import Any
 from harness.files.paths import REPO_ROOT
 from harness.run.process_group import end_group, start_group
 
-__all__ = ["INSTALL_R_TORCH", "Availability", "probe", "python_cuda", "r_required"]
+__all__ = ["INSTALL_R_TORCH", "Availability", "probe", "probe_host", "python_cuda", "r_required"]
 
 INSTALL_R_TORCH = 'install.packages("torch"); torch::install_torch()'
 _PROBE_TIMEOUT_S = 120
@@ -40,6 +40,10 @@ class Availability:
     rpy2_error: str | None
     r: dict[str, Any] = field(default_factory=dict)
     r_probe_error: str | None = None
+    #: Whether R's side was probed (``r`` holds the answer). A run does not probe it first (:func:`probe_host`): its R
+    #: worker answers the same questions when it starts, and the runner completes this with them (or, where the worker
+    #: cannot start, with :func:`probe`'s answer, which says why).
+    r_probed: bool = True
 
     @property
     def python_reason(self) -> str | None:
@@ -62,6 +66,8 @@ class Availability:
         """Why the R frontend (the R torch this machine's R finds) cannot run here, in one line with the fix, or ``None``."""
         if self.r_host_reason:
             return self.r_host_reason
+        if not self.r_probed:
+            return None  # not known yet: the R worker's start tells (see r_probed)
         if self.r_probe_error:
             return f"the R probe failed: {self.r_probe_error}"
         if not self.r.get("torch_installed"):
@@ -105,6 +111,21 @@ def probe() -> Availability:
         rpy2_error=rpy2_error,
         r=r_info,
         r_probe_error=r_error,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def probe_host() -> Availability:
+    """What a run needs to know before its workers start, without starting R (milliseconds, where :func:`probe` takes
+    seconds: an Rscript that loads R torch, and an interpreter that loads R through rpy2).
+
+    Why: the run's R worker is the R the probe would start, and it loads R torch anyway; it answers the probe's questions
+    when it starts (harness/frontends/r_handler.py), so the run waits for one R start, not two. ``r_probed`` is ``False``
+    until then.
+    """
+    return Availability(
+        python_version=platform.python_version(), torch_version=_dist_version("torch"), rscript=shutil.which("Rscript"),
+        rpy2_version=_dist_version("rpy2"), rpy2_error=None, r_probed=False,
     )
 
 

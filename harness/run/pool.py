@@ -7,9 +7,11 @@ cells through one pool, so a cell's request is built in one place and every call
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.errors import WorkerError
 from harness.files.staging import StagingDir
 from harness.run.availability import Availability
 from harness.run.frontends import FRONTENDS, Frontend, open_worker
@@ -39,10 +41,14 @@ class WorkerPool:
     to publish them, or the caller's); the pool never removes it: the result names the files in it.
     ``scaler_lift``: whether R's scaler script may lift R torch's CUDA-only check on CPU (every request says so).
     ``frontends``: the frontends by name (:func:`harness.run.frontends.frontend_for` of each installation).
+    ``availability``: the probe's answer, or what waits for it (the runner probes while the workers start).
+
+    Each worker is called from one thread at a time (the runner gives each frontend a thread of its own).
     """
 
     def __init__(
-        self, spec: WorkloadSpec, fixture: FixtureFile, availability: Availability, timeout: float = DEFAULT_TIMEOUT_S,
+        self, spec: WorkloadSpec, fixture: FixtureFile, availability: Availability | Callable[[], Availability],
+        timeout: float = DEFAULT_TIMEOUT_S,
         staging: Path | None = None, scaler_lift: bool = True, frontends: dict[str, Frontend] | None = None,
     ) -> None:
         self.spec = spec
@@ -50,7 +56,7 @@ class WorkerPool:
         self.frontends = dict(FRONTENDS) if frontends is None else frontends
         self.scaler_lift = scaler_lift
         self.fixture = fixture
-        self.availability = availability
+        self._availability = availability
         self.timeout = timeout
         if staging is None:
             raise ValueError("WorkerPool needs a staging folder for the final weights (MatrixRunner says which)")
@@ -59,16 +65,41 @@ class WorkerPool:
         # goes into a folder of the pool's own, removed when it closes.
         self._worker_tmp = StagingDir(Path(tempfile.gettempdir()), WORKER_TMP_PREFIX)
         self._workers: dict[str, Worker] = {}
+        self._closed = False
+
+    @property
+    def availability(self) -> Availability:
+        """What can run here (the probe's answer; waited for on first use where the probe still runs)."""
+        return self._availability() if callable(self._availability) else self._availability
 
     def close(self) -> None:
-        """Stop the workers and drop their temporary folder (the staged weights stay: they are the caller's)."""
+        """Stop the workers and drop their temporary folder (the staged weights stay: they are the caller's).
+
+        Every worker is asked to stop before any is waited for, so they exit side by side. Once closed, the pool starts no
+        worker again: a thread that outlived its run (Ctrl-C) gets an error, not a new process.
+        """
+        self._closed = True
+        for worker in self._workers.values():
+            worker.ask_to_stop()
         for worker in self._workers.values():
             worker.close()
         self._workers.clear()
         self._worker_tmp.close()
 
+    def stop(self, frontend: str) -> None:
+        """Stop one frontend's worker, if it started (one started before the probe said it cannot run here)."""
+        worker = self._workers.pop(frontend, None)
+        if worker is not None:
+            worker.close()
+
     def worker(self, frontend: str) -> Worker:
-        """The frontend's long-lived worker (started on first use)."""
+        """The frontend's long-lived worker (started on first use).
+
+        Raises:
+            WorkerError: the pool is closed.
+        """
+        if self._closed:
+            raise WorkerError(f"{frontend} worker: the run is stopping, no worker starts again")
         if frontend not in self._workers:
             env = {**thread_env(self.spec.threads), "TMPDIR": str(self._worker_tmp.path)}
             self._workers[frontend] = open_worker(self.frontends[frontend], env, timeout=self.timeout)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +32,13 @@ from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
 from harness.judge.weight_findings import load_weights
 from harness.model.cell_trace import TRACE_SUFFIX, CellTrace, TraceFile
 from harness.model.efficiency import cell_efficiency
+from harness.model.phases import PhaseClock
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, MatrixResult, Memory, Peaks, ReferenceSummary, Status, with_time_vs_default
 from harness.model.timing import TimingProtocol
 from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
-from harness.run.availability import Availability, probe, r_required
+from harness.run.availability import Availability, probe, probe_host, r_required
 from harness.run.frontends import check_described, frontend_for
 from harness.run.measure import measure_peaks, profile_cells, time_cells
 from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
@@ -87,6 +90,8 @@ class MatrixRunner:
             raise UsageError("MatrixRunner staging", None, "a folder that outlives the runner, where the final weights go (a "
                              "ResultClaim's staging, to publish them with the result, or a folder of yours)")
         self._created = time.perf_counter()
+        #: Where this run's time goes (harness.model.phases): the probe and fixtures here, the rest in :meth:`run`.
+        self._clock = PhaseClock()
         self.spec = spec
         self.installations = tuple(DEFAULT_INSTALLATIONS[f] if isinstance(f, str) else f for f in frontends)
         self.frontends = tuple(i.name for i in self.installations)
@@ -95,11 +100,16 @@ class MatrixRunner:
             raise UsageError("--baseline", self.baseline, f"one of the frontends ({', '.join(self.frontends)})")
         #: What each installation's worker reported (:meth:`describe_installations`), by name.
         self.facts: dict[str, dict[str, Any]] = {}
-        self.availability = availability or probe()
+        # Without an availability given, R's side is not probed before the run (an Rscript loading R torch: 2 s here): the
+        # R worker answers the probe's questions when it starts (describe_installations).
+        self._availability = availability or probe_host()
+        #: Seconds from each worker's start to its first answer (its start-up and the describe call: R's library(torch)).
+        self.ready_seconds: dict[str, float] = {}
         self.trace = trace
         self.known = load_known_differences() if known is None else known
-        self.fixture: FixtureFile = ensure_fixtures(spec)
-        self.pool = WorkerPool(spec, self.fixture, self.availability, timeout, staging, scaler_lift,
+        with self._clock.phase("fixtures"):
+            self.fixture: FixtureFile = ensure_fixtures(spec)
+        self.pool = WorkerPool(spec, self.fixture, lambda: self.availability, timeout, staging, scaler_lift,
                                {i.name: frontend_for(i) for i in self.installations})
         self._arrays: dict[str, Any] | None = None
         self._references: dict[tuple[str, bool, frozenset[int]], Reference] = {}
@@ -110,6 +120,11 @@ class MatrixRunner:
         self.reconcile_problems: dict[str, str] = {}
         #: The optimizers the last run ran (their float64 trajectories go into its result).
         self._optimizers: tuple[str, ...] = PRESET_OPTIMIZERS.get(spec.preset, ("sgd",))
+
+    @property
+    def availability(self) -> Availability:
+        """What can run here (R's side completed by the R worker's start, or by :func:`probe` where it cannot start)."""
+        return self._availability
 
     def __enter__(self) -> MatrixRunner:
         return self
@@ -140,23 +155,33 @@ class MatrixRunner:
         calls only (no timed rounds, peaks or profiles: ``harness trace``).
         """
         check_judging(judging)
-        protocol = protocol or TimingProtocol()
+        protocol = protocol or TimingProtocol.for_preset(self.spec.preset)
         progress = on_progress or (lambda text: None)
+        clock = self._clock
         started = time.time()
         provenance = describe_provenance()  # the files as they are when the cells start
-        self.describe_installations(progress)
+        with clock.phase("worker starts"):
+            self.describe_installations(progress)
         optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, ("sgd",))
         self._optimizers = optimizers
-        cells = []
-        for cell in cells_for(self.frontends, modes, optimizers, self.spec.device):
-            outcome = self._run_cell(cell)  # judged once, with the rest, by assess_result at the end
-            cells.append(outcome)
-            progress(f"{cell.id}: {outcome.status}")
+        matrix = cells_for(self.frontends, modes, optimizers, self.spec.device)
+        # Each frontend's cells in its own worker, the workers side by side (one thread each; the spec's threads per worker):
+        # a record call's numbers do not depend on what the other worker does, and its time is not what is timed.
+        with clock.phase("record calls"):
+            cells = self._per_frontend(matrix, self._called, progress)
+        if self.trace:
+            with clock.phase("reconciled runs"):
+                cells = self._per_frontend(cells, self._with_reconciled, progress)
+        with clock.phase("reference"):  # judged once, with the rest, by assess_result at the end
+            cells = [self._with_distance(c) for c in cells]
         if measure:
-            cells = time_cells(self.pool, cells, protocol, progress)
-            peaks = measure_peaks(self.pool, cells, progress)
+            with clock.phase("timed rounds"):  # one at a time: a timed round has the machine to itself
+                cells = time_cells(self.pool, cells, protocol, progress)
+            with clock.phase("peaks"):
+                peaks = measure_peaks(self.pool, cells, progress)
             if self.spec.device == "cuda" if profile is None else profile:
-                cells = profile_cells(self.pool, cells, progress)
+                with clock.phase("profile"):
+                    cells = profile_cells(self.pool, cells, progress)
             cells = [dataclasses.replace(c, efficiency=cell_efficiency(c, self.spec, peaks)) for c in cells]
             cells = with_time_vs_default(cells, paired=protocol.interleave)
         else:
@@ -165,7 +190,7 @@ class MatrixRunner:
             created=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
             wall_seconds=time.perf_counter() - self._created, spec=self.spec, spec_digest=self.spec.digest(),
             fixture={"path": str(self.fixture.path), "sha256": self.fixture.sha256, "digest": self.fixture.digest},
-            environment=self.availability.to_json(), protocol=protocol, workers=self.pool.worker_info(), peaks=peaks,
+            environment=self.availability.to_json(), protocol=protocol, workers=self.worker_info(), peaks=peaks,
             reference=self.reference_summary(), reference_seconds=self.reference_seconds,
             warnings=tuple([*collect_warnings(cells, self.spec),
                             *(f"{cell_id}: no reconciled run: {why}" for cell_id, why in self.reconcile_problems.items())]),
@@ -175,11 +200,61 @@ class MatrixRunner:
         if self.trace:
             # Every pair is traced from its cells' stored traces; where two tensors first part, both cells run once more
             # to measure how far apart they are (for the explanation: the verdict is the same without it).
-            pairs = compare_result(result, known=self.known)
-            result = dataclasses.replace(result, traces=self.measure_pairs(result, pairs, progress))
-        # The matrix's wall time includes its traces: the whole-matrix target is what a user waits for.
-        result = dataclasses.replace(result, wall_seconds=time.perf_counter() - self._created)
-        return assess_result(keep_weights(result), known=self.known)  # kept while the weights files are there
+            with clock.phase("judging"):
+                pairs = compare_result(result, known=self.known)
+            with clock.phase("trace measurements"):
+                result = dataclasses.replace(result, traces=self.measure_pairs(result, pairs, progress))
+        with clock.phase("judging"):
+            # The targets read the wall time and phases so far (the matrix target names the longest phases where it is missed).
+            result = dataclasses.replace(result, wall_seconds=time.perf_counter() - self._created, phases=clock.phases())
+            result = assess_result(keep_weights(result), known=self.known)  # kept while the weights files are there
+        # The matrix's wall time includes its traces and judging: the whole-matrix target is what a user waits for. A next
+        # run of this runner (a benchmark's) starts its own clock: its workers are started already.
+        result = dataclasses.replace(result, wall_seconds=time.perf_counter() - self._created, phases=clock.phases())
+        self._clock, self._created = PhaseClock(), time.perf_counter()
+        return result
+
+    def worker_info(self) -> dict[str, Any]:
+        """Each worker's start-ups (:meth:`harness.run.pool.WorkerPool.worker_info`) and how long it took to answer first."""
+        info = self.pool.worker_info()
+        for name, seconds in self.ready_seconds.items():
+            info.setdefault(name, {})["ready_seconds"] = seconds
+        return info
+
+    def _per_frontend(self, cells: Sequence[Any], call: Callable[[Any], CellResult],
+                      progress: Callable[[str], None]) -> list[CellResult]:
+        """``call`` of each cell (a :class:`Cell` or a :class:`CellResult`), each frontend's cells in order in a thread of
+        their own, so the workers run side by side; the results in the cells' order.
+
+        A thread only talks to its own worker and writes its own cells' files. Should the caller stop (Ctrl-C, a signal),
+        no thread starts another cell: ``stop`` is set before the pool closes, so a worker is never restarted by a thread
+        that outlived its run.
+        """
+        groups: dict[str, list[int]] = {}
+        for index, cell in enumerate(cells):
+            groups.setdefault(cell.frontend, []).append(index)
+        results: list[CellResult | None] = [None] * len(cells)
+        stop = threading.Event()
+
+        def run_group(indices: list[int]) -> None:
+            for index in indices:
+                if stop.is_set():
+                    return
+                results[index] = call(cells[index])
+
+        executor = ThreadPoolExecutor(max(1, len(groups)), thread_name_prefix="amp-parity-cells")
+        try:
+            futures = [executor.submit(run_group, indices) for indices in groups.values()]
+            for future in futures:
+                future.result()
+        finally:
+            stop.set()
+            executor.shutdown(wait=False, cancel_futures=True)
+        done = [r for r in results if r is not None]
+        assert len(done) == len(cells)
+        for outcome in done:
+            progress(f"{outcome.id}: {outcome.status}")
+        return done
 
     def measure_pairs(
         self, result: MatrixResult, verdicts: Sequence[PairVerdict], on_progress: Callable[[str], None] | None = None
@@ -214,38 +289,86 @@ class MatrixRunner:
             UsageError: a named installation's worker cannot start or describe itself (what it said, and the fix).
         """
         progress = on_progress or (lambda text: None)
-        for installation in self.installations:
-            name = installation.name
-            if name in self.facts or self.pool.unavailable_reason(name) is not None:
-                continue
-            progress(f"starting {name} ({installation.where()})")
-            try:
-                self.facts[name] = self.pool.call(name, {"kind": "describe", "device": self.spec.device})
-            except WorkerError as err:
-                if installation.is_default:
-                    self.facts[name] = {}  # nothing reported; its cells end in error with this reason, and the run goes on
-                    continue
-                fix = ("pip install torch numpy safetensors in it" if installation.language == "python"
-                       else "check that its R library holds the torch package and its libtorch")
-                raise UsageError(f"installation {name}", installation.where(),
-                                 f"one that starts a worker ({' '.join(str(err).split())}); {fix}") from err
-            check_described(installation, self.pool.worker(name).env, self.facts[name])  # the R torch it names, not another
+        # Unasked: one described, or one that cannot run here (its cells say why).
+        waiting = [i for i in self.installations if i.name not in self.facts and self.pool.unavailable_reason(i.name) is None]
+        if not waiting:
+            return self.facts
+        progress("starting " + ", ".join(f"{i.name} ({i.where()})" for i in waiting))
+        # Every worker starts at once: Python's import torch while R loads R torch.
+        answers: dict[str, Future[dict[str, Any]]] = {}
+        executor = ThreadPoolExecutor(len(waiting), thread_name_prefix="amp-parity-start")
+        try:
+            answers = {i.name: executor.submit(self._describe, i.name) for i in waiting}
+            for installation in waiting:
+                name = installation.name
+                try:
+                    described = self._probed_by(installation, answers[name].result())
+                except WorkerError as err:
+                    if self._probed_by(installation, None) is None:
+                        continue  # the probe says why it cannot run here: its cells are skipped with that reason
+                    if installation.is_default:
+                        self.facts[name] = {}  # nothing reported; its cells end in error with this reason, and the run goes on
+                        continue
+                    fix = ("pip install torch numpy safetensors in it" if installation.language == "python"
+                           else "check that its R library holds the torch package and its libtorch")
+                    raise UsageError(f"installation {name}", installation.where(),
+                                     f"one that starts a worker ({' '.join(str(err).split())}); {fix}") from err
+                if described is None:
+                    continue  # it started, but the probe says it cannot run here: its cells are skipped with that reason
+                self.facts[name] = described
+                check_described(installation, self.pool.worker(name).env, described)  # the R torch it names, not another
+        finally:
+            executor.shutdown(wait=False, cancel_futures=True)
+        for installation in waiting:
+            if installation.name not in self.facts:
+                self.pool.stop(installation.name)
         return self.facts
+
+    def _probed_by(self, installation: Installation, facts: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The installation's facts (``facts``: its worker's describe answer; ``None``: it could not start), without the probe's
+        part, which completes an availability whose R side was not probed (this harness's own R worker is the R a probe
+        would start).
+
+        Where that worker could not start, or said nothing of R, R is probed as before (:func:`probe`, an Rscript), so its
+        cells say why in the probe's words (R torch not installed, libtorch fails to load) rather than the worker's. Returns
+        ``None`` where it then cannot run here (the reason is the probe's); ``{}`` for a worker that could not start.
+        """
+        answer = dict(facts or {})
+        r_probe = answer.pop("r_probe", None)
+        if not installation.is_default or installation.language != "r" or self._availability.r_probed:
+            return answer
+        if isinstance(r_probe, dict):
+            self._availability = dataclasses.replace(self._availability, r=r_probe, r_probed=True)
+            return answer
+        with self._clock.phase("probe"):
+            self._availability = probe()
+        return None if self.pool.unavailable_reason(installation.name) is not None else answer
+
+    def _describe(self, name: str) -> dict[str, Any]:
+        """Start ``name``'s worker and ask what it runs (in a thread of its own: the workers start side by side)."""
+        started = time.perf_counter()
+        facts: dict[str, Any] = self.pool.call(name, {"kind": "describe", "device": self.spec.device})
+        self.ready_seconds[name] = time.perf_counter() - started
+        return facts
 
     def run_cell(self, cell: Cell) -> CellResult:
         """Run one cell (the record call); its ``status`` says how it ended (it never raises), its ``verdict``
         how it stands on its own (:mod:`harness.judge.cells`)."""
-        outcome = self._run_cell(cell)
+        outcome = self._with_distance(self._with_reconciled(self._called(cell)))
         return dataclasses.replace(outcome, verdict=judge_cell(outcome, self.spec, self.reference_summary()))
 
-    def _run_cell(self, cell: Cell) -> CellResult:
-        """The record call, and the cell's distance from float64 where it has a reference (what its verdict is judged from)."""
+    def _called(self, cell: Cell) -> CellResult:
+        """The record call, with the facts of the installation that ran it."""
         self.describe_installations()  # once per installation: its facts go with each of its cells
         outcome = self._record_call(cell)
         installation = {**self.pool.frontends[cell.frontend].installation_json(), **self.facts.get(cell.frontend, {})}
-        if self.trace and outcome.status in (Status.OK, Status.ERROR):
-            outcome = dataclasses.replace(outcome, reconciled=self._reconciled_call(cell))
         return dataclasses.replace(outcome, installation=installation)
+
+    def _with_reconciled(self, outcome: CellResult) -> CellResult:
+        """The cell with its reconciled run, where tracing is on and the cell ran (or failed: a switch may be what makes it run)."""
+        if not self.trace or outcome.status not in (Status.OK, Status.ERROR):
+            return outcome
+        return dataclasses.replace(outcome, reconciled=self._reconciled_call(outcome.cell))
 
     def _reconciled_call(self, cell: Cell) -> TraceFile | None:
         """The cell run again, traced, with the switches of the known differences that cover it on its side (none: no
@@ -303,19 +426,26 @@ class MatrixRunner:
         record = RunRecord.from_json(raw)
         if self.pool.declared_unsupported(cell) and record.lifted_check is None:
             reason = f"declared unsupported for {cell.frontend}, but it ran: update the Frontend registry"
-        outcome = CellResult(cell, status, reason, record=record, wall_seconds=wall_seconds, memory=Memory.from_json(memory),
-                             trace=trace)
+        return CellResult(cell, status, reason, record=record, wall_seconds=wall_seconds, memory=Memory.from_json(memory),
+                          trace=trace)
+
+    def _with_distance(self, outcome: CellResult) -> CellResult:
+        """The cell's distance from float64 where it ran and has a reference (what its verdict is judged from); a cell whose
+        final weights cannot be read ends in error here."""
+        record, cell = outcome.record, outcome.cell
+        if record is None or outcome.status is not Status.OK:
+            return outcome
         # A scaler run is judged against the steps it really took: the reference skips its skipped steps too.
         skipped = record.skipped_step_indices
         reference = self.reference(cell.optimizer, clip=cell.properties.clip, skipped=skipped)
-        if reference is None or status is not Status.OK:
+        if reference is None:
             return outcome
         assert record.weights_path is not None
         try:
             weights = load_weights(record.weights_path)
         except ValueError as err:  # the script said ok, but its weights cannot be read: this cell fails, the matrix goes on
-            return CellResult(cell, Status.ERROR, f"{err}; the script reported success, but its final weights cannot be judged",
-                              record=record, wall_seconds=wall_seconds, memory=Memory.from_json(memory))
+            return dataclasses.replace(outcome, status=Status.ERROR, trace=None,
+                                       reason=f"{err}; the script reported success, but its final weights cannot be judged")
         distance = measure_distance(list(record.losses), weights, reference, skipped)
         return dataclasses.replace(outcome, reference_distance=distance)
 

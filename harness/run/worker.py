@@ -64,6 +64,7 @@ class Worker:
         self.start_timeout = _START_TIMEOUT_S if start_timeout is None else start_timeout
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: multiprocessing.connection.Connection | None = None
+        self._asked_to_stop = False
         self.starts = 0
         #: Seconds the last start took (interpreter, imports, R's start-up and ``library(torch)``).
         self.startup_seconds: float | None = None
@@ -127,18 +128,24 @@ class Worker:
             raise self._crashed("call") from err
         return self._receive(timeout, what="call", request=request)
 
-    def close(self) -> None:
-        """Stop the process politely, then firmly; whatever it started goes with it."""
-        if self._conn is not None and self.alive:
+    def ask_to_stop(self) -> None:
+        """Ask the process to exit, without waiting for it (:meth:`close` waits): a pool asks every worker first."""
+        if self._conn is not None and self.alive and not self._asked_to_stop:
+            self._asked_to_stop = True
             try:
                 self._conn.send(None)
             except OSError:
                 pass
+
+    def close(self) -> None:
+        """Stop the process politely, then firmly; whatever it started goes with it."""
+        self.ask_to_stop()
         if self._process is not None:
             end_group(self._process, _EXIT_GRACE_S)
         if self._conn is not None:
             self._conn.close()
         self._process, self._conn = None, None
+        self._asked_to_stop = False
 
     def _receive(self, timeout: float, what: str, request: dict[str, Any] | None = None) -> Any:
         assert self._conn is not None

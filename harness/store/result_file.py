@@ -372,6 +372,11 @@ def _update_to_9(data: dict[str, Any], path: Path) -> dict[str, Any]:
     return data | {"schema_version": 9, "provenance": Provenance.unknown().to_json(), "cells": cells}
 
 
+def _update_to_10(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Version 9 → 10: ``phases``, where the run's time went (not recorded before: none)."""
+    return data | {"schema_version": 10, "phases": []}
+
+
 def _stored_number(value: Any, path: Path, where: str) -> float | None:
     """``value`` if it is a number or null; an upgrade step computes with it.
 
@@ -386,7 +391,8 @@ def _stored_number(value: Any, path: Path, where: str) -> float | None:
 
 #: The step that upgrades a file of each older version by one.
 _UPDATES: dict[int, Callable[[dict[str, Any], Path], dict[str, Any]]] = {2: _update_to_3, 3: _update_to_4, 4: _update_to_5, 5: _update_to_6,
-                                                                      6: _update_to_7, 7: _update_to_8, 8: _update_to_9}
+                                                                      6: _update_to_7, 7: _update_to_8, 8: _update_to_9,
+                                                                      9: _update_to_10}
 
 
 def _map_stored_weights_paths(result: dict[str, Any], change: Callable[[str], str]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from harness.model.verdicts import CELL_OUTCOMES, PairVerdict
 from harness.views.formatting import cell_text, frontend_order, lift_footnote, num, provenance_lines, status_text
 from harness.views.glance import LEGEND, glance
 from harness.views.plots import plot_loss_diff, plot_losses, plot_timing
-from harness.views.timing_sections import efficiency_section, targets_section, timing_section
+from harness.views.timing_sections import efficiency_section, phases_section, targets_section, timing_section
 from harness.workload.scripts import all_mode_names
 
 __all__ = ["PLOT_FILES", "REPORT_FILE", "REPORT_FILES", "render_markdown", "write_report"]
@@ -84,6 +84,7 @@ def render_markdown(result: MatrixResult) -> str:
     out += timing_section(result)
     out += efficiency_section(result)
     out += targets_section(result)
+    out += phases_section(result)
     out += _versions(result)
     out += _provenance(result)
     out += ["## Plots", ""] + [f"![{name}]({name})" for name in PLOT_FILES] + [""]

@@ -13,7 +13,7 @@ from harness.model.result import CellResult, MatrixResult, Memory
 from harness.model.timing import MIN_ROUNDS_FOR_SPREAD, Timing
 from harness.views.formatting import cell_text, mib, num
 
-__all__ = ["efficiency_section", "targets_section", "frontend_costs", "timing_section"]
+__all__ = ["efficiency_section", "frontend_costs", "phases_line", "phases_section", "targets_section", "timing_section"]
 
 
 def frontend_costs(cells: Sequence[CellResult]) -> dict[str, tuple[float, float]]:
@@ -72,6 +72,33 @@ def timing_section(result: MatrixResult) -> list[str]:
           f"{bridge * 1e3:.2f} ms (medians over its cells); clock: {clocks.get(name) or 'not recorded'}."
           for name, (setup, bridge) in costs.items()],
         *([""] if costs else []),
+    ]
+
+
+def phases_line(result: MatrixResult) -> str | None:
+    """One line of where the run's time went, phase by phase in the order it went through them (``run -v``); ``None``
+    where no phases were recorded (a result before schema 10, a merged one)."""
+    phases = result.phases
+    if not phases.seconds:
+        return None
+    parts = " · ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.seconds)
+    return f"phases: {parts} (together {phases.total:.2f} s; matrix wall {result.wall_seconds:.2f} s)"
+
+
+def phases_section(result: MatrixResult) -> list[str]:
+    """Where the run's time went (:mod:`harness.model.phases`), and the least it could have taken here."""
+    phases = result.phases
+    if not phases.seconds:
+        return ["## Where the time went", "", "No phases recorded (a result before schema 10, or a merged one).", ""]
+    limit, start, rounds = result.limit()
+    lines = ["## Where the time went", "", "| phase | seconds | share |", "|---|---:|---:|"]
+    lines += [f"| {name} | {seconds:.2f} | {seconds / max(phases.total, 1e-9):.0%} |" for name, seconds in phases.seconds]
+    return [
+        *lines, "",
+        f"Matrix wall time {result.wall_seconds:.2f} s; the phases account for {phases.total:.2f} s (writing comes after the "
+        "result is made, and is in the report, not the result file). Its limit here, the least any run could take: "
+        f"{limit:.2f} s (the slowest worker's start {start:.2f} s, the workers starting side by side, and one round of every "
+        f"cell {rounds:.2f} s).", "",
     ]
 
 

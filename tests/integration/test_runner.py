@@ -42,7 +42,7 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
     ]
     assert [c.id for c in result.cells] == ids
     assert all(c.status is Status.OK for c in result.cells)
-    assert result.to_json()["schema_version"] == RESULT_SCHEMA_VERSION == 9 and result.spec == tiny_spec
+    assert result.to_json()["schema_version"] == RESULT_SCHEMA_VERSION == 10 and result.spec == tiny_spec
     assert result.provenance.source == "checkout" and result.provenance.harness_version == harness.__version__
     assert "r_scripts/common.R" in result.provenance.files and "harness/judge/known_differences.toml" in result.provenance.files
     assert all(c.weights is not None and set(c.weights.tensors) == {f"layer{k}.{p}" for k in range(3) for p in ("weight", "bias")}

@@ -108,7 +108,7 @@ def test_merge_writes_the_report_and_the_merged_result_and_refuses_to_overwrite(
     out, merged = tmp_path / "report", tmp_path / "merged.json"
     done = run_cli("merge", *map(str, slices), "--out", str(out), "--json", str(merged))
     assert done.returncode == 0, done.stderr
-    assert (out / "report.md").is_file() and json.loads(merged.read_text())["schema_version"] == 9
+    assert (out / "report.md").is_file() and json.loads(merged.read_text())["schema_version"] == 10
     assert f"merged 2 results (8 cells); report written to {out / 'report.md'}" in " ".join(done.stdout.split())
     again = run_cli("merge", *map(str, slices), "--out", str(tmp_path / "elsewhere"), "--json", str(merged))
     assert again.returncode == ExitCode.USAGE_ERROR

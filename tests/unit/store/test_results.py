@@ -20,15 +20,15 @@ def test_round_trip(tmp_path: Path) -> None:
     result = committed()
     save_result(result, tmp_path / "r.json")
     assert load_result(tmp_path / "r.json") == result
-    assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == RESULT_SCHEMA_VERSION == 9
+    assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == RESULT_SCHEMA_VERSION == 10
 
 
-@pytest.mark.parametrize(("version", "advice"), [(10, "upgrade amp-parity"), (1, "re-run `python -m harness run --json`")])
+@pytest.mark.parametrize(("version", "advice"), [(11, "upgrade amp-parity"), (1, "re-run `python -m harness run --json`")])
 def test_other_schema_versions_are_refused_with_what_to_do(tmp_path: Path, version: int, advice: str) -> None:
     """A newer or older schema is refused in one line, saying which and what to do."""
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"schema_version": version, "cells": []}))
-    with pytest.raises(ResultError, match=f"schema version {version}.*reads versions 2 to 9: {advice}") as refused:
+    with pytest.raises(ResultError, match=f"schema version {version}.*reads versions 2 to 10: {advice}") as refused:
         load_result(path)
     assert "\n" not in str(refused.value)
 

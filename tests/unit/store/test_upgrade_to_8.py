@@ -117,5 +117,5 @@ def test_an_upgraded_result_saves_as_the_current_schema_and_loads_back_the_same(
     loaded = load_result(_v7_file(tmp_path, *([traced] if edits else []))[0])
     (tmp_path / "out").mkdir()
     save_result(loaded, tmp_path / "out" / "v8.json")
-    assert json.loads((tmp_path / "out" / "v8.json").read_text())["schema_version"] == 9
+    assert json.loads((tmp_path / "out" / "v8.json").read_text())["schema_version"] == 10
     assert load_result(tmp_path / "out" / "v8.json") == loaded
