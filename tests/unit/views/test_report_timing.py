@@ -38,6 +38,27 @@ def test_timing_table_shows_rounds_spread_and_the_overhead_split() -> None:
     assert "Protocol: 1 untimed call(s) per cell" in text and "up to 5 timed rounds" in text and "interleaved (A, B, A, B …)" in text
 
 
+def test_each_timed_cell_shows_its_floor_cv_beside_its_cv_where_measured() -> None:
+    """A cell timed with a noise floor shows the floor's CV after its own, in the report and the terminal table; one without
+    shows —."""
+    from rich.console import Console
+
+    from harness.judge.assess import assess_result
+    from harness.views.table import print_result
+
+    python = by_mode(golden())
+    floored = dataclasses.replace(python["default"], timing=steady_timing(0.1, spread=0.02, floor=0.013))
+    result = replace_cells(golden(), {floored.id: floored})
+    section = report_text(result).split("## Timing")[1]
+    assert _line(section, f"| `{floored.id}` |").startswith(f"| `{floored.id}` | 3 | 0.1 | 0.002 | 2.0% | 1.3% | ")
+    assert _line(section, f"| `{python['autocast'].id}` |").split(" | ")[5] == "—"
+    assert "| CV | floor CV |" in section
+    console = Console(record=True, width=240)
+    print_result(assess_result(result), console)
+    row = next(line for line in console.export_text().splitlines() if "· default " in line and "│ python " in line)
+    assert [part.strip() for part in row.split("│")][10:12] == ["2.0%", "1.3%"]
+
+
 def test_each_frontends_costs_are_medians_over_its_cells() -> None:
     """The set-up and bridge per frontend are medians over its timed cells, and the report says them with its clock."""
     result = golden()
