@@ -133,7 +133,7 @@ def _cv(result: MatrixResult) -> list[TargetCheck]:
             gc = t.gc_seconds
             beyond = "the floor-based bound" if floor is not None and bound > CV_MAX else f"the {CV_MAX:.0%} bound"
             why = (
-                f"missed by {(cv - bound) * 100:.1f} points beyond {beyond}: rounds ranged {loop.min:.4g}–{loop.max:.4g} s; "
+                f"missed by {(cv - bound) * 100:.2f} points beyond {beyond}: rounds ranged {loop.min:.4g}–{loop.max:.4g} s; "
                 + (f"garbage collection took up to {gc:.3g} s inside the loop; " if gc > 0 else "")
                 + (f"this cell's loop is only {loop.median:.2g} s, shorter than the ~1 s the target assumes; "
                    if loop.median < CV_MIN_LOOP_SECONDS else "")

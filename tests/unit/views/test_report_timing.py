@@ -121,7 +121,7 @@ def test_figures_met_and_missed_by_how_much() -> None:
     assert met.met and met.measured.startswith("bridge 1.00 ms")
     assert "python script set-up 20.00 ms, the frontend's own cost" in met.measured
     spread = checks[("round-to-round spread", slow.id)]
-    assert not spread.met and spread.why is not None and spread.why.startswith(f"missed by {(0.05 - CV_MAX) * 100:.1f} points")
+    assert not spread.met and spread.why is not None and spread.why.startswith(f"missed by {(0.05 - CV_MAX) * 100:.2f} points")
     assert checks[("round-to-round spread", steady.id)].met
     matrix = checks[("whole tiny CPU matrix", "matrix")]
     assert matrix.met and matrix.measured == "42.0 s (python start-up 12.4 s, r start-up 10.7 s)"
