@@ -3,7 +3,8 @@
 #' It loads common.R and patches.R from the folder the harness names in `amp_parity_r_dir` and defines `amp_parity_call()`,
 #' which the worker calls for every cell with the script's path, the run spec as JSON and the mode. Only plain data crosses: the
 #' spec comes in as JSON text and the record goes back as JSON text, the line the script prints in
-#' shell mode. No Python twin: the Python worker imports the scripts (harness/frontends/python_handler.py).
+#' shell mode. No Python twin: the Python worker imports the scripts (harness/frontends/python_handler.py). It also defines
+#' `amp_parity_calibrate()`, the loop that measures the machine's noise floor, whose twin is harness/frontends/calibration.py.
 
 # Run on its own (`Rscript r_scripts/_bridge.R`), there is nothing to source it from: say so in one line.
 if (sys.nframe() == 0L) {
@@ -134,4 +135,32 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
     },
     amp_parity_trace_done = function(cond) "null"
   )
+}
+
+#' What the harness's rpy2 worker calls to measure the machine's noise floor: the twin of `calibrate()` in
+#' harness/frontends/calibration.py (same names, same order; that file says why the loop is what it is).
+#'
+#' `iterations` products of two fixed `n` × `n` matrices in `dtype` on `device` with `threads` threads, timed by `clock()`
+#' (the clock a script's `seconds_total` reads) around the loop only; returns `c(seconds, iterations)`. The worker checks
+#' the request and passes `n` (`CALIBRATION_N`, kept in that file). Every matrix is `1/n` everywhere, so every product
+#' is too. R torch's `torch_mm()` has no `out` (its `torch_mm_out()` is not exported, R/gen-namespace.R), so the product
+#' is written in place with the tensor method `addmm_(beta = 0)`: per product, only the R object wrapping the returned
+#' tensor is allocated. R's collector cannot be switched off as Python's is: a minor collection first (`pause_gc()`),
+#' as a script does before its loop.
+amp_parity_calibrate <- function(device, dtype, threads, iterations, n) {
+  previous_threads <- torch::torch_get_num_threads()
+  on.exit(torch::torch_set_num_threads(previous_threads), add = TRUE)
+  torch::torch_set_num_threads(threads)
+  left <- torch::torch_full(c(n, n), 1 / n, dtype = torch_dtype(dtype), device = device)
+  right <- torch::torch_full(c(n, n), 1 / n, dtype = torch_dtype(dtype), device = device)
+  product <- torch::torch_mm(left, right)
+  pause_gc()
+  sync_device(device)
+  start <- clock()
+  for (k in seq_len(iterations)) {
+    product$addmm_(left, right, beta = 0)
+  }
+  sync_device(device)
+  seconds <- clock() - start
+  c(seconds, iterations)
 }

@@ -74,7 +74,8 @@ def current_schema(name: str) -> dict[str, Any]:
     """:func:`schema_7`'s result as the current version stores it, written out by hand: the spec's optimizer_args and static
     loss scale at their defaults, each cell's and pair's optimizer (plain SGD) and the ids that name it, the float64 reference
     as trajectories, no trace files, and the scaler cells' ratio to default not shown (version 8); no kept weights and an unknown provenance
-    (version 9); no phases (version 10)."""
+    (version 9); no phases and no noise floor beside any timing (version 10: ``timing.floor`` and ``samples.floor_seconds``
+    are optional on load)."""
     data = schema_7(name)
     data["schema_version"] = RESULT_SCHEMA_VERSION
     data["spec"] |= {"optimizer_args": {}, "static_loss_scale": 1024.0}
@@ -100,4 +101,7 @@ def current_schema(name: str) -> dict[str, Any]:
     data["reference"] = {"available": True, "reason": reference["reason"], "trajectories": trajectories}
     for cell in data["cells"]:  # version 9: nothing kept of the weights, provenance unknown
         cell["weights"] = None
+        if cell["timing"] is not None:  # the floor was not measured
+            cell["timing"]["samples"]["floor_seconds"] = []
+            cell["timing"]["floor"] = None
     return data | {"provenance": Provenance.unknown().to_json(), "phases": []}

@@ -122,14 +122,19 @@ def extra_skip(record: RunRecord, step: int) -> dict[str, Any]:
     return {"skipped": skipped, "loss_scale": scale, "skipped_steps": sum(skipped)}
 
 
-def steady_timing(loop_seconds: float, spread: float = 0.01, overhead: float = 0.001, setup: float | None = None) -> Timing:
-    """A cell's timing from three rounds of ``loop_seconds`` × (1, 1 + spread, 1 − spread).
+def steady_timing(loop_seconds: float, spread: float = 0.01, overhead: float = 0.001, setup: float | None = None,
+                  floor: float | None = None) -> Timing:
+    """A cell's timing from three rounds of ``loop_seconds`` × (1, 1 + spread, 1 − spread): its loop's CV is ``spread``.
 
     Each call is ``overhead`` longer than its loop: ``setup`` of it (default half) in the script, the rest the bridge.
+    ``floor``: a calibration round after each, ``loop_seconds`` × (1, 1 + floor, 1 − floor), so the floor's CV is ``floor``
+    (``None``: no floor measured).
     """
     log = RoundLog()
     setup = overhead / 2 if setup is None else setup
-    for factor in (1.0, 1.0 + spread, 1.0 - spread):
+    for factor, floor_factor in zip((1.0, 1.0 + spread, 1.0 - spread), (1.0, 1.0 + (floor or 0.0), 1.0 - (floor or 0.0)), strict=True):
         loop = loop_seconds * factor
         log.add(loop + overhead, {"seconds_total": loop, "seconds_workload": loop + setup, "gc_seconds": 0.0}, None, True)
+        if floor is not None:
+            log.add_floor(loop_seconds * floor_factor)
     return log.summary()

@@ -25,7 +25,8 @@ class PythonHandler:
     ``{"device", "dtype", "threads"}`` → :func:`harness.frontends.matmul_peak.measure_matmul_peak`. ``gemm_profile``:
     a cell request → :func:`harness.frontends.gemm_profiler.profile_gemms` of one step. ``trace``: a cell request
     with ``trace: {"keep": [[step, name], ...]}`` → the call's points (:class:`harness.frontends.trace_recorder.TraceRecorder`).
-    Peaks, profiles and traces run here, in the process and with the torch that runs the cells.
+    ``calibrate``: ``{"device", "dtype", "threads", "iterations"}`` → :func:`harness.frontends.calibration.calibrate`.
+    Peaks, profiles, traces and calibrations run here, in the process and with the torch that runs the cells.
     """
 
     def __init__(self) -> None:
@@ -49,6 +50,10 @@ class PythonHandler:
                 from harness.frontends.matmul_peak import measure_matmul_peak
 
                 return measure_matmul_peak(request["device"], request["dtype"], request["threads"])
+            if kind == "calibrate":
+                from harness.frontends.calibration import calibrate
+
+                return calibrate(request["device"], request["dtype"], request["threads"], request["iterations"])
             module = self._script(request["script"])
             if kind == "gemm_profile":
                 from harness.frontends.gemm_profiler import profile_gemms

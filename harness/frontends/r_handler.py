@@ -45,6 +45,18 @@ function(script_path, spec_json, mode, record_points) {
 """
 
 
+#: The same for the noise-floor loop (``amp_parity_calibrate`` in _bridge.R): ``c("ok", seconds, iterations)`` as text,
+#: the seconds with every digit a double holds.
+_SAFE_CALIBRATE = """
+function(device, dtype, threads, iterations, n) {
+  tryCatch(
+    c("ok", sprintf("%.17g", amp_parity_calibrate(device, dtype, threads, iterations, n))),
+    error = function(e) c("error", paste(conditionMessage(e), collapse = "\\n"))
+  )
+}
+"""
+
+
 #: What ``describe`` asks R: its torch package's version, the libtorch it was built for, R's version, and the folder the
 #: torch package was loaded from (a tensor made first, so libtorch is surely loaded when the worker reads which one it
 #: mapped). The folder says which R library this worker's R torch came from: the parent checks it is the one named.
@@ -83,7 +95,9 @@ class RHandler:
     ``cell`` (the default): the run record. ``describe``: this installation's facts
     (:func:`harness.frontends.installation_facts.installation_facts`). ``trace``: a cell request with
     ``trace: {"keep": [[step, name], ...]}`` → the call's points, recorded by
-    :class:`harness.frontends.trace_recorder.TraceRecorder` (as in the Python worker).
+    :class:`harness.frontends.trace_recorder.TraceRecorder` (as in the Python worker). ``calibrate``:
+    ``{"device", "dtype", "threads", "iterations"}`` → ``{"seconds", "iterations"}`` from ``amp_parity_calibrate()``
+    in _bridge.R, the twin of :func:`harness.frontends.calibration.calibrate`.
     """
 
     def __init__(self) -> None:
@@ -102,12 +116,15 @@ class RHandler:
         ro.r["source"](str(bridge))
         self._call = ro.r(_SAFE_CALL)
         self._trace_call = ro.r(_SAFE_TRACE_CALL)
+        self._calibrate = ro.r(_SAFE_CALIBRATE)
         self._paths: dict[str, str] = {}
 
     def __call__(self, request: dict[str, Any]) -> Any:
         """Run one cell (or a test script given by path) and return the parsed record (or, for a trace, the points)."""
         if request.get("kind") == "describe":
             return self._describe(request.get("device", "cpu"))
+        if request.get("kind") == "calibrate":
+            return self._calibration(request["device"], request["dtype"], request["threads"], request["iterations"])
         path = request.get("script_path") or self._script_path(request["script"])
         if request.get("kind") == "trace":
             return self._trace(path, request)
@@ -129,6 +146,16 @@ class RHandler:
         if not path.is_file():  # scripts from elsewhere ($AMP_PARITY_SCRIPTS) without it: the run probes R on its own
             return facts
         return facts | {"r_probe": json.loads(str(self._ro.r(_PROBE)(str(path))[0]))}
+
+    def _calibration(self, device: str, dtype: str, threads: int, iterations: int) -> dict[str, Any]:
+        """The noise-floor loop in R torch: checked here, with the matrices' size from the one place it is kept."""
+        from harness.frontends.calibration import CALIBRATION_N, check_calibration
+
+        check_calibration(device, dtype, threads, iterations)
+        kind, *values = self._calibrate(device, dtype, threads, iterations, CALIBRATION_N)
+        if kind != "ok":
+            raise RScriptFailed(values[0])
+        return {"seconds": float(values[0]), "iterations": int(float(values[1]))}
 
     def _trace(self, path: str, request: dict[str, Any]) -> dict[str, Any]:
         import numpy as np

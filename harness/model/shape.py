@@ -205,13 +205,14 @@ _PEAKS = _object({"device": _STR, "threads": _INT, "by_dtype": _values(_nullable
 _STATS = _object({"n": _INT, "median": _NUMBER, "q1": _NUMBER, "q3": _NUMBER, "iqr": _nullable(_NUMBER), "min": _NUMBER,
                   "max": _NUMBER, "mean": _NUMBER, "cv": _nullable(_NUMBER)}, expected="an object (a clock's statistics)")
 _SAMPLES = _object({"call_seconds": _NUMBERS, "loop_seconds": _NUMBERS, "workload_seconds": _NUMBERS, "gc_seconds": _NUMBERS,
-                    "peak_rss_bytes": _list(_nullable(_NUMBER), "a list of byte counts")}, expected="an object (each round's clocks)")
+                    "peak_rss_bytes": _list(_nullable(_NUMBER), "a list of byte counts"), "floor_seconds": _NUMBERS},
+                   optional={"floor_seconds"}, expected="an object (each round's clocks)")
 _TIMING = _object({
     "rounds": _INT, "warmup_calls": _INT, "call": _STATS, "loop": _STATS, "workload": _STATS,
     "overhead_seconds": _nullable(_NUMBER), "overhead_share": _nullable(_NUMBER), "setup_seconds": _nullable(_NUMBER),
     "setup_share": _nullable(_NUMBER), "bridge_seconds": _nullable(_NUMBER), "gc_seconds": _nullable(_NUMBER),
-    "reproducible": _BOOL, "differing_rounds": _INT, "samples": _SAMPLES,
-}, expected="an object (the cell's timed rounds)")
+    "reproducible": _BOOL, "differing_rounds": _INT, "samples": _SAMPLES, "floor": _nullable(_STATS),
+}, optional={"floor"}, expected="an object (the cell's timed rounds)")
 _EFFICIENCY = _object({
     "flops": _NUMBER, "step_flops": _NUMBER, "seconds": _NUMBER, "tflops": _nullable(_NUMBER), "gemm_dtype": _STR,
     "peak_tflops": _nullable(_NUMBER), "share_of_peak": _nullable(_NUMBER), "share_note": _nullable(_STR),

@@ -14,6 +14,10 @@ The bridge (``call − workload``: pipe, serialization, rpy2) is the harness's o
 ``overhead_seconds`` that the README bounds. The script's set-up (``workload − loop``: building the model
 and optimizer, R torch's ``nn_linear`` modules among them) is the frontend's own cost: reported per
 frontend (``setup_seconds``, :func:`harness.views.timing_sections.frontend_costs`), never charged to the harness.
+The machine's own noise: after each timed round of a cell the spread target checks
+(:func:`harness.judge.targets.spread_checked`), the same worker times a fixed loop of matrix products as long as the
+cell's loop (:mod:`harness.frontends.calibration`); the spread of those rounds (``floor``) is the noise floor the
+cell's spread is judged against, measured at the same moments on the same cores.
 Garbage collection: Python's collector is off inside the loop; R's cannot be, so R collects before the
 loop and reports the seconds it spent collecting inside it (``gc_seconds``). Threads: both frontends
 set the spec's thread count and the workers start with ``OMP_NUM_THREADS`` equal to it.
@@ -63,6 +67,8 @@ class RoundLog:
     workload_seconds: list[float] = dataclasses.field(default_factory=list)
     gc_seconds: list[float] = dataclasses.field(default_factory=list)
     peak_rss_bytes: list[int | None] = dataclasses.field(default_factory=list)
+    #: The calibration rounds' seconds, one after each timed round (none for a cell whose spread is not checked).
+    floor_seconds: list[float] = dataclasses.field(default_factory=list)
     #: Rounds whose losses differed from the record call's (0 on a deterministic build).
     differing_rounds: int = 0
     #: Untimed calls made, the record call included.
@@ -76,6 +82,10 @@ class RoundLog:
         self.gc_seconds.append(float(record["gc_seconds"]))
         self.peak_rss_bytes.append(peak_rss_bytes)
         self.differing_rounds += 0 if same_losses else 1
+
+    def add_floor(self, seconds: float) -> None:
+        """Keep one calibration round (run right after a timed round, in the same worker)."""
+        self.floor_seconds.append(seconds)
 
     @property
     def spent(self) -> float:
@@ -96,8 +106,9 @@ class RoundLog:
             reproducible=self.differing_rounds == 0, differing_rounds=self.differing_rounds,
             samples=TimingSamples(
                 tuple(self.call_seconds), tuple(self.loop_seconds), tuple(self.workload_seconds), tuple(self.gc_seconds),
-                tuple(self.peak_rss_bytes),
+                tuple(self.peak_rss_bytes), tuple(self.floor_seconds),
             ),
+            floor=summarize(self.floor_seconds) if self.floor_seconds else None,
         )
 
 
@@ -187,11 +198,14 @@ class TimingSamples:
     workload_seconds: tuple[float, ...]
     gc_seconds: tuple[float, ...]
     peak_rss_bytes: tuple[int | None, ...]
+    #: The calibration rounds' seconds (:class:`Timing`'s ``floor``); empty where none ran, and in older results.
+    floor_seconds: tuple[float, ...] = ()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TimingSamples:
-        """The inverse of :meth:`to_json`."""
-        return cls(**{f.name: tuple(data[f.name]) for f in dataclasses.fields(cls)})
+        """The inverse of :meth:`to_json`; a result written before the floor was measured has no ``floor_seconds``."""
+        values = {f.name: tuple(data[f.name]) for f in dataclasses.fields(cls) if f.name != "floor_seconds"}
+        return cls(**values, floor_seconds=tuple(data.get("floor_seconds", ())))
 
     def to_json(self) -> dict[str, Any]:
         """Plain data."""
@@ -216,22 +230,27 @@ class Timing:
     reproducible: bool
     differing_rounds: int
     samples: TimingSamples
+    #: The calibration rounds' statistics: their CV is the machine's noise floor while this cell was timed. ``None``: not
+    #: measured (a cell the spread target does not check, or a result written before the floor was measured).
+    floor: Stats | None = None
 
     _STATS = ("call", "loop", "workload")
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Timing:
-        """The inverse of :meth:`to_json`."""
-        values = {f.name: data[f.name] for f in dataclasses.fields(cls)}
+        """The inverse of :meth:`to_json`; a result written before the floor was measured has none."""
+        values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name != "floor"}
         values.update({name: Stats.from_json(data[name]) for name in cls._STATS})
         values["samples"] = TimingSamples.from_json(data["samples"])
-        return cls(**values)
+        floor = data.get("floor")
+        return cls(**values, floor=None if floor is None else Stats.from_json(floor))
 
     def to_json(self) -> dict[str, Any]:
         """Plain data, in the stored key order."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data.update({name: getattr(self, name).to_json() for name in self._STATS})
         data["samples"] = self.samples.to_json()
+        data["floor"] = None if self.floor is None else self.floor.to_json()
         return data
 
 

@@ -9,6 +9,7 @@ goes through the same check as the record call (:func:`harness.judge.record_chec
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Callable, Sequence
 
@@ -17,16 +18,23 @@ import numpy as np
 from harness.errors import WorkerError
 from harness.judge.gemm_precision import amp_gemm_problem
 from harness.judge.record_check import judge_record
+from harness.judge.targets import spread_checked
 from harness.model.efficiency import gemm_dtype
 from harness.model.result import CellResult, Peaks, Status
 from harness.model.timing import RoundLog, TimingProtocol
 from harness.run.pool import WorkerPool
 
-__all__ = ["PROFILED_STEP", "measure_peaks", "profile_cells", "time_cells"]
+__all__ = ["FLOOR_SIZING_PRODUCTS", "PROFILED_STEP", "measure_peaks", "profile_cells", "time_cells"]
+
+logger = logging.getLogger(__name__)
 
 #: The step profiled: the third, so the first two (allocator growth, kernel selection, the scaler's
 #: first scale tensor) are behind it.
 PROFILED_STEP = 3
+#: Products in the one untimed calibration call that sizes a cell's floor rounds (its seconds per product): 50 of
+#: harness/frontends/calibration.py's 256³ take 2-15 ms on CPU, a fraction of one ``bench`` round, and average over the
+#: first product's extra cost (the timed rounds then run about as long as the cell's loop, within a few tens of percent).
+FLOOR_SIZING_PRODUCTS = 50
 
 Progress = Callable[[str], None]
 
@@ -41,16 +49,30 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
     Interleaved, round k of every cell runs before round k+1 of any (A, B, A, B …), so a slow drift
     of the machine (heat, a neighbour's load) lands on both sides of a comparison alike. A cell whose
     timed rounds have taken ``max_seconds`` gets no more (it always gets one).
+
+    A cell the spread target checks (:func:`harness.judge.targets.spread_checked`, over its last untimed call's loop) has
+    the machine's noise floor timed beside it: one calibration round right after each of its timed rounds, in the same
+    worker, so a drift of the machine lands on both (:mod:`harness.frontends.calibration`), each about as long as the
+    cell's loop. Other cells get none: at ``tiny`` the matrix is 238 cells of ~10 ms loops, none of them checked, and a
+    floor for each would add a calibration call per timed round for nothing.
     """
     timed = [c for c in cells if c.status is Status.OK]
     logs = {c.id: RoundLog() for c in timed}
     failed: dict[str, str] = {}
+    products: dict[str, int] = {}  # the checked cells' products per floor round
     for c in timed:
+        loop_seconds = c.record.seconds_total if c.record is not None else 0.0
         extra = protocol.warmup_rounds - 1 if (c.wall_seconds or 0.0) < protocol.max_seconds else 0
         for k in range(extra):
             progress(f"{c.id}: warm-up {k + 2}/{protocol.warmup_rounds}")
-            if not _one_round(pool, c, logs[c.id], failed, timed=False):
+            seconds = _one_round(pool, c, logs[c.id], failed, timed=False)
+            if seconds is None:
                 break
+            loop_seconds = seconds
+        if c.id not in failed and spread_checked(c.device, pool.spec.preset, loop_seconds):
+            sized = _floor_products(pool, c, loop_seconds)
+            if sized is not None:
+                products[c.id] = sized
     order = (
         [(k, c) for k in range(protocol.rounds) for c in timed] if protocol.interleave
         else [(k, c) for c in timed for k in range(protocol.rounds)]
@@ -60,8 +82,42 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
         if c.id in failed or (k > 0 and log.spent >= protocol.max_seconds):
             continue
         progress(f"{c.id}: round {k + 1}/{protocol.rounds}")
-        _one_round(pool, c, log, failed, timed=True)
+        if _one_round(pool, c, log, failed, timed=True) is not None and c.id in products:
+            if not _floor_round(pool, c, log, products[c.id]):
+                del products[c.id]
     return [_with_timing(c, logs.get(c.id), failed.get(c.id)) for c in cells]
+
+
+def _calibration_request(pool: WorkerPool, cell: CellResult, iterations: int) -> dict[str, object]:
+    """The request for the noise-floor loop in the cell's GEMM dtype (float32, or the AMP dtype under autocast)."""
+    spec = pool.spec
+    return {"kind": "calibrate", "device": cell.device, "dtype": gemm_dtype(cell.mode, spec), "threads": spec.threads,
+            "iterations": iterations}
+
+
+def _floor_products(pool: WorkerPool, cell: CellResult, loop_seconds: float) -> int | None:
+    """How many products make a floor round as long as the cell's loop, from one untimed calibration call; ``None``
+    (no floor for this cell, said in the log) if the call failed."""
+    try:
+        reply = pool.call(cell.frontend, _calibration_request(pool, cell, FLOOR_SIZING_PRODUCTS))
+    except WorkerError as err:
+        logger.warning("%s: the machine's noise floor is not measured beside it: %s", cell.id, err)
+        return None
+    per_product = float(reply["seconds"]) / int(reply["iterations"])
+    return max(1, round(loop_seconds / per_product)) if per_product > 0 else FLOOR_SIZING_PRODUCTS
+
+
+def _floor_round(pool: WorkerPool, cell: CellResult, log: RoundLog, iterations: int) -> bool:
+    """One calibration round in the cell's worker, kept in ``log``; False if it failed (the cell's floor is then dropped,
+    so its spread is judged against the plain bound, and the log says why)."""
+    try:
+        reply = pool.call(cell.frontend, _calibration_request(pool, cell, iterations))
+    except WorkerError as err:
+        logger.warning("%s: the machine's noise floor is dropped: %s", cell.id, err)
+        log.floor_seconds.clear()
+        return False
+    log.add_floor(float(reply["seconds"]))
+    return True
 
 
 def _with_timing(cell: CellResult, log: RoundLog | None, failure: str | None) -> CellResult:
@@ -72,8 +128,9 @@ def _with_timing(cell: CellResult, log: RoundLog | None, failure: str | None) ->
     return dataclasses.replace(cell, timing=log.summary())
 
 
-def _one_round(pool: WorkerPool, cell: CellResult, log: RoundLog, failed: dict[str, str], timed: bool) -> bool:
-    """One call without weights; kept in ``log`` when ``timed``. False (the reason in ``failed``) if it failed."""
+def _one_round(pool: WorkerPool, cell: CellResult, log: RoundLog, failed: dict[str, str], timed: bool) -> float | None:
+    """One call without weights; kept in ``log`` when ``timed``. Its loop seconds, or ``None`` (the reason in ``failed``)
+    if it failed."""
     what = f"timed round {len(log.call_seconds) + 1}" if timed else f"warm-up call {log.warmup_calls + 1}"
     try:
         start = time.perf_counter()
@@ -81,20 +138,20 @@ def _one_round(pool: WorkerPool, cell: CellResult, log: RoundLog, failed: dict[s
         seconds = time.perf_counter() - start
     except WorkerError as err:
         failed[cell.id] = f"{what} failed: {err}"
-        return False
+        return None
     status, problem = judge_record(record, pool.spec, cell.cell)
     if status is Status.NUMERICAL_FAILURE:
         problem = f"{problem}, where the record call's losses were finite"
     if status is not Status.OK:
         failed[cell.id] = f"{what}: {problem}"
-        return False
+        return None
     if timed:
         assert cell.record is not None
         same = np.array_equal(np.asarray(record["losses"], dtype=float), np.asarray(cell.record.losses, dtype=float), equal_nan=True)
         log.add(seconds, record, pool.last_memory(cell.frontend).get("peak_rss_bytes"), same)
     else:
         log.warmup_calls += 1
-    return True
+    return float(record["seconds_total"])
 
 
 def measure_peaks(pool: WorkerPool, cells: Sequence[CellResult], progress: Progress) -> Peaks:

@@ -63,13 +63,14 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
     for name, justify in [
         ("script · mode", "left"), ("optimizer", "left"), ("frontend", "left"), ("status", "left"), ("own check", "left"),
         ("final loss", "right"), ("Δloss f64", "right"), ("Δweights f64", "right"), ("loop s", "right"), ("CV", "right"),
-        ("×default", "right"), ("TFLOP/s", "right"), ("% peak", "right"),
+        ("floor", "right"), ("×default", "right"), ("TFLOP/s", "right"), ("% peak", "right"),
     ]:
         # the key columns and the status never wrap nor shorten: a narrow terminal shortens the numbers instead
         table.add_column(name, justify=justify, no_wrap=name in _WHOLE)  # type: ignore[arg-type]
     for cell in cells:
         record, distance, efficiency = cell.record, cell.reference_distance, cell.efficiency
         loop = cell.timing.loop if cell.timing else None
+        floor = cell.timing.floor if cell.timing else None
         own = cell.verdict.outcome if cell.verdict else "not_judged"
         table.add_row(
             f"{cell.script} · {cell.mode}", cell.optimizer, cell.frontend,
@@ -77,7 +78,7 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
             f"[{_OWN_STYLE.get(own, '')}]{_OWN_TEXT.get(own, own)}[/]",
             num(record and record.final_loss, ".7g"), num(distance and distance.max_rel_loss_error, ".1e"),
             num(distance and distance.final_weights_rel_error, ".1e"), num(loop and loop.median, ".3g"), num(loop and loop.cv, ".1%"),
-            _vs_default(cell),
+            num(floor and floor.cv, ".1%"), _vs_default(cell),
             num(efficiency and efficiency.tflops, ".3g"), num(efficiency and efficiency.share_of_peak, ".0%"),
         )
     if cells:

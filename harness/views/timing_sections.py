@@ -43,9 +43,9 @@ def timing_section(result: MatrixResult) -> list[str]:
         f"{num(protocol.max_seconds, 'g')} s), {order}. {protocol.to_json()['gc']}. Threads {result.spec.threads} in "
         "both frontends (set by the scripts, and OMP_NUM_THREADS in the workers); on CUDA the device is synchronised "
         "before each read of the clock.", "",
-        "| cell | rounds | loop median s | IQR s | CV | call median s | harness overhead ms (% of call) | script set-up ms | GC s "
-        "| rounds = record |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| cell | rounds | loop median s | IQR s | CV | floor CV | call median s | harness overhead ms (% of call) "
+        "| script set-up ms | GC s | rounds = record |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for cell in result.cells:
         t = cell.timing
@@ -54,11 +54,11 @@ def timing_section(result: MatrixResult) -> list[str]:
         loop, call = t.loop, t.call
         lines.append(
             f"| `{cell.id}` | {t.rounds} | {loop.median:.4g} | {num(loop.iqr, '.2g')} | {num(loop.cv, '.1%')} | "
-            f"{call.median:.4g} | {t.overhead_seconds * 1e3:.2f} ({t.overhead_share:.2%}) | {t.setup_seconds * 1e3:.2f} | "
-            f"{t.gc_seconds:.3g} | {_same_losses(t)} |"
+            f"{num(t.floor and t.floor.cv, '.1%')} | {call.median:.4g} | {t.overhead_seconds * 1e3:.2f} ({t.overhead_share:.2%}) | "
+            f"{t.setup_seconds * 1e3:.2f} | {t.gc_seconds:.3g} | {_same_losses(t)} |"
         )
     if len(lines) == 6:
-        lines.append("| no cell was timed | | | | | | | | | |")
+        lines.append("| no cell was timed | | | | | | | | | | |")
     costs = frontend_costs(result.cells)
     clocks = {c.frontend: c.record.clock for c in result.cells if c.record}
     return [
@@ -67,7 +67,9 @@ def timing_section(result: MatrixResult) -> list[str]:
         "round sees it. Harness overhead = call − workload: the bridge (pipe, serialization, rpy2), the harness's own cost. "
         "Script set-up = workload − loop: building the model and optimizer in the frontend, each call; the frontend's own "
         f"cost, not the harness's. CV: standard deviation ÷ mean of the loop times (— below {MIN_ROUNDS_FOR_SPREAD} timed rounds: "
-        "too few for a spread).", "",
+        "too few for a spread). Floor CV: the same of a fixed loop of matrix products timed in the cell's worker after each of "
+        "its rounds, the machine's own noise at those moments (— where not measured: cells the spread target does not check, "
+        "older results).", "",
         *[f"- {name}: script set-up {setup * 1e3:.2f} ms per call (its own cost), harness bridge "
           f"{bridge * 1e3:.2f} ms (medians over its cells); clock: {clocks.get(name) or 'not recorded'}."
           for name, (setup, bridge) in costs.items()],

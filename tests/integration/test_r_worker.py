@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.errors import ScriptError, WorkerCrashed, WorkerTimeout
+from harness.errors import ScriptError, WorkerCrashed, WorkerError, WorkerTimeout
 from harness.files.paths import REPO_ROOT
 from harness.run.availability import Availability
 from harness.run.frontends import open_worker
@@ -139,6 +139,23 @@ def test_a_script_is_sourced_once_until_it_changes(r_worker: Worker, tmp_path: A
     os.utime(script, (later, later))
     again = r_worker.call(request, timeout=60)
     assert again == {"version": "two", "times_sourced": first["times_sourced"] + 1}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_r_worker_times_the_calibration_loop(r_worker: Worker, availability: Availability, dtype: str) -> None:
+    """A calibrate request gets R torch's loop's seconds and its product count; more products take longer; a request the loop
+    would misread is refused in one line, and the worker lives on (the twin of tests/unit/frontends/test_calibration.py)."""
+    from tests.support import require_r_torch
+
+    require_r_torch(availability)
+    request = {"kind": "calibrate", "device": "cpu", "dtype": dtype, "threads": 1, "iterations": 3}
+    reply = r_worker.call(request, timeout=120)
+    assert set(reply) == {"seconds", "iterations"} and reply["iterations"] == 3
+    assert isinstance(reply["seconds"], float) and 0 < reply["seconds"] < 10
+    assert r_worker.call(request | {"iterations": 300}, timeout=120)["seconds"] > 10 * r_worker.call(request, timeout=120)["seconds"]
+    with pytest.raises(WorkerError, match=r"could not answer its calibrate request: .*iterations must be a whole number of at least 1"):
+        r_worker.call(request | {"iterations": 0}, timeout=120)
+    assert r_worker.call(request, timeout=120)["iterations"] == 3
 
 
 def test_r_torchs_buffer_ignores_a_views_storage_offset(availability: Availability) -> None:

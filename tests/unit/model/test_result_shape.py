@@ -33,6 +33,14 @@ def test_a_real_result_passes() -> None:
     check_upgradable_shape(json.loads(GOLDEN_RESULT.read_text()), "golden.json")
 
 
+def test_a_timing_without_its_floor_passes() -> None:
+    """A timing stored before the noise floor was measured (no ``floor``, no ``samples.floor_seconds``) is still a result."""
+    data = _example()
+    timing = data["cells"][0]["timing"]
+    del timing["floor"], timing["samples"]["floor_seconds"]
+    check_result_shape(data, "example.json")
+
+
 def _delete(*keys: Any) -> Edit:
     def edit(data: dict[str, Any]) -> None:
         target = data
@@ -94,6 +102,10 @@ _CASES: dict[str, tuple[Edit, str]] = {
                           "cells[0].efficiency.tflops must be a number or null, but got 'fast'."),
     "timing stats missing": (_delete("cells", 0, "timing", "loop"), "cells[0].timing.loop must be an object (a clock's statistics), "
                                                                    "but it is missing."),
+    "a floor as text": (set_field("cells", 0, "timing", "floor", value="quiet"),
+                        "cells[0].timing.floor must be an object (a clock's statistics) or null, but got 'quiet'."),
+    "floor seconds as text": (set_field("cells", 0, "timing", "samples", "floor_seconds", value="few"),
+                              "cells[0].timing.samples.floor_seconds must be a list of numbers, but got 'few'."),
     "memory text": (set_field("cells", 0, "memory", value="lots"), "cells[0].memory must be an object (the cell's memory) or null, but got "
                                                            "'lots'."),
     "a peak's samples as text": (set_field("peaks", "by_dtype", "float32", "samples_tflops", value="many"),

@@ -101,3 +101,34 @@ def test_protocol_refuses_bad_values(fields: dict[str, Any], message: str) -> No
 def test_thread_env_sets_both_thread_pools() -> None:
     """Workers start with OpenMP's and MKL's pools sized like the spec's threads."""
     assert thread_env(3) == {"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3"}
+
+
+def test_a_round_log_with_calibration_rounds_gives_their_statistics_as_the_floor() -> None:
+    """Calibration seconds kept beside the rounds become ``samples.floor_seconds`` and ``floor``; without any, no floor."""
+    log = RoundLog()
+    for loop, floor in [(1.0, 0.50), (1.02, 0.51), (0.98, 0.49)]:
+        log.add(loop + 0.001, _record(loop, loop), None, same_losses=True)
+        log.add_floor(floor)
+    t = log.summary()
+    assert t.samples.floor_seconds == (0.50, 0.51, 0.49)
+    assert t.floor is not None and t.floor.median == 0.50 and t.floor.cv == pytest.approx(0.02)
+    assert _timing([1.0, 1.0, 1.0]).floor is None and _timing([1.0, 1.0, 1.0]).samples.floor_seconds == ()
+
+
+def test_a_timing_round_trips_through_json_with_and_without_its_floor() -> None:
+    """A timing with a floor comes back equal; one stored before the floor existed (no ``floor``, no
+    ``samples.floor_seconds``) loads with none, and is written back with ``floor`` null and no samples."""
+    log = RoundLog()
+    for loop, floor in [(1.0, 0.5), (1.1, 0.6), (0.9, 0.4)]:
+        log.add(loop + 0.001, _record(loop, loop), None, same_losses=True)
+        log.add_floor(floor)
+    floored = log.summary()
+    data = floored.to_json()
+    assert floored.floor is not None and data["floor"] == floored.floor.to_json()
+    assert data["samples"]["floor_seconds"] == [0.5, 0.6, 0.4] and list(data)[-1] == "floor"
+    assert Timing.from_json(data) == floored
+    older = _timing([1.0, 1.1, 0.9]).to_json()
+    del older["floor"], older["samples"]["floor_seconds"]
+    loaded = Timing.from_json(older)
+    assert loaded.floor is None and loaded.samples.floor_seconds == ()
+    assert loaded.to_json() == older | {"floor": None, "samples": older["samples"] | {"floor_seconds": []}}

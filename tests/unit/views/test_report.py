@@ -254,7 +254,7 @@ def test_cli_table_says_no_default_where_there_is_none_not_noisy() -> None:
     text = console.export_text()
     assert "noisy" not in text and "more --rounds" not in text
     row = next(line for line in text.splitlines() if "· autocast " in line and "│ python " in line)
-    assert row.split("│")[11].strip() == "—"  # the column after CV
+    assert row.split("│")[12].strip() == "—"  # the column after CV and its floor
     assert ("×default 2 cells (with_autocast-autocast-sgd-python-cpu, ...): no default cell of with_autocast with sgd "
             "to compare with") in text
     assert ("×default 2 cells (cuda_amp_grad_scaler-autocast_scaler-sgd-python-cpu, ...): no default cell of cuda_amp_grad_scaler "

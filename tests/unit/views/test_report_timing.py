@@ -39,6 +39,27 @@ def test_timing_table_shows_rounds_spread_and_the_overhead_split() -> None:
     assert "Protocol: 1 untimed call(s) per cell" in text and "up to 5 timed rounds" in text and "interleaved (A, B, A, B …)" in text
 
 
+def test_each_timed_cell_shows_its_floor_cv_beside_its_cv_where_measured() -> None:
+    """A cell timed with a noise floor shows the floor's CV after its own, in the report and the terminal table; one without
+    shows —."""
+    from rich.console import Console
+
+    from harness.judge.assess import assess_result
+    from harness.views.table import print_result
+
+    python = by_mode(golden())
+    floored = dataclasses.replace(python["default"], timing=steady_timing(0.1, spread=0.02, floor=0.013))
+    result = replace_cells(golden(), {floored.id: floored})
+    section = report_text(result).split("## Timing")[1]
+    assert _line(section, f"| `{floored.id}` |").startswith(f"| `{floored.id}` | 3 | 0.1 | 0.002 | 2.0% | 1.3% | ")
+    assert _line(section, f"| `{python['autocast'].id}` |").split(" | ")[5] == "—"
+    assert "| CV | floor CV |" in section
+    console = Console(record=True, width=240)
+    print_result(assess_result(result), console)
+    row = next(line for line in console.export_text().splitlines() if "· default " in line and "│ python " in line)
+    assert [part.strip() for part in row.split("│")][10:12] == ["2.0%", "1.3%"]
+
+
 def test_each_frontends_costs_are_medians_over_its_cells() -> None:
     """The set-up and bridge per frontend are medians over its timed cells, and the report says them with its clock."""
     result = golden()
@@ -101,7 +122,7 @@ def test_figures_met_and_missed_by_how_much() -> None:
     assert met.met and met.measured.startswith("bridge 1.00 ms")
     assert "python script set-up 20.00 ms, the frontend's own cost" in met.measured
     spread = checks[("round-to-round spread", slow.id)]
-    assert not spread.met and spread.why is not None and spread.why.startswith(f"missed by {(0.05 - CV_MAX) * 100:.1f} points")
+    assert not spread.met and spread.why is not None and spread.why.startswith(f"missed by {(0.05 - CV_MAX) * 100:.2f} points")
     assert checks[("round-to-round spread", steady.id)].met
     matrix = checks[("whole tiny CPU matrix", "matrix")]
     assert not matrix.met and matrix.measured == "42.0 s"  # twice a limit of 12.4 s (python's start) and the cells' rounds

@@ -1,0 +1,125 @@
+"""The noise floor timed beside the cells the spread target checks: after each of their timed rounds, in the same worker.
+
+A fake pool (the golden cells' records, answered at once) records every call in order, so the order of cell rounds and
+calibration rounds is known exactly. The real workers' calibration loops are tested in
+``tests/unit/frontends/test_calibration.py`` and ``tests/integration/test_r_worker.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, cast
+
+import pytest
+
+from harness.errors import WorkerError
+from harness.judge.record_check import expected_injections
+from harness.model.record import RECORD_SCHEMA_VERSION
+from harness.model.result import CellResult, Status
+from harness.model.timing import TimingProtocol
+from harness.run.measure import FLOOR_SIZING_PRODUCTS, time_cells
+from harness.run.pool import WorkerPool
+from harness.workload.matrix import Cell
+from harness.workload.spec import WorkloadSpec
+from tests.twins import by_mode, golden
+
+#: What one calibration product takes in the fake workers.
+_PER_PRODUCT = 0.001
+
+
+class _FakePool:
+    """Answers cell calls with the golden cell's record at a given loop time, and calibrations at ``_PER_PRODUCT`` a product;
+    keeps every call, in order, as ``(frontend, what)``."""
+
+    def __init__(self, spec: WorkloadSpec, cells: list[CellResult], loops: dict[str, float], failing_calibration: bool = False):
+        self.spec = spec
+        self.calls: list[tuple[str, str]] = []
+        self._records = {c.id: c.record for c in cells}
+        self._loops = loops
+        self._failing = failing_calibration
+
+    def call_cell(self, cell: Cell, save_weights: bool = True) -> dict[str, Any]:
+        self.calls.append((cell.frontend, cell.id))
+        record = self._records[cell.id]
+        assert record is not None
+        loop = self._loops[cell.id]
+        return record.to_json() | {
+            "schema_version": RECORD_SCHEMA_VERSION, "optimizer": cell.optimizer, "injected_steps": expected_injections(self.spec, cell),
+            "switches": [], "seconds_total": loop, "seconds_workload": loop + 0.001, "gc_seconds": 0.0,
+        }
+
+    def call(self, frontend: str, request: dict[str, Any]) -> Any:
+        assert request["kind"] == "calibrate" and request["device"] == "cpu" and request["threads"] == self.spec.threads
+        self.calls.append((frontend, f"calibrate {request['dtype']} ×{request['iterations']}"))
+        if self._failing:
+            raise WorkerError(f"{frontend} worker could not answer its calibrate request: planted")
+        return {"seconds": _PER_PRODUCT * request["iterations"], "iterations": request["iterations"]}
+
+    def last_memory(self, frontend: str) -> dict[str, Any]:
+        return {}
+
+
+def _cells() -> tuple[list[CellResult], dict[str, float]]:
+    """The golden tiny result's Python default (a 0.6 s loop: checked), Python autocast (0.1 s: not) and R autocast (0.8 s:
+    checked, in bfloat16); their record calls ran under 0.5 s, so only the warm-up's loop can make a cell checked."""
+    python, r = by_mode(golden()), by_mode(golden(), "r")
+    cells = [python["default"], python["autocast"], r["autocast"]]
+    assert all(c.record is not None and c.record.seconds_total < 0.5 for c in cells)
+    return cells, {cells[0].id: 0.6, cells[1].id: 0.1, cells[2].id: 0.8}
+
+
+def _calibration(dtype: str, loop: float) -> str:
+    return f"calibrate {dtype} ×{round(loop / _PER_PRODUCT)}"
+
+
+@pytest.mark.parametrize("interleave", [True, False], ids=["interleaved", "back-to-back"])
+def test_a_checked_cell_gets_a_calibration_round_after_each_timed_round_in_its_worker(interleave: bool) -> None:
+    """Each checked cell is sized once after its warm-up, then each of its timed rounds is followed at once by a calibration
+    round as long as its loop in its own worker, in its GEMM dtype; the unchecked cell gets none. Its timing keeps the floor."""
+    cells, loops = _cells()
+    default, autocast, r_autocast = cells
+    pool = _FakePool(golden().spec, cells, loops)
+    timed = time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=2, rounds=3, interleave=interleave), lambda _: None)
+    sizing = f"calibrate {{}} ×{FLOOR_SIZING_PRODUCTS}"
+    warmups = [("python", default.id), ("python", sizing.format("float32")), ("python", autocast.id),
+               ("r", r_autocast.id), ("r", sizing.format("bfloat16"))]
+    rounds = {default.id: [("python", default.id), ("python", _calibration("float32", 0.6))],
+              autocast.id: [("python", autocast.id)],
+              r_autocast.id: [("r", r_autocast.id), ("r", _calibration("bfloat16", 0.8))]}
+    order = [c.id for _ in range(3) for c in cells] if interleave else [c.id for c in cells for _ in range(3)]
+    assert pool.calls == warmups + [call for cell_id in order for call in rounds[cell_id]]
+    by_id = {c.id: c for c in timed}
+    for cell in (default, r_autocast):
+        timing = by_id[cell.id].timing
+        assert timing is not None and timing.floor is not None
+        assert timing.samples.floor_seconds == pytest.approx([loops[cell.id]] * 3) and timing.floor.cv == pytest.approx(0.0)
+    unchecked = by_id[autocast.id].timing
+    assert unchecked is not None and unchecked.floor is None and unchecked.samples.floor_seconds == ()
+
+
+def test_every_cpu_cell_of_bench_is_checked_whatever_its_loop() -> None:
+    """At ``bench`` the spread target checks every CPU cell, so a 0.1 s cell gets its floor too."""
+    cells, loops = _cells()
+    spec = dataclasses.replace(golden().spec, preset="bench")
+    pool = _FakePool(spec, cells, loops)
+    timed = time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=2, rounds=2), lambda _: None)
+    assert all(c.timing is not None and c.timing.floor is not None and c.timing.floor.n == 2 for c in timed)
+    assert ("python", _calibration("bfloat16", 0.1)) in pool.calls
+
+
+def test_without_a_warm_up_call_the_record_calls_loop_sizes_the_floor() -> None:
+    """With one untimed call (the record call) the floor rounds are as long as the record call's loop."""
+    cells, loops = _cells()
+    pool = _FakePool(dataclasses.replace(golden().spec, preset="bench"), cells, loops)
+    time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=1, rounds=1), lambda _: None)
+    record = cells[0].record
+    assert record is not None and pool.calls[3:5] == [("python", cells[0].id), ("python", _calibration("float32", record.seconds_total))]
+
+
+def test_a_failed_calibration_leaves_the_cell_timed_without_a_floor() -> None:
+    """A worker that cannot calibrate costs the cell its floor, never its timing."""
+    cells, loops = _cells()
+    pool = _FakePool(golden().spec, cells, loops, failing_calibration=True)
+    timed = time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=2, rounds=3), lambda _: None)
+    assert all(c.status is Status.OK and c.timing is not None and c.timing.rounds == 3 and c.timing.floor is None for c in timed)
+    assert sum(what.startswith("calibrate") for _, what in pool.calls) == 2  # the sizing call of each checked cell, no more
