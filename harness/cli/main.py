@@ -298,7 +298,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
         print_result(result, console)
         for line in lines:
             if not line.startswith("error:"):
-                console.print(line)
+                console.print(line, soft_wrap=True)  # one line each, whatever the width: grep finds it whole
     except BrokenPipeError:
         _quiet_stdout()  # `run ... | head`: the table was cut short, the run's outcome stands
     for line in lines:

@@ -102,9 +102,14 @@ def test_run_records_its_judging_policy(python_run: SharedRun, tmp_path: Path) -
     assert python_run.result()["judging"] == "strict"
     path = tmp_path / "tolerance_only.json"
     done = run_cli("run", "--frontend", "python", "--mode", "default", "--optimizer", "sgd", "--rounds", "1", "--warmup-rounds", "1",
-                    "--num-batches", "2", "--epochs", "1", "--json", str(path), "--tolerance-only")
+                    "--num-batches", "2", "--epochs", "1", "--json", str(path), "--tolerance-only", "-v")
     assert done.returncode == 0, done.stderr
-    assert json.loads(path.read_text())["judging"] == "tolerance_only"
+    stored = json.loads(path.read_text())
+    assert stored["judging"] == "tolerance_only"
+    # -v: where the time went, phase by phase as stored, then writing (which the file cannot hold)
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("phases: ")]
+    assert [p["name"] for p in stored["phases"]] == [part.rsplit(" ", 2)[0] for part in line[8:].split(" (together")[0].split(" · ")][:-1]
+    assert " · writing " in line and "writing" not in [p["name"] for p in stored["phases"]]
 
 
 def test_sizes_off_multiples_of_8_run_with_a_one_line_warning() -> None:

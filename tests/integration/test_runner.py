@@ -118,6 +118,59 @@ def test_r_cells_skip_with_the_install_reason(
     assert outcome.reason == 'the R package torch is not installed: in R, install.packages("torch"); torch::install_torch()'
 
 
+def test_a_run_learns_r_from_its_r_worker_and_records_its_phases(
+    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With no availability given, R is not probed by an Rscript of its own: the R worker's first answer completes the probe
+    (the same facts), both workers start side by side, and the result says where its time went, phase by phase."""
+    require_r_torch(availability)
+    import harness.run.runner as runner_module
+
+    def no_second_r() -> Availability:
+        raise AssertionError("the R worker started, so R must not be probed again")
+
+    monkeypatch.setattr(runner_module, "probe", no_second_r)
+    with MatrixRunner(tiny_spec, ("python", "r"), staging=tmp_path) as runner:
+        assert not runner.availability.r_probed
+        result = runner.run(("default", "autocast"), ("sgd",), protocol=TimingProtocol(1, 1))
+    assert runner.availability.r_probed and runner.availability.r_reason is None
+    assert result.environment["r"]["libtorch_loads"] is True and result.environment["r"]["torch_version"] == availability.r["torch_version"]
+    assert all(c.status is Status.OK for c in result.cells) and all("r_probe" not in (c.installation or {}) for c in result.cells)
+    assert all(result.workers[name]["ready_seconds"] > 0 for name in ("python", "r"))
+    names = [name for name, _ in result.phases.seconds]
+    assert names == ["fixtures", "worker starts", "record calls", "reconciled runs", "reference", "timed rounds", "peaks",
+                     "judging", "trace measurements"]
+    assert result.phases.total == pytest.approx(result.wall_seconds, rel=0.05)
+    limit, start, rounds = result.limit()
+    assert start == max(result.workers[name]["ready_seconds"] for name in ("python", "r")) and limit == start + rounds
+
+
+def test_an_r_worker_that_cannot_start_is_probed_for_its_reason(
+    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Where the R worker cannot start, R is probed as before, so its cells are skipped in the probe's words (R torch not
+    installed), not the worker's; the Python cells run."""
+    import harness.run.runner as runner_module
+
+    monkeypatch.delenv("AMP_PARITY_REQUIRE_R", raising=False)
+    monkeypatch.setenv("R_HOME", str(tmp_path / "no-R-here"))  # the R worker's rpy2 cannot start R
+    probed: list[bool] = []
+
+    def probe_finds_no_r_torch() -> Availability:
+        probed.append(True)
+        return _without_r_torch(availability)
+
+    monkeypatch.setattr(runner_module, "probe", probe_finds_no_r_torch)
+    host = dataclasses.replace(availability, r={}, r_probed=False)
+    with MatrixRunner(tiny_spec, ("python", "r"), availability=host, staging=tmp_path / "staging") as runner:
+        result = runner.run(("default",), ("sgd",), protocol=TimingProtocol(1, 1))
+    assert probed == [True] and len(result.cells) == 4
+    assert all(c.status is Status.OK for c in result.cells if c.frontend == "python")
+    assert all(c.status is Status.SKIPPED and c.reason == 'the R package torch is not installed: in R, install.packages("torch"); '
+               "torch::install_torch()" for c in result.cells if c.frontend == "r")
+    assert "r" not in result.workers or not result.workers["r"].get("ready_seconds")
+
+
 def test_require_r_turns_the_skip_into_an_error(
     tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

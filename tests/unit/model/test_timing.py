@@ -7,7 +7,17 @@ from typing import Any
 import pytest
 
 from harness.errors import UsageError
-from harness.model.timing import MAX_CV_FOR_RATIO, RoundLog, Timing, TimingProtocol, ratio, summarize
+from harness.model.timing import (
+    DEFAULT_MAX_SECONDS,
+    DEFAULT_ROUNDS,
+    DEFAULT_WARMUP_ROUNDS,
+    MAX_CV_FOR_RATIO,
+    RoundLog,
+    Timing,
+    TimingProtocol,
+    ratio,
+    summarize,
+)
 from harness.run.pool import thread_env
 
 
@@ -132,3 +142,18 @@ def test_a_timing_round_trips_through_json_with_and_without_its_floor() -> None:
     loaded = Timing.from_json(older)
     assert loaded.floor is None and loaded.samples.floor_seconds == ()
     assert loaded.to_json() == older | {"floor": None, "samples": older["samples"] | {"floor_seconds": []}}
+
+
+@pytest.mark.parametrize(("preset", "given", "expected"), [
+    ("tiny", {}, (1, 3)),  # tiny's own: its record call is its warm-up, three rounds give a spread
+    ("bench", {}, (DEFAULT_WARMUP_ROUNDS, DEFAULT_ROUNDS)),
+    ("recipe", {}, (DEFAULT_WARMUP_ROUNDS, DEFAULT_ROUNDS)),
+    ("tiny", {"warmup_rounds": 2, "rounds": 5}, (2, 5)),  # what the user gives wins
+    ("tiny", {"rounds": 7}, (1, 7)),
+])
+def test_a_preset_has_its_own_protocol_unless_told(preset: str, given: dict[str, int], expected: tuple[int, int]) -> None:
+    """``run --preset tiny`` makes 1 untimed call and 3 timed rounds per cell; every other preset the defaults; flags win."""
+    protocol = TimingProtocol.for_preset(preset, **given)
+    assert (protocol.warmup_rounds, protocol.rounds) == expected
+    assert protocol.max_seconds == DEFAULT_MAX_SECONDS and not protocol.interleave
+    assert TimingProtocol.for_preset("tiny", interleave=True).interleave

@@ -41,3 +41,20 @@ def test_each_missing_piece_is_named_precisely(availability: Availability, r_inf
 def test_no_r_at_all_is_named(availability: Availability) -> None:
     """No Rscript on the PATH is reported before anything else."""
     assert dataclasses.replace(availability, rscript=None).r_reason.startswith("R is not installed")  # type: ignore[union-attr]
+
+
+def test_a_run_does_not_probe_r_before_its_worker_starts() -> None:
+    """``probe_host`` starts no R: R's side is unknown (``r_probed`` false), which is no reason not to run until the R worker
+    answers; what the host lacks (R, rpy2) is still a reason at once."""
+    from harness.run.availability import probe_host
+
+    host = probe_host()
+    assert not host.r_probed and host.r == {} and host.rpy2_error is None
+    if host.rscript and host.rpy2_version:
+        assert host.r_reason is None
+    unprobed = Availability(python_version="3.11.7", torch_version="2.13.0", rscript="/usr/bin/Rscript", rpy2_version="3.5.17",
+                            rpy2_error=None, r_probed=False)
+    assert unprobed.r_reason is None  # not known yet: the R worker's start tells
+    assert dataclasses.replace(unprobed, rscript=None).r_reason.startswith("R is not installed")  # type: ignore[union-attr]
+    assert dataclasses.replace(unprobed, r_probed=True).r_reason == (
+        'the R package torch is not installed: in R, install.packages("torch"); torch::install_torch()')

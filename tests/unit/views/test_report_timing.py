@@ -197,3 +197,21 @@ def test_report_of_a_result_without_timing_still_renders() -> None:
     text = report_text(untimed)
     assert "| no cell was timed |" in text
     assert "No performance target applies" not in text and "| whole tiny CPU matrix |" in text
+
+
+def test_the_phases_are_a_line_with_v_and_a_section_of_the_report() -> None:
+    """Each phase with its seconds in the run's order, what they add up to and the wall time; the report adds shares and the
+    limit; a result without phases says so rather than showing an empty table."""
+    from harness.model.phases import Phases
+    from harness.views.timing_sections import phases_line, phases_section
+
+    phases = Phases((("worker starts", 2.0), ("record calls", 1.0), ("writing", 1.0)))
+    result = dataclasses.replace(golden(), phases=phases, wall_seconds=4.5)
+    assert phases_line(result) == ("phases: worker starts 2.00 s · record calls 1.00 s · writing 1.00 s "
+                                   "(together 4.00 s; matrix wall 4.50 s)")
+    section = "\n".join(phases_section(result))
+    assert "| worker starts | 2.00 | 50% |" in section and "| writing | 1.00 | 25% |" in section
+    limit, _, _ = result.limit()
+    assert f"Its limit here, the least any run could take: {limit:.2f} s" in section
+    assert "## Where the time went" in report_text(result)
+    assert phases_line(golden()) is None and "No phases recorded" in "\n".join(phases_section(golden()))
