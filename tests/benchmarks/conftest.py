@@ -18,7 +18,7 @@ import pytest
 from harness.files.bounded_read import read_json_file
 from tests.benchmarks import settings
 from tests.benchmarks.loss_compare import OPTION, LossComparison, LossPolicy, compare_losses, parse_policy
-from tests.benchmarks.test_protocol import CLOCK_AGREEMENTS, MISSED_TARGETS
+from tests.benchmarks.test_protocol import CLOCK_AGREEMENTS, FLOORS, MISSED_TARGETS
 
 #: The loss comparisons of this session, per saved run compared with: (its file name, one comparison per cell).
 _COMPARED = pytest.StashKey[list[tuple[str, list[LossComparison]]]]()
@@ -163,8 +163,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Genera
     A wrapper, so the loss section follows the timing table even when pytest-benchmark raises on a timing
     regression (``--benchmark-compare-fail``).
     """
+    if FLOORS:
+        terminalreporter.section("spread and the noise floor measured beside it (bench cells)")
+        for line in FLOORS:
+            terminalreporter.line(line)
     if MISSED_TARGETS:
-        terminalreporter.section("performance targets missed (reported, within what the benchmarks fail on)")
+        terminalreporter.section("performance targets missed")
         for line in MISSED_TARGETS:
             terminalreporter.line(line)
     if CLOCK_AGREEMENTS:

@@ -151,6 +151,20 @@ def test_the_tiny_matrix_figure_is_twice_its_limit_and_names_the_longest_phases_
     missed = matrix(bound + 1.0)
     assert not missed.met and missed.why is not None
     assert missed.why.startswith("missed by 1.0 s: the longest phases were timed rounds 3.0 s, worker starts 2.0 s, record calls 1.5 s")
+    # any tiny matrix, the wider ones too: rounds' worth per cell beyond the start
+    from harness.judge.targets import TINY_CELL_COST_MAX_ROUNDS
+
+    def cost(wall: float) -> TargetCheck:
+        planted = dataclasses.replace(result, workers=workers, wall_seconds=wall, phases=phases)
+        return next(c for c in check_targets(planted) if c.name == "tiny matrix cost per cell")
+
+    at_bound = 2.0 + TINY_CELL_COST_MAX_ROUNDS * rounds
+    assert cost(at_bound - 0.01).met and not cost(at_bound + 0.5).met
+    assert cost(2.0 + 3 * rounds).measured.startswith("3.0 rounds' worth")
+    assert str(cost(at_bound + 0.5).why).startswith("missed by 0.5 s: the longest phases were timed rounds 3.0 s")
+    wider = dataclasses.replace(result, cells=tuple(dataclasses.replace(c, cell=dataclasses.replace(c.cell, optimizer="adam"))
+                                                    for c in result.cells), workers=workers, wall_seconds=at_bound)
+    assert [c.name for c in check_targets(wider) if c.subject == "matrix"] == ["tiny matrix cost per cell"]  # not the four-mode bound
     # a result without phases (before schema 10) still says by how much
     old = next(c for c in check_targets(dataclasses.replace(result, workers=workers, wall_seconds=bound + 2.0)) if c.subject == "matrix")
     assert old.why is not None and old.why.startswith("missed by 2.0 s: no phases recorded")
