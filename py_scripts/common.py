@@ -14,7 +14,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -279,12 +279,13 @@ def clock() -> float:
     return time.perf_counter()
 
 
-def pause_gc() -> bool:
+def pause_gc(spec: Mapping[str, Any]) -> bool:
     """Switch the garbage collector off for the timed loop; returns whether it was on.
 
-    No collection first: with torch imported a full collection takes ~0.1 s, which every call would
-    pay; tensors are freed by reference counting either way, so the loop allocates as it would with
-    the collector on. R cannot switch its collector off (see common.R).
+    No collection first, whatever ``spec["collect_before_loop"]`` says (R's twin reads it): with torch
+    imported a full collection takes ~0.1 s, which every call would pay, and it would free nothing the
+    loop could reuse, since tensors are freed by reference counting at once. R cannot switch its
+    collector off, and frees tensors only when it collects (see common.R).
     """
     was_enabled = gc.isenabled()
     gc.disable()

@@ -81,7 +81,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     scales: list[torch.Tensor] = []
     output_dtype = loss_dtype = None
     seconds_per_epoch: list[float] = []
-    gc_state = pause_gc()
+    gc_state = pause_gc(spec)
     reset_peak_memory(device)
     sync_device(device)
     # The binding's functions as the run spec patches them (reconciliation switches; trace points when traced).

@@ -440,14 +440,17 @@ clock <- switch(clock_source,
   function() proc.time()[["elapsed"]]
 )
 
-#' Empty R's young generation now, before the timed loop; returns R's GC clock (seconds).
+#' Collect R's garbage now, before the timed loop; returns R's GC clock (seconds).
 #'
 #' R cannot switch its collector off as Python's `gc.disable()` does, so the loop may still collect;
 #' `gc.time()` (which also switches GC timing on) counts the elapsed seconds R spent collecting, and
-#' `resume_gc()` reports those inside the loop rather than hiding them. A minor collection
-#' (`full = FALSE`) makes one inside the loop less likely without the cost of a full one per call.
-pause_gc <- function() {
-  gc(verbose = FALSE, full = FALSE)
+#' `resume_gc()` reports those inside the loop rather than hiding them. `spec$collect_before_loop`
+#' says how much: `full` frees the previous call's tensors that R had promoted to an older generation
+#' (a young collection leaves them held, and the loop then allocates afresh and pays page faults in
+#' some rounds: harness.run.prepare.collect_before_loop has the numbers); `young` (at tiny) costs
+#' ~2 ms where a full collection costs ~45 ms with R torch loaded.
+pause_gc <- function(spec) {
+  gc(verbose = FALSE, full = identical(spec$collect_before_loop, "full"))
   gc.time()[[3]]
 }
 

@@ -59,7 +59,7 @@ run_workload <- function(spec, mode) {
   output_dtype <- NULL
   loss_dtype <- NULL
   seconds_per_epoch <- numeric()
-  gc_state <- pause_gc() # R cannot switch its collector off: it returns the GC clock (common.R)
+  gc_state <- pause_gc(spec) # R cannot switch its collector off: it returns the GC clock (common.R)
   reset_peak_memory(device)
   sync_device(device)
   epoch_start <- clock()

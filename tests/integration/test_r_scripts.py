@@ -203,3 +203,25 @@ def test_probe_reports_r_side_as_json() -> None:
     info = json.loads(done.stdout)
     assert info["r_version"].startswith("R version")
     assert isinstance(info["torch_installed"], bool) and isinstance(info["libtorch_loads"], bool)
+
+
+def test_pause_gc_collects_every_generation_when_the_run_spec_says_full() -> None:
+    """``pause_gc(spec)`` with ``collect_before_loop: full`` frees what R had promoted to its oldest generation (a tensor the
+    previous call's loop held through R's collections), which a young collection leaves held; ``young`` costs ~2 ms."""
+    code = (
+        'held <- new.env(); freed <- new.env(); freed$yes <- FALSE; '
+        'invisible(reg.finalizer(held, function(e) freed$yes <- TRUE)); '
+        'for (k in 1:3) invisible(gc(full = TRUE)); '  # promoted to the oldest generation while alive
+        'rm(held); young <- pause_gc(list(collect_before_loop = "young")); after_young <- freed$yes; '
+        'full <- pause_gc(list(collect_before_loop = "full")); '
+        'writeLines(c(as.character(after_young), as.character(freed$yes), as.character(is.numeric(full))))'
+    )
+    after_young, after_full, clock = _r_value_of(code)
+    assert after_full == "TRUE" and clock == "TRUE"
+    assert after_young == "FALSE"  # R's young collection does not look at the oldest generation
+
+
+def _r_value_of(code: str) -> list[str]:
+    done = _rscript("-e", f'source("r_scripts/common.R"); {code}')
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
