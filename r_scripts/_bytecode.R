@@ -121,6 +121,7 @@ compiled_into <- function(entry, path, key) {
   if (is.null(code) || !identical(unname(tools::md5sum(path)), key[["md5"]])) {
     return(code)
   }
+  # Uncompressed: read at every worker start, common.R's entry (0.7 MB) takes 3 ms where gzip's (0.1 MB) takes 5.5.
   saved <- tryCatch(
     {
       saveRDS(list(key = key, srcfile = srcfile, code = code), temp, compress = FALSE)
@@ -132,7 +133,22 @@ compiled_into <- function(entry, path, key) {
     bytecode_note(folder, unwritable)
     return(NULL)
   }
+  older_entries_removed(entry)
   code
+}
+
+#' How many entries of one file the cache keeps, the newest: each edit of a file makes one (common.R's is 0.7 MB), and
+#' a few cover the checkouts and copies in use at once (one removed too soon is compiled again, a tenth of a second).
+bytecode_kept <- 4L
+
+#' Remove all but the `bytecode_kept` newest entries of `entry`'s file from its folder.
+older_entries_removed <- function(entry) {
+  stem <- sub("-[0-9a-f]{32}(-srcref)?\\.rds$", "", basename(entry))
+  entries <- list.files(dirname(entry), pattern = "\\.rds$", full.names = TRUE)
+  entries <- entries[sub("-[0-9a-f]{32}(-srcref)?\\.rds$", "", basename(entries)) == stem]
+  entries <- entries[order(file.mtime(entries), decreasing = TRUE)]
+  unlink(entries[-seq_len(bytecode_kept)])
+  invisible(NULL)
 }
 
 #' One line on R's console about the cache (a `message()`: the worker logs it as a warning), once per `what` in a process.

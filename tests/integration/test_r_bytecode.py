@@ -112,6 +112,23 @@ def test_a_corrupt_entry_is_compiled_again_and_the_cell_runs(scripts: Path, tmp_
     assert entry.stat().st_size > 1000
 
 
+def test_the_cache_keeps_the_four_newest_entries_of_a_file(scripts: Path, tmp_path: Path) -> None:
+    """Six versions of a script, each loaded once by one worker (an edit with a new mtime is loaded again), leave its four
+    newest entries: a file edited all day does not fill the cache folder."""
+    worker = open_worker("r")
+    request = {"script": "probe", "script_path": str(scripts / "probe.R"), "mode": "default", "spec_summary": "probe",
+               "run_spec": {"device": "cpu"}}
+    try:
+        for version in range(6):
+            (scripts / "probe.R").write_text(_PROBE.replace("{version}", str(version)))
+            os.utime(scripts / "probe.R", (1_000_000 + version, 1_000_000 + version))
+            assert worker.call(request, timeout=120)["version"] == str(version)
+    finally:
+        worker.close()
+    probes = sorted((tmp_path / "cache").rglob("probe-*.rds"), key=lambda p: p.stat().st_mtime_ns)
+    assert len(probes) == 4 and 'version = "5"' in probes[-1].read_text(errors="replace")
+
+
 @pytest.mark.parametrize("how", ["a file in its place", "read-only"])
 def test_a_cache_folder_that_cannot_be_written_falls_back_to_source(scripts: Path, tmp_path: Path, how: str,
                                                                     caplog: pytest.LogCaptureFixture) -> None:
