@@ -1,10 +1,12 @@
 #' Our R files, byte-compiled once: how the harness's R worker loads common.R, patches.R and each script.
 #'
-#' R's JIT (on by default, level 3) compiles each function of ours on its first call: a script's first call in a fresh
-#' worker spent most of its time compiling (with_autocast, default: 0.46 s with the JIT, 0.20 s with it off; Rprof: 70 %
-#' in `cmpfun`). The JIT stays on, as R torch's users run it; `source_compiled()` evaluates the file's expressions
-#' compiled by `compiler::compile()`, so every function the file defines is byte code already and the JIT has nothing
-#' of ours left to compile. The compiled expressions are kept in a cache folder (`amp_parity_bytecode_dir`, which the
+#' R's JIT (on by default, level 3) compiles each function of ours when it is called: a global one at its first call, one
+#' in a script's environment at its second. A script's first call in a fresh worker spent most of its time compiling
+#' (Rprof: 70 % in `cmpfun`), and its second call half of it. The JIT stays on, as R torch's users run it;
+#' `source_compiled()` evaluates the file's expressions compiled by `compiler::compile()`, so every function the file
+#' defines is byte code already and the JIT has nothing of ours left to compile (with_autocast, default, tiny: the first
+#' call 0.25 s instead of 0.38, the second 0.05 s instead of 0.09; what the JIT still compiles in the first is R torch's,
+#' R6's and withr's). The compiled expressions are kept in a cache folder (`amp_parity_bytecode_dir`, which the
 #' worker sets: harness/frontends/r_handler.py), so only the first worker after a change pays the compile.
 #'
 #' A cache entry is keyed by the file's MD5 (base R 4.2 has no SHA-256; MD5 tells an edited file from the one cached, and
