@@ -19,15 +19,21 @@ from harness.run.frontends import open_worker
 from tests.planting import copy_scripts
 
 #: A script that says what the worker has loaded: whether functions nobody has called are byte code (so they were compiled
-#: ahead, not by the JIT at a first call), from itself, common.R, patches.R and the bridge, and what a copy planted in common.R.
+#: ahead, not by the JIT at a first call), from itself, common.R, patches.R and the bridge, and what a copy planted in common.R;
+#: and, as its top level saw them, source()'s `ofile` (what a script run cold finds itself by) and the condition under which
+#: the real scripts skip that cold start (common.R loaded).
 _PROBE = """
+ofile <- dynGet("ofile", ifnotfound = "none")
+cold_start_skipped <- exists("make_record", mode = "function")
 never_called <- function(x) x + 1
 run_workload <- function(spec, mode) {
   compiled <- function(f) !inherits(tryCatch(compiler::disassemble(f), error = identity), "error")
   list(
     version = "{version}",
     compiled = c(compiled(never_called), compiled(make_record), compiled(patch_rows), compiled(amp_parity_calibrate)),
-    planted = get0("planted_in_the_copy", ifnotfound = "none")
+    planted = get0("planted_in_the_copy", ifnotfound = "none"),
+    ofile = ofile,
+    cold_start_skipped = cold_start_skipped
   )
 }
 """
@@ -73,9 +79,12 @@ def _edit_keeping_mtime(path: Path, text: str) -> None:
 
 def test_a_second_worker_loads_every_file_compiled_from_the_cache(scripts: Path, tmp_path: Path) -> None:
     """The first worker compiles the bridge, common.R, patches.R and the script into the cache; a second loads those
-    entries as they are (none rewritten), and in both every function is byte code before its first call."""
+    entries as they are (none rewritten), and in both every function is byte code before its first call. A script loaded
+    so has no source() around it (no `ofile`): the worker needs none, since common.R is loaded and the scripts skip their
+    cold start."""
     first = _call(scripts)
     assert first["compiled"] == [True, True, True, True]
+    assert first["ofile"] == "none" and first["cold_start_skipped"] is True
     entries = _entries(tmp_path / "cache")
     assert sorted(name.split("-")[0] for name in entries) == ["_bridge", "common", "patches", "probe"]
     second = _call(scripts)
@@ -144,6 +153,7 @@ def test_a_cache_folder_that_cannot_be_written_falls_back_to_source(scripts: Pat
     with caplog.at_level(logging.WARNING, logger="harness.r"):
         record = _call(scripts)
     assert record["version"] == "one" and record["compiled"] == [False, False, False, False]
+    assert record["ofile"] == str(scripts / "probe.R") and record["cold_start_skipped"] is True  # source()'s, as before
     notes = [r.getMessage() for r in caplog.records if r.name == "harness.r"]
     assert len(notes) == 1 and notes[0].startswith("R byte-code cache: cannot write to ") and CACHE_ENV in notes[0]
 
