@@ -4,7 +4,9 @@
 #' which the worker calls for every cell with the script's path, the run spec as JSON and the mode. Only plain data crosses: the
 #' spec comes in as JSON text and the record goes back as JSON text, the line the script prints in
 #' shell mode. No Python twin: the Python worker imports the scripts (harness/frontends/python_handler.py). It also defines
-#' `amp_parity_calibrate()`, the loop that measures the machine's noise floor, whose twin is harness/frontends/calibration.py.
+#' `amp_parity_calibrate()`, the loop that measures the machine's noise floor, whose twin is harness/frontends/calibration.py,
+#' and the three functions the worker calls them through (`amp_parity_reply_*()`). The worker loads this file, and it loads
+#' the others, byte-compiled (_bytecode.R).
 
 # Run on its own (`Rscript r_scripts/_bridge.R`), there is nothing to source it from: say so in one line.
 if (sys.nframe() == 0L) {
@@ -20,8 +22,13 @@ if (!is.character(get0("amp_parity_r_dir"))) {
     i = "The harness's R worker sets it (harness/frontends/r_handler.py); by hand: {.code amp_parity_r_dir <- \"r_scripts\"}."
   ))
 }
-source(file.path(amp_parity_r_dir, "common.R"), local = environment())
-source(file.path(amp_parity_r_dir, "patches.R"), local = environment())
+# Our files byte-compiled, from the cache the worker names in `amp_parity_bytecode_dir` (_bytecode.R says why). The worker
+# has loaded _bytecode.R already, to load this file with it.
+if (!exists("source_compiled", mode = "function")) {
+  source(file.path(amp_parity_r_dir, "_bytecode.R"), local = environment())
+}
+source_compiled(file.path(amp_parity_r_dir, "common.R"), environment())
+source_compiled(file.path(amp_parity_r_dir, "patches.R"), environment())
 
 # The worker is the harness's process: an error's message is a cell's one-line reason, so cli must not wrap it.
 options(cli.width = 10000L)
@@ -53,7 +60,7 @@ amp_parity_call <- function(script_path, spec_json, mode) {
   cached <- get0(script_path, envir = sourced_scripts, inherits = FALSE)
   if (is.null(cached) || !identical(cached$mtime, mtime)) {
     script_env <- new.env(parent = environment(sys.function()))
-    source(script_path, local = script_env)
+    source_compiled(script_path, script_env)
     cached <- list(env = script_env, mtime = mtime)
     assign(script_path, cached, envir = sourced_scripts)
   }
@@ -122,7 +129,9 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
     batch$steps[[n]] <- step
     batch$names[[n]] <- name
     batch$dtypes[[n]] <- dtype_name(value$dtype)
-    batch$shapes[[n]] <- value$shape
+    # dim() is what `value$shape` returns (both call R torch's cpp_tensor_dim(): integer(0) for a 0-d tensor) at a third
+    # of its cost (6 against 13-18 us): `$shape` goes through the tensor's R7 `$` and `size()` first.
+    batch$shapes[[n]] <- dim(value)
     batch$bytes[[n]] <- torch::buffer_from_torch_tensor(value)
     batch$n <- n
   })
@@ -163,4 +172,36 @@ amp_parity_calibrate <- function(device, dtype, threads, iterations, n) {
   sync_device(device)
   seconds <- clock() - start
   c(seconds, iterations)
+}
+
+#' What the harness's rpy2 worker calls (harness/frontends/r_handler.py): `amp_parity_call()`, its reply one character
+#' vector `c(kind, text)`: `c("ok", record)`, or an R error as R's own condition message (`"refused"`: the script refused
+#' the cell, a condition of class `amp_parity_refused`; `"error"`), not rpy2's summary of it. One vector, because rpy2
+#' converts it in one step, where a named list costs a conversion per name and per element (0.15 ms of every call's bridge).
+#' Defined here rather than by the worker, so that it is byte-compiled with this file: the JIT would compile it in a
+#' timed round (R compiles a small function at its second call).
+amp_parity_reply_call <- function(script_path, spec_json, mode) {
+  tryCatch(
+    c("ok", amp_parity_call(script_path, spec_json, mode)),
+    amp_parity_refused = function(e) c("refused", paste(conditionMessage(e), collapse = "\n")),
+    error = function(e) c("error", paste(conditionMessage(e), collapse = "\n"))
+  )
+}
+
+#' The same for a traced call (`amp_parity_trace_call()`), whose points go to `record_points`.
+amp_parity_reply_trace_call <- function(script_path, spec_json, mode, record_points) {
+  tryCatch(
+    c("ok", amp_parity_trace_call(script_path, spec_json, mode, record_points)),
+    amp_parity_refused = function(e) c("refused", paste(conditionMessage(e), collapse = "\n")),
+    error = function(e) c("error", paste(conditionMessage(e), collapse = "\n"))
+  )
+}
+
+#' The same for the noise-floor loop (`amp_parity_calibrate()`): `c("ok", seconds, iterations)` as text, the seconds with
+#' every digit a double holds.
+amp_parity_reply_calibrate <- function(device, dtype, threads, iterations, n) {
+  tryCatch(
+    c("ok", sprintf("%.17g", amp_parity_calibrate(device, dtype, threads, iterations, n))),
+    error = function(e) c("error", paste(conditionMessage(e), collapse = "\n"))
+  )
 }

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 __all__ = [
-    "CACHE_ENV", "CHECKOUT", "FIXTURES_ENV", "INSTALLED_PROJECT", "PACKAGE_DIR", "REPO_ROOT", "SCRIPTS_ENV", "cache_dir",
-    "fixtures_dir", "manifests_dir", "script_path", "scripts_root", "worker_import_root",
+    "CACHE_ENV", "CHECKOUT", "FIXTURES_ENV", "INSTALLED_PROJECT", "PACKAGE_DIR", "REPO_ROOT", "SCRIPTS_ENV", "bytecode_dir",
+    "cache_dir", "fixtures_dir", "manifests_dir", "script_path", "scripts_root", "worker_import_root",
 ]
 
 #: The ``harness`` package's own folder.
@@ -71,6 +71,15 @@ def fixtures_dir() -> Path:
     if chosen:
         return Path(chosen)
     return CHECKOUT / "fixtures" / "cache" if CHECKOUT is not None else cache_dir() / "fixtures"
+
+
+def bytecode_dir() -> Path:
+    """Where the R worker keeps our R files byte-compiled (r_scripts/_bytecode.R): the user cache's ``r-bytecode/``.
+
+    In the user cache even in a checkout: an entry is keyed by its file's content, so every checkout and copy of the
+    scripts shares it, and a copy's first worker pays no compile when another already did.
+    """
+    return cache_dir() / "r-bytecode"
 
 
 def manifests_dir() -> Path:

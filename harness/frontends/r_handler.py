@@ -13,49 +13,11 @@ import logging
 import os
 from typing import Any
 
-from harness.files.paths import script_path
+from harness.files.paths import bytecode_dir, script_path
 
 __all__ = ["RHandler"]
 
 r_log = logging.getLogger("harness.r")
-
-#: Wraps the call so an R error reaches Python as R's own condition message, not rpy2's summary. The
-#: reply is one character vector, ``c(kind, text)``: converted in one step, where a named list costs rpy2
-#: a conversion per name and per element (0.15 ms of every call's bridge).
-_SAFE_CALL = """
-function(script_path, spec_json, mode) {
-  tryCatch(
-    c("ok", amp_parity_call(script_path, spec_json, mode)),
-    amp_parity_refused = function(e) c("refused", paste(conditionMessage(e), collapse = "\\n")),
-    error = function(e) c("error", paste(conditionMessage(e), collapse = "\\n"))
-  )
-}
-"""
-
-
-#: The same for a traced call (``amp_parity_trace_call`` in _bridge.R), whose points go to ``record_point``.
-_SAFE_TRACE_CALL = """
-function(script_path, spec_json, mode, record_points) {
-  tryCatch(
-    c("ok", amp_parity_trace_call(script_path, spec_json, mode, record_points)),
-    amp_parity_refused = function(e) c("refused", paste(conditionMessage(e), collapse = "\\n")),
-    error = function(e) c("error", paste(conditionMessage(e), collapse = "\\n"))
-  )
-}
-"""
-
-
-#: The same for the noise-floor loop (``amp_parity_calibrate`` in _bridge.R): ``c("ok", seconds, iterations)`` as text,
-#: the seconds with every digit a double holds.
-_SAFE_CALIBRATE = """
-function(device, dtype, threads, iterations, n) {
-  tryCatch(
-    c("ok", sprintf("%.17g", amp_parity_calibrate(device, dtype, threads, iterations, n))),
-    error = function(e) c("error", paste(conditionMessage(e), collapse = "\\n"))
-  )
-}
-"""
-
 
 #: What ``describe`` asks R: its torch package's version, the libtorch it was built for, R's version, and the folder the
 #: torch package was loaded from (a tensor made first, so libtorch is surely loaded when the worker reads which one it
@@ -113,10 +75,15 @@ class RHandler:
         # __file__, and the harness already knows where the scripts are.
         bridge = script_path("r", "_bridge")
         ro.globalenv["amp_parity_r_dir"] = ro.StrVector([str(bridge.parent)])
-        ro.r["source"](str(bridge))
-        self._call = ro.r(_SAFE_CALL)
-        self._trace_call = ro.r(_SAFE_TRACE_CALL)
-        self._calibrate = ro.r(_SAFE_CALIBRATE)
+        # Our R files byte-compiled, the bridge too, from this cache (r_scripts/_bytecode.R): a script's first call would
+        # otherwise spend most of its time in R's JIT compiling them.
+        ro.globalenv["amp_parity_bytecode_dir"] = ro.StrVector([str(bytecode_dir())])
+        ro.r["source"](str(bridge.parent / "_bytecode.R"))
+        ro.r["source_compiled"](str(bridge), ro.globalenv)
+        # Each returns c(kind, text), an R error as R's own message (_bridge.R says why).
+        self._call = ro.globalenv["amp_parity_reply_call"]
+        self._trace_call = ro.globalenv["amp_parity_reply_trace_call"]
+        self._calibrate = ro.globalenv["amp_parity_reply_calibrate"]
         self._paths: dict[str, str] = {}
 
     def __call__(self, request: dict[str, Any]) -> Any:

@@ -177,3 +177,30 @@ def test_r_torchs_buffer_ignores_a_views_storage_offset(availability: Availabili
     done = subprocess.run(["Rscript", "-e", code], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "1", "2", "|", "3", "4", "5"]
+
+
+def test_a_traced_r_call_records_the_shapes_python_records(availability: Availability) -> None:
+    """The trace sink's shapes (``dim()`` of each point, _bridge.R) are Python's, 0-d points included (the loss, the scaler's
+    scale, found_inf and growth tracker, the clip's total norm: ``[]``), but for the clip's coefficient, which R torch
+    computes with one element (``max_norm / (total_norm + 1e-6)``: R's number becomes a 1-element tensor,
+    R/nn-utils-clip-grad.R); the dtypes are Python's too."""
+    from harness.run.prepare import prepare_run_spec
+    from harness.workload.spec import WorkloadSpec
+    from tests.support import require_r_torch
+
+    require_r_torch(availability)
+    run_spec = prepare_run_spec(WorkloadSpec.from_preset("tiny"), "cuda_amp_grad_scaler", "sgd", save_weights=False)
+    request = {"script": "cuda_amp_grad_scaler", "mode": "autocast_scaler_clip", "spec_summary": "preset tiny, device cpu",
+               "run_spec": run_spec, "kind": "trace", "trace": {"keep": [], "stop": False}}
+    points = {}
+    for frontend in ("r", "python"):
+        worker = open_worker(frontend)
+        try:
+            reply = worker.call(request, timeout=300)
+            points[frontend] = {(step, name): (dtype, shape) for step, name, dtype, shape, *_ in reply["points"]}
+        finally:
+            worker.close()
+    scalars = {name for (_, name), (_, shape) in points["r"].items() if shape == []}
+    assert {"loss", "scaler.scale", "scaler.found_inf", "scaler.growth_tracker", "clip.total_norm"} <= scalars
+    r_coef = {key: (dtype, [1]) for key, (dtype, _) in points["python"].items() if key[1] == "clip.coef"}
+    assert r_coef and points["r"] == points["python"] | r_coef

@@ -23,7 +23,7 @@ def test_scripts_root_defaults_to_the_checkout(monkeypatch: pytest.MonkeyPatch) 
 
 def test_an_installed_harness_caches_in_the_user_cache_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Outside a checkout the fixtures go to the user cache ($AMP_PARITY_CACHE, else $XDG_CACHE_HOME/amp-parity); a checkout keeps
-    its fixtures/cache/; $AMP_PARITY_FIXTURES wins everywhere."""
+    its fixtures/cache/; $AMP_PARITY_FIXTURES wins everywhere. The R byte-code cache is the user cache's everywhere."""
     from harness.files import paths
 
     monkeypatch.delenv(paths.FIXTURES_ENV, raising=False)
@@ -34,6 +34,9 @@ def test_an_installed_harness_caches_in_the_user_cache_folder(monkeypatch: pytes
     assert paths.fixtures_dir() == tmp_path / "xdg" / "amp-parity" / "fixtures"
     monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path / "mine"))
     assert paths.cache_dir() == tmp_path / "mine" and paths.fixtures_dir() == tmp_path / "mine" / "fixtures"
+    monkeypatch.setattr(paths, "CHECKOUT", REPO_ROOT)
+    assert paths.bytecode_dir() == tmp_path / "mine" / "r-bytecode"  # installed or not: entries are found by content
+    monkeypatch.setattr(paths, "CHECKOUT", None)
     monkeypatch.setenv(paths.FIXTURES_ENV, str(tmp_path / "fx"))
     assert paths.fixtures_dir() == tmp_path / "fx"
 

@@ -21,8 +21,9 @@ R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
 #: does) and the shell mode.
 SHARED_PAIRS = {"common", "patches", "shell"}
 #: R files with no Python twin, named with a leading "_" like _probe.R: the harness's rpy2 entry point (Python's
-#: worker imports the scripts) and the scripts' bootstrap (Python finds its modules by import).
-R_ONLY_FILES = {"_bridge", "_bootstrap"}
+#: worker imports the scripts), the byte-code cache it loads our files with (Python keeps its own, __pycache__) and the
+#: scripts' bootstrap (Python finds its modules by import).
+R_ONLY_FILES = {"_bridge", "_bytecode", "_bootstrap"}
 #: What R defines that its Python twin does not, because R lacks it: its reason is where each is defined.
 #: R torch's scaler refuses CPU tensors, so common.R alone holds the lift of that one check (shared by every script that
 #: scales; PyTorch's scaler takes CPU tensors itself).
@@ -91,17 +92,18 @@ def test_the_shared_files_define_the_same_names_in_the_same_order(stem: str) -> 
 
 def test_only_the_bootstrap_and_the_bridge_load_the_shared_code() -> None:
     """Each script sources _bootstrap.R and nothing else; _bootstrap.R loads common.R, patches.R and shell.R, _bridge.R
-    common.R and patches.R (the shell mode is not the bridge's)."""
+    _bytecode.R (when sourced by hand) and then common.R and patches.R byte-compiled (the shell mode is not the bridge's)."""
     def sourced_files(text: str) -> list[str]:  # the first quoted file name in each source(...) call, comments left out
         text = re.sub(r"(?m)^\s*#.*$", "", text)
-        windows = (text[call.end():call.end() + 200] for call in re.finditer(r"\bsource\(", text))
+        windows = (text[call.end():call.end() + 200] for call in re.finditer(r"\bsource(?:_compiled)?\(", text))
         return [m.group(1) for window in windows if (m := re.search(r'"(\w+\.R)"', window))]
 
     sourced = {p.stem: sourced_files(p.read_text()) for p in R_FILES}
     for stem in SCRIPTS:
         assert sourced[stem] == ["_bootstrap.R"], sourced[stem]
     assert re.findall(r'"(\w+\.R)"', script_path("r", "_bootstrap").read_text()) == ["common.R", "patches.R", "shell.R"]
-    assert sourced["_bridge"] == ["common.R", "patches.R"] and sourced["common"] == sourced["shell"] == sourced["patches"] == []
+    assert sourced["_bridge"] == ["_bytecode.R", "common.R", "patches.R"]
+    assert sourced["common"] == sourced["shell"] == sourced["patches"] == sourced["_bytecode"] == []
 
 
 def _code_lines(path: Path) -> list[str]:
