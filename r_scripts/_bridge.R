@@ -76,7 +76,7 @@ amp_parity_call <- function(script_path, spec_json, mode) {
 #' Each point goes to the worker's recorder (a Python function, harness/frontends/trace_recorder.py), which digests its
 #' bytes: both languages' points are digested by the same code. They go a step at a time: the points of one step are
 #' collected here (their bytes, step, name, dtype and shape) and handed over together, when the next step's first point
-#' arrives or the run ends, in one call of `record_points(steps, names, dtypes, shapes, bytes)`, because a call into
+#' arrives or the run ends, in one call of `record_points(steps, names, dtypes, ranks, sizes, bytes)`, because a call into
 #' Python costs about as much as everything else a point costs in R. A step's bytes are bounded by the workload's size (a
 #' recipe step is at most a few hundred megabytes of activations and gradients). When the recorder has every point it
 #' was asked to keep (the narrow second pass), it returns `TRUE` and the run stops there (a condition of class
@@ -104,7 +104,10 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
       return(invisible(NULL))
     }
     k <- seq_len(batch$n)
-    done <- record_points(batch$steps[k], batch$names[k], batch$dtypes[k], batch$shapes[k], batch$bytes[k])
+    # Shapes flattened (each point's rank, then every size): one vector each, which Python reads whole, where a list of
+    # vectors is read element by element (a wrapper per element: most of what the Python side cost).
+    shapes <- batch$shapes[k]
+    done <- record_points(batch$steps[k], batch$names[k], batch$dtypes[k], lengths(shapes), as.integer(unlist(shapes)), batch$bytes[k])
     empty()
     if (isTRUE(done)) {
       stop(errorCondition("the trace has every point it was asked to keep", class = "amp_parity_trace_done"))

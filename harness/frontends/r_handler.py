@@ -133,12 +133,17 @@ class RHandler:
         recorder = TraceRecorder(request["trace"]["keep"], stop=request["trace"].get("stop", True))
 
         @ri.rternalize  # type: ignore[untyped-decorator]
-        def record_points(steps: Any, names: Any, dtypes: Any, shapes: Any, data: Any) -> Any:
-            # One step's points at once (amp_parity_trace_call() in _bridge.R). np.asarray reads each raw vector in place
-            # (rpy2's array interface); bytes() would copy it byte by byte.
+        def record_points(steps: Any, names: Any, dtypes: Any, ranks: Any, sizes: Any, data: Any) -> Any:
+            # One step's points at once (amp_parity_trace_call() in _bridge.R), each vector converted whole: rpy2 wraps
+            # every element it is asked for one by one. np.asarray reads each raw vector in place (rpy2's array interface);
+            # bytes() would copy it byte by byte.
             done = False
-            for step, name, dtype, shape, raw in zip(steps, names, dtypes, shapes, data, strict=True):
-                done = recorder.record(int(step), str(name), str(dtype), [int(s) for s in shape], np.asarray(raw)) or done
+            ends = np.cumsum(np.asarray(ranks, dtype=np.int64)).tolist()
+            flat = np.asarray(sizes, dtype=np.int64).tolist() if ends and ends[-1] else []
+            starts = [0, *ends[:-1]]
+            for step, name, dtype, start, end, raw in zip(np.asarray(steps).tolist(), list(names), list(dtypes), starts, ends,
+                                                         data, strict=True):
+                done = recorder.record(step, name, dtype, flat[start:end], np.asarray(raw)) or done
             return ri.BoolSexpVector([done])
 
         kind, text = self._trace_call(path, json.dumps(request["run_spec"]), request["mode"], record_points)
