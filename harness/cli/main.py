@@ -248,7 +248,6 @@ def _run(args: argparse.Namespace) -> ExitCode:
     from harness.run.prepare import require_device
     from harness.run.runner import MatrixRunner
     from harness.store.claims import ReportClaim, ResultClaim, publish_or_rescue
-    from harness.views.report import REPORT_FILES
     from harness.views.table import make_console, print_result
     from harness.views.timing_sections import phases_line
     from harness.workload.flags import spec_from_args
@@ -269,6 +268,8 @@ def _run(args: argparse.Namespace) -> ExitCode:
         claim = claimed.enter_context(ResultClaim(args.json, args.overwrite)) if args.json is not None else None
         reports = None
         if args.report is not None:
+            from harness.views.report import REPORT_FILES  # matplotlib: a quarter second, paid only where a report is asked for
+
             reports = claimed.enter_context(ReportClaim(args.report, REPORT_FILES, args.overwrite, result=claim))
         # Without --json nothing keeps the weights: they are staged in a temporary folder, dropped when the run ends.
         staging = claim.staging if claim else claimed.enter_context(_temporary_staging()).path

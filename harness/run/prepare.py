@@ -78,7 +78,8 @@ def prepare_run_spec(
         weights_out = Path(tempfile.gettempdir()) / f"amp-parity-final-weights-{secrets.token_hex(6)}.safetensors"
     return {
         **spec.to_json(), "fixture_path": str(fixture.path), "weights_out": str(weights_out) if save_weights else None,
-        "scaler_lift": scaler_lift, "collect_before_loop": collect_before_loop(spec), **script_run_spec(spec.lr, script, optimizer, dict(spec.optimizer_args), switches),
+        "scaler_lift": scaler_lift, "collect_before_loop": collect_before_loop(spec),
+        **script_run_spec(spec.lr, script, optimizer, dict(spec.optimizer_args), switches),
     }
 
 
