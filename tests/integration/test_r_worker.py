@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -204,3 +207,16 @@ def test_a_traced_r_call_records_the_shapes_python_records(availability: Availab
     assert {"loss", "scaler.scale", "scaler.found_inf", "scaler.growth_tracker", "clip.total_norm"} <= scalars
     r_coef = {key: (dtype, [1]) for key, (dtype, _) in points["python"].items() if key[1] == "clip.coef"}
     assert r_coef and points["r"] == points["python"] | r_coef
+
+
+def test_the_r_worker_leaves_rs_event_hook_unset(availability: Availability) -> None:
+    """rpy2 points R's process-events hook at a Python callback, called from every interrupt check of R's loops (632 times
+    in one bench autocast call); the worker unsets it, so R's timed loop runs as under Rscript."""
+    if availability.rscript is None or availability.rpy2_version is None or availability.rpy2_error:
+        pytest.skip(availability.r_reason or "R or rpy2 missing")
+    code = ("from harness.frontends.r_handler import RHandler; from rpy2.rinterface_lib import openrlib; RHandler(); "
+            "print(openrlib.rlib.ptr_R_ProcessEvents == openrlib.ffi.NULL)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "True"
