@@ -149,6 +149,20 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
   )
 }
 
+#' One optimizer step of a 1x1 model, once, when the worker starts (its describe call): the twin of `_first_step()` in
+#' harness/frontends/python_handler.py.
+#'
+#' A process's first optimizer step pays one-time costs (R's JIT compiling the package code it runs, withr's, R6's and
+#' R torch's optimizer closures: about 0.15 s here; Python's lazy imports); paid here, they are part of making the
+#' worker ready to run a cell, not of the first cell's record call, where they were charged to that cell.
+amp_parity_first_step <- function() {
+  model <- torch::nn_linear(1L, 1L)
+  optimizer <- torch::optim_sgd(model$parameters, lr = 0)
+  model(torch::torch_ones(1L, 1L))$sum()$backward()
+  optimizer$step()
+  invisible(NULL)
+}
+
 #' What the harness's rpy2 worker calls to measure the machine's noise floor: the twin of `calibrate()` in
 #' harness/frontends/calibration.py (same names, same order; that file says why the loop is what it is).
 #'

@@ -103,7 +103,8 @@ def _first_step() -> None:
     PyTorch imports much on a process's first optimizer step (torch._dynamo among 77 modules: 0.75 s here), which a
     worker's first cell would otherwise pay inside its record call, its time charged to that cell (the trace cost target
     read it as tracing: 1.12 s for a 0.34 s bench cell). Paid at start instead, it is part of making Python ready to
-    run a cell, where R's start pays library(torch); the two workers start side by side.
+    run a cell, where R's start pays library(torch); the two workers start side by side. Twin: ``amp_parity_first_step()``
+    in r_scripts/_bridge.R (R's first step pays its JIT compiling the packages' code).
     """
     import torch
 

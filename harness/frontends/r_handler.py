@@ -110,6 +110,7 @@ class RHandler:
         from harness.frontends.installation_facts import installation_facts
 
         torch_version, libtorch, language, package = (str(v) for v in self._ro.r(_DESCRIBE)())
+        self._ro.globalenv["amp_parity_first_step"]()  # one-time costs of a first optimizer step, paid at start (_bridge.R)
         facts = installation_facts("r", torch_version=torch_version, libtorch_version=libtorch or None,
                                    language_version=language, cuda=None, device_name=device, torch_package=package,
                                    r_library=os.path.dirname(package))
