@@ -22,7 +22,7 @@ __all__ = ["PHASE_NAMES", "PhaseClock", "Phases"]
 #: docs name them so). "writing" is the command's, after the result is made: the file cannot hold the time of its own
 #: writing, so it is printed with ``-v`` and shown in the report, not stored.
 PHASE_NAMES = (
-    "probe", "fixtures", "worker starts", "record calls", "reference", "reconciled runs", "timed rounds", "peaks",
+    "probe", "fixtures", "provenance", "worker starts", "record calls", "reference", "reconciled runs", "timed rounds", "peaks",
     "profile", "trace measurements", "judging", "writing",
 )
 

@@ -159,7 +159,8 @@ class MatrixRunner:
         progress = on_progress or (lambda text: None)
         clock = self._clock
         started = time.time()
-        provenance = describe_provenance()  # the files as they are when the cells start
+        with clock.phase("provenance"):
+            provenance = describe_provenance()  # the files as they are when the cells start
         with clock.phase("worker starts"):
             self.describe_installations(progress)
         optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, ("sgd",))

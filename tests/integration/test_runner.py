@@ -74,7 +74,8 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
     assert autocast.efficiency.gemm_dtype == "bfloat16" and 0 < autocast.efficiency.share_of_peak < 1
     assert set(result.peaks.by_dtype) == {"float32", "bfloat16"} and result.peaks.threads == 1
     assert all(c.gemm_profile is None for c in result.cells)  # CPU: only with --profile
-    assert {f.name for f in result.targets} == {"overhead per call", "whole tiny CPU matrix", "trace cost"}
+    # every mode, so not the four-mode matrix the twice-its-limit bound is for: the cost per cell instead
+    assert {f.name for f in result.targets} == {"overhead per call", "tiny matrix cost per cell", "trace cost"}
     assert [p.pair for p in result.pairs] == []  # one frontend: nothing to pair
 
 
@@ -138,7 +139,7 @@ def test_a_run_learns_r_from_its_r_worker_and_records_its_phases(
     assert all(c.status is Status.OK for c in result.cells) and all("r_probe" not in (c.installation or {}) for c in result.cells)
     assert all(result.workers[name]["ready_seconds"] > 0 for name in ("python", "r"))
     names = [name for name, _ in result.phases.seconds]
-    assert names == ["fixtures", "worker starts", "record calls", "reconciled runs", "reference", "timed rounds", "peaks",
+    assert names == ["fixtures", "provenance", "worker starts", "record calls", "reconciled runs", "reference", "timed rounds", "peaks",
                      "judging", "trace measurements"]
     assert result.phases.total == pytest.approx(result.wall_seconds, rel=0.05)
     limit, start, rounds = result.limit()
