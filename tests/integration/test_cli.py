@@ -143,7 +143,7 @@ def test_a_run_in_which_no_cell_ran_fails_and_meets_no_figure(availability: Avai
 
     monkeypatch.delenv("AMP_PARITY_REQUIRE_R", raising=False)
     no_r = dataclasses.replace(availability, r={"torch_installed": False, "libtorch_installed": False, "libtorch_loads": False})
-    monkeypatch.setattr(harness.run.runner, "probe", lambda: no_r)
+    monkeypatch.setattr(harness.run.runner, "probe_host", lambda: no_r)  # R's side known before any worker starts
     done = run_cli("run", "--preset", "tiny", "--frontend", "r", "--optimizer", "sgd", "--rounds", "1", "--warmup-rounds", "1")
     assert done.returncode == ExitCode.USAGE_ERROR
     assert done.stderr.splitlines() == [
