@@ -175,6 +175,7 @@ class MatrixRunner:
                 cells = self._per_frontend(cells, self._with_reconciled, progress)
         with clock.phase("reference"):  # judged once, with the rest, by assess_result at the end
             cells = [self._with_distance(c) for c in cells]
+            reference = self.reference_summary()  # every optimizer's, plain and clipped: the result keeps their losses
         if measure:
             with clock.phase("timed rounds"):  # one at a time: a timed round has the machine to itself
                 cells = time_cells(self.pool, cells, protocol, progress)
@@ -192,7 +193,7 @@ class MatrixRunner:
             wall_seconds=time.perf_counter() - self._created, spec=self.spec, spec_digest=self.spec.digest(),
             fixture={"path": str(self.fixture.path), "sha256": self.fixture.sha256, "digest": self.fixture.digest},
             environment=self.availability.to_json(), protocol=protocol, workers=self.worker_info(), peaks=peaks,
-            reference=self.reference_summary(), reference_seconds=self.reference_seconds,
+            reference=reference, reference_seconds=self.reference_seconds,
             warnings=tuple([*collect_warnings(cells, self.spec),
                             *(f"{cell_id}: no reconciled run: {why}" for cell_id, why in self.reconcile_problems.items())]),
             cells=tuple(cells), judging=judging,
@@ -241,7 +242,8 @@ class MatrixRunner:
             for index in indices:
                 if stop.is_set():
                     return
-                results[index] = call(cells[index])
+                outcome = results[index] = call(cells[index])
+                progress(f"{outcome.id}: {outcome.status}")  # as each ends (rich's status takes updates from any thread)
 
         executor = ThreadPoolExecutor(max(1, len(groups)), thread_name_prefix="amp-parity-cells")
         try:
@@ -253,8 +255,6 @@ class MatrixRunner:
             executor.shutdown(wait=False, cancel_futures=True)
         done = [r for r in results if r is not None]
         assert len(done) == len(cells)
-        for outcome in done:
-            progress(f"{outcome.id}: {outcome.status}")
         return done
 
     def measure_pairs(
