@@ -100,9 +100,9 @@ class MatrixRunner:
             raise UsageError("--baseline", self.baseline, f"one of the frontends ({', '.join(self.frontends)})")
         #: What each installation's worker reported (:meth:`describe_installations`), by name.
         self.facts: dict[str, dict[str, Any]] = {}
-        # Without an availability given, R's side is not probed before the run (an Rscript loading R torch: 2 s here): the
-        # R worker answers the probe's questions when it starts (describe_installations).
-        self._availability = availability or probe_host()
+        #: What can run here. Without one given, R's side is not probed before the run (an Rscript loading R torch: 2 s here):
+        #: the R worker answers the probe's questions when it starts, or :func:`probe` where it cannot (describe_installations).
+        self.availability = availability or probe_host()
         #: Seconds from each worker's start to its first answer (its start-up and the describe call: R's library(torch)).
         self.ready_seconds: dict[str, float] = {}
         self.trace = trace
@@ -120,11 +120,6 @@ class MatrixRunner:
         self.reconcile_problems: dict[str, str] = {}
         #: The optimizers the last run ran (their float64 trajectories go into its result).
         self._optimizers: tuple[str, ...] = PRESET_OPTIMIZERS.get(spec.preset, ("sgd",))
-
-    @property
-    def availability(self) -> Availability:
-        """What can run here (R's side completed by the R worker's start, or by :func:`probe` where it cannot start)."""
-        return self._availability
 
     def __enter__(self) -> MatrixRunner:
         return self
@@ -336,13 +331,13 @@ class MatrixRunner:
         """
         answer = dict(facts or {})
         r_probe = answer.pop("r_probe", None)
-        if not installation.is_default or installation.language != "r" or self._availability.r_probed:
+        if not installation.is_default or installation.language != "r" or self.availability.r_probed:
             return answer
         if isinstance(r_probe, dict):
-            self._availability = dataclasses.replace(self._availability, r=r_probe, r_probed=True)
+            self.availability = dataclasses.replace(self.availability, r=r_probe, r_probed=True)
             return answer
         with self._clock.phase("probe"):
-            self._availability = probe()
+            self.availability = probe()
         return None if self.pool.unavailable_reason(installation.name) is not None else answer
 
     def _describe(self, name: str) -> dict[str, Any]:
