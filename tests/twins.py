@@ -10,7 +10,7 @@ the comparison must find is known exactly. NumPy and safetensors only: no torch.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -123,18 +123,21 @@ def extra_skip(record: RunRecord, step: int) -> dict[str, Any]:
 
 
 def steady_timing(loop_seconds: float, spread: float = 0.01, overhead: float = 0.001, setup: float | None = None,
-                  floor: float | None = None) -> Timing:
+                  floor: float | None = None, loads: Sequence[tuple[float, int]] | None = None) -> Timing:
     """A cell's timing from three rounds of ``loop_seconds`` × (1, 1 + spread, 1 − spread): its loop's CV is ``spread``.
 
     Each call is ``overhead`` longer than its loop: ``setup`` of it (default half) in the script, the rest the bridge.
     ``floor``: a calibration round after each, ``loop_seconds`` × (1, 1 + floor, 1 − floor), so the floor's CV is ``floor``
-    (``None``: no floor measured).
+    (``None``: no floor measured). ``loads``: each round's (other processes' CPU seconds, the worker's page faults), none
+    if not given (an older result).
     """
     log = RoundLog()
+    round_loads: Sequence[tuple[float, int] | None] = [None] * 3 if loads is None else loads
     setup = overhead / 2 if setup is None else setup
-    for factor, floor_factor in zip((1.0, 1.0 + spread, 1.0 - spread), (1.0, 1.0 + (floor or 0.0), 1.0 - (floor or 0.0)), strict=True):
+    for factor, floor_factor, load in zip((1.0, 1.0 + spread, 1.0 - spread), (1.0, 1.0 + (floor or 0.0), 1.0 - (floor or 0.0)),
+                                          round_loads, strict=True):
         loop = loop_seconds * factor
-        log.add(loop + overhead, {"seconds_total": loop, "seconds_workload": loop + setup, "gc_seconds": 0.0}, None, True)
+        log.add(loop + overhead, {"seconds_total": loop, "seconds_workload": loop + setup, "gc_seconds": 0.0}, None, True, load)
         if floor is not None:
             log.add_floor(loop_seconds * floor_factor)
     return log.summary()

@@ -14,8 +14,10 @@ __all__ = [
     "CLOCK_AGREEMENT_MAX_SHARE",
     "CV_MAX",
     "CV_MIN_LOOP_SECONDS",
+    "FAULTS_MIN_EXCESS",
     "FLOOR_FACTOR",
     "GPU_AUTOCAST_MIN_SHARE",
+    "OTHER_CPU_MIN_SECONDS",
     "OVERHEAD_MAX_SECONDS",
     "OVERHEAD_MAX_SHARE",
     "FOUR_MODES",
@@ -104,6 +106,14 @@ def _overhead(result: MatrixResult) -> list[TargetCheck]:
     return checks
 
 
+#: Other processes' CPU time during a round that names them as its cause: two of /proc's 10 ms ticks, above the tick
+#: rounding of one reading (an idle 2-vCPU VM shows 0.00-0.02 s per ``bench`` round).
+OTHER_CPU_MIN_SECONDS = 0.02
+#: Page faults a slow round must take beyond twice the median round's to name the allocator: 2000 faults cost about 3 ms
+#: (1.5 µs each here), 1 % of a 0.3 s ``bench`` round.
+FAULTS_MIN_EXCESS = 2000
+
+
 def spread_checked(device: str, preset: str, loop_seconds: float) -> bool:
     """Whether the spread target checks a cell: on CPU, of the ``bench`` preset or with a loop of ≥ CV_MIN_LOOP_SECONDS.
 
@@ -142,8 +152,9 @@ def _cv(result: MatrixResult) -> list[TargetCheck]:
                 + (f"garbage collection took up to {gc:.3g} s inside the loop; " if gc > 0 else "")
                 + (f"this cell's loop is only {loop.median:.2g} s, shorter than the ~1 s the target assumes; "
                    if loop.median < CV_MIN_LOOP_SECONDS else "")
-                + (f"the machine's own noise was {floor:.2%} (its calibration loop, timed after each round): the cell's spread is "
-                   "its own (look for work the loop does not repeat alike: allocations, the collector, oversubscribed threads)"
+                + _slowest_round(t)
+                + (f"the machine's own noise was {floor:.2%} (its calibration loop, timed after each round, so a single slow "
+                   "round escapes it)"
                    if floor is not None else
                    "the floor was not measured (a result from before it was, or its calibration failed: the run's log says why), so "
                    "the machine's own noise (other processes, frequency changes) cannot be told apart: time on an idle machine, "
@@ -151,6 +162,31 @@ def _cv(result: MatrixResult) -> list[TargetCheck]:
             )
         checks.append(TargetCheck("round-to-round spread", cell.id, target, measured, cv <= bound, why))
     return checks
+
+
+def _slowest_round(t: Timing) -> str:
+    """What ran beside the cell's slowest round (harness.run.machine_load), so a miss says whose it is: other processes
+    (the machine's), page faults well above the other rounds' (the allocator's, the cell's own), or neither (nothing the
+    guest can see: the host's, e.g. a neighbour VM, or the cell's own irregular work). Empty for a result without it."""
+    loops, other, faults = t.samples.loop_seconds, t.samples.other_cpu_seconds, t.samples.page_faults
+    if len(other) != len(loops) or len(faults) != len(loops):
+        return ""
+    k = max(range(len(loops)), key=loops.__getitem__)
+    its_other, its_faults = other[k], faults[k]
+    if its_other is None or its_faults is None:
+        return ""
+    over = loops[k] / t.loop.median - 1
+    said = f"its slowest round ({k + 1} of {len(loops)}) ran {over:.1%} over the median"
+    known = sorted(f for f in faults if f is not None)
+    usual_faults = known[len(known) // 2]
+    if its_other >= OTHER_CPU_MIN_SECONDS:
+        return f"{said} while other processes took {its_other:.2f} s of CPU (the machine's, not the cell's); "
+    if its_faults > max(FAULTS_MIN_EXCESS, 2 * usual_faults):
+        return (f"{said} with {its_faults} page faults (the median round {usual_faults}): its allocator gave memory back to "
+                "the system and took it again (the cell's own); ")
+    return (f"{said} with no other process running and too few page faults to matter ({its_faults}, the median round "
+            f"{usual_faults}): nothing the guest can see, so the host's (a neighbour VM, the CPU's frequency) or the cell's own "
+            "irregular work; ")
 
 
 def _tiny_matrix(result: MatrixResult) -> list[TargetCheck]:

@@ -205,8 +205,10 @@ _PEAKS = _object({"device": _STR, "threads": _INT, "by_dtype": _values(_nullable
 _STATS = _object({"n": _INT, "median": _NUMBER, "q1": _NUMBER, "q3": _NUMBER, "iqr": _nullable(_NUMBER), "min": _NUMBER,
                   "max": _NUMBER, "mean": _NUMBER, "cv": _nullable(_NUMBER)}, expected="an object (a clock's statistics)")
 _SAMPLES = _object({"call_seconds": _NUMBERS, "loop_seconds": _NUMBERS, "workload_seconds": _NUMBERS, "gc_seconds": _NUMBERS,
-                    "peak_rss_bytes": _list(_nullable(_NUMBER), "a list of byte counts"), "floor_seconds": _NUMBERS},
-                   optional={"floor_seconds"}, expected="an object (each round's clocks)")
+                    "peak_rss_bytes": _list(_nullable(_NUMBER), "a list of byte counts"), "floor_seconds": _NUMBERS,
+                    "other_cpu_seconds": _list(_nullable(_NUMBER), "a list of CPU seconds"),
+                    "page_faults": _list(_nullable(_NUMBER), "a list of page-fault counts")},
+                   optional={"floor_seconds", "other_cpu_seconds", "page_faults"}, expected="an object (each round's clocks)")
 _TIMING = _object({
     "rounds": _INT, "warmup_calls": _INT, "call": _STATS, "loop": _STATS, "workload": _STATS,
     "overhead_seconds": _nullable(_NUMBER), "overhead_share": _nullable(_NUMBER), "setup_seconds": _nullable(_NUMBER),

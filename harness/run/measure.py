@@ -22,6 +22,7 @@ from harness.judge.targets import spread_checked
 from harness.model.efficiency import gemm_dtype
 from harness.model.result import CellResult, Peaks, Status
 from harness.model.timing import RoundLog, TimingProtocol
+from harness.run.machine_load import read_load, round_load
 from harness.run.pool import WorkerPool
 
 __all__ = ["FLOOR_SIZING_PRODUCTS", "PROFILED_STEP", "measure_peaks", "profile_cells", "time_cells"]
@@ -133,9 +134,11 @@ def _one_round(pool: WorkerPool, cell: CellResult, log: RoundLog, failed: dict[s
     if it failed."""
     what = f"timed round {len(log.call_seconds) + 1}" if timed else f"warm-up call {log.warmup_calls + 1}"
     try:
+        before = read_load(pool.worker_pid(cell.frontend)) if timed else None
         start = time.perf_counter()
         record = pool.call_cell(cell.cell, save_weights=False)
         seconds = time.perf_counter() - start
+        load = round_load(before, read_load(pool.worker_pid(cell.frontend))) if timed else None
     except WorkerError as err:
         failed[cell.id] = f"{what} failed: {err}"
         return None
@@ -148,7 +151,8 @@ def _one_round(pool: WorkerPool, cell: CellResult, log: RoundLog, failed: dict[s
     if timed:
         assert cell.record is not None
         same = np.array_equal(np.asarray(record["losses"], dtype=float), np.asarray(cell.record.losses, dtype=float), equal_nan=True)
-        log.add(seconds, record, pool.last_memory(cell.frontend).get("peak_rss_bytes"), same)
+        log.add(seconds, record, pool.last_memory(cell.frontend).get("peak_rss_bytes"), same,
+                None if load is None else (load.other_cpu_seconds, load.page_faults))
     else:
         log.warmup_calls += 1
     return float(record["seconds_total"])

@@ -105,6 +105,12 @@ class WorkerPool:
             self._workers[frontend] = open_worker(self.frontends[frontend], env, timeout=self.timeout)
         return self._workers[frontend]
 
+    def worker_pid(self, frontend: str) -> int | None:
+        """The process id of the frontend's worker, ``None`` if none runs (what :mod:`harness.run.machine_load` reads
+        around a timed round; it starts no worker)."""
+        worker = self._workers.get(frontend)
+        return None if worker is None else worker.pid
+
     def worker_info(self) -> dict[str, Any]:
         """Start-up seconds (R's start-up and ``library(torch)`` among them) and starts, per worker."""
         return {name: {"startup_seconds": w.startup_seconds, "starts": w.starts} for name, w in self._workers.items()}

@@ -288,6 +288,12 @@ class _Checker:
             self.number(f"{where}.samples.peak_rss_bytes[{i}]", rss, optional=True)
         if len({len(r) for r in rounds}) != 1 or not rounds[0]:
             self.refuse(f"{where}.samples", _Said(f"{[len(r) for r in rounds]} rounds"), "every clock has one sample per timed round")
+        for name in ("other_cpu_seconds", "page_faults"):  # each round's load: none in older results, else one per round
+            load = getattr(samples, name)
+            if load and len(load) != len(rounds[0]):
+                self.refuse(f"{where}.samples.{name}", _Said(f"{len(load)} rounds"), f"its clocks have {len(rounds[0])} rounds")
+            for i, value in enumerate(load):
+                self.number(f"{where}.samples.{name}[{i}]", value, optional=True)
         log = RoundLog(warmup_calls=timing.warmup_calls, differing_rounds=timing.differing_rounds)
         for call, loop, workload, gc in zip(*rounds, strict=True):
             log.add(call, {"seconds_total": loop, "seconds_workload": workload, "gc_seconds": gc}, None, True)

@@ -60,6 +60,10 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
     assert default.timing is not None and autocast.timing is not None
     assert default.timing.rounds == 3 and default.timing.warmup_calls == 2 and default.timing.reproducible
     assert default.timing.loop.median > 0 and default.timing.call.median > default.timing.loop.median
+    # each round's load, read from /proc around it: other processes' CPU seconds and the worker's page faults
+    samples = default.timing.samples
+    assert len(samples.other_cpu_seconds) == len(samples.page_faults) == 3
+    assert all(o is not None and o >= 0 for o in samples.other_cpu_seconds) and all(f is not None and f >= 0 for f in samples.page_faults)
     assert default.time_vs_default == 1.0  # paired with itself: every per-round ratio is exactly 1
     assert scaler_default.time_vs_default == 1.0  # the scaler script's own default, its cells' baseline
     # divided by its own script's default: a ratio, or a spread too wide for one, never "no default cell"

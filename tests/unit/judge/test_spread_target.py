@@ -6,15 +6,24 @@ import dataclasses
 
 import pytest
 
-from harness.judge.targets import CV_MAX, CV_MIN_LOOP_SECONDS, FLOOR_FACTOR, check_targets, spread_checked
+from harness.judge.targets import (
+    CV_MAX,
+    CV_MIN_LOOP_SECONDS,
+    FAULTS_MIN_EXCESS,
+    FLOOR_FACTOR,
+    OTHER_CPU_MIN_SECONDS,
+    check_targets,
+    spread_checked,
+)
 from harness.model.verdicts import TargetCheck
 from tests.twins import by_mode, golden, replace_cells, steady_timing
 
 
-def _spread(cv: float, floor: float | None) -> TargetCheck:
-    """The spread check of the golden Python default cell with a 0.6 s loop whose CV is ``cv`` and floor CV ``floor``."""
+def _spread(cv: float, floor: float | None, loads: list[tuple[float, int]] | None = None) -> TargetCheck:
+    """The spread check of the golden Python default cell with a 0.6 s loop whose CV is ``cv`` and floor CV ``floor``
+    (``loads``: each round's other processes' CPU seconds and page faults; its second round is the slowest)."""
     cell = by_mode(golden())["default"]
-    timed = dataclasses.replace(cell, timing=steady_timing(0.6, spread=cv, floor=floor))
+    timed = dataclasses.replace(cell, timing=steady_timing(0.6, spread=cv, floor=floor, loads=loads))
     return next(c for c in check_targets(replace_cells(golden(), {cell.id: timed}))
                 if c.name == "round-to-round spread" and c.subject == cell.id)
 
@@ -54,6 +63,25 @@ def test_without_a_floor_the_plain_bound_applies_and_says_so() -> None:
     assert not missed.met and missed.why is not None
     assert missed.why.startswith("missed by 2.00 points beyond the 3% bound")
     assert "the floor was not measured" in missed.why
+
+
+@pytest.mark.parametrize(("loads", "named"), [
+    # other processes took 0.3 s of CPU during the slow round: the machine's
+    ([(0.0, 100), (0.3, 100), (0.01, 100)], "while other processes took 0.30 s of CPU (the machine's, not the cell's)"),
+    # just under the CPU threshold, but far more page faults than the median round: the allocator's
+    ([(0.0, 100), (OTHER_CPU_MIN_SECONDS / 2, 100 + 2 * FAULTS_MIN_EXCESS), (0.0, 120)],
+     f"with {100 + 2 * FAULTS_MIN_EXCESS} page faults (the median round 120): its allocator gave memory back"),
+    # faults over twice the median round's, but under FAULTS_MIN_EXCESS (about 1 % of a bench round): neither
+    ([(0.0, 100), (0.0, FAULTS_MIN_EXCESS), (0.0, 120)],
+     f"too few page faults to matter ({FAULTS_MIN_EXCESS}, the median round 120): nothing the guest"),
+])
+def test_a_miss_names_what_ran_beside_its_slowest_round(loads: list[tuple[float, int]], named: str) -> None:
+    """A missed spread says what the guest saw during the slowest round: other processes' CPU, the worker's page faults,
+    or neither (then the host's, or the cell's own); the floor, timed after each round, cannot see a single slow round."""
+    missed = _spread(0.04, floor=0.01, loads=loads)
+    assert not missed.met and missed.why is not None
+    assert "its slowest round (2 of 3) ran 4.0% over the median " in missed.why and named in missed.why
+    assert _spread(0.04, floor=0.01).why is not None and "slowest round" not in (_spread(0.04, floor=0.01).why or "")  # older result
 
 
 @pytest.mark.parametrize(

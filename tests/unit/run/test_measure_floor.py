@@ -58,6 +58,9 @@ class _FakePool:
     def last_memory(self, frontend: str) -> dict[str, Any]:
         return {}
 
+    def worker_pid(self, frontend: str) -> int | None:
+        return None  # no process: each round keeps no load
+
 
 def _cells() -> tuple[list[CellResult], dict[str, float]]:
     """The golden tiny result's Python default (a 0.6 s loop: checked), Python autocast (0.1 s: not) and R autocast (0.8 s:
