@@ -40,6 +40,7 @@ __all__ = [
     "DEFAULT_MAX_SECONDS",
     "DEFAULT_ROUNDS",
     "DEFAULT_WARMUP_ROUNDS",
+    "MALLOC_THRESHOLDS",
     "MAX_CV_FOR_RATIO",
     "MIN_ROUNDS_FOR_SPREAD",
     "PRESET_PROTOCOLS",
@@ -277,6 +278,17 @@ class Timing:
 #: the weights; a second call runs with everything warm but its own first epoch (6.7 ms vs 2.8 ms at
 #: tiny on the first call) still warming the allocator, so one more untimed call is the default.
 DEFAULT_WARMUP_ROUNDS = 2
+
+
+#: glibc's malloc thresholds in bytes, fixed in every worker (harness.run.pool.worker_env) at the values glibc's own
+#: dynamic rule reaches in a long-lived process (mmap threshold up to 32 MiB on 64-bit, trim threshold twice it). Left
+#: dynamic they depend on the worker's history: a small worker process handed its heap's top back to the system after most
+#: calls and took it again in the next, 3,000 to 16,000 page faults a call. Python's ``bench`` ``default`` rounds were
+#: 3-5 % slower with 8,000 faults than with none, and Python ``autocast`` in a worker that ran only that cell was 15-23 %
+#: slower than the same function in a long-lived process (tests/benchmarks' clock agreement). R's worker, whose heap R
+#: keeps busy, took none. Fixed: 0-1,500 faults a call, and that gap 2-4 %. A value the user set (``MALLOC_*_``, or
+#: ``glibc.malloc`` in ``GLIBC_TUNABLES``) is kept.
+MALLOC_THRESHOLDS = {"MALLOC_MMAP_THRESHOLD_": 32 << 20, "MALLOC_TRIM_THRESHOLD_": 64 << 20}
 
 
 #: Timed rounds per cell (at most): enough for a median and an interquartile range.

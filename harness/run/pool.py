@@ -6,13 +6,15 @@ cells through one pool, so a cell's request is built in one place and every call
 
 from __future__ import annotations
 
+import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from harness.errors import WorkerError
 from harness.files.staging import StagingDir
+from harness.model.timing import MALLOC_THRESHOLDS
 from harness.run.availability import Availability
 from harness.run.frontends import FRONTENDS, Frontend, open_worker
 from harness.run.prepare import prepare_run_spec
@@ -21,7 +23,7 @@ from harness.workload.fixtures import FixtureFile
 from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
 
-__all__ = ["DEFAULT_TIMEOUT_S", "TEMPORARY_WEIGHTS_PREFIX", "WORKER_TMP_PREFIX", "WorkerPool", "thread_env"]
+__all__ = ["ALLOCATOR_ENV", "DEFAULT_TIMEOUT_S", "TEMPORARY_WEIGHTS_PREFIX", "WORKER_TMP_PREFIX", "WorkerPool", "thread_env", "worker_env"]
 
 #: A cell that has not answered in this long is hung: ``recipe`` on 2 CPU cores takes a few minutes
 #: per cell, ``tiny`` well under a second.
@@ -101,7 +103,7 @@ class WorkerPool:
         if self._closed:
             raise WorkerError(f"{frontend} worker: the run is stopping, no worker starts again")
         if frontend not in self._workers:
-            env = {**thread_env(self.spec.threads), "TMPDIR": str(self._worker_tmp.path)}
+            env = {**worker_env(self.spec.threads), "TMPDIR": str(self._worker_tmp.path)}
             self._workers[frontend] = open_worker(self.frontends[frontend], env, timeout=self.timeout)
         return self._workers[frontend]
 
@@ -175,3 +177,15 @@ class WorkerPool:
 def thread_env(threads: int) -> dict[str, str]:
     """Environment for a worker, so both libtorch builds size their thread pools alike from the start."""
     return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+
+
+#: The environment that fixes them (:data:`harness.model.timing.MALLOC_THRESHOLDS`, where the reason is).
+ALLOCATOR_ENV = {name: str(value) for name, value in MALLOC_THRESHOLDS.items()}
+
+
+def worker_env(threads: int, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What a worker's environment adds to ``environ`` (default this process's): :func:`thread_env` and, unless the user
+    tuned glibc's allocator there, :data:`ALLOCATOR_ENV`."""
+    environ = os.environ if environ is None else environ
+    tuned = any(k in environ for k in ALLOCATOR_ENV) or "glibc.malloc." in environ.get("GLIBC_TUNABLES", "")
+    return {**thread_env(threads), **({} if tuned else ALLOCATOR_ENV)}

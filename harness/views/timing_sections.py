@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from harness.model.result import CellResult, MatrixResult, Memory
-from harness.model.timing import MIN_ROUNDS_FOR_SPREAD, Timing
+from harness.model.timing import MALLOC_THRESHOLDS, MIN_ROUNDS_FOR_SPREAD, Timing
 from harness.views.formatting import cell_text, mib, num
 
 __all__ = ["efficiency_section", "frontend_costs", "phases_line", "phases_section", "targets_section", "timing_section"]
@@ -41,8 +41,10 @@ def timing_section(result: MatrixResult) -> list[str]:
         f"Protocol: {protocol.warmup_rounds} untimed call(s) per cell (the first writes the weights and the parity "
         f"record), then up to {protocol.rounds} timed rounds (no more once a cell's rounds took "
         f"{num(protocol.max_seconds, 'g')} s), {order}. {protocol.to_json()['gc']}. Threads {result.spec.threads} in "
-        "both frontends (set by the scripts, and OMP_NUM_THREADS in the workers); on CUDA the device is synchronised "
-        "before each read of the clock.", "",
+        "both frontends (set by the scripts, and OMP_NUM_THREADS in the workers); glibc's malloc thresholds fixed in "
+        f"the workers (mmap {MALLOC_THRESHOLDS['MALLOC_MMAP_THRESHOLD_'] >> 20} MiB, trim "
+        f"{MALLOC_THRESHOLDS['MALLOC_TRIM_THRESHOLD_'] >> 20} MiB, unless the user set them); on CUDA the device is "
+        "synchronised before each read of the clock.", "",
         "| cell | rounds | loop median s | IQR s | CV | floor CV | call median s | harness overhead ms (% of call) "
         "| script set-up ms | GC s | rounds = record |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",

@@ -15,6 +15,7 @@ from harness.model.result import RESULT_SCHEMA_VERSION, Status
 from harness.model.timing import TimingProtocol
 from harness.run.availability import Availability
 from harness.run.measure import time_cells
+from harness.run.pool import worker_env
 from harness.run.runner import MatrixRunner
 from harness.workload.matrix import Cell
 from harness.workload.scripts import all_mode_names
@@ -35,6 +36,11 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
     protocol = TimingProtocol(warmup_rounds=2, rounds=3, interleave=True)
     with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
         result = runner.run(all_mode_names(), ("sgd",), on_progress=progress.append, protocol=protocol)
+        pid = runner.pool.worker_pid("python")
+        assert pid is not None
+        environ = dict(item.split("=", 1) for item in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in item)
+    # the worker ran with the spec's threads and glibc's malloc thresholds fixed (harness.run.pool.worker_env)
+    assert {k: environ.get(k) for k in worker_env(tiny_spec.threads)} == worker_env(tiny_spec.threads)
     ids = [
         "with_autocast-default-sgd-python-cpu", "with_autocast-autocast-sgd-python-cpu", "with_autocast-lowp_weights-sgd-python-cpu",
         "with_autocast-lowp_weights_scaled-sgd-python-cpu", "cuda_amp_grad_scaler-default-sgd-python-cpu",

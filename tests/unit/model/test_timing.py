@@ -19,7 +19,7 @@ from harness.model.timing import (
     ratio,
     summarize,
 )
-from harness.run.pool import thread_env
+from harness.run.pool import ALLOCATOR_ENV, thread_env, worker_env
 
 
 def test_summarize_gives_median_quartiles_and_cv() -> None:
@@ -112,6 +112,21 @@ def test_protocol_refuses_bad_values(fields: dict[str, Any], message: str) -> No
 def test_thread_env_sets_both_thread_pools() -> None:
     """Workers start with OpenMP's and MKL's pools sized like the spec's threads."""
     assert thread_env(3) == {"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3"}
+
+
+@pytest.mark.parametrize(("environ", "fixed"), [
+    ({}, True),
+    ({"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX512F"}, True),  # tuning something else leaves the allocator to us
+    ({"MALLOC_TRIM_THRESHOLD_": "0"}, False),  # the user's own allocator setting is kept
+    ({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=0"}, False),
+])
+def test_workers_run_with_glibcs_thresholds_fixed_unless_the_user_set_them(environ: dict[str, str], fixed: bool) -> None:
+    """Every worker gets the thread pools and, unless the user tuned glibc's malloc, its mmap and trim thresholds fixed at
+    32 and 64 MiB (what glibc's dynamic rule reaches in a long-lived process), so a worker's timings do not depend on what
+    it ran before."""
+    env = worker_env(2, environ)
+    assert env == {**thread_env(2), **(ALLOCATOR_ENV if fixed else {})}
+    assert ALLOCATOR_ENV == {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(64 * 2**20)}
 
 
 def test_a_round_log_with_calibration_rounds_gives_their_statistics_as_the_floor() -> None:

@@ -37,6 +37,7 @@ def test_timing_table_shows_rounds_spread_and_the_overhead_split() -> None:
     assert row.startswith(f"| `{cell.id}` | 3 | {t.loop.median:.4g} | {t.loop.iqr:.2g} | {t.loop.cv:.1%} |")
     assert f"| 0.50 ({t.overhead_share:.2%}) | 0.50 | 0 | yes |" in row
     assert "Protocol: 1 untimed call(s) per cell" in text and "up to 5 timed rounds" in text and "interleaved (A, B, A, B …)" in text
+    assert "glibc's malloc thresholds fixed in the workers (mmap 32 MiB, trim 64 MiB" in text  # harness.run.pool.ALLOCATOR_ENV
 
 
 def test_each_timed_cell_shows_its_floor_cv_beside_its_cv_where_measured() -> None:
