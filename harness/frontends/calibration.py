@@ -3,7 +3,7 @@
 A cell's round-to-round spread mixes the cell's own irregularity with the machine's (other processes, frequency
 changes, a neighbour on a shared VM). The harness times this loop after each timed round of a cell, in the same worker,
 so a drift of the machine lands on both; the spread of these rounds is the *floor* the cell's spread is judged against
-(:mod:`harness.judge.targets`). The loop is libtorch work only: no autograd, no optimizer, no allocation inside it (the
+(:mod:`harness.judge.spread`). The loop is libtorch work only: no autograd, no optimizer, no allocation inside it (the
 product is written in place), inputs made without the RNG (the seeded global generator a workload uses stays untouched).
 
 Twin of ``amp_parity_calibrate()`` in ``r_scripts/_bridge.R``: same names, same order. The R worker's handler

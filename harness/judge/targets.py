@@ -6,18 +6,14 @@ on CPU, the tensor-core share to CUDA); a result is checked against those that a
 
 from __future__ import annotations
 
+from harness.judge.spread import check_spread
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.timing import Timing
 from harness.model.verdicts import TargetCheck
 
 __all__ = [
     "CLOCK_AGREEMENT_MAX_SHARE",
-    "CV_MAX",
-    "CV_MIN_LOOP_SECONDS",
-    "FAULTS_MIN_EXCESS",
-    "FLOOR_FACTOR",
     "GPU_AUTOCAST_MIN_SHARE",
-    "OTHER_CPU_MIN_SECONDS",
     "OVERHEAD_MAX_SECONDS",
     "OVERHEAD_MAX_SHARE",
     "FOUR_MODES",
@@ -26,7 +22,6 @@ __all__ = [
     "TRACE_MAX_RUNS",
     "TRACE_TINY_MAX_SECONDS",
     "check_targets",
-    "spread_checked",
 ]
 
 #: The harness's overhead per call, its bridge (call time minus the script's own workload time: pipe,
@@ -35,17 +30,6 @@ __all__ = [
 OVERHEAD_MAX_SECONDS = 0.005
 #: … and at most 1 % of a ``recipe`` call, where the overhead must not move a comparison.
 OVERHEAD_MAX_SHARE = 0.01
-#: Coefficient of variation of the loop time for CPU cells that run about a second (``bench``) …
-CV_MAX = 0.03
-#: … checked for every CPU cell of the ``bench`` preset (the one sized to run about a second), and for
-#: CPU cells of any preset whose median loop takes at least this long (not ``tiny``'s 10 ms, where
-#: scheduler noise alone is several percent).
-CV_MIN_LOOP_SECONDS = 0.5
-#: A cell's spread is judged against the machine's noise floor measured beside it (its calibration rounds, one after each
-#: timed round in the same worker: :mod:`harness.frontends.calibration`): the bound is the larger of CV_MAX and this
-#: many times the floor's CV. A cell's spread cannot be quieter than the machine's at that moment; 1.5 times allows for the
-#: cell's own work (allocations, many small ops, R's interpreter between them) being less regular than a matmul loop.
-FLOOR_FACTOR = 1.5
 #: The CPU ``tiny`` matrix of the four modes issue 29 set its bound on (the recipe's and the vignette's: default, autocast,
 #: autocast + scaler, + clipping; plain SGD) may take this many times its limit (:meth:`MatrixResult.limit`: the slowest
 #: worker's start plus one round of every cell), start-up included. At that size the workers' start is most of the limit.
@@ -77,7 +61,7 @@ CLOCK_AGREEMENT_MAX_SHARE = 0.25
 
 def check_targets(result: MatrixResult) -> list[TargetCheck]:
     """Every performance target that applies to ``result``, checked."""
-    return [*_overhead(result), *_cv(result), *_tiny_matrix(result), *_gpu_autocast(result), *_trace_cost(result)]
+    return [*_overhead(result), *check_spread(result), *_tiny_matrix(result), *_gpu_autocast(result), *_trace_cost(result)]
 
 
 def _timed(result: MatrixResult) -> list[tuple[CellResult, Timing]]:
@@ -104,89 +88,6 @@ def _overhead(result: MatrixResult) -> list[TargetCheck]:
                     f"{t.setup_seconds * 1e3:.2f} ms, the frontend's own cost")
         checks.append(TargetCheck("overhead per call", cell.id, target, measured, met, why))
     return checks
-
-
-#: Other processes' CPU time during a round that names them as its cause: two of /proc's 10 ms ticks, above the tick
-#: rounding of one reading (an idle 2-vCPU VM shows 0.00-0.02 s per ``bench`` round).
-OTHER_CPU_MIN_SECONDS = 0.02
-#: Page faults a slow round must take beyond twice the median round's to name the allocator: 2000 faults cost about 3 ms
-#: (1.5 µs each here), 1 % of a 0.3 s ``bench`` round.
-FAULTS_MIN_EXCESS = 2000
-
-
-def spread_checked(device: str, preset: str, loop_seconds: float) -> bool:
-    """Whether the spread target checks a cell: on CPU, of the ``bench`` preset or with a loop of ≥ CV_MIN_LOOP_SECONDS.
-
-    One predicate for the target (over the timed loop median) and for the measurement that times the noise floor beside
-    such a cell (over its last untimed call's loop, :func:`harness.run.measure.time_cells`), so the floor is measured
-    where it is judged.
-    """
-    return device == "cpu" and (preset == "bench" or loop_seconds >= CV_MIN_LOOP_SECONDS)
-
-
-def _cv(result: MatrixResult) -> list[TargetCheck]:
-    checks = []
-    for cell, t in _timed(result):
-        loop = t.loop
-        if not spread_checked(cell.device, result.spec.preset, loop.median):
-            continue
-        cv = loop.cv
-        floor = t.floor.cv if t.floor is not None else None
-        bound = CV_MAX if floor is None else max(CV_MAX, FLOOR_FACTOR * floor)
-        target = (f"CV ≤ max({CV_MAX:.0%}, {FLOOR_FACTOR:g}× the machine's noise floor) (CPU cells of the bench preset, "
-                  f"or of ≥ {CV_MIN_LOOP_SECONDS:g} s)")
-        if cv is None:
-            checks.append(TargetCheck("round-to-round spread", cell.id, target, f"{loop.n} round(s)", False,
-                                      "too few timed rounds to measure a spread: raise --rounds or --max-seconds"))
-            continue
-        if floor is None:
-            measured = f"CV {cv:.2%} over {loop.n} rounds; floor not measured → bound {bound:.2%}"
-        else:
-            measured = f"CV {cv:.2%} over {loop.n} rounds; floor {floor:.2%} → bound {bound:.2%}"
-        why = None
-        if cv > bound:
-            gc = t.gc_seconds
-            beyond = "the floor-based bound" if floor is not None and bound > CV_MAX else f"the {CV_MAX:.0%} bound"
-            why = (
-                f"missed by {(cv - bound) * 100:.2f} points beyond {beyond}: rounds ranged {loop.min:.4g}–{loop.max:.4g} s; "
-                + (f"garbage collection took up to {gc:.3g} s inside the loop; " if gc > 0 else "")
-                + (f"this cell's loop is only {loop.median:.2g} s, shorter than the ~1 s the target assumes; "
-                   if loop.median < CV_MIN_LOOP_SECONDS else "")
-                + _slowest_round(t)
-                + (f"the machine's own noise was {floor:.2%} (its calibration loop, timed after each round, so a single slow "
-                   "round escapes it)"
-                   if floor is not None else
-                   "the floor was not measured (a result from before it was, or its calibration failed: the run's log says why), so "
-                   "the machine's own noise (other processes, frequency changes) cannot be told apart: time on an idle machine, "
-                   "with --interleave")
-            )
-        checks.append(TargetCheck("round-to-round spread", cell.id, target, measured, cv <= bound, why))
-    return checks
-
-
-def _slowest_round(t: Timing) -> str:
-    """What ran beside the cell's slowest round (harness.run.machine_load), so a miss says whose it is: other processes
-    (the machine's), page faults well above the other rounds' (the allocator's, the cell's own), or neither (nothing the
-    guest can see: the host's, e.g. a neighbour VM, or the cell's own irregular work). Empty for a result without it."""
-    loops, other, faults = t.samples.loop_seconds, t.samples.other_cpu_seconds, t.samples.page_faults
-    if len(other) != len(loops) or len(faults) != len(loops):
-        return ""
-    k = max(range(len(loops)), key=loops.__getitem__)
-    its_other, its_faults = other[k], faults[k]
-    if its_other is None or its_faults is None:
-        return ""
-    over = loops[k] / t.loop.median - 1
-    said = f"its slowest round ({k + 1} of {len(loops)}) ran {over:.1%} over the median"
-    known = sorted(f for f in faults if f is not None)
-    usual_faults = known[len(known) // 2]
-    if its_other >= OTHER_CPU_MIN_SECONDS:
-        return f"{said} while other processes took {its_other:.2f} s of CPU (the machine's, not the cell's); "
-    if its_faults > max(FAULTS_MIN_EXCESS, 2 * usual_faults):
-        return (f"{said} with {its_faults} page faults (the median round {usual_faults}): its allocator gave memory back to "
-                "the system and took it again (the cell's own); ")
-    return (f"{said} with no other process running and too few page faults to matter ({its_faults}, the median round "
-            f"{usual_faults}): nothing the guest can see, so the host's (a neighbour VM, the CPU's frequency) or the cell's own "
-            "irregular work; ")
 
 
 def _tiny_matrix(result: MatrixResult) -> list[TargetCheck]:

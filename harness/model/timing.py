@@ -15,7 +15,7 @@ The bridge (``call − workload``: pipe, serialization, rpy2) is the harness's o
 and optimizer, R torch's ``nn_linear`` modules among them) is the frontend's own cost: reported per
 frontend (``setup_seconds``, :func:`harness.views.timing_sections.frontend_costs`), never charged to the harness.
 The machine's own noise: after each timed round of a cell the spread target checks
-(:func:`harness.judge.targets.spread_checked`), the same worker times a fixed loop of matrix products as long as the
+(:func:`harness.judge.spread.spread_checked`), the same worker times a fixed loop of matrix products as long as the
 cell's loop (:mod:`harness.frontends.calibration`); the spread of those rounds (``floor``) is the noise floor the
 cell's spread is judged against, measured at the same moments on the same cores.
 Garbage collection: Python's collector is off inside the loop; R's cannot be, so R collects before the
@@ -308,7 +308,7 @@ BENCH_ROUNDS = 10
 
 
 #: A preset's own (untimed calls, timed rounds) where they differ from the defaults. ``tiny``'s cells take milliseconds: no
-#: spread target applies to them (harness.judge.targets), and its matrix is the one a user waits for (issue 29), so its
+#: spread target applies to them (harness.judge.spread), and its matrix is the one a user waits for (issue 29), so its
 #: record call is its only warm-up (it runs every kernel the rounds run) and it gets the fewest timed rounds that give a
 #: spread, and so a ratio (:data:`MIN_ROUNDS_FOR_SPREAD`). ``bench`` is the one the spread target checks:
 #: :data:`BENCH_ROUNDS`.

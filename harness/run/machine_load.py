@@ -5,7 +5,7 @@ is timed in the moments after a round, so a single slow round escapes it. Two th
 tell the causes apart: the CPU time every other process took (system-wide busy time from ``/proc/stat``, less the worker's
 and this harness's own), and the page faults the worker took (the allocator handing memory back to the system and taking
 it again). A slow round with neither is one the guest cannot explain: the host's (a neighbour VM, the CPU's frequency).
-The spread target's reason names them (:mod:`harness.judge.targets`).
+The spread target's reason names them, and sets aside a round they show the machine slowed (:mod:`harness.judge.spread`).
 
 Linux only (``/proc``); elsewhere, or for a worker that has gone, every reading is ``None`` and the round keeps no load.
 """

@@ -18,7 +18,7 @@ import numpy as np
 from harness.errors import WorkerError
 from harness.judge.gemm_precision import amp_gemm_problem
 from harness.judge.record_check import judge_record
-from harness.judge.targets import spread_checked
+from harness.judge.spread import spread_checked
 from harness.model.efficiency import gemm_dtype
 from harness.model.result import CellResult, Peaks, Status
 from harness.model.timing import RoundLog, TimingProtocol
@@ -51,7 +51,7 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
     of the machine (heat, a neighbour's load) lands on both sides of a comparison alike. A cell whose
     timed rounds have taken ``max_seconds`` gets no more (it always gets one).
 
-    A cell the spread target checks (:func:`harness.judge.targets.spread_checked`, over its last untimed call's loop) has
+    A cell the spread target checks (:func:`harness.judge.spread.spread_checked`, over its last untimed call's loop) has
     the machine's noise floor timed beside it: one calibration round right after each of its timed rounds, in the same
     worker, so a drift of the machine lands on both (:mod:`harness.frontends.calibration`), each about as long as the
     cell's loop. Other cells get none: at ``tiny`` the matrix is 238 cells of ~10 ms loops, none of them checked, and a

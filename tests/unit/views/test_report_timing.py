@@ -109,7 +109,8 @@ def test_an_amp_cell_with_float32_gemms_is_marked() -> None:
 
 def test_figures_met_and_missed_by_how_much() -> None:
     """Planted bridge time and spread past the targets come out as misses with the amount; a slow set-up is not charged."""
-    from harness.judge.targets import CV_MAX, OVERHEAD_MAX_SECONDS, check_targets
+    from harness.judge.spread import CV_MAX
+    from harness.judge.targets import OVERHEAD_MAX_SECONDS, check_targets
 
     python = by_mode(golden())
     slow = dataclasses.replace(python["default"], timing=steady_timing(0.6, spread=0.05, overhead=0.009, setup=0.001))
