@@ -4,6 +4,6 @@ The child's serving loop (:mod:`~harness.frontends.serve`), the handlers that ca
 (:mod:`~harness.frontends.python_handler`, :mod:`~harness.frontends.r_handler`), the trace recorder, the matmul
 peak and the GEMM profiler, and the byte format tensors cross in (:mod:`~harness.frontends.tensor_bytes`). It
 imports nothing of the parent's layers (import-linter holds the rule), so a worker's interpreter needs torch,
-numpy and safetensors (and rpy2 for R) only. The parent refers to the handlers by name
+numpy, safetensors and blake3 (the trace's hash; and rpy2 for R) only. The parent refers to the handlers by name
 (:mod:`harness.run.frontends`) and never imports them.
 """

@@ -37,6 +37,10 @@ class PythonHandler:
         sys.path.insert(0, root)
         import torch  # paid once, at start-up, not inside the first timed call
 
+        # And what the trace recorder needs (blake3): an interpreter without it fails to start, with the fix, not at its
+        # first traced call.
+        importlib.import_module("harness.frontends.trace_recorder")
+
         self.torch_version = torch.__version__
         self._modules: dict[str, ModuleType] = {}
 

@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 from harness.files.paths import bytecode_dir, script_path
+from harness.frontends.trace_recorder import TraceRecorder
 
 __all__ = ["RHandler"]
 
@@ -134,8 +135,6 @@ class RHandler:
     def _trace(self, path: str, request: dict[str, Any]) -> dict[str, Any]:
         import numpy as np
         import rpy2.rinterface as ri
-
-        from harness.frontends.trace_recorder import TraceRecorder
 
         recorder = TraceRecorder(request["trace"]["keep"], stop=request["trace"].get("stop", True))
 

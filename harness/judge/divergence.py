@@ -167,6 +167,8 @@ def trace_cells(a: CellResult, b: CellResult) -> PairTrace:
     sides = [c.reconciled or c.trace for c in (a, b)]
     if (a.reconciled is not None or b.reconciled is not None) and sides[0] is not None and sides[1] is not None:
         ra, rb = read_cell_trace(sides[0]), read_cell_trace(sides[1])
+        if (unlike := CellTrace.comparable(ra, rb)) is not None:
+            return PairTrace(a.pair, names, error=unlike, reproduced=reproduced)
         again = find_divergence(ra.as_lists(), rb.as_lists())
         switches, reconciled_identical = tuple(sorted({*ra.switches, *rb.switches})), again is None
         reconciled = None if again is None else point_difference(again, ra.as_lists(), rb.as_lists(), _kept(again, ra, rb))
@@ -175,6 +177,8 @@ def trace_cells(a: CellResult, b: CellResult) -> PairTrace:
         return PairTrace(a.pair, names, error=f"{' and '.join(missing)} stored no trace of its record call", reproduced=reproduced,
                          switches=switches, reconciled_identical=reconciled_identical, reconciled=reconciled)
     ta, tb = read_cell_trace(a.trace), read_cell_trace(b.trace)
+    if (unlike := CellTrace.comparable(ta, tb)) is not None:
+        return PairTrace(a.pair, names, error=unlike, reproduced=reproduced)
     points_a, points_b = ta.as_lists(), tb.as_lists()
     split = find_divergence(points_a, points_b)
     identical = split.index if split is not None else len(points_a)

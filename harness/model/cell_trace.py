@@ -1,16 +1,21 @@
 """One cell's trace as a result stores it: every named point of its record call, digested, in a file beside its weights.
 
 A traced call hands every ``trace_point`` to a recorder (:mod:`harness.frontends.trace_recorder`) as
-``[step, name, dtype, shape, sha256, value]`` (``value`` for a one-element tensor). Recording them with each cell, not
+``[step, name, dtype, shape, digest, value]`` (``value`` for a one-element tensor). Recording them with each cell, not
 with each pair, is what lets a pair be traced wherever its two cells meet: in the run that made them, or in a
 ``harness merge`` of two CI slices or two machines, without their workers. The same cell may also carry a *reconciled*
 trace: its run again with the switches of the known differences that cover it on its side (docs/known-differences.md).
 
 The file is safetensors (NumPy), a few tens of kilobytes at ``tiny``: per point its step, its name, dtype and shape (as
-indices into lists in the metadata), the first 16 bytes of its SHA-256 (128 bits: two equal digests mean equal bytes
-for any purpose here) and, for one-element points, its value; ``kept`` tensors (whole, for the points a known
+indices into lists in the metadata), the first 16 bytes of its digest (128 bits of a cryptographic hash: two equal
+digests mean equal bytes for any purpose here) and, for one-element points, its value; ``kept`` tensors (whole, for the points a known
 difference measures a distance at) travel in it too. :class:`TraceFile` is what the result itself holds: where the
 file is and its SHA-256, so a file swapped or edited after the run is refused, not believed.
+
+Each trace names the hash of its points (:data:`DIGESTS`): BLAKE3 since it replaced SHA-256 to make traces cheaper
+(format 2); a format-1 file is SHA-256's. Two traces hashed differently cannot be compared point by point (equal
+bytes give unequal digests), so :meth:`CellTrace.comparable` says so, and a pair they meet in is left untraced with
+that reason rather than judged on digests that could never agree.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from safetensors.numpy import load_file, save_file
 
 from harness.errors import ResultError
 
-__all__ = ["DIGEST_HEX", "TRACE_SUFFIX", "CellTrace", "Point", "TraceFile", "file_sha256"]
+__all__ = ["DIGESTS", "DIGEST_HEX", "TRACE_SUFFIX", "CellTrace", "Point", "TraceFile", "file_sha256"]
 
 #: A traced point: ``(step, name, dtype, shape, digest, value)``, ``value`` the number of a one-element tensor, else None.
 Point = tuple[int, str, str, tuple[int, ...], str, float | None]
@@ -37,7 +42,12 @@ Point = tuple[int, str, str, tuple[int, ...], str, float | None]
 DIGEST_HEX = 32
 #: A cell's trace file is ``<cell id>.trace.safetensors`` (``.reconciled.trace.safetensors`` for its reconciled run).
 TRACE_SUFFIX = ".trace.safetensors"
-_FORMAT = "amp-parity cell trace 1"
+_FORMAT = "amp-parity cell trace 2"
+#: The format before the hash was named in the file: every point SHA-256's.
+_FORMAT_SHA256 = "amp-parity cell trace 1"
+#: The hashes a trace's points may be digested with (``harness.frontends.trace_recorder.POINT_DIGEST`` names the one
+#: workers use now; the model layer cannot import the worker side).
+DIGESTS = ("blake3", "sha256")
 #: A trace holds a few thousand points at any preset (their number grows with steps, not sizes): this bounds what a
 #: reader believes before it reads a file (a hundred bytes a point, with room for kept tensors).
 _MAX_POINTS = 2_000_000
@@ -48,19 +58,34 @@ class CellTrace:
     """Every point of one traced call, in the order the script recorded them, and the switches it ran with."""
 
     points: tuple[Point, ...]
+    #: The hash the points' digests are of (one of :data:`DIGESTS`).
+    digest: str
     switches: tuple[str, ...] = ()
     #: Whole tensors of a few points (``"step:name"`` → ``{"dtype", "shape", "data"}``), for distances measured offline.
     kept: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.digest not in DIGESTS:
+            raise ValueError(f"its points' hash is {self.digest!r}, not one of {', '.join(DIGESTS)}")
+
     @classmethod
-    def from_points(cls, points: Sequence[Sequence[Any]], switches: Sequence[str] = (),
-                    kept: Mapping[str, Mapping[str, Any]] | None = None) -> CellTrace:
-        """From a worker's reply (``[step, name, dtype, shape, sha256, value]`` lists): digests cut to 128 bits."""
+    def from_reply(cls, reply: Mapping[str, Any], switches: Sequence[str] = ()) -> CellTrace:
+        """From a traced call's reply (``points``: ``[step, name, dtype, shape, digest, value]`` lists, ``digest``: their
+        hash, ``kept``): digests cut to 128 bits."""
         return cls(
             tuple((int(p[0]), str(p[1]), str(p[2]), tuple(int(s) for s in p[3]), str(p[4])[:DIGEST_HEX],
-                   None if p[5] is None else float(p[5])) for p in points),
-            tuple(switches), dict(kept or {}),
+                   None if p[5] is None else float(p[5])) for p in reply["points"]),
+            str(reply["digest"]), tuple(switches), dict(reply.get("kept") or {}),
         )
+
+    @staticmethod
+    def comparable(*traces: CellTrace) -> str | None:
+        """None where every trace's points are digested with one hash, else why they cannot be compared point by point."""
+        hashes = sorted({t.digest for t in traces})
+        if len(hashes) < 2:
+            return None
+        return (f"the traces' points were digested with different hashes ({' and '.join(hashes)}: one cell was run by a "
+                "harness from before BLAKE3 replaced SHA-256); re-run the older cells to trace the pair")
 
     def write(self, path: Path) -> TraceFile:
         """Write the trace to ``path`` (a safetensors file) and say where it is and what it holds."""
@@ -83,7 +108,7 @@ class CellTrace:
             tensors[f"kept/{key}"] = np.frombuffer(bytes(tensor["data"]), dtype=np.uint8).copy()
             kept_meta[key] = {"dtype": str(tensor["dtype"]), "shape": [int(s) for s in tensor["shape"]]}
         metadata = {
-            "format": _FORMAT, "names": json.dumps(names), "dtypes": json.dumps(dtypes),
+            "format": _FORMAT, "digest": self.digest, "names": json.dumps(names), "dtypes": json.dumps(dtypes),
             "shapes": json.dumps([list(s) for s in shapes]), "switches": json.dumps(list(self.switches)),
             "kept": json.dumps(kept_meta),
         }
@@ -120,8 +145,9 @@ class CellTrace:
 
     @classmethod
     def _from_arrays(cls, arrays: Mapping[str, np.ndarray], metadata: Mapping[str, str], trace: TraceFile) -> CellTrace:
-        if metadata.get("format") != _FORMAT:
+        if metadata.get("format") not in (_FORMAT, _FORMAT_SHA256):
             raise ValueError(f"its format is {metadata.get('format')!r}, not {_FORMAT!r}")
+        digest = "sha256" if metadata["format"] == _FORMAT_SHA256 else metadata.get("digest")
         names, dtypes = json.loads(metadata["names"]), json.loads(metadata["dtypes"])
         shapes = [tuple(int(s) for s in shape) for shape in json.loads(metadata["shapes"])]
         n = int(arrays["step"].shape[0])
@@ -138,7 +164,7 @@ class CellTrace:
         )
         kept = {key: {"dtype": meta["dtype"], "shape": meta["shape"], "data": arrays[f"kept/{key}"].tobytes()}
                 for key, meta in json.loads(metadata.get("kept") or "{}").items()}
-        return cls(points, tuple(json.loads(metadata.get("switches") or "[]")), kept)
+        return cls(points, str(digest), tuple(json.loads(metadata.get("switches") or "[]")), kept)
 
     def as_lists(self) -> list[list[Any]]:
         """The points as :mod:`harness.judge.divergence` reads them (``[step, name, dtype, shape, digest, value]``)."""

@@ -305,7 +305,7 @@ class MatrixRunner:
                     if installation.is_default:
                         self.facts[name] = {}  # nothing reported; its cells end in error with this reason, and the run goes on
                         continue
-                    fix = ("pip install torch numpy safetensors in it" if installation.language == "python"
+                    fix = ("pip install torch numpy safetensors blake3 in it" if installation.language == "python"
                            else "check that its R library holds the torch package and its libtorch")
                     raise UsageError(f"installation {name}", installation.where(),
                                      f"one that starts a worker ({' '.join(str(err).split())}); {fix}") from err
@@ -386,7 +386,7 @@ class MatrixRunner:
         if tuple(sorted(applied)) != switches:
             self.reconcile_problems[cell.id] = f"asked for the switches {', '.join(switches)}, its script applied {list(applied)}"
             return None
-        return CellTrace.from_points(reply["points"], switches).write(self.pool.staging / f"{cell.id}.reconciled{TRACE_SUFFIX}")
+        return CellTrace.from_reply(reply, switches).write(self.pool.staging / f"{cell.id}.reconciled{TRACE_SUFFIX}")
 
     def _record_call(self, cell: Cell) -> CellResult:
         reason = self.pool.unavailable_reason(cell.frontend)
@@ -402,7 +402,7 @@ class MatrixRunner:
             if self.trace:  # the record call is the traced call: its points are the cell's trace (docs/tracing.md)
                 reply = self.pool.call(cell.frontend, self.pool.cell_request(cell, kind="trace", trace={"keep": [], "stop": False}))
                 raw = reply["record"]
-                trace = CellTrace.from_points(reply["points"]).write(self.pool.staging / f"{cell.id}{TRACE_SUFFIX}")
+                trace = CellTrace.from_reply(reply).write(self.pool.staging / f"{cell.id}{TRACE_SUFFIX}")
             else:
                 raw = self.pool.call_cell(cell)
         except ScriptError as err:

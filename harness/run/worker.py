@@ -87,7 +87,7 @@ class Worker:
         if self.alive:
             return
         # The harness first on the path: the child imports harness.frontends (and nothing else of the harness)
-        # from it, whatever the interpreter; everything else (torch, numpy, safetensors) is the interpreter's own.
+        # from it, whatever the interpreter; everything else (torch, numpy, safetensors, blake3) is the interpreter's own.
         try:
             root = str(worker_import_root())
         except OSError as err:

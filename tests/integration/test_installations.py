@@ -110,8 +110,24 @@ def test_a_broken_installation_is_refused_before_any_cell(tmp_path: Path) -> Non
     line = done.stderr.strip()
     assert line.startswith("error: installation bare must be one that starts a worker (bare worker could not start: ")
     assert "No module named 'torch'" in line
-    assert line.endswith(f"pip install torch numpy safetensors in it, got 'python: {bare}/bin/python'.")
+    assert line.endswith(f"pip install torch numpy safetensors blake3 in it, got 'python: {bare}/bin/python'.")
     assert not out.exists() and not (tmp_path / "r.weights").exists()
+
+
+def test_an_installation_without_the_trace_hash_is_refused_before_any_cell(tmp_path: Path) -> None:
+    """A venv with torch, numpy and safetensors (the system's) but no blake3, which hashes every trace point in the
+    worker: refused at start, naming the module, before a cell runs; not a cell error at its first traced call."""
+    venv = tmp_path / "nob3"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    site = next(venv.glob("lib/python3*/site-packages"))
+    (site / "blake3.py").write_text("raise ModuleNotFoundError(\"No module named 'blake3'\", name='blake3')\n")
+    out = tmp_path / "r.json"
+    done = run_cli("run", "--preset", "tiny", "--frontend", f"python,nob3=python:{venv}", "--json", str(out), "--rounds", "1")
+    assert done.returncode == ExitCode.USAGE_ERROR and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    line = done.stderr.strip()
+    assert line.startswith("error: installation nob3 must be one that starts a worker") and "No module named 'blake3'" in line
+    assert "pip install torch numpy safetensors blake3 in it" in line
+    assert not out.exists()
 
 
 def test_an_r_library_path_is_an_installation(tiny_spec: WorkloadSpec, availability: Availability) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from harness.errors import ResultError
+from harness.judge.divergence import trace_cells
 from harness.model.cell_trace import CellTrace
 from harness.model.result import MatrixResult
 from harness.model.trace import PairTrace, PointDifference
@@ -36,7 +37,8 @@ def traced(tmp_path: Path) -> MatrixResult:
     for cell in result.cells:
         if cell.script == "with_autocast" and cell.mode == "default":
             loss = _LOSS if cell.frontend == "python" else _NEXT
-            cell = dataclasses.replace(cell, trace=CellTrace.from_points(_points(loss)).write(tmp_path / f"{cell.id}.trace.safetensors"))
+            trace = CellTrace.from_reply({"points": _points(loss), "digest": "blake3"})
+            cell = dataclasses.replace(cell, trace=trace.write(tmp_path / f"{cell.id}.trace.safetensors"))
         cells.append(cell)
     return dataclasses.replace(result, cells=tuple(cells), traces=())
 
@@ -68,3 +70,16 @@ def test_a_stored_trace_that_cannot_be_is_refused_naming_the_field(traced: Matri
         check_consistency(dataclasses.replace(traced, traces=(stored,)), "r.json")
     message = str(error.value)
     assert refused in message and "\n" not in message, message
+
+
+def test_a_pair_whose_traces_were_hashed_differently_is_untraced_not_identical(tmp_path: Path) -> None:
+    """A merge may bring a cell traced before BLAKE3 replaced SHA-256 beside one traced after: the same points, hashed
+    differently, are neither identical nor a first difference; the pair is left untraced, with that reason."""
+    result = golden()
+    a, b = (c for c in result.cells if c.script == "with_autocast" and c.mode == "default")
+    old, new = (CellTrace.from_reply({"points": _points(_LOSS), "digest": h}) for h in ("sha256", "blake3"))
+    a = dataclasses.replace(a, trace=old.write(tmp_path / "a.trace.safetensors"))
+    b = dataclasses.replace(b, trace=new.write(tmp_path / "b.trace.safetensors"))
+    trace = trace_cells(a, b)
+    assert not trace.identical and trace.first_difference is None
+    assert trace.error is not None and "blake3 and sha256" in trace.error
