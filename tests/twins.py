@@ -19,7 +19,7 @@ from safetensors.numpy import load_file, save_file
 
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, MatrixResult, Status
-from harness.model.timing import RoundLog, Timing
+from harness.model.timing import RoundLoad, RoundLog, Timing
 from harness.workload.matrix import Cell
 from tests.support import golden_result
 
@@ -132,7 +132,7 @@ def steady_timing(loop_seconds: float, spread: float = 0.01, overhead: float = 0
     if not given (an older result).
     """
     log = RoundLog()
-    round_loads: Sequence[tuple[float, int] | None] = [None] * 3 if loads is None else loads
+    round_loads: Sequence[RoundLoad | None] = [None] * 3 if loads is None else [RoundLoad(*load) for load in loads]
     setup = overhead / 2 if setup is None else setup
     for factor, floor_factor, load in zip((1.0, 1.0 + spread, 1.0 - spread), (1.0, 1.0 + (floor or 0.0), 1.0 - (floor or 0.0)),
                                           round_loads, strict=True):

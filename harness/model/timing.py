@@ -44,6 +44,7 @@ __all__ = [
     "MAX_CV_FOR_RATIO",
     "MIN_ROUNDS_FOR_SPREAD",
     "PRESET_PROTOCOLS",
+    "RoundLoad",
     "RoundLog",
     "Stats",
     "Timing",
@@ -58,6 +59,16 @@ __all__ = [
 #: interleaved rounds, the ratio's own) is at most this: AMP's CPU speed differences here are 10-30 %,
 #: and with a 5 % spread per side a ratio's error reaches the size of the effect it claims to show.
 MAX_CV_FOR_RATIO = 0.05
+
+
+@dataclass(frozen=True)
+class RoundLoad:
+    """What else ran during one timed round (read from ``/proc`` by :mod:`harness.run.machine_load`)."""
+
+    #: CPU seconds every process but the worker and this harness took (steal included), to a tick or two.
+    other_cpu_seconds: float
+    #: Page faults the worker took (minor and major).
+    page_faults: int
 
 
 @dataclasses.dataclass
@@ -81,15 +92,15 @@ class RoundLog:
     warmup_calls: int = 1
 
     def add(self, call_seconds: float, record: Mapping[str, Any], peak_rss_bytes: int | None, same_losses: bool,
-            load: tuple[float, int] | None = None) -> None:
-        """Keep one timed round (``load``: other processes' CPU seconds and the worker's page faults during it)."""
+            load: RoundLoad | None = None) -> None:
+        """Keep one timed round (``load``: what else ran during it, ``None`` where it could not be read)."""
         self.call_seconds.append(call_seconds)
         self.loop_seconds.append(float(record["seconds_total"]))
         self.workload_seconds.append(float(record["seconds_workload"]))
         self.gc_seconds.append(float(record["gc_seconds"]))
         self.peak_rss_bytes.append(peak_rss_bytes)
-        self.other_cpu_seconds.append(None if load is None else load[0])
-        self.page_faults.append(None if load is None else load[1])
+        self.other_cpu_seconds.append(None if load is None else load.other_cpu_seconds)
+        self.page_faults.append(None if load is None else load.page_faults)
         self.differing_rounds += 0 if same_losses else 1
 
     def add_floor(self, seconds: float) -> None:

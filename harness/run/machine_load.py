@@ -15,7 +15,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-__all__ = ["LoadReading", "RoundLoad", "read_load", "round_load"]
+from harness.model.timing import RoundLoad
+
+__all__ = ["LoadReading", "read_load", "round_load"]
 
 #: The kernel's clock ticks per second, the unit of ``/proc``'s CPU times (100 on Linux: 10 ms a tick, so a round's other
 #: CPU time is known to about two ticks).
@@ -34,16 +36,6 @@ class LoadReading:
     worker_ticks: int
     own_ticks: int
     worker_faults: int
-
-
-@dataclass(frozen=True)
-class RoundLoad:
-    """What else ran during one round."""
-
-    #: CPU seconds every process but the worker and this harness took (steal included), to a tick or two.
-    other_cpu_seconds: float
-    #: Page faults the worker took (minor and major).
-    page_faults: int
 
 
 def read_load(worker_pid: int | None) -> LoadReading | None:

@@ -151,8 +151,7 @@ def _one_round(pool: WorkerPool, cell: CellResult, log: RoundLog, failed: dict[s
     if timed:
         assert cell.record is not None
         same = np.array_equal(np.asarray(record["losses"], dtype=float), np.asarray(cell.record.losses, dtype=float), equal_nan=True)
-        log.add(seconds, record, pool.last_memory(cell.frontend).get("peak_rss_bytes"), same,
-                None if load is None else (load.other_cpu_seconds, load.page_faults))
+        log.add(seconds, record, pool.last_memory(cell.frontend).get("peak_rss_bytes"), same, load)
     else:
         log.warmup_calls += 1
     return float(record["seconds_total"])

@@ -9,7 +9,7 @@ import pytest
 
 from harness.judge.spread import CV_MAX, CV_MIN_LOOP_SECONDS, FAULTS_MIN_EXCESS, FLOOR_FACTOR, OTHER_CPU_MIN_SECONDS, spread_checked
 from harness.judge.targets import check_targets
-from harness.model.timing import RoundLog, Timing
+from harness.model.timing import RoundLoad, RoundLog, Timing
 from harness.model.verdicts import TargetCheck
 from tests.twins import by_mode, golden, replace_cells, steady_timing
 
@@ -99,7 +99,7 @@ def _rounds(loops: list[float], loads: list[tuple[float, int]] | None, floors: l
     log = RoundLog()
     for k, loop in enumerate(2 * x for x in loops):
         log.add(loop + 0.001, {"seconds_total": loop, "seconds_workload": loop + 0.0005, "gc_seconds": 0.0}, None, True,
-                None if loads is None else loads[k])
+                None if loads is None else RoundLoad(*loads[k]))
         if floors is not None:
             log.add_floor(floors[k])
     return log.summary()
