@@ -45,8 +45,9 @@ TRACE_SUFFIX = ".trace.safetensors"
 _FORMAT = "amp-parity cell trace 2"
 #: The format before the hash was named in the file: every point SHA-256's.
 _FORMAT_SHA256 = "amp-parity cell trace 1"
-#: The hashes a trace's points may be digested with (``harness.frontends.trace_recorder.POINT_DIGEST`` names the one
-#: workers use now; the model layer cannot import the worker side).
+#: The hashes a stored trace's points may be digested with: the one workers use now
+#: (``harness.frontends.trace_recorder.POINT_DIGEST``, which tests/unit/frontends/test_trace_recorder.py holds among
+#: these) and the older one a reader still accepts.
 DIGESTS = ("blake3", "sha256")
 #: A trace holds a few thousand points at any preset (their number grows with steps, not sizes): this bounds what a
 #: reader believes before it reads a file (a hundred bytes a point, with room for kept tensors).
