@@ -3,14 +3,23 @@
 A cell's spread mixes its own irregularity with the machine's. The machine's is measured twice over in the same run:
 by the noise floor, a calibration loop timed after each of the cell's rounds (:mod:`harness.frontends.calibration`),
 and by each round's load, what else the guest saw running during it (:mod:`harness.run.machine_load`). The floor sets
-the bound. A single slow round escapes the floor, because the floor is timed after it, so one round may be set aside
-where the run shows the machine caused it: other processes took CPU during it, or the machine slowed a floor round of
-this run at least as much, and the worker's own page faults did not. The rest of the cell's rounds must then meet the
-bound. One round only: two machine hiccups in one cell's 10 rounds is rare enough to say the cell is noisy.
+the bound. A single slow round escapes the floor, because the floor is timed after it, so one round in every
+:data:`SET_ASIDE_EVERY` may be set aside where the run shows the machine caused it: other processes took CPU during it, or
+the machine slowed a floor round of this run at least as much, and the worker's own page faults did not. The rest of the
+cell's rounds must then meet the bound.
+
+A cell that still misses is *missed only by the machine's noise* (:attr:`TargetCheck.machine_noise`) where its spread is no
+larger than the noisiest floor's of the same run, both without their slowest rounds (as many as may be set aside): the
+machine's own fixed loop, timed in the same minutes, was at least as irregular, so nothing in the run shows the cell (or the
+harness, or the binding) adding noise of its own. Both sides are trimmed alike so that one floor's single stall cannot
+excuse a cell that is irregular round after round. It stays a miss
+in every view; ``tox -e bench`` accepts only such misses, as issue 29 asks ("met or missed only by the machine's noise as
+measured by the floor").
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +34,7 @@ __all__ = [
     "FAULTS_MIN_EXCESS",
     "FLOOR_FACTOR",
     "OTHER_CPU_MIN_SECONDS",
+    "SET_ASIDE_EVERY",
     "check_spread",
     "spread_checked",
 ]
@@ -46,6 +56,11 @@ OTHER_CPU_MIN_SECONDS = 0.02
 #: Page faults a slow round must take beyond twice the median round's to name the allocator: 2000 faults cost about 5 ms
 #: (about 2.5 µs each here), 1.5 % of a 0.34 s ``bench`` round.
 FAULTS_MIN_EXCESS = 2000
+#: One slow round in every this many timed rounds (at least one) may be set aside where the run shows the machine caused it.
+#: On the 2-vCPU VM about 3 % of rounds, cells' and floors' alike, run over 5 % slow (1,660 of each, 22 ``bench`` results):
+#: over 20 rounds (:data:`harness.model.timing.BENCH_ROUNDS`) two such rounds come in about one cell in eight, over 10 one
+#: in thirty; so two of 20 are the machine's as readily as one of 10, and three would say the cell is noisy.
+SET_ASIDE_EVERY = 10
 
 _NAME = "round-to-round spread"
 
@@ -93,13 +108,15 @@ class _SlowRound:
                 "cell's own irregular work; ")
 
 
-def _slowest_round(t: Timing) -> _SlowRound:
+def _slow_rounds(t: Timing) -> list[_SlowRound]:
+    """A cell's timed rounds, slowest first, with what the guest saw during each."""
     loops, other, faults = t.samples.loop_seconds, t.samples.other_cpu_seconds, t.samples.page_faults
-    k = max(range(len(loops)), key=loops.__getitem__)
     loaded = len(other) == len(loops) == len(faults)
     known = sorted(f for f in faults if f is not None) if loaded else []
-    return _SlowRound(k, len(loops), loops[k] / t.loop.median - 1, other[k] if loaded else None, faults[k] if loaded else None,
-                      known[len(known) // 2] if known else None)
+    usual = known[len(known) // 2] if known else None
+    order = sorted(range(len(loops)), key=lambda k: (-loops[k], k))
+    return [_SlowRound(k, len(loops), loops[k] / t.loop.median - 1, other[k] if loaded else None, faults[k] if loaded else None,
+                       usual) for k in order]
 
 
 @dataclass(frozen=True)
@@ -107,21 +124,39 @@ class _Machine:
     """What the machine alone did to the fixed floor loop while this run's cells were timed (``None`` where no cell has a
     floor of 3+ rounds)."""
 
-    #: The median of the cells' floor CVs. Each cell's floor is 10 rounds (at ``bench``), too few to estimate the machine's
+    #: The median of the cells' floor CVs. Each cell's floor is 20 rounds (at ``bench``), too few to estimate the machine's
     #: noise well: in one idle run the cells' floors ranged 0.1-15 %. Interleaved, every cell's rounds span the same
     #: minutes, and back to back the run's floors are its minutes' noise; so a cell is judged against the larger of its
     #: own floor and this.
     median_floor: float | None
     #: How far the machine slowed its slowest floor round, over that cell's median floor round.
     slowest: float | None
+    #: The noisiest floor of the run without its slowest rounds (:func:`_trimmed_cv`): that CV and whose floor it was. The
+    #: machine's own loop was this irregular over a cell's rounds in these minutes, so a cell no noisier than it, trimmed
+    #: alike, is missed only by the machine's noise.
+    noisiest: tuple[float, str] | None
 
     @classmethod
     def of(cls, result: MatrixResult) -> _Machine:
-        floors = [c.timing for c in result.cells if c.ok and c.timing is not None
+        floors = [(c.id, c.timing) for c in result.cells if c.ok and c.timing is not None
                   and len(c.timing.samples.floor_seconds) >= MIN_ROUNDS_FOR_SPREAD]
-        cvs = [t.floor.cv for t in floors if t.floor is not None and t.floor.cv is not None]
-        overs = [max(f) / float(np.median(f)) - 1 for f in (t.samples.floor_seconds for t in floors)]
-        return cls(float(np.median(cvs)) if cvs else None, max(overs) if overs else None)
+        cvs = [t.floor.cv for _, t in floors if t.floor is not None and t.floor.cv is not None]
+        overs = [max(f) / float(np.median(f)) - 1 for f in (t.samples.floor_seconds for _, t in floors)]
+        trimmed = [(cv, cell_id) for cell_id, t in floors if (cv := _trimmed_cv(t.samples.floor_seconds)) is not None]
+        return cls(float(np.median(cvs)) if cvs else None, max(overs) if overs else None, max(trimmed) if trimmed else None)
+
+
+def _set_aside_at_most(rounds: int) -> int:
+    """How many of ``rounds`` timed rounds may be set aside: one in every :data:`SET_ASIDE_EVERY` (at least one), leaving
+    enough for a spread."""
+    return max(0, min(max(1, rounds // SET_ASIDE_EVERY), rounds - MIN_ROUNDS_FOR_SPREAD))
+
+
+def _trimmed_cv(seconds: Sequence[float]) -> float | None:
+    """The CV of ``seconds`` without its slowest rounds, as many as may be set aside: the spread a cell's and a floor's
+    rounds are compared by, so a single stall weighs on neither."""
+    keep = sorted(seconds)[:len(seconds) - _set_aside_at_most(len(seconds))]
+    return summarize(keep).cv if keep else None
 
 
 def check_spread(result: MatrixResult) -> list[TargetCheck]:
@@ -138,7 +173,7 @@ def _check(cell: CellResult, t: Timing, machine: _Machine) -> TargetCheck:
     bound = CV_MAX if noise is None else max(CV_MAX, FLOOR_FACTOR * noise)
     target = (f"CV ≤ max({CV_MAX:.0%}, {FLOOR_FACTOR:g}× the machine's noise floor, the cell's or the run's median) (CPU "
               "cells of the bench preset, "
-              f"or of ≥ {CV_MIN_LOOP_SECONDS:g} s), one round set aside where the run shows the machine slowed it")
+              f"or of ≥ {CV_MIN_LOOP_SECONDS:g} s), one round in {SET_ASIDE_EVERY} set aside where the run shows the machine slowed it")
     if cv is None:
         return TargetCheck(_NAME, cell.id, target, f"{loop.n} round(s)", False,
                            "too few timed rounds to measure a spread: raise --rounds or --max-seconds")
@@ -148,22 +183,26 @@ def _check(cell: CellResult, t: Timing, machine: _Machine) -> TargetCheck:
     measured = f"CV {cv:.2%} over {loop.n} rounds; {judged}"
     if cv <= bound:
         return TargetCheck(_NAME, cell.id, target, measured, True)
-    slow = _slowest_round(t)
-    set_aside = _set_aside(t, slow, machine)
-    if set_aside is not None:
-        rest, because = set_aside
-        if rest <= bound:
-            return TargetCheck(_NAME, cell.id, target, f"CV {cv:.2%} over {loop.n} rounds, {rest:.2%} without round "
-                               f"{slow.index + 1} ({slow.over:.1%} slow: {because}); {judged}", True)
+    slow = _slow_rounds(t)
+    set_aside = _set_aside(t, slow, bound, machine)
+    if set_aside is not None and set_aside.met:
+        return TargetCheck(_NAME, cell.id, target, f"CV {cv:.2%} over {loop.n} rounds, {set_aside.rest:.2%} without "
+                           f"{set_aside.described()}; {judged}", True)
     gc = t.gc_seconds
     beyond = "the floor-based bound" if bound > CV_MAX else f"the {CV_MAX:.0%} bound"
+    trimmed = _trimmed_cv(t.samples.loop_seconds)
+    by_machine = machine.noisiest is not None and trimmed is not None and trimmed <= machine.noisiest[0]
     why = (
-        f"missed by {(cv - bound) * 100:.2f} points beyond {beyond}: rounds ranged {loop.min:.4g}–{loop.max:.4g} s; "
+        (f"missed only by the machine's noise: without its slowest {_set_aside_at_most(loop.n)} round(s) its CV is "
+         f"{trimmed:.2%}, no more than the run's noisiest floor's without its own ({machine.noisiest[0]:.2%}, "
+         f"{machine.noisiest[1]}'s), so the machine's own loop was at least as irregular in these minutes; "
+         if by_machine and machine.noisiest is not None and trimmed is not None else "")
+        + f"missed by {(cv - bound) * 100:.2f} points beyond {beyond}: rounds ranged {loop.min:.4g}–{loop.max:.4g} s; "
         + (f"garbage collection took up to {gc:.3g} s inside the loop; " if gc > 0 else "")
         + (f"this cell's loop is only {loop.median:.2g} s, shorter than the ~1 s the target assumes; "
            if loop.median < CV_MIN_LOOP_SECONDS else "")
-        + slow.described()
-        + (f"without it the CV is {set_aside[0]:.2%}; " if set_aside is not None else "")
+        + slow[0].described()
+        + (f"without {set_aside.described()} the CV is {set_aside.rest:.2%}; " if set_aside is not None else "")
         + (f"the machine's own noise was {floor:.2%} (its calibration loop, timed after each round, so a single slow round "
            "escapes it)"
            if floor is not None else
@@ -171,21 +210,51 @@ def _check(cell: CellResult, t: Timing, machine: _Machine) -> TargetCheck:
            "the machine's own noise (other processes, frequency changes) cannot be told apart: time on an idle machine, "
            "with --interleave")
     )
-    return TargetCheck(_NAME, cell.id, target, measured, False, why)
+    return TargetCheck(_NAME, cell.id, target, measured, False, why, machine_noise=by_machine)
 
 
-def _set_aside(t: Timing, slow: _SlowRound, machine: _Machine) -> tuple[float, str] | None:
-    """The CV of the other rounds and why the slowest is the machine's, or ``None`` where the run does not show it: the
-    worker's own page faults caused it (or the result has no load to tell), or nothing ran beside it and no floor round of
-    this run was slowed as much."""
+@dataclass(frozen=True)
+class _SetAside:
+    """The slow rounds the run pins on the machine, each with why, and the CV of the rounds left."""
+
+    rounds: tuple[tuple[_SlowRound, str], ...]
+    rest: float
+    met: bool
+
+    def described(self) -> str:
+        said = [f"{r.index + 1} ({r.over:.1%} slow: {because})" for r, because in self.rounds]
+        return (f"round {said[0]}" if len(said) == 1 else "rounds " + ", ".join(said[:-1]) + f" and {said[-1]}")
+
+
+def _set_aside(t: Timing, slow: list[_SlowRound], bound: float, machine: _Machine) -> _SetAside | None:
+    """The slowest rounds the run pins on the machine, one in every :data:`SET_ASIDE_EVERY` at most, slowest first and
+    stopping at the first it does not (or once the rest meet ``bound``), with the CV of the rest; ``None`` where not even
+    the slowest is pinned: the worker's own page faults caused it (or the result has no load to tell), or nothing ran
+    beside it and no floor round of this run was slowed as much."""
     loops = t.samples.loop_seconds
-    if len(loops) - 1 < MIN_ROUNDS_FOR_SPREAD or slow.faults is None or slow.faulted:
-        return None  # too few rounds left, a result without each round's load, or the cell's own page faults
-    if slow.others_ran:
-        because = f"other processes took {slow.other_cpu_seconds:.2f} s of CPU during it"
-    elif machine.slowest is not None and slow.over <= machine.slowest:
-        because = f"the machine slowed a floor round of this run by {machine.slowest:.1%}"
-    else:
+    allowed = _set_aside_at_most(len(loops))
+    taken: list[tuple[_SlowRound, str]] = []
+    rest: float | None = None
+    for round_ in slow[:allowed]:
+        because = _machines(round_, machine)
+        if because is None:
+            break
+        taken.append((round_, because))
+        left = {r.index for r, _ in taken}
+        rest = summarize([x for i, x in enumerate(loops) if i not in left]).cv
+        if rest is not None and rest <= bound:
+            break
+    if not taken or rest is None:
         return None
-    rest = summarize([x for i, x in enumerate(loops) if i != slow.index]).cv
-    return (rest, because) if rest is not None else None
+    return _SetAside(tuple(taken), rest, rest <= bound)
+
+
+def _machines(round_: _SlowRound, machine: _Machine) -> str | None:
+    """Why ``round_`` was the machine's doing, or ``None`` where the run does not show it."""
+    if round_.faults is None or round_.faulted:
+        return None  # a result without each round's load, or the cell's own page faults
+    if round_.others_ran:
+        return f"other processes took {round_.other_cpu_seconds:.2f} s of CPU during it"
+    if machine.slowest is not None and round_.over <= machine.slowest:
+        return f"the machine slowed a floor round of this run by {machine.slowest:.1%}"
+    return None

@@ -96,11 +96,16 @@ class TargetCheck:
     measured: str
     met: bool
     why: str | None = None
+    #: A miss that the run's own noise floor shows the machine could cause alone (the round-to-round spread no larger than
+    #: the run's noisiest floor: :mod:`harness.judge.spread`). Still a miss in every view; ``tox -e bench`` accepts only
+    #: these. Always ``False`` for a met target.
+    machine_noise: bool = False
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TargetCheck:
-        """The inverse of :meth:`to_json`."""
-        return cls(str(data["name"]), str(data["subject"]), str(data["target"]), str(data["measured"]), bool(data["met"]), data.get("why"))
+        """The inverse of :meth:`to_json` (a result from before ``machine_noise`` has none)."""
+        return cls(str(data["name"]), str(data["subject"]), str(data["target"]), str(data["measured"]), bool(data["met"]), data.get("why"),
+                   bool(data.get("machine_noise", False)))
 
     def to_json(self) -> dict[str, Any]:
         """Plain data for the result and the report."""

@@ -125,9 +125,12 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
     checks = result.targets
     if checks:
         met = sum(c.met for c in checks)
-        console.print(f"targets: {met} of {len(checks)} met", style="green" if met == len(checks) else "yellow")
+        by_machine = sum(c.machine_noise for c in checks)
+        machine = f" ({by_machine} missed only by the machine's noise)" if by_machine else ""
+        console.print(f"targets: {met} of {len(checks)} met{machine}", style="green" if met == len(checks) else "yellow")
     for check in (c for c in checks if not c.met):
-        console.print(f"[bold red]target missed[/]: {check.name} ({check.subject}): {check.measured}; target {check.target}; {check.why}",
+        missed = "[yellow]target missed, the machine's noise[/]" if check.machine_noise else "[bold red]target missed[/]"
+        console.print(f"{missed}: {check.name} ({check.subject}): {check.measured}; target {check.target}; {check.why}",
                       soft_wrap=True)
     for warning in result.warnings:
         console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)

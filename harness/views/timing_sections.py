@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness.model.result import CellResult, MatrixResult, Memory
+from harness.model.result import CellResult, MatrixResult, Memory, TargetCheck
 from harness.model.timing import MALLOC_THRESHOLDS, MIN_ROUNDS_FOR_SPREAD, Timing
 from harness.views.formatting import cell_text, mib, num
 
@@ -159,6 +159,13 @@ def _memory(memory: Memory | None) -> str:
     return f"{mib(memory.peak_rss_bytes)} | worker peak RSS over {scope} ({mib(memory.rss_before_bytes)} held before it)"
 
 
+def _met_text(check: TargetCheck) -> str:
+    """The "met" column: a miss the run's floor pins on the machine says so (harness.judge.spread)."""
+    if check.met:
+        return "yes"
+    return "**no** (the machine's noise)" if check.machine_noise else "**no**"
+
+
 def targets_section(result: MatrixResult) -> list[str]:
     """The performance targets that apply to this result: met, or missed by how much and why."""
     checks = result.targets
@@ -168,7 +175,7 @@ def targets_section(result: MatrixResult) -> list[str]:
     lines += ["| target | subject | asks | measured | met | why missed |", "|---|---|---|---|---|---|"]
     for c in checks:
         lines.append(
-            f"| {c.name} | `{c.subject}` | {cell_text(c.target)} | {cell_text(c.measured)} | {'yes' if c.met else '**no**'} | "
+            f"| {c.name} | `{c.subject}` | {cell_text(c.target)} | {cell_text(c.measured)} | {_met_text(c)} | "
             f"{cell_text(c.why)} |"
         )
     return [*lines, ""]

