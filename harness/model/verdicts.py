@@ -108,8 +108,12 @@ class TargetCheck:
                    bool(data.get("machine_noise", False)))
 
     def to_json(self) -> dict[str, Any]:
-        """Plain data for the result and the report."""
-        return asdict(self)
+        """Plain data for the result and the report; ``machine_noise`` only where set (so a result from before it reads back
+        byte for byte)."""
+        data = asdict(self)
+        if not self.machine_noise:
+            del data["machine_noise"]
+        return data
 
 
 @dataclass(frozen=True)
