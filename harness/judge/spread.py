@@ -5,7 +5,8 @@ by the noise floor, a calibration loop timed after each of the cell's rounds (:m
 and by each round's load, what else the guest saw running during it (:mod:`harness.run.machine_load`). The floor sets
 the bound. A single slow round escapes the floor, because the floor is timed after it, so one round in every
 :data:`SET_ASIDE_EVERY` may be set aside where the run shows the machine caused it: other processes took CPU during it, or
-the machine slowed a floor round of this run at least as much, and the worker's own page faults did not. The rest of the
+the machine slowed a floor round of this run at least as much, and neither the worker's own page faults nor its frontend's
+collector did. The rest of the
 cell's rounds must then meet the bound.
 
 A cell that still misses is *missed only by the machine's noise* (:attr:`TargetCheck.machine_noise`) where its spread is no
@@ -30,6 +31,7 @@ from harness.model.verdicts import TargetCheck
 
 __all__ = [
     "CV_MAX",
+    "COLLECTION_MIN_SHARE",
     "CV_MIN_LOOP_SECONDS",
     "FAULTS_MIN_EXCESS",
     "FLOOR_FACTOR",
@@ -56,6 +58,11 @@ OTHER_CPU_MIN_SECONDS = 0.02
 #: Page faults a slow round must take beyond twice the median round's to name the allocator: 2000 faults cost about 5 ms
 #: (about 2.5 µs each here), 1.5 % of a 0.34 s ``bench`` round.
 FAULTS_MIN_EXCESS = 2000
+#: A slow round is its cell's own when the cell's collector (R's: Python's is off inside the loop) took at least this share
+#: of its excess over the median round, in collection seconds beyond the median round's. R's clip cell at ``bench`` collects
+#: 0.014-0.016 s in every round, and in the fourth round of two back-to-back ``tox -e bench`` runs it collected fully: 0.105 s,
+#: the round 0.087 s (21 %) slow. Such a round is neither set aside nor trimmed as the machine's.
+COLLECTION_MIN_SHARE = 0.5
 #: One slow round in every this many timed rounds (at least one) may be set aside where the run shows the machine caused it.
 #: On the 2-vCPU VM about 3 % of rounds, cells' and floors' alike, run over 5 % slow (1,660 of each, 22 ``bench`` results):
 #: over 20 rounds (:data:`harness.model.timing.BENCH_ROUNDS`) two such rounds come in about one cell in eight, over 10 one
@@ -84,6 +91,13 @@ class _SlowRound:
     other_cpu_seconds: float | None
     faults: int | None
     usual_faults: int | None  # the median round's
+    excess_seconds: float  # its loop time over the cell's median
+    collection_excess_seconds: float  # its collector's seconds inside the loop over the median round's
+
+    @property
+    def collected(self) -> bool:
+        """The cell's own collector (R's; Python's is off in the loop) took most of what made the round slow."""
+        return self.excess_seconds > 0 and self.collection_excess_seconds >= COLLECTION_MIN_SHARE * self.excess_seconds
 
     @property
     def others_ran(self) -> bool:
@@ -96,6 +110,9 @@ class _SlowRound:
     def described(self) -> str:
         """What ran beside it, so a miss says whose it is (empty for a result without each round's load)."""
         said = f"its slowest round ({self.index + 1} of {self.rounds}) ran {self.over:.1%} over the median"
+        if self.collected:
+            return (f"{said} with {self.collection_excess_seconds:.3f} s more garbage collection inside the loop than the "
+                    "median round: its frontend's collector (the cell's own); ")
         if self.faults is None or self.other_cpu_seconds is None:
             return ""
         if self.others_ran:
@@ -111,12 +128,15 @@ class _SlowRound:
 def _slow_rounds(t: Timing) -> list[_SlowRound]:
     """A cell's timed rounds, slowest first, with what the guest saw during each."""
     loops, other, faults = t.samples.loop_seconds, t.samples.other_cpu_seconds, t.samples.page_faults
+    collected = t.samples.gc_seconds
     loaded = len(other) == len(loops) == len(faults)
     known = sorted(f for f in faults if f is not None) if loaded else []
     usual = known[len(known) // 2] if known else None
+    usual_collection = float(np.median(collected)) if len(collected) == len(loops) else 0.0
     order = sorted(range(len(loops)), key=lambda k: (-loops[k], k))
     return [_SlowRound(k, len(loops), loops[k] / t.loop.median - 1, other[k] if loaded else None, faults[k] if loaded else None,
-                       usual) for k in order]
+                       usual, loops[k] - t.loop.median,
+                       collected[k] - usual_collection if len(collected) == len(loops) else 0.0) for k in order]
 
 
 @dataclass(frozen=True)
@@ -191,7 +211,8 @@ def _check(cell: CellResult, t: Timing, machine: _Machine) -> TargetCheck:
     gc = t.gc_seconds
     beyond = "the floor-based bound" if bound > CV_MAX else f"the {CV_MAX:.0%} bound"
     trimmed = _trimmed_cv(t.samples.loop_seconds)
-    by_machine = machine.noisiest is not None and trimmed is not None and trimmed <= machine.noisiest[0]
+    own = any(r.collected or r.faulted for r in slow[:_set_aside_at_most(loop.n)])  # never trim the cell's own slow rounds
+    by_machine = not own and machine.noisiest is not None and trimmed is not None and trimmed <= machine.noisiest[0]
     why = (
         (f"missed only by the machine's noise: without its slowest {_set_aside_at_most(loop.n)} round(s) its CV is "
          f"{trimmed:.2%}, no more than the run's noisiest floor's without its own ({machine.noisiest[0]:.2%}, "
@@ -251,8 +272,8 @@ def _set_aside(t: Timing, slow: list[_SlowRound], bound: float, machine: _Machin
 
 def _machines(round_: _SlowRound, machine: _Machine) -> str | None:
     """Why ``round_`` was the machine's doing, or ``None`` where the run does not show it."""
-    if round_.faults is None or round_.faulted:
-        return None  # a result without each round's load, or the cell's own page faults
+    if round_.collected or round_.faults is None or round_.faulted:
+        return None  # the cell's own collector or page faults, or a result without each round's load
     if round_.others_ran:
         return f"other processes took {round_.other_cpu_seconds:.2f} s of CPU during it"
     if machine.slowest is not None and round_.over <= machine.slowest:

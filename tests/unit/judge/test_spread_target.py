@@ -101,12 +101,14 @@ def test_the_cells_the_spread_target_checks(device: str, preset: str, loop_secon
     assert spread_checked(device, preset, loop_seconds) is checked
 
 
-def _rounds(loops: list[float], loads: list[tuple[float, int]] | None, floors: list[float] | None = None) -> Timing:
+def _rounds(loops: list[float], loads: list[tuple[float, int]] | None, floors: list[float] | None = None,
+            collections: list[float] | None = None) -> Timing:
     """A timing of these loop seconds, doubled (the golden result is ``tiny``, whose cells the target checks from 0.5 s on;
-    each call 1 ms longer), each round's load and floor seconds."""
+    each call 1 ms longer), each round's load and floor seconds, and the collector's seconds inside each loop (none)."""
     log = RoundLog()
     for k, loop in enumerate(2 * x for x in loops):
-        log.add(loop + 0.001, {"seconds_total": loop, "seconds_workload": loop + 0.0005, "gc_seconds": 0.0}, None, True,
+        collected = 0.0 if collections is None else collections[k]
+        log.add(loop + 0.001, {"seconds_total": loop, "seconds_workload": loop + 0.0005, "gc_seconds": collected}, None, True,
                 None if loads is None else RoundLoad(*loads[k]))
         if floors is not None:
             log.add_floor(floors[k])
@@ -120,7 +122,8 @@ _QUIET = [(0.0, 0)] * 10
 _QUIET_FLOOR = [0.340, 0.341, 0.340, 0.339, 0.340, 0.341, 0.340, 0.340, 0.339, 0.341]
 
 
-def _judged(loads: list[tuple[float, int]] | None, neighbour_floor: list[float], loops: list[float] = _LOOPS) -> TargetCheck:
+def _judged(loads: list[tuple[float, int]] | None, neighbour_floor: list[float], loops: list[float] = _LOOPS,
+            collections: list[float] | None = None) -> TargetCheck:
     """The golden Python default cell with ``loops`` and a quiet floor, beside the golden R default cell whose floor rounds
     are ``neighbour_floor`` (what the machine did to a fixed loop elsewhere in the run); every other cell quiet, floor and
     all, so the run's median floor stays quiet."""
@@ -131,7 +134,7 @@ def _judged(loads: list[tuple[float, int]] | None, neighbour_floor: list[float],
     quiet_cells = {c.id: dataclasses.replace(c, timing=_rounds([0.44] * n, quiet, floor)) for c in golden().cells if c.ok}
     result = replace_cells(golden(), {
         **quiet_cells,
-        cell.id: dataclasses.replace(cell, timing=_rounds(loops, loads, floor)),
+        cell.id: dataclasses.replace(cell, timing=_rounds(loops, loads, floor, collections)),
         neighbour.id: dataclasses.replace(neighbour, timing=_rounds([0.44] * n, quiet,
                                                                      [*neighbour_floor, *[0.34] * (n - len(neighbour_floor))])),
     })
@@ -279,3 +282,20 @@ def test_a_miss_by_the_machines_noise_is_kept_marked_and_shown_as_a_miss() -> No
     assert "target missed: round-to-round spread (other)" in text
     rows = [line for line in targets_section(result) if line.startswith("| round-to-round spread")]
     assert "| **no** (the machine's noise) |" in rows[0] and "| **no** |" in rows[1]
+
+
+def test_a_round_slowed_by_the_cells_own_collector_is_neither_set_aside_nor_excused() -> None:
+    """R's clip cell at ``bench``: 15 ms of collection in every round, and a full collection (105 ms) in one. That round is the
+    cell's own however the machine slowed a floor round, and however noisy the run's floors were; without that collection
+    the same round is set aside, or the miss excused, as the machine's."""
+    loops = _twenty(0.25, 0.0)
+    steady = [0.015] * 20
+    full = [*steady[:3], 0.015 + 2 * 0.34 * 0.25, *steady[4:]]  # the doubled loop's whole excess, in collection
+    quiet = [(0.0, 0)] * 20
+    check = _judged(quiet, [0.34] * 9 + [0.5], loops=loops, collections=full)
+    assert not check.met and not check.machine_noise and check.why is not None
+    assert "more garbage collection inside the loop than the median round: its frontend's collector (the cell's own)" in check.why
+    assert _judged(quiet, [0.34] * 9 + [0.5], loops=loops, collections=steady).met  # the same round, the machine's
+    broad = [0.34 * (1 + 0.2 * x) for x in (1, -1) * 10]  # a floor far noisier than the cell trimmed of its slowest rounds
+    assert not _judged(quiet, broad, loops=loops, collections=full).machine_noise
+    assert _judged(quiet, broad, loops=loops, collections=steady).machine_noise  # without the full collection: excused
