@@ -53,7 +53,10 @@ def collect_before_loop(spec: WorkloadSpec) -> str:
     no faults after the first round, median 0.430 s (4 % less), CV 1.1–1.2 % against a floor of 0.1–0.8 %. A full
     collection costs ~45 ms with R torch loaded, outside the loop (the script's set-up): nothing beside ``bench``'s
     half-second loops, but as much again as a ``tiny`` call, whose loops of milliseconds allocate little, so ``tiny`` keeps
-    the young one. Python has nothing to collect (its tensors are freed at once): its script ignores this.
+    the young one. With ``full``, R also takes any escalation of its collector that is due within the loop's next few
+    collections before the loop (``collect_ahead()`` in common.R: R's counters make every 21st collection a level 1 or
+    2 one, and a full collection does not reset them), 0.8 young collections a call on average. Python has nothing to
+    collect (its tensors are freed at once): its script ignores this.
     """
     return "young" if spec.preset in _YOUNG_COLLECTION_PRESETS else "full"
 

@@ -225,3 +225,53 @@ def _r_value_of(code: str) -> list[str]:
     done = _rscript("-e", f'source("r_scripts/common.R"); {code}')
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
+
+
+#: Cycles of ``collect_ahead()`` and a loop's worth of counted collections (0 to gc_loop_room, in turn): 60 cycles make
+#: about 150 counted collections, seven of R's escalation periods.
+_COLLECTOR_PROGRAM = """
+source("r_scripts/common.R")
+young_levels <- function(n) {
+  report <- character()
+  con <- textConnection("report", "w", local = TRUE)
+  sink(con, type = "message")
+  for (i in seq_len(n)) invisible(gc(full = FALSE, verbose = TRUE))
+  sink(type = "message")
+  close(con)
+  vapply(gc_reported(report), function(x) x$level, integer(1))
+}
+count_now <- function() {
+  report <- character()
+  con <- textConnection("report", "w", local = TRUE)
+  sink(con, type = "message")
+  invisible(gc(full = TRUE, verbose = TRUE))
+  sink(type = "message")
+  close(con)
+  gc_reported(report)[[1]]$count
+}
+start <- count_now()
+in_loops <- integer()
+for (cycle in 0:59) {
+  collect_ahead()
+  n <- cycle %% (gc_loop_room + 1)
+  if (n > 0) in_loops <- c(in_loops, young_levels(n))
+}
+cat(sprintf("loops %d escalated %d collections %g cycles %d room %d\\n", length(in_loops), sum(in_loops >= 1),
+            count_now() - start, 60L, gc_loop_room))
+"""
+
+
+def test_the_collection_before_a_loop_leaves_the_loop_no_escalation() -> None:
+    """After ``collect_ahead()`` (common.R's ``pause_gc`` at ``bench``), a loop's worth of R's counted collections (up to
+    ``gc_loop_room``) stays at level 0: R escalates every 21st counted collection to level 1 or 2 (0.09-0.1 s with R
+    torch's objects alive), and a full collection does not reset its counters. Over seven escalation periods none lands in
+    a loop; the young collections it makes to get there stay few (it does not collect ahead on every call)."""
+    done = _rscript("-e", _COLLECTOR_PROGRAM)
+    assert done.returncode == 0, done.stderr
+    words = done.stdout.split()
+    said = {words[i]: float(words[i + 1]) for i in range(0, len(words) - 1, 2)}
+    assert said["loops"] == sum(cycle % (said["room"] + 1) for cycle in range(60)) and said["loops"] >= 140
+    assert said["escalated"] == 0, done.stdout
+    # everything counted: the loops' collections, the full ones (one a cycle, two to count), and the ones made ahead
+    ahead = said["collections"] - said["loops"] - said["cycles"] - 1
+    assert 0 < ahead < 4 * said["cycles"], done.stdout

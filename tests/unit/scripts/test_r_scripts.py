@@ -29,9 +29,12 @@ R_ONLY_FILES = {"_bridge", "_bytecode", "_bootstrap"}
 #: scales; PyTorch's scaler takes CPU tensors itself).
 R_LIFT_HELPERS = {"cuda_only_check", "expected_scale_method", "scaler_takes_cpu_tensors", "lift_cuda_only_check", "drop_statement",
                   "lifted_check_name"}
+#: R's collector escalates by counters a full collection does not reset, and cannot be switched off inside the loop as
+#: Python's is (``pause_gc``): common.R alone takes a due escalation before the loop.
+R_COLLECTOR_HELPERS = {"gc_counters", "collect_ahead", "gc_reported", "gc_counter_period", "gc_loop_room"}
 R_ONLY_NAMES = {
     "common": {"clock_source", "record_array_fields", "abort_cli", "require_r_torch", "libtorch_version",
-               "json_value", "json_string", "record_keys_json", "exact_json_numbers", *R_LIFT_HELPERS},
+               "json_value", "json_string", "record_keys_json", "exact_json_numbers", *R_LIFT_HELPERS, *R_COLLECTOR_HELPERS},
     # Python's main_cli calls the harness in-process (parse_shell_args, prepare_shell_run_spec, exit_with_error).
     # shell_exit_status: the statuses R ends with before the harness hands them over (Python imports the enum).
     "shell": {"%||%", "amp_parity_r_dir", "shell_exit_status", "prepare_shell_run", "python_library_path", "print_traceback",
