@@ -458,9 +458,10 @@ pause_gc <- function(spec) {
   gc.time()[[3]]
 }
 
-#' R-only (Python's collector is off in the loop): where R's collection counters last escalated (`escalated_at`: R's running count of that level 1 or 2 collection; NULL
-#' until one is seen) and how many full collections `collect_ahead()` made since (`full_since`: R does not count them).
-#' Kept across calls in this process, as R's own counters are.
+#' R-only (Python's collector is off in the loop): where R's collection counters last escalated (`escalated_at`: R's
+#' running count of that level 1 or 2 collection; NULL until one is seen) and how many full collections
+#' `collect_ahead()` made since (`full_since`: R does not count them). Kept across calls in this process, as R's own
+#' counters are.
 gc_counters <- new.env(parent = emptyenv())
 
 #' R-only (Python's `pause_gc()` switches its collector off): collect fully, then make sure the loop's own collections
@@ -507,8 +508,8 @@ collect_ahead <- function() {
   invisible(NULL)
 }
 
-#' R-only: the collections R reported in `report` (lines of its `gc(verbose = TRUE)` output), in order, each as its running count
-#' and level ("Garbage collection 23 = 20+1+2 (level 1)"); one NA pair where it reported none.
+#' R-only: the collections R reported in `report` (lines of its `gc(verbose = TRUE)` output), in order, each as its
+#' running count and level ("Garbage collection 23 = 20+1+2 (level 1)"); one NA pair where it reported none.
 gc_reported <- function(report) {
   text <- paste(report, collapse = " ")
   said <- regmatches(text, gregexpr("Garbage collection [0-9]+ = [0-9+ ]+\\(level [0-9]\\)", text))[[1]]
@@ -523,8 +524,8 @@ gc_reported <- function(report) {
 
 #' R-only: R's escalation period, its LEVEL_0_FREQ (20) level-0 collections, then one at level 1 or 2.
 gc_counter_period <- 21
-#' R-only: counted collections kept free for the loop: R's bench loops make 0-2 (its clip cell, the most), a traced record call
-#' more (it is never timed); 5 leaves room for the loop's allocations to vary.
+#' R-only: counted collections kept free for the loop: R's bench loops make 0-2 (its clip cell, the most), a traced
+#' record call more (it is never timed); 5 leaves room for the loop's allocations to vary.
 gc_loop_room <- 5
 
 #' The seconds R spent collecting garbage since `pause_gc()` returned `gc_state` (its GC clock).
