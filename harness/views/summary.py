@@ -1,0 +1,83 @@
+"""The report's markdown summary (``summary.md``), sized for a CI job summary (``$GITHUB_STEP_SUMMARY``).
+
+``report.md`` lists every cell and pair of the matrix: 758 KB for the main job, past what a job summary holds (GitHub
+refuses a step's summary over 1 MiB, and one that long is not read). The summary holds what a reviewer acts on: the
+grid, why cells did not run, the pairs that are not identical, the targets missed, and where the whole report is. It is
+kept under :data:`SUMMARY_MAX_BYTES` whatever the matrix: past it, the longest list is cut and says how many it left
+to the page.
+"""
+
+from __future__ import annotations
+
+from harness.model.result import MatrixResult
+from harness.views.formatting import cell_text
+from harness.views.glance import LEGEND, glance
+from harness.views.reasons import reasons
+
+__all__ = ["SUMMARY_FILE", "SUMMARY_MAX_BYTES", "render_summary"]
+
+SUMMARY_FILE = "summary.md"
+#: The summary's size at most, in UTF-8 bytes: the issue's budget (50 KB), so a job summary holds several runs' summaries.
+SUMMARY_MAX_BYTES = 50_000
+#: A pair's or target's "why" is cut to this many characters (the page and report.md have it whole): the main job's
+#: longest, a diverged pair's trace, runs to several thousand.
+_WHY_CHARS = 280
+
+
+def render_summary(result: MatrixResult, page: str, report: str, plots: tuple[str, ...] = ()) -> str:
+    """The summary of ``result``, naming the ``page`` and ``report`` files beside it and linking the ``plots``."""
+    spec = result.spec
+    grid = glance(result)
+    statuses: dict[str, int] = {}
+    for cell in result.cells:
+        statuses[str(cell.status)] = statuses.get(str(cell.status), 0) + 1
+    head = [
+        f"# amp-parity · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps", "",
+        f"- Cells: {len(result.cells)} ({', '.join(f'{n} {s}' for s, n in statuses.items()) or 'none'}).",
+        f"- Pairs: {len(result.pairs)} ({', '.join(f'{n} {v}' for v, n in grid.counts.items()) or 'none: one frontend only'}).",
+        *[f"- **{r.who} {r.status}**: {cell_text(r.text)}" for r in reasons(result)],
+        f"- The whole report: `{page}` (one page, opens offline from the CI artifact) and `{report}` (every cell and pair).", "",
+    ]
+    if grid.rows and any(any(row) for _, row in grid.rows):
+        head += ["## At a glance", "", "| | " + " | ".join(grid.columns) + " |", "|---|" + ":---:|" * len(grid.columns)]
+        head += [f"| {key} | " + " | ".join(entry or " " for entry in row) + " |" for key, row in grid.rows]
+        head += ["", LEGEND + ".", ""]
+    loud = [p for p in result.pairs if p.verdict not in ("identical", "skipped")]
+    pairs = [f"| `{p.pair}` | {' vs '.join(p.frontends)} | **{p.verdict}** | {_cut(p.cause)} |" for p in loud]
+    missed = [t for t in result.targets if not t.met]
+    targets = [f"| {t.name} | `{t.subject}` | {cell_text(t.measured)} | {cell_text(t.target)} | "
+               f"{'the machine’s noise' if t.machine_noise else _cut(t.why or '')} |" for t in missed]
+    plot_lines = ["## Plots", "", *[f"![{name}]({name})" for name in plots], ""] if plots else []
+
+    def assemble(shown_pairs: int, shown_targets: int) -> str:
+        body = list(head)
+        body += [f"## Pairs that are not identical ({len(loud)})", ""]
+        if loud:
+            body += ["| pair | frontends | verdict | why |", "|---|---|---|---|", *pairs[:shown_pairs]]
+            if shown_pairs < len(loud):
+                body.append(f"| … and {len(loud) - shown_pairs} more | | | listed in `{page}` |")
+        else:
+            body.append("None: every pair that ran is bitwise identical.")
+        body += ["", f"## Targets missed ({len(missed)} of {len(result.targets)})", ""]
+        if missed:
+            body += ["| target | subject | measured | target | why |", "|---|---|---|---|---|", *targets[:shown_targets]]
+            if shown_targets < len(missed):
+                body.append(f"| … and {len(missed) - shown_targets} more | | | | listed in `{page}` |")
+        else:
+            body.append("None." if result.targets else "No performance target applies to this preset and device.")
+        return "\n".join([*body, "", *plot_lines])
+
+    shown_pairs, shown_targets = len(pairs), len(targets)
+    text = assemble(shown_pairs, shown_targets)
+    while len(text.encode()) > SUMMARY_MAX_BYTES and (shown_pairs or shown_targets):
+        if shown_pairs >= shown_targets:  # cut the longer list first, by a tenth at a time
+            shown_pairs -= max(1, shown_pairs // 10)
+        else:
+            shown_targets -= max(1, shown_targets // 10)
+        text = assemble(shown_pairs, shown_targets)
+    return text
+
+
+def _cut(text: str) -> str:
+    text = cell_text(text)
+    return text if len(text) <= _WHY_CHARS else text[: _WHY_CHARS - 1].rstrip() + "…"
