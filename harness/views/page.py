@@ -10,11 +10,12 @@ gathers what it shows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import jinja2
+from matplotlib.figure import Figure
 
 from harness.model.result import MatrixResult
 from harness.model.trace import PairTrace
@@ -24,14 +25,19 @@ from harness.views.glance import LEGEND, glance, symbol
 from harness.views.plots import figure_svg, loss_diff_figure, losses_figure, timing_figure
 from harness.views.reasons import reasons
 
-__all__ = ["PAGE_FILE", "REPOSITORY", "EntryText", "pair_anchor", "render_page"]
+__all__ = ["PAGE_FIGURES", "PAGE_FILE", "REPOSITORY", "EntryText", "pair_anchor", "render_page"]
 
 PAGE_FILE = "report.html"
 #: Where a bug's report and reproducers are read (``docs/bugs/<id>/``): the project's repository, as pyproject.toml's
 #: ``Repository`` URL names it. Links only: the page loads nothing from there.
 REPOSITORY = "https://github.com/amp-parity/amp-parity/blob/main/"
-#: The verdicts a page lists in full; the others (identical, or a pair that did not run) are one line each.
-_QUIET = ("identical", "skipped")
+#: The page's plots, by the name its template gives each (the report's PNGs are the same figures).
+PAGE_FIGURES: dict[str, Callable[[MatrixResult], Figure]] = {
+    "losses": losses_figure, "loss_diff": loss_diff_figure, "timing": timing_figure,
+}
+#: The verdicts a page lists in one line each (identical, or a pair a side did not run: its reason is in the summary); the
+#: others in full.
+_QUIET = ("identical", "skipped", "unsupported")
 
 
 @dataclass(frozen=True)
@@ -51,13 +57,15 @@ def pair_anchor(pair: PairVerdict) -> str:
     return f"pair-{pair.pair}--{'-'.join(pair.frontends)}"
 
 
-def render_page(result: MatrixResult, entries: Mapping[str, EntryText] | None = None) -> str:
-    """The page of a judged result; ``entries`` (by id) gives each matched known difference's title, mechanism and sources."""
+def render_page(result: MatrixResult, entries: Mapping[str, EntryText] | None = None, svgs: Mapping[str, str] | None = None) -> str:
+    """The page of a judged result; ``entries`` (by id) gives each matched known difference's title, mechanism and sources,
+    ``svgs`` the plots already drawn (by :data:`PAGE_FIGURES`' names; the others are drawn here)."""
+    drawn = {name: (svgs or {}).get(name) or figure_svg(build(result)) for name, build in PAGE_FIGURES.items()}
     environment = jinja2.Environment(
         loader=jinja2.PackageLoader("harness.views", "templates"), autoescape=True, undefined=jinja2.StrictUndefined,
         trim_blocks=True, lstrip_blocks=True,
     )
-    return environment.get_template("report.html.j2").render(**_context(result, entries or {}))
+    return environment.get_template("report.html.j2").render(**_context(result, entries or {}), svgs=drawn)
 
 
 def _context(result: MatrixResult, entries: Mapping[str, EntryText]) -> dict[str, Any]:
@@ -83,8 +91,6 @@ def _context(result: MatrixResult, entries: Mapping[str, EntryText]) -> dict[str
         "cell_counts": counts, "pair_counts": grid.counts, "cells": len(result.cells), "pairs": len(pairs),
         "columns": [c.split(" · ") for c in grid.columns], "rows": rows, "legend": LEGEND,
         "reasons": reasons(result), "loud": loud, "quiet": quiet,
-        "losses_svg": figure_svg(losses_figure(result)), "loss_diff_svg": figure_svg(loss_diff_figure(result)),
-        "timing_svg": figure_svg(timing_figure(result)),
         "targets": list(result.targets), "missed": [t for t in result.targets if not t.met],
         "phases": [(name, seconds, seconds / max(result.phases.total, 1e-9)) for name, seconds in result.phases.seconds],
         "phases_total": result.phases.total, "wall_seconds": result.wall_seconds,
@@ -105,7 +111,7 @@ def _pair_context(pair: PairVerdict, entries: Mapping[str, EntryText]) -> dict[s
         if point is not None:
             first = {
                 "step": point.step, "point": point.point, "kind": point.kind, "ulp": point.max_distance,
-                "values": point.worst_values, "index": point.worst_index, "differing": point.differing, "elements": point.elements,
+                "worst": point.worst_values, "index": point.worst_index, "differing": point.differing, "elements": point.elements,
                 "describe": point.describe(pair.frontends),
             }
     ids = list(dict.fromkeys([*(details.get("known_difference") or ()), *(details.get("excused_by") or ())]))

@@ -26,6 +26,7 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import MaxNLocator
 
 from harness.files.atomic import atomic_path
 from harness.model.result import CellResult, MatrixResult
@@ -35,7 +36,7 @@ from harness.views.glance import column_key, row_key
 
 __all__ = [
     "LEGEND_MAX_ENTRIES", "RATIO_MAX_PANELS", "figure_svg", "loss_diff_figure", "losses_figure", "plot_loss_diff",
-    "plot_losses", "plot_timing", "ratio_cells", "timing_figure", "timing_samples",
+    "plot_losses", "plot_timing", "ratio_cells", "save_png", "timing_figure", "timing_samples",
 ]
 
 _STYLE: dict[str, dict[str, Any]] = {
@@ -62,6 +63,9 @@ RATIO_MAX_PANELS = 4
 #: A small-multiples panel, in inches: wide enough for 20 steps and a few tick labels, short enough that 17 optimizers
 #: fit a page's scroll. A grid of few columns gets wider panels (up to :data:`_PANEL_MAX_WIDTH`).
 _PANEL_WIDTH, _PANEL_HEIGHT, _PANEL_MAX_WIDTH = 1.9, 1.25, 4.2
+#: The small multiples' margins (left: the row's name and the y ticks; top: the title and the column names; bottom: the
+#: step axis and the legend) and the gaps between panels (the y ticks; the panel's notes), in inches.
+_MARGINS, _GAPS = (0.95, 0.15, 0.85, 0.8), (0.45, 0.2)
 #: Where the ratio's colour saturates (log2 of R ÷ Python): 2× slower or faster is the end of the scale; the cell's text
 #: gives the number past it.
 _RATIO_SATURATION = 1.0
@@ -90,6 +94,8 @@ def losses_figure(result: MatrixResult) -> Figure:
             ax.plot(np.arange(losses.size), losses, label=cell.frontend, linewidth=1.1, **_style(cell.frontend, result))
         if reference is not None:
             ax.plot(np.arange(reference.size), reference, label="float64", **_REFERENCE_STYLE)
+        elif cells:
+            ax.text(0.98, 0.03, "no float64 reference", ha="right", va="bottom", transform=ax.transAxes, fontsize=6, color="0.3")
         return bool(cells)
 
     return _grid(result, "Loss per step", "loss", draw)
@@ -248,7 +254,14 @@ def _grid(result: MatrixResult, title: str, ylabel: str,
     for cell in result.cells:
         cells.setdefault((row_key(cell), column_key(cell, several)), []).append(cell)
     width = min(_PANEL_MAX_WIDTH, max(_PANEL_WIDTH, 12.0 / len(columns)))
-    fig = Figure(figsize=(0.9 + width * len(columns), 1.3 + _PANEL_HEIGHT * len(rows)), layout="constrained")
+    # Laid out by hand, in inches: a layout engine measured every one of 119 panels' labels at each save (most of the
+    # time a report took). The text is of fixed size, so fixed margins hold it.
+    (left, right, top, bottom), (gap_x, gap_y) = _MARGINS, _GAPS
+    fig_width = left + right + width * len(columns) + gap_x * (len(columns) - 1)
+    fig_height = top + bottom + _PANEL_HEIGHT * len(rows) + gap_y * (len(rows) - 1)
+    fig = Figure(figsize=(fig_width, fig_height))
+    fig.subplots_adjust(left=left / fig_width, right=1 - right / fig_width, top=1 - top / fig_height, bottom=bottom / fig_height,
+                        wspace=gap_x / width, hspace=gap_y / _PANEL_HEIGHT)
     axes = fig.subplots(len(rows), len(columns), squeeze=False, sharex=True)
     order = frontend_order(result)
     for i, row in enumerate(rows):
@@ -264,14 +277,17 @@ def _grid(result: MatrixResult, title: str, ylabel: str,
                 ax.set_ylabel(f"{row}\n{ylabel}", fontsize=7)
             if i == len(rows) - 1:
                 ax.set_xlabel("step", fontsize=7)
-    fig.suptitle(f"{title} · {_title(result)}", fontsize=10)
-    _figure_legend(fig, axes.flat)
+    fig.suptitle(f"{title} · {_title(result)}", fontsize=10, y=1 - 0.08 / fig_height, va="top")
+    _figure_legend(fig, axes.flat, (0.5, 0.04 / fig_height))
     return fig
 
 
 def _panel(ax: Axes, cells: Sequence[CellResult], has_data: bool) -> None:
     """Ticks small, and the frontends that did not run named inside the panel (nothing is left out silently)."""
-    ax.tick_params(labelsize=6)
+    ax.tick_params(which="both", labelsize=6)
+    ax.xaxis.set_major_locator(MaxNLocator(4, integer=True))
+    if ax.get_yscale() == "linear":
+        ax.yaxis.set_major_locator(MaxNLocator(3))
     ax.grid(alpha=0.3)
     missing = [f"{c.frontend} {c.status}" for c in cells if not c.ok]
     if not cells:
@@ -284,7 +300,7 @@ def _panel(ax: Axes, cells: Sequence[CellResult], has_data: bool) -> None:
         ax.set_yticks([])
 
 
-def _figure_legend(fig: Figure, axes: Any) -> None:
+def _figure_legend(fig: Figure, axes: Any, anchor: tuple[float, float]) -> None:
     """One legend for the figure: each label once (every panel draws the same lines), at most :data:`LEGEND_MAX_ENTRIES`."""
     unique: dict[str, Any] = {}
     for ax in axes:
@@ -298,7 +314,7 @@ def _figure_legend(fig: Figure, axes: Any) -> None:
         hidden = len(names) - (LEGEND_MAX_ENTRIES - 1)
         names = [*names[: LEGEND_MAX_ENTRIES - 1], f"… and {hidden} more (listed in the report's tables)"]
         shown = [*shown[: LEGEND_MAX_ENTRIES - 1], Line2D([], [], linestyle="none")]
-    fig.legend(shown, names, loc="outside lower center", ncols=min(len(names), 6), fontsize=8, frameon=False)
+    fig.legend(shown, names, loc="lower center", bbox_to_anchor=anchor, ncols=min(len(names), 6), fontsize=8, frameon=False)
 
 
 def _rank(order: list[str], frontend: str) -> int:
@@ -341,6 +357,11 @@ def _style(frontend: str, result: MatrixResult | None = None) -> dict[str, Any]:
         return _STYLE[frontend]
     others = [f for f in frontend_order(result) if f not in _STYLE] if result is not None else []
     return _MORE_STYLES[others.index(frontend) % len(_MORE_STYLES) if frontend in others else 0]
+
+
+def save_png(fig: Figure, target: Path) -> Path:
+    """``fig`` written to ``target`` as a PNG, atomically."""
+    return _save(fig, target)
 
 
 def _save(fig: Figure, target: Path) -> Path:

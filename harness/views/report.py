@@ -23,8 +23,8 @@ from harness.model.timing import ratio
 from harness.model.verdicts import CELL_OUTCOMES, PairVerdict
 from harness.views.formatting import cell_text, frontend_order, lift_footnote, num, provenance_lines, status_text
 from harness.views.glance import LEGEND, glance
-from harness.views.page import PAGE_FILE, EntryText, render_page
-from harness.views.plots import plot_loss_diff, plot_losses, plot_timing
+from harness.views.page import PAGE_FIGURES, PAGE_FILE, EntryText, render_page
+from harness.views.plots import figure_svg, save_png
 from harness.views.summary import SUMMARY_FILE, render_summary
 from harness.views.timing_sections import efficiency_section, phases_section, targets_section, timing_section
 from harness.workload.scripts import all_mode_names
@@ -37,8 +37,8 @@ _JUDGING_TEXT = {
     "strict": "`strict`: a pair expected bitwise identical (one libtorch, CPU) that is not is diverged",
     "tolerance_only": "`tolerance_only` (--tolerance-only): every pair by the tolerance, bitwise identity only noted",
 }
-#: The plots, in the order the report shows them, with the function that draws each.
-PLOT_FILES = {"losses.png": plot_losses, "loss_diff.png": plot_loss_diff, "timing.png": plot_timing}
+#: The PNG plots, in the order the report shows them, with the page's figure each is (drawn once, saved as both).
+PLOT_FILES = {"losses.png": "losses", "loss_diff.png": "loss_diff", "timing.png": "timing"}
 #: Every file a report is: the document first (what a report folder's claim guards: :class:`harness.store.claims.ReportClaim`).
 REPORT_FILES = (REPORT_FILE, PAGE_FILE, SUMMARY_FILE, *PLOT_FILES)
 
@@ -52,14 +52,15 @@ def write_report(result: MatrixResult, out_dir: Path, entries: Mapping[str, Entr
     """
     out_dir = Path(out_dir)
     # before any file: a result it cannot render leaves nothing behind
+    figures = {name: build(result) for name, build in PAGE_FIGURES.items()}
     texts = {
         REPORT_FILE: render_markdown(result),
-        PAGE_FILE: render_page(result, entries),
+        PAGE_FILE: render_page(result, entries, {name: figure_svg(fig) for name, fig in figures.items()}),
         SUMMARY_FILE: render_summary(result, PAGE_FILE, REPORT_FILE, tuple(PLOT_FILES)),
     }
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        written = [draw(result, out_dir / name) for name, draw in PLOT_FILES.items()]
+        written = [save_png(figures[figure], out_dir / name) for name, figure in PLOT_FILES.items()]
         for name, text in texts.items():
             with atomic_path(out_dir / name) as tmp:
                 tmp.write_text(text, encoding="utf-8")
