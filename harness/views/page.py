@@ -77,7 +77,8 @@ def _context(result: MatrixResult, entries: Mapping[str, EntryText]) -> dict[str
                    f"{p.verdict}"} for p in grid.pairs.get((key, column), ())] for column in grid.columns]
         rows.append({"key": key, "entries": links, "texts": texts})
     pairs = list(result.pairs)
-    loud = [_pair_context(p, entries) for p in pairs if p.verdict not in _QUIET]
+    seen: set[str] = set()  # an entry's whole text is open at the first pair it explains, folded at the others
+    loud = [_pair_context(p, entries, seen) for p in pairs if p.verdict not in _QUIET]
     quiet = [{"anchor": pair_anchor(p), "pair": p.pair, "frontends": " vs ".join(p.frontends), "verdict": p.verdict,
               "cause": p.cause} for p in pairs if p.verdict in _QUIET]
     counts: dict[str, int] = {}
@@ -100,7 +101,7 @@ def _context(result: MatrixResult, entries: Mapping[str, EntryText]) -> dict[str
     }
 
 
-def _pair_context(pair: PairVerdict, entries: Mapping[str, EntryText]) -> dict[str, Any]:
+def _pair_context(pair: PairVerdict, entries: Mapping[str, EntryText], seen: set[str]) -> dict[str, Any]:
     """What a pair that is not identical shows: verdict, why, its first differing point, the entries that explain it."""
     details = pair.details
     first = None
@@ -120,10 +121,11 @@ def _pair_context(pair: PairVerdict, entries: Mapping[str, EntryText]) -> dict[s
         entry = entries.get(entry_id)
         bug = entry.kind == "bug" if entry is not None else "bug" in (details.get("known_kinds") or ())
         shown.append({
-            "id": entry_id, "entry": entry, "bug": bug,
+            "id": entry_id, "entry": entry, "bug": bug, "first": entry_id not in seen,
             "links": [(name, f"{REPOSITORY}docs/bugs/{entry_id}/{name}") for name in ("report.md", "reproducer.R", "reproducer.py")]
             if bug else [],
         })
+        seen.add(entry_id)
     return {
         "anchor": pair_anchor(pair), "pair": pair.pair, "frontends": pair.frontends, "verdict": pair.verdict, "symbol": symbol(pair),
         "cause": pair.cause, "first": first, "entries": shown, "explanation": "\n".join(pair.explanation),

@@ -366,5 +366,5 @@ def save_png(fig: Figure, target: Path) -> Path:
 
 def _save(fig: Figure, target: Path) -> Path:
     with atomic_path(target) as tmp:
-        fig.savefig(tmp, format="png", dpi=100)
+        fig.savefig(tmp, format="png", dpi=110)
     return target

@@ -2,7 +2,8 @@
 
 ``report.md`` lists every cell and pair of the matrix: 758 KB for the main job, past what a job summary holds (GitHub
 refuses a step's summary over 1 MiB, and one that long is not read). The summary holds what a reviewer acts on: the
-grid, why cells did not run, the pairs that are not identical, the targets missed, and where the whole report is. It is
+grid, why cells did not run, the pairs that are not identical (one row per known-difference entry for those it explains),
+the targets missed (one row per target), and where the whole report is. It is
 kept under :data:`SUMMARY_MAX_BYTES` whatever the matrix: past it, the longest list is cut and says how many it left
 to the page.
 """
@@ -10,6 +11,7 @@ to the page.
 from __future__ import annotations
 
 from harness.model.result import MatrixResult
+from harness.model.verdicts import PairVerdict, TargetCheck
 from harness.views.formatting import cell_text
 from harness.views.glance import LEGEND, glance
 from harness.views.reasons import reasons
@@ -19,6 +21,8 @@ __all__ = ["SUMMARY_FILE", "SUMMARY_MAX_BYTES", "render_summary"]
 SUMMARY_FILE = "summary.md"
 #: The summary's size at most, in UTF-8 bytes: the issue's budget (50 KB), so a job summary holds several runs' summaries.
 SUMMARY_MAX_BYTES = 50_000
+#: Pairs the summary counts but does not list: identical, or a side did not run (its reason is listed once, above).
+_QUIET = ("identical", "skipped", "unsupported")
 #: A pair's or target's "why" is cut to this many characters (the page and report.md have it whole): the main job's
 #: longest, a diverged pair's trace, runs to several thousand.
 _WHY_CHARS = 280
@@ -42,27 +46,36 @@ def render_summary(result: MatrixResult, page: str, report: str, plots: tuple[st
         head += ["## At a glance", "", "| | " + " | ".join(grid.columns) + " |", "|---|" + ":---:|" * len(grid.columns)]
         head += [f"| {key} | " + " | ".join(entry or " " for entry in row) + " |" for key, row in grid.rows]
         head += ["", LEGEND + ".", ""]
-    loud = [p for p in result.pairs if p.verdict not in ("identical", "skipped")]
+    loud = [p for p in result.pairs if p.verdict not in _QUIET and p.verdict != "known_difference"]
     pairs = [f"| `{p.pair}` | {' vs '.join(p.frontends)} | **{p.verdict}** | {_cut(p.cause)} |" for p in loud]
+    known = _by_entry([p for p in result.pairs if p.verdict == "known_difference"])
+    explained = [f"| {entry} | {len(group)} | `{group[0].pair}` | {_cut(group[0].cause)} |" for entry, group in known.items()]
     missed = [t for t in result.targets if not t.met]
-    targets = [f"| {t.name} | `{t.subject}` | {cell_text(t.measured)} | {cell_text(t.target)} | "
-               f"{'the machine’s noise' if t.machine_noise else _cut(t.why or '')} |" for t in missed]
+    by_target: dict[str, list[TargetCheck]] = {}
+    for check in missed:
+        by_target.setdefault(check.name, []).append(check)
+    targets = [f"| {name} | {len(group)} | `{group[0].subject}` | {cell_text(group[0].measured)} | {cell_text(group[0].target)} | "
+               f"{sum(c.machine_noise for c in group)} |" for name, group in by_target.items()]
     plot_lines = ["## Plots", "", *[f"![{name}]({name})" for name in plots], ""] if plots else []
 
     def assemble(shown_pairs: int, shown_targets: int) -> str:
         body = list(head)
-        body += [f"## Pairs that are not identical ({len(loud)})", ""]
+        body += [f"## Pairs that need a look ({len(loud)}: not identical and not explained by a known difference)", ""]
         if loud:
             body += ["| pair | frontends | verdict | why |", "|---|---|---|---|", *pairs[:shown_pairs]]
             if shown_pairs < len(loud):
                 body.append(f"| … and {len(loud) - shown_pairs} more | | | listed in `{page}` |")
         else:
-            body.append("None: every pair that ran is bitwise identical.")
+            body.append("None.")
+        if known:
+            body += ["", f"## Known differences ({sum(len(g) for g in known.values())} pairs, each proven or matched by its entry)", "",
+                     "| entry | pairs | the first | why |", "|---|---:|---|---|", *explained]
         body += ["", f"## Targets missed ({len(missed)} of {len(result.targets)})", ""]
         if missed:
-            body += ["| target | subject | measured | target | why |", "|---|---|---|---|---|", *targets[:shown_targets]]
-            if shown_targets < len(missed):
-                body.append(f"| … and {len(missed) - shown_targets} more | | | | listed in `{page}` |")
+            body += ["| target | missed | the first | measured | asks | by the machine's noise |", "|---|---:|---|---|---|---:|",
+                     *targets[:shown_targets]]
+            if shown_targets < len(targets):
+                body.append(f"| … and {len(targets) - shown_targets} more targets | | | | | listed in `{page}` |")
         else:
             body.append("None." if result.targets else "No performance target applies to this preset and device.")
         return "\n".join([*body, "", *plot_lines])
@@ -76,6 +89,15 @@ def render_summary(result: MatrixResult, page: str, report: str, plots: tuple[st
             shown_targets -= max(1, shown_targets // 10)
         text = assemble(shown_pairs, shown_targets)
     return text
+
+
+def _by_entry(pairs: list[PairVerdict]) -> dict[str, list[PairVerdict]]:
+    """Known-difference pairs grouped by the entries that explain them (``a, b`` where several do)."""
+    groups: dict[str, list[PairVerdict]] = {}
+    for pair in pairs:
+        ids = pair.details.get("known_difference") or pair.details.get("excused_by") or ["(no entry named)"]
+        groups.setdefault(", ".join(ids), []).append(pair)
+    return groups
 
 
 def _cut(text: str) -> str:

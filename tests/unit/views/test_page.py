@@ -115,7 +115,7 @@ def test_the_summary_of_a_main_job_fits_a_ci_job_summary() -> None:
 def test_the_summary_lists_what_needs_a_look_and_points_to_the_page() -> None:
     result, bug = with_bug(without_r(wide()))
     text = render_summary(result, PAGE_FILE, "report.md", ("losses.png",))
-    assert f"`{bug.pair}`" in text and "**known_difference**" in text
+    assert f"| sgd-weight-decay-index | 1 | `{bug.pair}` |" in text
     assert text.count(R_MISSING) == 1 and "`report.html`" in text and "![losses.png](losses.png)" in text
 
 
