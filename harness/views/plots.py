@@ -66,7 +66,7 @@ _PANEL_WIDTH, _PANEL_HEIGHT, _PANEL_MAX_WIDTH = 1.9, 1.25, 4.2
 #: The small multiples' margins (left: the row's name and the y ticks; top: the title and the column names; bottom: the
 #: step axis and the legend) and the gaps between panels (the y ticks; the panel's notes), in inches.
 _MARGINS, _GAPS = (0.95, 0.15, 0.85, 0.8), (0.45, 0.2)
-#: Where the ratio's colour saturates (log2 of R ÷ Python): 2× slower or faster is the end of the scale; the cell's text
+#: Where the ratio's colour saturates (log2 of R over Python): twice as slow or as fast is the end of the scale; the cell's text
 #: gives the number past it.
 _RATIO_SATURATION = 1.0
 

@@ -47,7 +47,7 @@ def reasons(result: MatrixResult) -> list[Reason]:
         pair = excused.get(cell.id)
         bug = ", ".join(pair.details.get("excused_by") or ()) if pair is not None else ""
         text = f"R torch bug {bug}, proven (excused): {cell.reason}" if bug else cell.reason
-        shown, ids, statuses = groups.setdefault(_CELL_NAMED.sub("", text), (text, [], []))
+        _, ids, statuses = groups.setdefault(_CELL_NAMED.sub("", text), (text, [], []))
         ids.append(cell.id)
         statuses.append(str(cell.status))
     return [Reason(text, tuple(ids), tuple(statuses)) for text, ids, statuses in groups.values()]

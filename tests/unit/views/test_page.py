@@ -49,7 +49,7 @@ def _parsed(page: str) -> _Links:
     return links
 
 
-#: The plots stand in as empty SVGs where a test reads the page's text (drawing 17 × 4 panels takes seconds; the plots
+#: The plots stand in as empty SVGs where a test reads the page's text (drawing 17 by 4 panels takes seconds; the plots
 #: have their own tests, and test_write_report_writes_the_page_and_the_summary draws them into a page).
 _NO_PLOTS = {name: "<svg></svg>" for name in PAGE_FIGURES}
 
