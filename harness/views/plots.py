@@ -66,8 +66,8 @@ _PANEL_WIDTH, _PANEL_HEIGHT, _PANEL_MAX_WIDTH = 1.9, 1.25, 4.2
 #: The small multiples' margins (left: the row's name and the y ticks; top: the title and the column names; bottom: the
 #: step axis and the legend) and the gaps between panels (the y ticks; the panel's notes), in inches.
 _MARGINS, _GAPS = (0.95, 0.15, 0.85, 0.8), (0.45, 0.2)
-#: Where the ratio's colour saturates (log2 of R over Python): twice as slow or as fast is the end of the scale; the cell's text
-#: gives the number past it.
+#: The ratio's colour scale reaches at least this far (log2 of R over Python: twice as slow or as fast), further where a
+#: ratio does (to the next power of two).
 _RATIO_SATURATION = 1.0
 
 
@@ -138,7 +138,7 @@ def timing_figure(result: MatrixResult) -> Figure:
     others = frontends[1:]
     shown = others[:RATIO_MAX_PANELS]
     rows, columns = _axes_keys(result)
-    width = max(6.0, 1.3 + 1.05 * len(columns))
+    width = max(6.0, 1.6 + 1.35 * len(columns))
     height = 1.6 + 0.42 * max(len(rows), 1)
     fig = Figure(figsize=(width, height * max(len(shown), 1)), layout="constrained")
     more = f" (and {len(others) - len(shown)} more frontends: the report's speed table lists them)" if len(others) > len(shown) else ""
@@ -149,15 +149,20 @@ def timing_figure(result: MatrixResult) -> Figure:
         ax.set_axis_off()
         return fig
     axes = fig.subplots(len(shown), 1, squeeze=False)[:, 0]
-    norm = TwoSlopeNorm(vmin=-_RATIO_SATURATION, vcenter=0.0, vmax=_RATIO_SATURATION)
+    tables = {other: ratio_cells(result, other, base) for other in shown}
+    # one colour scale for every panel, as wide as the largest ratio either way (a whole power of two), at least twice:
+    # R torch runs the tiny preset 3 to 20 times slower than PyTorch, which a fixed scale to twice drew all in one colour
+    logs = [abs(math.log2(v[0])) for table in tables.values() for v in table.values() if v[0]]
+    saturation = max(_RATIO_SATURATION, float(math.ceil(max(logs, default=0.0))))
+    norm = TwoSlopeNorm(vmin=-saturation, vcenter=0.0, vmax=saturation)
     image = None
     for ax, other in zip(axes, shown, strict=True):
-        table = ratio_cells(result, other, base)
+        table = tables[other]
         values = np.full((len(rows), len(columns)), np.nan)
         for (r, c), (value, _spread, _supported, _why) in table.items():
             if value is not None:
                 values[rows.index(r), columns.index(c)] = math.log2(value)
-        image = ax.imshow(np.clip(values, -_RATIO_SATURATION, _RATIO_SATURATION), cmap="RdBu_r", norm=norm, aspect="auto")
+        image = ax.imshow(values, cmap="RdBu_r", norm=norm, aspect="auto")
         ax.set_facecolor("0.85")
         for (r, c), (value, spread, supported, why) in table.items():
             y, x = rows.index(r), columns.index(c)
@@ -166,10 +171,10 @@ def timing_figure(result: MatrixResult) -> Figure:
                 continue
             star = "" if supported else "*"
             text = f"{value:.2f}{star}" + (f"\n±{spread:.0%}" if spread is not None else "")
-            ax.text(x, y, text, ha="center", va="center", fontsize=6.5, color="white" if abs(math.log2(value)) > 0.6 else "black")
+            ax.text(x, y, text, ha="center", va="center", fontsize=6.5,
+                    color="white" if abs(math.log2(value)) > 0.6 * saturation else "black")
             if not supported:
-                ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, hatch="///", edgecolor="0.4",
-                                                          linewidth=0))
+                ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, hatch="//", edgecolor=(1, 1, 1, 0.35), linewidth=0))
         ax.set_xticks(range(len(columns)), [c.replace(" · ", "\n") for c in columns], fontsize=7)
         ax.set_yticks(range(len(rows)), rows, fontsize=7)
         ax.xaxis.tick_top()
@@ -178,8 +183,8 @@ def timing_figure(result: MatrixResult) -> Figure:
                       "* and hatched: the spread is too wide for the report to print the ratio; grey: a side did not run", fontsize=7)
     if image is not None:
         bar = fig.colorbar(image, ax=list(axes), shrink=0.6, pad=0.01)
-        ticks = [-1.0, -0.5, 0.0, 0.5, 1.0]
-        bar.set_ticks(ticks, labels=[f"{2 ** t:.2g}×" for t in ticks], fontsize=7)
+        ticks = list(np.arange(-saturation, saturation + 0.5, 1.0 if saturation <= 4 else 2.0))
+        bar.set_ticks(ticks, labels=[f"{2 ** t:g}×" if t >= 0 else f"1/{2 ** -t:g}×" for t in ticks], fontsize=7)
     return fig
 
 
