@@ -41,9 +41,10 @@ def symbol(pair: PairVerdict) -> str:
 def row_key(item: CellResult | PairVerdict) -> str:
     """The grid row of a cell or pair: its optimizer, with its loop feature where it has one (``adam · accumulation``).
 
-    Read by attribute, so a result whose cells name no feature (every one before loop features) has one row per optimizer.
+    Read by attribute (the item's own, or its :class:`~harness.workload.matrix.Cell`'s), so a result whose cells name no
+    feature (every one before loop features) has one row per optimizer.
     """
-    feature = getattr(item, "feature", None)
+    feature = getattr(item, "feature", None) or getattr(getattr(item, "cell", None), "feature", None)
     return f"{item.optimizer} · {feature}" if feature else item.optimizer
 
 
