@@ -183,7 +183,8 @@ def timing_figure(result: MatrixResult) -> Figure:
                       "* and hatched: the spread is too wide for the report to print the ratio; grey: a side did not run", fontsize=7)
     if image is not None:
         bar = fig.colorbar(image, ax=list(axes), shrink=0.6, pad=0.01)
-        ticks = list(np.arange(-saturation, saturation + 0.5, 1.0 if saturation <= 4 else 2.0))
+        step = 1 if saturation <= 4 else 2
+        ticks = [float(t) for t in range(-int(saturation), int(saturation) + 1) if t % step == 0]
         bar.set_ticks(ticks, labels=[f"{2 ** t:g}×" if t >= 0 else f"1/{2 ** -t:g}×" for t in ticks], fontsize=7)
     return fig
 
