@@ -88,7 +88,7 @@ def plot_timing(result: MatrixResult, target: Path) -> Path:
 
 def losses_figure(result: MatrixResult) -> Figure:
     """Loss per step, one panel per optimizer (and feature) × script · mode: every frontend that ran, and float64."""
-    def draw(ax: Axes, cells: list[CellResult], reference: np.ndarray | None) -> bool:
+    def draw(ax: Axes, cells: list[CellResult], reference: np.ndarray | None) -> str | None:
         for cell in cells:
             losses = _losses(cell)
             ax.plot(np.arange(losses.size), losses, label=cell.frontend, linewidth=1.1, **_style(cell.frontend, result))
@@ -96,7 +96,7 @@ def losses_figure(result: MatrixResult) -> Figure:
             ax.plot(np.arange(reference.size), reference, label="float64", **_REFERENCE_STYLE)
         elif cells:
             ax.text(0.98, 0.03, "no float64 reference", ha="right", va="bottom", transform=ax.transAxes, fontsize=6, color="0.3")
-        return bool(cells)
+        return None if cells else ""
 
     return _grid(result, "Loss per step", "loss", draw)
 
@@ -105,9 +105,9 @@ def loss_diff_figure(result: MatrixResult) -> Figure:
     """|Δloss| per step on a log scale, per panel: each frontend vs float64, and each frontend vs the baseline.
 
     A log axis cannot show zero, so steps where two runs agree bitwise are left out of a line; a panel where every
-    line is empty says "bitwise equal at every step" instead.
+    line is empty says "bitwise equal at every step" instead, and one with nothing to compare says so.
     """
-    def draw(ax: Axes, cells: list[CellResult], reference: np.ndarray | None) -> bool:
+    def draw(ax: Axes, cells: list[CellResult], reference: np.ndarray | None) -> str | None:
         drawn = False
         if reference is not None:
             for cell in cells:
@@ -119,9 +119,10 @@ def loss_diff_figure(result: MatrixResult) -> Figure:
                 drawn |= _diff_line(ax, _losses(a), _losses(b), f"{a.frontend} vs {b.frontend}", style)
         if drawn:
             ax.set_yscale("log")
-        elif cells and (reference is not None or len(cells) > 1):
-            ax.text(0.5, 0.5, "bitwise equal\nat every step", ha="center", va="center", transform=ax.transAxes, fontsize=7)
-        return bool(cells)
+            return None
+        if cells and (reference is not None or len(cells) > 1):
+            return "bitwise equal at every step"
+        return "nothing to compare: one frontend,\nno float64 reference" if cells else ""
 
     return _grid(result, "|Δ loss| per step (log scale; steps where two runs are bitwise equal are not drawn)", "|Δ loss|", draw)
 
@@ -245,8 +246,9 @@ def _axes_keys(result: MatrixResult) -> tuple[list[str], list[str]]:
 
 
 def _grid(result: MatrixResult, title: str, ylabel: str,
-          draw: Callable[[Axes, list[CellResult], np.ndarray | None], bool]) -> Figure:
-    """Small multiples: one panel per row × column of the grid, drawn by ``draw``; a panel names what did not run in it."""
+          draw: Callable[[Axes, list[CellResult], np.ndarray | None], str | None]) -> Figure:
+    """Small multiples: one panel per row × column of the grid, drawn by ``draw`` (which returns ``None`` where it drew,
+    else what the empty panel says); a panel names what did not run in it."""
     rows, columns = _axes_keys(result)
     if not rows:
         fig = Figure(figsize=(6, 2), layout="constrained")
@@ -275,8 +277,7 @@ def _grid(result: MatrixResult, title: str, ylabel: str,
             ax = axes[i, j]
             here = cells.get((row, column), [])
             ran = sorted((c for c in here if c.ok and c.record), key=lambda c: (_rank(order, c.frontend), c.device))
-            has_data = draw(ax, ran, _reference(result, ran))
-            _panel(ax, here, has_data)
+            _panel(ax, here, draw(ax, ran, _reference(result, ran)))
             if i == 0:
                 ax.set_title(column.replace(" · ", "\n", 1), fontsize=7)
             if j == 0:
@@ -288,8 +289,16 @@ def _grid(result: MatrixResult, title: str, ylabel: str,
     return fig
 
 
-def _panel(ax: Axes, cells: Sequence[CellResult], has_data: bool) -> None:
-    """Ticks small, and the frontends that did not run named inside the panel (nothing is left out silently)."""
+def _panel(ax: Axes, cells: Sequence[CellResult], empty: str | None) -> None:
+    """Ticks small, and the frontends that did not run named inside the panel (nothing is left out silently); an
+    ``empty`` panel (nothing drawn) has no ticks and says why in its middle."""
+    missing = [f"{c.frontend} {c.status}" for c in cells if not c.ok] if cells else ["not in this result"]
+    if empty is not None:
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.text(0.5, 0.5, "\n".join([*([empty] if empty else []), *missing]), ha="center", va="center", transform=ax.transAxes,
+                fontsize=6.5, color="0.3")
+        return
     ax.tick_params(which="both", labelsize=6)
     ax.xaxis.set_major_locator(MaxNLocator(4, integer=True))
     if ax.get_yscale() == "linear":
@@ -298,15 +307,8 @@ def _panel(ax: Axes, cells: Sequence[CellResult], has_data: bool) -> None:
         ax.yaxis.set_major_locator(LogLocator(numticks=4))
         ax.yaxis.set_minor_locator(NullLocator())
     ax.grid(alpha=0.3)
-    missing = [f"{c.frontend} {c.status}" for c in cells if not c.ok]
-    if not cells:
-        missing = ["not in this result"]
     if missing:
-        ax.text(0.02, 0.97 if has_data else 0.5, "\n".join(missing), ha="left", va="top" if has_data else "center",
-                transform=ax.transAxes, fontsize=6, color="tab:red" if has_data else "0.3")
-    if not has_data:
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ax.text(0.02, 0.97, "\n".join(missing), ha="left", va="top", transform=ax.transAxes, fontsize=6, color="tab:red")
 
 
 def _figure_legend(fig: Figure, axes: Any, anchor: tuple[float, float]) -> None:
