@@ -33,16 +33,21 @@ def render_summary(result: MatrixResult, page: str, report: str, plots: tuple[st
     spec = result.spec
     grid = glance(result)
     statuses: dict[str, int] = {}
+    own: dict[str, int] = {}  # what the Python cells say when R did not run: the reason someone opened the summary
     for cell in result.cells:
         statuses[str(cell.status)] = statuses.get(str(cell.status), 0) + 1
+        if cell.verdict is not None:
+            own[cell.verdict.outcome] = own.get(cell.verdict.outcome, 0) + 1
     head = [
         f"# amp-parity · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps", "",
         f"- Cells: {len(result.cells)} ({', '.join(f'{n} {s}' for s, n in statuses.items()) or 'none'}).",
         f"- Pairs: {len(result.pairs)} ({', '.join(f'{n} {v}' for v, n in grid.counts.items()) or 'none: one frontend only'}).",
+        f"- Cells on their own (float64 bound; scaler cells: GradScaler's rule): "
+        f"{', '.join(f'{n} {o.replace(chr(95), chr(32))}' for o, n in own.items()) or 'none judged'}.",
         *[f"- **{r.who} {r.status}**: {cell_text(r.text)}" for r in reasons(result)],
         f"- The whole report: `{page}` (one page, opens offline from the CI artifact) and `{report}` (every cell and pair).", "",
     ]
-    if grid.rows and any(any(row) for _, row in grid.rows):
+    if any(p.verdict != "skipped" for p in result.pairs):  # a grid of "skipped" says no more than the line above
         head += ["## At a glance", "", "| | " + " | ".join(grid.columns) + " |", "|---|" + ":---:|" * len(grid.columns)]
         head += [f"| {key} | " + " | ".join(entry or " " for entry in row) + " |" for key, row in grid.rows]
         head += ["", LEGEND + ".", ""]

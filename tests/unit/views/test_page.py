@@ -125,3 +125,12 @@ def test_write_report_writes_the_page_and_the_summary(tmp_path: Path) -> None:
     page = (tmp_path / PAGE_FILE).read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and page.count("<svg") >= 3 and "<?xml" not in page
     assert (tmp_path / SUMMARY_FILE).stat().st_size <= SUMMARY_MAX_BYTES
+
+
+def test_without_r_torch_the_summary_says_what_the_python_cells_found_and_draws_no_grid_of_skips() -> None:
+    """Every pair skipped: a grid of "·" says nothing the skip's line does not; the Python cells' own verdicts are the news."""
+    result = without_r(wide())
+    text = render_summary(result, PAGE_FILE, "report.md")
+    passing = sum(1 for c in result.cells if c.verdict is not None and c.verdict.outcome == "pass")
+    assert passing and f"scaler cells: GradScaler's rule): {passing} pass" in text
+    assert "## At a glance" not in text and text.count(R_MISSING) == 1
