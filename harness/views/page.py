@@ -82,14 +82,19 @@ def _context(result: MatrixResult, entries: Mapping[str, EntryText]) -> dict[str
     quiet = [{"anchor": pair_anchor(p), "pair": p.pair, "frontends": " vs ".join(p.frontends), "verdict": p.verdict,
               "cause": p.cause} for p in pairs if p.verdict in _QUIET]
     counts: dict[str, int] = {}
+    own: dict[str, int] = {}
     for cell in result.cells:
         counts[str(cell.status)] = counts.get(str(cell.status), 0) + 1
+        if cell.verdict is not None:
+            own[cell.verdict.outcome.replace("_", " ")] = own.get(cell.verdict.outcome.replace("_", " "), 0) + 1
     return {
         "title": f"amp-parity · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps",
         "spec_line": (f"Batch {spec.batch_size}, {spec.in_size}→{spec.out_size}, {spec.num_layers} layers, lr {spec.lr:g}, "
                       f"seed {spec.seed}, threads {spec.threads}; created {result.created}; spec digest {result.spec_digest}; "
                       f"matrix wall time {num(result.wall_seconds, '.1f')} s; judged {result.judging}."),
-        "cell_counts": counts, "pair_counts": grid.counts, "cells": len(result.cells), "pairs": len(pairs),
+        "cell_counts": counts, "own_counts": own, "pair_counts": grid.counts,
+        "failing": [(c.id, c.verdict.reason) for c in result.cells if c.verdict is not None and c.verdict.failed],
+        "cells": len(result.cells), "pairs": len(pairs),
         "columns": [c.split(" · ") for c in grid.columns], "rows": rows, "legend": LEGEND,
         "reasons": reasons(result), "loud": loud, "quiet": quiet,
         "targets": list(result.targets), "missed": [t for t in result.targets if not t.met],

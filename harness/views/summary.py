@@ -45,6 +45,7 @@ def render_summary(result: MatrixResult, page: str, report: str, plots: tuple[st
         f"- Cells on their own (float64 bound; scaler cells: GradScaler's rule): "
         f"{', '.join(f'{n} {o.replace(chr(95), chr(32))}' for o, n in own.items()) or 'none judged'}.",
         *[f"- **{r.who} {r.status}**: {cell_text(r.text)}" for r in reasons(result)],
+        *[f"- **`{c.id}` fails on its own**: {_cut(c.verdict.reason)}" for c in result.cells if c.verdict and c.verdict.failed],
         f"- The whole report: `{page}` (one page, opens offline from the CI artifact) and `{report}` (every cell and pair).", "",
     ]
     if any(p.verdict != "skipped" for p in result.pairs):  # a grid of "skipped" says no more than the line above

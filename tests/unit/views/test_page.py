@@ -134,3 +134,13 @@ def test_without_r_torch_the_summary_says_what_the_python_cells_found_and_draws_
     passing = sum(1 for c in result.cells if c.verdict is not None and c.verdict.outcome == "pass")
     assert passing and f"scaler cells: GradScaler's rule): {passing} pass" in text
     assert "## At a glance" not in text and text.count(R_MISSING) == 1
+
+
+def test_a_cell_failing_its_own_check_is_named_in_the_page_and_the_summary() -> None:
+    result = wide(("sgd",))
+    cell = next(c for c in result.cells if c.verdict is not None)
+    assert cell.verdict is not None
+    failing = dataclasses.replace(cell, verdict=dataclasses.replace(cell.verdict, outcome="fail", reason="loss 3 times its bound"))
+    result = dataclasses.replace(result, cells=tuple(failing if c.id == cell.id else c for c in result.cells))
+    assert f"- **`{cell.id}` fails on its own**: loss 3 times its bound" in render_summary(result, PAGE_FILE, "report.md")
+    assert f"<strong>{cell.id} fails on its own</strong>: loss 3 times its bound" in render_page(result, svgs=_NO_PLOTS)
