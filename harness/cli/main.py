@@ -17,6 +17,7 @@ import signal
 import sys
 import time
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from harness.judge.known_differences import KnownDifference
     from harness.model.result import MatrixResult
     from harness.store.claims import ReportClaim
+    from harness.views.page import EntryText
     from harness.workload.installations import Installation
 
 __all__ = ["DEFAULT_PROG", "console_main", "exit_status", "main"]
@@ -231,10 +233,10 @@ def _report(args: argparse.Namespace) -> ExitCode:
 
     with ReportClaim(args.out, REPORT_FILES, args.overwrite, flag="--out", inputs=[args.result]) as claim:
         result = load_result(args.result, _rejudging(args), _known(args))
-        write_report(result, claim.staging)
+        write_report(result, claim.staging, _entry_texts(args))
         written = claim.publish()
     _WRITTEN.append(f"the report was written to {written[0]}")
-    _print_or_go_quiet(f"report written to {written[0]} ({len(written) - 1} plots beside it)")
+    _print_or_go_quiet(f"report written to {written[0]}; {_report_files_line(written)}")
     status = exit_status(result)
     if status is ExitCode.OK or args.exit_zero:
         return ExitCode.OK
@@ -288,7 +290,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
                     _WRITTEN.append(f"the result was written to {where}")
             # The report shows the result's writing (the file cannot hold its own); -v prints the report's too.
             result = dataclasses.replace(result, phases=result.phases.with_phase("writing", time.perf_counter() - writing))
-            written = write_report_or_say_why(result, reports) if reports is not None else None  # reads the weights
+            written = write_report_or_say_why(result, reports, _entry_texts(args)) if reports is not None else None  # reads the weights
             if reports is not None and reports.published:
                 _WRITTEN.append(f"the report was written to {reports.folder}")
             result = dataclasses.replace(result, phases=result.phases.with_phase("writing", time.perf_counter() - writing))
@@ -353,7 +355,7 @@ def _merge(args: argparse.Namespace) -> ExitCode:
     inputs = [*paths, *([args.json] if args.json is not None else [])]
     with ReportClaim(args.out, REPORT_FILES, args.overwrite, flag="--out", inputs=inputs) as claim:
         result = merge_results(paths, args.baseline, _rejudging(args), _known(args), labels)
-        write_report(result, claim.staging)
+        write_report(result, claim.staging, _entry_texts(args))
         if args.json is None:
             written = claim.publish()
         else:
@@ -568,12 +570,33 @@ def _parse_frontends(args: argparse.Namespace) -> tuple[Installation, ...]:
     return installations
 
 
-def write_report_or_say_why(result: MatrixResult, claim: ReportClaim) -> str:
+def write_report_or_say_why(result: MatrixResult, claim: ReportClaim, entries: Mapping[str, EntryText] | None = None) -> str:
     """Write the report after the run; a failure is one ``error:`` line, not the loss of the table or the result."""
     from harness.views.report import write_report
 
     try:
-        write_report(result, claim.staging)
-        return f"report written to {claim.publish()[0]}"
+        write_report(result, claim.staging, entries)
+        written = claim.publish()
+        return f"report written to {written[0]}; {_report_files_line(written)}"
     except AmpParityError as err:
         return f"error: {err}"
+
+
+def _report_files_line(written: list[Path]) -> str:
+    """What a report folder holds beside report.md, the page first: what a person opens, and what CI publishes."""
+    from harness.views.page import PAGE_FILE
+    from harness.views.summary import SUMMARY_FILE
+
+    folder = written[0].parent
+    plots = sum(1 for p in written if p.suffix == ".png")
+    return f"open {folder / PAGE_FILE} (one page, offline); {folder / SUMMARY_FILE} is for a CI job summary; {plots} plots beside them"
+
+
+def _entry_texts(args: argparse.Namespace) -> dict[str, EntryText]:
+    """The known differences the result was judged against, as the report's page shows them (views never judge)."""
+    from harness.judge.known_differences import load_known_differences
+    from harness.views.page import EntryText
+
+    entries = _known(args) or load_known_differences()
+    return {k.id: EntryText(k.id, k.kind, k.title, " ".join(k.mechanism.split()), k.sources, " ".join(k.upstream.split()))
+            for k in entries}

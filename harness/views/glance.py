@@ -1,19 +1,20 @@
-"""The at-a-glance view of a result's pairs: optimizer × (script · mode), one symbol per pair.
+"""The at-a-glance view of a result's pairs: optimizer (and loop feature) × (script · mode), one symbol per pair.
 
 A matrix of every optimizer in every mode is a few hundred cells; a maintainer asks first where R torch parts from
-PyTorch. The grid answers that in one screen: each row an optimizer, each column a script's mode, each entry the
-verdict of its pair (one symbol per pair where more than two frontends ran: each against the baseline). The terminal
-and the report draw it from :func:`glance`; the legend is :data:`SYMBOLS`.
+PyTorch. The grid answers that in one screen: each row an optimizer (with its loop feature, where the cells have one:
+:func:`row_key`), each column a script's mode, each entry the verdict of its pair (one symbol per pair where more than
+two frontends ran: each against the baseline). The terminal, the markdown, the HTML page and the plots draw their rows
+and columns from here; the legend is :data:`SYMBOLS`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from harness.model.result import MatrixResult
+from harness.model.result import CellResult, MatrixResult
 from harness.model.verdicts import PairVerdict
 
-__all__ = ["SYMBOLS", "Glance", "glance", "symbol"]
+__all__ = ["SYMBOLS", "Glance", "column_key", "glance", "row_key", "symbol"]
 
 #: One symbol per pair verdict (``known_difference`` says whether the entries are proven and whether one is a bug).
 SYMBOLS: dict[str, str] = {
@@ -37,32 +38,45 @@ def symbol(pair: PairVerdict) -> str:
     return SYMBOLS.get(pair.verdict, "?")
 
 
+def row_key(item: CellResult | PairVerdict) -> str:
+    """The grid row of a cell or pair: its optimizer, with its loop feature where it has one (``adam · accumulation``).
+
+    Read by attribute (the item's own, or its :class:`~harness.workload.matrix.Cell`'s), so a result whose cells name no
+    feature (every one before loop features) has one row per optimizer.
+    """
+    feature = getattr(item, "feature", None) or getattr(getattr(item, "cell", None), "feature", None)
+    return f"{item.optimizer} · {feature}" if feature else item.optimizer
+
+
+def column_key(item: CellResult | PairVerdict, several_devices: bool) -> str:
+    """The grid column of a cell or pair: ``script · mode``, and its device where the result ran on several."""
+    return f"{item.script} · {item.mode}" + (f" · {item.device}" if several_devices else "")
+
+
 @dataclass(frozen=True)
 class Glance:
-    """The grid: its column labels (``script · mode``, per device where several ran), its rows (optimizer, one text per
-    column, empty where the pair did not run) and the counts of each verdict."""
+    """The grid: its column labels (``script · mode``, per device where several ran), its rows (:func:`row_key`, one
+    text per column, empty where the pair did not run), the counts of each verdict, and the pairs behind each entry
+    (``pairs[(row, column)]``, in the order of its symbols: what a page links each symbol to)."""
 
     columns: tuple[str, ...]
     rows: tuple[tuple[str, tuple[str, ...]], ...]
     counts: dict[str, int]
+    pairs: dict[tuple[str, str], tuple[PairVerdict, ...]] = field(default_factory=dict)
 
 
 def glance(result: MatrixResult) -> Glance:
     """The grid of ``result``'s pairs, in matrix order (scripts, their modes, optimizers as the cells ran them)."""
     several = len({c.device for c in result.cells}) > 1
-
-    def column(script: str, mode: str, device: str) -> str:
-        return f"{script} · {mode}" + (f" · {device}" if several else "")
-
-    columns = tuple(dict.fromkeys(column(c.script, c.mode, c.device) for c in result.cells))
-    optimizers = tuple(dict.fromkeys(c.optimizer for c in result.cells))
-    entries: dict[tuple[str, str], str] = {}
+    columns = tuple(dict.fromkeys(column_key(c, several) for c in result.cells))
+    keys = tuple(dict.fromkeys(row_key(c) for c in result.cells))
+    pairs: dict[tuple[str, str], tuple[PairVerdict, ...]] = {}
     for pair in result.pairs:
-        key = (pair.optimizer, column(pair.script, pair.mode, pair.device))
-        entries[key] = entries.get(key, "") + symbol(pair)
-    rows = tuple((opt, tuple(entries.get((opt, col), "") for col in columns)) for opt in optimizers)
+        key = (row_key(pair), column_key(pair, several))
+        pairs[key] = (*pairs.get(key, ()), pair)
+    rows = tuple((key, tuple("".join(symbol(p) for p in pairs.get((key, col), ())) for col in columns)) for key in keys)
     counts: dict[str, int] = {}
     for pair in result.pairs:
         counts[pair.verdict] = counts.get(pair.verdict, 0) + 1
-    return Glance(columns, rows, counts)
+    return Glance(columns, rows, counts, pairs)
 

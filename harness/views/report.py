@@ -1,4 +1,5 @@
-"""The report of a judged result: ``report.md`` (the parity tracker) and its PNG plots, in one folder.
+"""The report of a judged result, in one folder: ``report.html`` (the page a maintainer opens: :mod:`harness.views.page`),
+``summary.md`` (for a CI job summary: :mod:`harness.views.summary`), ``report.md`` (the parity tracker) and its PNG plots.
 
 The markdown says, for every cell, how it ended and how it stands on its own (its float64 bound and,
 for a scaler cell, GradScaler's rule: :mod:`harness.judge.cells`), for every pair, the verdict and why; then the
@@ -10,6 +11,7 @@ says so, and why) as much as for one with both frontends. Every file is written 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 from harness.errors import ResultError
@@ -21,7 +23,9 @@ from harness.model.timing import ratio
 from harness.model.verdicts import CELL_OUTCOMES, PairVerdict
 from harness.views.formatting import cell_text, frontend_order, lift_footnote, num, provenance_lines, status_text
 from harness.views.glance import LEGEND, glance
-from harness.views.plots import plot_loss_diff, plot_losses, plot_timing
+from harness.views.page import PAGE_FIGURES, PAGE_FILE, EntryText, render_page
+from harness.views.plots import figure_svg, save_png
+from harness.views.summary import SUMMARY_FILE, render_summary
 from harness.views.timing_sections import efficiency_section, phases_section, targets_section, timing_section
 from harness.workload.scripts import all_mode_names
 
@@ -33,31 +37,38 @@ _JUDGING_TEXT = {
     "strict": "`strict`: a pair expected bitwise identical (one libtorch, CPU) that is not is diverged",
     "tolerance_only": "`tolerance_only` (--tolerance-only): every pair by the tolerance, bitwise identity only noted",
 }
-#: The plots, in the order the report shows them, with the function that draws each.
-PLOT_FILES = {"losses.png": plot_losses, "loss_diff.png": plot_loss_diff, "timing.png": plot_timing}
+#: The PNG plots, in the order the report shows them, with the page's figure each is (drawn once, saved as both).
+PLOT_FILES = {"losses.png": "losses", "loss_diff.png": "loss_diff", "timing.png": "timing"}
 #: Every file a report is: the document first (what a report folder's claim guards: :class:`harness.store.claims.ReportClaim`).
-REPORT_FILES = (REPORT_FILE, *PLOT_FILES)
+REPORT_FILES = (REPORT_FILE, PAGE_FILE, SUMMARY_FILE, *PLOT_FILES)
 
 
-def write_report(result: MatrixResult, out_dir: Path) -> list[Path]:
-    """Write ``report.md`` and the plots of a judged ``result`` into ``out_dir`` (created if absent); return their paths.
+def write_report(result: MatrixResult, out_dir: Path, entries: Mapping[str, EntryText] | None = None) -> list[Path]:
+    """Write ``report.md``, ``report.html``, ``summary.md`` and the plots of a judged ``result`` into ``out_dir`` (created if
+    absent); return their paths, the markdown report first. ``entries`` gives the page each known difference's text.
 
     Raises:
         ResultError: ``out_dir`` cannot be created or written.
     """
     out_dir = Path(out_dir)
-    markdown = render_markdown(result)  # before any file: a result it cannot render leaves nothing behind
+    # before any file: a result it cannot render leaves nothing behind
+    figures = {name: build(result) for name, build in PAGE_FIGURES.items()}
+    texts = {
+        REPORT_FILE: render_markdown(result),
+        PAGE_FILE: render_page(result, entries, {name: figure_svg(fig) for name, fig in figures.items()}),
+        SUMMARY_FILE: render_summary(result, PAGE_FILE, REPORT_FILE, tuple(PLOT_FILES)),
+    }
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        written = [draw(result, out_dir / name) for name, draw in PLOT_FILES.items()]
-        target = out_dir / REPORT_FILE
-        with atomic_path(target) as tmp:
-            tmp.write_text(markdown, encoding="utf-8")
+        written = [save_png(figures[figure], out_dir / name) for name, figure in PLOT_FILES.items()]
+        for name, text in texts.items():
+            with atomic_path(out_dir / name) as tmp:
+                tmp.write_text(text, encoding="utf-8")
     except OSError as err:
         raise ResultError(
             f"cannot write the report to {out_dir}: {err.strerror or err}. Choose a writable folder (--out)."
         ) from err
-    return [target, *written]
+    return [*(out_dir / name for name in texts), *written]
 
 
 def render_markdown(result: MatrixResult) -> str:
@@ -87,7 +98,8 @@ def render_markdown(result: MatrixResult) -> str:
     out += phases_section(result)
     out += _versions(result)
     out += _provenance(result)
-    out += ["## Plots", ""] + [f"![{name}]({name})" for name in PLOT_FILES] + [""]
+    out += ["## Plots", "", f"The page `{PAGE_FILE}` draws them too, and links each pair from its grid; `{SUMMARY_FILE}` is this "
+            "report cut to what a CI job summary holds.", ""] + [f"![{name}]({name})" for name in PLOT_FILES] + [""]
     out += _cell_details(result)
     out += _pair_details(verdicts)
     return "\n".join(out)

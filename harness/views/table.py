@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import re
-
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from harness.model.result import CellResult, MatrixResult
 from harness.model.timing import for_want_of_spread
+from harness.model.verdicts import TargetCheck
 from harness.views.formatting import lift_footnote, num, provenance_lines, status_text
 from harness.views.glance import LEGEND, glance
+from harness.views.reasons import reasons
 from harness.views.timing_sections import frontend_costs
 
 __all__ = ["make_console", "print_result", "print_trace"]
@@ -41,48 +42,32 @@ def make_console() -> Console:
 
 def print_result(result: MatrixResult, console: Console | None = None) -> None:
     """Print the cells of ``result``: status, its own verdict (float64 bound, scaler rule), final loss,
-    distance from float64, seconds, time ÷ default; then why any cell failed."""
+    distance from float64, seconds, time ÷ default; then why any cell failed.
+
+    A cell that did not run is told by its reason, one line per reason (:mod:`harness.views.reasons`), not by a row; the
+    table is cut to the console's width by leaving out the columns that matter least (:data:`_COLUMNS`)."""
     console = console or make_console()
     spec = result.spec
-    cells = list(result.cells)
+    cells = [c for c in result.cells if c.status not in _TOLD_BY_REASON]
     title = f"amp-parity · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps"
     excused = result.excused()
-    if len(cells) > FULL_TABLE_CELLS:
+    if len(result.cells) > FULL_TABLE_CELLS:
         shown = [c for c in cells if (not c.ok and c.id not in excused) or (c.verdict is not None and c.verdict.failed)]
         passing = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == "pass")
         off = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == "excused")
         crashed = sum(1 for c in cells if not c.ok and c.id in excused)
         ok = sum(1 for c in cells if c.ok)
-        console.print(f"[bold]{title}[/]: {len(cells)} cells, {ok} ran, {passing} pass their own check (float64 bound, scaler rule)"
+        not_run = len(result.cells) - len(cells)
+        console.print(f"[bold]{title}[/]: {len(result.cells)} cells, {ok} ran"
+                      + (f" ({not_run} did not: why below)" if not_run else "")
+                      + f", {passing} pass their own check (float64 bound, scaler rule)"
                       + (f", {off} fail it by a proven R torch bug (excused)" if off else "")
                       + (f", {crashed} stopped by one (excused)" if crashed else "")
                       + (f"; the {len(shown)} that need a look:" if shown else "; the report lists each one"), soft_wrap=True)
         cells = shown
         title = ""
-    table = Table(title=title or None, header_style="bold")
-    for name, justify in [
-        ("script · mode", "left"), ("optimizer", "left"), ("frontend", "left"), ("status", "left"), ("own check", "left"),
-        ("final loss", "right"), ("Δloss f64", "right"), ("Δweights f64", "right"), ("loop s", "right"), ("CV", "right"),
-        ("floor", "right"), ("×default", "right"), ("TFLOP/s", "right"), ("% peak", "right"),
-    ]:
-        # the key columns and the status never wrap nor shorten: a narrow terminal shortens the numbers instead
-        table.add_column(name, justify=justify, no_wrap=name in _WHOLE)  # type: ignore[arg-type]
-    for cell in cells:
-        record, distance, efficiency = cell.record, cell.reference_distance, cell.efficiency
-        loop = cell.timing.loop if cell.timing else None
-        floor = cell.timing.floor if cell.timing else None
-        own = cell.verdict.outcome if cell.verdict else "not_judged"
-        table.add_row(
-            f"{cell.script} · {cell.mode}", cell.optimizer, cell.frontend,
-            f"[{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]",
-            f"[{_OWN_STYLE.get(own, '')}]{_OWN_TEXT.get(own, own)}[/]",
-            num(record and record.final_loss, ".7g"), num(distance and distance.max_rel_loss_error, ".1e"),
-            num(distance and distance.final_weights_rel_error, ".1e"), num(loop and loop.median, ".3g"), num(loop and loop.cv, ".1%"),
-            num(floor and floor.cv, ".1%"), _vs_default(cell),
-            num(efficiency and efficiency.tflops, ".3g"), num(efficiency and efficiency.share_of_peak, ".0%"),
-        )
     if cells:
-        console.print(table)
+        console.print(_cell_table(cells, title, console))
     for line in provenance_lines(result):
         console.print(line, style="dim", soft_wrap=True, markup=False, highlight=False)
     footnote = lift_footnote(result.cells)
@@ -97,15 +82,8 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
         )
     if not result.reference.available:
         console.print(f"[dim]{result.reference.reason}[/]")
-    reasons: dict[str, list[str]] = {}
-    for cell in result.cells:
-        if not cell.ok and cell.reason:
-            pair = excused.get(cell.id)  # a crash a proven bug explains: one line per bug, not one per cell
-            bug = ", ".join(pair.details.get("excused_by") or ()) if pair is not None else ""
-            reasons.setdefault(f"R torch bug {bug}, proven (excused): {cell.reason}" if bug else cell.reason, []).append(cell.id)
-    for reason, ids in _grouped(reasons).items():
-        who = ids[0] if len(ids) == 1 else f"{len(ids)} cells ({ids[0]}, ...)"
-        console.print(f"[yellow]{who}[/]: {reason}", soft_wrap=True)
+    for reason in reasons(result):
+        console.print(f"[yellow]{reason.who} {reason.status}[/]: {reason.text}", soft_wrap=True)
     for cell in result.cells:
         if cell.verdict and cell.verdict.failed:
             console.print(f"[bold red]{cell.id} FAIL[/]: {cell.verdict.reason}", soft_wrap=True)
@@ -128,28 +106,65 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
         by_machine = sum(c.machine_noise for c in checks)
         machine = f" ({by_machine} missed only by the machine's noise)" if by_machine else ""
         console.print(f"targets: {met} of {len(checks)} met{machine}", style="green" if met == len(checks) else "yellow")
-    for check in (c for c in checks if not c.met):
-        missed = "[yellow]target missed, the machine's noise[/]" if check.machine_noise else "[bold red]target missed[/]"
-        console.print(f"{missed}: {check.name} ({check.subject}): {check.measured}; target {check.target}; {check.why}",
-                      soft_wrap=True)
+    groups: dict[tuple[str, bool], list[TargetCheck]] = {}
+    for check in (c for c in checks if not c.met):  # one line per target missed (the main job missed one on 137 cells)
+        groups.setdefault((check.name, check.machine_noise), []).append(check)
+    for (name, noise), group in groups.items():
+        missed = "[yellow]target missed, the machine's noise[/]" if noise else "[bold red]target missed[/]"
+        check = group[0]
+        if len(group) == 1:
+            console.print(f"{missed}: {name} ({check.subject}): {check.measured}; target {check.target}; {check.why}", soft_wrap=True)
+        else:
+            console.print(f"{missed}: {name}, on {len(group)} ({check.subject}, ...; the report lists each): the first {check.measured}; "
+                          f"target {check.target}", soft_wrap=True)
     for warning in result.warnings:
         console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)
 
 
-#: Where a reason names its cell (``r script with_autocast (mode default, preset tiny, ...)``): left out when grouping.
-_CELL_NAMED = re.compile(r"\b\w+ script \w+ \([^)]*\)")
+#: The cell table's columns, most needed first: (name, justify, priority). A terminal too narrow for all of them leaves out
+#: those of the highest priority number first (efficiency, then the spread, then the distances); the key columns and
+#: the status (priority 0) always stay, whole.
+_COLUMNS: tuple[tuple[str, str, int], ...] = (
+    ("script · mode", "left", 0), ("optimizer", "left", 0), ("frontend", "left", 0), ("status", "left", 0),
+    ("own check", "left", 1), ("final loss", "right", 1), ("Δloss f64", "right", 2), ("Δweights f64", "right", 3),
+    ("loop s", "right", 2), ("CV", "right", 4), ("floor", "right", 5), ("×default", "right", 3), ("TFLOP/s", "right", 6),
+    ("% peak", "right", 6),
+)
+#: Statuses told by their reason alone (a line per reason), never by a row: nothing of the cell ran.
+_TOLD_BY_REASON = ("skipped",)
 
 
-def _grouped(reasons: dict[str, list[str]]) -> dict[str, list[str]]:
-    """Reasons that differ only in the cell they name (``r script with_autocast (mode default, ...) failed: X``) told once:
-    the first cell's reason stands for all of its group."""
-    groups: dict[str, list[str]] = {}
-    shown: dict[str, str] = {}
-    for reason, ids in reasons.items():
-        key = _CELL_NAMED.sub("", reason)
-        shown.setdefault(key, reason)
-        groups.setdefault(key, []).extend(ids)
-    return {shown[key]: ids for key, ids in groups.items()}
+def _cell_table(cells: list[CellResult], title: str, console: Console) -> Table:
+    """The table of ``cells``, with as many columns as the console's width holds (by :data:`_COLUMNS`' priority)."""
+    rows = [_cell_row(cell) for cell in cells]
+    for most in sorted({p for _, _, p in _COLUMNS}, reverse=True):
+        kept = [k for k, (_, _, p) in enumerate(_COLUMNS) if p <= most]
+        table = Table(title=title or None, header_style="bold")
+        for k in kept:
+            name, justify, _ = _COLUMNS[k]
+            # the key columns and the status never wrap nor shorten: a narrow terminal shortens the numbers instead
+            table.add_column(name, justify=justify, no_wrap=name in _WHOLE)  # type: ignore[arg-type]
+        for row in rows:
+            table.add_row(*(row[k] for k in kept))
+        if Measurement.get(console, console.options.update_width(10_000), table).maximum <= console.width or most == 0:
+            return table
+    return table
+
+
+def _cell_row(cell: CellResult) -> list[str]:
+    record, distance, efficiency = cell.record, cell.reference_distance, cell.efficiency
+    loop = cell.timing.loop if cell.timing else None
+    floor = cell.timing.floor if cell.timing else None
+    own = cell.verdict.outcome if cell.verdict else "not_judged"
+    return [
+        f"{cell.script} · {cell.mode}", cell.optimizer, cell.frontend,
+        f"[{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]",
+        f"[{_OWN_STYLE.get(own, '')}]{_OWN_TEXT.get(own, own)}[/]",
+        num(record and record.final_loss, ".7g"), num(distance and distance.max_rel_loss_error, ".1e"),
+        num(distance and distance.final_weights_rel_error, ".1e"), num(loop and loop.median, ".3g"), num(loop and loop.cv, ".1%"),
+        num(floor and floor.cv, ".1%"), _vs_default(cell),
+        num(efficiency and efficiency.tflops, ".3g"), num(efficiency and efficiency.share_of_peak, ".0%"),
+    ]
 
 
 def _vs_default(cell: CellResult) -> str:

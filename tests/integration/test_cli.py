@@ -84,15 +84,17 @@ def test_interrupted_run_leaves_nothing_behind(tmp_path: Path, signum: int) -> N
 
 
 def test_report_command_and_run_report_write_the_report(python_run: SharedRun, tmp_path: Path) -> None:
-    """``run --report DIR`` and ``report RESULT --out DIR`` both write report.md and three plots with the run's numbers."""
+    """``run --report DIR`` and ``report RESULT --out DIR`` both write report.md, the page, the summary and three plots with the
+    run's numbers, and say where the page is."""
     assert python_run.done.returncode == 0, python_run.done.stderr
     result = python_run.result()
     assert [p["verdict"] for p in result["pairs"]] == []  # python only: no pair to compare
     again = run_cli("report", str(python_run.json), "--out", str(tmp_path / "b"))
     assert again.returncode == 0 and again.stdout.startswith("report written to")
+    assert f"open {tmp_path / 'b' / 'report.html'} (one page, offline)" in again.stdout
     for folder in (python_run.report, tmp_path / "b"):
         names = sorted(p.name for p in folder.iterdir())
-        assert names == ["loss_diff.png", "losses.png", "report.md", "timing.png"]
+        assert names == ["loss_diff.png", "losses.png", "report.html", "report.md", "summary.md", "timing.png"]
         text = (folder / "report.md").read_text()
         assert f"{result['cells'][0]['record']['final_loss']:.7g}" in text
 

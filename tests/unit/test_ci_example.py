@@ -17,6 +17,7 @@ import pytest
 from harness.cli.main import _parser
 from harness.files.paths import REPO_ROOT
 from harness.store.merge import blocking_differences
+from harness.views.summary import SUMMARY_FILE
 from harness.workload.flags import spec_from_args
 from harness.workload.installations import parse_frontends
 
@@ -78,7 +79,7 @@ def test_the_slices_merge() -> None:
     merged = [Path(item.rpartition("=")[2]).name for item in merge.results]  # [LABEL=]RESULT
     assert merged == [args.json.name for args in runs], "the merge reads every slice's result"
     assert merge.baseline in {name for name, _ in cells}
-    assert f"cat {merge.out}/report.md" in _text(), "the merge job publishes the report it writes"
+    assert f'cat {merge.out}/{SUMMARY_FILE} >> "$GITHUB_STEP_SUMMARY"' in _text(), "the merge job publishes its report's summary"
 
 
 def test_every_slice_uploads_its_result_and_the_merge_needs_them_all() -> None:

@@ -37,7 +37,7 @@ def test_golden_result_is_judged_on_load_as_its_run_judged_it_and_reported(tmp_p
                if c["verdict"] else None for c in stored["cells"]]
     assert [c.verdict.to_json() if c.verdict else None for c in result.cells] == renamed
     written = write_report(result, tmp_path / "report")
-    assert sorted(p.name for p in written) == ["loss_diff.png", "losses.png", "report.md", "timing.png"]
+    assert sorted(p.name for p in written) == ["loss_diff.png", "losses.png", "report.html", "report.md", "summary.md", "timing.png"]
     text = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
     record = golden_result().cells[0].record
     assert record is not None

@@ -7,7 +7,7 @@ import dataclasses
 from rich.console import Console
 
 from harness.model.verdicts import PairVerdict
-from harness.views.glance import SYMBOLS, glance, symbol
+from harness.views.glance import SYMBOLS, glance, row_key, symbol
 from harness.views.table import print_result
 from tests.support import report_text
 from tests.twins import golden
@@ -51,3 +51,17 @@ def test_the_terminal_and_the_report_show_the_grid_of_a_wide_matrix() -> None:
     assert "parity at a glance" in text and "B R torch bug (proven)" in text
     report = report_text(result)
     assert "## At a glance" in report and "| sgd | = | = | U | U |" in report
+
+
+def test_a_row_is_an_optimizer_and_its_loop_feature_where_cells_have_one() -> None:
+    """The grid's rows are keyed generically: a cell (or pair) that names a loop feature gets a row of its own."""
+    result = golden()
+
+    @dataclasses.dataclass(frozen=True)
+    class Featured:
+        optimizer: str
+        feature: str | None
+
+    assert row_key(result.cells[0]) == "sgd" and row_key(result.pairs[0]) == "sgd"
+    assert row_key(Featured("adam", "accumulation")) == "adam · accumulation"  # type: ignore[arg-type]
+    assert row_key(Featured("adam", None)) == "adam"  # type: ignore[arg-type]

@@ -13,8 +13,10 @@ from harness.errors import ResultError
 from harness.judge.assess import assess_result
 from harness.judge.pairs import compare_result
 from harness.model.result import CellResult, MatrixResult, ReferenceSummary
+from harness.views.page import PAGE_FILE
 from harness.views.plots import timing_samples
 from harness.views.report import PLOT_FILES, REPORT_FILE, render_markdown, write_report
+from harness.views.summary import SUMMARY_FILE
 from harness.views.table import print_result
 from tests.support import report_text
 from tests.twins import by_mode, golden, replace_cells, split_losses, steady_timing, twin_cell, with_status
@@ -54,13 +56,13 @@ def _line(text: str, start: str) -> str:
 
 @pytest.mark.parametrize("which", ["r_skipped", "both"])
 def test_report_and_every_plot_are_written_and_open(which: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    """write_report returns report.md and three PNGs that exist and decode to images of a readable size."""
+    """write_report returns report.md, the page, the summary and three PNGs that exist and decode to images of a readable size."""
     paths, _ = _written(request.getfixturevalue(which), tmp_path / "out")
-    assert [p.name for p in paths] == [REPORT_FILE, *PLOT_FILES]
-    for path in paths[1:]:
+    assert [p.name for p in paths] == [REPORT_FILE, PAGE_FILE, SUMMARY_FILE, *PLOT_FILES]
+    for path in paths[3:]:
         image = matplotlib.image.imread(path)
         assert path.stat().st_size > 10_000
-        assert image.shape[0] > 300 and image.shape[1] > 600 and image.shape[2] in (3, 4)
+        assert image.shape[0] > 200 and image.shape[1] > 600 and image.shape[2] in (3, 4)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(p.name for p in paths), "no temporary files left"
 
 
@@ -155,7 +157,7 @@ def test_a_missing_reference_is_reported_and_plots_still_draw(both: MatrixResult
     paths, text = _written(result, tmp_path)
     assert f"- float64 reference: not computed — {reason}." in text
     assert "float64 distance not recorded for python and r" in text
-    assert all(p.stat().st_size > 10_000 for p in paths[1:])
+    assert all(p.stat().st_size > 10_000 for p in paths if p.suffix == ".png")
 
 
 def test_an_unwritable_folder_is_a_result_error(both: MatrixResult, tmp_path: Path) -> None:

@@ -1,0 +1,146 @@
+"""The report page (report.html) and the CI summary (summary.md) of a main-job-sized result: the grid links every pair,
+a pair that needs a look says where it parts and why, nothing outside the page is referenced, and the summary fits a
+job summary. The browser's view of the same page: tests/integration/test_report_page_browser.py."""
+
+from __future__ import annotations
+
+import dataclasses
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from harness.views.page import PAGE_FIGURES, PAGE_FILE, REPOSITORY, EntryText, pair_anchor, render_page
+from harness.views.report import REPORT_FILES, write_report
+from harness.views.summary import SUMMARY_FILE, SUMMARY_MAX_BYTES, render_summary
+from harness.workload.optimizers import OPTIMIZERS
+from tests.wide_results import R_MISSING, wide, with_bug, without_r
+
+_ENTRY = EntryText("sgd-weight-decay-index", "bug", "R torch's SGD reads weight decay from the wrong index",
+                   "The mechanism, in a paragraph.", ("torch/optim/sgd.py:80", "R/optim-sgd.R:95"), "reported upstream")
+
+
+class _Links(HTMLParser):
+    """Every id, every link, and every attribute that could fetch something, of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.hrefs: list[str] = []
+        self.fetching: list[tuple[str, str, str]] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        for name, value in attrs:
+            if name == "id" and value:
+                self.ids.add(value)
+            if name == "href" and tag == "a" and value:
+                self.hrefs.append(value)
+            elif name in ("src", "href", "xlink:href", "srcset", "data", "poster", "action") and value:
+                self.fetching.append((tag, name, value))
+            elif name == "style" and value and "url(" in value:
+                self.fetching.append((tag, name, value))
+
+
+def _parsed(page: str) -> _Links:
+    links = _Links()
+    links.feed(page)
+    return links
+
+
+#: The plots stand in as empty SVGs where a test reads the page's text (drawing 17 by 4 panels takes seconds; the plots
+#: have their own tests, and test_write_report_writes_the_page_and_the_summary draws them into a page).
+_NO_PLOTS = {name: "<svg></svg>" for name in PAGE_FIGURES}
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    result, _ = with_bug(wide())
+    return render_page(result, {_ENTRY.id: _ENTRY}, _NO_PLOTS)
+
+
+def test_every_grid_symbol_links_to_its_pair_and_every_link_resolves(page: str) -> None:
+    """17 optimizers × 4 modes: a row per optimizer, a link per pair, and each in-page link names an id of the page."""
+    result, _ = with_bug(wide())
+    links = _parsed(page)
+    inner = [h[1:] for h in links.hrefs if h.startswith("#")]
+    assert {pair_anchor(p) for p in result.pairs} <= set(inner)
+    assert set(inner) <= links.ids, sorted(set(inner) - links.ids)[:3]
+    for optimizer in OPTIMIZERS:
+        assert f'<th class="row">{optimizer}</th>' in page
+
+
+def test_nothing_outside_the_page_is_referenced(page: str) -> None:
+    """No script, stylesheet, image or font from anywhere: the plots are inline SVG; the only outside links are a bug's
+    report and reproducers in the project's repository (links, never fetched)."""
+    links = _parsed(page)
+    assert "script" not in links.tags and "img" not in links.tags and "link" not in links.tags and "iframe" not in links.tags
+    assert [f for f in links.fetching if not f[2].startswith(("#", "data:"))] == []
+    assert "@import" not in page and "url(http" not in page
+    outside = [h for h in links.hrefs if not h.startswith("#")]
+    assert outside and all(h.startswith(REPOSITORY) for h in outside)
+
+
+def test_a_pair_that_needs_a_look_says_where_it_parts_and_which_entry_explains_it(page: str) -> None:
+    """The first differing point with both values and its step, the entry's title, mechanism and sources, the bug's links."""
+    _, bug = with_bug(wide())
+    start = page.index(f'id="{pair_anchor(bug)}"')
+    article = page[start:page.index("</article>", start)]
+    assert "param.layer0.weight</code> at step 3" in article
+    assert "0.852758825" in article and "0.852758765" in article and "1 ULP" in article
+    assert _ENTRY.title.replace("'", "&#39;") in article and _ENTRY.mechanism in article and "R/optim-sgd.R:95" in article
+    assert f'href="{REPOSITORY}docs/bugs/sgd-weight-decay-index/reproducer.R"' in article
+
+
+def test_without_r_torch_the_page_tells_the_skip_once() -> None:
+    """Every R cell skipped: one line with the count and the install line, not a row per cell."""
+    page = render_page(without_r(wide()), svgs=_NO_PLOTS)
+    assert page.count(R_MISSING.replace('"', "&#34;")) == 1
+    assert f"{len(OPTIMIZERS) * 4} cells (" in page
+
+
+def test_the_summary_of_a_main_job_fits_a_ci_job_summary() -> None:
+    """Every pair of 17 optimizers × 4 modes diverged with a long cause: the summary stays under its budget, cuts the
+    list, says how many it left to the page, and still has the whole grid."""
+    result = wide()
+    long = "x" * 3000
+    pairs = tuple(dataclasses.replace(p, verdict="diverged", explanation=[f"{p.pair}: diverged — {long}"]) for p in result.pairs)
+    text = render_summary(dataclasses.replace(result, pairs=pairs * 3), PAGE_FILE, "report.md")
+    assert len(text.encode()) <= SUMMARY_MAX_BYTES
+    assert "more | | | listed in `report.html` |" in text
+    assert all(f"| {o} |" in text for o in OPTIMIZERS)
+
+
+def test_the_summary_lists_what_needs_a_look_and_points_to_the_page() -> None:
+    result, bug = with_bug(without_r(wide()))
+    text = render_summary(result, PAGE_FILE, "report.md", ("losses.png",))
+    assert f"| sgd-weight-decay-index | 1 | `{bug.pair}` |" in text
+    assert text.count(R_MISSING) == 1 and "`report.html`" in text and "![losses.png](losses.png)" in text
+
+
+def test_write_report_writes_the_page_and_the_summary(tmp_path: Path) -> None:
+    written = write_report(wide(("sgd", "adam")), tmp_path)
+    assert sorted(p.name for p in written) == sorted(REPORT_FILES)
+    page = (tmp_path / PAGE_FILE).read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") >= 3 and "<?xml" not in page
+    assert (tmp_path / SUMMARY_FILE).stat().st_size <= SUMMARY_MAX_BYTES
+
+
+def test_without_r_torch_the_summary_says_what_the_python_cells_found_and_draws_no_grid_of_skips() -> None:
+    """Every pair skipped: a grid of "·" says nothing the skip's line does not; the Python cells' own verdicts are the news."""
+    result = without_r(wide())
+    text = render_summary(result, PAGE_FILE, "report.md")
+    passing = sum(1 for c in result.cells if c.verdict is not None and c.verdict.outcome == "pass")
+    assert passing and f"scaler cells: GradScaler's rule): {passing} pass" in text
+    assert "## At a glance" not in text and text.count(R_MISSING) == 1
+
+
+def test_a_cell_failing_its_own_check_is_named_in_the_page_and_the_summary() -> None:
+    result = wide(("sgd",))
+    cell = next(c for c in result.cells if c.verdict is not None)
+    assert cell.verdict is not None
+    failing = dataclasses.replace(cell, verdict=dataclasses.replace(cell.verdict, outcome="fail", reason="loss 3 times its bound"))
+    result = dataclasses.replace(result, cells=tuple(failing if c.id == cell.id else c for c in result.cells))
+    assert f"- **`{cell.id}` fails on its own**: loss 3 times its bound" in render_summary(result, PAGE_FILE, "report.md")
+    assert f"<strong>{cell.id} fails on its own</strong>: loss 3 times its bound" in render_page(result, svgs=_NO_PLOTS)

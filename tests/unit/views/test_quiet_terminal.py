@@ -1,0 +1,58 @@
+"""A quiet terminal: a skip is told once per reason, the cell table lists only the cells that need a look and fits the
+terminal's width, and a target missed on many cells is one line. Without R torch the main job printed 119 rows of
+`skipped` under "the 119 that need a look", and a line per cell for each target it missed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rich.console import Console
+
+from harness.model.verdicts import TargetCheck
+from harness.views.table import print_result
+from tests.twins import golden
+from tests.wide_results import R_MISSING, wide, without_r
+
+
+def _printed(result: object, width: int = 120) -> list[str]:
+    console = Console(record=True, width=width)
+    print_result(result, console)  # type: ignore[arg-type]
+    return console.export_text().splitlines()
+
+
+def test_without_r_torch_the_skipped_cells_are_one_line_with_the_install_line() -> None:
+    result = without_r(wide())
+    lines = _printed(result)
+    skipped = [line for line in lines if "skipped" in line]
+    assert len([line for line in lines if R_MISSING in line]) == 1
+    assert f"{len(result.cells) // 2} cells (with_autocast-default-sgd-r-cpu, ...) skipped: {R_MISSING}" in lines
+    assert not any(line.startswith("│") and "skipped" in line for line in lines), "no table row of a skipped cell"
+    assert len(skipped) <= 3, skipped  # the heading's count, the reason, the pairs not compared
+
+
+def test_a_small_matrix_without_r_lists_only_the_cells_that_ran() -> None:
+    """Below the full table's size too, a skipped cell is its reason's line, not a row."""
+    lines = _printed(without_r(golden()))
+    rows = [line for line in lines if line.startswith("│")]
+    assert len(rows) == 4 and all("python" in row for row in rows)
+
+
+def test_the_cell_table_fits_the_terminal_leaving_out_the_least_needed_columns() -> None:
+    """At 90 columns the table is no wider than the terminal, and its key columns are whole (not cut to "optimiz…")."""
+    lines = _printed(golden(), width=90)
+    table = [line for line in lines if line.startswith(("┃", "│", "┏"))]
+    assert table and max(len(line) for line in table) <= 90
+    header = next(line for line in lines if line.startswith("┃") and "script · mode" in line)
+    assert "optimizer" in header and "frontend" in header and "status" in header and "…" not in header
+    wide_lines = _printed(golden(), width=200)
+    assert "TFLOP/s" in next(line for line in wide_lines if line.startswith("┃") and "script · mode" in line)
+
+
+def test_a_target_missed_on_many_cells_is_one_line() -> None:
+    result = golden()
+    checks = tuple(TargetCheck("overhead per call", c.id, "bridge ≤ 5 ms per call", f"bridge {k + 6} ms", False, "slow bridge")
+                   for k, c in enumerate(result.cells))
+    lines = _printed(dataclasses.replace(result, targets=checks))
+    missed = [line for line in lines if line.startswith("target missed")]
+    assert missed == [f"target missed: overhead per call, on {len(checks)} ({result.cells[0].id}, ...; the report lists each): "
+                      "the first bridge 6 ms; target bridge ≤ 5 ms per call"]
