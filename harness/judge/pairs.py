@@ -326,9 +326,15 @@ def _reconciled(trace: PairTrace, applicable: Sequence[KnownDifference], a: Cell
     if trace.reconciled_identical is None:
         return False, "the cells have no reconciled runs (run with the known differences' switches) to prove it"
     languages = frozenset((a.language, b.language))
-    off = [s for k in applicable for s in k.expected_switches(a.optimizer, languages) if s not in trace.switches]
+    named = [s for k in applicable for s in k.expected_switches(a.optimizer, languages)]
+    off = [s for s in named if s not in trace.switches]
     if off:
         return False, f"the reconciled runs did not apply the switch {off[0]}"
+    # A proof holds for the entries that apply here and nothing else: a switch none of them names (a run made under
+    # another list, judged again under this one) changed something no applicable entry explains.
+    unnamed = [s for s in trace.switches if s not in named]
+    if unnamed:
+        return False, f"the reconciled runs applied the switch {unnamed[0]}, which no entry that applies here names"
     if not trace.reconciled_identical:
         where = trace.reconciled.describe(names) if trace.reconciled is not None else "some point"
         return False, f"with the switches {', '.join(trace.switches)} on, the runs still differ at {where}"
