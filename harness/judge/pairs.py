@@ -23,13 +23,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.errors import SpecError
-from harness.judge.divergence import trace_cells
+from harness.judge.divergence import read_cell_trace, trace_cells
 from harness.judge.expectation import expectation
 from harness.judge.explain import Judgement, explain_pair, headline
 from harness.judge.findings import PairFindings, StatusFindings, find_pair
 from harness.judge.kept_weights import kept_for
 from harness.judge.known_differences import KnownDifference, load_known_differences
 from harness.judge.tolerances import DEFAULT_JUDGING, Tolerance, check_judging, tolerance_for
+from harness.model.record_points import has_record_points
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
@@ -338,6 +339,13 @@ def _reconciled(trace: PairTrace, applicable: Sequence[KnownDifference], a: Cell
     if not trace.reconciled_identical:
         where = trace.reconciled.describe(names) if trace.reconciled is not None else "some point"
         return False, f"with the switches {', '.join(trace.switches)} on, the runs still differ at {where}"
+    # The reconciled runs must be compared on everything they record (losses, scales, skipped steps, dtypes, final
+    # weights: their traces' record points), not only where the loop is traced: a change after the loop shows only there.
+    for cell in (a, b):
+        stored = cell.reconciled or cell.trace
+        if stored is None or not has_record_points(read_cell_trace(stored)):
+            return False, (f"{cell.frontend}'s {'reconciled ' if cell.reconciled else ''}trace holds no record of its run (losses, "
+                           "final weights: a result from before they were traced), so the runs' records were never compared; re-run")
     return True, ""
 
 
