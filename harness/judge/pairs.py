@@ -341,7 +341,8 @@ def _reconciled(trace: PairTrace, applicable: Sequence[KnownDifference], a: Cell
         return False, f"with the switches {', '.join(trace.switches)} on, the runs still differ at {where}"
     # The reconciled runs must be compared on everything they record (losses, scales, skipped steps, dtypes, final
     # weights: their traces' record points), not only where the loop is traced: a change after the loop shows only there.
-    for cell in (a, b):
+    # A lean result whose trace files are gone is judged from the pair traces its run stored (computed with them).
+    for cell in (a, b) if any(t is not None for c in (a, b) for t in (c.trace, c.reconciled)) else ():
         stored = cell.reconciled or cell.trace
         if stored is None or not has_record_points(read_cell_trace(stored)):
             return False, (f"{cell.frontend}'s {'reconciled ' if cell.reconciled else ''}trace holds no record of its run (losses, "

@@ -182,3 +182,28 @@ def test_the_same_verdicts_whatever_the_order_and_the_slices(tmp_path: Path, mon
         assert exit_status(merged) == 0
     assert all(v == verdicts[0] for v in verdicts), verdicts
     assert verdicts[0]["cuda_amp_grad_scaler-autocast_scaler_clip-sgd-cpu"] == "known_difference"
+
+
+#: Issue 37 (1): the final weights scaled after the loop, where no traced point sees them: only the records show it.
+_AFTER_LOOP = {
+    "r": ("r_scripts/with_autocast.R", "  save_final_weights(net, spec$weights_out)\n",
+          "  torch::with_no_grad(for (p in net$parameters) p$mul_(1.0001))\n  save_final_weights(net, spec$weights_out)\n"),
+    "python": ("py_scripts/with_autocast.py", '    save_final_weights(net, spec["weights_out"])\n',
+               '    torch.no_grad()(lambda: [p.mul_(1.0001) for p in net.parameters()])()\n'
+               '    save_final_weights(net, spec["weights_out"])\n'),
+}
+
+
+@pytest.mark.parametrize(("language", "optimizer"), [("r", "adam"), ("python", "ignite_adam")])
+def test_a_change_the_trace_cannot_see_is_diverged_behind_an_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, availability: Availability, language: str, optimizer: str
+) -> None:
+    """Issue 37 (1): the weights scaled after the loop in one language's copy, in a pair an entry covers with a switch on
+    that language's side (first-moment-lerp: R's Adam, PyTorch's for the ignite row). The traced points part as the entry
+    describes, and the reconciled runs are identical at every point of the loop, but their records (final weights) are
+    not: ``diverged``, never proven, and the run exits 1."""
+    result = _run(tmp_path, monkeypatch, availability, ("default",), (optimizer,), plants=(_AFTER_LOOP[language],))
+    pair = _pair(result, "default", optimizer)
+    assert pair.verdict == "diverged" and not pair.details["proven"], pair.explanation
+    assert "still differ at" in pair.summary and "record.weights." in pair.summary, pair.summary
+    assert exit_status(result) == 1

@@ -11,6 +11,8 @@ import pytest
 from harness.errors import KnownDifferencesError
 from harness.judge.known_differences import DEFAULT_LIST, KnownDifference, load_known_differences
 from harness.judge.pairs import FAILING_VERDICTS, compare_cells
+from harness.model.cell_trace import CellTrace
+from harness.model.record_points import record_points as points_of_record
 from harness.model.result import CellResult
 from harness.model.trace import PairTrace, PointDifference
 from tests.twins import by_mode, golden, nudge_one_ulp, twin_cell, with_record
@@ -36,6 +38,18 @@ def _trace(step: int = 0, point: str = "clip.coef", distance: int = 1, clipped: 
 def _identical_trace(clipped: tuple[int, ...]) -> PairTrace:
     return PairTrace(CLIP, ("python", "r"), (300, 300), 300, None, (7, "scaler.growth_tracker"),
                      {"clip_engaged": clipped, "always": (0, 1, 2)})
+
+
+def _reconciled(cells: tuple[CellResult, CellResult], folder: Path, record_points: bool = True) -> tuple[CellResult, CellResult]:
+    """The two cells with reconciled traces (the ``_trace`` PairTrace stands for their comparison) that carry their runs'
+    records (``record_points``), as every trace the harness writes does since issue 37."""
+    out = []
+    for cell in cells:
+        assert cell.record is not None
+        points = points_of_record(cell.record, None) if record_points else ((0, "loss", "float32", (), "0" * 32, 1.0),)
+        trace = CellTrace(points, "blake3", ("r-clip-coef-reciprocal",)).write(folder / f"{cell.frontend}.reconciled.trace.safetensors")
+        out.append(dataclasses.replace(cell, reconciled=trace))
+    return out[0], out[1]
 
 
 def _entry(entry_id: str) -> KnownDifference:
@@ -79,7 +93,7 @@ def test_a_matching_difference_proven_by_its_reconciled_runs_is_known(clip_cell:
     """A 1-ULP weight difference whose trace has the signature, and whose runs are identical with the switches on:
     ``known_difference`` (not failing), proven, with the entry and the trace shown."""
     twin = twin_cell(clip_cell, tmp_path, edit=nudge_one_ulp("layer0.weight", (1, 1)))
-    verdict = compare_cells(clip_cell, twin, trace=_trace(), known=load_known_differences())
+    verdict = compare_cells(*_reconciled((clip_cell, twin), tmp_path), trace=_trace(), known=load_known_differences())
     assert verdict.verdict == "known_difference" and verdict.verdict not in FAILING_VERDICTS, verdict.explain()
     assert verdict.details["known_difference"] == ["clip-coef-reciprocal"] and verdict.details["proven"] is True
     assert "known difference clip-coef-reciprocal: first differs at step 0, clip.coef (1 ULP)" in verdict.summary
@@ -126,8 +140,18 @@ def test_a_difference_the_record_check_finds_is_known_only_when_proven(clip_cell
     unproven = compare_cells(clip_cell, twin, trace=_trace(reconciled=None), known=load_known_differences())
     assert unproven.verdict == "diverged" and unproven.details["known_difference"] is None, unproven.explain()
     assert "MISMATCH loss scale differs first at step 3" in unproven.explain()
-    proven = compare_cells(clip_cell, twin, trace=_trace(), known=load_known_differences())
+    proven = compare_cells(*_reconciled((clip_cell, twin), tmp_path), trace=_trace(), known=load_known_differences())
     assert proven.verdict == "known_difference" and proven.details["proven"] is True, proven.explain()
+
+
+def test_reconciled_runs_whose_records_were_never_compared_prove_nothing(clip_cell: CellResult, tmp_path: Path) -> None:
+    """Issue 37 (1): reconciled traces identical at every traced point, but holding no record of their runs (losses,
+    final weights), cannot prove the entry: a change after the loop shows only in the records. ``diverged``, saying so."""
+    twin = twin_cell(clip_cell, tmp_path, edit=nudge_one_ulp("layer0.weight", (1, 1)))
+    verdict = compare_cells(*_reconciled((clip_cell, twin), tmp_path, record_points=False), trace=_trace(),
+                            known=load_known_differences())
+    assert verdict.verdict == "diverged" and verdict.details["proven"] is False, verdict.explain()
+    assert "holds no record of its run" in verdict.summary
 
 
 def test_an_entry_whose_trigger_held_on_an_identical_pair_is_stale(clip_cell: CellResult, tmp_path: Path) -> None:
