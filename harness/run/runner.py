@@ -53,7 +53,7 @@ from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation
 from harness.workload.matrix import Cell, cells_for
 from harness.workload.optimizers import PRESET_OPTIMIZERS
 from harness.workload.patches import switch_names
-from harness.workload.spec import WorkloadSpec
+from harness.workload.spec import WorkloadSpec, default_overflow_steps
 
 __all__ = ["MatrixRunner", "collect_warnings"]
 
@@ -538,7 +538,8 @@ def collect_warnings(cells: Sequence[CellResult], spec: WorkloadSpec | None = No
             )
     warnings += [f"{c.id}: {c.gemm_problem}" for c in cells if c.gemm_problem]
     warnings += [f"{c.id}: {c.reason}" for c in cells if c.status is Status.OK and c.reason]
-    if spec is not None and spec.overflow_steps and not any(c.cell.properties.skips_steps for c in cells):
+    asked = spec is not None and spec.overflow_steps and spec.overflow_steps != default_overflow_steps(spec.steps)
+    if spec is not None and asked and not any(c.cell.properties.skips_steps for c in cells):
         warnings.append(f"overflow_steps {list(spec.overflow_steps)} given, but no scaler mode ran: nothing was injected")
     if scripts_root() != REPO_ROOT:
         warnings.append(f"scripts ran from {scripts_root()} (${SCRIPTS_ENV}), not from this checkout")
