@@ -302,6 +302,7 @@ def _validate(spec: WorkloadSpec) -> None:
     if spec.overflow_point not in OVERFLOW_POINTS:
         raise SpecError("overflow_point", spec.overflow_point, f"one of {_listing(OVERFLOW_POINTS)}")
     _check_overflow_steps(spec)
+    _check_optimizer_ranges(spec)
     _check_memory(spec)
     _check_tensor_core_sizes(spec)
 
@@ -322,6 +323,22 @@ def _positive_float(name: str, value: object) -> None:
     if not _FLOAT32_MIN_NORMAL <= value <= _FLOAT32_MAX:
         float32_range = f"from {_FLOAT32_MIN_NORMAL:.4g} to {_FLOAT32_MAX:.4g}"
         raise SpecError(name, value, f"a number a float32 holds, {float32_range} (it is a float32 in both frontends)")
+
+
+def _check_optimizer_ranges(spec: WorkloadSpec) -> None:
+    """An optimizer's own numbers get the ranges the spec's do (``--optimizer-arg sgd.lr=1e40`` is refused as ``--lr
+    1e40`` is, not run into every cell's failure): a learning rate is a float32 > 0 like ``lr``; any other number is 0 or
+    a float32 (both frontends hand it to float32 kernels), and a whole number fits R's integers."""
+    for name, args in spec.optimizer_args.items():
+        for arg, value in args.items():
+            where = f"optimizer_args.{name}.{arg}"
+            for number in value if isinstance(value, tuple) else (value,):
+                if isinstance(number, bool):
+                    continue
+                if arg == "lr" or number != 0:
+                    _positive_float(where, number)
+                if isinstance(number, int) and number > _MAX_INT:
+                    _int(where, number, minimum=0)
 
 
 def _check_overflow_steps(spec: WorkloadSpec) -> None:

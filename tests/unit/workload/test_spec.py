@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from typing import Any
 
 import pytest
 
@@ -209,3 +210,23 @@ def test_whole_numbers_beyond_r_integers_are_refused() -> None:
     with pytest.raises(SpecError, match=r"growth_interval must be a whole number from 1 to 2147483647 \(R's largest integer\)"):
         WorkloadSpec.from_preset("tiny", growth_interval=2**31)
     assert WorkloadSpec.from_preset("tiny", growth_interval=2**31 - 1).growth_interval == 2**31 - 1
+
+
+@pytest.mark.parametrize(("args", "field", "expected"), [
+    ({"sgd": {"lr": 1e40}}, "optimizer_args.sgd.lr", "a number a float32 holds"),
+    ({"sgd": {"lr": 0}}, "optimizer_args.sgd.lr", "a finite number > 0"),
+    ({"adam": {"eps": 1e-45}}, "optimizer_args.adam.eps", "a number a float32 holds"),
+    ({"adam": {"betas": [0.9, 1e39]}}, "optimizer_args.adam.betas", "a number a float32 holds"),
+])
+def test_optimizer_args_get_the_range_checks_of_the_specs_own_numbers(args: dict[str, Any], field: str, expected: str) -> None:
+    """Issue 37 (11): ``--optimizer-arg sgd.lr=1e40`` is refused as ``--lr 1e40`` is, naming the argument; a zero where the
+    row allows it (no weight decay) is not."""
+    with pytest.raises(SpecError) as refused:
+        WorkloadSpec.from_preset("tiny", optimizer_args=args)
+    assert field in str(refused.value) and expected in str(refused.value)
+    assert WorkloadSpec.from_preset("tiny", optimizer_args={"sgd_momentum": {"weight_decay": 0}}).optimizer_args
+
+
+def test_lr_of_1e40_is_refused_alike() -> None:
+    with pytest.raises(SpecError, match="a number a float32 holds"):
+        WorkloadSpec.from_preset("tiny", lr=1e40)
