@@ -19,7 +19,7 @@ the whole run. An identical pair whose trace shows an entry's trigger makes the 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.errors import SpecError
@@ -34,6 +34,7 @@ from harness.model.record_points import has_record_points
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
+from harness.workload.optimizers import OPTIMIZERS
 
 __all__ = [
     "FAILING_VERDICTS", "VERDICTS", "compare_cells", "compare_result", "excused_cells", "judge", "judge_statuses", "needs_detail",
@@ -95,7 +96,8 @@ def compare_result(
                     base.cell.properties, base.device, amp_dtype, result.steps, expectation(base, other).identical, base.cell.optimizer
                 )
             trace = pair_trace(base, other, stored.get((base.pair, frozenset((base.frontend, other.frontend)))))
-            verdict = compare_cells(base, other, tolerance, judging, trace, known)
+            args = {**OPTIMIZERS[base.optimizer].args, **result.run_of(base).spec.optimizer_args.get(base.optimizer, {})}
+            verdict = compare_cells(base, other, tolerance, judging, trace, known, args)
             files = (inputs.get(base.id), inputs.get(other.id))
             if trace is None and files[0] != files[1] and verdict.verdict in ("within_tolerance", "diverged"):
                 verdict.explanation.append(f"no trace: the two cells come from different results ({files[0]} and {files[1]}) "
@@ -173,7 +175,7 @@ def needs_detail(verdict: PairVerdict) -> tuple[int, str] | None:
 
 def compare_cells(
     a: CellResult, b: CellResult, tolerance: Tolerance | None = None, judging: str = DEFAULT_JUDGING,
-    trace: PairTrace | None = None, known: Sequence[KnownDifference] = (),
+    trace: PairTrace | None = None, known: Sequence[KnownDifference] = (), optimizer_args: Mapping[str, Any] | None = None,
 ) -> PairVerdict:
     """Judge frontend ``a`` against frontend ``b`` on one cell of the matrix.
 
@@ -181,6 +183,8 @@ def compare_cells(
     ``judging``: ``strict`` fails a pair that is not bitwise identical where the tolerance expects
     identity; ``tolerance_only`` lets the tolerance decide (see :mod:`harness.judge.tolerances`). ``trace``: the
     pair's trace, if it was traced: it names the first point that differs, and decides ``known`` matches.
+    ``optimizer_args``: the optimizer's arguments the cells ran with (an entry whose mechanism needs one that is 0 is
+    inert there: neither matched nor stale).
 
     Raises:
         ValueError: ``a`` and ``b`` are not two frontends of one pair.
@@ -214,7 +218,8 @@ def compare_cells(
     if trace is None:
         return _verdict(a, names, judged.verdict, lines, details)
     identity_required = judging == "strict" and found.tolerance.expected_identical
-    return _verdict(a, names, *_with_trace(a, b, names, judged.verdict, identity_required, trace, known, lines, details))
+    return _verdict(a, names, *_with_trace(a, b, names, judged.verdict, identity_required, trace, known, lines, details,
+                                           optimizer_args or {}))
 
 
 def judge(found: PairFindings, judging: str) -> Judgement:
@@ -245,7 +250,7 @@ def judge_statuses(statuses: StatusFindings) -> str:
 
 def _with_trace(
     a: CellResult, b: CellResult, names: tuple[str, str], verdict: str, identity_required: bool, trace: PairTrace,
-    known: Sequence[KnownDifference], lines: list[str], details: dict[str, Any],
+    known: Sequence[KnownDifference], lines: list[str], details: dict[str, Any], optimizer_args: Mapping[str, Any],
 ) -> tuple[str, list[str], dict[str, Any]]:
     """The verdict, lines and details once the pair's trace is known: where it parts, and whether known differences
     explain the whole of it.
@@ -260,19 +265,23 @@ def _with_trace(
     cause = lines[0].partition(" — ")[2]
     first = trace.first_difference
     extra = trace.lines()
+    # An entry whose mechanism needs an argument these cells set to 0 cannot act: neither matched nor stale (issue 37).
+    inert = {k.id: why for k in applicable if (why := k.inert(optimizer_args)) is not None}
+    extra += [f"inert: {_label(k)} {k.id} cannot act here: {inert[k.id]}" for k in applicable if k.id in inert]
+    active = [k for k in applicable if k.id not in inert]
     matched: list[KnownDifference] = []
     stale: list[KnownDifference] = []
     proven = False
     if verdict == "identical":
         if trace.identical:
-            stale = [k for k in applicable if k.trigger_steps(trace)]
+            stale = [k for k in active if k.trigger_steps(trace)]
         elif first is not None:  # identical records, yet a traced point differs: it never reached what the runs recorded
-            named = [k.id for k in applicable if k.signature.point_pattern.match(first.point) and not k.trigger_steps(trace)]
+            named = [k.id for k in active if k.signature.point_pattern.match(first.point) and not k.trigger_steps(trace)]
             extra.append("trace: the recorded results are bitwise identical: this difference never reached them"
                          + (f" (the mechanism of known difference {named[0]}, whose trigger did not occur)" if named else ""))
     elif trace.error is None:
-        matched = [k for k in applicable if k.mismatch(trace) is None]
-        extra += [f"not {_label(k)} {k.id}: {k.mismatch(trace)}" for k in applicable if k not in matched]
+        matched = [k for k in active if k.mismatch(trace) is None]
+        extra += [f"not {_label(k)} {k.id}: {k.mismatch(trace)}" for k in active if k not in matched]
     if stale:
         steps = stale[0].trigger_steps(trace)
         verdict = "stale_known_difference"
@@ -289,7 +298,7 @@ def _with_trace(
             # A bug the reconciliation switched off (its trigger held) carries its side's cell from float64 too: that cell's
             # own failure is the bug's, not a new one. It need not be the entry the first difference matched (a clip pair
             # first parts at the clip coefficient, and SGD's weight-decay bug follows in the same step).
-            bugs = [k for k in applicable if k.kind == "bug" and k.trigger_steps(trace)]
+            bugs = [k for k in active if k.kind == "bug" and k.trigger_steps(trace)]
             details = details | {
                 "excused": [c.id for c in (a, b) if any(k.switches_for(c.optimizer, c.language) for k in bugs)],
                 "excused_by": [k.id for k in bugs],
@@ -315,7 +324,7 @@ def _with_trace(
     details = details | {
         "trace": trace.to_json(), "known_difference": [k.id for k in matched] if verdict == "known_difference" else None,
         "known_kinds": sorted({k.kind for k in matched}) if verdict == "known_difference" else None,
-        "proven": proven, "stale_known_difference": stale[0].id if stale else None,
+        "proven": proven, "stale_known_difference": stale[0].id if stale else None, "inert": sorted(inert) or None,
     }
     return verdict, [headline(a.pair, names, verdict, cause), *lines[1:], *extra], details
 

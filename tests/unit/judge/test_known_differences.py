@@ -206,3 +206,20 @@ def test_an_entry_of_another_optimizer_does_not_cover_the_pair() -> None:
     assert not entry.covers("with_autocast", "default", "adam", "cpu")
     narrowed = dataclasses.replace(entry, optimizers=frozenset({"sgd_nesterov"}))
     assert not narrowed.covers("with_autocast", "default", "sgd_momentum", "cpu")
+
+
+def test_a_bug_that_cannot_act_is_inert_not_stale(tmp_path: Path) -> None:
+    """Issue 37 (9): `--optimizer-arg sgd_momentum.weight_decay=0` makes SGD's weight-decay bug unable to act: the identical
+    pair (its trigger, "always", held) is ``identical`` with the entry named inert, not ``stale_known_difference``; with
+    weight decay on, the same trace makes the entry stale."""
+    cell = next(c for c in golden().cells if c.frontend == "python" and c.mode == "default")
+    cell = dataclasses.replace(cell, cell=dataclasses.replace(cell.cell, optimizer="sgd_momentum"), weights=None, trace=None,
+                               reconciled=None)
+    twin = twin_cell(cell, tmp_path)
+    trace = PairTrace(cell.pair, ("python", "r"), (300, 300), 300, None, (19, "optim.momentum_buffer.layer2.bias"), {"always": (0, 1)})
+    entry = _entry("sgd-weight-decay-index")
+    inert = compare_cells(cell, twin, trace=trace, known=[entry], optimizer_args={"weight_decay": 0, "momentum": 0.9})
+    assert inert.verdict == "identical" and inert.details["inert"] == ["sgd-weight-decay-index"], inert.explain()
+    assert "inert: R torch bug sgd-weight-decay-index cannot act here: weight_decay = 0" in inert.explain()
+    stale = compare_cells(cell, twin, trace=trace, known=[entry], optimizer_args={"weight_decay": 1e-2, "momentum": 0.9})
+    assert stale.verdict == "stale_known_difference", stale.explain()
