@@ -22,7 +22,8 @@ from tests.twins import golden
 def _slice(result: MatrixResult, frontend: str, **changes: object) -> MatrixResult:
     """One frontend's cells of ``result``, as a CI job running only that installation would have written them."""
     cells = tuple(c for c in result.cells if c.frontend == frontend)
-    return dataclasses.replace(result, cells=cells, frontends=(frontend,), baseline=frontend, pairs=(), traces=(), **changes)  # type: ignore[arg-type]
+    sliced = dataclasses.replace(result, cells=cells, frontends=(frontend,), baseline=frontend, pairs=(), traces=(), **changes)  # type: ignore[arg-type]
+    return dataclasses.replace(sliced, spec_digest=sliced.spec.digest())  # a spec it ran, not one edited after
 
 
 @pytest.fixture
@@ -62,6 +63,7 @@ def test_a_cell_alone_on_its_device_is_listed_with_why(tmp_path: Path) -> None:
                                                                    time_vs_default=None, verdict=None)
                                                for c in gpu.cells), frontends=("h100",), baseline="h100",
                               spec=dataclasses.replace(gpu.spec, device="cuda", amp_dtype="float16"))
+    gpu = dataclasses.replace(gpu, spec_digest=gpu.spec.digest())
     a, b = tmp_path / "cpu.json", tmp_path / "gpu.json"
     save_result(_slice(golden(), "python"), a)
     save_result(gpu, b)
