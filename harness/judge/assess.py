@@ -36,7 +36,9 @@ def assess_result(result: MatrixResult, judging: str | None = None, known: Seque
     """
     judging = check_judging(judging or result.judging or DEFAULT_JUDGING)
     # Each cell under the spec it ran (a merged GPU input's float16, a CPU input's bfloat16).
-    cells = tuple(dataclasses.replace(c, verdict=judge_cell(c, result.run_of(c).spec, result.reference)) for c in result.cells)
+    # ... and against its own run's float64 reference (each merged input keeps its own).
+    cells = tuple(dataclasses.replace(c, verdict=judge_cell(c, result.run_of(c).spec, result.run_of(c).reference or result.reference))
+                  for c in result.cells)
     judged = dataclasses.replace(result, cells=cells, judging=judging)
     judged = dataclasses.replace(judged, pairs=tuple(compare_result(judged, judging, known)))
     judged = dataclasses.replace(judged, cells=_excused(judged, load_known_differences() if known is None else known))

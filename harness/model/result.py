@@ -304,6 +304,8 @@ class RunOf:
     peaks: Peaks
     protocol: TimingProtocol
     source: Mapping[str, Any] | None
+    #: Its float64 reference: a merged input's own (a merge keeps every input's, issue 37), else the result's.
+    reference: ReferenceSummary | None = None
 
 
 @dataclass(frozen=True)
@@ -385,7 +387,7 @@ class MatrixResult:
 
     @functools.cached_property
     def _own_run(self) -> RunOf:
-        return RunOf(self.spec, self.peaks, self.protocol, None)
+        return RunOf(self.spec, self.peaks, self.protocol, None, self.reference)
 
     def run_of_source(self, source: Mapping[str, Any]) -> RunOf:
         """What the run an entry of ``sources`` is was run under (what the entry lacks: the result's own)."""
@@ -394,6 +396,7 @@ class MatrixResult:
             Peaks.from_json(source["peaks"]) if source.get("peaks") is not None else self.peaks,
             TimingProtocol.from_json(source["protocol"]) if source.get("protocol") is not None else self.protocol,
             source,
+            ReferenceSummary.from_json(source["reference"]) if source.get("reference") is not None else self.reference,
         )
 
     @functools.cached_property

@@ -344,7 +344,8 @@ class _Checker:
     def distance(self, where: str, cell: CellResult) -> None:
         """A cell's stored loss distance from float64 is the one its losses and the stored reference give."""
         distance, record = cell.reference_distance, cell.record
-        losses = reference_losses_for(cell, self.result.reference) if record is not None else None
+        reference = self.result.run_of(cell).reference or self.result.reference  # a merged input's own
+        losses = reference_losses_for(cell, reference) if record is not None else None
         if distance is None or record is None or losses is None or len(losses) != len(record.losses):
             return
         self.number(f"{where}.reference_distance.final_weights_rel_error", distance.final_weights_rel_error, optional=True)

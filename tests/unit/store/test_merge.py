@@ -269,3 +269,25 @@ def test_a_merged_result_of_inputs_measured_against_other_peaks_loads_again(tmp_
     again = load_result(tmp_path / "merged.json")
     assert [s["peaks"]["by_dtype"]["float32"]["tflops"] for s in again.sources] == [
         golden().peaks.by_dtype["float32"]["tflops"], faster.by_dtype["float32"]["tflops"]]  # type: ignore[index]
+
+
+def test_merge_keeps_every_inputs_float64_reference(tmp_path: Path) -> None:
+    """Issue 37 (7): each input's float64 trajectories are kept, and each cell is judged against its own input's: a slice
+    whose trajectories the first input lacks (here, every unclipped one) is not left ``not_judged`` in the merge."""
+    full = golden().reference
+    clipped_only = dataclasses.replace(full, trajectories=tuple(t for t in full.trajectories if t["clip"]))
+    a, b = tmp_path / "python.json", tmp_path / "r.json"
+    save_result(_slice(golden(), "python", reference=clipped_only), a)
+    save_result(_slice(golden(), "r"), b)
+    alone = {c.id: c.verdict.outcome for c in load_result(b).cells if c.verdict is not None}
+    merged = merge_results([a, b])
+    judged = {c.id: c.verdict.outcome for c in merged.cells if c.frontend == "r" and c.verdict is not None}
+    assert judged == alone and "pass" in judged.values(), judged
+    assert len(merged.reference.trajectories) == len(full.trajectories)
+    assert [s.get("reference") is not None for s in merged.sources] == [True, True]
+    assert merge_results([a, b]).cells == load_result_roundtrip(merged, tmp_path / "m.json").cells
+
+
+def load_result_roundtrip(result: MatrixResult, path: Path) -> MatrixResult:
+    save_result(result, path)
+    return load_result(path)
