@@ -54,16 +54,16 @@ def _excused(result: MatrixResult, known: Sequence[KnownDifference]) -> tuple[Ce
     entries = {k.id: k for k in known}
     cells = []
     for cell in result.cells:
-        pair = why.get(cell.id)
-        if pair is not None and cell.verdict is not None and cell.verdict.outcome == "fail":
+        pair, verdict = why.get(cell.id), cell.verdict
+        if pair is not None and verdict is not None and verdict.outcome == "fail":
             bugs = list(pair.details.get("excused_by") or pair.details.get("known_difference") or ())
             unexplained = _unexplained(cell, pair.details, [entries[b] for b in bugs if b in entries])
             if unexplained is None:
-                reason = f"{cell.verdict.reason} (excused: R torch bug {', '.join(bugs)}, proven in pair {pair.pair}; docs/bugs/)"
-                cell = dataclasses.replace(cell, verdict=dataclasses.replace(cell.verdict, outcome="excused", reason=reason))
+                reason = f"{verdict.reason} (excused: R torch bug {', '.join(bugs)}, proven in pair {pair.pair}; docs/bugs/)"
+                cell = dataclasses.replace(cell, verdict=dataclasses.replace(verdict, outcome="excused", reason=reason))
             else:
-                reason = f"{cell.verdict.reason} (not excused by R torch bug {', '.join(bugs)}: {unexplained})"
-                cell = dataclasses.replace(cell, verdict=dataclasses.replace(cell.verdict, reason=reason))
+                reason = f"{verdict.reason} (not excused by R torch bug {', '.join(bugs)}: {unexplained})"
+                cell = dataclasses.replace(cell, verdict=dataclasses.replace(verdict, reason=reason))
         cells.append(cell)
     return tuple(cells)
 

@@ -159,11 +159,13 @@ def check_switch(side: str, old: str, new: str) -> str | None:
     compound statement), and ``new`` writes only what ``old`` writes (the names it assigns or changes in place), so it can
     change how one value is computed and nothing beside it (a hidden ``group$lr <- 0.05`` is refused).
     """
-    shapes = [_python_statement(text) if side == "python" else _r_statement(text) for text in (old, new)]
-    for which, shape in zip(("old", "new"), shapes, strict=True):
-        if isinstance(shape, str):
-            return f"`{which}` {shape}"
-    (_old_assigns, old_names), (new_assigns, new_names) = shapes  # type: ignore[misc]
+    read = _python_statement if side == "python" else _r_statement
+    before, after = read(old), read(new)
+    if isinstance(before, str):
+        return f"`old` {before}"
+    if isinstance(after, str):
+        return f"`new` {after}"
+    (_old_assigns, old_names), (new_assigns, new_names) = before, after
     # What ``old`` writes: the names it assigns, and those it changes in place (``step$add_(1)``, ``buf.mul_(m)``).
     written = set(old_names) | set(re.findall(r"([A-Za-z_.][A-Za-z0-9_.]*)(?:\$|\.)[A-Za-z0-9_]+_\(", old))
     extra = sorted(set(new_names) - written)

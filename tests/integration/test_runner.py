@@ -317,7 +317,7 @@ def test_a_full_disk_while_writing_a_cell_trace_is_that_cells_error(
     def full_disk(self: CellTrace, path: Path) -> object:
         calls.append(path)
         if len(calls) == 1:
-            raise SafetensorError("Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: \"No space left on device\" })")
+            raise SafetensorError('Error while serializing: IoError(Os { code: 28, message: "No space left on device" })')
         return real_write(self, path)
 
     monkeypatch.setattr(CellTrace, "write", full_disk)

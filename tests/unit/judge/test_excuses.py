@@ -22,7 +22,9 @@ def _failed(cell: CellResult, scaler_ok: bool, float64_from: int | None) -> Cell
     """``cell`` failing its own check: its scale history (``scaler_ok`` False) and/or its float64 check from a step."""
     verdict = cell.verdict
     assert verdict is not None and verdict.float64 is not None
-    float64 = verdict.float64 if float64_from is None else dataclasses.replace(verdict.float64, passed=False, first_step_beyond=float64_from)
+    float64 = verdict.float64
+    if float64_from is not None:
+        float64 = dataclasses.replace(float64, passed=False, first_step_beyond=float64_from)
     scaler = ScalerCheck(scaler_ok, 20, (), None if scaler_ok else 19, None if scaler_ok else 1.0, None if scaler_ok else 2.0,
                          "follows" if scaler_ok else "breaks GradScaler's rule at step 19")
     return dataclasses.replace(cell, verdict=CellVerdict(cell.id, "fail", float64, scaler, "failed"))
