@@ -30,7 +30,7 @@ from harness.judge.findings import PairFindings, StatusFindings, find_pair
 from harness.judge.kept_weights import kept_for
 from harness.judge.known_differences import KnownDifference, load_known_differences
 from harness.judge.tolerances import DEFAULT_JUDGING, Tolerance, check_judging, tolerance_for
-from harness.model.record_points import has_record_points
+from harness.model.record_points import RECORD_PREFIX, has_record_points
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
@@ -169,6 +169,8 @@ def needs_detail(verdict: PairVerdict) -> tuple[int, str] | None:
     trace = verdict.details.get("trace") or {}
     first = trace.get("first_difference")
     if not first or first.get("kind") != "bytes" or first.get("max_distance") is not None or trace.get("detail"):
+        return None
+    if str(first.get("point", "")).startswith(RECORD_PREFIX):  # the harness's record of the run: no worker records it
         return None
     return int(first["step"]), str(first["point"])
 

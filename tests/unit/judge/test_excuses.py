@@ -67,3 +67,16 @@ def test_an_excuse_follows_an_identical_cell_whatever_the_baseline() -> None:
     result = _result([r, r2], r, extra=(same,))
     assert r2.id in result.excused() and r2.id != r.id
     assert _outcome(result, r2.id).outcome == "excused"
+
+
+def test_a_first_difference_in_the_record_is_not_sent_to_the_second_pass() -> None:
+    """A pair that first parts at a record point (weights changed after the loop) has nothing a worker could keep: the
+    second pass is not asked for it (it would wait for a point no script records)."""
+    from harness.judge.pairs import needs_detail
+
+    def verdict(point: str) -> PairVerdict:
+        first = {"step": 19, "point": point, "kind": "bytes", "max_distance": None}
+        return PairVerdict("p", "s", "default", "cpu", ("python", "r"), "diverged", [], {"trace": {"first_difference": first}})
+
+    assert needs_detail(verdict("record.weights.layer0.weight")) is None
+    assert needs_detail(verdict("optim.exp_avg.layer0.weight")) == (19, "optim.exp_avg.layer0.weight")
