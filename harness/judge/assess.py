@@ -11,10 +11,11 @@ readers of the file; the harness never reads them back. Views only read a result
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from harness.judge.cells import judge_cell
-from harness.judge.known_differences import KnownDifference
+from harness.judge.known_differences import KnownDifference, load_known_differences
 from harness.judge.pairs import compare_result
 from harness.judge.targets import check_targets
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
@@ -35,24 +36,57 @@ def assess_result(result: MatrixResult, judging: str | None = None, known: Seque
     """
     judging = check_judging(judging or result.judging or DEFAULT_JUDGING)
     # Each cell under the spec it ran (a merged GPU input's float16, a CPU input's bfloat16).
-    cells = tuple(dataclasses.replace(c, verdict=judge_cell(c, result.run_of(c).spec, result.reference)) for c in result.cells)
+    # ... and against its own run's float64 reference (each merged input keeps its own).
+    cells = tuple(dataclasses.replace(c, verdict=judge_cell(c, result.run_of(c).spec, result.run_of(c).reference or result.reference))
+                  for c in result.cells)
     judged = dataclasses.replace(result, cells=cells, judging=judging)
     judged = dataclasses.replace(judged, pairs=tuple(compare_result(judged, judging, known)))
-    judged = dataclasses.replace(judged, cells=_excused(judged))
+    judged = dataclasses.replace(judged, cells=_excused(judged, load_known_differences() if known is None else known))
     return dataclasses.replace(judged, targets=tuple(check_targets(judged)))
 
 
-def _excused(result: MatrixResult) -> tuple[CellResult, ...]:
+def _excused(result: MatrixResult, known: Sequence[KnownDifference]) -> tuple[CellResult, ...]:
     """The cells, with each failed own verdict that a pair's proven R torch bug explains marked ``excused`` (naming the
     pair and its entries): the bug is on record, with its reproducers; a new difference in the same cell would not be
-    proven, so its pair would not be ``known_difference``."""
+    proven, so its pair would not be ``known_difference``. Only the bug's signature is excused (:func:`_unexplained`):
+    any other failure of the cell still fails the run, and says why the bug does not cover it."""
     why = result.excused()
+    entries = {k.id: k for k in known}
     cells = []
     for cell in result.cells:
-        pair = why.get(cell.id)
-        if pair is not None and cell.verdict is not None and cell.verdict.outcome == "fail":
-            entries = ", ".join(pair.details.get("excused_by") or pair.details.get("known_difference") or ())
-            reason = f"{cell.verdict.reason} (excused: R torch bug {entries}, proven in pair {pair.pair}; docs/bugs/)"
-            cell = dataclasses.replace(cell, verdict=dataclasses.replace(cell.verdict, outcome="excused", reason=reason))
+        pair, verdict = why.get(cell.id), cell.verdict
+        if pair is not None and verdict is not None and verdict.outcome == "fail":
+            bugs = list(pair.details.get("excused_by") or pair.details.get("known_difference") or ())
+            unexplained = _unexplained(cell, pair.details, [entries[b] for b in bugs if b in entries])
+            if unexplained is None:
+                reason = f"{verdict.reason} (excused: R torch bug {', '.join(bugs)}, proven in pair {pair.pair}; docs/bugs/)"
+                cell = dataclasses.replace(cell, verdict=dataclasses.replace(verdict, outcome="excused", reason=reason))
+            else:
+                reason = f"{verdict.reason} (not excused by R torch bug {', '.join(bugs)}: {unexplained})"
+                cell = dataclasses.replace(cell, verdict=dataclasses.replace(verdict, reason=reason))
         cells.append(cell)
     return tuple(cells)
+
+
+def _unexplained(cell: CellResult, details: Mapping[str, Any], bugs: Sequence[KnownDifference]) -> str | None:
+    """Why the cell's failure is more than its bugs' signature, or ``None`` where they explain all of it.
+
+    An R torch bug of the list lives in an optimizer's step or the clipping: it moves the losses (from the first step
+    where it acts) and the final weights away from float64, never GradScaler's rule, which the scale history follows
+    whatever the gradients are. So a broken scale history, or losses that part from float64 before the bug acts, are
+    another failure: not excused.
+    """
+    assert cell.verdict is not None
+    scaler, float64 = cell.verdict.scaler, cell.verdict.float64
+    if scaler is not None and not scaler.passed:
+        return f"its scale history breaks GradScaler's rule at step {scaler.first_step}, which no R torch bug here touches"
+    if not bugs:
+        return "the pair names no entry of the list that explains it"
+    if float64 is not None and not float64.passed and float64.first_step_beyond is not None:
+        triggers = (details.get("trace") or {}).get("triggers") or {}
+        acts = [int(s) for k in bugs for s in triggers.get(k.trigger) or ()]
+        if not acts:
+            return "the trace shows none of its bugs acting"
+        if float64.first_step_beyond < min(acts):
+            return f"its losses leave the float64 bound at step {float64.first_step_beyond}, before the bug acts (step {min(acts)})"
+    return None

@@ -21,6 +21,7 @@ import numpy as np
 
 from harness.frontends.tensor_bytes import DTYPES, decode, encode, ulp_distance
 from harness.model.cell_trace import CellTrace, TraceFile
+from harness.model.record_points import record_mismatch
 from harness.model.result import CellResult
 from harness.model.trace import PairTrace, PointDifference
 
@@ -161,6 +162,12 @@ def trace_cells(a: CellResult, b: CellResult) -> PairTrace:
     """
     names = (a.frontend, b.frontend)
     reproduced = all(c.timing is None or c.timing.differing_rounds == 0 for c in (a, b))
+    for cell in (a, b):  # a stored trace is checked against its cell's record, never believed (issue 37)
+        plain = read_cell_trace(cell.trace) if cell.trace is not None else None
+        wrong = None if plain is None else record_mismatch(plain, cell.record, cell.weights.tensors if cell.weights else None)
+        if wrong is not None:
+            return PairTrace(a.pair, names, error=f"{cell.frontend}'s stored trace is not the run its record holds ({wrong}): it was "
+                                                  "replaced; re-run the cell", reproduced=reproduced)
     switches: tuple[str, ...] = ()
     reconciled_identical: bool | None = None
     reconciled: PointDifference | None = None

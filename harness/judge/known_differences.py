@@ -111,6 +111,14 @@ class KnownDifference:
     upstream: str
     #: The list it was read from (messages name it: the committed list as ``harness/judge/known_differences.toml``).
     source: str = "harness/judge/known_differences.toml"
+    #: The optimizer arguments the mechanism needs nonzero (a weight-decay bug needs weight decay): with one at 0 the
+    #: entry is inert there, neither matched nor stale.
+    acts_only_with: tuple[str, ...] = ()
+
+    def inert(self, args: Mapping[str, Any]) -> str | None:
+        """Why the entry cannot act on a run with the optimizer arguments ``args`` (one it needs is 0), or ``None``."""
+        off = [a for a in self.acts_only_with if a in args and not isinstance(args[a], bool) and args[a] == 0]
+        return f"{off[0]} = 0, so its mechanism cannot act" if off else None
 
     def switches_for(self, optimizer: str, language: str) -> tuple[str, ...]:
         """The entry's switches a run of ``optimizer`` in ``language``'s script applies (those of its side that patch a
@@ -206,7 +214,7 @@ def load_known_differences(path: Path = DEFAULT_LIST) -> tuple[KnownDifference, 
 
 #: Every field an entry may have (anything else is a typo, refused rather than ignored).
 _FIELDS = frozenset({"id", "kind", "title", "languages", "scripts", "modes", "optimizers", "devices", "trigger", "switches",
-                     "seen_on", "signature", "mechanism", "sources", "upstream"})
+                     "seen_on", "signature", "mechanism", "sources", "upstream", "acts_only_with"})
 _SIGNATURE_FIELDS = frozenset({"first_point", "first_step", "max_distance", "error", "kind"})
 #: What a first difference may be (:class:`harness.judge.divergence.Split`): another value, or another dtype.
 _SIGNATURE_KINDS = ("bytes", "dtype")
@@ -273,11 +281,19 @@ def _entry(path: Path, index: int, data: Any) -> KnownDifference:
     if unswitched:
         raise fail("switches", list(switches), f"switches of which one acts on every optimizer the entry covers (none acts on "
                    f"{unswitched[0]}: its difference could never be proven)")
+    acts_only_with: tuple[str, ...] = ()
+    if "acts_only_with" in data:
+        acts_only_with = texts("acts_only_with")
+        for arg in acts_only_with:
+            lacking = [o for o in optimizers if arg not in OPTIMIZERS[o].args]
+            if lacking:
+                raise fail("acts_only_with", arg, f"an argument of every optimizer the entry covers ({lacking[0]} has none)")
     signature = _signature(data.get("signature"), where, trigger)
     entry = KnownDifference(
         id=text("id"), kind=kind, title=text("title"), languages=frozenset(languages), scripts=scripts, modes=modes,
         optimizers=optimizers, devices=devices, trigger=trigger, switches=switches, seen_on=texts("seen_on"), signature=signature,
         mechanism=text("mechanism"), sources=texts("sources"), upstream=text("upstream"), source=_shown(path),
+        acts_only_with=acts_only_with,
     )
     if kind == "bug" and BUGS_DIR is not None:
         missing = [name for name in ("reproducer.R", "reproducer.py", "report.md") if not (BUGS_DIR / entry.id / name).is_file()]

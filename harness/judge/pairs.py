@@ -19,20 +19,22 @@ the whole run. An identical pair whose trace shows an entry's trigger makes the 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.errors import SpecError
-from harness.judge.divergence import trace_cells
+from harness.judge.divergence import read_cell_trace, trace_cells
 from harness.judge.expectation import expectation
 from harness.judge.explain import Judgement, explain_pair, headline
 from harness.judge.findings import PairFindings, StatusFindings, find_pair
 from harness.judge.kept_weights import kept_for
 from harness.judge.known_differences import KnownDifference, load_known_differences
 from harness.judge.tolerances import DEFAULT_JUDGING, Tolerance, check_judging, tolerance_for
+from harness.model.record_points import RECORD_PREFIX, has_record_points
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
+from harness.workload.optimizers import OPTIMIZERS
 
 __all__ = [
     "FAILING_VERDICTS", "VERDICTS", "compare_cells", "compare_result", "excused_cells", "judge", "judge_statuses", "needs_detail",
@@ -94,7 +96,8 @@ def compare_result(
                     base.cell.properties, base.device, amp_dtype, result.steps, expectation(base, other).identical, base.cell.optimizer
                 )
             trace = pair_trace(base, other, stored.get((base.pair, frozenset((base.frontend, other.frontend)))))
-            verdict = compare_cells(base, other, tolerance, judging, trace, known)
+            args = {**OPTIMIZERS[base.optimizer].args, **result.run_of(base).spec.optimizer_args.get(base.optimizer, {})}
+            verdict = compare_cells(base, other, tolerance, judging, trace, known, args)
             files = (inputs.get(base.id), inputs.get(other.id))
             if trace is None and files[0] != files[1] and verdict.verdict in ("within_tolerance", "diverged"):
                 verdict.explanation.append(f"no trace: the two cells come from different results ({files[0]} and {files[1]}) "
@@ -167,12 +170,14 @@ def needs_detail(verdict: PairVerdict) -> tuple[int, str] | None:
     first = trace.get("first_difference")
     if not first or first.get("kind") != "bytes" or first.get("max_distance") is not None or trace.get("detail"):
         return None
+    if str(first.get("point", "")).startswith(RECORD_PREFIX):  # the harness's record of the run: no worker records it
+        return None
     return int(first["step"]), str(first["point"])
 
 
 def compare_cells(
     a: CellResult, b: CellResult, tolerance: Tolerance | None = None, judging: str = DEFAULT_JUDGING,
-    trace: PairTrace | None = None, known: Sequence[KnownDifference] = (),
+    trace: PairTrace | None = None, known: Sequence[KnownDifference] = (), optimizer_args: Mapping[str, Any] | None = None,
 ) -> PairVerdict:
     """Judge frontend ``a`` against frontend ``b`` on one cell of the matrix.
 
@@ -180,6 +185,8 @@ def compare_cells(
     ``judging``: ``strict`` fails a pair that is not bitwise identical where the tolerance expects
     identity; ``tolerance_only`` lets the tolerance decide (see :mod:`harness.judge.tolerances`). ``trace``: the
     pair's trace, if it was traced: it names the first point that differs, and decides ``known`` matches.
+    ``optimizer_args``: the optimizer's arguments the cells ran with (an entry whose mechanism needs one that is 0 is
+    inert there: neither matched nor stale).
 
     Raises:
         ValueError: ``a`` and ``b`` are not two frontends of one pair.
@@ -213,7 +220,8 @@ def compare_cells(
     if trace is None:
         return _verdict(a, names, judged.verdict, lines, details)
     identity_required = judging == "strict" and found.tolerance.expected_identical
-    return _verdict(a, names, *_with_trace(a, b, names, judged.verdict, identity_required, trace, known, lines, details))
+    return _verdict(a, names, *_with_trace(a, b, names, judged.verdict, identity_required, trace, known, lines, details,
+                                           optimizer_args or {}))
 
 
 def judge(found: PairFindings, judging: str) -> Judgement:
@@ -244,7 +252,7 @@ def judge_statuses(statuses: StatusFindings) -> str:
 
 def _with_trace(
     a: CellResult, b: CellResult, names: tuple[str, str], verdict: str, identity_required: bool, trace: PairTrace,
-    known: Sequence[KnownDifference], lines: list[str], details: dict[str, Any],
+    known: Sequence[KnownDifference], lines: list[str], details: dict[str, Any], optimizer_args: Mapping[str, Any],
 ) -> tuple[str, list[str], dict[str, Any]]:
     """The verdict, lines and details once the pair's trace is known: where it parts, and whether known differences
     explain the whole of it.
@@ -259,19 +267,23 @@ def _with_trace(
     cause = lines[0].partition(" — ")[2]
     first = trace.first_difference
     extra = trace.lines()
+    # An entry whose mechanism needs an argument these cells set to 0 cannot act: neither matched nor stale (issue 37).
+    inert = {k.id: why for k in applicable if (why := k.inert(optimizer_args)) is not None}
+    extra += [f"inert: {_label(k)} {k.id} cannot act here: {inert[k.id]}" for k in applicable if k.id in inert]
+    active = [k for k in applicable if k.id not in inert]
     matched: list[KnownDifference] = []
     stale: list[KnownDifference] = []
     proven = False
     if verdict == "identical":
         if trace.identical:
-            stale = [k for k in applicable if k.trigger_steps(trace)]
+            stale = [k for k in active if k.trigger_steps(trace)]
         elif first is not None:  # identical records, yet a traced point differs: it never reached what the runs recorded
-            named = [k.id for k in applicable if k.signature.point_pattern.match(first.point) and not k.trigger_steps(trace)]
+            named = [k.id for k in active if k.signature.point_pattern.match(first.point) and not k.trigger_steps(trace)]
             extra.append("trace: the recorded results are bitwise identical: this difference never reached them"
                          + (f" (the mechanism of known difference {named[0]}, whose trigger did not occur)" if named else ""))
     elif trace.error is None:
-        matched = [k for k in applicable if k.mismatch(trace) is None]
-        extra += [f"not {_label(k)} {k.id}: {k.mismatch(trace)}" for k in applicable if k not in matched]
+        matched = [k for k in active if k.mismatch(trace) is None]
+        extra += [f"not {_label(k)} {k.id}: {k.mismatch(trace)}" for k in active if k not in matched]
     if stale:
         steps = stale[0].trigger_steps(trace)
         verdict = "stale_known_difference"
@@ -288,7 +300,7 @@ def _with_trace(
             # A bug the reconciliation switched off (its trigger held) carries its side's cell from float64 too: that cell's
             # own failure is the bug's, not a new one. It need not be the entry the first difference matched (a clip pair
             # first parts at the clip coefficient, and SGD's weight-decay bug follows in the same step).
-            bugs = [k for k in applicable if k.kind == "bug" and k.trigger_steps(trace)]
+            bugs = [k for k in active if k.kind == "bug" and k.trigger_steps(trace)]
             details = details | {
                 "excused": [c.id for c in (a, b) if any(k.switches_for(c.optimizer, c.language) for k in bugs)],
                 "excused_by": [k.id for k in bugs],
@@ -314,7 +326,7 @@ def _with_trace(
     details = details | {
         "trace": trace.to_json(), "known_difference": [k.id for k in matched] if verdict == "known_difference" else None,
         "known_kinds": sorted({k.kind for k in matched}) if verdict == "known_difference" else None,
-        "proven": proven, "stale_known_difference": stale[0].id if stale else None,
+        "proven": proven, "stale_known_difference": stale[0].id if stale else None, "inert": sorted(inert) or None,
     }
     return verdict, [headline(a.pair, names, verdict, cause), *lines[1:], *extra], details
 
@@ -326,12 +338,26 @@ def _reconciled(trace: PairTrace, applicable: Sequence[KnownDifference], a: Cell
     if trace.reconciled_identical is None:
         return False, "the cells have no reconciled runs (run with the known differences' switches) to prove it"
     languages = frozenset((a.language, b.language))
-    off = [s for k in applicable for s in k.expected_switches(a.optimizer, languages) if s not in trace.switches]
+    named = [s for k in applicable for s in k.expected_switches(a.optimizer, languages)]
+    off = [s for s in named if s not in trace.switches]
     if off:
         return False, f"the reconciled runs did not apply the switch {off[0]}"
+    # A proof holds for the entries that apply here and nothing else: a switch none of them names (a run made under
+    # another list, judged again under this one) changed something no applicable entry explains.
+    unnamed = [s for s in trace.switches if s not in named]
+    if unnamed:
+        return False, f"the reconciled runs applied the switch {unnamed[0]}, which no entry that applies here names"
     if not trace.reconciled_identical:
         where = trace.reconciled.describe(names) if trace.reconciled is not None else "some point"
         return False, f"with the switches {', '.join(trace.switches)} on, the runs still differ at {where}"
+    # The reconciled runs must be compared on everything they record (losses, scales, skipped steps, dtypes, final
+    # weights: their traces' record points), not only where the loop is traced: a change after the loop shows only there.
+    # A lean result whose trace files are gone is judged from the pair traces its run stored (computed with them).
+    for cell in (a, b) if any(t is not None for c in (a, b) for t in (c.trace, c.reconciled)) else ():
+        stored = cell.reconciled or cell.trace
+        if stored is None or not has_record_points(read_cell_trace(stored)):
+            return False, (f"{cell.frontend}'s {'reconciled ' if cell.reconciled else ''}trace holds no record of its run (losses, "
+                           "final weights: a result from before they were traced), so the runs' records were never compared; re-run")
     return True, ""
 
 

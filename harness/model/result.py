@@ -304,6 +304,8 @@ class RunOf:
     peaks: Peaks
     protocol: TimingProtocol
     source: Mapping[str, Any] | None
+    #: Its float64 reference: a merged input's own (a merge keeps every input's, issue 37), else the result's.
+    reference: ReferenceSummary | None = None
 
 
 @dataclass(frozen=True)
@@ -385,7 +387,7 @@ class MatrixResult:
 
     @functools.cached_property
     def _own_run(self) -> RunOf:
-        return RunOf(self.spec, self.peaks, self.protocol, None)
+        return RunOf(self.spec, self.peaks, self.protocol, None, self.reference)
 
     def run_of_source(self, source: Mapping[str, Any]) -> RunOf:
         """What the run an entry of ``sources`` is was run under (what the entry lacks: the result's own)."""
@@ -394,6 +396,7 @@ class MatrixResult:
             Peaks.from_json(source["peaks"]) if source.get("peaks") is not None else self.peaks,
             TimingProtocol.from_json(source["protocol"]) if source.get("protocol") is not None else self.protocol,
             source,
+            ReferenceSummary.from_json(source["reference"]) if source.get("reference") is not None else self.reference,
         )
 
     @functools.cached_property
@@ -408,7 +411,20 @@ class MatrixResult:
         """The cells whose failure a judged pair excuses, each with that pair: a crash that is a known R torch bug, or a cell
         on the side of a bug its pair's traces part at, each proven by its switch (:mod:`harness.judge.pairs` decides;
         this reads what the pairs say)."""
-        return {cell: p for p in self.pairs if p.verdict == "known_difference" for cell in p.details.get("excused") or ()}
+        excused = {cell: p for p in self.pairs if p.verdict == "known_difference" for cell in p.details.get("excused") or ()}
+        # A cell bitwise identical to an excused one fails the same way, whichever of them was the baseline (r and
+        # r2=r): the excuse follows identical pairs, so it never depends on the frontends' order.
+        ids = {(c.pair, c.frontend): c.id for c in self.cells}
+        identical = [tuple(ids.get((p.pair, f)) for f in p.frontends) for p in self.pairs if p.verdict == "identical"]
+        grown = True
+        while grown:
+            grown = False
+            for x, y in identical:
+                for mine, other in ((x, y), (y, x)):
+                    if mine in excused and other is not None and other not in excused:
+                        excused[other] = excused[mine]
+                        grown = True
+        return excused
 
     def cell(self, cell_id: str) -> CellResult:
         """The cell with this id.

@@ -322,7 +322,9 @@ _PROVENANCE = _object({
 _SOURCE = _object({
     "file": _STR, "created": _STR, "host": _STR, "frontends": _STRINGS, "devices": _STRINGS, "cells": _STRINGS,
     "environment": _ENVIRONMENT, "spec": _spec, "peaks": _PEAKS, "protocol": _protocol, "provenance": _PROVENANCE,
-}, optional={"spec", "peaks", "protocol", "environment", "host", "created", "provenance"}, expected="an object (a merged input)")
+    "reference": _REFERENCE,
+}, optional={"spec", "peaks", "protocol", "environment", "host", "created", "provenance", "reference"},
+   expected="an object (a merged input)")
 _FIXTURE = _object({"digest": _nullable(_STR), "sha256": _nullable(_STR), "path": _nullable(_STR)},
                    optional={"digest", "sha256", "path"}, expected="an object (the fixture file)")
 

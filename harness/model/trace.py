@@ -58,6 +58,8 @@ class PointDifference:
         if self.kind == "dtype":
             return f"{where}: dtype {self.dtypes[0]} ({a}) vs {self.dtypes[1]} ({b})"
         shape = "×".join(map(str, self.shapes[0] or ())) or "scalar"
+        if self.differing is None or self.elements is None:  # neither cell kept the tensors: only the digests differ
+            return f"{where} ({self.dtypes[0]} {shape}): the bytes differ (the tensors were not kept, so how far is not measured)"
         head = f"{where} ({self.dtypes[0]} {shape}): {self.differing} of {self.elements} elements differ"
         if self.max_distance is None or self.worst_values is None:
             return head

@@ -158,10 +158,11 @@ class WorkerPool:
         record: dict[str, Any] = self.call(cell.frontend, self.cell_request(cell, save_weights))
         return record
 
-    def cell_request(self, cell: Cell, save_weights: bool = True, switches: tuple[str, ...] = (), **extra: Any) -> dict[str, Any]:
+    def cell_request(self, cell: Cell, save_weights: bool = True, switches: tuple[str, ...] = (), weights_name: str | None = None,
+                     **extra: Any) -> dict[str, Any]:
         """The request a worker answers for ``cell`` (``switches``: the reconciliation switches its script applies;
-        ``extra`` adds fields, e.g. another ``kind``)."""
-        weights_out = self.staging / f"{cell.id}.safetensors" if save_weights else None
+        ``weights_name``: the final weights' file in staging, default the cell's; ``extra`` adds fields, e.g. another ``kind``)."""
+        weights_out = self.staging / (weights_name or f"{cell.id}.safetensors") if save_weights else None
         return {
             "script": cell.script, "mode": cell.mode, "spec_summary": self.spec.summary(),
             "run_spec": prepare_run_spec(self.spec, cell.script, cell.optimizer, weights_out, self.fixture, save_weights=save_weights,

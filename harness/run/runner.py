@@ -19,6 +19,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from safetensors import SafetensorError
+
 from harness.errors import ScriptError, UsageError, WorkerError
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.judge.assess import assess_result
@@ -29,15 +31,17 @@ from harness.judge.pairs import compare_result, needs_detail
 from harness.judge.record_check import judge_record
 from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
-from harness.judge.weight_findings import load_weights
+from harness.judge.weight_findings import load_weights, tensor_digests
 from harness.model.cell_trace import TRACE_SUFFIX, CellTrace, TraceFile
 from harness.model.efficiency import cell_efficiency
 from harness.model.phases import PhaseClock
 from harness.model.record import RunRecord
+from harness.model.record_points import with_record_points
 from harness.model.result import CellResult, MatrixResult, Memory, Peaks, ReferenceSummary, Status, with_time_vs_default
 from harness.model.timing import TimingProtocol
 from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
+from harness.model.weights import TensorDigest
 from harness.run.availability import Availability, probe, probe_host, r_required
 from harness.run.frontends import check_described, frontend_for
 from harness.run.measure import measure_peaks, profile_cells, time_cells
@@ -49,7 +53,7 @@ from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation
 from harness.workload.matrix import Cell, cells_for
 from harness.workload.optimizers import PRESET_OPTIMIZERS
 from harness.workload.patches import switch_names
-from harness.workload.spec import WorkloadSpec
+from harness.workload.spec import WorkloadSpec, default_overflow_steps
 
 __all__ = ["MatrixRunner", "collect_warnings"]
 
@@ -376,17 +380,49 @@ class MatrixRunner:
         switches = switch_names([s for k in self.known for s in k.reconciling(cell, language)])
         if not switches:
             return None
-        request = self.pool.cell_request(cell, save_weights=False, kind="trace", trace={"keep": [], "stop": False}, switches=switches)
+        # Its final weights too (in a file of its own, read and removed): a proof compares everything the cells record.
+        weights = f"{cell.id}.reconciled.safetensors"
+        request = self.pool.cell_request(cell, kind="trace", trace={"keep": [], "stop": False}, switches=switches, weights_name=weights)
         try:
             reply = self.pool.call(cell.frontend, request)
-        except WorkerError as err:
+            raw = reply.get("record") or {}
+            applied = tuple(raw.get("switches") or ())
+            if tuple(sorted(applied)) != switches:
+                self.reconcile_problems[cell.id] = f"asked for the switches {', '.join(switches)}, its script applied {list(applied)}"
+                return None
+            # Its record is checked as the plain one's, but for the switches it was asked to apply (checked above).
+            status, reason = judge_record({**raw, "switches": []}, self.spec, cell)
+            if status is Status.ERROR:
+                self.reconcile_problems[cell.id] = f"its run with the switches {', '.join(switches)} gave no record: {reason}"
+                return None
+            record = RunRecord.from_json(raw)
+            traced = with_record_points(CellTrace.from_reply(reply, switches), record, self._digests(record))
+            return self._write_trace(traced, cell, f"{cell.id}.reconciled{TRACE_SUFFIX}")
+        except (WorkerError, ScriptError) as err:
             self.reconcile_problems[cell.id] = f"its run with the switches {', '.join(switches)} failed: {' '.join(str(err).split())}"
             return None
-        applied = tuple((reply.get("record") or {}).get("switches") or ())
-        if tuple(sorted(applied)) != switches:
-            self.reconcile_problems[cell.id] = f"asked for the switches {', '.join(switches)}, its script applied {list(applied)}"
+        finally:
+            (self.pool.staging / weights).unlink(missing_ok=True)
+
+    @staticmethod
+    def _digests(record: RunRecord) -> dict[str, TensorDigest] | None:
+        """The final weights' digests of a record (``None`` where its file cannot be read: the cell's own check says so)."""
+        try:
+            return tensor_digests(record.weights_path) if record.weights_path else None
+        except ValueError:
             return None
-        return CellTrace.from_reply(reply, switches).write(self.pool.staging / f"{cell.id}.reconciled{TRACE_SUFFIX}")
+
+    def _write_trace(self, trace: CellTrace, cell: Cell, name: str) -> TraceFile:
+        """Write a cell's trace to staging.
+
+        Raises:
+            WorkerError: the file cannot be written (a full disk): the cell ends in error, the run goes on.
+        """
+        try:
+            return trace.write(self.pool.staging / name)
+        except (OSError, SafetensorError) as err:
+            raise WorkerError(f"{cell.id}: cannot write its trace to {self.pool.staging / name}: {' '.join(str(err).split())}; "
+                              "free space there (or set TMPDIR) and run again") from err
 
     def _record_call(self, cell: Cell) -> CellResult:
         reason = self.pool.unavailable_reason(cell.frontend)
@@ -395,14 +431,14 @@ class MatrixRunner:
                 return CellResult(cell, Status.ERROR, reason + " (AMP_PARITY_REQUIRE_R=1 makes this a failure)")
             return CellResult(cell, Status.SKIPPED, reason)
         worker = self.pool.worker(cell.frontend)
-        trace: TraceFile | None = None
+        traced: CellTrace | None = None
         try:
             worker.start()  # start-up (R, library(torch), import torch) is not part of a cell's time
             start = time.perf_counter()
             if self.trace:  # the record call is the traced call: its points are the cell's trace (docs/tracing.md)
                 reply = self.pool.call(cell.frontend, self.pool.cell_request(cell, kind="trace", trace={"keep": [], "stop": False}))
                 raw = reply["record"]
-                trace = CellTrace.from_reply(reply).write(self.pool.staging / f"{cell.id}{TRACE_SUFFIX}")
+                traced = CellTrace.from_reply(reply)
             else:
                 raw = self.pool.call_cell(cell)
         except ScriptError as err:
@@ -420,6 +456,12 @@ class MatrixRunner:
         if status is Status.ERROR:
             return CellResult(cell, status, reason, wall_seconds=wall_seconds, memory=Memory.from_json(memory))
         record = RunRecord.from_json(raw)
+        trace = None
+        if traced is not None:  # the trace carries the record (losses, scales, dtypes, final weights): docs/tracing.md
+            try:
+                trace = self._write_trace(with_record_points(traced, record, self._digests(record)), cell, f"{cell.id}{TRACE_SUFFIX}")
+            except WorkerError as err:
+                return CellResult(cell, Status.ERROR, str(err), wall_seconds=wall_seconds, memory=Memory.from_json(memory))
         if self.pool.declared_unsupported(cell) and record.lifted_check is None:
             reason = f"declared unsupported for {cell.frontend}, but it ran: update the Frontend registry"
         return CellResult(cell, status, reason, record=record, wall_seconds=wall_seconds, memory=Memory.from_json(memory),
@@ -496,7 +538,8 @@ def collect_warnings(cells: Sequence[CellResult], spec: WorkloadSpec | None = No
             )
     warnings += [f"{c.id}: {c.gemm_problem}" for c in cells if c.gemm_problem]
     warnings += [f"{c.id}: {c.reason}" for c in cells if c.status is Status.OK and c.reason]
-    if spec is not None and spec.overflow_steps and not any(c.cell.properties.skips_steps for c in cells):
+    asked = spec is not None and spec.overflow_steps and spec.overflow_steps != default_overflow_steps(spec.steps)
+    if spec is not None and asked and not any(c.cell.properties.skips_steps for c in cells):
         warnings.append(f"overflow_steps {list(spec.overflow_steps)} given, but no scaler mode ran: nothing was injected")
     if scripts_root() != REPO_ROOT:
         warnings.append(f"scripts ran from {scripts_root()} (${SCRIPTS_ENV}), not from this checkout")

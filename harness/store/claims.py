@@ -283,6 +283,7 @@ def check_report_folder(folder: Path, files: Sequence[str], overwrite: bool = Fa
             raise ResultError(
                 f"{present} is {_kind(present)}; --overwrite replaces only report files. Move it away or choose another {flag} folder."
             )
+        _refuse_foreign(present, flag)
     try:
         for part in reversed(missing):
             part.mkdir()
@@ -457,6 +458,7 @@ class ReportClaim(_Claim):
             raise ResultError(
                 f"{target} is {_kind(target)}; --overwrite replaces only report files. Move it away or choose another {self.flag} folder."
             )
+        _refuse_foreign(target, self.flag)
 
     def _appeared(self, target: Path) -> ResultError:
         return ResultError(
@@ -472,6 +474,25 @@ class ReportClaim(_Claim):
                 with contextlib.suppress(OSError):
                     part.rmdir()  # only if empty: nothing anyone put there is removed
         self._created = []
+
+
+#: How a report file amp-parity wrote begins: ``report.md`` with the report's heading (``harness/views/report.py``
+#: writes it; ``tests/unit/store/test_outputs.py`` holds the two together), a plot as a PNG file.
+_REPORT_STARTS = {".md": b"# amp-parity report", ".png": b"\x89PNG\r\n\x1a\n"}
+
+
+def _refuse_foreign(present: Path, flag: str) -> None:
+    """Refuse to replace a report file that amp-parity did not write (a user's notes in ``report.md``): ``--overwrite``
+    replaces only what the harness wrote, as it does for results and weights folders."""
+    start = _REPORT_STARTS.get(present.suffix)
+    try:
+        with present.open("rb") as handle:
+            head = handle.read(len(start) if start else 0)
+    except OSError as err:
+        raise ResultError(f"cannot read {present}: {os_error_text(err)}. Move it away or choose another {flag} folder.") from err
+    if start is not None and head != start:
+        raise ResultError(f"{present} was not written by amp-parity (it does not begin as its report does); --overwrite replaces "
+                          f"only what amp-parity wrote. Move it away or choose another {flag} folder.")
 
 
 def _refuse_report_place(

@@ -93,6 +93,15 @@ class _Checker:
 
     def check(self) -> None:
         result = self.result
+        # The spec is what every verdict is judged under: its stored digest is derived again, so an edited spec (lr, an
+        # optimizer's arguments) is refused rather than reported as what ran.
+        if result.spec.digest() != result.spec_digest:
+            self.refuse("spec", "edited", f"it hashes to {result.spec.digest()}, not the spec_digest {result.spec_digest} its run "
+                        "stored (the spec was changed after the run)")
+        for k, source in enumerate(result.sources):
+            if source.get("spec") is not None and source.get("spec_digest") is not None \
+                    and result.run_of_source(source).spec.digest() != source["spec_digest"]:
+                self.refuse(f"sources[{k}].spec", "edited", f"it does not hash to its spec_digest {source['spec_digest']}")
         self.number("wall_seconds", result.wall_seconds)
         self.number("reference_seconds", result.reference_seconds, optional=True)
         self.peaks("peaks", result.peaks)
@@ -335,7 +344,8 @@ class _Checker:
     def distance(self, where: str, cell: CellResult) -> None:
         """A cell's stored loss distance from float64 is the one its losses and the stored reference give."""
         distance, record = cell.reference_distance, cell.record
-        losses = reference_losses_for(cell, self.result.reference) if record is not None else None
+        reference = self.result.run_of(cell).reference or self.result.reference  # a merged input's own
+        losses = reference_losses_for(cell, reference) if record is not None else None
         if distance is None or record is None or losses is None or len(losses) != len(record.losses):
             return
         self.number(f"{where}.reference_distance.final_weights_rel_error", distance.final_weights_rel_error, optional=True)

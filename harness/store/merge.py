@@ -31,7 +31,7 @@ from harness.judge.assess import assess_result
 from harness.judge.kept_weights import keep_weights
 from harness.judge.known_differences import KnownDifference
 from harness.model.provenance import script_differences
-from harness.model.result import CellResult, MatrixResult
+from harness.model.result import CellResult, MatrixResult, ReferenceSummary
 from harness.model.weights import FinalWeights
 from harness.store.result_file import load_result
 from harness.workload.optimizers import OPTIMIZERS
@@ -92,7 +92,7 @@ def merge_results(
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         wall_seconds=sum(r.wall_seconds for r in results),
         workers={f"{name} ({Path(path).name})": info for path, r in zip(paths, results, strict=True) for name, info in r.workers.items()},
-        reference=next((r.reference for r in results if r.reference.available), first.reference),
+        reference=_every_reference(results),
         warnings=tuple(f"{Path(path).name}: {w}" for path, r in zip(paths, results, strict=True) for w in r.warnings)
         + _protocol_warnings(paths, results)
         + tuple(script_differences([(Path(p).name, r.provenance) for p, r in zip(paths, results, strict=True)])),
@@ -202,8 +202,23 @@ def _sources(path: Path, result: MatrixResult, labelled: MatrixResult) -> list[d
             **source, "cells": [renamed.get(str(c), str(c)) for c in source.get("cells") or ()],
             "frontends": [names.get(str(f), str(f)) for f in source.get("frontends") or ()], "merged_in": str(path),
             "spec": run.spec.to_json(), "peaks": run.peaks.to_json(), "protocol": run.protocol.to_json(),
+            "reference": (run.reference or result.reference).to_json(),
         })
     return entries
+
+
+def _every_reference(results: Sequence[MatrixResult]) -> ReferenceSummary:
+    """Every input's float64 trajectories in one reference (each optimizer, clip and replay once, the first input's where
+    two have it): a slice's own trajectories are never dropped for the first input's (issue 37). Each cell is still judged
+    against its own input's (``sources[].reference``)."""
+    available = [r.reference for r in results if r.reference.available]
+    if not available:
+        return results[0].reference
+    seen: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+    for reference in available:
+        for t in reference.trajectories:
+            seen.setdefault((t["optimizer"], bool(t["clip"]), tuple(t["skipped_steps"])), t)
+    return dataclasses.replace(available[0], trajectories=tuple(seen.values()))
 
 
 def _source(path: Path, result: MatrixResult) -> dict[str, Any]:
@@ -213,6 +228,7 @@ def _source(path: Path, result: MatrixResult) -> dict[str, Any]:
         "frontends": list(result.frontends), "devices": sorted({c.device for c in result.cells}),
         "cells": [c.id for c in result.cells], "environment": dict(result.environment), "provenance": result.provenance.to_json(),
         "spec": result.spec.to_json(), "peaks": result.peaks.to_json(), "protocol": result.protocol.to_json(),
+        "reference": result.reference.to_json(),
     }
 
 

@@ -81,7 +81,8 @@ _HELP = {
     "init_scale": "GradScaler initial scale", "growth_factor": "GradScaler growth factor",
     "backoff_factor": "GradScaler backoff factor", "growth_interval": "GradScaler growth interval",
     "clip_max_norm": "max gradient norm in autocast_scaler_clip", "threads": "torch threads (0 = every core this process may use)",
-    "overflow_steps": "comma-separated 0-based steps at which the scaler modes put an inf into one gradient (e.g. 3,7)",
+    "overflow_steps": "comma-separated 0-based steps at which the scaler modes put an inf into one gradient (e.g. 3,7; "
+                      "default: the preset's middle step, tiny 9; \"\" for none)",
     "overflow_point": "where --overflow-steps put the inf: backward (after backward(), default) or unscale (after unscale_())",
     "static_loss_scale": "the static loss scale of mode lowp_weights_scaled (the AMP guide's -s)",
 }

@@ -21,6 +21,8 @@ says which patches a cell's run gets.
 
 from __future__ import annotations
 
+import ast
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +32,10 @@ from typing import Any
 from harness.workload.installations import LANGUAGES
 from harness.workload.optimizers import OPTIMIZERS
 
-__all__ = ["PATCHES_FILE", "POINTS", "POINT_CALL", "SWITCHES", "Point", "Replacement", "Switch", "patches_for", "switch_names"]
+__all__ = [
+    "PATCHES_FILE", "POINTS", "POINT_CALL", "SWITCHES", "Point", "Replacement", "Switch", "check_switch", "load_patches", "patches_for",
+    "switch_names",
+]
 
 #: The data.
 PATCHES_FILE = Path(__file__).with_name("patches.toml")
@@ -91,8 +96,13 @@ class Point:
         return f"{POINT_CALL}({self.name!r}, {value}" + (f", {index})" if index else ")")
 
 
-def _load(path: Path = PATCHES_FILE) -> tuple[dict[str, Switch], tuple[Point, ...]]:
-    """The switches and points of ``path``, every field checked (a broken file is a harness bug: it raises at import)."""
+def load_patches(path: Path = PATCHES_FILE) -> tuple[dict[str, Switch], tuple[Point, ...]]:
+    """The switches and points of ``path``, every field checked, each switch held to its declaration (:func:`check_switch`).
+    A broken file is a harness bug: the committed one raises at import.
+
+    Raises:
+        ValueError: one line naming the file, the patch and what is wrong.
+    """
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     switches: dict[str, Switch] = {}
     for raw in data.get("switch", []):
@@ -101,6 +111,10 @@ def _load(path: Path = PATCHES_FILE) -> tuple[dict[str, Switch], tuple[Point, ..
             raise ValueError(f"{path}: switch {raw.get('id')!r}: side must be one of {LANGUAGES}")
         replacement = Replacement(*(_field(raw, name, path) for name in ("id", "target", "old", "new")))
         switch = Switch(replacement.id, side, _field(raw, "title", path), replacement, _optimizers(raw, path))
+        problem = check_switch(side, replacement.old, replacement.new)
+        if problem is not None:
+            raise ValueError(f"{path}: switch {switch.id!r}: {problem}; a switch replaces one statement by one statement that "
+                             "computes the same thing another way")
         if switch.id in switches:
             raise ValueError(f"{path}: switch {switch.id!r} is defined twice")
         switches[switch.id] = switch
@@ -132,7 +146,100 @@ def _field(table: Mapping[str, Any], name: str, path: Path) -> str:
     return value
 
 
-SWITCHES, POINTS = _load()
+#: R's assignment operators, as ``deparse()`` prints them (``=`` inside a call names an argument).
+_R_ASSIGN = re.compile(r"<<-|<-|->>|->")
+#: An R name at the start of an assignment's target (``group$lr``, ``state(param)[["mu"]]``: ``group``, ``state``).
+_R_NAME = re.compile(r"[A-Za-z.][A-Za-z0-9._]*")
+
+
+def check_switch(side: str, old: str, new: str) -> str | None:
+    """Why the switch replacing ``old`` by ``new`` (in ``side``'s language) does more than its declaration, or ``None``.
+
+    A switch is one statement for one statement: each is a single simple statement (no second statement, no block, no
+    compound statement), and ``new`` writes only what ``old`` writes (the names it assigns or changes in place), so it can
+    change how one value is computed and nothing beside it (a hidden ``group$lr <- 0.05`` is refused).
+    """
+    read = _python_statement if side == "python" else _r_statement
+    before, after = read(old), read(new)
+    if isinstance(before, str):
+        return f"`old` {before}"
+    if isinstance(after, str):
+        return f"`new` {after}"
+    (_old_assigns, old_names), (new_assigns, new_names) = before, after
+    # What ``old`` writes: the names it assigns, and those it changes in place (``step$add_(1)``, ``buf.mul_(m)``).
+    written = set(old_names) | set(re.findall(r"([A-Za-z_.][A-Za-z0-9_.]*)(?:\$|\.)[A-Za-z0-9_]+_\(", old))
+    extra = sorted(set(new_names) - written)
+    if extra:
+        return f"`new` assigns {extra[0]!r}, which `old` does not write"
+    if new_assigns > len(written):
+        return f"`new` makes {new_assigns} assignments, where `old` writes {len(written)} name(s)"
+    return None
+
+
+def _python_statement(text: str) -> tuple[int, list[str]] | str:
+    """(assignments, assigned root names) of one simple Python statement, or what is wrong with it."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as err:
+        return f"is not Python ({err.msg})"
+    if len(tree.body) != 1:
+        return f"holds {len(tree.body)} statements, not one"
+    statement = tree.body[0]
+    if not isinstance(statement, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        return f"is a compound statement ({type(statement).__name__}), not one simple statement"
+    targets: list[ast.expr] = []
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Assign):
+            targets += node.targets
+        elif isinstance(node, ast.NamedExpr):
+            return "assigns inside an expression (`:=`): only the statement itself may assign"
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets.append(node.target)
+    names = []
+    for target in targets:
+        while isinstance(target, (ast.Attribute, ast.Subscript, ast.Starred)):
+            target = target.value
+        names += [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    return len(targets), names
+
+
+def _r_statement(text: str) -> tuple[int, list[str]] | str:
+    """(assignments, assigned root names) of one R statement as ``deparse()`` prints it on one line, or what is wrong."""
+    code, depths, depth, quote = [], [], 0, ""
+    for char in text:
+        depths.append(depth)
+        if quote:
+            quote = "" if char == quote else quote
+            code.append(" ")
+            continue
+        if char in "\"'`":
+            quote = char
+            code.append(" ")
+            continue
+        if char == "#":
+            return "holds a comment"
+        if char in ";\n":
+            return "holds a second statement (`;` or a new line)"
+        depth += char in "([{"
+        depth -= char in ")]}"
+        if depth < 0:
+            return "has unbalanced brackets"
+        code.append(char)
+    if quote or depth:
+        return "has an unclosed string or bracket"
+    bare = "".join(code)
+    if bare.strip().startswith("{"):
+        return "is a block (`{ ... }`), not one statement"
+    assigns = list(_R_ASSIGN.finditer(bare))
+    if any(m.group() in ("->", "->>") or depths[m.start()] for m in assigns):
+        return "assigns inside an expression or to the right (`->`): only the statement itself may assign"
+    if len(assigns) > 1:
+        return f"makes {len(assigns)} assignments in one statement"
+    found = _R_NAME.match(bare.strip()) if assigns else None
+    return len(assigns), [found.group()] if found else []
+
+
+SWITCHES, POINTS = load_patches()
 
 
 def patches_for(optimizer: str, switches: tuple[str, ...] = ()) -> dict[str, list[dict[str, str]]]:

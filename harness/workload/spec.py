@@ -24,6 +24,7 @@ __all__ = [
     "AMP_DTYPES",
     "DEVICES",
     "FIXTURE_FIELDS",
+    "default_overflow_steps",
     "OVERFLOW_POINTS",
     "PRESETS",
     "SizeWarning",
@@ -102,7 +103,8 @@ class WorkloadSpec:
     clip_max_norm: float = 0.1
     # Steps (0-based, as the recorded steps are numbered) at which the scaler scripts put an inf into
     # one gradient before the scaler's step, so the skip-and-backoff path runs at all (tiny in bf16
-    # never overflows). Empty: no injection, and the spec's digest is what it was before this field.
+    # never overflows). Empty: no injection, and the spec's digest is what it was before this field. Every preset
+    # sets one (PRESETS).
     overflow_steps: tuple[int, ...] = ()
     # Where those infs go (OVERFLOW_POINTS); the default keeps the spec's digest what it was before this field.
     overflow_point: str = "backward"
@@ -136,6 +138,9 @@ class WorkloadSpec:
         if unknown:
             raise SpecError("field", unknown[0], f"one of {_listing(f.name for f in dataclasses.fields(cls))}")
         values = {**PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None}}
+        epochs, batches = values.get("epochs", 1), values.get("num_batches", 1)
+        if "overflow_steps" not in values and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (epochs, batches)):
+            values["overflow_steps"] = default_overflow_steps(epochs * batches)  # otherwise validation names the bad field
         return cls(preset=preset, **values)
 
     @classmethod
@@ -144,6 +149,10 @@ class WorkloadSpec:
         if not isinstance(data, Mapping):
             raise SpecError("spec", data, "a JSON object of spec fields")
         fields = dict(data)
+        # A stored spec without a field added since ran at that field's old default, not at today's preset's (a result
+        # from before the presets injected an overflow injected none).
+        for name, default in _ADDED_FIELDS.items():
+            fields.setdefault(name, default)
         return cls.from_preset(fields.pop("preset", "tiny"), **fields)
 
     def replace(self, **changes: Any) -> WorkloadSpec:
@@ -218,6 +227,17 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+def default_overflow_steps(steps: int) -> tuple[int, ...]:
+    """Where a spec that names none puts its one overflow: the middle step (0-based; tiny's 20 steps: step 9).
+
+    bfloat16 on CPU never overflows by itself, so without it the main job never ran the scaler's skip and backoff (a
+    halved R ``backoff_factor`` read ``identical``, issue 37). The middle, so the scale has grown before it (tiny: at
+    steps 3 and 7) and grows again after it: the backoff and the growth count's restart both show in the history.
+    ``--overflow-steps ""`` runs without.
+    """
+    return (max(steps // 2 - 1, 0),)
+
+
 def available_cores() -> int:
     """Cores this process may run on (its CPU affinity where the OS has one, else every core): what ``threads=0`` means."""
     try:
@@ -282,6 +302,7 @@ def _validate(spec: WorkloadSpec) -> None:
     if spec.overflow_point not in OVERFLOW_POINTS:
         raise SpecError("overflow_point", spec.overflow_point, f"one of {_listing(OVERFLOW_POINTS)}")
     _check_overflow_steps(spec)
+    _check_optimizer_ranges(spec)
     _check_memory(spec)
     _check_tensor_core_sizes(spec)
 
@@ -302,6 +323,22 @@ def _positive_float(name: str, value: object) -> None:
     if not _FLOAT32_MIN_NORMAL <= value <= _FLOAT32_MAX:
         float32_range = f"from {_FLOAT32_MIN_NORMAL:.4g} to {_FLOAT32_MAX:.4g}"
         raise SpecError(name, value, f"a number a float32 holds, {float32_range} (it is a float32 in both frontends)")
+
+
+def _check_optimizer_ranges(spec: WorkloadSpec) -> None:
+    """An optimizer's own numbers get the ranges the spec's do (``--optimizer-arg sgd.lr=1e40`` is refused as ``--lr
+    1e40`` is, not run into every cell's failure): a learning rate is a float32 > 0 like ``lr``; any other number is 0 or
+    a float32 (both frontends hand it to float32 kernels), and a whole number fits R's integers."""
+    for name, args in spec.optimizer_args.items():
+        for arg, value in args.items():
+            where = f"optimizer_args.{name}.{arg}"
+            for number in value if isinstance(value, tuple) else (value,):
+                if isinstance(number, bool):
+                    continue
+                if arg == "lr" or number != 0:
+                    _positive_float(where, number)
+                if isinstance(number, int) and number > _MAX_INT:
+                    _int(where, number, minimum=0)
 
 
 def _check_overflow_steps(spec: WorkloadSpec) -> None:

@@ -182,3 +182,64 @@ def test_the_same_verdicts_whatever_the_order_and_the_slices(tmp_path: Path, mon
         assert exit_status(merged) == 0
     assert all(v == verdicts[0] for v in verdicts), verdicts
     assert verdicts[0]["cuda_amp_grad_scaler-autocast_scaler_clip-sgd-cpu"] == "known_difference"
+
+
+#: Issue 37 (1): the final weights scaled after the loop, where no traced point sees them: only the records show it.
+_AFTER_LOOP = {
+    "r": ("r_scripts/with_autocast.R", "  save_final_weights(net, spec$weights_out)\n",
+          "  torch::with_no_grad(for (p in net$parameters) p$mul_(1.0001))\n  save_final_weights(net, spec$weights_out)\n"),
+    "python": ("py_scripts/with_autocast.py", '    save_final_weights(net, spec["weights_out"])\n',
+               '    torch.no_grad()(lambda: [p.mul_(1.0001) for p in net.parameters()])()\n'
+               '    save_final_weights(net, spec["weights_out"])\n'),
+}
+
+
+@pytest.mark.parametrize(("language", "optimizer"), [("r", "adam"), ("python", "ignite_adam")])
+def test_a_change_the_trace_cannot_see_is_diverged_behind_an_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, availability: Availability, language: str, optimizer: str
+) -> None:
+    """Issue 37 (1): the weights scaled after the loop in one language's copy, in a pair an entry covers with a switch on
+    that language's side (first-moment-lerp: R's Adam, PyTorch's for the ignite row). The traced points part as the entry
+    describes, and the reconciled runs are identical at every point of the loop, but their records (final weights) are
+    not: ``diverged``, never proven, and the run exits 1."""
+    result = _run(tmp_path, monkeypatch, availability, ("default",), (optimizer,), plants=(_AFTER_LOOP[language],))
+    pair = _pair(result, "default", optimizer)
+    assert pair.verdict == "diverged" and not pair.details["proven"], pair.explanation
+    assert "still differ at" in pair.summary and "record.weights." in pair.summary, pair.summary
+    assert exit_status(result) == 1
+
+
+#: Issue 37 (3): GradScaler's backoff factor halved in one language's copy.
+_HALVED_BACKOFF = {
+    "r": ("r_scripts/common.R", "backoff_factor = spec$backoff_factor,", "backoff_factor = spec$backoff_factor / 2,"),
+    "python": ("py_scripts/common.py", 'backoff_factor=spec["backoff_factor"],', 'backoff_factor=spec["backoff_factor"] / 2,'),
+}
+
+
+@pytest.mark.parametrize("language", ["r", "python"])
+def test_a_halved_backoff_is_diverged_in_the_main_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, availability: Availability, language: str
+) -> None:
+    """Issue 37 (3): with the preset's own spec (no --overflow-steps), every scaler cell overflows once, so a halved
+    backoff shows: the pair is ``diverged`` at the loss scale, the planted cell fails GradScaler's rule, exit 1."""
+    result = _run(tmp_path, monkeypatch, availability, ("autocast_scaler",), ("sgd",), plants=(_HALVED_BACKOFF[language],))
+    pair = _pair(result, "autocast_scaler", "sgd")
+    assert pair.verdict == "diverged", pair.explanation
+    assert any("loss scale differs first at step 9" in line for line in pair.explanation), pair.explanation
+    planted = next(c for c in result.cells if c.frontend == language)
+    assert planted.verdict is not None and planted.verdict.outcome == "fail" and "GradScaler" in planted.verdict.reason
+    assert exit_status(result) == 1
+
+
+def test_a_scaler_failure_in_a_cell_a_bug_excuses_is_not_excused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, availability: Availability
+) -> None:
+    """Issue 37 (2): R's SGD-with-momentum cells fail their float64 check by sgd-weight-decay-index, which excuses them;
+    with R's backoff halved, the scale history breaks GradScaler's rule too: that failure is not the bug's, the pair
+    is not proven (its reconciled runs' scale histories differ) and the cell fails the run."""
+    result = _run(tmp_path, monkeypatch, availability, ("autocast_scaler",), ("sgd_momentum",), plants=(_HALVED_BACKOFF["r"],))
+    pair = _pair(result, "autocast_scaler", "sgd_momentum")
+    assert pair.verdict == "diverged" and not pair.details["proven"], pair.explanation
+    r_cell = next(c for c in result.cells if c.frontend == "r")
+    assert r_cell.verdict is not None and r_cell.verdict.outcome == "fail", r_cell.verdict
+    assert exit_status(result) == 1

@@ -57,7 +57,8 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
     plain = result.reference.losses_for("sgd", False)
     assert result.reference.available and plain is not None and len(plain) == 20
     assert sorted((t["optimizer"], t["clip"], tuple(t["skipped_steps"])) for t in result.reference.trajectories) == [
-        ("sgd", False, ()), ("sgd", True, ())]  # the optimizers that ran, plain and clipped
+        ("sgd", False, ()), ("sgd", False, (9,)), ("sgd", True, ()), ("sgd", True, (9,))]  # the optimizers that ran, plain
+    # and clipped, and each replayed over the step the scaler cells skipped (the preset's overflow, at step 9)
     assert result.reference_seconds > 0 and result.workers["python"]["startup_seconds"] > 0
     # Interleaved: round k of every cell before round k+1 of any (A, B, A, B ...).
     rounds = [line for line in progress if ": round " in line]
@@ -299,3 +300,30 @@ def test_an_ok_record_with_unreadable_weights_is_an_error_cell_and_the_matrix_fi
     assert "with_autocast-default-sgd-python-cpu.safetensors: " in default.reason
     assert default.reason.endswith("the script reported success, but its final weights cannot be judged")
     assert autocast.status is Status.OK and autocast.verdict is not None and autocast.verdict.outcome == "pass"
+
+
+def test_a_full_disk_while_writing_a_cell_trace_is_that_cells_error(
+    tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37 (13): safetensors' own error for a full disk while a cell's trace is written ends that cell in error, in
+    one line naming the file and what to do, never the run in a traceback; the next cell runs."""
+    from safetensors import SafetensorError
+
+    from harness.model.cell_trace import CellTrace
+
+    real_write = CellTrace.write
+    calls: list[Path] = []
+
+    def full_disk(self: CellTrace, path: Path) -> object:
+        calls.append(path)
+        if len(calls) == 1:
+            raise SafetensorError('Error while serializing: IoError(Os { code: 28, message: "No space left on device" })')
+        return real_write(self, path)
+
+    monkeypatch.setattr(CellTrace, "write", full_disk)
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
+        first = runner.run_cell(Cell("python", "with_autocast", "default", "sgd", "cpu"))
+        second = runner.run_cell(Cell("python", "with_autocast", "autocast", "sgd", "cpu"))
+    assert first.status is Status.ERROR and "cannot write its trace to" in str(first.reason), first.reason
+    assert "No space left on device" in str(first.reason) and "free space there" in str(first.reason)
+    assert second.status is Status.OK and second.trace is not None

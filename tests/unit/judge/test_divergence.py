@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from harness.judge.divergence import find_divergence, point_difference, read_triggers
+from harness.judge.divergence import find_divergence, point_difference, read_triggers, trace_cells
+from harness.model.result import CellResult
 from harness.model.trace import PairTrace, PointDifference
 
 
@@ -107,3 +110,29 @@ def test_a_traced_cell_over_its_time_bound_misses_the_trace_cost_figure() -> Non
     ((measured, met, why),) = cost(2.5)
     assert (measured, met) == ("2.50 s", False) and why is not None and why.startswith("over by 0.50 s")
     assert cost(9.0, trace=None) == []
+
+
+def test_a_stored_trace_that_is_not_its_cells_run_is_refused(tmp_path: Path) -> None:
+    """Issue 37 (6): a cell's trace file swapped for another run's (its SHA-256 updated in the result) carries that run's
+    record points; they are checked against the cell's own record, so the pair is left untraced (nothing proven) with the
+    reason, never judged on the other run's points."""
+    from harness.model.cell_trace import CellTrace
+    from harness.model.record_points import record_points
+    from tests.twins import by_mode, golden, split_losses, with_record
+
+    cell = by_mode(golden())["autocast"]
+    assert cell.record is not None
+    other = with_record(cell, losses=split_losses(cell.record, 5))
+    assert other.record is not None
+    loop = ((0, "loss", "float32", (), "0" * 32, 1.0),)
+
+    def traced(c: CellResult, record_of: CellResult, name: str) -> CellResult:
+        assert record_of.record is not None
+        trace = CellTrace((*loop, *record_points(record_of.record, None)), "blake3").write(tmp_path / f"{name}.trace.safetensors")
+        return dataclasses.replace(c, trace=trace, reconciled=None)
+
+    a = traced(cell, cell, "a")
+    b = traced(dataclasses.replace(other, cell=dataclasses.replace(other.cell, frontend="r")), cell, "b")  # b's record, a clean trace
+    trace = trace_cells(a, b)
+    assert trace.error is not None and "r's stored trace is not the run its record holds (losses at step 5" in trace.error
+    assert trace_cells(a, traced(b, b, "b2")).error is None

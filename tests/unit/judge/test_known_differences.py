@@ -11,13 +11,15 @@ import pytest
 from harness.errors import KnownDifferencesError
 from harness.judge.known_differences import DEFAULT_LIST, KnownDifference, load_known_differences
 from harness.judge.pairs import FAILING_VERDICTS, compare_cells
+from harness.model.cell_trace import CellTrace
+from harness.model.record_points import record_points as points_of_record
 from harness.model.result import CellResult
 from harness.model.trace import PairTrace, PointDifference
 from tests.twins import by_mode, golden, nudge_one_ulp, twin_cell, with_record
 
 CLIP = "cuda_amp_grad_scaler-autocast_scaler_clip-sgd-cpu"
 #: The switches the clip pair's R cell runs with to reconcile (every entry covering it on R's side, for plain SGD).
-SWITCHES = ("r-clip-coef-reciprocal", "r-clip-nan-coef", "r-sgd-weight-decay-param")
+SWITCHES = ("r-clip-coef-reciprocal", "r-clip-nan-coef")
 
 
 def _first(step: int = 0, point: str = "clip.coef", distance: int = 1) -> PointDifference:
@@ -36,6 +38,18 @@ def _trace(step: int = 0, point: str = "clip.coef", distance: int = 1, clipped: 
 def _identical_trace(clipped: tuple[int, ...]) -> PairTrace:
     return PairTrace(CLIP, ("python", "r"), (300, 300), 300, None, (7, "scaler.growth_tracker"),
                      {"clip_engaged": clipped, "always": (0, 1, 2)})
+
+
+def _reconciled(cells: tuple[CellResult, CellResult], folder: Path, record_points: bool = True) -> tuple[CellResult, CellResult]:
+    """The two cells with reconciled traces (the ``_trace`` PairTrace stands for their comparison) that carry their runs'
+    records (``record_points``), as every trace the harness writes does since issue 37."""
+    out = []
+    for cell in cells:
+        assert cell.record is not None
+        points = points_of_record(cell.record, None) if record_points else ((0, "loss", "float32", (), "0" * 32, 1.0),)
+        trace = CellTrace(points, "blake3", ("r-clip-coef-reciprocal",)).write(folder / f"{cell.frontend}.reconciled.trace.safetensors")
+        out.append(dataclasses.replace(cell, reconciled=trace))
+    return out[0], out[1]
 
 
 def _entry(entry_id: str) -> KnownDifference:
@@ -79,7 +93,7 @@ def test_a_matching_difference_proven_by_its_reconciled_runs_is_known(clip_cell:
     """A 1-ULP weight difference whose trace has the signature, and whose runs are identical with the switches on:
     ``known_difference`` (not failing), proven, with the entry and the trace shown."""
     twin = twin_cell(clip_cell, tmp_path, edit=nudge_one_ulp("layer0.weight", (1, 1)))
-    verdict = compare_cells(clip_cell, twin, trace=_trace(), known=load_known_differences())
+    verdict = compare_cells(*_reconciled((clip_cell, twin), tmp_path), trace=_trace(), known=load_known_differences())
     assert verdict.verdict == "known_difference" and verdict.verdict not in FAILING_VERDICTS, verdict.explain()
     assert verdict.details["known_difference"] == ["clip-coef-reciprocal"] and verdict.details["proven"] is True
     assert "known difference clip-coef-reciprocal: first differs at step 0, clip.coef (1 ULP)" in verdict.summary
@@ -89,10 +103,12 @@ def test_a_matching_difference_proven_by_its_reconciled_runs_is_known(clip_cell:
 
 @pytest.mark.parametrize(("trace", "why"), [
     (_trace(reconciled=None), "the cells have no reconciled runs"),
-    (_trace(reconciled=False), "with the switches r-clip-coef-reciprocal, r-clip-nan-coef, r-sgd-weight-decay-param on, the runs "
-                               "still differ"),
+    (_trace(reconciled=False), "with the switches r-clip-coef-reciprocal, r-clip-nan-coef on, the runs still differ"),
     (_trace(switches=("r-clip-nan-coef",)), "the reconciled runs did not apply the switch r-clip-coef-reciprocal"),
-], ids=["no-reconciled-runs", "still-differs", "switch-missing"])
+    # Issue 37 (5): a run reconciled under another list, judged again under this one, used a switch no entry here names.
+    (_trace(switches=(*SWITCHES, "r-sgd-weight-decay-param")), "the reconciled runs applied the switch r-sgd-weight-decay-param, "
+                                                               "which no entry that applies here names"),
+], ids=["no-reconciled-runs", "still-differs", "switch-missing", "switch-unnamed"])
 def test_a_matching_difference_not_proven_is_diverged_where_identity_is_expected(
     clip_cell: CellResult, tmp_path: Path, trace: PairTrace, why: str
 ) -> None:
@@ -124,8 +140,18 @@ def test_a_difference_the_record_check_finds_is_known_only_when_proven(clip_cell
     unproven = compare_cells(clip_cell, twin, trace=_trace(reconciled=None), known=load_known_differences())
     assert unproven.verdict == "diverged" and unproven.details["known_difference"] is None, unproven.explain()
     assert "MISMATCH loss scale differs first at step 3" in unproven.explain()
-    proven = compare_cells(clip_cell, twin, trace=_trace(), known=load_known_differences())
+    proven = compare_cells(*_reconciled((clip_cell, twin), tmp_path), trace=_trace(), known=load_known_differences())
     assert proven.verdict == "known_difference" and proven.details["proven"] is True, proven.explain()
+
+
+def test_reconciled_runs_whose_records_were_never_compared_prove_nothing(clip_cell: CellResult, tmp_path: Path) -> None:
+    """Issue 37 (1): reconciled traces identical at every traced point, but holding no record of their runs (losses,
+    final weights), cannot prove the entry: a change after the loop shows only in the records. ``diverged``, saying so."""
+    twin = twin_cell(clip_cell, tmp_path, edit=nudge_one_ulp("layer0.weight", (1, 1)))
+    verdict = compare_cells(*_reconciled((clip_cell, twin), tmp_path, record_points=False), trace=_trace(),
+                            known=load_known_differences())
+    assert verdict.verdict == "diverged" and verdict.details["proven"] is False, verdict.explain()
+    assert "holds no record of its run" in verdict.summary
 
 
 def test_an_entry_whose_trigger_held_on_an_identical_pair_is_stale(clip_cell: CellResult, tmp_path: Path) -> None:
@@ -180,3 +206,20 @@ def test_an_entry_of_another_optimizer_does_not_cover_the_pair() -> None:
     assert not entry.covers("with_autocast", "default", "adam", "cpu")
     narrowed = dataclasses.replace(entry, optimizers=frozenset({"sgd_nesterov"}))
     assert not narrowed.covers("with_autocast", "default", "sgd_momentum", "cpu")
+
+
+def test_a_bug_that_cannot_act_is_inert_not_stale(tmp_path: Path) -> None:
+    """Issue 37 (9): `--optimizer-arg sgd_momentum.weight_decay=0` makes SGD's weight-decay bug unable to act: the identical
+    pair (its trigger, "always", held) is ``identical`` with the entry named inert, not ``stale_known_difference``; with
+    weight decay on, the same trace makes the entry stale."""
+    cell = next(c for c in golden().cells if c.frontend == "python" and c.mode == "default")
+    cell = dataclasses.replace(cell, cell=dataclasses.replace(cell.cell, optimizer="sgd_momentum"), weights=None, trace=None,
+                               reconciled=None)
+    twin = twin_cell(cell, tmp_path)
+    trace = PairTrace(cell.pair, ("python", "r"), (300, 300), 300, None, (19, "optim.momentum_buffer.layer2.bias"), {"always": (0, 1)})
+    entry = _entry("sgd-weight-decay-index")
+    inert = compare_cells(cell, twin, trace=trace, known=[entry], optimizer_args={"weight_decay": 0, "momentum": 0.9})
+    assert inert.verdict == "identical" and inert.details["inert"] == ["sgd-weight-decay-index"], inert.explain()
+    assert "inert: R torch bug sgd-weight-decay-index cannot act here: weight_decay = 0" in inert.explain()
+    stale = compare_cells(cell, twin, trace=trace, known=[entry], optimizer_args={"weight_decay": 1e-2, "momentum": 0.9})
+    assert stale.verdict == "stale_known_difference", stale.explain()

@@ -91,3 +91,14 @@ def test_traces_hashed_differently_are_not_comparable() -> None:
     assert CellTrace.comparable(_trace(POINTS), _trace(POINTS)) is None
     why = CellTrace.comparable(_trace(POINTS), _trace(POINTS, "sha256"))
     assert why is not None and "blake3 and sha256" in why and "re-run" in why
+
+
+def test_a_difference_whose_tensors_were_not_kept_never_reads_none() -> None:
+    """Issue 37 (12): a first difference measured from digests only (no kept tensors) says so, never "None of None
+    elements differ"."""
+    from harness.model.trace import PointDifference
+
+    line = PointDifference(19, "record.weights.layer0.weight", "bytes", ("float32", "float32"), ((128, 128), (128, 128))).describe(
+        ("python", "r"))
+    assert "None" not in line and line == ("step 19, record.weights.layer0.weight (float32 128×128): the bytes differ (the tensors "
+                                           "were not kept, so how far is not measured)")

@@ -193,3 +193,15 @@ def test_stored_verdicts_are_never_read_back(tmp_path: Path, edit: Any, index: i
     assert verdict is not None and verdict.outcome == outcome
     if outcome == "fail":
         assert verdict.scaler is not None and not verdict.scaler.passed and "step 3" in verdict.reason
+
+
+@pytest.mark.parametrize(("field", "value"), [("lr", 0.5), ("optimizer_args", {"sgd": {"lr": 0.5}})])
+def test_a_spec_edited_after_the_run_is_refused(tmp_path: Path, field: str, value: object) -> None:
+    """Issue 37 (8): the stored spec is hashed again on load; one edited by hand (lr, an optimizer's arguments) no longer
+    hashes to its spec_digest and the result is refused in one line, not reported as what ran."""
+    data = json.loads(GOLDEN_RESULT.read_text(encoding="utf-8"))
+    data["spec"][field] = value
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ResultError, match=r"edited\.json: spec is 'edited' but it hashes to \w+, not the spec_digest af6db19d3ad1d7cb"):
+        load_result(edited)

@@ -22,7 +22,8 @@ from tests.twins import golden
 def _slice(result: MatrixResult, frontend: str, **changes: object) -> MatrixResult:
     """One frontend's cells of ``result``, as a CI job running only that installation would have written them."""
     cells = tuple(c for c in result.cells if c.frontend == frontend)
-    return dataclasses.replace(result, cells=cells, frontends=(frontend,), baseline=frontend, pairs=(), traces=(), **changes)  # type: ignore[arg-type]
+    sliced = dataclasses.replace(result, cells=cells, frontends=(frontend,), baseline=frontend, pairs=(), traces=(), **changes)  # type: ignore[arg-type]
+    return dataclasses.replace(sliced, spec_digest=sliced.spec.digest())  # a spec it ran, not one edited after
 
 
 @pytest.fixture
@@ -62,6 +63,7 @@ def test_a_cell_alone_on_its_device_is_listed_with_why(tmp_path: Path) -> None:
                                                                    time_vs_default=None, verdict=None)
                                                for c in gpu.cells), frontends=("h100",), baseline="h100",
                               spec=dataclasses.replace(gpu.spec, device="cuda", amp_dtype="float16"))
+    gpu = dataclasses.replace(gpu, spec_digest=gpu.spec.digest())
     a, b = tmp_path / "cpu.json", tmp_path / "gpu.json"
     save_result(_slice(golden(), "python"), a)
     save_result(gpu, b)
@@ -267,3 +269,25 @@ def test_a_merged_result_of_inputs_measured_against_other_peaks_loads_again(tmp_
     again = load_result(tmp_path / "merged.json")
     assert [s["peaks"]["by_dtype"]["float32"]["tflops"] for s in again.sources] == [
         golden().peaks.by_dtype["float32"]["tflops"], faster.by_dtype["float32"]["tflops"]]  # type: ignore[index]
+
+
+def test_merge_keeps_every_inputs_float64_reference(tmp_path: Path) -> None:
+    """Issue 37 (7): each input's float64 trajectories are kept, and each cell is judged against its own input's: a slice
+    whose trajectories the first input lacks (here, every unclipped one) is not left ``not_judged`` in the merge."""
+    full = golden().reference
+    clipped_only = dataclasses.replace(full, trajectories=tuple(t for t in full.trajectories if t["clip"]))
+    a, b = tmp_path / "python.json", tmp_path / "r.json"
+    save_result(_slice(golden(), "python", reference=clipped_only), a)
+    save_result(_slice(golden(), "r"), b)
+    alone = {c.id: c.verdict.outcome for c in load_result(b).cells if c.verdict is not None}
+    merged = merge_results([a, b])
+    judged = {c.id: c.verdict.outcome for c in merged.cells if c.frontend == "r" and c.verdict is not None}
+    assert judged == alone and "pass" in judged.values(), judged
+    assert len(merged.reference.trajectories) == len(full.trajectories)
+    assert [s.get("reference") is not None for s in merged.sources] == [True, True]
+    assert merge_results([a, b]).cells == load_result_roundtrip(merged, tmp_path / "m.json").cells
+
+
+def load_result_roundtrip(result: MatrixResult, path: Path) -> MatrixResult:
+    save_result(result, path)
+    return load_result(path)

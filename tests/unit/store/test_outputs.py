@@ -15,7 +15,7 @@ from harness.judge.assess import assess_result
 from harness.model.result import MatrixResult
 from harness.store.claims import ReportClaim, ResultClaim, check_report_folder, publish_or_rescue, rescue_result
 from harness.store.result_file import WEIGHTS_MARKER, load_result
-from harness.views.report import REPORT_FILES
+from harness.views.report import REPORT_FILES, write_report
 from tests.model_results import committed, with_weights
 
 
@@ -204,14 +204,36 @@ def test_report_folder_checks(tmp_path: Path) -> None:
 
 def test_an_existing_report_is_replaced_only_with_overwrite_and_only_as_a_file(tmp_path: Path) -> None:
     """A report already in the folder needs --overwrite; a folder or link where a report file goes is refused even then."""
-    (tmp_path / "report.md").write_text("my edited report")
+    (tmp_path / "report.md").write_text("# amp-parity report\n\nan earlier one")
     with pytest.raises(ResultError, match=r"report\.md already exists; pass --overwrite to replace the report in .*another --out folder"):
         check_report_folder(tmp_path, REPORT_FILES, flag="--out")
     check_report_folder(tmp_path, REPORT_FILES, overwrite=True)
     (tmp_path / "losses.png").mkdir()
     with pytest.raises(ResultError, match=r"losses\.png is a folder; --overwrite replaces only report files"):
         check_report_folder(tmp_path, REPORT_FILES, overwrite=True)
-    assert (tmp_path / "report.md").read_text() == "my edited report"
+    assert (tmp_path / "report.md").read_text() == "# amp-parity report\n\nan earlier one"
+
+
+@pytest.mark.parametrize("name", ["report.md", "losses.png"])
+def test_overwrite_replaces_only_report_files_amp_parity_wrote(tmp_path: Path, name: str) -> None:
+    """Issue 37 (14): a ``report.md`` of a user's own notes (or a picture of theirs named like a plot) is never replaced, even
+    with --overwrite, before the run or when the report is published; a report the harness wrote is."""
+    (tmp_path / name).write_text("my notes")
+    with pytest.raises(ResultError, match=rf"{name.replace('.', '[.]')} was not written by amp-parity .*--overwrite replaces only"):
+        check_report_folder(tmp_path, REPORT_FILES, overwrite=True, flag="--out")
+    (tmp_path / name).unlink()
+    with ReportClaim(tmp_path, REPORT_FILES, overwrite=True, flag="--out") as claim:
+        write_report(committed(), claim.staging)
+        (tmp_path / name).write_text("my notes")  # written by the user while the report was drawn
+        with pytest.raises(ResultError, match="was not written by amp-parity"):
+            claim.publish()
+    assert (tmp_path / name).read_text() == "my notes"
+
+
+def test_the_report_begins_as_the_overwrite_check_expects(tmp_path: Path) -> None:
+    """The check and the view agree: a report the harness writes is one --overwrite may replace."""
+    write_report(committed(), tmp_path)
+    check_report_folder(tmp_path, REPORT_FILES, overwrite=True)
 
 
 def _fill_disk_for(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -301,6 +323,7 @@ def test_a_report_written_into_the_folder_during_the_run_is_not_replaced(tmp_pat
             claim.publish()
     assert (tmp_path / "rep" / "report.md").read_text() == "written by hand during the run"
     assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["report.md"]
+    (tmp_path / "rep" / "report.md").write_text("# amp-parity report\n\nan earlier one")  # --overwrite replaces only its own
     with ReportClaim(tmp_path / "rep", REPORT_FILES, overwrite=True) as claim:
         _stage_report(claim)
         assert [p.name for p in claim.publish()] == ["report.md", "losses.png", "loss_diff.png", "timing.png"]

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
+import pytest
+
 from harness.workload.contract import script_run_spec
-from harness.workload.patches import POINT_CALL, POINTS, SWITCHES, patches_for
+from harness.workload.patches import PATCHES_FILE, POINT_CALL, POINTS, SWITCHES, check_switch, load_patches, patches_for
 
 
 def test_every_point_is_defined_in_both_languages() -> None:
@@ -40,3 +45,33 @@ def test_the_run_spec_carries_each_languages_patches_and_the_switches() -> None:
     """The run spec names the switches a run applies and both languages' replacements (each script picks its own)."""
     spec = script_run_spec(0.05, "cuda_amp_grad_scaler", "sgd", {}, ("r-clip-coef-reciprocal",))
     assert spec["switches"] == ["r-clip-coef-reciprocal"] and set(spec["patches"]) == {"python", "r"}
+
+
+def _switch_file(tmp_path: Path, side: str, old: str, new: str) -> Path:
+    path = tmp_path / "patches.toml"
+    path.write_text(f'[[switch]]\nid = "s"\nside = "{side}"\ntitle = "t"\ntarget = "optim_adam$step"\n'
+                    f"old = '{old}'\nnew = '{new}'\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("side", "old", "new", "why"), [
+    ("r", "exp_avg$mul_(beta1)$add_(grad, alpha = 1 - beta1)", "exp_avg$lerp_(grad, 1 - beta1); group$lr <- 0.05", "second statement"),
+    ("r", "exp_avg$mul_(beta1)$add_(grad, alpha = 1 - beta1)", "exp_avg$lerp_(grad, (group$lr <- 0.05) * 0 + 1 - beta1)",
+     "inside an expression"),
+    ("r", "exp_avg$mul_(beta1)$add_(grad, alpha = 1 - beta1)", "{ exp_avg$lerp_(grad, 1 - beta1) }", "block"),
+    ("r", "clip_coef <- max_norm/(total_norm + 1e-06)", "lr <- max_norm/(total_norm + 1e-06)", "'lr'"),
+    ("python", "exp_avg.lerp_(grad, 1 - beta1)", "exp_avg.lerp_(grad, 1 - beta1); lr = 0.05", "2 statements"),
+    ("python", "exp_avg.lerp_(grad, 1 - beta1)", "if True: exp_avg.lerp_(grad, 1 - beta1)", "compound"),
+    ("python", "exp_avg.lerp_(grad, 1 - beta1)", "exp_avg.lerp_(grad, (lr := 0.05) * 0 + 1 - beta1)", "inside an expression"),
+])
+def test_a_switch_that_does_more_than_one_statement_is_refused_at_load(tmp_path: Path, side: str, old: str, new: str, why: str) -> None:
+    """Issue 37 (4): a switch is one statement for one statement, writing only what the statement it replaces writes; a
+    second statement hidden in its replacement (R's `...; group$lr <- 0.05`) is refused when patches.toml is loaded."""
+    with pytest.raises(ValueError, match=f"switch 's'.*{re.escape(why)}"):
+        load_patches(_switch_file(tmp_path, side, old, new))
+
+
+def test_every_committed_switch_is_one_statement_for_one_statement(tmp_path: Path) -> None:
+    """The committed switches pass the check, R's step read as a double included (it assigns the name it changed in place)."""
+    assert check_switch("r", "step$add_(1)", "step <- step$add_(1)$item()") is None
+    assert load_patches(PATCHES_FILE)[0].keys() == SWITCHES.keys()

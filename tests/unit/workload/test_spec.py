@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from typing import Any
 
 import pytest
 
@@ -95,13 +96,24 @@ def test_digest_is_stable_and_sensitive() -> None:
 
 
 def test_overflow_steps_leave_the_digest_of_specs_without_them_unchanged() -> None:
-    """The field came later: tiny's digest is still the one from before it, and only a spec that injects gets another."""
-    tiny = WorkloadSpec.from_preset("tiny")
+    """The field came later: a spec without injection keeps the digest from before it (tiny's, and any stored spec that
+    lacks the field: it ran without injection, whatever the presets do now), and only a spec that injects gets another."""
+    tiny = WorkloadSpec.from_preset("tiny", overflow_steps=())
     assert tiny.overflow_steps == () and tiny.digest() == "ec001894fdb3196b"
+    stored = {k: v for k, v in tiny.to_json().items() if k != "overflow_steps"}
+    assert WorkloadSpec.from_json(stored).overflow_steps == () and WorkloadSpec.from_json(stored).digest() == tiny.digest()
     injected = WorkloadSpec.from_json({"preset": "tiny", "overflow_steps": [3, 7]})
     assert injected.overflow_steps == (3, 7) and injected.digest() != tiny.digest()
     assert injected.digest(FIXTURE_FIELDS) == tiny.digest(FIXTURE_FIELDS)  # same fixtures
     assert injected.to_json()["overflow_steps"] == [3, 7]
+
+
+@pytest.mark.parametrize(("preset", "step"), [("tiny", 9), ("bench", 24), ("recipe", 74)])
+def test_every_preset_injects_one_overflow_at_its_middle_step(preset: str, step: int) -> None:
+    """Issue 37 (3): without a flag, every scaler cell skips one step and backs off (bf16 on CPU never overflows by
+    itself), so a change to backoff or skip is seen in the main job; the step follows the run's length."""
+    assert WorkloadSpec.from_preset(preset, device="cpu").overflow_steps == (step,)
+    assert WorkloadSpec.from_preset("tiny", epochs=1).overflow_steps == (4,)
 
 
 #: Each preset's digest before the optimizer axis (``spec_digest`` of the results under docs/results/ and tests/data/).
@@ -112,7 +124,7 @@ _DIGESTS = {"tiny": "ec001894fdb3196b", "bench": "fdd45ef091b37f20", "recipe": "
 def test_optimizer_args_and_static_loss_scale_leave_the_digest_unchanged_at_their_defaults(preset: str) -> None:
     """``optimizer_args`` (empty) and ``static_loss_scale`` (1024) came with the optimizer axis: at their defaults every preset's
     digest is the one its stored results carry; any other value gives another digest, and the fixtures stay the same."""
-    spec = WorkloadSpec.from_preset(preset, device="cpu")
+    spec = WorkloadSpec.from_preset(preset, device="cpu", overflow_steps=())
     assert spec.optimizer_args == {} and spec.static_loss_scale == 1024.0
     assert spec.digest() == _DIGESTS[preset]
     for changed in (spec.replace(optimizer_args={"adam": {"eps": 1e-6}}), spec.replace(static_loss_scale=128.0)):
@@ -198,3 +210,23 @@ def test_whole_numbers_beyond_r_integers_are_refused() -> None:
     with pytest.raises(SpecError, match=r"growth_interval must be a whole number from 1 to 2147483647 \(R's largest integer\)"):
         WorkloadSpec.from_preset("tiny", growth_interval=2**31)
     assert WorkloadSpec.from_preset("tiny", growth_interval=2**31 - 1).growth_interval == 2**31 - 1
+
+
+@pytest.mark.parametrize(("args", "field", "expected"), [
+    ({"sgd": {"lr": 1e40}}, "optimizer_args.sgd.lr", "a number a float32 holds"),
+    ({"sgd": {"lr": 0}}, "optimizer_args.sgd.lr", "a finite number > 0"),
+    ({"adam": {"eps": 1e-45}}, "optimizer_args.adam.eps", "a number a float32 holds"),
+    ({"adam": {"betas": [0.9, 1e39]}}, "optimizer_args.adam.betas", "a number a float32 holds"),
+])
+def test_optimizer_args_get_the_range_checks_of_the_specs_own_numbers(args: dict[str, Any], field: str, expected: str) -> None:
+    """Issue 37 (11): ``--optimizer-arg sgd.lr=1e40`` is refused as ``--lr 1e40`` is, naming the argument; a zero where the
+    row allows it (no weight decay) is not."""
+    with pytest.raises(SpecError) as refused:
+        WorkloadSpec.from_preset("tiny", optimizer_args=args)
+    assert field in str(refused.value) and expected in str(refused.value)
+    assert WorkloadSpec.from_preset("tiny", optimizer_args={"sgd_momentum": {"weight_decay": 0}}).optimizer_args
+
+
+def test_lr_of_1e40_is_refused_alike() -> None:
+    with pytest.raises(SpecError, match="a number a float32 holds"):
+        WorkloadSpec.from_preset("tiny", lr=1e40)

@@ -1,0 +1,82 @@
+"""An excuse covers only what its bug explains (issue 37): a failure outside the bug's signature fails, and an excuse never
+depends on which cell is the baseline."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from harness.judge.assess import _excused
+from harness.judge.known_differences import load_known_differences
+from harness.model.result import CellResult, MatrixResult
+from harness.model.verdicts import CellVerdict, PairVerdict, ScalerCheck
+from tests.twins import golden
+
+BUG = "sgd-weight-decay-index"
+
+
+def _scaler_cell() -> CellResult:
+    return next(c for c in golden().cells if c.frontend == "python" and c.mode == "autocast_scaler")
+
+
+def _failed(cell: CellResult, scaler_ok: bool, float64_from: int | None) -> CellResult:
+    """``cell`` failing its own check: its scale history (``scaler_ok`` False) and/or its float64 check from a step."""
+    verdict = cell.verdict
+    assert verdict is not None and verdict.float64 is not None
+    float64 = verdict.float64
+    if float64_from is not None:
+        float64 = dataclasses.replace(float64, passed=False, first_step_beyond=float64_from)
+    scaler = ScalerCheck(scaler_ok, 20, (), None if scaler_ok else 19, None if scaler_ok else 1.0, None if scaler_ok else 2.0,
+                         "follows" if scaler_ok else "breaks GradScaler's rule at step 19")
+    return dataclasses.replace(cell, verdict=CellVerdict(cell.id, "fail", float64, scaler, "failed"))
+
+
+def _result(cells: list[CellResult], excused_in: CellResult, acts_from: int = 0, extra: tuple[PairVerdict, ...] = ()) -> MatrixResult:
+    pair = PairVerdict(excused_in.pair, excused_in.script, excused_in.mode, excused_in.device, ("r", excused_in.frontend),
+                       "known_difference", ["known"], {"excused": [excused_in.id], "excused_by": [BUG], "known_difference": [BUG],
+                                                       "trace": {"triggers": {"always": list(range(acts_from, 20))}}})
+    return dataclasses.replace(golden(), cells=tuple(cells), pairs=(pair, *extra))
+
+
+def _outcome(result: MatrixResult, cell_id: str) -> CellVerdict:
+    verdict = next(c for c in _excused(result, load_known_differences()) if c.id == cell_id).verdict
+    assert verdict is not None
+    return verdict
+
+
+def test_a_broken_scale_history_is_not_excused_by_an_optimizer_bug() -> None:
+    """Defect 2: an R scale history that breaks GradScaler's rule at step 19 is not excused by SGD's weight-decay bug."""
+    cell = _failed(_scaler_cell(), scaler_ok=False, float64_from=None)
+    verdict = _outcome(_result([cell], cell), cell.id)
+    assert verdict.outcome == "fail" and "not excused by R torch bug sgd-weight-decay-index" in verdict.reason
+    assert "scale history breaks GradScaler's rule at step 19" in verdict.reason
+
+
+def test_a_float64_failure_from_where_the_bug_acts_is_excused_and_one_before_it_is_not() -> None:
+    """The bug's signature is the losses leaving float64 from the step it acts at; earlier, something else moved them."""
+    cell = _failed(_scaler_cell(), scaler_ok=True, float64_from=5)
+    assert _outcome(_result([cell], cell, acts_from=3), cell.id).outcome == "excused"
+    early = _outcome(_result([cell], cell, acts_from=8), cell.id)
+    assert early.outcome == "fail" and "before the bug acts (step 8)" in early.reason
+
+
+def test_an_excuse_follows_an_identical_cell_whatever_the_baseline() -> None:
+    """Defect 10: with `r,r2=r,python`, r2 is identical to r (the baseline): r2's failure is r's, and is excused alike."""
+    r = _failed(_scaler_cell(), scaler_ok=True, float64_from=5)
+    r2 = dataclasses.replace(r, cell=dataclasses.replace(r.cell, frontend="r2"), verdict=dataclasses.replace(r.verdict, cell="r2"))  # type: ignore[arg-type]
+    same = PairVerdict(r.pair, r.script, r.mode, r.device, ("python", "r2"), "identical", ["identical"], {})
+    result = _result([r, r2], r, extra=(same,))
+    assert r2.id in result.excused() and r2.id != r.id
+    assert _outcome(result, r2.id).outcome == "excused"
+
+
+def test_a_first_difference_in_the_record_is_not_sent_to_the_second_pass() -> None:
+    """A pair that first parts at a record point (weights changed after the loop) has nothing a worker could keep: the
+    second pass is not asked for it (it would wait for a point no script records)."""
+    from harness.judge.pairs import needs_detail
+
+    def verdict(point: str) -> PairVerdict:
+        first = {"step": 19, "point": point, "kind": "bytes", "max_distance": None}
+        return PairVerdict("p", "s", "default", "cpu", ("python", "r"), "diverged", [], {"trace": {"first_difference": first}})
+
+    assert needs_detail(verdict("record.weights.layer0.weight")) is None
+    assert needs_detail(verdict("optim.exp_avg.layer0.weight")) == (19, "optim.exp_avg.layer0.weight")
