@@ -29,8 +29,10 @@ if TYPE_CHECKING:
     from harness.files.staging import StagingDir
     from harness.judge.known_differences import KnownDifference
     from harness.model.result import MatrixResult
+    from harness.run.runner import MatrixRunner
     from harness.store.claims import ReportClaim
     from harness.workload.installations import Installation
+    from harness.workload.spec import WorkloadSpec
 
 __all__ = ["DEFAULT_PROG", "console_main", "exit_status", "main"]
 
@@ -248,8 +250,9 @@ def _run(args: argparse.Namespace) -> ExitCode:
     from harness.run.prepare import require_device
     from harness.run.runner import MatrixRunner
     from harness.store.claims import ReportClaim, ResultClaim, publish_or_rescue
+    from harness.views.progress import progress_for
     from harness.views.table import make_console, print_result
-    from harness.views.timing_sections import phases_line
+    from harness.views.timing_sections import limit_line, phases_line
     from harness.workload.flags import spec_from_args
     from harness.workload.optimizers import parse_optimizers
     from harness.workload.spec import parse_modes
@@ -277,8 +280,9 @@ def _run(args: argparse.Namespace) -> ExitCode:
             spec, frontends, timeout=args.timeout, staging=staging, scaler_lift=args.scaler_lift,
             trace=args.trace, known=_known(args), baseline=args.baseline,
         ) as runner:
-            with console.status("running cells...") as status:
-                result = runner.run(modes, optimizers, on_progress=status.update, protocol=protocol, profile=args.profile,
+            _print_header(console, spec, runner, modes, optimizers)
+            with progress_for(console, sys.stderr) as progress:
+                result = runner.run(modes, optimizers, on_progress=progress, protocol=protocol, profile=args.profile,
                                     judging="tolerance_only" if args.tolerance_only else "strict")
             saved = None
             writing = time.perf_counter()
@@ -292,7 +296,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
             if reports is not None and reports.published:
                 _WRITTEN.append(f"the report was written to {reports.folder}")
             result = dataclasses.replace(result, phases=result.phases.with_phase("writing", time.perf_counter() - writing))
-    lines = [line for line in (saved, written, _nothing_ran(result)) if line is not None]
+    lines = [line for line in (saved, written, _nothing_ran(result), limit_line(result)) if line is not None]
     if getattr(args, "verbose", False):
         lines.append(phases_line(result) or "phases: none recorded")
     try:
@@ -306,6 +310,21 @@ def _run(args: argparse.Namespace) -> ExitCode:
         if line.startswith("error:"):
             print(line, file=sys.stderr)
     return ExitCode.USAGE_ERROR if any(line.startswith("error:") for line in lines) else exit_status(result)
+
+
+def _print_header(console: Console, spec: WorkloadSpec, runner: MatrixRunner, modes: tuple[str, ...],
+                  optimizers: tuple[str, ...]) -> None:
+    """The run's header, before its first cell: what runs, on how many cores, and (once) what this CPU cannot do."""
+    from harness.run.cpu_features import cpu_has_bf16, usable_cpus
+    from harness.views.timing_sections import bf16_note
+    from harness.workload.matrix import cells_for
+
+    cells = len(cells_for(runner.frontends, modes, optimizers, spec.device))
+    console.print(f"amp-parity run: preset {spec.preset}, {cells} cells ({', '.join(runner.frontends)}), {spec.device}, "
+                  f"{usable_cpus()} cores", soft_wrap=True, highlight=False)
+    note = bf16_note(cpu_has_bf16()) if spec.device == "cpu" else None
+    if note:
+        console.print(f"[yellow]note:[/] {note}", soft_wrap=True, highlight=False)
 
 
 def _trace(args: argparse.Namespace) -> ExitCode:

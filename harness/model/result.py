@@ -345,12 +345,24 @@ class MatrixResult:
 
         ``start``: the slowest worker's start (from its launch to its first answer: R's start-up and ``library(torch)``,
         Python's ``import torch``; the workers start side by side, so the slowest is what a run waits for). ``rounds``: one
-        round of every cell that ran, one after another (:attr:`CellResult.own_run_seconds`). No run can be quicker: a
-        cell must run once, and its worker must start first.
+        round of every cell that ran (:attr:`CellResult.own_run_seconds`: its untraced timed round where it has one), spread
+        over the :attr:`lanes` the cells can run in at once. No run can be quicker: a cell must run once, and its worker
+        must start first.
         """
         start = max((float(w.get("ready_seconds") or w.get("startup_seconds") or 0.0) for w in self.workers.values()), default=0.0)
-        rounds = sum(c.own_run_seconds or 0.0 for c in self.cells if c.record is not None)
+        rounds = sum(c.own_run_seconds or 0.0 for c in self.cells if c.record is not None) / self.lanes
         return start + rounds, start, rounds
+
+    @property
+    def lanes(self) -> int:
+        """How many cells could run at once here: a lane per frontend that ran a cell, no more than the machine's cores
+        hold at the spec's threads each (the ``cpus`` the run found, :mod:`harness.run.availability`). 1 for a result that
+        did not record its cores (before issue 38): its limit is read as it was written, one cell after another."""
+        cpus = self.environment.get("cpus")
+        if not isinstance(cpus, int) or cpus < 1:
+            return 1
+        frontends = len({c.frontend for c in self.cells if c.record is not None})
+        return max(1, min(frontends, cpus // max(1, self.spec.threads)))
 
     @property
     def steps(self) -> int:
