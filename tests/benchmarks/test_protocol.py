@@ -102,23 +102,26 @@ def _missed(result: dict[str, Any], name: str | None = None, machine_noise: bool
             if not t["met"] and (name is None or t["name"] == name) and (machine_noise or not t.get("machine_noise"))]
 
 
-def test_the_four_mode_tiny_matrix_runs_within_twice_its_limit(benchmark: BenchmarkFixture, tmp_path: Path) -> None:
+def test_the_four_mode_tiny_matrix_runs_within_its_bound(benchmark: BenchmarkFixture, tmp_path: Path) -> None:
     """``run --preset tiny`` of the four modes, plain SGD, both frontends (start-up included) meets every target: the matrix
-    within twice its limit (the slowest worker's start plus one round of every cell) among them; ``-v`` prints its phases."""
+    within 3× its limit (the slowest worker's start plus one round of every cell, over the cores) among them; ``-v``
+    prints its phases."""
     done, result = _run(benchmark, tmp_path / "tiny.json", "--preset", "tiny", "--mode", ",".join(FOUR_MODES), "--optimizer", "sgd")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert {t["name"] for t in result["targets"]} >= {"whole tiny CPU matrix", "tiny matrix cost per cell"}
+    assert {t["name"] for t in result["targets"]} >= {"whole tiny CPU matrix"}
     assert [line for line in done.stdout.splitlines() if line.startswith("phases: ")], done.stdout[-2000:]
     assert not _missed(result), "\n".join(_missed(result))
 
 
-def test_the_whole_tiny_matrix_costs_in_proportion(benchmark: BenchmarkFixture, tmp_path: Path) -> None:
-    """``run --preset tiny``, every optimizer and mode (issue 21's matrix): what it takes beyond its workers' start grows with
-    its cells, at the cost per cell the four-mode matrix has (:data:`~harness.judge.targets.TINY_CELL_COST_MAX_ROUNDS`)."""
+def test_the_whole_tiny_matrix_runs_within_its_bound(benchmark: BenchmarkFixture, tmp_path: Path) -> None:
+    """``run --preset tiny``, every optimizer and mode (the main job, issue 38): within 3× the limit it states
+    (:data:`~harness.judge.targets.TINY_MATRIX_LIMIT_FACTOR`), so its time grows with its cells at the cost per cell it
+    has now; the run says how far it was from its limit (its ``matrix:`` line) and its phases, one line each."""
     done, result = _run(benchmark, tmp_path / "whole.json", "--preset", "tiny")
     assert done.returncode == 0, done.stderr[-2000:]
     MISSED_TARGETS.extend(f"whole tiny: {line}" for line in _missed(result))
-    assert not _missed(result, "tiny matrix cost per cell"), "\n".join(_missed(result))
+    assert [line for line in done.stdout.splitlines() if line.startswith("matrix: ") and "its limit here" in line], done.stdout[-2000:]
+    assert not _missed(result, "whole tiny CPU matrix"), "\n".join(_missed(result))
 
 
 @pytest.mark.parametrize("protocol", ["back to back", "interleaved"])
