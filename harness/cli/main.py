@@ -289,7 +289,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
             trace=args.trace, known=_known(args), baseline=args.baseline,
         ) as runner:
             _print_header(console, spec, runner, modes, optimizers)
-            with progress_for(console, sys.stderr) as progress:
+            with progress_for(console) as progress:
                 result = runner.run(modes, optimizers, on_progress=progress, protocol=protocol, profile=args.profile,
                                     judging="tolerance_only" if args.tolerance_only else "strict")
             saved = None

@@ -7,8 +7,6 @@ ends (its name, its units, its seconds), so a CI log says where the time went as
 
 from __future__ import annotations
 
-from typing import TextIO
-
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -46,10 +44,11 @@ class TerminalProgress(RunProgress):
 
 
 class LineProgress(RunProgress):
-    """One line per phase as it ends, on ``stream`` (standard error: the result's table keeps standard output)."""
+    """One line per phase as it ends, on ``console`` (the run's: its output, before the table; a reader gone, ``| head``,
+    quiets it as it quiets the table)."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
+    def __init__(self, console: Console) -> None:
+        self._console = console
         self._units = 0
         self._total = 0
 
@@ -67,11 +66,11 @@ class LineProgress(RunProgress):
 
     def end(self, phase: str, seconds: float) -> None:
         counted = f", {min(self._units, self._total)} of {self._total}" if self._total else ""
-        print(f"amp-parity: {phase} done in {seconds:.1f} s{counted}", file=self._stream, flush=True)
+        self._console.print(f"amp-parity: {phase} done in {seconds:.1f} s{counted}", soft_wrap=True, markup=False, highlight=False)
 
 
-def progress_for(console: Console, stream: TextIO) -> TerminalProgress | LineProgress:
-    """The bar where ``console`` is a terminal, else the lines (on ``stream``)."""
-    return TerminalProgress(console) if console.is_terminal else LineProgress(stream)
+def progress_for(console: Console) -> TerminalProgress | LineProgress:
+    """The bar where ``console`` is a terminal, else the lines."""
+    return TerminalProgress(console) if console.is_terminal else LineProgress(console)
 
 

@@ -19,7 +19,7 @@ from tests.twins import golden
 def test_without_a_terminal_each_phase_is_one_line_as_it_ends() -> None:
     """In a log (CI): nothing per cell, one line per phase with its units and seconds."""
     stream = io.StringIO()
-    progress = progress_for(Console(file=io.StringIO(), force_terminal=False), stream)
+    progress = progress_for(Console(file=stream, force_terminal=False, width=40))
     assert isinstance(progress, LineProgress)
     with progress:
         progress.begin("record calls", 3)
@@ -34,7 +34,7 @@ def test_without_a_terminal_each_phase_is_one_line_as_it_ends() -> None:
 def test_on_a_terminal_a_bar_counts_the_phase_units() -> None:
     """On a terminal: rich's bar, the phase its description, its units done of the total."""
     console = Console(file=io.StringIO(), force_terminal=True)
-    progress = progress_for(console, io.StringIO())
+    progress = progress_for(console)
     assert isinstance(progress, TerminalProgress)
     with progress:
         progress.begin("record calls", 4)
