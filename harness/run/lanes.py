@@ -97,7 +97,9 @@ def run_in_lanes(pool: WorkerPool, cells: Sequence[Any], call: Callable[[Any], R
             with pool.helping(helped) if helped is not None else contextlib.nullcontext():
                 if helped is not None:
                     try:
-                        pool.worker(helped).start()  # its start is not its first cell's time
+                        if not pool.helper_started(helped):  # its start is not its first cell's time; nor are the one-time
+                            # costs of a first step, which its own worker paid when it described itself (describe_installations)
+                            pool.call(helped, {"kind": "describe", "device": pool.spec.device})
                     except WorkerError:  # its own worker runs on: the cell goes back to it
                         with lock:
                             refused.add(helped)

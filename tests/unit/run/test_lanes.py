@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, cast
@@ -21,16 +22,6 @@ from harness.run.pool import WorkerPool
 class _Cell:
     frontend: str
     name: str
-
-
-class _Worker:
-    def __init__(self, pool: _FakePool, frontend: str) -> None:
-        self._pool, self._frontend = pool, frontend
-
-    def start(self) -> None:
-        if self._pool.helper_fails:
-            raise WorkerError(f"{self._frontend} helper could not start: planted")
-        self._pool.helpers.add(self._frontend)
 
 
 class _FakePool:
@@ -53,8 +44,15 @@ class _FakePool:
     def which(self, frontend: str) -> str:
         return "helper" if getattr(self._local, "frontend", None) == frontend else "own"
 
-    def worker(self, frontend: str) -> _Worker:
-        return _Worker(self, frontend)
+    spec = types.SimpleNamespace(device="cpu")
+
+    def call(self, frontend: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Only a helper's start is called here: its describe request, which starts it."""
+        assert request == {"kind": "describe", "device": "cpu"} and self.which(frontend) == "helper"
+        if self.helper_fails:
+            raise WorkerError(f"{frontend} helper could not start: planted")
+        self.helpers.add(frontend)
+        return {}
 
     def helper_started(self, frontend: str) -> bool:
         return frontend in self.helpers
