@@ -196,7 +196,7 @@ class MatrixRunner:
                 with phase("profile", sum(c.status is Status.OK for c in cells)):
                     cells = profile_cells(self.pool, cells, progress)
             cells = [dataclasses.replace(c, efficiency=cell_efficiency(c, self.spec, peaks)) for c in cells]
-            cells = with_time_vs_default(cells, paired=protocol.interleave)
+            cells = with_time_vs_default(cells, paired=protocol.interleave, side_by_side=protocol.side_by_side)
         else:
             peaks = Peaks(self.spec.device, self.spec.threads, {}, "not measured: the record calls only (harness trace)")
         result = MatrixResult(
