@@ -72,7 +72,7 @@ def run_in_lanes(pool: WorkerPool, cells: Sequence[Any], call: Callable[[Any], R
         """Nothing once its helper runs, else its own worker's start."""
         if pool.helper_started(frontend):
             return 0.0
-        return float(pool.worker_info().get(frontend, {}).get("startup_seconds") or 0.0)
+        return pool.startup_seconds(frontend) or 0.0
 
     def next_cell(own: str) -> tuple[int, str | None] | None:
         with ended:

@@ -115,6 +115,11 @@ class WorkerPool:
         finally:
             self._helping.frontend = before
 
+    def startup_seconds(self, frontend: str) -> float | None:
+        """How long the frontend's own worker took to start (``None`` before it started): what a helper's start will cost."""
+        worker = self._workers.get(frontend)
+        return None if worker is None else worker.startup_seconds
+
     def helper_started(self, frontend: str) -> bool:
         """Whether ``frontend``'s helper worker has started (the runner weighs the cost of starting one)."""
         return frontend in self._helpers

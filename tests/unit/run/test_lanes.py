@@ -60,8 +60,8 @@ class _FakePool:
     def unavailable_reason(self, frontend: str) -> str | None:
         return None
 
-    def worker_info(self) -> dict[str, Any]:
-        return {name: {"startup_seconds": self.startup} for name in ("python", "r")}
+    def startup_seconds(self, frontend: str) -> float | None:
+        return self.startup
 
 
 def _run(pool: _FakePool, cells: list[_Cell], seconds: dict[str, float]) -> tuple[list[tuple[str, str]], list[str]]:
