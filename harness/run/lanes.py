@@ -64,9 +64,11 @@ def run_in_lanes(pool: WorkerPool, cells: Sequence[Any], call: Callable[[Any], R
     lock = threading.Lock()
     ended = threading.Condition(lock)  # notified as each cell ends
     refused: set[str] = set()  # frontends whose helper could not start: helped no more
+    helped_now: set[str] = set()  # frontends whose helper a lane is calling: one lane at a time talks to a worker
 
     def can_help(frontend: str) -> bool:
-        return frontend not in refused and pool.unavailable_reason(frontend) is None and bool(facts.get(frontend))
+        return (frontend not in refused and frontend not in helped_now and pool.unavailable_reason(frontend) is None
+                and bool(facts.get(frontend)))
 
     def start_cost(frontend: str) -> float:
         """Nothing once its helper runs, else its own worker's start."""
@@ -81,6 +83,7 @@ def run_in_lanes(pool: WorkerPool, cells: Sequence[Any], call: Callable[[Any], R
                     return queues[own].popleft(), None
                 helped = to_help(queues, spent, start_cost, can_help)
                 if helped is not None:
+                    helped_now.add(helped)
                     return queues[helped].pop(), helped
                 if not any(len(queue) >= 2 and not spent[f] and can_help(f) for f, queue in queues.items()):
                     return None
@@ -103,12 +106,14 @@ def run_in_lanes(pool: WorkerPool, cells: Sequence[Any], call: Callable[[Any], R
                     except WorkerError:  # its own worker runs on: the cell goes back to it
                         with lock:
                             refused.add(helped)
+                            helped_now.discard(helped)
                             queues[helped].append(index)
                         continue
                 started = time.perf_counter()
                 outcome = results[index] = call(cell)
             with ended:
                 spent[cell.frontend].append(time.perf_counter() - started)
+                helped_now.discard(helped or "")
                 ended.notify_all()
             progress(outcome)
 

@@ -119,3 +119,28 @@ def test_which_frontend_is_helped(left: dict[str, int], spent: dict[str, list[fl
     assert HELP_MIN_WORK_PER_START == 3.0
     queues = {name: list(range(n)) for name, n in left.items()}
     assert to_help(queues, spent, lambda _: start, lambda _: True) == helped
+
+
+def test_one_lane_at_a_time_calls_a_helper() -> None:
+    """Three frontends, two of them quick: both idle lanes would help R, but a worker answers one caller at a time, so
+    R's helper is never called by two lanes at once."""
+    cells = [_Cell("python", "p0"), _Cell("py2", "q0")] + [_Cell("r", f"r{k}") for k in range(16)]
+    pool = _FakePool()
+    calling: list[str] = []
+    most = [0]
+    lock = threading.Lock()
+
+    def call(cell: _Cell) -> tuple[str, str]:
+        worker = pool.which(cell.frontend)
+        with lock:
+            calling.append(worker)
+            most[0] = max(most[0], calling.count("helper"))
+        time.sleep(0.001 if cell.frontend != "r" else 0.02)
+        with lock:
+            calling.remove(worker)
+        return cell.name, worker
+
+    ran = run_in_lanes(cast(WorkerPool, pool), cells, call, lambda _: None,
+                       {"python": {"torch": "x"}, "py2": {"torch": "x"}, "r": {"torch": "y"}})
+    assert [name for name, _ in ran] == [c.name for c in cells] and any(w == "helper" for _, w in ran)
+    assert most[0] == 1
