@@ -174,3 +174,11 @@ def test_a_preset_has_its_own_protocol_unless_told(preset: str, given: dict[str,
     assert (protocol.warmup_rounds, protocol.rounds) == expected
     assert protocol.max_seconds == DEFAULT_MAX_SECONDS and not protocol.interleave
     assert TimingProtocol.for_preset("tiny", interleave=True).interleave
+
+
+@pytest.mark.parametrize(("rounds", "interleave", "expected"), [(1, False, True), (2, False, True), (3, False, False),
+                                                                 (1, True, False), (20, False, False)])
+def test_too_few_rounds_for_a_spread_run_side_by_side(rounds: int, interleave: bool, expected: bool) -> None:
+    """Fewer rounds than a spread needs carry no ratio: they run side by side (tiny's one round), unless interleaved."""
+    assert TimingProtocol(1, rounds, interleave=interleave).side_by_side is expected
+    assert TimingProtocol.for_preset("tiny").side_by_side and not TimingProtocol.for_preset("bench").side_by_side
