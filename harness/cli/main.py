@@ -30,14 +30,22 @@ if TYPE_CHECKING:
     from harness.files.staging import StagingDir
     from harness.judge.known_differences import KnownDifference
     from harness.model.result import MatrixResult
+    from harness.run.runner import MatrixRunner
     from harness.store.claims import ReportClaim
     from harness.views.page import EntryText
     from harness.workload.installations import Installation
+    from harness.workload.spec import WorkloadSpec
 
-__all__ = ["DEFAULT_PROG", "console_main", "exit_status", "main"]
+__all__ = ["BLAS_THREADS", "DEFAULT_PROG", "console_main", "exit_status", "main"]
 
 #: How the commands are named in help and errors when run as ``python -m harness``; the console command names itself.
 DEFAULT_PROG = "python -m harness"
+
+#: NumPy's BLAS in this process (the float64 reference, the judging) on one thread, unless the user set it: its matrices
+#: are tiny beside a thread's start, and the workers hold the cores. Two OpenBLAS threads spinning beside two busy workers
+#: made tiny's 34 float64 references take 14-38 s, against 0.8-1.3 s on one (issue 38, measured one after the other on the
+#: loaded 2-vCPU EPYC). Set before NumPy is first imported (OpenBLAS reads it once); the workers' torch does not read it.
+BLAS_THREADS = {"OPENBLAS_NUM_THREADS": "1"}
 
 #: What the command has written so far, for the line an interruption prints ("say what exists").
 _WRITTEN: list[str] = []
@@ -189,6 +197,8 @@ def console_main() -> None:
 
 def main(argv: list[str] | None = None, prog: str = DEFAULT_PROG) -> None:
     """The command-line entry point; ``prog`` names the command in help and usage errors. Exits with an :class:`ExitCode`."""
+    for name, value in BLAS_THREADS.items():
+        os.environ.setdefault(name, value)
     args = _parser(prog).parse_args(argv)
     lines.set_debug(getattr(args, "debug", False))
     _WRITTEN.clear()
@@ -250,8 +260,9 @@ def _run(args: argparse.Namespace) -> ExitCode:
     from harness.run.prepare import require_device
     from harness.run.runner import MatrixRunner
     from harness.store.claims import ReportClaim, ResultClaim, publish_or_rescue
+    from harness.views.progress import progress_for
     from harness.views.table import make_console, print_result
-    from harness.views.timing_sections import phases_line
+    from harness.views.timing_sections import limit_line, phases_line
     from harness.workload.flags import spec_from_args
     from harness.workload.optimizers import parse_optimizers
     from harness.workload.spec import parse_modes
@@ -279,8 +290,9 @@ def _run(args: argparse.Namespace) -> ExitCode:
             spec, frontends, timeout=args.timeout, staging=staging, scaler_lift=args.scaler_lift,
             trace=args.trace, known=_known(args), baseline=args.baseline,
         ) as runner:
-            with console.status("running cells...") as status:
-                result = runner.run(modes, optimizers, on_progress=status.update, protocol=protocol, profile=args.profile,
+            _print_header(console, spec, runner, modes, optimizers)
+            with progress_for(console) as progress:
+                result = runner.run(modes, optimizers, on_progress=progress, protocol=protocol, profile=args.profile,
                                     judging="tolerance_only" if args.tolerance_only else "strict")
             saved = None
             writing = time.perf_counter()
@@ -294,7 +306,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
             if reports is not None and reports.published:
                 _WRITTEN.append(f"the report was written to {reports.folder}")
             result = dataclasses.replace(result, phases=result.phases.with_phase("writing", time.perf_counter() - writing))
-    lines = [line for line in (saved, written, _nothing_ran(result)) if line is not None]
+    lines = [line for line in (saved, written, _nothing_ran(result), limit_line(result)) if line is not None]
     if getattr(args, "verbose", False):
         lines.append(phases_line(result) or "phases: none recorded")
     try:
@@ -308,6 +320,21 @@ def _run(args: argparse.Namespace) -> ExitCode:
         if line.startswith("error:"):
             print(line, file=sys.stderr)
     return ExitCode.USAGE_ERROR if any(line.startswith("error:") for line in lines) else exit_status(result)
+
+
+def _print_header(console: Console, spec: WorkloadSpec, runner: MatrixRunner, modes: tuple[str, ...],
+                  optimizers: tuple[str, ...]) -> None:
+    """The run's header, before its first cell: what runs, on how many cores, and (once) what this CPU cannot do."""
+    from harness.run.cpu_features import cpu_has_bf16, usable_cpus
+    from harness.views.timing_sections import bf16_note
+    from harness.workload.matrix import cells_for
+
+    cells = len(cells_for(runner.frontends, modes, optimizers, spec.device))
+    console.print(f"amp-parity run: preset {spec.preset}, {cells} cells ({', '.join(runner.frontends)}), {spec.device}, "
+                  f"{usable_cpus()} cores", soft_wrap=True, highlight=False)
+    note = bf16_note(cpu_has_bf16()) if spec.device == "cpu" else None
+    if note:
+        console.print(f"[yellow]note:[/] {note}", soft_wrap=True, highlight=False)
 
 
 def _trace(args: argparse.Namespace) -> ExitCode:

@@ -31,7 +31,7 @@ from harness.model.phases import Phases
 from harness.model.provenance import Provenance
 from harness.model.record import RECORD_SCHEMA_VERSION, RunRecord
 from harness.model.shape import check_result_shape
-from harness.model.timing import Stats, Timing, TimingProtocol, TimingSamples, ratio
+from harness.model.timing import MIN_ROUNDS_FOR_SPREAD, Stats, Timing, TimingProtocol, TimingSamples, for_want_of_spread, ratio
 from harness.model.trace import PairTrace
 from harness.model.verdicts import CELL_OUTCOMES, CellVerdict, Float64Check, PairVerdict, ReferenceDistance, TargetCheck
 from harness.model.weights import FinalWeights
@@ -57,6 +57,7 @@ __all__ = [
     "RESULT_SCHEMA_VERSION",
     "ReferenceDistance",
     "ReferenceSummary",
+    "SIDE_BY_SIDE_NOTE",
     "RunOf",
     "RunRecord",
     "Stats",
@@ -347,12 +348,24 @@ class MatrixResult:
 
         ``start``: the slowest worker's start (from its launch to its first answer: R's start-up and ``library(torch)``,
         Python's ``import torch``; the workers start side by side, so the slowest is what a run waits for). ``rounds``: one
-        round of every cell that ran, one after another (:attr:`CellResult.own_run_seconds`). No run can be quicker: a
-        cell must run once, and its worker must start first.
+        round of every cell that ran (:attr:`CellResult.own_run_seconds`: its untraced timed round where it has one), spread
+        over the :attr:`lanes` the cells can run in at once. No run can be quicker: a cell must run once, and its worker
+        must start first.
         """
         start = max((float(w.get("ready_seconds") or w.get("startup_seconds") or 0.0) for w in self.workers.values()), default=0.0)
-        rounds = sum(c.own_run_seconds or 0.0 for c in self.cells if c.record is not None)
+        rounds = sum(c.own_run_seconds or 0.0 for c in self.cells if c.record is not None) / self.lanes
         return start + rounds, start, rounds
+
+    @property
+    def lanes(self) -> int:
+        """How many cells could run at once here: a lane per frontend that ran a cell, no more than the machine's cores
+        hold at the spec's threads each (the ``cpus`` the run found, :mod:`harness.run.availability`). 1 for a result that
+        did not record its cores (before issue 38): its limit is read as it was written, one cell after another."""
+        cpus = self.environment.get("cpus")
+        if not isinstance(cpus, int) or cpus < 1:
+            return 1
+        frontends = len({c.frontend for c in self.cells if c.record is not None})
+        return max(1, min(frontends, cpus // max(1, self.spec.threads)))
 
     @property
     def steps(self) -> int:
@@ -504,11 +517,18 @@ class Memory:
         return head | dict(self.extra) | {"cuda_peak_bytes": self.cuda_peak_bytes}
 
 
-def with_time_vs_default(cells: Sequence[CellResult], paired: bool = False) -> list[CellResult]:
+#: Why a cell of a run timed side by side has no time against its default (``tiny``'s one round per cell, issue 38): by design, not noise.
+SIDE_BY_SIDE_NOTE = (f"not timed for a ratio: fewer than {MIN_ROUNDS_FOR_SPREAD} timed rounds, run side by side for each cell's "
+                     f"own time (--rounds {MIN_ROUNDS_FOR_SPREAD} or more times them one at a time, for a ratio)")
+
+
+def with_time_vs_default(cells: Sequence[CellResult], paired: bool = False, side_by_side: bool = False) -> list[CellResult]:
     """``time_vs_default``: this cell's loop time ÷ its script's ``default`` cell's (the mode its pair declares as the
     baseline), same optimizer, frontend and device, when the spread supports it: a ratio compares one thing.
 
     ``time_vs_default_note`` says what the ratio rests on or, when it is ``None``, why (see :func:`harness.model.timing.ratio`).
+    ``side_by_side``: the run's protocol timed too few rounds for a ratio by design (:attr:`TimingProtocol.side_by_side`,
+    ``tiny``'s one round): a cell without one says so (:data:`SIDE_BY_SIDE_NOTE`), not that its rounds were noisy.
     """
     def key(c: CellResult) -> tuple[str, str, str, str]:
         return (c.script, c.optimizer, c.frontend, c.device)
@@ -526,5 +546,7 @@ def with_time_vs_default(cells: Sequence[CellResult], paired: bool = False) -> l
             value, note = None, f"no {baseline} cell of {c.script} with {c.optimizer} to compare with"
         else:
             value, note = ratio(c.timing, base[key(c)], paired)
+            if side_by_side and value is None and for_want_of_spread(note):
+                note = SIDE_BY_SIDE_NOTE
         out.append(dataclasses.replace(c, time_vs_default=value, time_vs_default_note=note))
     return out

@@ -321,11 +321,13 @@ BENCH_ROUNDS = 20
 
 
 #: A preset's own (untimed calls, timed rounds) where they differ from the defaults. ``tiny``'s cells take milliseconds: no
-#: spread target applies to them (harness.judge.spread), and its matrix is the one a user waits for (issue 29), so its
-#: record call is its only warm-up (it runs every kernel the rounds run) and it gets the fewest timed rounds that give a
-#: spread, and so a ratio (:data:`MIN_ROUNDS_FOR_SPREAD`). ``bench`` is the one the spread target checks:
+#: spread target applies to them (harness.judge.spread), and its matrix is the one a user waits for (issues 29, 38), so its
+#: record call is its only warm-up (it runs every kernel the rounds run) and it gets one timed round, run side by side
+#: (:attr:`TimingProtocol.side_by_side`): each cell's own untraced time, which the run's limit adds up, and its bridge. Three
+#: rounds bought no ratio there: 213 of 231 cells' "x default" read "noisy" (issue 38), at two thirds of the run's time;
+#: ``--rounds 3`` or more times them one at a time, for a ratio. ``bench`` is the one the spread target checks:
 #: :data:`BENCH_ROUNDS`.
-PRESET_PROTOCOLS: dict[str, tuple[int, int]] = {"tiny": (1, 3), "bench": (DEFAULT_WARMUP_ROUNDS, BENCH_ROUNDS)}
+PRESET_PROTOCOLS: dict[str, tuple[int, int]] = {"tiny": (1, 1), "bench": (DEFAULT_WARMUP_ROUNDS, BENCH_ROUNDS)}
 
 
 #: Fewer timed rounds than this give no spread (an IQR of two samples says nothing), so no ratio.
@@ -351,6 +353,13 @@ class TimingProtocol:
             raise UsageError("rounds", self.rounds, f"an integer ≥ 1 (≥ {MIN_ROUNDS_FOR_SPREAD} for a spread)")
         if not isinstance(self.max_seconds, (int, float)) or not math.isfinite(self.max_seconds) or self.max_seconds <= 0:
             raise UsageError("max_seconds", self.max_seconds, "a positive number of seconds")
+
+    @property
+    def side_by_side(self) -> bool:
+        """Whether the rounds run side by side, a lane per frontend (:func:`harness.run.measure.time_cells`): too few for a
+        spread (:data:`MIN_ROUNDS_FOR_SPREAD`), so no ratio and no spread target rests on them, only each cell's own time
+        and its bridge; never when interleaved (a ratio is asked for)."""
+        return self.rounds < MIN_ROUNDS_FOR_SPREAD and not self.interleave
 
     @classmethod
     def for_preset(cls, preset: str, warmup_rounds: int | None = None, rounds: int | None = None,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.files.paths import REPO_ROOT
+from harness.run.cpu_features import cpu_has_bf16, usable_cpus
 from harness.run.process_group import end_group, start_group
 
 __all__ = ["INSTALL_R_TORCH", "Availability", "probe", "probe_host", "python_cuda", "r_required"]
@@ -85,6 +86,7 @@ class Availability:
             "torch_version": self.torch_version, "rscript": self.rscript, "rpy2_version": self.rpy2_version,
             "rpy2_error": self.rpy2_error, "r": self.r, "r_probe_error": self.r_probe_error,
             "python_unavailable": self.python_reason, "r_unavailable": self.r_reason,
+            "cpus": usable_cpus(), "bf16_instructions": cpu_has_bf16(),
         }
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from harness.judge.spread import spread_checked
 from harness.model.efficiency import gemm_dtype
 from harness.model.result import CellResult, Peaks, Status
 from harness.model.timing import RoundLog, TimingProtocol
+from harness.run.lanes import run_in_lanes
 from harness.run.machine_load import read_load, round_load
 from harness.run.pool import WorkerPool
 
@@ -44,32 +46,43 @@ class _RoundFailed(Exception):
     """A warm-up call or timed round did not give a usable record; the message is the cell's reason."""
 
 
-def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingProtocol, progress: Progress) -> list[CellResult]:
-    """Warm-up calls, then the timed rounds of every ``ok`` cell, back to back or interleaved.
+def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingProtocol, progress: Progress,
+               facts: Mapping[str, Mapping[str, Any]] | None = None) -> list[CellResult]:
+    """Warm-up calls, then the timed rounds of every ``ok`` cell: back to back, interleaved, or side by side.
 
     Interleaved, round k of every cell runs before round k+1 of any (A, B, A, B …), so a slow drift
     of the machine (heat, a neighbour's load) lands on both sides of a comparison alike. A cell whose
     timed rounds have taken ``max_seconds`` gets no more (it always gets one).
 
+    Side by side (:attr:`TimingProtocol.side_by_side`: too few rounds for a spread, so neither a ratio nor the spread
+    target can rest on them): each frontend's cells in a lane of their own,
+    the lanes on the cores at once (:func:`harness.run.lanes.run_in_lanes`, as the record calls run), since all such
+    rounds can give is each cell's own time (the run's limit adds them up) and its bridge; ``facts``: the workers'
+    descriptions (which frontends may have a helper worker). Otherwise one at a time: a timed round has the machine to itself.
+
     A cell the spread target checks (:func:`harness.judge.spread.spread_checked`, over its last untimed call's loop) has
     the machine's noise floor timed beside it: one calibration round right after each of its timed rounds, in the same
     worker, so a drift of the machine lands on both (:mod:`harness.frontends.calibration`), each about as long as the
-    cell's loop. Other cells get none: at ``tiny`` the matrix is 238 cells of ~10 ms loops, none of them checked, and a
-    floor for each would add a calibration call per timed round for nothing.
+    cell's loop. Other cells get none, nor any cell with too few rounds for a spread (side by side): floors only where a
+    spread is judged.
     """
     timed = [c for c in cells if c.status is Status.OK]
     logs = {c.id: RoundLog() for c in timed}
     failed: dict[str, str] = {}
     products: dict[str, int] = {}  # the checked cells' products per floor round
+    if protocol.side_by_side:
+        def all_rounds(c: CellResult) -> CellResult:
+            _warm_up(pool, c, protocol, logs[c.id], failed, progress)
+            for k in range(protocol.rounds):
+                if c.id in failed or (k > 0 and logs[c.id].spent >= protocol.max_seconds):
+                    break
+                _one_round(pool, c, logs[c.id], failed, timed=True)
+            return c
+
+        run_in_lanes(pool, timed, all_rounds, lambda c: progress(f"{c.id}: timed"), facts or {})
+        return [_with_timing(c, logs.get(c.id), failed.get(c.id)) for c in cells]
     for c in timed:
-        loop_seconds = c.record.seconds_total if c.record is not None else 0.0
-        extra = protocol.warmup_rounds - 1 if (c.wall_seconds or 0.0) < protocol.max_seconds else 0
-        for k in range(extra):
-            progress(f"{c.id}: warm-up {k + 2}/{protocol.warmup_rounds}")
-            seconds = _one_round(pool, c, logs[c.id], failed, timed=False)
-            if seconds is None:
-                break
-            loop_seconds = seconds
+        loop_seconds = _warm_up(pool, c, protocol, logs[c.id], failed, progress)
         if c.id not in failed and spread_checked(c.device, pool.spec.preset, loop_seconds):
             sized = _floor_products(pool, c, loop_seconds)
             if sized is not None:
@@ -87,6 +100,20 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
             if not _floor_round(pool, c, log, products[c.id]):
                 del products[c.id]
     return [_with_timing(c, logs.get(c.id), failed.get(c.id)) for c in cells]
+
+
+def _warm_up(pool: WorkerPool, c: CellResult, protocol: TimingProtocol, log: RoundLog, failed: dict[str, str],
+             progress: Progress) -> float:
+    """The cell's untimed calls after its record call; the loop seconds of its last untimed call."""
+    loop_seconds = c.record.seconds_total if c.record is not None else 0.0
+    extra = protocol.warmup_rounds - 1 if (c.wall_seconds or 0.0) < protocol.max_seconds else 0
+    for k in range(extra):
+        progress(f"{c.id}: warm-up {k + 2}/{protocol.warmup_rounds}")
+        seconds = _one_round(pool, c, log, failed, timed=False)
+        if seconds is None:
+            break
+        loop_seconds = seconds
+    return loop_seconds
 
 
 def _calibration_request(pool: WorkerPool, cell: CellResult, iterations: int) -> dict[str, object]:

@@ -6,9 +6,11 @@ cells through one pool, so a cell's request is built in one place and every call
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +47,10 @@ class WorkerPool:
     ``frontends``: the frontends by name (:func:`harness.run.frontends.frontend_for` of each installation).
     ``availability``: the probe's answer, or what waits for it (the runner probes while the workers start).
 
-    Each worker is called from one thread at a time (the runner gives each frontend a thread of its own).
+    Each worker is called from one thread at a time (the runner gives each frontend a thread of its own). A frontend may
+    also have a *helper*: a second worker of the same installation, started on first use by a thread that runs inside
+    :meth:`helping` (the runner's thread of a frontend whose cells are done, taking cells of one with many left). In that
+    thread, every call for that frontend goes to the helper; anywhere else, to its own worker.
     """
 
     def __init__(
@@ -67,6 +72,9 @@ class WorkerPool:
         # goes into a folder of the pool's own, removed when it closes.
         self._worker_tmp = StagingDir(Path(tempfile.gettempdir()), WORKER_TMP_PREFIX)
         self._workers: dict[str, Worker] = {}
+        self._helpers: dict[str, Worker] = {}
+        #: The frontend whose helper this thread calls (:meth:`helping`), per thread.
+        self._helping = threading.local()
         self._closed = False
 
     @property
@@ -81,18 +89,40 @@ class WorkerPool:
         worker again: a thread that outlived its run (Ctrl-C) gets an error, not a new process.
         """
         self._closed = True
-        for worker in self._workers.values():
+        everyone = [*self._workers.values(), *self._helpers.values()]
+        for worker in everyone:
             worker.ask_to_stop()
-        for worker in self._workers.values():
+        for worker in everyone:
             worker.close()
         self._workers.clear()
+        self._helpers.clear()
         self._worker_tmp.close()
 
     def stop(self, frontend: str) -> None:
         """Stop one frontend's worker, if it started (one started before the probe said it cannot run here)."""
-        worker = self._workers.pop(frontend, None)
-        if worker is not None:
-            worker.close()
+        for workers in (self._workers, self._helpers):
+            worker = workers.pop(frontend, None)
+            if worker is not None:
+                worker.close()
+
+    @contextlib.contextmanager
+    def helping(self, frontend: str) -> Iterator[None]:
+        """Inside the block, this thread's calls for ``frontend`` go to its helper worker (started on first use)."""
+        before = getattr(self._helping, "frontend", None)
+        self._helping.frontend = frontend
+        try:
+            yield
+        finally:
+            self._helping.frontend = before
+
+    def startup_seconds(self, frontend: str) -> float | None:
+        """How long the frontend's own worker took to start (``None`` before it started): what a helper's start will cost."""
+        worker = self._workers.get(frontend)
+        return None if worker is None else worker.startup_seconds
+
+    def helper_started(self, frontend: str) -> bool:
+        """Whether ``frontend``'s helper worker has started (the runner weighs the cost of starting one)."""
+        return frontend in self._helpers
 
     def worker(self, frontend: str) -> Worker:
         """The frontend's long-lived worker (started on first use).
@@ -102,20 +132,27 @@ class WorkerPool:
         """
         if self._closed:
             raise WorkerError(f"{frontend} worker: the run is stopping, no worker starts again")
-        if frontend not in self._workers:
+        workers = self._helpers if getattr(self._helping, "frontend", None) == frontend else self._workers
+        if frontend not in workers:
             env = {**worker_env(self.spec.threads), "TMPDIR": str(self._worker_tmp.path)}
-            self._workers[frontend] = open_worker(self.frontends[frontend], env, timeout=self.timeout)
-        return self._workers[frontend]
+            workers[frontend] = open_worker(self.frontends[frontend], env, timeout=self.timeout)
+        return workers[frontend]
 
     def worker_pid(self, frontend: str) -> int | None:
         """The process id of the frontend's worker, ``None`` if none runs (what :mod:`harness.run.machine_load` reads
         around a timed round; it starts no worker)."""
-        worker = self._workers.get(frontend)
+        workers = self._helpers if getattr(self._helping, "frontend", None) == frontend else self._workers
+        worker = workers.get(frontend)
         return None if worker is None else worker.pid
 
     def worker_info(self) -> dict[str, Any]:
-        """Start-up seconds (R's start-up and ``library(torch)`` among them) and starts, per worker."""
-        return {name: {"startup_seconds": w.startup_seconds, "starts": w.starts} for name, w in self._workers.items()}
+        """Start-up seconds (R's start-up and ``library(torch)`` among them) and starts, per worker; a frontend's helper's
+        start-up beside them (``helper_startup_seconds``: it started during the run, so no run waited for it before its
+        first cell)."""
+        info: dict[str, Any] = {name: {"startup_seconds": w.startup_seconds, "starts": w.starts} for name, w in self._workers.items()}
+        for name, helper in self._helpers.items():
+            info.setdefault(name, {})["helper_startup_seconds"] = helper.startup_seconds
+        return info
 
     def peak_frontend(self) -> str | None:
         """The Python frontend that measures this machine's matmul peaks: this harness's own if it runs, else the first Python."""

@@ -10,11 +10,11 @@ status and a one-line reason, and the run goes on with the other cells.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -33,8 +33,9 @@ from harness.judge.reference import Reference, measure_distance, reference_skip_
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
 from harness.judge.weight_findings import load_weights, tensor_digests
 from harness.model.cell_trace import TRACE_SUFFIX, CellTrace, TraceFile
-from harness.model.efficiency import cell_efficiency
+from harness.model.efficiency import cell_efficiency, gemm_dtype
 from harness.model.phases import PhaseClock
+from harness.model.progress import RunProgress, as_progress
 from harness.model.record import RunRecord
 from harness.model.record_points import with_record_points
 from harness.model.result import CellResult, MatrixResult, Memory, Peaks, ReferenceSummary, Status, with_time_vs_default
@@ -44,6 +45,7 @@ from harness.model.verdicts import PairVerdict
 from harness.model.weights import TensorDigest
 from harness.run.availability import Availability, probe, probe_host, r_required
 from harness.run.frontends import check_described, frontend_for
+from harness.run.lanes import run_in_lanes
 from harness.run.measure import measure_peaks, profile_cells, time_cells
 from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
 from harness.run.provenance import describe_provenance
@@ -139,7 +141,7 @@ class MatrixRunner:
         self,
         modes: tuple[str, ...],
         optimizers: tuple[str, ...] | None = None,
-        on_progress: Callable[[str], None] | None = None,
+        on_progress: RunProgress | Callable[[str], None] | None = None,
         protocol: TimingProtocol | None = None,
         profile: bool | None = None,
         judging: str = DEFAULT_JUDGING,
@@ -151,40 +153,54 @@ class MatrixRunner:
         ``profile`` (default: on CUDA only) profiles one step of each Python cell's GEMMs. ``judging``
         (``strict`` or ``tolerance_only``, see :mod:`harness.judge.tolerances`) is how pairs are judged; the
         result keeps it, so ``report`` judges the result the same way. ``measure=False`` runs the record
-        calls only (no timed rounds, peaks or profiles: ``harness trace``).
+        calls only (no timed rounds, peaks or profiles: ``harness trace``). ``on_progress``: what the run says as it goes
+        (:class:`harness.model.progress.RunProgress`: each phase as it begins and ends, each cell or round done), or a
+        function of one string (each cell or round done).
         """
         check_judging(judging)
         protocol = protocol or TimingProtocol.for_preset(self.spec.preset)
-        progress = on_progress or (lambda text: None)
+        progress = as_progress(on_progress)
         clock = self._clock
         started = time.time()
+
+        @contextlib.contextmanager
+        def phase(name: str, total: int = 0) -> Iterator[None]:
+            """``clock``'s phase ``name``, its beginning and end reported (``total``: its units, 0 where not counted)."""
+            progress.begin(name, total)
+            began = time.perf_counter()
+            with clock.phase(name):
+                yield
+            progress.end(name, time.perf_counter() - began)
+
         with clock.phase("provenance"):
             provenance = describe_provenance()  # the files as they are when the cells start
-        with clock.phase("worker starts"):
+        with phase("worker starts"):
             self.describe_installations(progress)
         optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, ("sgd",))
         self._optimizers = optimizers
         matrix = cells_for(self.frontends, modes, optimizers, self.spec.device)
         # Each frontend's cells in its own worker, the workers side by side (one thread each; the spec's threads per worker):
         # a record call's numbers do not depend on what the other worker does, and its time is not what is timed.
-        with clock.phase("record calls"):
+        with phase("record calls", len(matrix)):
             cells = self._per_frontend(matrix, self._called, progress)
         if self.trace:
-            with clock.phase("reconciled runs"):
+            with phase("reconciled runs", len(cells)):
                 cells = self._per_frontend(cells, self._with_reconciled, progress)
-        with clock.phase("reference"):  # judged once, with the rest, by assess_result at the end
+        with phase("reference"):  # judged once, with the rest, by assess_result at the end
             cells = [self._with_distance(c) for c in cells]
             reference = self.reference_summary()  # every optimizer's, plain and clipped: the result keeps their losses
         if measure:
-            with clock.phase("timed rounds"):  # one at a time: a timed round has the machine to itself
-                cells = time_cells(self.pool, cells, protocol, progress)
-            with clock.phase("peaks"):
+            ok = sum(c.status is Status.OK for c in cells)
+            # one at a time where a ratio rests on them (a timed round has the machine to itself), else side by side
+            with phase("timed rounds", ok if protocol.side_by_side else ok * (protocol.warmup_rounds - 1 + protocol.rounds)):
+                cells = time_cells(self.pool, cells, protocol, progress, self.facts)
+            with phase("peaks", len({gemm_dtype(c.mode, self.spec) for c in cells if c.status is Status.OK})):
                 peaks = measure_peaks(self.pool, cells, progress)
             if self.spec.device == "cuda" if profile is None else profile:
-                with clock.phase("profile"):
+                with phase("profile", sum(c.status is Status.OK for c in cells)):
                     cells = profile_cells(self.pool, cells, progress)
             cells = [dataclasses.replace(c, efficiency=cell_efficiency(c, self.spec, peaks)) for c in cells]
-            cells = with_time_vs_default(cells, paired=protocol.interleave)
+            cells = with_time_vs_default(cells, paired=protocol.interleave, side_by_side=protocol.side_by_side)
         else:
             peaks = Peaks(self.spec.device, self.spec.threads, {}, "not measured: the record calls only (harness trace)")
         result = MatrixResult(
@@ -201,11 +217,11 @@ class MatrixRunner:
         if self.trace:
             # Every pair is traced from its cells' stored traces; where two tensors first part, both cells run once more
             # to measure how far apart they are (for the explanation: the verdict is the same without it).
-            with clock.phase("judging"):
+            with phase("judging"):
                 pairs = compare_result(result, known=self.known)
-            with clock.phase("trace measurements"):
+            with phase("trace measurements", sum(needs_detail(p) is not None for p in pairs if p.details.get("trace"))):
                 result = dataclasses.replace(result, traces=self.measure_pairs(result, pairs, progress))
-        with clock.phase("judging"):
+        with phase("judging"):
             # The targets read the wall time and phases so far (the matrix target names the longest phases where it is missed).
             result = dataclasses.replace(result, wall_seconds=time.perf_counter() - self._created, phases=clock.phases())
             result = assess_result(keep_weights(result), known=self.known)  # kept while the weights files are there
@@ -224,37 +240,9 @@ class MatrixRunner:
 
     def _per_frontend(self, cells: Sequence[Any], call: Callable[[Any], CellResult],
                       progress: Callable[[str], None]) -> list[CellResult]:
-        """``call`` of each cell (a :class:`Cell` or a :class:`CellResult`), each frontend's cells in order in a thread of
-        their own, so the workers run side by side; the results in the cells' order.
-
-        A thread only talks to its own worker and writes its own cells' files. Should the caller stop (Ctrl-C, a signal),
-        no thread starts another cell: ``stop`` is set before the pool closes, so a worker is never restarted by a thread
-        that outlived its run.
-        """
-        groups: dict[str, list[int]] = {}
-        for index, cell in enumerate(cells):
-            groups.setdefault(cell.frontend, []).append(index)
-        results: list[CellResult | None] = [None] * len(cells)
-        stop = threading.Event()
-
-        def run_group(indices: list[int]) -> None:
-            for index in indices:
-                if stop.is_set():
-                    return
-                outcome = results[index] = call(cells[index])
-                progress(f"{outcome.id}: {outcome.status}")  # as each ends (rich's status takes updates from any thread)
-
-        executor = ThreadPoolExecutor(max(1, len(groups)), thread_name_prefix="amp-parity-cells")
-        try:
-            futures = [executor.submit(run_group, indices) for indices in groups.values()]
-            for future in futures:
-                future.result()
-        finally:
-            stop.set()
-            executor.shutdown(wait=False, cancel_futures=True)
-        done = [r for r in results if r is not None]
-        assert len(done) == len(cells)
-        return done
+        """``call`` of each cell, each frontend's cells in order in a lane of their own, an idle lane helping the frontend
+        with the most work left (:func:`harness.run.lanes.run_in_lanes`); the results in the cells' order."""
+        return run_in_lanes(self.pool, cells, call, lambda outcome: progress(f"{outcome.id}: {outcome.status}"), self.facts)
 
     def measure_pairs(
         self, result: MatrixResult, verdicts: Sequence[PairVerdict], on_progress: Callable[[str], None] | None = None

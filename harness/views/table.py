@@ -12,7 +12,7 @@ from harness.model.verdicts import TargetCheck
 from harness.views.formatting import lift_footnote, num, provenance_lines, status_text
 from harness.views.glance import LEGEND, glance
 from harness.views.reasons import reasons
-from harness.views.timing_sections import frontend_costs
+from harness.views.timing_sections import bf16_note, frontend_costs
 
 __all__ = ["make_console", "print_result", "print_trace"]
 
@@ -68,6 +68,9 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
         title = ""
     if cells:
         console.print(_cell_table(cells, title, console))
+    note = bf16_note(result.environment.get("bf16_instructions"))
+    if note and any(c.timing for c in result.cells):  # beside the speed columns
+        console.print(f"[yellow]speed:[/] {note}", soft_wrap=True)
     for line in provenance_lines(result):
         console.print(line, style="dim", soft_wrap=True, markup=False, highlight=False)
     footnote = lift_footnote(result.cells)

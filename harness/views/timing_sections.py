@@ -13,7 +13,10 @@ from harness.model.result import CellResult, MatrixResult, Memory, TargetCheck
 from harness.model.timing import MALLOC_THRESHOLDS, MIN_ROUNDS_FOR_SPREAD, Timing
 from harness.views.formatting import cell_text, mib, num
 
-__all__ = ["efficiency_section", "frontend_costs", "phases_line", "phases_section", "targets_section", "timing_section"]
+__all__ = [
+    "NO_BF16_NOTE", "bf16_note", "efficiency_section", "frontend_costs", "limit_line", "phases_line", "phases_section",
+    "targets_section", "timing_section",
+]
 
 
 def frontend_costs(cells: Sequence[CellResult]) -> dict[str, tuple[float, float]]:
@@ -63,8 +66,10 @@ def timing_section(result: MatrixResult) -> list[str]:
         lines.append("| no cell was timed | | | | | | | | | | |")
     costs = frontend_costs(result.cells)
     clocks = {c.frontend: c.record.clock for c in result.cells if c.record}
+    note = bf16_note(result.environment.get("bf16_instructions"))
     return [
         *lines, "",
+        *([f"Note: {note}.", ""] if note else []),
         "Loop: the script's own clock around its training loop; call: the harness's clock around the call, as a benchmark "
         "round sees it. Harness overhead = call − workload: the bridge (pipe, serialization, rpy2), the harness's own cost. "
         "Script set-up = workload − loop: building the model and optimizer in the frontend, each call; the frontend's own "
@@ -77,6 +82,32 @@ def timing_section(result: MatrixResult) -> list[str]:
           for name, (setup, bridge) in costs.items()],
         *([""] if costs else []),
     ]
+
+
+#: What a reader of a CPU without bfloat16 instructions is told, once in the run's header and beside the speed table.
+NO_BF16_NOTE = ("this CPU lacks bfloat16 instructions (no avx512_bf16 or amx_bf16 in /proc/cpuinfo): its bfloat16 matrix "
+                "products are emulated, slower than float32, so the seeds' AMP speed-ups cannot appear here; their absence "
+                "is the CPU's, not the harness's")
+
+
+def bf16_note(has_bf16: object) -> str | None:
+    """:data:`NO_BF16_NOTE` where the CPU is known to lack bfloat16 instructions (``False``), else ``None`` (it has them,
+    or it is not known: a result from before issue 38, a CPU that lists no flags)."""
+    return NO_BF16_NOTE if has_bf16 is False else None
+
+
+def limit_line(result: MatrixResult) -> str | None:
+    """How far the run's wall time is from its limit (:meth:`MatrixResult.limit`), as measured in that run; ``None`` for
+    a merged result (its matrices ran apart) or one in which no cell ran."""
+    if result.sources or not any(c.record is not None for c in result.cells):
+        return None
+    limit, start, rounds = result.limit()
+    if limit <= 0:
+        return None
+    lanes = result.lanes
+    spread = f" over {lanes} cores" if lanes > 1 else ""
+    return (f"matrix: {result.wall_seconds:.1f} s wall, {result.wall_seconds / limit:.1f}× its limit here of {limit:.1f} s "
+            f"(the slowest worker's start {start:.1f} s + one untraced round of every cell{spread} {rounds:.1f} s)")
 
 
 def phases_line(result: MatrixResult) -> str | None:

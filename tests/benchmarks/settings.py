@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 
 from harness.errors import AmpParityError
+from harness.model.efficiency import gemm_dtype
 from harness.model.timing import DEFAULT_ROUNDS
 from harness.workload.installations import Installation, parse_frontends
 from harness.workload.optimizers import parse_optimizers
-from harness.workload.spec import PRESETS
+from harness.workload.scripts import all_mode_names
+from harness.workload.spec import PRESETS, WorkloadSpec
 
-__all__ = ["ROUNDS_ENV", "check_settings", "frontends", "optimizers", "preset", "rounds"]
+__all__ = ["ROUNDS_ENV", "check_settings", "frontends", "optimizers", "preset", "rounds", "spread_modes"]
 
 ROUNDS_ENV = "AMP_PARITY_BENCH_ROUNDS"
 PRESET_ENV = "AMP_PARITY_BENCH_PRESET"
@@ -76,6 +78,21 @@ def optimizers() -> tuple[str, ...]:
         return parse_optimizers([value] if value else ["sgd"], "bench")
     except AmpParityError as err:
         raise ValueError(f"{OPTIMIZERS_ENV}: {err}") from err
+
+
+def spread_modes(has_bf16: bool | None) -> tuple[str, ...] | None:
+    """The modes the ``bench`` spread benchmarks time: every mode (``None``: the preset's), but on a CPU known to lack
+    bfloat16 instructions only those whose GEMMs run in float32.
+
+    Why: there bfloat16 is emulated, about 19x slower than float32 (docs/timing.md, *Measured*: every CPU autocast cell
+    at ``bench`` 13.5-14.2 s a loop against 0.70-0.84 s for ``default`` on the 2-vCPU EPYC), so the ten bfloat16 cells'
+    20 rounds and their floors took most of an hour per run (issue 38: ``tox -e bench`` did not finish in 600 s there),
+    and their AMP timings mean nothing on such a CPU (the run's header says so).
+    """
+    if has_bf16 is not False:
+        return None
+    spec = WorkloadSpec.from_preset("bench")
+    return tuple(mode for mode in all_mode_names() if gemm_dtype(mode, spec) == "float32")
 
 
 def check_settings() -> None:

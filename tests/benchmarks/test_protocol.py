@@ -23,6 +23,7 @@ from harness.files.paths import REPO_ROOT
 from harness.judge.targets import CLOCK_AGREEMENT_MAX_SHARE, FOUR_MODES
 from harness.model.timing import DEFAULT_ROUNDS, summarize
 from harness.run.availability import Availability
+from harness.run.cpu_features import cpu_has_bf16
 from harness.run.prepare import prepare_run_spec
 from harness.run.runner import MatrixRunner
 from harness.workload.fixtures import ensure_fixtures
@@ -49,6 +50,10 @@ def test_harness_agrees_with_torch_timer(benchmark: BenchmarkFixture, availabili
     fails only beyond :data:`~harness.judge.targets.CLOCK_AGREEMENT_MAX_SHARE`, which noise cannot reach.
     """
     spec = WorkloadSpec.from_preset(PRESET)
+    timed = settings.spread_modes(cpu_has_bf16())  # on a CPU without bfloat16 instructions, the float32 modes only
+    if timed is not None and mode not in timed:
+        pytest.skip(f"this CPU lacks bfloat16 instructions: {mode} is emulated (about 19x float32), the float32 case holds "
+                    "the clock agreement here")
     cell = Cell("python", "with_autocast", mode, "sgd", spec.device)
     module = importlib.import_module("py_scripts.with_autocast")
     run_spec = prepare_run_spec(spec, "with_autocast", "sgd", save_weights=False, fixture=ensure_fixtures(spec))
@@ -102,23 +107,26 @@ def _missed(result: dict[str, Any], name: str | None = None, machine_noise: bool
             if not t["met"] and (name is None or t["name"] == name) and (machine_noise or not t.get("machine_noise"))]
 
 
-def test_the_four_mode_tiny_matrix_runs_within_twice_its_limit(benchmark: BenchmarkFixture, tmp_path: Path) -> None:
+def test_the_four_mode_tiny_matrix_runs_within_its_bound(benchmark: BenchmarkFixture, tmp_path: Path) -> None:
     """``run --preset tiny`` of the four modes, plain SGD, both frontends (start-up included) meets every target: the matrix
-    within twice its limit (the slowest worker's start plus one round of every cell) among them; ``-v`` prints its phases."""
+    within 3× its limit (the slowest worker's start plus one round of every cell, over the cores) among them; ``-v``
+    prints its phases."""
     done, result = _run(benchmark, tmp_path / "tiny.json", "--preset", "tiny", "--mode", ",".join(FOUR_MODES), "--optimizer", "sgd")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert {t["name"] for t in result["targets"]} >= {"whole tiny CPU matrix", "tiny matrix cost per cell"}
+    assert {t["name"] for t in result["targets"]} >= {"whole tiny CPU matrix"}
     assert [line for line in done.stdout.splitlines() if line.startswith("phases: ")], done.stdout[-2000:]
     assert not _missed(result), "\n".join(_missed(result))
 
 
-def test_the_whole_tiny_matrix_costs_in_proportion(benchmark: BenchmarkFixture, tmp_path: Path) -> None:
-    """``run --preset tiny``, every optimizer and mode (issue 21's matrix): what it takes beyond its workers' start grows with
-    its cells, at the cost per cell the four-mode matrix has (:data:`~harness.judge.targets.TINY_CELL_COST_MAX_ROUNDS`)."""
+def test_the_whole_tiny_matrix_runs_within_its_bound(benchmark: BenchmarkFixture, tmp_path: Path) -> None:
+    """``run --preset tiny``, every optimizer and mode (the main job, issue 38): within 3× the limit it states
+    (:data:`~harness.judge.targets.TINY_MATRIX_LIMIT_FACTOR`), so its time grows with its cells at the cost per cell it
+    has now; the run says how far it was from its limit (its ``matrix:`` line) and its phases, one line each."""
     done, result = _run(benchmark, tmp_path / "whole.json", "--preset", "tiny")
     assert done.returncode == 0, done.stderr[-2000:]
     MISSED_TARGETS.extend(f"whole tiny: {line}" for line in _missed(result))
-    assert not _missed(result, "tiny matrix cost per cell"), "\n".join(_missed(result))
+    assert [line for line in done.stdout.splitlines() if line.startswith("matrix: ") and "its limit here" in line], done.stdout[-2000:]
+    assert not _missed(result, "whole tiny CPU matrix"), "\n".join(_missed(result))
 
 
 @pytest.mark.parametrize("protocol", ["back to back", "interleaved"])
@@ -131,8 +139,11 @@ def test_every_bench_cell_is_as_quiet_as_the_machine(benchmark: BenchmarkFixture
     machine raises the bound with the noise it causes; what it cannot explain is the harness's (or the binding's) own.
     Misses the floor pins on the machine are listed at the end of the session, marked, never hidden.
     """
-    args = ["--preset", "bench", *(["--interleave"] if protocol == "interleaved" else [])]
+    modes = settings.spread_modes(cpu_has_bf16())  # on a CPU without bfloat16 instructions, the float32 cells only
+    args = ["--preset", "bench", *(["--interleave"] if protocol == "interleaved" else []),
+            *(["--mode", ",".join(modes)] if modes is not None else [])]
     done, result = _run(benchmark, tmp_path / "bench.json", *args)
+    benchmark.extra_info["modes"] = list(modes) if modes is not None else "all"
     floors = {c["id"]: {"cv": c["timing"]["loop"]["cv"], "floor": (c["timing"].get("floor") or {}).get("cv")}
               for c in result["cells"] if c.get("timing")}
     benchmark.extra_info["floors"] = floors

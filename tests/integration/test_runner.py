@@ -85,8 +85,8 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
     assert autocast.efficiency.gemm_dtype == "bfloat16" and 0 < autocast.efficiency.share_of_peak < 1
     assert set(result.peaks.by_dtype) == {"float32", "bfloat16"} and result.peaks.threads == 1
     assert all(c.gemm_profile is None for c in result.cells)  # CPU: only with --profile
-    # every mode, so not the four-mode matrix the twice-its-limit bound is for: the cost per cell instead
-    assert {f.name for f in result.targets} == {"overhead per call", "tiny matrix cost per cell", "trace cost"}
+    # every mode: the whole-matrix bound holds any tiny matrix
+    assert {f.name for f in result.targets} == {"overhead per call", "whole tiny CPU matrix", "trace cost"}
     assert [p.pair for p in result.pairs] == []  # one frontend: nothing to pair
 
 

@@ -53,3 +53,22 @@ def test_a_cell_without_its_own_default_has_no_ratio_and_says_which_is_missing()
     assert out["cuda_amp_grad_scaler-default-rprop-python-cpu"] == (None, "cell error")
     assert out["cuda_amp_grad_scaler-autocast_scaler-sgd-r-cpu"] == (None, "cell unsupported")
     assert out["with_autocast-default-sgd-python-cpu"][0] == pytest.approx(1.0)
+
+
+
+def test_a_run_timed_side_by_side_says_so_rather_than_noisy() -> None:
+    """``tiny``'s one round per cell carries no ratio by design: the note says so, and no view reads it as noise; a run
+    whose rounds were cut by ``--max-seconds`` still says its rounds were too few."""
+    from harness.model.result import SIDE_BY_SIDE_NOTE
+    from harness.model.timing import RoundLog, for_want_of_spread
+
+    def one_round(mode: str, seconds: float) -> CellResult:
+        log = RoundLog()
+        log.add(seconds + 0.001, {"seconds_total": seconds, "seconds_workload": seconds, "gc_seconds": 0.0}, None, True)
+        return CellResult(Cell("python", "with_autocast", mode, "sgd", "cpu"), Status.OK, timing=log.summary())
+
+    cells = [one_round("default", 0.1), one_round("autocast", 0.2)]
+    labelled = [c.time_vs_default_note for c in with_time_vs_default(cells, side_by_side=True)]
+    assert labelled == [SIDE_BY_SIDE_NOTE] * 2 and not for_want_of_spread(SIDE_BY_SIDE_NOTE)
+    cut = [c.time_vs_default_note for c in with_time_vs_default(cells)]
+    assert cut == ["too few timed rounds (1 < 3) to know the spread"] * 2

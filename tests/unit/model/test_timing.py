@@ -161,16 +161,24 @@ def test_a_timing_round_trips_through_json_with_and_without_its_floor() -> None:
 
 
 @pytest.mark.parametrize(("preset", "given", "expected"), [
-    ("tiny", {}, (1, 3)),  # tiny's own: its record call is its warm-up, three rounds give a spread
+    ("tiny", {}, (1, 1)),  # tiny's own: its record call is its warm-up, one round side by side: each cell's own time
     ("bench", {}, (DEFAULT_WARMUP_ROUNDS, BENCH_ROUNDS)),  # bench's own: the spread target reads 20 rounds
     ("recipe", {}, (DEFAULT_WARMUP_ROUNDS, DEFAULT_ROUNDS)),
     ("tiny", {"warmup_rounds": 2, "rounds": 5}, (2, 5)),  # what the user gives wins
     ("tiny", {"rounds": 7}, (1, 7)),
 ])
 def test_a_preset_has_its_own_protocol_unless_told(preset: str, given: dict[str, int], expected: tuple[int, int]) -> None:
-    """``run --preset tiny`` makes 1 untimed call and 3 timed rounds per cell, ``bench`` 20 timed rounds; ``recipe`` the defaults;
+    """``run --preset tiny`` makes 1 untimed call and 1 timed round per cell, ``bench`` 20 timed rounds; ``recipe`` the defaults;
     flags win."""
     protocol = TimingProtocol.for_preset(preset, **given)
     assert (protocol.warmup_rounds, protocol.rounds) == expected
     assert protocol.max_seconds == DEFAULT_MAX_SECONDS and not protocol.interleave
     assert TimingProtocol.for_preset("tiny", interleave=True).interleave
+
+
+@pytest.mark.parametrize(("rounds", "interleave", "expected"), [(1, False, True), (2, False, True), (3, False, False),
+                                                                 (1, True, False), (20, False, False)])
+def test_too_few_rounds_for_a_spread_run_side_by_side(rounds: int, interleave: bool, expected: bool) -> None:
+    """Fewer rounds than a spread needs carry no ratio: they run side by side (tiny's one round), unless interleaved."""
+    assert TimingProtocol(1, rounds, interleave=interleave).side_by_side is expected
+    assert TimingProtocol.for_preset("tiny").side_by_side and not TimingProtocol.for_preset("bench").side_by_side

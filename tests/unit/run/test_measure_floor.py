@@ -105,8 +105,8 @@ def test_every_cpu_cell_of_bench_is_checked_whatever_its_loop() -> None:
     cells, loops = _cells()
     spec = dataclasses.replace(golden().spec, preset="bench")
     pool = _FakePool(spec, cells, loops)
-    timed = time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=2, rounds=2), lambda _: None)
-    assert all(c.timing is not None and c.timing.floor is not None and c.timing.floor.n == 2 for c in timed)
+    timed = time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=2, rounds=3), lambda _: None)
+    assert all(c.timing is not None and c.timing.floor is not None and c.timing.floor.n == 3 for c in timed)
     assert ("python", _calibration("bfloat16", 0.1)) in pool.calls
 
 
@@ -114,7 +114,7 @@ def test_without_a_warm_up_call_the_record_calls_loop_sizes_the_floor() -> None:
     """With one untimed call (the record call) the floor rounds are as long as the record call's loop."""
     cells, loops = _cells()
     pool = _FakePool(dataclasses.replace(golden().spec, preset="bench"), cells, loops)
-    time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=1, rounds=1), lambda _: None)
+    time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=1, rounds=3), lambda _: None)
     record = cells[0].record
     assert record is not None and pool.calls[3:5] == [("python", cells[0].id), ("python", _calibration("float32", record.seconds_total))]
 
@@ -126,3 +126,19 @@ def test_a_failed_calibration_leaves_the_cell_timed_without_a_floor() -> None:
     timed = time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=2, rounds=3), lambda _: None)
     assert all(c.status is Status.OK and c.timing is not None and c.timing.rounds == 3 and c.timing.floor is None for c in timed)
     assert sum(what.startswith("calibrate") for _, what in pool.calls) == 2  # the sizing call of each checked cell, no more
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_too_few_rounds_for_a_spread_run_side_by_side_without_floors(rounds: int) -> None:
+    """Fewer timed rounds than a spread needs carry no ratio and no spread target: no floor is timed, not even beside the
+    cells the target would check (``bench``), and each frontend's cells run in a lane of their own, each in order."""
+    cells, loops = _cells()
+    pool = _FakePool(dataclasses.replace(golden().spec, preset="bench"), cells, loops)
+    said: list[str] = []
+    timed = time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=2, rounds=rounds), said.append)
+    assert not any(what.startswith("calibrate") for _, what in pool.calls)
+    assert all(c.timing is not None and c.timing.rounds == rounds and c.timing.floor is None and c.timing.warmup_calls == 2
+               for c in timed)
+    python = [what for frontend, what in pool.calls if frontend == "python"]
+    assert python == [cells[0].id] * (1 + rounds) + [cells[1].id] * (1 + rounds)  # a warm-up call, then the rounds, cell by cell
+    assert sorted(line for line in said if line.endswith(": timed")) == sorted(f"{c.id}: timed" for c in cells)

@@ -1,0 +1,76 @@
+"""A run's progress as the command line shows it: a bar on a terminal, one line per phase in a log (CI).
+
+On a terminal, rich's bar: the phase, its units done out of its total (cells, rounds), the time it has taken and an
+estimate of the time it has left, and what just ended. Without one, nothing is redrawn: each phase prints one line as it
+ends (its name, its units, its seconds), so a CI log says where the time went as it goes.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from harness.model.progress import RunProgress
+
+__all__ = ["LineProgress", "TerminalProgress", "progress_for"]
+
+
+class TerminalProgress(RunProgress):
+    """rich's bar (on ``console``, a terminal): the phase, its units done of its total, time taken and left, the last unit."""
+
+    def __init__(self, console: Console) -> None:
+        self._bar = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("left"), TimeRemainingColumn(), TextColumn("[dim]{task.fields[last]}"),
+            console=console, transient=True,
+        )
+        self._task: TaskID | None = None
+
+    def __enter__(self) -> TerminalProgress:
+        self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.stop()
+
+    def begin(self, phase: str, total: int) -> None:
+        if self._task is not None:
+            self._bar.remove_task(self._task)
+        self._task = self._bar.add_task(phase, total=total or None, last="")
+
+    def advance(self, text: str) -> None:
+        if self._task is not None:
+            self._bar.update(self._task, advance=1, last=text[:60])
+
+
+class LineProgress(RunProgress):
+    """One line per phase as it ends, on ``console`` (the run's: its output, before the table; a reader gone, ``| head``,
+    quiets it as it quiets the table)."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._units = 0
+        self._total = 0
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Nothing to take down."""
+
+    def begin(self, phase: str, total: int) -> None:
+        self._units, self._total = 0, total
+
+    def advance(self, text: str) -> None:
+        self._units += 1
+
+    def end(self, phase: str, seconds: float) -> None:
+        counted = f", {min(self._units, self._total)} of {self._total}" if self._total else ""
+        self._console.print(f"amp-parity: {phase} done in {seconds:.1f} s{counted}", soft_wrap=True, markup=False, highlight=False)
+
+
+def progress_for(console: Console) -> TerminalProgress | LineProgress:
+    """The bar where ``console`` is a terminal, else the lines."""
+    return TerminalProgress(console) if console.is_terminal else LineProgress(console)
+
+
