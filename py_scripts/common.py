@@ -138,6 +138,33 @@ def make_optimizer(spec: dict[str, Any], net: torch.nn.Sequential) -> torch.opti
     return optimizer
 
 
+def loop_feature(spec: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    """The arguments of the run spec's loop feature (``feature``: its row of harness/workload/features.py) when it is of
+    ``kind`` (``scheduler``, ``accumulate``, ``clip_value``), else ``None`` (the plain loop, or another feature)."""
+    feature = spec.get("feature")
+    return dict(feature["args"]) if feature and feature["kind"] == kind else None
+
+
+def make_scheduler(spec: dict[str, Any], opt: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler | None:
+    """The run spec's learning-rate scheduler (a ``scheduler`` feature: ``torch.optim.lr_scheduler.<class>(opt, **args)``),
+    or ``None``. R's twin calls the R torch function the row names with the same values."""
+    if loop_feature(spec, "scheduler") is None:
+        return None
+    python = spec["feature"]["python"]
+    scheduler: torch.optim.lr_scheduler.LRScheduler = getattr(torch.optim.lr_scheduler, python["class"])(opt, **python["args"])
+    return scheduler
+
+
+def trace_scheduler(step: int, opt: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler) -> None:
+    """After the scheduler's step: its ``last_epoch`` (``scheduler.last_epoch``) and each param group's lr, the one the
+    next optimizer step uses (``optim.lr.group<i>``, 0-based, a float64 scalar: both bindings keep it as a double)."""
+    if _trace_state["sink"] is None:
+        return
+    trace_point(step, "scheduler.last_epoch", torch.tensor(int(scheduler.last_epoch), dtype=torch.int64))
+    for i, group in enumerate(opt.param_groups):
+        trace_point(step, f"optim.lr.group{i}", torch.tensor(float(group["lr"]), dtype=torch.float64))
+
+
 def make_grad_scaler(spec: dict[str, Any], enabled: bool) -> tuple[torch.amp.GradScaler, str | None]:
     """The spec's gradient scaler (``enabled=False``: one whose calls pass through), and which check of the binding was
     lifted to get it (never one here).

@@ -181,6 +181,38 @@ make_optimizer <- function(spec, net) {
   do.call(constructor, c(list(net$parameters), r$args))
 }
 
+#' The arguments of the run spec's loop feature (`feature`: its row of harness/workload/features.py) when it is of
+#' `kind` (`scheduler`, `accumulate`, `clip_value`), else `NULL` (the plain loop, or another feature).
+loop_feature <- function(spec, kind) {
+  feature <- spec$feature
+  if (!is.null(feature) && identical(feature$kind, kind)) feature$args else NULL
+}
+
+#' The run spec's learning-rate scheduler (a `scheduler` feature: the R torch function the row names, called with the
+#' optimizer and the row's arguments), or `NULL`. Python's twin builds `torch.optim.lr_scheduler.<class>` alike.
+make_scheduler <- function(spec, opt) {
+  if (is.null(loop_feature(spec, "scheduler"))) {
+    return(NULL)
+  }
+  r <- spec$feature$r
+  do.call(getExportedValue("torch", r[["function"]]), c(list(opt), r$args))
+}
+
+#' After the scheduler's step: its `last_epoch` (`scheduler.last_epoch`) and each param group's lr, the one the next
+#' optimizer step uses (`optim.lr.group<i>`, 0-based as Python's twin counts, a float64 scalar: both bindings keep it as a
+#' double).
+trace_scheduler <- function(step, opt, scheduler) {
+  if (is.null(get0("sink", envir = trace_state, inherits = FALSE))) {
+    return(invisible(NULL))
+  }
+  trace_point(step, "scheduler.last_epoch", torch::torch_scalar_tensor(as.numeric(scheduler$last_epoch), dtype = torch::torch_int64()))
+  groups <- opt$param_groups
+  for (i in seq_along(groups)) {
+    trace_point(step, sprintf("optim.lr.group%d", i - 1L), torch::torch_scalar_tensor(as.numeric(groups[[i]]$lr), dtype = torch::torch_float64()))
+  }
+  invisible(NULL)
+}
+
 #' The spec's gradient scaler (`enabled = FALSE`: one whose calls pass through), and which check of the binding was
 #' lifted to get it (`NULL`: none), as a list (Python returns a tuple).
 #'

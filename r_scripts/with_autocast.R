@@ -4,7 +4,8 @@
 #' (declared in harness/workload/scripts.py, handed over in the run spec's `modes`) choose the precision either by
 #' autocast (`default`: off; `autocast`: on) or by the weights' dtype, the AMP guide's other way to train
 #' (`lowp_weights`: weights and inputs in the AMP dtype, no autocast, its `--fp16`; `lowp_weights_scaled`: with a static
-#' loss scale, its `-s`). The optimizer is the run spec's (`make_optimizer()`). Sourcing this file defines `script`,
+#' loss scale, its `-s`). The optimizer is the run spec's (`make_optimizer()`), its loop feature a scheduler or none
+#' (`make_scheduler()`). Sourcing this file defines `script`,
 #' `unscale_static()` and `run_workload()` and runs nothing. Every `trace_point()` names one intermediate for the
 #' harness's trace (docs/tracing.md); it costs nothing unless the harness traces this call.
 #' Shell: `Rscript r_scripts/with_autocast.R --preset tiny --mode autocast --optimizer adam --device cpu`.
@@ -54,6 +55,7 @@ run_workload <- function(spec, mode) {
   # The static scale is a 0-dim float32 tensor, as the scaler keeps its scale: a scaled loss is float32 in both languages.
   static_scale <- torch::torch_full(list(), spec$static_loss_scale, dtype = torch::torch_float32(), device = device)
   use_static_scale <- properties$scaler == "static"
+  scheduler <- make_scheduler(spec, opt) # the run spec's loop feature: a scheduler, or none (the plain loop)
 
   losses <- list()
   output_dtype <- NULL
@@ -94,6 +96,10 @@ run_workload <- function(spec, mode) {
       trace_optimizer_state(step, opt, net, spec)
       trace_parameters(step, "param.stepped", net, grads = FALSE)
       opt$zero_grad()
+      if (!is.null(scheduler)) {
+        scheduler$step()
+        trace_scheduler(step, opt, scheduler)
+      }
       losses[[length(losses) + 1L]] <- loss$detach()
       step <- step + 1L
     }

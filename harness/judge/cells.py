@@ -35,7 +35,7 @@ def reference_losses_for(cell: CellResult, reference: ReferenceSummary) -> np.nd
     """
     if cell.record is None:
         return None
-    losses = reference.losses_for(cell.optimizer, cell.cell.properties.clip, cell.record.skipped_step_indices)
+    losses = reference.losses_for(cell.optimizer, cell.cell.properties.clip, cell.record.skipped_step_indices, cell.cell.feature)
     return None if losses is None else np.array([math.nan if v is None else float(v) for v in losses], dtype=np.float64)
 
 

@@ -55,10 +55,13 @@ def glance(result: MatrixResult) -> Glance:
         return f"{script} · {mode}" + (f" · {device}" if several else "")
 
     columns = tuple(dict.fromkeys(column(c.script, c.mode, c.device) for c in result.cells))
-    optimizers = tuple(dict.fromkeys(c.optimizer for c in result.cells))
+    def row(optimizer: str, feature: str) -> str:  # a loop feature's cells get rows of their own
+        return optimizer if feature == "none" else f"{optimizer}+{feature}"
+
+    optimizers = tuple(dict.fromkeys(row(c.optimizer, c.cell.feature) for c in result.cells))
     entries: dict[tuple[str, str], str] = {}
     for pair in result.pairs:
-        key = (pair.optimizer, column(pair.script, pair.mode, pair.device))
+        key = (row(pair.optimizer, pair.feature), column(pair.script, pair.mode, pair.device))
         entries[key] = entries.get(key, "") + symbol(pair)
     rows = tuple((opt, tuple(entries.get((opt, col), "") for col in columns)) for opt in optimizers)
     counts: dict[str, int] = {}
