@@ -139,8 +139,11 @@ class KnownDifference:
         """The steps at which the trace shows this entry's trigger (none: the difference has no reason to show)."""
         return tuple(trace.triggers.get(self.trigger, ()))
 
-    def mismatch(self, trace: PairTrace) -> str | None:
-        """Why ``trace`` does not have this entry's signature, or ``None`` when it does."""
+    def mismatch(self, trace: PairTrace, micro_batches: int = 1) -> str | None:
+        """Why ``trace`` does not have this entry's signature, or ``None`` when it does.
+
+        Listed steps count optimizer steps: in a loop that accumulates ``micro_batches`` per optimizer step (a loop
+        feature, harness/workload/features.py) the traced step ``s`` is optimizer step ``s // micro_batches``."""
         first = trace.first_difference
         if trace.error is not None:
             return f"no trace ({trace.error})"
@@ -149,7 +152,8 @@ class KnownDifference:
         if not self.signature.point_pattern.match(first.point):
             return f"it first differs at {first.point}, not {self.signature.first_point}"
         allowed = self.trigger_steps(trace) if self.signature.first_step == "trigger" else self.signature.first_step
-        if first.step not in allowed:
+        step = first.step if self.signature.first_step == "trigger" else first.step // micro_batches
+        if step not in allowed:
             where = f"a step where {self.trigger} holds" if self.signature.first_step == "trigger" else f"steps {list(allowed)}"
             return f"it first differs at step {first.step}, not at {where}"
         if first.kind != self.signature.kind:
