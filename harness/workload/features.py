@@ -146,9 +146,10 @@ FEATURES: dict[str, Feature] = {
         ),
         Feature(
             "lr_cosine", "scheduler", "CosineAnnealingLR / lr_cosine_annealing: lr along a half cosine, recursively",
-            {"T_max": 8, "eta_min": 0.001},
+            {"T_max": 8, "eta_min": 0.0001},
             {"T_max": "8: tiny's 20 iterations pass the minimum and restart, reaching all three branches of get_lr",
-             "eta_min": "non-zero so the eta_min terms act"},
+             "eta_min": "non-zero so the eta_min terms act, and below every optimizer row's lr (the least is 1e-3), so "
+                        "the cosine spans a range for each"},
             _scheduler_covers(), python="CosineAnnealingLR", r="lr_cosine_annealing",
         ),
         Feature(
