@@ -250,8 +250,8 @@ def _run(args: argparse.Namespace) -> ExitCode:
     from harness.store.claims import ReportClaim, ResultClaim, publish_or_rescue
     from harness.views.table import make_console, print_result
     from harness.views.timing_sections import phases_line
-    from harness.workload.flags import spec_from_args
     from harness.workload.features import parse_features
+    from harness.workload.flags import spec_from_args
     from harness.workload.optimizers import parse_optimizers
     from harness.workload.spec import parse_modes
 
@@ -316,8 +316,8 @@ def _trace(args: argparse.Namespace) -> ExitCode:
     from harness.run.prepare import require_device
     from harness.run.runner import MatrixRunner
     from harness.views.table import make_console, print_trace
-    from harness.workload.flags import spec_from_args
     from harness.workload.features import parse_features
+    from harness.workload.flags import spec_from_args
     from harness.workload.optimizers import parse_optimizers
     from harness.workload.spec import parse_modes
 

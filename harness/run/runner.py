@@ -44,10 +44,10 @@ from harness.run.measure import measure_peaks, profile_cells, time_cells
 from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
 from harness.run.provenance import describe_provenance
 from harness.run.tracer import measure_first_difference
+from harness.workload.features import NO_FEATURE, PRESET_FEATURES
 from harness.workload.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
 from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation
 from harness.workload.matrix import Cell, cells_for
-from harness.workload.features import NO_FEATURE, PRESET_FEATURES
 from harness.workload.optimizers import PRESET_OPTIMIZERS
 from harness.workload.patches import switch_names
 from harness.workload.spec import WorkloadSpec
