@@ -145,6 +145,15 @@ def loop_feature(spec: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return dict(feature["args"]) if feature and feature["kind"] == kind else None
 
 
+def freeze_layer(spec: dict[str, Any], net: torch.nn.Sequential) -> None:
+    """A ``frozen`` loop feature: the row's layer gets ``requires_grad`` false (its parameters are still handed to the
+    optimizer, which then sees them without a gradient at every step)."""
+    frozen = loop_feature(spec, "frozen")
+    if frozen is not None:
+        for param in linear_layers(net)[frozen["layer"]].parameters():
+            param.requires_grad_(False)
+
+
 def make_scheduler(spec: dict[str, Any], opt: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler | None:
     """The run spec's learning-rate scheduler (a ``scheduler`` feature: ``torch.optim.lr_scheduler.<class>(opt, **args)``),
     or ``None``. R's twin calls the R torch function the row names with the same values."""
@@ -260,11 +269,14 @@ def amp_parity_point(name: str, value: torch.Tensor | float, param: torch.Tensor
 def trace_parameters(step: int, stage: str, net: torch.nn.Sequential, grads: bool) -> None:
     """Every parameter (``grads=False``) or its gradient (``grads=True``) as a point ``<stage>.layer0.weight``, ...
 
-    Named like the fixtures and the final weights; skipped at once when not tracing.
+    Named like the fixtures and the final weights; skipped at once when not tracing. A parameter without a gradient (a
+    frozen layer: loop feature ``frozen``) has no gradient point.
     """
     if _trace_state["sink"] is None:
         return
     for name, param in named_parameters(net):
+        if grads and param.grad is None:
+            continue
         trace_point(step, f"{stage}.{name}", param.grad if grads else param)
 
 

@@ -36,6 +36,7 @@ from py_scripts.common import (
     device_name,
     dtype_name,
     forward,
+    freeze_layer,
     found_inf,
     inject_overflow,
     load_fixtures,
@@ -74,6 +75,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     fixtures = load_fixtures(spec)
     data, targets = fixtures["data"], fixtures["targets"]
     net = make_model(spec, fixtures)
+    freeze_layer(spec, net)  # the run spec's loop feature: a frozen layer, or none
     loss_fn = torch.nn.MSELoss()
     opt = make_optimizer(spec, net)
     use_scaler = properties["scaler"] == "dynamic"

@@ -26,6 +26,7 @@ from py_scripts.common import (
     device_name,
     dtype_name,
     forward,
+    freeze_layer,
     load_fixtures,
     make_model,
     make_optimizer,
@@ -52,10 +53,12 @@ SCRIPT = "with_autocast"
 
 
 def unscale_static(net: torch.nn.Sequential, scale: torch.Tensor) -> None:
-    """Divide every gradient by the static loss scale, in place, before the step (the AMP guide's ``-s``)."""
+    """Divide every gradient by the static loss scale, in place, before the step (the AMP guide's ``-s``); a frozen
+    layer's parameters have none."""
     with torch.no_grad():
         for _name, param in named_parameters(net):
-            param.grad.div_(scale)
+            if param.grad is not None:
+                param.grad.div_(scale)
 
 
 def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
@@ -69,6 +72,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     amp_dtype = torch_dtype(spec["amp_dtype"])
     weights_dtype = amp_dtype if properties["weights"] == "amp" else torch.float32
     net = make_model(spec, fixtures).to(weights_dtype)
+    freeze_layer(spec, net)  # the run spec's loop feature: a frozen layer, or none
     loss_fn = torch.nn.MSELoss()
     opt = make_optimizer(spec, net)
     # The static scale is a 0-dim float32 tensor, as GradScaler keeps its scale: a scaled loss is float32 in both languages.

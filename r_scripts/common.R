@@ -188,6 +188,18 @@ loop_feature <- function(spec, kind) {
   if (!is.null(feature) && identical(feature$kind, kind)) feature$args else NULL
 }
 
+#' A `frozen` loop feature: the row's layer (0-based, as Python's twin counts) gets `requires_grad` false (its
+#' parameters are still handed to the optimizer, which then sees them without a gradient at every step).
+freeze_layer <- function(spec, net) {
+  frozen <- loop_feature(spec, "frozen")
+  if (!is.null(frozen)) {
+    for (param in linear_layers(net)[[frozen$layer + 1L]]$parameters) {
+      param$requires_grad_(FALSE)
+    }
+  }
+  invisible(NULL)
+}
+
 #' The run spec's learning-rate scheduler (a `scheduler` feature: the R torch function the row names, called with the
 #' optimizer and the row's arguments), or `NULL`. Python's twin builds `torch.optim.lr_scheduler.<class>` alike.
 make_scheduler <- function(spec, opt) {
@@ -417,6 +429,7 @@ trace_parameters <- function(step, stage, net, grads) {
   }
   params <- named_parameters(net)
   for (name in names(params)) {
+    if (grads && torch::is_undefined_tensor(params[[name]]$grad)) next # a frozen layer's: no gradient point
     trace_point(step, sprintf("%s.%s", stage, name), if (grads) params[[name]]$grad else params[[name]])
   }
   invisible(NULL)

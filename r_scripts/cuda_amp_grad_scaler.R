@@ -49,6 +49,7 @@ run_workload <- function(spec, mode) {
   data <- fixtures$data
   targets <- fixtures$targets
   net <- make_model(spec, fixtures)
+  freeze_layer(spec, net) # the run spec's loop feature: a frozen layer, or none
   loss_fn <- torch::nn_mse_loss()
   # The binding's functions and the optimizer's methods as the run spec patches them (reconciliation switches; trace
   # points when traced): Python swaps them in their modules around its loop instead (py_scripts/patches.py).
@@ -59,7 +60,7 @@ run_workload <- function(spec, mode) {
   use_clip <- isTRUE(properties$clip)
   amp_dtype <- torch_dtype(spec$amp_dtype)
   made <- make_grad_scaler(spec, enabled = use_scaler) # R returns a list where Python returns a tuple
-  scaler <- made$scaler
+  scaler <- patch_scaler(made$scaler, spec) # R-only: the scaler's methods as the run spec patches them
   lifted_check <- made$lifted_check
   scheduler <- make_scheduler(spec, opt)
   accumulate <- loop_feature(spec, "accumulate")

@@ -20,11 +20,14 @@ if (!exists("make_record", mode = "function")) {
 
 script <- "with_autocast"
 
-#' Divide every gradient by the static loss scale, in place, before the step (the AMP guide's `-s`).
+#' Divide every gradient by the static loss scale, in place, before the step (the AMP guide's `-s`); a frozen
+#' layer's parameters have none.
 unscale_static <- function(net, scale) {
   torch::with_no_grad({
     for (param in named_parameters(net)) {
-      param$grad$div_(scale)
+      if (!torch::is_undefined_tensor(param$grad)) {
+        param$grad$div_(scale)
+      }
     }
   })
   invisible(NULL)
@@ -48,6 +51,7 @@ run_workload <- function(spec, mode) {
   weights_dtype <- if (properties$weights == "amp") amp_dtype else torch::torch_float32()
   net <- make_model(spec, fixtures)
   net$to(dtype = weights_dtype) # in place (R/nn.R); Python's `.to()` returns the module too
+  freeze_layer(spec, net) # the run spec's loop feature: a frozen layer, or none
   loss_fn <- torch::nn_mse_loss()
   # The optimizer's methods as the run spec patches them (reconciliation switches; trace points when traced): Python
   # swaps the functions in their modules around its loop instead (py_scripts/patches.py).

@@ -37,8 +37,11 @@ def torch_float64_run(
     net = torch.nn.Sequential(*layers[:-1]).double()
     built = OPTIMIZERS[name].run_spec(spec.lr, overrides)["python"]
     args = {k: tuple(v) if isinstance(v, list) else v for k, v in built["args"].items()}
-    opt = getattr(torch.optim, built["class"])(net.parameters(), **args)
     row = FEATURES.get(feature)
+    if row is not None and row.kind == "frozen":
+        for param in [m for m in net if isinstance(m, torch.nn.Linear)][row.args["layer"]].parameters():
+            param.requires_grad_(False)
+    opt = getattr(torch.optim, built["class"])(net.parameters(), **args)
     every = micro_batches(feature)
     scheduler = None
     if row is not None and row.kind == "scheduler":

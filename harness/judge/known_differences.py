@@ -35,6 +35,7 @@ from harness.judge.divergence import TRIGGERS
 from harness.model.result import CellResult
 from harness.model.trace import PairTrace
 from harness.workload.installations import LANGUAGES
+from harness.workload.features import FEATURES, NO_FEATURE
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.patches import SWITCHES
 from harness.workload.scripts import SCRIPTS
@@ -111,25 +112,31 @@ class KnownDifference:
     upstream: str
     #: The list it was read from (messages name it: the committed list as ``harness/judge/known_differences.toml``).
     source: str = "harness/judge/known_differences.toml"
+    #: The loop features (harness/workload/features.py) it covers: ``None``, every one (the plain loop included), as an
+    #: optimizer's mechanism acts whatever the loop; an entry about a feature's own mechanism names it.
+    features: tuple[str, ...] | None = None
 
     def switches_for(self, optimizer: str, language: str) -> tuple[str, ...]:
         """The entry's switches a run of ``optimizer`` in ``language``'s script applies (those of its side that patch a
         function that run calls)."""
         return tuple(s for s in self.switches if SWITCHES[s].side == language and SWITCHES[s].acts_on(optimizer))
 
-    def covers(self, script: str, mode: str, optimizer: str, device: str) -> bool:
-        """Whether the entry's scope holds this script × mode × optimizer × device."""
-        return script in self.scripts and mode in self.modes and optimizer in self.optimizers and device in self.devices
+    def covers(self, script: str, mode: str, optimizer: str, device: str, feature: str = NO_FEATURE) -> bool:
+        """Whether the entry's scope holds this script × mode × optimizer × device (× loop feature)."""
+        return (script in self.scripts and mode in self.modes and optimizer in self.optimizers and device in self.devices
+                and (self.features is None or feature in self.features))
 
     def applies(self, a: CellResult, b: CellResult) -> bool:
         """Whether this entry covers the pair of ``a`` and ``b``: its scope, and the two sides' languages in either order
         (whatever the installations are named: R torch on any libtorch is covered)."""
-        return self.covers(a.script, a.mode, a.optimizer, a.device) and frozenset((a.language, b.language)) == self.languages
+        return (self.covers(a.script, a.mode, a.optimizer, a.device, a.feature)
+                and frozenset((a.language, b.language)) == self.languages)
 
     def reconciling(self, cell: CellResult | Any, language: str) -> tuple[str, ...]:
         """The switches ``cell`` (of ``language``) runs in its reconciled run for this entry: none where the entry does not
         cover it (or nothing of the entry's mechanism is on its side)."""
-        return self.switches_for(cell.optimizer, language) if self.covers(cell.script, cell.mode, cell.optimizer, cell.device) else ()
+        covered = self.covers(cell.script, cell.mode, cell.optimizer, cell.device, cell.feature)
+        return self.switches_for(cell.optimizer, language) if covered else ()
 
     def expected_switches(self, optimizer: str, languages: frozenset[str] | None = None) -> tuple[str, ...]:
         """Every switch this entry applies to a pair with ``optimizer``, on either side."""
@@ -209,7 +216,7 @@ def load_known_differences(path: Path = DEFAULT_LIST) -> tuple[KnownDifference, 
 
 
 #: Every field an entry may have (anything else is a typo, refused rather than ignored).
-_FIELDS = frozenset({"id", "kind", "title", "languages", "scripts", "modes", "optimizers", "devices", "trigger", "switches",
+_FIELDS = frozenset({"features", "id", "kind", "title", "languages", "scripts", "modes", "optimizers", "devices", "trigger", "switches",
                      "seen_on", "signature", "mechanism", "sources", "upstream"})
 _SIGNATURE_FIELDS = frozenset({"first_point", "first_step", "max_distance", "error", "kind"})
 #: What a first difference may be (:class:`harness.judge.divergence.Split`): another value, or another dtype.
@@ -282,6 +289,7 @@ def _entry(path: Path, index: int, data: Any) -> KnownDifference:
         id=text("id"), kind=kind, title=text("title"), languages=frozenset(languages), scripts=scripts, modes=modes,
         optimizers=optimizers, devices=devices, trigger=trigger, switches=switches, seen_on=texts("seen_on"), signature=signature,
         mechanism=text("mechanism"), sources=texts("sources"), upstream=text("upstream"), source=_shown(path),
+        features=None if data.get("features") is None else texts("features", tuple(FEATURES)),
     )
     if kind == "bug" and BUGS_DIR is not None:
         missing = [name for name in ("reproducer.R", "reproducer.py", "report.md") if not (BUGS_DIR / entry.id / name).is_file()]

@@ -69,7 +69,7 @@ def run_reference(
     The feature's arithmetic, exactly: a scheduler's documented closed form sets each step's lr (PyTorch computes some
     recursively: their rounding is part of a cell's distance); accumulation sums the gradients of ``every`` micro-batch
     losses each divided by ``every`` and steps once at the last (every micro-batch's loss is recorded, undivided);
-    clipping by value clamps every gradient element.
+    clipping by value clamps every gradient element; a frozen layer is never updated (nor counted in a clip's norm).
 
     ``skipped``: the steps (0-based, micro-batches under accumulation) a scaler run skipped. The reference replays them:
     the loss is computed, the optimizer is not called (no update, no state change, no step count), as
@@ -89,6 +89,8 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
     update = make_update(optimizer, spec.lr, overrides.get(optimizer))
     base_lr = float(update.args["lr"])
     every = int(feature.args["every"]) if feature is not None and feature.kind == "accumulate" else 1
+    # a frozen layer has no gradient: the optimizer (and a clip) never sees it, as PyTorch's skip a parameter whose grad is None
+    frozen = int(feature.args["layer"]) if feature is not None and feature.kind == "frozen" else -1
     n = spec.num_layers
     weights = [arrays[f"layer{k}.weight"].astype(np.float64) for k in range(n)]
     biases = [arrays[f"layer{k}.bias"].astype(np.float64) for k in range(n)]
@@ -116,7 +118,7 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
                 grad_b[k] = grad.sum(axis=0)
                 if k > 0:
                     grad = (grad @ weights[k]) * (pre[k - 1] > 0)
-            grads = [g for k in range(n) for g in (grad_w[k], grad_b[k])]
+            grads = [g for k in range(n) if k != frozen for g in (grad_w[k], grad_b[k])]
             accumulated = grads if accumulated is None else [a + g for a, g in zip(accumulated, grads, strict=True)]
             if (step + 1) % every:  # a micro-batch that only accumulates
                 step += 1
@@ -132,7 +134,7 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
                 if feature is not None and feature.kind == "clip_value":
                     limit = float(feature.args["clip_value"])
                     grads = [np.clip(g, -limit, limit) for g in grads]
-                update.step([p for k in range(n) for p in (weights[k], biases[k])], grads)
+                update.step([p for k in range(n) if k != frozen for p in (weights[k], biases[k])], grads)
             step += 1
     final = {f"layer{k}.weight": weights[k] for k in range(n)} | {f"layer{k}.bias": biases[k] for k in range(n)}
     return Reference(losses=losses, weights=final)

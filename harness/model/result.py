@@ -180,6 +180,11 @@ class CellResult:
         return self.cell.optimizer
 
     @property
+    def feature(self) -> str:
+        """The loop feature the cell ran (harness/workload/features.py; ``none``: the plain loop)."""
+        return self.cell.feature
+
+    @property
     def mode(self) -> str:
         """The mode the script ran."""
         return self.cell.mode

@@ -34,7 +34,9 @@ NO_FEATURE = "none"
 #: docs: ``scheduler.step()`` after ``optimizer.step()``; also on the iterations the scaler skipped, as the AMP examples
 #: page's loop does). ``accumulate``: ``every`` micro-batches per optimizer step, each loss divided by ``every``.
 #: ``clip_value``: ``unscale_`` then every gradient element clamped to ``[-clip_value, clip_value]``.
-KINDS: tuple[str, ...] = ("scheduler", "accumulate", "clip_value")
+#: ``frozen``: one layer's parameters get ``requires_grad`` false but are still handed to the optimizer (a fine-tuning loop
+#: that freezes part of the model), so every step meets parameters without a gradient.
+KINDS: tuple[str, ...] = ("scheduler", "accumulate", "clip_value", "frozen")
 
 _SCALER = "cuda_amp_grad_scaler"
 _PLAIN = "with_autocast"
@@ -157,6 +159,15 @@ FEATURES: dict[str, Feature] = {
             {"every": 2},
             {"every": "2 micro-batches per optimizer step: tiny's 10 batches divide evenly, each epoch ends on a step"},
             _gradient_covers(),
+        ),
+        Feature(
+            "frozen", "frozen", "a frozen layer (requires_grad false) still handed to the optimizer",
+            {"layer": 0},
+            {"layer": "0, the input layer, as a loop that freezes the layers nearest the data does; layer 1 and 2 still "
+                      "train, so the backward pass runs through it"},
+            (Cover(_every_mode(), _ONE_PER_FAMILY,
+                   "every mode (a scaler's unscale_ and step, clipping and the optimizer each meet a parameter without a "
+                   "gradient), with one optimizer of each family"),),
         ),
         Feature(
             "clip_value", "clip_value", "unscale_, then clip_grad_value_ / nn_utils_clip_grad_value_",
