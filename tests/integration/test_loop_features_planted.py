@@ -90,3 +90,19 @@ def test_a_planted_feature_change_is_diverged_where_it_begins(
     assert first is not None and (first.step, first.point) == first_at, first
     assert trace.last_identical == last_at
     assert pair.details["known_difference"] is None
+
+
+def test_a_frozen_layer_stops_rs_scaler_and_the_bug_entry_proves_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """Loop feature ``frozen`` with plain SGD: without a scaler the pair is identical; with one, R stops on the frozen
+    parameter's undefined gradient, and the reconciled run (R's scaler skipping it) is bitwise identical: the pair is the
+    proven R torch bug ``scaler-unscale-undefined-grad``."""
+    require_r_torch(availability)
+    result = _run(tmp_path, tiny_spec, ("default", "autocast_scaler"), ("frozen",), availability, monkeypatch)
+    assert _pair(result, "with_autocast", "default", "frozen").verdict == "identical"
+    scaled = _pair(result, "cuda_amp_grad_scaler", "autocast_scaler", "frozen")
+    assert scaled.verdict == "known_difference", scaled.explain()
+    assert scaled.details["known_difference"] == ["scaler-unscale-undefined-grad"] and scaled.details["proven"]
+    r_cell = next(c for c in result.cells if c.id == "cuda_amp_grad_scaler-autocast_scaler-sgd+frozen-r-cpu")
+    assert r_cell.reason is not None and "tensor does not have a device" in r_cell.reason

@@ -180,3 +180,14 @@ def test_an_entry_of_another_optimizer_does_not_cover_the_pair() -> None:
     assert not entry.covers("with_autocast", "default", "adam", "cpu")
     narrowed = dataclasses.replace(entry, optimizers=frozenset({"sgd_nesterov"}))
     assert not narrowed.covers("with_autocast", "default", "sgd_momentum", "cpu")
+
+
+def test_an_entry_names_the_loop_features_it_covers() -> None:
+    """``features`` narrows an entry to those loop features; without it an entry covers every feature and the plain loop."""
+    entries = {k.id: k for k in load_known_differences()}
+    scaler = entries["scaler-unscale-undefined-grad"]
+    assert scaler.covers("cuda_amp_grad_scaler", "autocast_scaler", "sgd", "cpu", "frozen")
+    assert not scaler.covers("cuda_amp_grad_scaler", "autocast_scaler", "sgd", "cpu")
+    assert not scaler.covers("cuda_amp_grad_scaler", "autocast_scaler", "sgd", "cpu", "lr_step")
+    sgd = entries["sgd-weight-decay-index"]
+    assert sgd.features is None and sgd.covers("with_autocast", "default", "sgd_momentum", "cpu", "accumulate")
