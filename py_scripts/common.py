@@ -133,7 +133,15 @@ def make_optimizer(spec: dict[str, Any], net: torch.nn.Sequential) -> torch.opti
     """
     python = spec["optimizer"]["python"]
     args = {name: tuple(value) if isinstance(value, list) else value for name, value in python["args"].items()}
-    optimizer: torch.optim.Optimizer = getattr(torch.optim, python["class"])(net.parameters(), **args)
+    params: Any = net.parameters()
+    groups = loop_feature(spec, "param_groups")
+    if groups is not None:  # weights in the first group, biases in a second with their own lr (and weight decay)
+        named = named_parameters(net)
+        biases = {"params": [p for n, p in named if n.endswith(".bias")], "lr": args["lr"] * groups["bias_lr_factor"]}
+        if "weight_decay" in args:
+            biases["weight_decay"] = groups["bias_weight_decay"]
+        params = [{"params": [p for n, p in named if n.endswith(".weight")]}, biases]
+    optimizer: torch.optim.Optimizer = getattr(torch.optim, python["class"])(params, **args)
     _trace_state["params"] = {id(param): name for name, param in named_parameters(net)}  # what {param} points are named by
     return optimizer
 

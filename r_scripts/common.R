@@ -177,8 +177,22 @@ named_parameters <- function(net) {
 make_optimizer <- function(spec, net) {
   r <- spec$optimizer$r
   constructor <- getExportedValue("torch", r[["function"]])
-  assign("params", names(named_parameters(net)), envir = trace_state) # what {param} points are named by
-  do.call(constructor, c(list(net$parameters), r$args))
+  named <- named_parameters(net)
+  # what {param} points are named by: each param group's names, in the order the optimizer holds them (Python's twin
+  # keys them by the tensor, which R cannot)
+  assign("groups", list(names(named)), envir = trace_state)
+  params <- net$parameters
+  groups <- loop_feature(spec, "param_groups")
+  if (!is.null(groups)) { # weights in the first group, biases in a second with their own lr (and weight decay)
+    weights <- endsWith(names(named), ".weight")
+    biases <- list(params = unname(named[!weights]), lr = r$args$lr * groups$bias_lr_factor)
+    if (!is.null(r$args$weight_decay)) {
+      biases$weight_decay <- groups$bias_weight_decay
+    }
+    params <- list(list(params = unname(named[weights])), biases)
+    assign("groups", list(names(named)[weights], names(named)[!weights]), envir = trace_state)
+  }
+  do.call(constructor, c(list(params), r$args))
 }
 
 #' The arguments of the run spec's loop feature (`feature`: its row of harness/workload/features.py) when it is of
@@ -412,7 +426,9 @@ amp_parity_point <- function(name, value, index = NULL) {
     return(invisible(NULL))
   }
   if (!is.null(index)) {
-    name <- sub("{param}", get("params", envir = trace_state)[[index]], name, fixed = TRUE)
+    # the index counts within the param group the optimizer's loop is in (its `g`, where its loop has one)
+    group <- get0("g", envir = parent.frame(), inherits = FALSE, ifnotfound = 1L)
+    name <- sub("{param}", get("groups", envir = trace_state)[[group]][[index]], name, fixed = TRUE)
   }
   if (!inherits(value, "torch_tensor")) {
     value <- torch::torch_scalar_tensor(value, dtype = torch::torch_float64())
@@ -451,7 +467,8 @@ trace_optimizer_state <- function(step, opt, net, spec) {
   params <- named_parameters(net)
   states <- if (identical(spec$optimizer$family, "ignite")) opt$state_dict()$state else NULL
   for (k in seq_along(params)) {
-    state <- if (is.null(states)) opt$state$get(params[[k]]) else states[[as.character(k)]]
+    position <- match(names(params)[[k]], unlist(get("groups", envir = trace_state))) # ignite's: by the optimizer's order
+    state <- if (is.null(states)) opt$state$get(params[[k]]) else states[[as.character(position)]]
     for (e in seq_len(NROW(entries))) {
       value <- state[[entries$r[[e]]]]
       if (is.null(value)) next

@@ -41,7 +41,14 @@ def torch_float64_run(
     if row is not None and row.kind == "frozen":
         for param in [m for m in net if isinstance(m, torch.nn.Linear)][row.args["layer"]].parameters():
             param.requires_grad_(False)
-    opt = getattr(torch.optim, built["class"])(net.parameters(), **args)
+    params: Any = net.parameters()
+    if row is not None and row.kind == "param_groups":
+        named = list(net.named_parameters())
+        biases = {"params": [p for n, p in named if n.endswith("bias")], "lr": args["lr"] * row.args["bias_lr_factor"]}
+        if "weight_decay" in args:
+            biases["weight_decay"] = row.args["bias_weight_decay"]
+        params = [{"params": [p for n, p in named if n.endswith("weight")]}, biases]
+    opt = getattr(torch.optim, built["class"])(params, **args)
     every = micro_batches(feature)
     scheduler = None
     if row is not None and row.kind == "scheduler":

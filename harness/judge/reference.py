@@ -18,6 +18,7 @@ from harness.judge.optimizer_updates import make_update
 from harness.model.efficiency import workload_flops
 from harness.model.verdicts import ReferenceDistance, finite_or_none
 from harness.workload.features import FEATURES, NO_FEATURE, Feature
+from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.spec import WorkloadSpec
 
 __all__ = [
@@ -69,7 +70,8 @@ def run_reference(
     The feature's arithmetic, exactly: a scheduler's documented closed form sets each step's lr (PyTorch computes some
     recursively: their rounding is part of a cell's distance); accumulation sums the gradients of ``every`` micro-batch
     losses each divided by ``every`` and steps once at the last (every micro-batch's loss is recorded, undivided);
-    clipping by value clamps every gradient element; a frozen layer is never updated (nor counted in a clip's norm).
+    clipping by value clamps every gradient element; a frozen layer is never updated (nor counted in a clip's norm); with
+    param groups the biases step with their own lr and weight decay.
 
     ``skipped``: the steps (0-based, micro-batches under accumulation) a scaler run skipped. The reference replays them:
     the loss is computed, the optimizer is not called (no update, no state change, no step count), as
@@ -87,6 +89,14 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
            feature: Feature | None) -> Reference:
     overrides: Mapping[str, Mapping[str, Any]] = getattr(spec, "optimizer_args", None) or {}  # a field the spec is gaining
     update = make_update(optimizer, spec.lr, overrides.get(optimizer))
+    groups = feature is not None and feature.kind == "param_groups"
+    bias_args: dict[str, Any] = {}
+    if groups:  # the biases' own group: its lr (and weight decay, where the row has one)
+        assert feature is not None
+        bias_args = {"lr": float(update.args["lr"]) * float(feature.args["bias_lr_factor"])}
+        if "weight_decay" in OPTIMIZERS[optimizer].args:
+            bias_args["weight_decay"] = float(feature.args["bias_weight_decay"])
+    bias_update = make_update(optimizer, spec.lr, {**(overrides.get(optimizer) or {}), **bias_args}) if groups else update
     base_lr = float(update.args["lr"])
     every = int(feature.args["every"]) if feature is not None and feature.kind == "accumulate" else 1
     # a frozen layer has no gradient: the optimizer (and a clip) never sees it, as PyTorch's skip a parameter whose grad is None
@@ -134,7 +144,11 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
                 if feature is not None and feature.kind == "clip_value":
                     limit = float(feature.args["clip_value"])
                     grads = [np.clip(g, -limit, limit) for g in grads]
-                update.step([p for k in range(n) if k != frozen for p in (weights[k], biases[k])], grads)
+                if groups:  # weights, then biases: the two groups, each its own update
+                    update.step(weights, grads[0::2])
+                    bias_update.step(biases, grads[1::2])
+                else:
+                    update.step([p for k in range(n) if k != frozen for p in (weights[k], biases[k])], grads)
             step += 1
     final = {f"layer{k}.weight": weights[k] for k in range(n)} | {f"layer{k}.bias": biases[k] for k in range(n)}
     return Reference(losses=losses, weights=final)
