@@ -34,8 +34,8 @@ from harness.files.paths import CHECKOUT
 from harness.judge.divergence import TRIGGERS
 from harness.model.result import CellResult
 from harness.model.trace import PairTrace
-from harness.workload.installations import LANGUAGES
 from harness.workload.features import FEATURES, NO_FEATURE
+from harness.workload.installations import LANGUAGES
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.patches import SWITCHES
 from harness.workload.scripts import SCRIPTS

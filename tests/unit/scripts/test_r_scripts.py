@@ -43,7 +43,8 @@ R_ONLY_NAMES = {
     # gets (binding_function() for the clip, patch_optimizer() and patch_scaler() for the optimizer's and the scaler's
     # methods, through patch_methods()), rewriting their bodies as language objects (statements compared as deparsed
     # text, point calls spliced in); Python swaps module functions.
-    "patches": {"patch_rows", "patches_of", "binding_function", "patch_optimizer", "patch_scaler", "patch_methods", "code_text", "is_part", "count_statement",
+    "patches": {"patch_rows", "patches_of", "binding_function", "patch_optimizer", "patch_scaler", "patch_methods", "code_text",
+                "is_part", "count_statement",
                 "replace_statement", "with_point_calls"},
 }
 #: What Python defines that R does not: the dtype table (R's torch_dtype() is a switch()); the context manager that swaps
