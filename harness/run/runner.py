@@ -44,7 +44,7 @@ from harness.run.measure import measure_peaks, profile_cells, time_cells
 from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
 from harness.run.provenance import describe_provenance
 from harness.run.tracer import measure_first_difference
-from harness.workload.features import NO_FEATURE, PRESET_FEATURES
+from harness.workload.features import NO_FEATURE
 from harness.workload.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
 from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation
 from harness.workload.matrix import Cell, cells_for
@@ -122,7 +122,7 @@ class MatrixRunner:
         #: The optimizers the last run ran (their float64 trajectories go into its result).
         self._optimizers: tuple[str, ...] = PRESET_OPTIMIZERS.get(spec.preset, ("sgd",))
         #: The loop features the last run ran (harness/workload/features.py; ``none``: the plain loop).
-        self._features: tuple[str, ...] = PRESET_FEATURES.get(spec.preset, (NO_FEATURE,))
+        self._features: tuple[str, ...] = (NO_FEATURE,)
 
     def __enter__(self) -> MatrixRunner:
         return self
@@ -146,8 +146,8 @@ class MatrixRunner:
         features: tuple[str, ...] | None = None,
     ) -> MatrixResult:
         """Run every cell of the matrix (``modes`` × ``optimizers``, default the preset's optimizers, and each of
-        ``features`` where its covering design runs it, default the preset's), then time and measure them; return the
-        whole (unsaved) result.
+        ``features`` where its covering design runs it, default the plain loop alone: the CLI passes the preset's,
+        :data:`harness.workload.features.PRESET_FEATURES`), then time and measure them; return the whole (unsaved) result.
 
         ``profile`` (default: on CUDA only) profiles one step of each Python cell's GEMMs. ``judging``
         (``strict`` or ``tolerance_only``, see :mod:`harness.judge.tolerances`) is how pairs are judged; the
@@ -165,7 +165,7 @@ class MatrixRunner:
             self.describe_installations(progress)
         optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, ("sgd",))
         self._optimizers = optimizers
-        features = features or PRESET_FEATURES.get(self.spec.preset, (NO_FEATURE,))
+        features = features or (NO_FEATURE,)
         self._features = features
         matrix = cells_for(self.frontends, modes, optimizers, self.spec.device, features)
         # Each frontend's cells in its own worker, the workers side by side (one thread each; the spec's threads per worker):

@@ -106,3 +106,19 @@ def test_a_frozen_layer_stops_rs_scaler_and_the_bug_entry_proves_it(
     assert scaled.details["known_difference"] == ["scaler-unscale-undefined-grad"] and scaled.details["proven"]
     r_cell = next(c for c in result.cells if c.id == "cuda_amp_grad_scaler-autocast_scaler-sgd+frozen-r-cpu")
     assert r_cell.reason is not None and "tensor does not have a device" in r_cell.reason
+
+
+def test_param_groups_with_adam_are_the_known_first_moment_difference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """Loop feature ``param_groups`` with R's Adam: R names its in-step points (bias corrections, ...) within their param
+    group, so the pair's first difference is Adam's own known one, proven; plain SGD in two groups is identical."""
+    require_r_torch(availability)
+    copy_scripts(tmp_path)
+    monkeypatch.setenv(SCRIPTS_ENV, str(tmp_path))
+    with MatrixRunner(tiny_spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path) as runner:
+        result = runner.run(("autocast_scaler",), ("sgd", "adam"), measure=False, features=("param_groups",))
+    by_optimizer = {p.optimizer: p for p in result.pairs}
+    assert by_optimizer["sgd"].verdict == "identical", by_optimizer["sgd"].explain()
+    adam = by_optimizer["adam"]
+    assert adam.verdict == "known_difference" and adam.details["known_difference"] == ["first-moment-lerp"], adam.explain()
