@@ -258,7 +258,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
     optimizers = parse_optimizers(args.optimizer, spec.preset)
-    features = parse_features(args.feature, spec.preset)
+    features = parse_features(args.feature, spec.preset, narrowed=bool(args.optimizer or args.mode))
     protocol = TimingProtocol.for_preset(spec.preset, args.warmup_rounds, args.rounds, args.max_seconds, args.interleave)
     frontends = _parse_frontends(args)
     require_device(spec)
@@ -324,7 +324,7 @@ def _trace(args: argparse.Namespace) -> ExitCode:
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
     optimizers = parse_optimizers(args.optimizer, spec.preset)
-    features = parse_features(args.feature, spec.preset)
+    features = parse_features(args.feature, spec.preset, narrowed=bool(args.optimizer or args.mode))
     frontends = _parse_frontends(args)
     if len(frontends) < 2:  # a trace is of pairs: one frontend ran its cells, traced nothing and said nothing
         raise UsageError("--frontend", ",".join(args.frontend or ()), "two frontends or more for trace (it traces pairs)")

@@ -211,9 +211,10 @@ def micro_batches(feature: str) -> int:
     return int(row.args["every"]) if row is not None and row.kind == "accumulate" else 1
 
 
-def parse_features(values: list[str] | tuple[str, ...] | None, preset: str) -> tuple[str, ...]:
+def parse_features(values: list[str] | tuple[str, ...] | None, preset: str, narrowed: bool = False) -> tuple[str, ...]:
     """Features from repeated or comma-separated ``--feature`` values (``all``: every row and the plain loop), in table
-    order; the preset's selection when none is given.
+    order. None given: the preset's selection for the whole matrix, the plain loop alone for a run ``narrowed`` to some
+    modes or optimizers (``--mode``, ``--optimizer``: a look at a few cells, as it always was).
 
     Raises:
         UsageError: an unknown feature, or only separators.
@@ -221,7 +222,7 @@ def parse_features(values: list[str] | tuple[str, ...] | None, preset: str) -> t
     from harness.workload.spec import parse_choices
 
     if not values:
-        return PRESET_FEATURES.get(preset, (NO_FEATURE,))
+        return (NO_FEATURE,) if narrowed else PRESET_FEATURES.get(preset, (NO_FEATURE,))
     chosen = parse_choices("feature", values, (NO_FEATURE, *FEATURES, "all"))
     return (NO_FEATURE, *FEATURES) if "all" in chosen else chosen
 

@@ -119,7 +119,7 @@ def add_spec_arguments(parser: argparse.ArgumentParser, with_modes: bool = True)
         parser.add_argument(
             "--feature", action="append", default=None,
             help=f"loop feature(s) to run where each one's covering design puts it, repeatable or comma-separated, or all "
-                 f"(default: the preset's; tiny runs all): {', '.join((NO_FEATURE, *FEATURES))}",
+                 f"(default: the preset's, tiny runs all; with --mode or --optimizer, none): {', '.join((NO_FEATURE, *FEATURES))}",
         )
 
 

@@ -48,9 +48,11 @@ def test_the_run_spec_carries_the_row_and_the_plain_loop_carries_none() -> None:
 
 
 def test_feature_flags_parse_and_refuse_in_one_line() -> None:
-    """``--feature`` takes names, comma lists and ``all``; tiny runs every feature by default, bench only the plain loop."""
+    """``--feature`` takes names, comma lists and ``all``; tiny runs every feature by default (a run narrowed by --mode or
+    --optimizer the plain loop), bench only the plain loop."""
     assert parse_features(None, "tiny") == (NO_FEATURE, *FEATURES)
     assert parse_features(None, "bench") == (NO_FEATURE,)
+    assert parse_features(None, "tiny", narrowed=True) == (NO_FEATURE,)  # --mode or --optimizer: the plain loop
     assert parse_features(["clip_value,lr_step"], "tiny") == ("lr_step", "clip_value")
     with pytest.raises(UsageError, match="feature"):
         parse_features(["lr_steps"], "tiny")
