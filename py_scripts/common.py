@@ -133,9 +133,53 @@ def make_optimizer(spec: dict[str, Any], net: torch.nn.Sequential) -> torch.opti
     """
     python = spec["optimizer"]["python"]
     args = {name: tuple(value) if isinstance(value, list) else value for name, value in python["args"].items()}
-    optimizer: torch.optim.Optimizer = getattr(torch.optim, python["class"])(net.parameters(), **args)
+    params: Any = net.parameters()
+    groups = loop_feature(spec, "param_groups")
+    if groups is not None:  # weights in the first group, biases in a second with their own lr (and weight decay)
+        named = named_parameters(net)
+        biases = {"params": [p for n, p in named if n.endswith(".bias")], "lr": args["lr"] * groups["bias_lr_factor"]}
+        if "weight_decay" in args:
+            biases["weight_decay"] = groups["bias_weight_decay"]
+        params = [{"params": [p for n, p in named if n.endswith(".weight")]}, biases]
+    optimizer: torch.optim.Optimizer = getattr(torch.optim, python["class"])(params, **args)
     _trace_state["params"] = {id(param): name for name, param in named_parameters(net)}  # what {param} points are named by
     return optimizer
+
+
+def loop_feature(spec: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    """The arguments of the run spec's loop feature (``feature``: its row of harness/workload/features.py) when it is of
+    ``kind`` (``scheduler``, ``accumulate``, ``clip_value``), else ``None`` (the plain loop, or another feature)."""
+    feature = spec.get("feature")
+    return dict(feature["args"]) if feature and feature["kind"] == kind else None
+
+
+def freeze_layer(spec: dict[str, Any], net: torch.nn.Sequential) -> None:
+    """A ``frozen`` loop feature: the row's layer gets ``requires_grad`` false (its parameters are still handed to the
+    optimizer, which then sees them without a gradient at every step)."""
+    frozen = loop_feature(spec, "frozen")
+    if frozen is not None:
+        for param in linear_layers(net)[frozen["layer"]].parameters():
+            param.requires_grad_(False)
+
+
+def make_scheduler(spec: dict[str, Any], opt: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler | None:
+    """The run spec's learning-rate scheduler (a ``scheduler`` feature: ``torch.optim.lr_scheduler.<class>(opt, **args)``),
+    or ``None``. R's twin calls the R torch function the row names with the same values."""
+    if loop_feature(spec, "scheduler") is None:
+        return None
+    python = spec["feature"]["python"]
+    scheduler: torch.optim.lr_scheduler.LRScheduler = getattr(torch.optim.lr_scheduler, python["class"])(opt, **python["args"])
+    return scheduler
+
+
+def trace_scheduler(step: int, opt: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler) -> None:
+    """After the scheduler's step: its ``last_epoch`` (``scheduler.last_epoch``) and each param group's lr, the one the
+    next optimizer step uses (``optim.lr.group<i>``, 0-based, a float64 scalar: both bindings keep it as a double)."""
+    if _trace_state["sink"] is None:
+        return
+    trace_point(step, "scheduler.last_epoch", torch.tensor(int(scheduler.last_epoch), dtype=torch.int64))
+    for i, group in enumerate(opt.param_groups):
+        trace_point(step, f"optim.lr.group{i}", torch.tensor(float(group["lr"]), dtype=torch.float64))
 
 
 def make_grad_scaler(spec: dict[str, Any], enabled: bool) -> tuple[torch.amp.GradScaler, str | None]:
@@ -233,11 +277,14 @@ def amp_parity_point(name: str, value: torch.Tensor | float, param: torch.Tensor
 def trace_parameters(step: int, stage: str, net: torch.nn.Sequential, grads: bool) -> None:
     """Every parameter (``grads=False``) or its gradient (``grads=True``) as a point ``<stage>.layer0.weight``, ...
 
-    Named like the fixtures and the final weights; skipped at once when not tracing.
+    Named like the fixtures and the final weights; skipped at once when not tracing. A parameter without a gradient (a
+    frozen layer: loop feature ``frozen``) has no gradient point.
     """
     if _trace_state["sink"] is None:
         return
     for name, param in named_parameters(net):
+        if grads and param.grad is None:
+            continue
         trace_point(step, f"{stage}.{name}", param.grad if grads else param)
 
 

@@ -8,7 +8,11 @@ every ``update()``; a step is *skipped* when that update lowered the scale (the 
 held inf/NaN). ``overflow_steps`` (0-based) puts an inf into one gradient at those steps, in the modes with a scaler:
 after ``backward`` (``overflow_point`` ``backward``, as a real fp16 overflow) or after an explicit ``unscale_``
 (``unscale``), where only a scaler that checks the gradients again in ``step`` can see it; the record's
-``injected_steps`` says where it did, so a script that ignores an injection fails its cell. Each step's scale is kept
+``injected_steps`` says where it did, so a script that ignores an injection fails its cell. The run spec's loop feature
+(harness/workload/features.py) adds a learning-rate scheduler stepped after every ``update()`` (skipped steps included),
+gradient accumulation (the scaler steps and updates every ``every`` micro-batches, each loss divided by ``every``; the
+scale is recorded at every micro-batch, and an injection after ``unscale_`` happens only on a micro-batch that steps),
+or clipping by value after ``unscale_``. Each step's scale is kept
 on the device and copied to the host after the loop: reading it inside the loop would be a host sync per step on CUDA
 that ``default`` mode does not pay. Every ``trace_point`` names one intermediate for the harness's trace
 (docs/tracing.md); it costs nothing unless the harness traces this call.
@@ -33,12 +37,15 @@ from py_scripts.common import (
     dtype_name,
     forward,
     found_inf,
+    freeze_layer,
     inject_overflow,
     load_fixtures,
+    loop_feature,
     make_grad_scaler,
     make_model,
     make_optimizer,
     make_record,
+    make_scheduler,
     mode_properties,
     pause_gc,
     peak_memory_bytes,
@@ -50,6 +57,7 @@ from py_scripts.common import (
     trace_optimizer_state,
     trace_parameters,
     trace_point,
+    trace_scheduler,
 )
 from py_scripts.patches import applied_switches, binding_patches
 from py_scripts.shell import main_cli
@@ -67,12 +75,17 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     fixtures = load_fixtures(spec)
     data, targets = fixtures["data"], fixtures["targets"]
     net = make_model(spec, fixtures)
+    freeze_layer(spec, net)  # the run spec's loop feature: a frozen layer, or none
     loss_fn = torch.nn.MSELoss()
     opt = make_optimizer(spec, net)
     use_scaler = properties["scaler"] == "dynamic"
     use_clip = properties["clip"]
     amp_dtype = torch_dtype(spec["amp_dtype"])
     scaler, lifted_check = make_grad_scaler(spec, enabled=use_scaler)
+    scheduler = make_scheduler(spec, opt)
+    accumulate = loop_feature(spec, "accumulate")
+    every = accumulate["every"] if accumulate else 1
+    clip_value = loop_feature(spec, "clip_value")
 
     overflow_steps = set(spec["overflow_steps"]) if use_scaler else set()
     injected_steps: list[int] = []
@@ -98,22 +111,32 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                 trace_point(step, "loss", loss)
                 if output_dtype is None:
                     output_dtype, loss_dtype = dtype_name(output.dtype), dtype_name(loss.dtype)
-                scaled_loss = scaler.scale(loss)
+                scaled_loss = scaler.scale(loss / every if accumulate else loss)
                 trace_point(step, "loss.scaled", scaled_loss)
                 scaled_loss.backward()
                 trace_parameters(step, "grad.backward", net, grads=True)
-                inject = step in overflow_steps
+                steps_now = (step + 1) % every == 0  # under accumulation, only the last micro-batch of each group steps
+                inject = step in overflow_steps and (steps_now or not inject_after_unscale)
                 if inject:
                     injected_steps.append(step)
                 if inject and not inject_after_unscale:
                     inject_overflow(net)
-                if use_clip or (inject and inject_after_unscale):
+                if not steps_now:
+                    losses.append(loss.detach())
+                    if use_scaler:
+                        scales.append(scaler._get_scale_async().detach().clone())  # type: ignore[union-attr]
+                    step += 1
+                    continue
+                if use_clip or clip_value or (inject and inject_after_unscale):
                     scaler.unscale_(opt)
                     trace_parameters(step, "grad.unscaled", net, grads=True)
                     if inject and inject_after_unscale:
                         inject_overflow(net)
                 if use_clip:
                     torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm=spec["clip_max_norm"])
+                    trace_parameters(step, "grad.clipped", net, grads=True)
+                if clip_value:
+                    torch.nn.utils.clip_grad_value_(net.parameters(), clip_value=clip_value["clip_value"])
                     trace_parameters(step, "grad.clipped", net, grads=True)
                 scaler.step(opt)
                 if use_scaler:
@@ -125,6 +148,9 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                     trace_point(step, "scaler.scale", scaler._scale)  # type: ignore[arg-type]
                     trace_point(step, "scaler.growth_tracker", scaler._growth_tracker)  # type: ignore[arg-type]
                 opt.zero_grad()
+                if scheduler is not None:
+                    scheduler.step()
+                    trace_scheduler(step, opt, scheduler)
                 losses.append(loss.detach())
                 if use_scaler:
                     # get_scale() is .item(), a host sync. GradScaler has no public getter that does not sync;

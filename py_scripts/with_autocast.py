@@ -4,8 +4,9 @@ Twin of ``r_scripts/with_autocast.R``: same function, names and order of operati
 harness/workload/scripts.py, handed over in the run spec's ``modes``) choose the precision either by autocast
 (``default``: off; ``autocast``: on) or by the weights' dtype, the AMP guide's other way to train (``lowp_weights``:
 weights and inputs in the AMP dtype, no autocast, its ``--fp16``; ``lowp_weights_scaled``: with a static loss scale,
-its ``-s``). The optimizer is the run spec's (``make_optimizer``). Every ``trace_point`` names one intermediate for the
-harness's trace (docs/tracing.md); it costs nothing unless the harness traces this call.
+its ``-s``). The optimizer is the run spec's (``make_optimizer``), and its loop feature a scheduler or none
+(``make_scheduler``). Every ``trace_point`` names one intermediate for the harness's trace (docs/tracing.md); it costs
+nothing unless the harness traces this call.
 Shell: ``python py_scripts/with_autocast.py --preset tiny --mode autocast --optimizer adam --device cpu``.
 """
 
@@ -25,10 +26,12 @@ from py_scripts.common import (
     device_name,
     dtype_name,
     forward,
+    freeze_layer,
     load_fixtures,
     make_model,
     make_optimizer,
     make_record,
+    make_scheduler,
     mode_properties,
     named_parameters,
     pause_gc,
@@ -41,6 +44,7 @@ from py_scripts.common import (
     trace_optimizer_state,
     trace_parameters,
     trace_point,
+    trace_scheduler,
 )
 from py_scripts.patches import applied_switches, binding_patches
 from py_scripts.shell import main_cli
@@ -49,10 +53,12 @@ SCRIPT = "with_autocast"
 
 
 def unscale_static(net: torch.nn.Sequential, scale: torch.Tensor) -> None:
-    """Divide every gradient by the static loss scale, in place, before the step (the AMP guide's ``-s``)."""
+    """Divide every gradient by the static loss scale, in place, before the step (the AMP guide's ``-s``); a frozen
+    layer's parameters have none."""
     with torch.no_grad():
         for _name, param in named_parameters(net):
-            param.grad.div_(scale)
+            if param.grad is not None:
+                param.grad.div_(scale)
 
 
 def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
@@ -66,11 +72,13 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     amp_dtype = torch_dtype(spec["amp_dtype"])
     weights_dtype = amp_dtype if properties["weights"] == "amp" else torch.float32
     net = make_model(spec, fixtures).to(weights_dtype)
+    freeze_layer(spec, net)  # the run spec's loop feature: a frozen layer, or none
     loss_fn = torch.nn.MSELoss()
     opt = make_optimizer(spec, net)
     # The static scale is a 0-dim float32 tensor, as GradScaler keeps its scale: a scaled loss is float32 in both languages.
     static_scale = torch.full((), spec["static_loss_scale"], dtype=torch.float32, device=device)
     use_static_scale = properties["scaler"] == "static"
+    scheduler = make_scheduler(spec, opt)  # the run spec's loop feature: a scheduler, or none (the plain loop)
 
     losses: list[torch.Tensor] = []
     output_dtype = loss_dtype = None
@@ -107,6 +115,9 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                 trace_optimizer_state(step, opt, net, spec)
                 trace_parameters(step, "param.stepped", net, grads=False)
                 opt.zero_grad()
+                if scheduler is not None:
+                    scheduler.step()
+                    trace_scheduler(step, opt, scheduler)
                 losses.append(loss.detach())
                 step += 1
             sync_device(device)

@@ -177,8 +177,66 @@ named_parameters <- function(net) {
 make_optimizer <- function(spec, net) {
   r <- spec$optimizer$r
   constructor <- getExportedValue("torch", r[["function"]])
-  assign("params", names(named_parameters(net)), envir = trace_state) # what {param} points are named by
-  do.call(constructor, c(list(net$parameters), r$args))
+  named <- named_parameters(net)
+  # what {param} points are named by: each param group's names, in the order the optimizer holds them (Python's twin
+  # keys them by the tensor, which R cannot)
+  assign("groups", list(names(named)), envir = trace_state)
+  params <- net$parameters
+  groups <- loop_feature(spec, "param_groups")
+  if (!is.null(groups)) { # weights in the first group, biases in a second with their own lr (and weight decay)
+    weights <- endsWith(names(named), ".weight")
+    biases <- list(params = unname(named[!weights]), lr = r$args$lr * groups$bias_lr_factor)
+    if (!is.null(r$args$weight_decay)) {
+      biases$weight_decay <- groups$bias_weight_decay
+    }
+    params <- list(list(params = unname(named[weights])), biases)
+    assign("groups", list(names(named)[weights], names(named)[!weights]), envir = trace_state)
+  }
+  do.call(constructor, c(list(params), r$args))
+}
+
+#' The arguments of the run spec's loop feature (`feature`: its row of harness/workload/features.py) when it is of
+#' `kind` (`scheduler`, `accumulate`, `clip_value`), else `NULL` (the plain loop, or another feature).
+loop_feature <- function(spec, kind) {
+  feature <- spec$feature
+  if (!is.null(feature) && identical(feature$kind, kind)) feature$args else NULL
+}
+
+#' A `frozen` loop feature: the row's layer (0-based, as Python's twin counts) gets `requires_grad` false (its
+#' parameters are still handed to the optimizer, which then sees them without a gradient at every step).
+freeze_layer <- function(spec, net) {
+  frozen <- loop_feature(spec, "frozen")
+  if (!is.null(frozen)) {
+    for (param in linear_layers(net)[[frozen$layer + 1L]]$parameters) {
+      param$requires_grad_(FALSE)
+    }
+  }
+  invisible(NULL)
+}
+
+#' The run spec's learning-rate scheduler (a `scheduler` feature: the R torch function the row names, called with the
+#' optimizer and the row's arguments), or `NULL`. Python's twin builds `torch.optim.lr_scheduler.<class>` alike.
+make_scheduler <- function(spec, opt) {
+  if (is.null(loop_feature(spec, "scheduler"))) {
+    return(NULL)
+  }
+  r <- spec$feature$r
+  do.call(getExportedValue("torch", r[["function"]]), c(list(opt), r$args))
+}
+
+#' After the scheduler's step: its `last_epoch` (`scheduler.last_epoch`) and each param group's lr, the one the next
+#' optimizer step uses (`optim.lr.group<i>`, 0-based as Python's twin counts, a float64 scalar: both bindings keep it as a
+#' double).
+trace_scheduler <- function(step, opt, scheduler) {
+  if (is.null(get0("sink", envir = trace_state, inherits = FALSE))) {
+    return(invisible(NULL))
+  }
+  trace_point(step, "scheduler.last_epoch", torch::torch_scalar_tensor(as.numeric(scheduler$last_epoch), dtype = torch::torch_int64()))
+  groups <- opt$param_groups
+  for (i in seq_along(groups)) {
+    trace_point(step, sprintf("optim.lr.group%d", i - 1L), torch::torch_scalar_tensor(as.numeric(groups[[i]]$lr), dtype = torch::torch_float64()))
+  }
+  invisible(NULL)
 }
 
 #' The spec's gradient scaler (`enabled = FALSE`: one whose calls pass through), and which check of the binding was
@@ -368,7 +426,9 @@ amp_parity_point <- function(name, value, index = NULL) {
     return(invisible(NULL))
   }
   if (!is.null(index)) {
-    name <- sub("{param}", get("params", envir = trace_state)[[index]], name, fixed = TRUE)
+    # the index counts within the param group the optimizer's loop is in (its `g`, where its loop has one)
+    group <- get0("g", envir = parent.frame(), inherits = FALSE, ifnotfound = 1L)
+    name <- sub("{param}", get("groups", envir = trace_state)[[group]][[index]], name, fixed = TRUE)
   }
   if (!inherits(value, "torch_tensor")) {
     value <- torch::torch_scalar_tensor(value, dtype = torch::torch_float64())
@@ -385,6 +445,7 @@ trace_parameters <- function(step, stage, net, grads) {
   }
   params <- named_parameters(net)
   for (name in names(params)) {
+    if (grads && torch::is_undefined_tensor(params[[name]]$grad)) next # a frozen layer's: no gradient point
     trace_point(step, sprintf("%s.%s", stage, name), if (grads) params[[name]]$grad else params[[name]])
   }
   invisible(NULL)
@@ -406,7 +467,8 @@ trace_optimizer_state <- function(step, opt, net, spec) {
   params <- named_parameters(net)
   states <- if (identical(spec$optimizer$family, "ignite")) opt$state_dict()$state else NULL
   for (k in seq_along(params)) {
-    state <- if (is.null(states)) opt$state$get(params[[k]]) else states[[as.character(k)]]
+    position <- match(names(params)[[k]], unlist(get("groups", envir = trace_state))) # ignite's: by the optimizer's order
+    state <- if (is.null(states)) opt$state$get(params[[k]]) else states[[as.character(position)]]
     for (e in seq_len(NROW(entries))) {
       value <- state[[entries$r[[e]]]]
       if (is.null(value)) next

@@ -8,7 +8,10 @@
 #' gradients held inf/NaN). `overflow_steps` (0-based) puts an inf into one gradient at those steps, in the modes with a
 #' scaler: after `backward()` (`overflow_point` `backward`, as a real fp16 overflow) or after an explicit `unscale_()`
 #' (`unscale`), where only a scaler that checks the gradients again in `step()` can see it; the record's
-#' `injected_steps` says where it did. Each step's scale is kept on the device and copied to R after the loop: reading
+#' `injected_steps` says where it did. The run spec's loop feature (harness/workload/features.py) adds a learning-rate
+#' scheduler stepped after every `update()` (skipped steps included), gradient accumulation (the scaler steps and updates
+#' every `every` micro-batches, each loss divided by `every`; the scale is recorded at every micro-batch, and an injection
+#' after `unscale_()` happens only on a micro-batch that steps), or clipping by value after `unscale_()`. Each step's scale is kept on the device and copied to R after the loop: reading
 #' it inside the loop would be a host sync per step on CUDA that `default` mode does not pay.
 #' Every `trace_point()` names one intermediate for the harness's trace (docs/tracing.md); it costs nothing unless the
 #' harness traces this call.
@@ -46,17 +49,23 @@ run_workload <- function(spec, mode) {
   data <- fixtures$data
   targets <- fixtures$targets
   net <- make_model(spec, fixtures)
+  freeze_layer(spec, net) # the run spec's loop feature: a frozen layer, or none
   loss_fn <- torch::nn_mse_loss()
   # The binding's functions and the optimizer's methods as the run spec patches them (reconciliation switches; trace
   # points when traced): Python swaps them in their modules around its loop instead (py_scripts/patches.py).
   opt <- patch_optimizer(make_optimizer(spec, net), spec)
   clip_grad_norm <- binding_function(spec, "nn_utils_clip_grad_norm_")
+  clip_grad_value <- binding_function(spec, "nn_utils_clip_grad_value_")
   use_scaler <- properties$scaler == "dynamic"
   use_clip <- isTRUE(properties$clip)
   amp_dtype <- torch_dtype(spec$amp_dtype)
   made <- make_grad_scaler(spec, enabled = use_scaler) # R returns a list where Python returns a tuple
-  scaler <- made$scaler
+  scaler <- patch_scaler(made$scaler, spec) # R-only: the scaler's methods as the run spec patches them
   lifted_check <- made$lifted_check
+  scheduler <- make_scheduler(spec, opt)
+  accumulate <- loop_feature(spec, "accumulate")
+  every <- if (is.null(accumulate)) 1L else accumulate$every
+  clip_value <- loop_feature(spec, "clip_value")
 
   # jsonlite gives `[]` as an empty list and `[3, 7]` as an integer vector.
   overflow_steps <- if (use_scaler) as.integer(unlist(spec$overflow_steps)) else integer()
@@ -85,18 +94,27 @@ run_workload <- function(spec, mode) {
         output_dtype <- dtype_name(output$dtype)
         loss_dtype <- dtype_name(loss$dtype)
       }
-      scaled_loss <- scaler$scale(loss)
+      scaled_loss <- scaler$scale(if (is.null(accumulate)) loss else loss / every)
       trace_point(step, "loss.scaled", scaled_loss)
       scaled_loss$backward()
       trace_parameters(step, "grad.backward", net, grads = TRUE)
-      inject <- step %in% overflow_steps
+      steps_now <- (step + 1L) %% every == 0L # under accumulation, only the last micro-batch of each group steps
+      inject <- step %in% overflow_steps && (steps_now || !inject_after_unscale)
       if (inject) {
         injected_steps <- c(injected_steps, step)
       }
       if (inject && !inject_after_unscale) {
         inject_overflow(net)
       }
-      if (use_clip || (inject && inject_after_unscale)) {
+      if (!steps_now) {
+        losses[[length(losses) + 1L]] <- loss$detach()
+        if (use_scaler) {
+          scales[[length(scales) + 1L]] <- scaler$.scale$detach()$clone()
+        }
+        step <- step + 1L
+        next
+      }
+      if (use_clip || !is.null(clip_value) || (inject && inject_after_unscale)) {
         scaler$unscale_(opt)
         trace_parameters(step, "grad.unscaled", net, grads = TRUE)
         if (inject && inject_after_unscale) {
@@ -105,6 +123,10 @@ run_workload <- function(spec, mode) {
       }
       if (use_clip) {
         clip_grad_norm(net$parameters, max_norm = spec$clip_max_norm)
+        trace_parameters(step, "grad.clipped", net, grads = TRUE)
+      }
+      if (!is.null(clip_value)) {
+        clip_grad_value(net$parameters, clip_value = clip_value$clip_value)
         trace_parameters(step, "grad.clipped", net, grads = TRUE)
       }
       scaler$step(opt)
@@ -119,6 +141,10 @@ run_workload <- function(spec, mode) {
         trace_point(step, "scaler.growth_tracker", scaler$.growth_tracker)
       }
       opt$zero_grad()
+      if (!is.null(scheduler)) {
+        scheduler$step()
+        trace_scheduler(step, opt, scheduler)
+      }
       losses[[length(losses) + 1L]] <- loss$detach()
       if (use_scaler) {
         # R's scaler has no get_scale(): the scale is its public field `.scale`, a 0-dim float32

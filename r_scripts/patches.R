@@ -42,18 +42,29 @@ binding_function <- function(spec, name) {
 #' whose target is `<its R function>$<method>`. R6 locks an object's method bindings; this object's are replaced, R
 #' torch's class is not.
 patch_optimizer <- function(opt, spec) {
-  prefix <- paste0(spec$optimizer$r[["function"]], "$")
+  patch_methods(opt, paste0(spec$optimizer$r[["function"]], "$"), spec)
+}
+
+#' R-only: the gradient scaler `scaler` (built by `make_grad_scaler()`) with its methods patched as the run spec says:
+#' patches whose target is `cuda_amp_grad_scaler$<method>`. Python swaps PyTorch's functions in their modules instead.
+patch_scaler <- function(scaler, spec) {
+  patch_methods(scaler, "cuda_amp_grad_scaler$", spec)
+}
+
+#' R-only: `obj`'s methods patched for the run spec's patches whose target is `<prefix><method>`; R6 locks an object's
+#' method bindings: this object's are replaced, R torch's class is not.
+patch_methods <- function(obj, prefix, spec) {
   targets <- unique(vapply(patch_rows(spec$patches$r), function(patch) patch$target, ""))
   for (target in targets[startsWith(targets, prefix)]) {
     patches <- patches_of(spec, target)
     if (length(patches) == 0L) next
     method <- substring(target, nchar(prefix) + 1L)
-    patched <- patched_function(opt[[method]], patches, target)
-    unlockBinding(method, opt)
-    assign(method, patched, envir = opt)
-    lockBinding(method, opt)
+    patched <- patched_function(obj[[method]], patches, target)
+    unlockBinding(method, obj)
+    assign(method, patched, envir = obj)
+    lockBinding(method, obj)
   }
-  opt
+  obj
 }
 
 #' `fun` with each patch's `old` statement replaced by its `new` ones, in a copy that keeps `fun`'s environment.

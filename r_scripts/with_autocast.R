@@ -4,7 +4,8 @@
 #' (declared in harness/workload/scripts.py, handed over in the run spec's `modes`) choose the precision either by
 #' autocast (`default`: off; `autocast`: on) or by the weights' dtype, the AMP guide's other way to train
 #' (`lowp_weights`: weights and inputs in the AMP dtype, no autocast, its `--fp16`; `lowp_weights_scaled`: with a static
-#' loss scale, its `-s`). The optimizer is the run spec's (`make_optimizer()`). Sourcing this file defines `script`,
+#' loss scale, its `-s`). The optimizer is the run spec's (`make_optimizer()`), its loop feature a scheduler or none
+#' (`make_scheduler()`). Sourcing this file defines `script`,
 #' `unscale_static()` and `run_workload()` and runs nothing. Every `trace_point()` names one intermediate for the
 #' harness's trace (docs/tracing.md); it costs nothing unless the harness traces this call.
 #' Shell: `Rscript r_scripts/with_autocast.R --preset tiny --mode autocast --optimizer adam --device cpu`.
@@ -19,11 +20,14 @@ if (!exists("make_record", mode = "function")) {
 
 script <- "with_autocast"
 
-#' Divide every gradient by the static loss scale, in place, before the step (the AMP guide's `-s`).
+#' Divide every gradient by the static loss scale, in place, before the step (the AMP guide's `-s`); a frozen
+#' layer's parameters have none.
 unscale_static <- function(net, scale) {
   torch::with_no_grad({
     for (param in named_parameters(net)) {
-      param$grad$div_(scale)
+      if (!torch::is_undefined_tensor(param$grad)) {
+        param$grad$div_(scale)
+      }
     }
   })
   invisible(NULL)
@@ -47,6 +51,7 @@ run_workload <- function(spec, mode) {
   weights_dtype <- if (properties$weights == "amp") amp_dtype else torch::torch_float32()
   net <- make_model(spec, fixtures)
   net$to(dtype = weights_dtype) # in place (R/nn.R); Python's `.to()` returns the module too
+  freeze_layer(spec, net) # the run spec's loop feature: a frozen layer, or none
   loss_fn <- torch::nn_mse_loss()
   # The optimizer's methods as the run spec patches them (reconciliation switches; trace points when traced): Python
   # swaps the functions in their modules around its loop instead (py_scripts/patches.py).
@@ -54,6 +59,7 @@ run_workload <- function(spec, mode) {
   # The static scale is a 0-dim float32 tensor, as the scaler keeps its scale: a scaled loss is float32 in both languages.
   static_scale <- torch::torch_full(list(), spec$static_loss_scale, dtype = torch::torch_float32(), device = device)
   use_static_scale <- properties$scaler == "static"
+  scheduler <- make_scheduler(spec, opt) # the run spec's loop feature: a scheduler, or none (the plain loop)
 
   losses <- list()
   output_dtype <- NULL
@@ -94,6 +100,10 @@ run_workload <- function(spec, mode) {
       trace_optimizer_state(step, opt, net, spec)
       trace_parameters(step, "param.stepped", net, grads = FALSE)
       opt$zero_grad()
+      if (!is.null(scheduler)) {
+        scheduler$step()
+        trace_scheduler(step, opt, scheduler)
+      }
       losses[[length(losses) + 1L]] <- loss$detach()
       step <- step + 1L
     }

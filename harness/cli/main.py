@@ -263,6 +263,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
     from harness.views.progress import progress_for
     from harness.views.table import make_console, print_result
     from harness.views.timing_sections import limit_line, phases_line
+    from harness.workload.features import parse_features
     from harness.workload.flags import spec_from_args
     from harness.workload.optimizers import parse_optimizers
     from harness.workload.spec import parse_modes
@@ -270,6 +271,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
     optimizers = parse_optimizers(args.optimizer, spec.preset)
+    features = parse_features(args.feature, spec.preset, narrowed=bool(args.optimizer or args.mode))
     protocol = TimingProtocol.for_preset(spec.preset, args.warmup_rounds, args.rounds, args.max_seconds, args.interleave)
     frontends = _parse_frontends(args)
     require_device(spec)
@@ -293,7 +295,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
             _print_header(console, spec, runner, modes, optimizers)
             with progress_for(console) as progress:
                 result = runner.run(modes, optimizers, on_progress=progress, protocol=protocol, profile=args.profile,
-                                    judging="tolerance_only" if args.tolerance_only else "strict")
+                                    judging="tolerance_only" if args.tolerance_only else "strict", features=features)
             saved = None
             writing = time.perf_counter()
             if claim is not None:
@@ -343,6 +345,7 @@ def _trace(args: argparse.Namespace) -> ExitCode:
     from harness.run.prepare import require_device
     from harness.run.runner import MatrixRunner
     from harness.views.table import make_console, print_trace
+    from harness.workload.features import parse_features
     from harness.workload.flags import spec_from_args
     from harness.workload.optimizers import parse_optimizers
     from harness.workload.spec import parse_modes
@@ -350,6 +353,7 @@ def _trace(args: argparse.Namespace) -> ExitCode:
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
     optimizers = parse_optimizers(args.optimizer, spec.preset)
+    features = parse_features(args.feature, spec.preset, narrowed=bool(args.optimizer or args.mode))
     frontends = _parse_frontends(args)
     if len(frontends) < 2:  # a trace is of pairs: one frontend ran its cells, traced nothing and said nothing
         raise UsageError("--frontend", ",".join(args.frontend or ()), "two frontends or more for trace (it traces pairs)")
@@ -359,7 +363,7 @@ def _trace(args: argparse.Namespace) -> ExitCode:
                                                        scaler_lift=args.scaler_lift, known=_known(args), baseline=args.baseline) as runner:
         with console.status("running cells...") as status:
             result = runner.run(modes, optimizers, on_progress=status.update,
-                                judging="tolerance_only" if args.tolerance_only else "strict", measure=False)
+                                judging="tolerance_only" if args.tolerance_only else "strict", measure=False, features=features)
     print_trace(result, console)
     return exit_status(result)
 

@@ -34,6 +34,7 @@ from harness.files.paths import CHECKOUT
 from harness.judge.divergence import TRIGGERS
 from harness.model.result import CellResult
 from harness.model.trace import PairTrace
+from harness.workload.features import FEATURES, NO_FEATURE
 from harness.workload.installations import LANGUAGES
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.patches import SWITCHES
@@ -120,24 +121,31 @@ class KnownDifference:
         off = [a for a in self.acts_only_with if a in args and not isinstance(args[a], bool) and args[a] == 0]
         return f"{off[0]} = 0, so its mechanism cannot act" if off else None
 
+    #: The loop features (harness/workload/features.py) it covers: ``None``, every one (the plain loop included), as an
+    #: optimizer's mechanism acts whatever the loop; an entry about a feature's own mechanism names it.
+    features: tuple[str, ...] | None = None
+
     def switches_for(self, optimizer: str, language: str) -> tuple[str, ...]:
         """The entry's switches a run of ``optimizer`` in ``language``'s script applies (those of its side that patch a
         function that run calls)."""
         return tuple(s for s in self.switches if SWITCHES[s].side == language and SWITCHES[s].acts_on(optimizer))
 
-    def covers(self, script: str, mode: str, optimizer: str, device: str) -> bool:
-        """Whether the entry's scope holds this script × mode × optimizer × device."""
-        return script in self.scripts and mode in self.modes and optimizer in self.optimizers and device in self.devices
+    def covers(self, script: str, mode: str, optimizer: str, device: str, feature: str = NO_FEATURE) -> bool:
+        """Whether the entry's scope holds this script × mode × optimizer × device (× loop feature)."""
+        return (script in self.scripts and mode in self.modes and optimizer in self.optimizers and device in self.devices
+                and (self.features is None or feature in self.features))
 
     def applies(self, a: CellResult, b: CellResult) -> bool:
         """Whether this entry covers the pair of ``a`` and ``b``: its scope, and the two sides' languages in either order
         (whatever the installations are named: R torch on any libtorch is covered)."""
-        return self.covers(a.script, a.mode, a.optimizer, a.device) and frozenset((a.language, b.language)) == self.languages
+        return (self.covers(a.script, a.mode, a.optimizer, a.device, a.feature)
+                and frozenset((a.language, b.language)) == self.languages)
 
     def reconciling(self, cell: CellResult | Any, language: str) -> tuple[str, ...]:
         """The switches ``cell`` (of ``language``) runs in its reconciled run for this entry: none where the entry does not
         cover it (or nothing of the entry's mechanism is on its side)."""
-        return self.switches_for(cell.optimizer, language) if self.covers(cell.script, cell.mode, cell.optimizer, cell.device) else ()
+        covered = self.covers(cell.script, cell.mode, cell.optimizer, cell.device, cell.feature)
+        return self.switches_for(cell.optimizer, language) if covered else ()
 
     def expected_switches(self, optimizer: str, languages: frozenset[str] | None = None) -> tuple[str, ...]:
         """Every switch this entry applies to a pair with ``optimizer``, on either side."""
@@ -147,8 +155,11 @@ class KnownDifference:
         """The steps at which the trace shows this entry's trigger (none: the difference has no reason to show)."""
         return tuple(trace.triggers.get(self.trigger, ()))
 
-    def mismatch(self, trace: PairTrace) -> str | None:
-        """Why ``trace`` does not have this entry's signature, or ``None`` when it does."""
+    def mismatch(self, trace: PairTrace, micro_batches: int = 1) -> str | None:
+        """Why ``trace`` does not have this entry's signature, or ``None`` when it does.
+
+        Listed steps count optimizer steps: in a loop that accumulates ``micro_batches`` per optimizer step (a loop
+        feature, harness/workload/features.py) the traced step ``s`` is optimizer step ``s // micro_batches``."""
         first = trace.first_difference
         if trace.error is not None:
             return f"no trace ({trace.error})"
@@ -157,7 +168,8 @@ class KnownDifference:
         if not self.signature.point_pattern.match(first.point):
             return f"it first differs at {first.point}, not {self.signature.first_point}"
         allowed = self.trigger_steps(trace) if self.signature.first_step == "trigger" else self.signature.first_step
-        if first.step not in allowed:
+        step = first.step if self.signature.first_step == "trigger" else first.step // micro_batches
+        if step not in allowed:
             where = f"a step where {self.trigger} holds" if self.signature.first_step == "trigger" else f"steps {list(allowed)}"
             return f"it first differs at step {first.step}, not at {where}"
         if first.kind != self.signature.kind:
@@ -214,7 +226,7 @@ def load_known_differences(path: Path = DEFAULT_LIST) -> tuple[KnownDifference, 
 
 #: Every field an entry may have (anything else is a typo, refused rather than ignored).
 _FIELDS = frozenset({"id", "kind", "title", "languages", "scripts", "modes", "optimizers", "devices", "trigger", "switches",
-                     "seen_on", "signature", "mechanism", "sources", "upstream", "acts_only_with"})
+                     "seen_on", "signature", "mechanism", "sources", "upstream", "acts_only_with", "features"})
 _SIGNATURE_FIELDS = frozenset({"first_point", "first_step", "max_distance", "error", "kind"})
 #: What a first difference may be (:class:`harness.judge.divergence.Split`): another value, or another dtype.
 _SIGNATURE_KINDS = ("bytes", "dtype")
@@ -294,6 +306,7 @@ def _entry(path: Path, index: int, data: Any) -> KnownDifference:
         optimizers=optimizers, devices=devices, trigger=trigger, switches=switches, seen_on=texts("seen_on"), signature=signature,
         mechanism=text("mechanism"), sources=texts("sources"), upstream=text("upstream"), source=_shown(path),
         acts_only_with=acts_only_with,
+        features=None if data.get("features") is None else texts("features", tuple(FEATURES)),
     )
     if kind == "bug" and BUGS_DIR is not None:
         missing = [name for name in ("reproducer.R", "reproducer.py", "report.md") if not (BUGS_DIR / entry.id / name).is_file()]

@@ -35,6 +35,7 @@ from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
 from harness.workload.optimizers import OPTIMIZERS
+from harness.workload.features import micro_batches
 
 __all__ = [
     "FAILING_VERDICTS", "VERDICTS", "compare_cells", "compare_result", "excused_cells", "judge", "judge_statuses", "needs_detail",
@@ -282,8 +283,9 @@ def _with_trace(
             extra.append("trace: the recorded results are bitwise identical: this difference never reached them"
                          + (f" (the mechanism of known difference {named[0]}, whose trigger did not occur)" if named else ""))
     elif trace.error is None:
-        matched = [k for k in active if k.mismatch(trace) is None]
-        extra += [f"not {_label(k)} {k.id}: {k.mismatch(trace)}" for k in active if k not in matched]
+        every = micro_batches(a.cell.feature)
+        matched = [k for k in active if k.mismatch(trace, every) is None]
+        extra += [f"not {_label(k)} {k.id}: {k.mismatch(trace, every)}" for k in active if k not in matched]
     if stale:
         steps = stale[0].trigger_steps(trace)
         verdict = "stale_known_difference"
@@ -406,4 +408,5 @@ def _status_verdict(a: CellResult, names: tuple[str, str], statuses: StatusFindi
 
 
 def _verdict(a: CellResult, names: tuple[str, str], verdict: str, explanation: list[str], details: dict[str, Any]) -> PairVerdict:
-    return PairVerdict(a.pair, a.script, a.mode, a.device, names, verdict, explanation, details, a.optimizer)
+    return PairVerdict(a.pair, a.script, a.mode, a.device, names, verdict, explanation, details, a.optimizer,
+                       a.cell.feature)

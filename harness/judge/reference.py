@@ -17,6 +17,8 @@ import numpy as np
 from harness.judge.optimizer_updates import make_update
 from harness.model.efficiency import workload_flops
 from harness.model.verdicts import ReferenceDistance, finite_or_none
+from harness.workload.features import FEATURES, NO_FEATURE, Feature
+from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.spec import WorkloadSpec
 
 __all__ = [
@@ -56,33 +58,56 @@ def reference_skip_reason(spec: WorkloadSpec) -> str | None:
 
 
 def run_reference(
-    spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int] = frozenset(), optimizer: str = "sgd"
+    spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int] = frozenset(), optimizer: str = "sgd",
+    feature: str = NO_FEATURE,
 ) -> Reference:
     """Train in float64 from the fixture ``arrays`` with ``optimizer`` (a row of
-    :data:`harness.workload.optimizers.OPTIMIZERS`, with the spec's ``optimizer_args`` for it); ``clip`` applies the clip
-    mode's gradient clipping, to the raw gradients before the optimizer's step adds any weight decay (as
-    ``clip_grad_norm_`` before ``optimizer.step()`` does).
+    :data:`harness.workload.optimizers.OPTIMIZERS`, with the spec's ``optimizer_args`` for it) in the loop of ``feature``
+    (a row of :data:`harness.workload.features.FEATURES`, or ``none``); ``clip`` applies the clip mode's gradient
+    clipping, to the raw gradients before the optimizer's step adds any weight decay (as ``clip_grad_norm_`` before
+    ``optimizer.step()`` does).
 
-    ``skipped``: the steps (0-based) a scaler run skipped. The reference replays them: the loss is
-    computed, the optimizer is not called (no update, no state change, no step count), as ``GradScaler.step``
-    does when the gradients held inf/NaN. So an fp16 run that skipped is judged against the steps it really
-    took, not against a trajectory it could never follow.
+    The feature's arithmetic, exactly: a scheduler's documented closed form sets each step's lr (PyTorch computes some
+    recursively: their rounding is part of a cell's distance); accumulation sums the gradients of ``every`` micro-batch
+    losses each divided by ``every`` and steps once at the last (every micro-batch's loss is recorded, undivided);
+    clipping by value clamps every gradient element; a frozen layer is never updated (nor counted in a clip's norm); with
+    param groups the biases step with their own lr and weight decay.
+
+    ``skipped``: the steps (0-based, micro-batches under accumulation) a scaler run skipped. The reference replays them:
+    the loss is computed, the optimizer is not called (no update, no state change, no step count), as
+    ``GradScaler.step`` does when the gradients held inf/NaN; a scheduler still steps, as the loop steps it. So an fp16
+    run that skipped is judged against the steps it really took, not against a trajectory it could never follow.
 
     A spec that diverges (a huge learning rate) diverges here too: the losses become inf/NaN, quietly,
     as they do in the frontends, rather than raising NumPy's overflow warnings.
     """
     with np.errstate(over="ignore", invalid="ignore"):
-        return _train(spec, arrays, clip, skipped, optimizer)
+        return _train(spec, arrays, clip, skipped, optimizer, FEATURES.get(feature))
 
 
-def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int], optimizer: str) -> Reference:
+def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int], optimizer: str,
+           feature: Feature | None) -> Reference:
     overrides: Mapping[str, Mapping[str, Any]] = getattr(spec, "optimizer_args", None) or {}  # a field the spec is gaining
     update = make_update(optimizer, spec.lr, overrides.get(optimizer))
+    groups = feature is not None and feature.kind == "param_groups"
+    bias_args: dict[str, Any] = {}
+    if groups:  # the biases' own group: its lr (and weight decay, where the row has one)
+        assert feature is not None
+        bias_args = {"lr": float(update.args["lr"]) * float(feature.args["bias_lr_factor"])}
+        if "weight_decay" in OPTIMIZERS[optimizer].args:
+            bias_args["weight_decay"] = float(feature.args["bias_weight_decay"])
+    bias_update = make_update(optimizer, spec.lr, {**(overrides.get(optimizer) or {}), **bias_args}) if groups else update
+    base_lr = float(update.args["lr"])
+    every = int(feature.args["every"]) if feature is not None and feature.kind == "accumulate" else 1
+    # a frozen layer has no gradient: the optimizer (and a clip) never sees it, as PyTorch's skip a parameter whose grad is None
+    frozen = int(feature.args["layer"]) if feature is not None and feature.kind == "frozen" else -1
     n = spec.num_layers
     weights = [arrays[f"layer{k}.weight"].astype(np.float64) for k in range(n)]
     biases = [arrays[f"layer{k}.bias"].astype(np.float64) for k in range(n)]
     data, targets = arrays["data"].astype(np.float64), arrays["targets"].astype(np.float64)
     losses = np.empty(spec.steps, dtype=np.float64)
+    # in torch's parameter order: layer0.weight, layer0.bias, layer1.weight, ...
+    accumulated: list[np.ndarray] | None = None
     step = 0
     for _epoch in range(spec.epochs):
         for i in range(spec.num_batches):
@@ -95,10 +120,7 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
                     inputs.append(np.maximum(z, 0.0))
             diff = pre[-1] - targets[i]
             losses[step] = np.mean(diff * diff)
-            if step in skipped:
-                step += 1
-                continue
-            grad = 2.0 * diff / diff.size  # d(mean squared error)/d(output)
+            grad = 2.0 * diff / diff.size / every  # d(mean squared error / every)/d(output)
             grad_w: list[np.ndarray] = [np.empty(0)] * n
             grad_b: list[np.ndarray] = [np.empty(0)] * n
             for k in reversed(range(n)):
@@ -106,16 +128,42 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
                 grad_b[k] = grad.sum(axis=0)
                 if k > 0:
                     grad = (grad @ weights[k]) * (pre[k - 1] > 0)
-            if clip:
-                total = np.sqrt(sum(float(np.sum(g * g)) for g in (*grad_w, *grad_b)))
-                coef = min(spec.clip_max_norm / (total + _CLIP_EPS), 1.0)
-                grad_w = [g * coef for g in grad_w]
-                grad_b = [g * coef for g in grad_b]
-            # in torch's parameter order: layer0.weight, layer0.bias, layer1.weight, ...
-            update.step([p for k in range(n) for p in (weights[k], biases[k])], [g for k in range(n) for g in (grad_w[k], grad_b[k])])
+            grads = [g for k in range(n) if k != frozen for g in (grad_w[k], grad_b[k])]
+            accumulated = grads if accumulated is None else [a + g for a, g in zip(accumulated, grads, strict=True)]
+            if (step + 1) % every:  # a micro-batch that only accumulates
+                step += 1
+                continue
+            grads, accumulated = accumulated, None
+            if feature is not None and feature.kind == "scheduler":
+                update.args["lr"] = scheduled_lr(feature, base_lr, step // every)
+            if step not in skipped:
+                if clip:
+                    total = np.sqrt(sum(float(np.sum(g * g)) for g in grads))
+                    coef = min(spec.clip_max_norm / (total + _CLIP_EPS), 1.0)
+                    grads = [g * coef for g in grads]
+                if feature is not None and feature.kind == "clip_value":
+                    limit = float(feature.args["clip_value"])
+                    grads = [np.clip(g, -limit, limit) for g in grads]
+                if groups:  # weights, then biases: the two groups, each its own update
+                    update.step(weights, grads[0::2])
+                    bias_update.step(biases, grads[1::2])
+                else:
+                    update.step([p for k in range(n) if k != frozen for p in (weights[k], biases[k])], grads)
             step += 1
     final = {f"layer{k}.weight": weights[k] for k in range(n)} | {f"layer{k}.bias": biases[k] for k in range(n)}
     return Reference(losses=losses, weights=final)
+
+
+def scheduled_lr(feature: Feature, base_lr: float, iteration: int) -> float:
+    """The lr a scheduler row sets for the optimizer step of ``iteration`` (0-based: the scheduler has stepped that many
+    times since it was built), from PyTorch's documented closed form (``torch/optim/lr_scheduler.py``)."""
+    args = feature.args
+    if feature.python == "StepLR":
+        return base_lr * float(args["gamma"]) ** (iteration // int(args["step_size"]))
+    if feature.python == "CosineAnnealingLR":
+        eta_min, t_max = float(args["eta_min"]), float(args["T_max"])
+        return eta_min + (base_lr - eta_min) * (1 + math.cos(math.pi * iteration / t_max)) / 2
+    raise ValueError(f"feature {feature.name}: the reference has no closed form for scheduler {feature.python!r}")
 
 
 def relative_loss_errors(losses: Sequence[Any], reference_losses: np.ndarray, skipped: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -53,11 +53,17 @@ def expected_scale_history(
     return history
 
 
-def check_scale_history(record: dict[str, Any], spec: dict[str, Any]) -> ScalerCheck:
+def check_scale_history(record: dict[str, Any], spec: dict[str, Any], micro_batches: int = 1) -> ScalerCheck:
     """Judge ``record``'s ``loss_scale`` and ``skipped`` against the rule for ``spec``'s scaler settings.
 
-    Compares first, then judges once: the first broken step is named with both values.
+    Compares first, then judges once: the first broken step is named with both values. ``micro_batches``: under gradient
+    accumulation (a loop feature) the scaler updates once every that many recorded steps, at the last of each group; a
+    step between records the scale as it stands, and an overflow or a non-finite loss in a group must skip its update.
     """
+
+    def update_of(step: int) -> int:  # the recorded step whose update sees ``step``'s gradients
+        return (step // micro_batches) * micro_batches + micro_batches - 1
+
     scales, skipped = record.get("loss_scale"), record.get("skipped")
     losses = record.get("losses") or []
     if not isinstance(scales, list) or not isinstance(skipped, list) or len(scales) != len(skipped):
@@ -71,18 +77,24 @@ def check_scale_history(record: dict[str, Any], spec: dict[str, Any]) -> ScalerC
             why = f"skipped is {bool(flag)} but the scale went {before:.9g} -> {after:.9g}"
             return _broken(steps, skipped_steps, step, None, after, why)
     for step in spec.get("overflow_steps") or []:
-        if step < steps and not skipped[step]:
+        if update_of(step) < steps and not skipped[update_of(step)]:
             return _broken(
                 steps, skipped_steps, step, None, scales[step],
                 f"an inf was injected into a gradient but the step was not skipped (scale {scales[step]:.9g})",
             )
     for step, loss in enumerate(losses[:steps]):
-        if (loss is None or not math.isfinite(float(loss))) and not skipped[step]:
+        if (loss is None or not math.isfinite(float(loss))) and update_of(step) < steps and not skipped[update_of(step)]:
             return _broken(steps, skipped_steps, step, None, scales[step], f"the loss is {loss} but the step was not skipped")
-    expected = expected_scale_history(
+    updates = [step for step in range(steps) if step == update_of(step)]
+    after_update = expected_scale_history(
         float(spec["init_scale"]), float(spec["growth_factor"]), float(spec["backoff_factor"]), int(spec["growth_interval"]),
-        [bool(s) for s in skipped],
+        [bool(skipped[step]) for step in updates],
     )
+    expected, scale = [], float(np.float32(spec["init_scale"]))
+    for step in range(steps):  # between updates the scale stands
+        if step == update_of(step):
+            scale = after_update[step // micro_batches]
+        expected.append(scale)
     for step, (want, got) in enumerate(zip(expected, scales, strict=True)):
         if want != got:
             return _broken(steps, skipped_steps, step, want, got, f"scale {got:.9g} where GradScaler's rule gives {want:.9g}")

@@ -35,6 +35,7 @@ from harness.model.timing import MIN_ROUNDS_FOR_SPREAD, Stats, Timing, TimingPro
 from harness.model.trace import PairTrace
 from harness.model.verdicts import CELL_OUTCOMES, CellVerdict, Float64Check, PairVerdict, ReferenceDistance, TargetCheck
 from harness.model.weights import FinalWeights
+from harness.workload.features import NO_FEATURE
 from harness.workload.matrix import Cell
 from harness.workload.scripts import SCRIPTS
 from harness.workload.spec import WorkloadSpec
@@ -180,6 +181,11 @@ class CellResult:
         return self.cell.optimizer
 
     @property
+    def feature(self) -> str:
+        """The loop feature the cell ran (harness/workload/features.py; ``none``: the plain loop)."""
+        return self.cell.feature
+
+    @property
     def mode(self) -> str:
         """The mode the script ran."""
         return self.cell.mode
@@ -209,7 +215,7 @@ class CellResult:
             return None if value is None else build(value)
 
         return cls(
-            cell=Cell(data["frontend"], data["script"], data["mode"], data["optimizer"], data["device"]),
+            cell=Cell(data["frontend"], data["script"], data["mode"], data["optimizer"], data["device"], data.get("feature", NO_FEATURE)),
             status=Status(data["status"]), reason=data.get("reason"),
             record=optional("record", RunRecord.from_json),
             reference_distance=optional("reference_distance", ReferenceDistance.from_json),
@@ -231,7 +237,8 @@ class CellResult:
 
         return {
             "id": self.id, "pair": self.pair, "frontend": self.frontend, "script": self.script, "mode": self.mode,
-            "optimizer": self.optimizer, "device": self.device, "status": str(self.status), "reason": self.reason,
+            "optimizer": self.optimizer, **({} if self.cell.feature == NO_FEATURE else {"feature": self.cell.feature}),
+            "device": self.device, "status": str(self.status), "reason": self.reason,
             "record": optional(self.record),
             "reference_distance": optional(self.reference_distance), "wall_seconds": self.wall_seconds,
             "memory": optional(self.memory), "timing": optional(self.timing), "efficiency": optional(self.efficiency),
@@ -275,14 +282,17 @@ class ReferenceSummary:
     reason: str | None
     trajectories: tuple[Mapping[str, Any], ...] = ()
 
-    def losses_for(self, optimizer: str, clip: bool, skipped: Collection[int] = ()) -> tuple[float | None, ...] | None:
-        """The float64 losses a run is compared with: ``optimizer``'s, plain or clipped (``clip``), replayed over the steps
-        it ``skipped``; ``None`` where the result has none (no reference, or none for exactly those)."""
+    def losses_for(self, optimizer: str, clip: bool, skipped: Collection[int] = (),
+                   feature: str = NO_FEATURE) -> tuple[float | None, ...] | None:
+        """The float64 losses a run is compared with: ``optimizer``'s in the loop of ``feature``, plain or clipped
+        (``clip``), replayed over the steps it ``skipped``; ``None`` where the result has none (no reference, or none
+        for exactly those). A trajectory stored without a feature is the plain loop's."""
         if not self.available:
             return None
         steps = sorted(skipped)
         return next((tuple(t["losses"]) for t in self.trajectories
-                     if t["optimizer"] == optimizer and bool(t["clip"]) == clip and list(t["skipped_steps"]) == steps), None)
+                     if t["optimizer"] == optimizer and bool(t["clip"]) == clip and list(t["skipped_steps"]) == steps
+                     and t.get("feature", NO_FEATURE) == feature), None)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReferenceSummary:
@@ -530,10 +540,10 @@ def with_time_vs_default(cells: Sequence[CellResult], paired: bool = False, side
     ``side_by_side``: the run's protocol timed too few rounds for a ratio by design (:attr:`TimingProtocol.side_by_side`,
     ``tiny``'s one round): a cell without one says so (:data:`SIDE_BY_SIDE_NOTE`), not that its rounds were noisy.
     """
-    def key(c: CellResult) -> tuple[str, str, str, str]:
-        return (c.script, c.optimizer, c.frontend, c.device)
+    def key(c: CellResult) -> tuple[str, str, str, str, str]:
+        return (c.script, c.optimizer, c.frontend, c.device, c.cell.feature)
 
-    base: dict[tuple[str, str, str, str], Timing | None] = {
+    base: dict[tuple[str, str, str, str, str], Timing | None] = {
         key(c): c.timing for c in cells
         if c.status is Status.OK and c.script in SCRIPTS and c.mode == SCRIPTS[c.script].baseline
     }

@@ -275,13 +275,13 @@ _CELL_FIELDS: dict[str, Check] = {
     "timing": _nullable(_TIMING), "efficiency": _nullable(_EFFICIENCY), "gemm_profile": _nullable(_GEMM_PROFILE),
     "gemm_problem": _nullable(_STR), "time_vs_default": _nullable(_NUMBER), "time_vs_default_note": _nullable(_STR),
     "installation": _nullable(_INSTALLATION), "optimizer": _STR, "trace": _nullable(_TRACE_FILE),
-    "reconciled": _nullable(_TRACE_FILE), "weights": _nullable(_WEIGHTS),
+    "reconciled": _nullable(_TRACE_FILE), "weights": _nullable(_WEIGHTS), "feature": _STR,
 }
 _CELL = _object(_CELL_FIELDS, optional=set(_CELL_FIELDS) - {"id", "pair", "script", "mode", "optimizer", "frontend", "device",
                                                             "status"},
                 expected="an object (a cell)")
-_TRAJECTORY = _object({"optimizer": _STR, "clip": _BOOL, "skipped_steps": _INTS, "losses": _list(_nullable(_NUMBER), "a list of losses")},
-                      expected="an object (a float64 trajectory)")
+_TRAJECTORY = _object({"optimizer": _STR, "clip": _BOOL, "skipped_steps": _INTS, "losses": _list(_nullable(_NUMBER), "a list of losses"),
+                       "feature": _STR}, optional={"feature"}, expected="an object (a float64 trajectory)")
 _REFERENCE = _object({"available": _BOOL, "reason": _nullable(_STR), "trajectories": _list(_TRAJECTORY, "a list of float64 trajectories")},
                      optional={"reason", "trajectories"}, expected="an object (the float64 reference)")
 _POINT_DIFFERENCE = _object({

@@ -48,6 +48,8 @@ class PairVerdict:
     details: dict[str, Any] = field(default_factory=dict, hash=False)
     #: The optimizer row both cells ran (results before schema 8: plain SGD).
     optimizer: str = "sgd"
+    #: The loop feature both cells ran (harness/workload/features.py; ``none``, the plain loop, is not stored).
+    feature: str = "none"
 
     @property
     def ok(self) -> bool:
@@ -71,6 +73,7 @@ class PairVerdict:
             pair=data["pair"], script=data["script"], mode=data["mode"], device=data["device"],
             frontends=(data["frontends"][0], data["frontends"][1]), verdict=data["verdict"],
             explanation=list(data["explanation"]), details=dict(data["details"]), optimizer=data.get("optimizer", "sgd"),
+            feature=data.get("feature", "none"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -79,6 +82,7 @@ class PairVerdict:
             "pair": self.pair, "script": self.script, "mode": self.mode, "optimizer": self.optimizer, "device": self.device,
             "frontends": list(self.frontends), "verdict": self.verdict,
             "explanation": list(self.explanation), "details": self.details,
+            **({} if self.feature == "none" else {"feature": self.feature}),
         }
 
     def explain(self) -> str:

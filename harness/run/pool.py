@@ -203,7 +203,7 @@ class WorkerPool:
         return {
             "script": cell.script, "mode": cell.mode, "spec_summary": self.spec.summary(),
             "run_spec": prepare_run_spec(self.spec, cell.script, cell.optimizer, weights_out, self.fixture, save_weights=save_weights,
-                                         scaler_lift=self.scaler_lift, switches=switches),
+                                         scaler_lift=self.scaler_lift, switches=switches, feature=cell.feature),
             **extra,
         }
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.errors import ExitCode, SpecError, UsageError
 from harness.workload.contract import script_run_spec
+from harness.workload.features import NO_FEATURE
 from harness.workload.fixtures import FixtureFile, ensure_fixtures
 from harness.workload.flags import OneLineParser, add_spec_arguments, path_argument, spec_from_args
 from harness.workload.optimizers import OPTIMIZERS
@@ -63,7 +64,7 @@ def collect_before_loop(spec: WorkloadSpec) -> str:
 
 def prepare_run_spec(
     spec: WorkloadSpec, script: str, optimizer: str, weights_out: Path | None = None, fixture: FixtureFile | None = None,
-    save_weights: bool = True, scaler_lift: bool = True, switches: tuple[str, ...] = (),
+    save_weights: bool = True, scaler_lift: bool = True, switches: tuple[str, ...] = (), feature: str = NO_FEATURE,
 ) -> dict[str, Any]:
     """Plain data for ``run_workload(spec, mode)`` of ``script`` with ``optimizer``: the spec's fields plus ``fixture_path``,
     ``weights_out``, ``scaler_lift`` and the contract's part (:func:`harness.workload.contract.script_run_spec`: the
@@ -82,7 +83,7 @@ def prepare_run_spec(
     return {
         **spec.to_json(), "fixture_path": str(fixture.path), "weights_out": str(weights_out) if save_weights else None,
         "scaler_lift": scaler_lift, "collect_before_loop": collect_before_loop(spec),
-        **script_run_spec(spec.lr, script, optimizer, dict(spec.optimizer_args), switches),
+        **script_run_spec(spec.lr, script, optimizer, dict(spec.optimizer_args), switches, feature),
     }
 
 

@@ -50,6 +50,7 @@ from harness.run.measure import measure_peaks, profile_cells, time_cells
 from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
 from harness.run.provenance import describe_provenance
 from harness.run.tracer import measure_first_difference
+from harness.workload.features import NO_FEATURE
 from harness.workload.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
 from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation
 from harness.workload.matrix import Cell, cells_for
@@ -118,7 +119,7 @@ class MatrixRunner:
         self.pool = WorkerPool(spec, self.fixture, lambda: self.availability, timeout, staging, scaler_lift,
                                {i.name: frontend_for(i) for i in self.installations})
         self._arrays: dict[str, Any] | None = None
-        self._references: dict[tuple[str, bool, frozenset[int]], Reference] = {}
+        self._references: dict[tuple[str, bool, frozenset[int], str], Reference] = {}
         #: Seconds spent computing the float64 reference (part of the matrix's wall time).
         self.reference_seconds = 0.0
         self.reference_reason = reference_skip_reason(spec)
@@ -126,6 +127,8 @@ class MatrixRunner:
         self.reconcile_problems: dict[str, str] = {}
         #: The optimizers the last run ran (their float64 trajectories go into its result).
         self._optimizers: tuple[str, ...] = PRESET_OPTIMIZERS.get(spec.preset, ("sgd",))
+        #: The loop features the last run ran (harness/workload/features.py; ``none``: the plain loop).
+        self._features: tuple[str, ...] = (NO_FEATURE,)
 
     def __enter__(self) -> MatrixRunner:
         return self
@@ -146,9 +149,11 @@ class MatrixRunner:
         profile: bool | None = None,
         judging: str = DEFAULT_JUDGING,
         measure: bool = True,
+        features: tuple[str, ...] | None = None,
     ) -> MatrixResult:
-        """Run every cell of the matrix (``modes`` × ``optimizers``, default the preset's optimizers), then time and
-        measure them; return the whole (unsaved) result.
+        """Run every cell of the matrix (``modes`` × ``optimizers``, default the preset's optimizers, and each of
+        ``features`` where its covering design runs it, default the plain loop alone: the CLI passes the preset's,
+        :data:`harness.workload.features.PRESET_FEATURES`), then time and measure them; return the whole (unsaved) result.
 
         ``profile`` (default: on CUDA only) profiles one step of each Python cell's GEMMs. ``judging``
         (``strict`` or ``tolerance_only``, see :mod:`harness.judge.tolerances`) is how pairs are judged; the
@@ -178,7 +183,9 @@ class MatrixRunner:
             self.describe_installations(progress)
         optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, ("sgd",))
         self._optimizers = optimizers
-        matrix = cells_for(self.frontends, modes, optimizers, self.spec.device)
+        features = features or (NO_FEATURE,)
+        self._features = features
+        matrix = cells_for(self.frontends, modes, optimizers, self.spec.device, features)
         # Each frontend's cells in its own worker, the workers side by side (one thread each; the spec's threads per worker):
         # a record call's numbers do not depend on what the other worker does, and its time is not what is timed.
         with phase("record calls", len(matrix)):
@@ -258,7 +265,7 @@ class MatrixRunner:
             if needs_detail(verdict) is None:
                 traces.append(PairTrace.from_json(verdict.details["trace"]))
                 continue
-            a, b = (result.cell(Cell(name, verdict.script, verdict.mode, verdict.optimizer, verdict.device).id)
+            a, b = (result.cell(Cell(name, verdict.script, verdict.mode, verdict.optimizer, verdict.device, verdict.feature).id)
                     for name in verdict.frontends)
             trace = measure_first_difference(self.pool, a, b, PairTrace.from_json(verdict.details["trace"]))
             traces.append(trace)
@@ -463,7 +470,7 @@ class MatrixRunner:
             return outcome
         # A scaler run is judged against the steps it really took: the reference skips its skipped steps too.
         skipped = record.skipped_step_indices
-        reference = self.reference(cell.optimizer, clip=cell.properties.clip, skipped=skipped)
+        reference = self.reference(cell.optimizer, clip=cell.properties.clip, skipped=skipped, feature=cell.feature)
         if reference is None:
             return outcome
         assert record.weights_path is not None
@@ -475,17 +482,19 @@ class MatrixRunner:
         distance = measure_distance(list(record.losses), weights, reference, skipped)
         return dataclasses.replace(outcome, reference_distance=distance)
 
-    def reference(self, optimizer: str, clip: bool, skipped: frozenset[int] = frozenset()) -> Reference | None:
-        """The float64 trajectory of ``optimizer`` (with or without clipping, replaying ``skipped`` steps), computed
-        once per kind; ``None`` when too costly."""
+    def reference(self, optimizer: str, clip: bool, skipped: frozenset[int] = frozenset(),
+                  feature: str = NO_FEATURE) -> Reference | None:
+        """The float64 trajectory of ``optimizer`` in the loop of ``feature`` (with or without clipping, replaying
+        ``skipped`` steps), computed once per kind; ``None`` when too costly."""
         if self.reference_reason is not None:
             return None
-        key = (optimizer, clip, skipped)
+        key = (optimizer, clip, skipped, feature)
         if key not in self._references:
             started = time.perf_counter()
             if self._arrays is None:
                 self._arrays = load_fixture_arrays(self.fixture)
-            self._references[key] = run_reference(self.spec, self._arrays, clip=clip, skipped=skipped, optimizer=optimizer)
+            self._references[key] = run_reference(self.spec, self._arrays, clip=clip, skipped=skipped, optimizer=optimizer,
+                                                  feature=feature)
             self.reference_seconds += time.perf_counter() - started
         return self._references[key]
 
@@ -498,8 +507,9 @@ class MatrixRunner:
             for clip in (False, True):
                 self.reference(optimizer, clip)
         trajectories = tuple(
-            {"optimizer": optimizer, "clip": clip, "skipped_steps": sorted(skipped), "losses": ref.losses.tolist()}
-            for (optimizer, clip, skipped), ref in self._references.items()
+            {"optimizer": optimizer, "clip": clip, "skipped_steps": sorted(skipped), "losses": ref.losses.tolist(),
+             **({} if feature == NO_FEATURE else {"feature": feature})}
+            for (optimizer, clip, skipped, feature), ref in self._references.items()
         )
         return ReferenceSummary(True, None, trajectories)
 

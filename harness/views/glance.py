@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.workload.features import NO_FEATURE
 from harness.model.result import CellResult, MatrixResult
 from harness.model.verdicts import PairVerdict
 
@@ -45,7 +46,7 @@ def row_key(item: CellResult | PairVerdict) -> str:
     feature (every one before loop features) has one row per optimizer.
     """
     feature = getattr(item, "feature", None) or getattr(getattr(item, "cell", None), "feature", None)
-    return f"{item.optimizer} · {feature}" if feature else item.optimizer
+    return f"{item.optimizer} · {feature}" if feature and feature != NO_FEATURE else item.optimizer
 
 
 def column_key(item: CellResult | PairVerdict, several_devices: bool) -> str:

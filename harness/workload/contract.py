@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from harness.workload.features import NO_FEATURE, check_feature
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.patches import patches_for, switch_names
 from harness.workload.scripts import SCRIPTS
@@ -33,17 +34,20 @@ RECORD_SCHEMA_VERSION = 5
 
 
 def script_run_spec(spec_lr: float, script: str, optimizer: str, optimizer_args: dict[str, Any] | None,
-                    switches: Sequence[str] = ()) -> dict[str, Any]:
+                    switches: Sequence[str] = (), feature: str = NO_FEATURE) -> dict[str, Any]:
     """The part of the run spec that comes from the contract: ``modes`` (the script's modes and their properties),
     ``optimizer`` (the row, under each language's names), ``switches`` (the reconciliation switches to apply, by name),
     ``patches`` (per language, the replacements the script applies: those switches and the trace's points, see
-    :mod:`harness.workload.patches`), ``record_fields`` and ``record_schema_version``."""
+    :mod:`harness.workload.patches`), ``feature`` (the loop feature's row, :mod:`harness.workload.features`, or null
+    for the plain loop), ``record_fields`` and ``record_schema_version``."""
     switches = switch_names(switches)
+    row = check_feature(feature)
     return {
         "modes": SCRIPTS[script].modes_json(),
         "optimizer": OPTIMIZERS[optimizer].run_spec(spec_lr, (optimizer_args or {}).get(optimizer)),
         "switches": list(switches),
         "patches": patches_for(optimizer, switches),
+        "feature": None if row is None else row.run_spec(),
         "record_fields": list(RECORD_FIELDS),
         "record_schema_version": RECORD_SCHEMA_VERSION,
     }

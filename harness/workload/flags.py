@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from harness.errors import ExitCode, UsageError
 from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_json_file
+from harness.workload.features import FEATURES, NO_FEATURE
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.scripts import all_mode_names
 from harness.workload.spec import AMP_DTYPES, DEVICES, PRESETS, WorkloadSpec, available_cores
@@ -115,6 +116,11 @@ def add_spec_arguments(parser: argparse.ArgumentParser, with_modes: bool = True)
             "--optimizer", action="append", default=None,
             help=f"optimizer(s) to run, repeatable or comma-separated, or all (default: the preset's; tiny runs all): "
                  f"{', '.join(OPTIMIZERS)}",
+        )
+        parser.add_argument(
+            "--feature", action="append", default=None,
+            help=f"loop feature(s) to run where each one's covering design puts it, repeatable or comma-separated, or all "
+                 f"(default: the preset's, tiny runs all; with --mode or --optimizer, none): {', '.join((NO_FEATURE, *FEATURES))}",
         )
 
 

@@ -1,9 +1,14 @@
-"""The matrix's cells: frontend × script × mode × optimizer on one device, with the ids tests and reports use."""
+"""The matrix's cells: frontend × script × mode × optimizer × loop feature on one device, with the ids tests and reports use.
+
+The loop feature (harness/workload/features.py) is an axis of its own, but not a product: each feature runs where its
+covering design says. A cell of the plain loop (feature ``none``) keeps the id it always had.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.workload.features import FEATURES, NO_FEATURE
 from harness.workload.scripts import SCRIPTS, Mode
 
 __all__ = ["Cell", "cells_for", "pair_id"]
@@ -11,23 +16,24 @@ __all__ = ["Cell", "cells_for", "pair_id"]
 
 @dataclass(frozen=True)
 class Cell:
-    """One frontend running one mode of one script with one optimizer on one device."""
+    """One frontend running one mode of one script with one optimizer and one loop feature on one device."""
 
     frontend: str
     script: str
     mode: str
     optimizer: str
     device: str
+    feature: str = NO_FEATURE
 
     @property
     def id(self) -> str:
-        """``with_autocast-autocast-adam-r-cpu``."""
-        return f"{self.script}-{self.mode}-{self.optimizer}-{self.frontend}-{self.device}"
+        """``with_autocast-autocast-adam-r-cpu``; with a feature, ``with_autocast-autocast-adam+lr_step-r-cpu``."""
+        return f"{self.script}-{self.mode}-{_with_feature(self.optimizer, self.feature)}-{self.frontend}-{self.device}"
 
     @property
     def pair(self) -> str:
         """The id shared by the frontends of this cell: ``with_autocast-autocast-adam-cpu``."""
-        return pair_id(self.script, self.mode, self.optimizer, self.device)
+        return pair_id(self.script, self.mode, self.optimizer, self.device, self.feature)
 
     @property
     def properties(self) -> Mode:
@@ -35,19 +41,27 @@ class Cell:
         return SCRIPTS[self.script].mode(self.mode)
 
 
-def pair_id(script: str, mode: str, optimizer: str, device: str) -> str:
+def _with_feature(optimizer: str, feature: str) -> str:
+    return optimizer if feature == NO_FEATURE else f"{optimizer}+{feature}"
+
+
+def pair_id(script: str, mode: str, optimizer: str, device: str, feature: str = NO_FEATURE) -> str:
     """The id of the cells that differ only by frontend."""
-    return f"{script}-{mode}-{optimizer}-{device}"
+    return f"{script}-{mode}-{_with_feature(optimizer, feature)}-{device}"
 
 
-def cells_for(frontends: tuple[str, ...], modes: tuple[str, ...], optimizers: tuple[str, ...], device: str) -> list[Cell]:
-    """Cells in matrix order: script, mode, optimizer, then frontend, so a pair's cells sit side by side. ``modes``
-    names modes; a name selects that mode in every script that declares it."""
+def cells_for(frontends: tuple[str, ...], modes: tuple[str, ...], optimizers: tuple[str, ...], device: str,
+              features: tuple[str, ...] = (NO_FEATURE,)) -> list[Cell]:
+    """Cells in matrix order: feature, script, mode, optimizer, then frontend, so a pair's cells sit side by side.
+    ``modes`` names modes; a name selects that mode in every script that declares it. A feature's cells are those of
+    its covering design within ``modes`` and ``optimizers`` (the plain loop: all of them)."""
     return [
-        Cell(frontend, pair.stem, mode.name, optimizer, device)
+        Cell(frontend, pair.stem, mode.name, optimizer, device, feature)
+        for feature in features
         for pair in SCRIPTS.values()
         for mode in pair.modes
         if mode.name in modes
         for optimizer in optimizers
+        if feature == NO_FEATURE or FEATURES[feature].applies(pair.stem, mode.name, optimizer)
         for frontend in frontends
     ]

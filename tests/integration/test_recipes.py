@@ -19,6 +19,7 @@ from harness.model.result import MatrixResult
 from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
 from harness.views.table import print_result
+from harness.workload.features import FEATURES, Cover, Feature
 from harness.workload.optimizers import OPTIMIZERS, SPEC_LR, Optimizer, StateEntry
 from harness.workload.scripts import SCRIPTS, Mode, ScriptPair
 from harness.workload.spec import WorkloadSpec
@@ -33,11 +34,12 @@ HEAVY_BALL = Optimizer(
 )
 
 
-def _run(availability: Availability, tmp_path: Path, modes: tuple[str, ...], optimizers: tuple[str, ...]) -> MatrixResult:
+def _run(availability: Availability, tmp_path: Path, modes: tuple[str, ...], optimizers: tuple[str, ...],
+         features: tuple[str, ...] | None = None) -> MatrixResult:
     require_r_torch(availability)
     with MatrixRunner(WorkloadSpec.from_preset("tiny"), ("python", "r"), timeout=300, availability=availability,
                       staging=tmp_path) as runner:
-        return runner.run(modes, optimizers, measure=False)
+        return runner.run(modes, optimizers, measure=False, features=features)
 
 
 def _assert_ran_and_passed(result: MatrixResult, pairs: int) -> None:
@@ -96,3 +98,24 @@ def test_a_new_script_pair_is_two_files_and_one_entry(availability: Availability
     assert len(mine) == 4 and all(c.record is not None and c.record.script == "my_workload" for c in mine)
     _assert_ran_and_passed(result, pairs=5)  # my_workload's two modes, with_autocast's two, the scaler script's default
     assert "my_workload · autocast" in _table(result)
+
+
+#: The loop-feature recipe's example row: a faster StepLR (a scheduler class the reference already has a closed form for),
+#: covered in one mode of each script with plain SGD.
+FAST_STEP = Feature(
+    "lr_step_fast", "scheduler", "StepLR every 2 iterations, halving", {"step_size": 2, "gamma": 0.5},
+    {"step_size": "2: the decay fires at every other iteration", "gamma": "0.5: a power of two, the lr stays exact"},
+    (Cover((("with_autocast", "autocast"), ("cuda_amp_grad_scaler", "autocast_scaler")), ("sgd",), "one mode of each script"),),
+    python="StepLR", r="lr_step",
+)
+
+
+def test_a_new_loop_feature_is_one_row(availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row of an existing kind: both languages build the loop from the run spec, the float64 reference follows its
+    schedule, the matrix runs it where its covers say, and its cells show as ``optimizer+feature``."""
+    monkeypatch.setitem(FEATURES, FAST_STEP.name, FAST_STEP)
+    result = _run(availability, tmp_path, ("autocast", "autocast_scaler"), ("sgd",), (FAST_STEP.name,))
+    _assert_ran_and_passed(result, pairs=2)
+    assert {c.id for c in result.cells} == {f"{script}-{mode}-sgd+lr_step_fast-{frontend}-cpu" for script, mode in
+                                            FAST_STEP.covers[0].modes for frontend in ("python", "r")}
+    assert "sgd+lr_step_fast" in _table(result)

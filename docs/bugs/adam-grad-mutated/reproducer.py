@@ -1,4 +1,4 @@
-"""PyTorch counterpart of adam_grad_mutated.R: Adam with weight_decay leaves .grad unchanged (prints (1, 1))."""
+"""PyTorch counterpart of reproducer.R (beside this file): Adam with weight_decay leaves .grad unchanged (prints (1, 1))."""
 import sys
 
 import torch

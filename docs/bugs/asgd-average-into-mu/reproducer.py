@@ -1,4 +1,4 @@
-"""PyTorch counterpart of asgd_average_into_mu.R: ASGD averages the parameter into ax once step > t0 + 1.
+"""PyTorch counterpart of reproducer.R (beside this file): ASGD averages the parameter into ax once step > t0 + 1.
 
 x = (10, 20), lr 0.1, t0 = 1, gradient = x each step; prints x, mu and ax after each of 5 steps; ax after step 5
 is the mean of x after steps 3, 4, 5. Exits 1 only if PyTorch itself changed.

@@ -1,4 +1,4 @@
-"""PyTorch counterpart of clip_nan_norm.R: a NaN gradient gives a NaN norm and NaN gradients, no error."""
+"""PyTorch counterpart of reproducer.R (beside this file): a NaN gradient gives a NaN norm and NaN gradients, no error."""
 import math
 import sys
 

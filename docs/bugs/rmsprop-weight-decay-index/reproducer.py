@@ -1,4 +1,4 @@
-"""PyTorch counterpart of rmsprop_weight_decay_index.R (exits 1 only if PyTorch itself changed)."""
+"""PyTorch counterpart of reproducer.R (beside this file) (exits 1 only if PyTorch itself changed)."""
 import sys
 
 import torch

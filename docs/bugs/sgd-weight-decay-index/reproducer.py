@@ -1,4 +1,4 @@
-"""PyTorch counterpart of sgd_weight_decay_index.R: SGD weight decay adds weight_decay * param.
+"""PyTorch counterpart of reproducer.R (beside this file): SGD weight decay adds weight_decay * param.
 
 x1 = x2 = (10, 20), lr 1, weight_decay 0.1, zero gradients, two steps -> (9, 18) then (8.1, 16.2) for both.
 Exits 1 only if PyTorch itself stopped doing so.

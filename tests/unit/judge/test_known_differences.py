@@ -223,3 +223,14 @@ def test_a_bug_that_cannot_act_is_inert_not_stale(tmp_path: Path) -> None:
     assert "inert: R torch bug sgd-weight-decay-index cannot act here: weight_decay = 0" in inert.explain()
     stale = compare_cells(cell, twin, trace=trace, known=[entry], optimizer_args={"weight_decay": 1e-2, "momentum": 0.9})
     assert stale.verdict == "stale_known_difference", stale.explain()
+
+
+def test_an_entry_names_the_loop_features_it_covers() -> None:
+    """``features`` narrows an entry to those loop features; without it an entry covers every feature and the plain loop."""
+    entries = {k.id: k for k in load_known_differences()}
+    scaler = entries["scaler-unscale-undefined-grad"]
+    assert scaler.covers("cuda_amp_grad_scaler", "autocast_scaler", "sgd", "cpu", "frozen")
+    assert not scaler.covers("cuda_amp_grad_scaler", "autocast_scaler", "sgd", "cpu")
+    assert not scaler.covers("cuda_amp_grad_scaler", "autocast_scaler", "sgd", "cpu", "lr_step")
+    sgd = entries["sgd-weight-decay-index"]
+    assert sgd.features is None and sgd.covers("with_autocast", "default", "sgd_momentum", "cpu", "accumulate")

@@ -7,6 +7,7 @@ import pytest
 
 from harness.judge.reference import REFERENCE_MAX_FLOPS, reference_skip_reason, run_reference
 from harness.model.efficiency import workload_flops
+from harness.workload.features import FEATURES
 from harness.workload.fixtures import ensure_fixtures, load_fixture_arrays
 from harness.workload.spec import WorkloadSpec
 from tests.torch_float64 import torch_float64_run
@@ -46,3 +47,30 @@ def test_reference_budget_skips_recipe_with_a_reason() -> None:
     reason = reference_skip_reason(WorkloadSpec.from_preset("recipe"))
     assert reason is not None and "float64 reference skipped" in reason and "FLOPs" in reason
     assert reference_skip_reason(WorkloadSpec.from_preset("tiny")) is None
+
+
+@pytest.mark.parametrize("feature", list(FEATURES))
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_reference_follows_each_loop_feature_as_torch_does(tmp_path_factory: pytest.TempPathFactory, feature: str,
+                                                            optimizer: str) -> None:
+    """Each loop feature's float64 reference equals torch float64 autograd with PyTorch's own scheduler, accumulation
+    or clip_grad_value_, and differs from the plain loop's (the feature acts within tiny's steps)."""
+    spec = WorkloadSpec.from_preset("tiny")
+    arrays = load_fixture_arrays(ensure_fixtures(spec, tmp_path_factory.mktemp("fx")))
+    ref = run_reference(spec, arrays, clip=False, optimizer=optimizer, feature=feature)
+    losses, weights = torch_float64_run(spec, arrays, optimizer, feature=feature)
+    np.testing.assert_allclose(ref.losses, losses, rtol=1e-10)
+    for name, value in weights.items():
+        np.testing.assert_allclose(ref.weights[name], value, rtol=1e-8, atol=1e-13)
+    plain = run_reference(spec, arrays, clip=False, optimizer=optimizer)
+    assert not np.allclose(ref.weights["layer0.weight"], plain.weights["layer0.weight"], rtol=1e-6, atol=0)
+
+
+def test_an_accumulated_skip_replays_the_group_update(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Under accumulation a skipped step is the last micro-batch of its group: that group's update is not made."""
+    spec = WorkloadSpec.from_preset("tiny", num_batches=4)
+    arrays = load_fixture_arrays(ensure_fixtures(spec, tmp_path_factory.mktemp("fx")))
+    ref = run_reference(spec, arrays, clip=False, skipped=frozenset({3}), feature="accumulate")
+    losses, weights = torch_float64_run(spec, arrays, "sgd", skipped=frozenset({3}), feature="accumulate")
+    np.testing.assert_allclose(ref.losses, losses, rtol=1e-12)
+    np.testing.assert_allclose(ref.weights["layer2.bias"], weights["layer2.bias"], rtol=1e-10, atol=1e-14)

@@ -112,3 +112,20 @@ def test_missing_history_fails_with_a_reason() -> None:
     """A scaler record without a history cannot be judged as correct."""
     check = check_scale_history({"losses": [1.0], "loss_scale": None, "skipped": None}, _SPEC)
     assert not check.passed and "no usable" in check.message
+
+
+def test_accumulation_updates_the_scale_once_per_group() -> None:
+    """Two micro-batches per update, interval 4: the scale grows at recorded step 7 (the fourth update), stands between,
+    and an overflow injected at step 2 must skip the update at step 3; a history grown per micro-batch fails."""
+    per_update = expected_scale_history(65536.0, 2.0, 0.5, 4, [False] * 10)
+    scales = [s for before, after in zip([65536.0, *per_update[:-1]], per_update, strict=True) for s in (before, after)]
+    assert scales[6:9] == [65536.0, 131072.0, 131072.0]
+    assert check_scale_history(_record(scales), _SPEC, micro_batches=2).passed
+    as_if_plain = expected_scale_history(65536.0, 2.0, 0.5, 4, [False] * 20)
+    check = check_scale_history(_record(as_if_plain), _SPEC, micro_batches=2)
+    assert not check.passed and check.first_step == 3
+    backed = [65536.0, 32768.0, *[32768.0] * 18]
+    assert not check_scale_history(_record(backed), _SPEC | {"overflow_steps": [2]}, micro_batches=2).passed
+    backed_off = expected_scale_history(65536.0, 2.0, 0.5, 4, [False, True] + [False] * 8)
+    skipped_group = [s for before, after in zip([65536.0, *backed_off[:-1]], backed_off, strict=True) for s in (before, after)]
+    assert check_scale_history(_record(skipped_group), _SPEC | {"overflow_steps": [2]}, micro_batches=2).passed

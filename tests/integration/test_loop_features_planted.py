@@ -1,0 +1,124 @@
+"""The loop features (harness/workload/features.py) through the real scripts: unchanged they are bitwise identical with
+plain SGD and each cell passes its own float64 check; a change planted in one language is ``diverged`` at the point where
+it begins.
+
+Plain SGD is bitwise identical between the bindings in the plain loop, so whatever differs first in these pairs is the
+feature itself. The three plants are the issue's: a scheduler hyperparameter (R's ``lr_step`` gamma), an accumulation
+count off by one (Python's ``every``) and a clip value (R's ``clip_grad_value_``). They need R torch: they skip with the
+reason when it is absent and fail under ``AMP_PARITY_REQUIRE_R=1``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.files.paths import SCRIPTS_ENV
+from harness.model.result import MatrixResult
+from harness.model.trace import PairTrace
+from harness.model.verdicts import PairVerdict
+from harness.run.availability import Availability
+from harness.run.runner import MatrixRunner
+from harness.workload.spec import WorkloadSpec
+from tests.planting import copy_scripts, plant
+from tests.support import require_r_torch
+
+Plant = tuple[str, str, str]
+
+
+def _run(root: Path, spec: WorkloadSpec, modes: tuple[str, ...], features: tuple[str, ...], availability: Availability,
+         monkeypatch: pytest.MonkeyPatch, plants: tuple[Plant, ...] = ()) -> MatrixResult:
+    """The traced record calls of ``features`` in ``modes`` with plain SGD, from a copy of the scripts with ``plants``."""
+    copy_scripts(root)
+    for relative, old, new in plants:
+        plant(root, relative, old, new)
+    monkeypatch.setenv(SCRIPTS_ENV, str(root))
+    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, staging=root) as runner:
+        return runner.run(modes, ("sgd",), measure=False, features=features)
+
+
+def _pair(result: MatrixResult, script: str, mode: str, feature: str) -> PairVerdict:
+    return next(p for p in result.pairs if (p.script, p.mode, p.feature) == (script, mode, feature))
+
+
+def test_unchanged_features_are_identical_and_pass_their_own_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """Each feature, unchanged, with plain SGD in the scaler mode: bitwise identical pairs, and cells within their bound
+    of the float64 reference that follows the feature (a reference that ignored the schedule, the accumulation or the
+    clamp would put them far outside it)."""
+    require_r_torch(availability)
+    result = _run(tmp_path, tiny_spec, ("autocast_scaler",), ("lr_step", "lr_cosine", "accumulate", "clip_value"),
+                  availability, monkeypatch)
+    assert {p.feature for p in result.pairs} == {"lr_step", "lr_cosine", "accumulate", "clip_value"}
+    for pair in result.pairs:
+        assert pair.verdict == "identical", pair.explain()
+    for cell in result.cells:
+        assert cell.verdict is not None and cell.verdict.outcome == "pass", (cell.id, cell.verdict)
+
+
+#: (file, the text as it is, the text planted, script, mode, feature, first differing (step, point), last identical (step, point)).
+DIVERGING: dict[str, tuple[str, str, str, str, str, str, tuple[int, str], tuple[int, str]]] = {
+    # lr_step's gamma 0.7 -> 0.71 in R: the scheduler's first decay is its step after iteration 3 (step_size 4)
+    "r-scheduler-gamma": ("r_scripts/common.R", "do.call(getExportedValue(\"torch\", r[[\"function\"]]), c(list(opt), r$args))",
+                          "do.call(getExportedValue(\"torch\", r[[\"function\"]]), c(list(opt), modifyList(r$args, list(gamma = 0.71))))",
+                          "with_autocast", "default", "lr_step", (3, "optim.lr.group0"), (3, "scheduler.last_epoch")),
+    # every 2 -> 3 in Python: the first micro-batch's loss is divided by 3, not 2
+    "python-accumulation-off-by-one": ("py_scripts/cuda_amp_grad_scaler.py", 'every = accumulate["every"] if accumulate else 1',
+                                       'every = accumulate["every"] + 1 if accumulate else 1',
+                                       "cuda_amp_grad_scaler", "autocast_scaler", "accumulate", (0, "loss.scaled"), (0, "loss")),
+    # clip_value 0.002 -> 0.003 in R: the first clamp leaves layer0's largest gradients (0.0023) as they are
+    "r-clip-value": ("r_scripts/cuda_amp_grad_scaler.R", "clip_value = clip_value$clip_value)", "clip_value = clip_value$clip_value * 1.5)",
+                     "cuda_amp_grad_scaler", "autocast_scaler", "clip_value", (0, "grad.clipped.layer0.weight"),
+                     (0, "grad.unscaled.layer2.bias")),
+}
+
+
+@pytest.mark.parametrize("name", list(DIVERGING))
+def test_a_planted_feature_change_is_diverged_where_it_begins(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """A feature's hyperparameter changed in one language: ``diverged``, first differing at the point it changes."""
+    require_r_torch(availability)
+    relative, old, new, script, mode, feature, first_at, last_at = DIVERGING[name]
+    result = _run(tmp_path, tiny_spec, (mode,), (feature,), availability, monkeypatch, ((relative, old, new),))
+    pair = _pair(result, script, mode, feature)
+    assert pair.verdict == "diverged", pair.explain()
+    trace = PairTrace.from_json(pair.details["trace"])
+    first = trace.first_difference
+    assert first is not None and (first.step, first.point) == first_at, first
+    assert trace.last_identical == last_at
+    assert pair.details["known_difference"] is None
+
+
+def test_a_frozen_layer_stops_rs_scaler_and_the_bug_entry_proves_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """Loop feature ``frozen`` with plain SGD: without a scaler the pair is identical; with one, R stops on the frozen
+    parameter's undefined gradient, and the reconciled run (R's scaler skipping it) is bitwise identical: the pair is the
+    proven R torch bug ``scaler-unscale-undefined-grad``."""
+    require_r_torch(availability)
+    result = _run(tmp_path, tiny_spec, ("default", "autocast_scaler"), ("frozen",), availability, monkeypatch)
+    assert _pair(result, "with_autocast", "default", "frozen").verdict == "identical"
+    scaled = _pair(result, "cuda_amp_grad_scaler", "autocast_scaler", "frozen")
+    assert scaled.verdict == "known_difference", scaled.explain()
+    assert scaled.details["known_difference"] == ["scaler-unscale-undefined-grad"] and scaled.details["proven"]
+    r_cell = next(c for c in result.cells if c.id == "cuda_amp_grad_scaler-autocast_scaler-sgd+frozen-r-cpu")
+    assert r_cell.reason is not None and "tensor does not have a device" in r_cell.reason
+
+
+def test_param_groups_with_adam_are_the_known_first_moment_difference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """Loop feature ``param_groups`` with R's Adam: R names its in-step points (bias corrections, ...) within their param
+    group, so the pair's first difference is Adam's own known one, proven; plain SGD in two groups is identical."""
+    require_r_torch(availability)
+    copy_scripts(tmp_path)
+    monkeypatch.setenv(SCRIPTS_ENV, str(tmp_path))
+    with MatrixRunner(tiny_spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path) as runner:
+        result = runner.run(("autocast_scaler",), ("sgd", "adam"), measure=False, features=("param_groups",))
+    by_optimizer = {p.optimizer: p for p in result.pairs}
+    assert by_optimizer["sgd"].verdict == "identical", by_optimizer["sgd"].explain()
+    adam = by_optimizer["adam"]
+    assert adam.verdict == "known_difference" and adam.details["known_difference"] == ["first-moment-lerp"], adam.explain()

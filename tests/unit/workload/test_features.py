@@ -1,0 +1,58 @@
+"""The loop-feature table: every row declares its reasons and a covering design the matrix follows, and reaches the run
+spec under each language's names."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import UsageError
+from harness.workload.contract import script_run_spec
+from harness.workload.features import FEATURES, KINDS, NO_FEATURE, Cover, Feature, micro_batches, parse_features
+from harness.workload.matrix import Cell, cells_for
+from harness.workload.optimizers import OPTIMIZERS
+from harness.workload.scripts import all_mode_names
+
+
+def test_every_row_has_a_reason_per_hyperparameter_and_a_reason_per_cover() -> None:
+    """A hyperparameter without a reason, or a cover without why, is refused."""
+    for row in FEATURES.values():
+        assert row.kind in KINDS and set(row.args) == set(row.reasons) and all(row.reasons.values())
+        assert row.covers and all(c.why for c in row.covers)
+    with pytest.raises(ValueError, match="reason"):
+        Feature("bad", "scheduler", "t", {"gamma": 0.5}, {}, ())
+    with pytest.raises(ValueError, match="optimizer"):
+        Feature("bad", "accumulate", "t", {}, {}, (Cover((("with_autocast", "default"),), ("nadam",), "why"),))
+
+
+def test_the_matrix_runs_each_feature_where_its_covers_say_and_ids_name_it() -> None:
+    """Schedulers: every optimizer in the scaler mode and sgd in every mode; the plain loop's ids are unchanged."""
+    cells = cells_for(("python", "r"), all_mode_names(), tuple(OPTIMIZERS), "cpu", (NO_FEATURE, "lr_step"))
+    plain = [c for c in cells if c.feature == NO_FEATURE]
+    step = [c for c in cells if c.feature == "lr_step"]
+    assert len(plain) == 2 * 7 * len(OPTIMIZERS)
+    assert {c.optimizer for c in step if c.mode == "autocast_scaler"} == set(OPTIMIZERS)
+    assert {(c.script, c.mode) for c in step if c.optimizer == "sgd"} == {(c.script, c.mode) for c in plain}
+    assert plain[0].id == "with_autocast-default-sgd-python-cpu"
+    cell = Cell("r", "cuda_amp_grad_scaler", "autocast_scaler", "adam", "cpu", "lr_step")
+    assert cell.id == "cuda_amp_grad_scaler-autocast_scaler-adam+lr_step-r-cpu"
+    assert cell.pair == "cuda_amp_grad_scaler-autocast_scaler-adam+lr_step-cpu"
+
+
+def test_the_run_spec_carries_the_row_and_the_plain_loop_carries_none() -> None:
+    """Both languages read one row: the scheduler's class and function, the same arguments."""
+    spec = script_run_spec(0.05, "cuda_amp_grad_scaler", "sgd", None, (), "lr_step")
+    assert spec["feature"]["python"] == {"class": "StepLR", "args": {"step_size": 4, "gamma": 0.7}}
+    assert spec["feature"]["r"] == {"function": "lr_step", "args": {"step_size": 4, "gamma": 0.7}}
+    assert script_run_spec(0.05, "cuda_amp_grad_scaler", "sgd", None)["feature"] is None
+    assert micro_batches("accumulate") == 2 and micro_batches("lr_step") == micro_batches(NO_FEATURE) == 1
+
+
+def test_feature_flags_parse_and_refuse_in_one_line() -> None:
+    """``--feature`` takes names, comma lists and ``all``; tiny runs every feature by default (a run narrowed by --mode or
+    --optimizer the plain loop), bench only the plain loop."""
+    assert parse_features(None, "tiny") == (NO_FEATURE, *FEATURES)
+    assert parse_features(None, "bench") == (NO_FEATURE,)
+    assert parse_features(None, "tiny", narrowed=True) == (NO_FEATURE,)  # --mode or --optimizer: the plain loop
+    assert parse_features(["clip_value,lr_step"], "tiny") == ("lr_step", "clip_value")
+    with pytest.raises(UsageError, match="feature"):
+        parse_features(["lr_steps"], "tiny")
