@@ -34,8 +34,8 @@ from harness.model.record_points import RECORD_PREFIX, has_record_points
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
-from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.features import micro_batches
+from harness.workload.optimizers import OPTIMIZERS
 
 __all__ = [
     "FAILING_VERDICTS", "VERDICTS", "compare_cells", "compare_result", "excused_cells", "judge", "judge_statuses", "needs_detail",

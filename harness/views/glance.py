@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.workload.features import NO_FEATURE
 from harness.model.result import CellResult, MatrixResult
 from harness.model.verdicts import PairVerdict
+from harness.workload.features import NO_FEATURE
 
 __all__ = ["SYMBOLS", "Glance", "column_key", "glance", "row_key", "symbol"]
 
