@@ -496,7 +496,9 @@ def _uncompared(result: MatrixResult) -> str | None:
     read: a result whose weights folder was not uploaded with it, truncated, or left behind by a link. Such a report
     compared nothing; ``merge`` (and ``report``) said so in the table and exited 0, where CI must fail.
     """
-    pairs = [p for p in result.pairs if p.verdict == "error" and not p.details.get("statuses")]
+    from harness.model.verdicts import Verdict
+
+    pairs = [p for p in result.pairs if p.verdict == Verdict.ERROR and not p.details.get("statuses")]
     if not pairs:
         return None
     first = pairs[0]

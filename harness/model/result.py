@@ -33,7 +33,7 @@ from harness.model.record import RECORD_SCHEMA_VERSION, RunRecord
 from harness.model.shape import check_result_shape
 from harness.model.timing import Stats, Timing, TimingProtocol, TimingSamples, ratio
 from harness.model.trace import PairTrace
-from harness.model.verdicts import CELL_OUTCOMES, CellVerdict, Float64Check, PairVerdict, ReferenceDistance, TargetCheck
+from harness.model.verdicts import CELL_OUTCOMES, CellVerdict, Float64Check, PairVerdict, ReferenceDistance, TargetCheck, Verdict
 from harness.model.weights import FinalWeights
 from harness.workload.matrix import Cell
 from harness.workload.scripts import SCRIPTS
@@ -408,7 +408,7 @@ class MatrixResult:
         """The cells whose failure a judged pair excuses, each with that pair: a crash that is a known R torch bug, or a cell
         on the side of a bug its pair's traces part at, each proven by its switch (:mod:`harness.judge.pairs` decides;
         this reads what the pairs say)."""
-        return {cell: p for p in self.pairs if p.verdict == "known_difference" for cell in p.details.get("excused") or ()}
+        return {cell: p for p in self.pairs if p.verdict == Verdict.KNOWN_DIFFERENCE for cell in p.details.get("excused") or ()}
 
     def cell(self, cell_id: str) -> CellResult:
         """The cell with this id.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.model.result import MatrixResult
-from harness.model.verdicts import PairVerdict
+from harness.model.verdicts import PairVerdict, Verdict
 
 __all__ = ["SYMBOLS", "Glance", "glance", "symbol"]
 
@@ -27,7 +27,7 @@ LEGEND = ("= identical · ≈ within tolerance · K known difference (proven) ·
 
 def symbol(pair: PairVerdict) -> str:
     """The symbol of one pair's verdict."""
-    if pair.verdict == "known_difference":
+    if pair.verdict == Verdict.KNOWN_DIFFERENCE:
         if not pair.details.get("proven"):
             return SYMBOLS["matched"]
         # a bug the reconciliation had to switch off counts though another entry matched the first point (the clip pair
