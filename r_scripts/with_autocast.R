@@ -1,7 +1,7 @@
 #' The `with_autocast` workload in R torch: the training loop without a gradient scaler.
 #'
 #' Twin of `py_scripts/with_autocast.py`: same function, names and order of operations (`docs/contract.md`). Its modes
-#' (declared in harness/workload/scripts.py, handed over in the run spec's `modes`) choose the precision either by
+#' (declared in harness/contract/modes.py, handed over in the run spec's `modes`) choose the precision either by
 #' autocast (`default`: off; `autocast`: on) or by the weights' dtype, the AMP guide's other way to train
 #' (`lowp_weights`: weights and inputs in the AMP dtype, no autocast, its `--fp16`; `lowp_weights_scaled`: with a static
 #' loss scale, its `-s`). The optimizer is the run spec's (`make_optimizer()`). Sourcing this file defines `script`,

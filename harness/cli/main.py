@@ -84,12 +84,12 @@ def add_frontend_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser(prog: str = DEFAULT_PROG) -> argparse.ArgumentParser:
+    from harness.contract.modes import SCRIPTS
     from harness.model.timing import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS, PRESET_PROTOCOLS
     from harness.run.pool import DEFAULT_TIMEOUT_S
     from harness.run.prepare import add_scaler_lift_argument, add_weights_out_arguments
     from harness.workload.flags import OneLineParser, add_spec_arguments, path_argument, positive_seconds, whole_number
     from harness.workload.optimizers import OPTIMIZERS
-    from harness.workload.scripts import SCRIPTS
 
     # --debug and -v are accepted before or after the command ("run with --debug" must work as printed):
     # every parser shares the two actions, which leave their name unset unless given (see main()), so the
@@ -524,9 +524,9 @@ def _nothing_ran(result: MatrixResult) -> str | None:
 
 def _prepare(args: argparse.Namespace) -> None:
     """Print the run spec: for ``prepare``'s own flags, or (``--shell-of``) for a script's flags given after ``--``."""
+    from harness.contract.modes import SCRIPTS
     from harness.errors import UsageError
     from harness.run.prepare import prepare_shell_run, prepare_shell_run_spec
-    from harness.workload.scripts import SCRIPTS
 
     if args.shell_of is None:
         if args.shell_args:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.contract.modes import SCRIPTS
 from harness.errors import KnownDifferencesError
 from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_toml_file
 from harness.files.paths import CHECKOUT
@@ -37,7 +38,6 @@ from harness.model.trace import PairTrace
 from harness.workload.installations import LANGUAGES
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.patches import SWITCHES
-from harness.workload.scripts import SCRIPTS
 from harness.workload.spec import DEVICES
 
 __all__ = ["DEFAULT_LIST", "KINDS", "MAX_DISTANCE", "KnownDifference", "Signature", "load_known_differences"]

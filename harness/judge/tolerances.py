@@ -59,10 +59,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from harness.contract.modes import SCRIPTS, Mode, all_mode_names
 from harness.errors import SpecError, UsageError
 from harness.model.verdicts import MEASURED_STEPS, Float64Bound, bound_growth
 from harness.workload.optimizers import OPTIMIZERS
-from harness.workload.scripts import SCRIPTS, Mode, all_mode_names
 from harness.workload.spec import AMP_DTYPES, DEVICES
 
 __all__ = [
@@ -83,7 +83,7 @@ DEFAULT_JUDGING = "strict"
 #: why it needs a loss scaler). Round-to-nearest makes each rounding at most half of this, relatively.
 EPS: dict[str, float] = {"float32": 2.0**-23, "bfloat16": 2.0**-7, "float16": 2.0**-10}
 
-#: The precisions a mode computes in (:meth:`harness.workload.scripts.Mode.precision`): float32; the AMP dtype under
+#: The precisions a mode computes in (:meth:`harness.contract.modes.Mode.precision`): float32; the AMP dtype under
 #: autocast (float32 master weights, GEMMs in the AMP dtype); ``<dtype> weights``, everything in the AMP dtype. Each
 #: is measured in units of its dtype's EPS.
 PRECISIONS: tuple[str, ...] = ("float32", "bfloat16", "float16", "bfloat16 weights", "float16 weights")
@@ -195,7 +195,7 @@ def check_judging(judging: str) -> str:
 def precision_for(mode: str | Mode, amp_dtype: str) -> str:
     """The precision whose rounding dominates ``mode`` (one of ``PRECISIONS``): :meth:`Mode.precision`.
 
-    ``mode`` is a :class:`~harness.workload.scripts.Mode`, or a mode's name, for callers that still pass names: every
+    ``mode`` is a :class:`~harness.contract.modes.Mode`, or a mode's name, for callers that still pass names: every
     script that declares a name gives it the same precision (``default`` is float32 in both), so the name decides it.
 
     Raises:

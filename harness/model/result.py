@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from harness.contract.modes import SCRIPTS
 from harness.errors import ResultError
 from harness.model.cell_trace import TraceFile
 from harness.model.efficiency import Efficiency
@@ -36,7 +37,6 @@ from harness.model.trace import PairTrace
 from harness.model.verdicts import CELL_OUTCOMES, CellVerdict, Float64Check, PairVerdict, ReferenceDistance, TargetCheck, Verdict
 from harness.model.weights import FinalWeights
 from harness.workload.matrix import Cell
-from harness.workload.scripts import SCRIPTS
 from harness.workload.spec import WorkloadSpec
 
 __all__ = [

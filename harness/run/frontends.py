@@ -39,7 +39,7 @@ class Frontend:
     """A language binding under test, as one installation runs it.
 
     ``unsupported`` lists the ``(scaler, device)`` cells the binding is known to refuse: every cell whose mode uses that
-    kind of loss scaler (:data:`harness.workload.scripts.SCALERS`) on that device, whatever its script; they still run,
+    kind of loss scaler (:data:`harness.contract.modes.SCALERS`) on that device, whatever its script; they still run,
     and the binding's own error becomes the reason of an ``unsupported`` cell (if one starts to succeed, the strict
     expected-failure tests turn red, so the list is kept honest).
     """

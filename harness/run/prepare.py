@@ -14,12 +14,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness.contract.modes import SCRIPTS
 from harness.errors import ExitCode, SpecError, UsageError
 from harness.workload.contract import script_run_spec
 from harness.workload.fixtures import FixtureFile, ensure_fixtures
 from harness.workload.flags import OneLineParser, add_spec_arguments, path_argument, spec_from_args
 from harness.workload.optimizers import OPTIMIZERS
-from harness.workload.scripts import SCRIPTS
 from harness.workload.spec import WorkloadSpec
 
 __all__ = [

@@ -24,6 +24,7 @@ import math
 from collections.abc import Mapping
 from typing import NoReturn
 
+from harness.contract.modes import SCRIPTS
 from harness.errors import ResultError
 from harness.frontends.tensor_bytes import DTYPES, encode, ulp_distance
 from harness.judge.cells import reference_losses_for
@@ -38,7 +39,6 @@ from harness.model.trace import PairTrace, PointDifference
 from harness.model.verdicts import finite_or_none
 from harness.workload.installations import LANGUAGES
 from harness.workload.optimizers import OPTIMIZERS
-from harness.workload.scripts import SCRIPTS
 
 __all__ = ["MAX_PEAK_TFLOPS", "MIN_PEAK_TFLOPS", "check_consistency"]
 

@@ -18,10 +18,10 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
+from harness.contract.modes import all_mode_names
 from harness.files.atomic import atomic_path
 from harness.model.result import CellResult, MatrixResult
 from harness.views.formatting import frontend_order
-from harness.workload.scripts import all_mode_names
 
 __all__ = ["LEGEND_MAX_ENTRIES", "TIMING_MAX_ROWS", "plot_loss_diff", "plot_losses", "plot_timing", "timing_samples"]
 

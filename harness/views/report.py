@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from harness.contract.modes import all_mode_names
 from harness.errors import ResultError
 from harness.files.atomic import atomic_path
 from harness.model.provenance import Provenance, script_differences
@@ -23,7 +24,6 @@ from harness.views.formatting import cell_text, frontend_order, lift_footnote, n
 from harness.views.glance import LEGEND, glance
 from harness.views.plots import plot_loss_diff, plot_losses, plot_timing
 from harness.views.timing_sections import efficiency_section, phases_section, targets_section, timing_section
-from harness.workload.scripts import all_mode_names
 
 __all__ = ["PLOT_FILES", "REPORT_FILE", "REPORT_FILES", "render_markdown", "write_report"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from harness.contract.modes import SCRIPTS
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.patches import patches_for, switch_names
-from harness.workload.scripts import SCRIPTS
 
 __all__ = ["RECORD_FIELDS", "RECORD_SCHEMA_VERSION", "script_run_spec"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.workload.scripts import SCRIPTS, Mode
+from harness.contract.modes import SCRIPTS, Mode
 
 __all__ = ["Cell", "cells_for", "pair_id"]
 
@@ -31,7 +31,7 @@ class Cell:
 
     @property
     def properties(self) -> Mode:
-        """What the cell's mode does (:class:`harness.workload.scripts.Mode`)."""
+        """What the cell's mode does (:class:`harness.contract.modes.Mode`)."""
         return SCRIPTS[self.script].mode(self.mode)
 
 

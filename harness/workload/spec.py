@@ -16,9 +16,9 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from harness.contract.modes import all_mode_names
 from harness.errors import SpecError, UsageError
 from harness.workload.optimizers import check_optimizer_args
-from harness.workload.scripts import all_mode_names
 
 __all__ = [
     "AMP_DTYPES",

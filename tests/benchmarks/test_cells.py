@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
+from harness.contract.modes import all_mode_names
 from harness.judge.weight_findings import weights_digest
 from harness.model.efficiency import workload_flops
 from harness.model.timing import DEFAULT_WARMUP_ROUNDS
@@ -35,7 +36,6 @@ from harness.run.availability import Availability
 from harness.run.provenance import describe_provenance
 from harness.run.runner import MatrixRunner
 from harness.workload.matrix import Cell, cells_for
-from harness.workload.scripts import all_mode_names
 from harness.workload.spec import WorkloadSpec
 from tests.benchmarks import settings
 from tests.support import require_r_torch

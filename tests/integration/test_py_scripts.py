@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from harness.contract.modes import mode_of
 from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT
 from harness.judge.reference import Reference, run_reference
@@ -19,7 +20,6 @@ from harness.judge.tolerances import float64_bound_for
 from harness.run.prepare import prepare_run_spec
 from harness.workload.contract import RECORD_FIELDS
 from harness.workload.fixtures import ensure_fixtures, load_fixture_arrays
-from harness.workload.scripts import mode_of
 from harness.workload.spec import WorkloadSpec
 from py_scripts import cuda_amp_grad_scaler, with_autocast
 from tests.support import float64_check

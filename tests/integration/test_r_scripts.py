@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.contract.modes import SCRIPTS
 from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT
-from harness.workload.scripts import SCRIPTS
 
 pytestmark = pytest.mark.skipif(shutil.which("Rscript") is None, reason="R is not installed: apt-get install r-base-core")
 R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))

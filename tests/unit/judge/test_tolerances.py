@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from harness.contract.modes import SCRIPTS, Mode, mode_of
 from harness.errors import SpecError, UsageError
 from harness.judge import tolerances
 from harness.judge.tolerances import (
@@ -24,7 +25,6 @@ from harness.judge.tolerances import (
 )
 from harness.model.verdicts import MEASURED_STEPS
 from harness.workload.optimizers import OPTIMIZERS
-from harness.workload.scripts import SCRIPTS, Mode, mode_of
 
 #: Every mode of every script, as ``script.mode``.
 _ALL_MODES = {f"{pair.stem}.{m.name}": m for pair in SCRIPTS.values() for m in pair.modes}

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.contract.modes import SCRIPTS
 from harness.files.paths import REPO_ROOT, script_path
-from harness.workload.scripts import SCRIPTS
 
 R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
 #: Files that are not scripts but twins of each other: the workload's pieces and the shell mode.
