@@ -85,6 +85,7 @@ def add_frontend_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _parser(prog: str = DEFAULT_PROG) -> argparse.ArgumentParser:
     from harness.contract.modes import SCRIPTS
+    from harness.contract.optimizers import DEFAULT_OPTIMIZER
     from harness.model.timing import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS, PRESET_PROTOCOLS
     from harness.run.pool import DEFAULT_TIMEOUT_S
     from harness.run.prepare import add_scaler_lift_argument, add_weights_out_arguments
@@ -172,7 +173,7 @@ def _parser(prog: str = DEFAULT_PROG) -> argparse.ArgumentParser:
     add_scaler_lift_argument(prepare)
     prepare.add_argument("--script", default="with_autocast", choices=tuple(SCRIPTS),
                          help="the script pair whose run spec to print (its modes are part of it)")
-    prepare.add_argument("--optimizer", default="sgd", help=f"the optimizer the run spec names: one of {', '.join(OPTIMIZERS)}")
+    prepare.add_argument("--optimizer", default=DEFAULT_OPTIMIZER, help=f"the optimizer the run spec names: one of {', '.join(OPTIMIZERS)}")
     # R's shell mode: `prepare --shell-of with_autocast.R -- ARGS` parses the script's own ARGS with the Python
     # scripts' parser (harness.run.prepare.prepare_shell_run); the pair is the file's stem. Not for people.
     prepare.add_argument("--shell-of", default=None, help=argparse.SUPPRESS)

@@ -6,6 +6,8 @@ on CPU, the tensor-core share to CUDA); a result is checked against those that a
 
 from __future__ import annotations
 
+from harness.contract.modes import FOUR_MODE_MATRIX, GPU_AUTOCAST, modes_in
+from harness.contract.optimizers import DEFAULT_OPTIMIZER
 from harness.judge.spread import check_spread
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.timing import Timing
@@ -34,8 +36,9 @@ OVERHEAD_MAX_SHARE = 0.01
 #: autocast + scaler, + clipping; plain SGD) may take this many times its limit (:meth:`MatrixResult.limit`: the slowest
 #: worker's start plus one round of every cell), start-up included. At that size the workers' start is most of the limit.
 TINY_MATRIX_LIMIT_FACTOR = 2.0
-#: The matrices that bound is for (any of these modes, plain SGD); a wider one is held to its cost per cell instead.
-FOUR_MODES = ("default", "autocast", "autocast_scaler", "autocast_scaler_clip")
+#: The modes that bound is for (those whose declaration puts them in the four-mode matrix, with plain SGD); a wider matrix
+#: is held to its cost per cell instead.
+FOUR_MODES = modes_in(FOUR_MODE_MATRIX)
 #: Any CPU ``tiny`` matrix, the wider ones too (issue 21's every optimizer and the low-precision weights): what it takes
 #: beyond its slowest worker's start, in rounds of its cells (one round of every cell, one after another), at most this.
 #: A cell's work is its traced record call (about twice a round: every point is copied and digested, and a worker's first
@@ -106,7 +109,7 @@ def _tiny_matrix(result: MatrixResult) -> list[TargetCheck]:
     phases = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in sorted(result.phases.seconds, key=lambda p: -p[1])[:3])
     longest = (f"the longest phases were {phases}" if phases else "no phases recorded") + " (run -v prints every phase)"
     checks = []
-    if all(c.mode in FOUR_MODES and c.optimizer == "sgd" for c in result.cells):
+    if all(FOUR_MODE_MATRIX in c.cell.properties.target_sets and c.optimizer == DEFAULT_OPTIMIZER for c in result.cells):
         bound = TINY_MATRIX_LIMIT_FACTOR * limit
         target = (f"≤ {TINY_MATRIX_LIMIT_FACTOR:g}× its limit, {bound:.1f} s (the limit {limit:.2f} s: the slowest worker's start "
                   f"{start:.2f} s + one round of each of its {ran} cells {rounds:.2f} s)")
@@ -129,7 +132,7 @@ def _gpu_autocast(result: MatrixResult) -> list[TargetCheck]:
         return []
     checks = []
     for cell in result.cells:
-        if cell.language != "python" or cell.mode != "autocast" or not cell.ok:
+        if cell.language != "python" or GPU_AUTOCAST not in cell.cell.properties.target_sets or not cell.ok:
             continue
         efficiency = cell.efficiency
         share = efficiency.share_of_peak if efficiency else None

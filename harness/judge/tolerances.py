@@ -60,6 +60,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.contract.modes import SCRIPTS, Mode, all_mode_names
+from harness.contract.optimizers import DEFAULT_OPTIMIZER, UPDATE_KIND_OF_CLASS
+from harness.contract.optimizers import UPDATE_KINDS as CONTRACT_UPDATE_KINDS
 from harness.errors import SpecError, UsageError
 from harness.model.verdicts import MEASURED_STEPS, Float64Bound, bound_growth
 from harness.workload.optimizers import OPTIMIZERS
@@ -88,21 +90,10 @@ EPS: dict[str, float] = {"float32": 2.0**-23, "bfloat16": 2.0**-7, "float16": 2.
 #: is measured in units of its dtype's EPS.
 PRECISIONS: tuple[str, ...] = ("float32", "bfloat16", "float16", "bfloat16 weights", "float16 weights")
 
-#: How an optimizer's update answers a rounding error in the gradient, which decides how far rounding carries a run
-#: from float64. ``proportional``: the update is the gradient (or a sum of past ones) times a rate that does not
-#: depend on the current gradient's size (SGD with or without momentum, ASGD; Adagrad, whose denominator is the sum of
-#: every past square, from ``initial_accumulator_value``, so one noisy gradient barely moves it): a gradient error of
-#: x moves the weight by lr·x. ``normalising``: the update is divided by a running size of recent gradients, or is
-#: its sign (RMSprop, Adam, AdamW, Adadelta, Rprop): a gradient that is rounding noise (an element near 0, a ReLU at
-#: its kink) still takes a step of about lr, in the direction the noise points. Measured (tiny, bf16 autocast, 20
-#: steps, final weights rel L2): proportional 5.9e-5 (Adagrad) to 6.8e-4 (SGD momentum); normalising 2.4e-3
-#: (Adadelta) to 5.0e-2 (RMSprop) and 4.9e-2 (Rprop): up to 74x further for the same rounding.
-UPDATE_KINDS: tuple[str, ...] = ("proportional", "normalising")
-#: Each PyTorch class's kind (the optimizer table's rows name one).
-_KIND_OF_CLASS: dict[str, str] = {
-    "SGD": "proportional", "ASGD": "proportional", "Adagrad": "proportional",
-    "RMSprop": "normalising", "Adam": "normalising", "AdamW": "normalising", "Adadelta": "normalising", "Rprop": "normalising",
-}
+#: The kinds of update (:data:`harness.contract.optimizers.UPDATE_KINDS`) the tolerances are keyed by. Measured (tiny,
+#: bf16 autocast, 20 steps, final weights rel L2): proportional 5.9e-5 (Adagrad) to 6.8e-4 (SGD momentum); normalising
+#: 2.4e-3 (Adadelta) to 5.0e-2 (RMSprop) and 4.9e-2 (Rprop): up to 74x further for the same rounding.
+UPDATE_KINDS: tuple[str, ...] = CONTRACT_UPDATE_KINDS
 
 
 #: (loss_rtol, weight_rtol) of a pair at MEASURED_STEPS, in units of the precision's dtype's EPS, per precision and
@@ -216,18 +207,18 @@ def update_kind(optimizer: str) -> str:
 
     Raises:
         SpecError: no such row, or a row whose class has no measured kind (measure it with ``tests/float64_distance.py``
-            and add the class to ``_KIND_OF_CLASS``).
+            and add the class to ``UPDATE_KIND_OF_CLASS``).
     """
     row = OPTIMIZERS.get(optimizer)
     if row is None:
         raise SpecError("optimizer", optimizer, f"one of {', '.join(map(repr, OPTIMIZERS))}")
-    if row.python not in _KIND_OF_CLASS:
+    if row.kind is None:
         raise SpecError(
             "optimizer", optimizer,
-            f"a row whose PyTorch class has a measured kind of update ({', '.join(_KIND_OF_CLASS)}); torch.optim.{row.python} "
-            "has none: measure it with tests/float64_distance.py and add it to _KIND_OF_CLASS in harness/judge/tolerances.py",
+            f"a row whose PyTorch class has a measured kind of update ({', '.join(UPDATE_KIND_OF_CLASS)}); torch.optim.{row.python} "
+            "has none: measure it with tests/float64_distance.py and add it to UPDATE_KIND_OF_CLASS in harness/contract/optimizers.py",
         )
-    return _KIND_OF_CLASS[row.python]
+    return row.kind
 
 
 def _keys(mode: str | Mode, device: str, amp_dtype: str, steps: int, optimizer: str) -> tuple[str, str, str]:
@@ -246,7 +237,7 @@ def _eps_of(precision: str) -> float:
 
 
 def tolerance_for(
-    mode: str | Mode, device: str, amp_dtype: str, steps: int, same_libtorch: bool, optimizer: str = "sgd"
+    mode: str | Mode, device: str, amp_dtype: str, steps: int, same_libtorch: bool, optimizer: str = DEFAULT_OPTIMIZER
 ) -> Tolerance:
     """The tolerance for a pair of cells running ``mode`` with ``optimizer`` (a row of the optimizer table; plain SGD
     unless given) for ``steps`` optimizer steps.
@@ -398,7 +389,7 @@ _FLOAT64_BOUND_IN_EPS: dict[str, dict[str, tuple[float, float]]] = {
 }
 
 
-def float64_bound_for(mode: str | Mode, device: str, amp_dtype: str, steps: int, optimizer: str = "sgd") -> Float64Bound:
+def float64_bound_for(mode: str | Mode, device: str, amp_dtype: str, steps: int, optimizer: str = DEFAULT_OPTIMIZER) -> Float64Bound:
     """The bound on the distance from float64 of one cell running ``mode`` (a :class:`Mode`, or its name) with
     ``optimizer`` (a row of the optimizer table; plain SGD unless given) after ``steps`` optimizer steps.
 

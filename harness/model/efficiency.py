@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from harness.contract.modes import Mode
 from harness.workload.spec import WorkloadSpec
 
 if TYPE_CHECKING:  # the result holds an Efficiency; this module only reads a cell and the peaks
@@ -40,9 +41,9 @@ def workload_flops(spec: WorkloadSpec) -> float:
     return step_flops(spec) * spec.steps
 
 
-def gemm_dtype(mode: str, spec: WorkloadSpec) -> str:
-    """The dtype a mode's GEMMs run in, hence the peak it is compared with."""
-    return "float32" if mode == "default" else str(spec.amp_dtype)
+def gemm_dtype(mode: Mode, spec: WorkloadSpec) -> str:
+    """The dtype a mode's GEMMs run in under ``spec`` (:meth:`Mode.gemm_dtype`), hence the peak it is compared with."""
+    return mode.gemm_dtype(str(spec.amp_dtype))
 
 
 def cell_efficiency(cell: CellResult, spec: WorkloadSpec, peaks: Peaks) -> Efficiency | None:
@@ -56,7 +57,7 @@ def cell_efficiency(cell: CellResult, spec: WorkloadSpec, peaks: Peaks) -> Effic
     seconds = (cell.timing.loop.median if cell.timing is not None else None) or cell.record.seconds_total
     flops = workload_flops(spec)
     tflops = flops / seconds / 1e12 if seconds > 0 else None
-    dtype = gemm_dtype(cell.mode, spec)
+    dtype = gemm_dtype(cell.cell.properties, spec)
     peak = peaks.by_dtype.get(dtype) or {}
     peak_tflops = peak.get("tflops")
     share = tflops / peak_tflops if tflops is not None and peak_tflops else None

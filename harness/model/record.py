@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from harness.contract.optimizers import DEFAULT_OPTIMIZER
 from harness.workload.contract import RECORD_SCHEMA_VERSION
 
 __all__ = ["RECORD_SCHEMA_VERSION", "RunRecord"]
@@ -60,7 +61,7 @@ class RunRecord:
     #: What the script lifted from the binding to run this cell (R's scaler on CPU), or None: nothing.
     lifted_check: str | None = None
     #: The optimizer row the script built (records before version 5 ran plain SGD).
-    optimizer: str = "sgd"
+    optimizer: str = DEFAULT_OPTIMIZER
     #: The steps at which the script put the overflow it was asked for (version 5; older records: not said, None).
     injected_steps: tuple[int, ...] | None = None
     #: The reconciliation switches the script applied (docs/known-differences.md).

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from harness.contract.optimizers import DEFAULT_OPTIMIZER
+
 __all__ = [
     "CELL_OUTCOMES",
     "MEASURED_STEPS",
@@ -78,7 +80,7 @@ class PairVerdict:
     explanation: list[str] = field(default_factory=list, hash=False)
     details: dict[str, Any] = field(default_factory=dict, hash=False)
     #: The optimizer row both cells ran (results before schema 8: plain SGD).
-    optimizer: str = "sgd"
+    optimizer: str = DEFAULT_OPTIMIZER
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "verdict", Verdict(self.verdict))  # a name no verdict has is refused here, not misread later
@@ -104,7 +106,7 @@ class PairVerdict:
         return cls(
             pair=data["pair"], script=data["script"], mode=data["mode"], device=data["device"],
             frontends=(data["frontends"][0], data["frontends"][1]), verdict=Verdict(data["verdict"]),
-            explanation=list(data["explanation"]), details=dict(data["details"]), optimizer=data.get("optimizer", "sgd"),
+            explanation=list(data["explanation"]), details=dict(data["details"]), optimizer=data.get("optimizer", DEFAULT_OPTIMIZER),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -92,7 +92,7 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
 def _calibration_request(pool: WorkerPool, cell: CellResult, iterations: int) -> dict[str, object]:
     """The request for the noise-floor loop in the cell's GEMM dtype (float32, or the AMP dtype under autocast)."""
     spec = pool.spec
-    return {"kind": "calibrate", "device": cell.device, "dtype": gemm_dtype(cell.mode, spec), "threads": spec.threads,
+    return {"kind": "calibrate", "device": cell.device, "dtype": gemm_dtype(cell.cell.properties, spec), "threads": spec.threads,
             "iterations": iterations}
 
 
@@ -163,7 +163,7 @@ def measure_peaks(pool: WorkerPool, cells: Sequence[CellResult], progress: Progr
     Measured after the cells, with the spec's device and threads, so "share of peak" compares like with like.
     """
     spec = pool.spec
-    dtypes = sorted({gemm_dtype(c.mode, spec) for c in cells if c.status is Status.OK})
+    dtypes = sorted({gemm_dtype(c.cell.properties, spec) for c in cells if c.status is Status.OK})
     measurer = pool.peak_frontend()
     reason = "no Python frontend in this run" if measurer is None else pool.unavailable_reason(measurer)
     if not dtypes or measurer is None or reason is not None:
@@ -201,7 +201,7 @@ def profile_cells(pool: WorkerPool, cells: Sequence[CellResult], progress: Progr
         except WorkerError as err:
             profiled.append(dataclasses.replace(c, gemm_profile={"error": str(err)}))
             continue
-        profiled.append(dataclasses.replace(c, gemm_profile=profile, gemm_problem=amp_gemm_problem(c.mode, profile)))
+        profiled.append(dataclasses.replace(c, gemm_profile=profile, gemm_problem=amp_gemm_problem(c.cell.properties, profile)))
     return profiled
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.contract.modes import SCRIPTS
+from harness.contract.optimizers import DEFAULT_OPTIMIZER
 from harness.errors import ExitCode, SpecError, UsageError
 from harness.workload.contract import script_run_spec
 from harness.workload.fixtures import FixtureFile, ensure_fixtures
@@ -108,7 +109,8 @@ def parse_shell_args(argv: list[str], script: str, prog: str) -> argparse.Namesp
     parser = OneLineParser(prog=prog, description="Run one mode of this script and print its run record as JSON.")
     add_spec_arguments(parser, with_modes=False)
     parser.add_argument("--mode", required=False, help=f"one of {', '.join(SCRIPTS[script].mode_names)}")
-    parser.add_argument("--optimizer", default="sgd", help=f"the optimizer (default sgd): one of {', '.join(OPTIMIZERS)}")
+    parser.add_argument("--optimizer", default=DEFAULT_OPTIMIZER,
+                        help=f"the optimizer (default {DEFAULT_OPTIMIZER}): one of {', '.join(OPTIMIZERS)}")
     add_weights_out_arguments(parser)
     add_scaler_lift_argument(parser)
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")

@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from harness.contract.optimizers import DEFAULT_OPTIMIZER
 from harness.errors import ScriptError, UsageError, WorkerError
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.judge.assess import assess_result
@@ -119,7 +120,7 @@ class MatrixRunner:
         #: Cells whose reconciled run failed or did not apply its switches: why (a warning of the result).
         self.reconcile_problems: dict[str, str] = {}
         #: The optimizers the last run ran (their float64 trajectories go into its result).
-        self._optimizers: tuple[str, ...] = PRESET_OPTIMIZERS.get(spec.preset, ("sgd",))
+        self._optimizers: tuple[str, ...] = PRESET_OPTIMIZERS.get(spec.preset, (DEFAULT_OPTIMIZER,))
 
     def __enter__(self) -> MatrixRunner:
         return self
@@ -158,7 +159,7 @@ class MatrixRunner:
             provenance = describe_provenance()  # the files as they are when the cells start
         with clock.phase("worker starts"):
             self.describe_installations(progress)
-        optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, ("sgd",))
+        optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, (DEFAULT_OPTIMIZER,))
         self._optimizers = optimizers
         matrix = cells_for(self.frontends, modes, optimizers, self.spec.device)
         # Each frontend's cells in its own worker, the workers side by side (one thread each; the spec's threads per worker):
