@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.contract.dtypes import FULL_DTYPES
 from harness.contract.modes import Mode
 
 __all__ = ["amp_gemm_problem"]
 
-#: The dtypes that mean a GEMM did not run in half precision (as :mod:`harness.frontends.gemm_profiler` names them).
-_FULL = ("float32", "float64")
+#: The dtypes that mean a GEMM did not run in half precision.
+_FULL = FULL_DTYPES
 
 
 def amp_gemm_problem(mode: Mode, profile: Mapping[str, Any]) -> str | None:

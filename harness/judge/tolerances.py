@@ -59,6 +59,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from harness.contract.dtypes import EPS as CONTRACT_EPS
 from harness.contract.modes import SCRIPTS, Mode, all_mode_names
 from harness.contract.optimizers import DEFAULT_OPTIMIZER, UPDATE_KIND_OF_CLASS
 from harness.contract.optimizers import UPDATE_KINDS as CONTRACT_UPDATE_KINDS
@@ -79,11 +80,8 @@ JUDGING_POLICIES = ("strict", "tolerance_only")
 #: Strict unless asked: a release gated on this harness must not pass a real difference as rounding.
 DEFAULT_JUDGING = "strict"
 
-#: Machine epsilon (the gap between 1 and the next number) of each dtype a mode computes in:
-#: float32 has a 23-bit fraction (2^-23 ≈ 1.19e-7), bfloat16 a 7-bit one (2^-7 ≈ 7.8e-3, float32's
-#: range with 3 significant digits), float16 a 10-bit one (2^-10 ≈ 9.8e-4, with a narrow range that is
-#: why it needs a loss scaler). Round-to-nearest makes each rounding at most half of this, relatively.
-EPS: dict[str, float] = {"float32": 2.0**-23, "bfloat16": 2.0**-7, "float16": 2.0**-10}
+#: Machine epsilon of each dtype a mode computes in (harness/contract/dtypes.py says what each is).
+EPS: dict[str, float] = {name: CONTRACT_EPS[name] for name in ("float32", *AMP_DTYPES)}
 
 #: The precisions a mode computes in (:meth:`harness.contract.modes.Mode.precision`): float32; the AMP dtype under
 #: autocast (float32 master weights, GEMMs in the AMP dtype); ``<dtype> weights``, everything in the AMP dtype. Each

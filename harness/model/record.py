@@ -1,7 +1,7 @@
 """A script's run record, typed: what one call of ``run_workload`` returned (``docs/contract.md``).
 
-A leaf of the result model (:mod:`harness.model.result` re-exports it); its fields and version are the contract's
-(:mod:`harness.workload.contract`), the one list both languages' scripts read.
+A leaf of the result model (:mod:`harness.model.result` re-exports it); its fields, their kinds and the version that
+added each are the contract's (:mod:`harness.contract.record`), the one list both languages' scripts read.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from harness.contract.optimizers import DEFAULT_OPTIMIZER
-from harness.workload.contract import RECORD_SCHEMA_VERSION
+from harness.contract.record import RECORD_FIELDS, RECORD_SCHEMA_VERSION
 
 __all__ = ["RECORD_SCHEMA_VERSION", "RunRecord"]
 
@@ -68,9 +68,10 @@ class RunRecord:
     switches: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
-    _SEQUENCES = ("losses", "loss_scale", "skipped", "seconds_per_epoch", "injected_steps")
-    #: Fields each record version added, which an older record does not have (stored again as it came).
-    _ADDED_IN: ClassVar[dict[str, int]] = {"lifted_check": 4, "optimizer": 5, "injected_steps": 5, "switches": 5}
+    _SEQUENCES: ClassVar[tuple[str, ...]] = tuple(f.name for f in RECORD_FIELDS if f.is_list and f.name != "switches")
+    #: Fields each record version from 4 on added, which an older record does not have (stored again as it came; the
+    #: fields versions 2 and 3 added are read as null from a record that lacks them, and stored so).
+    _ADDED_IN: ClassVar[dict[str, int]] = {f.name: f.since for f in RECORD_FIELDS if f.since >= 4}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunRecord:

@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from harness.contract.dtypes import AMP_DTYPES
 from harness.contract.modes import all_mode_names
 from harness.errors import SpecError, UsageError
 from harness.workload.optimizers import check_optimizer_args
@@ -34,7 +35,6 @@ __all__ = [
 ]
 
 DEVICES: tuple[str, ...] = ("cpu", "cuda")
-AMP_DTYPES: tuple[str, ...] = ("bfloat16", "float16")
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16"}
 #: Autocast's own default per device: CPU autocast supports bf16 (fp16 CPU kernels are sparse);
 #: CUDA autocast defaults to fp16, the dtype both seeds use.
