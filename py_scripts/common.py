@@ -329,7 +329,7 @@ def save_final_weights(net: torch.nn.Sequential, path: str | None) -> None:
 
 
 def make_record(spec: dict[str, Any], workload_start: float, **fields: Any) -> dict[str, Any]:
-    """The run record with exactly the run spec's ``record_fields`` (harness/workload/contract.py, the one list both
+    """The run record with exactly the run spec's ``record_fields`` (harness/workload/run_spec.py, the one list both
     languages read); a missing or extra field is a script bug.
 
     ``seconds_workload`` is stamped last, from ``workload_start`` (the first line of ``run_workload``), so

@@ -576,7 +576,7 @@ save_final_weights <- function(net, path) {
   invisible(path)
 }
 
-#' The run record with exactly the run spec's `record_fields` (harness/workload/contract.py, the one list both languages
+#' The run record with exactly the run spec's `record_fields` (harness/workload/run_spec.py, the one list both languages
 #' read); a missing or extra field is a script bug.
 #'
 #' `schema_version` (the run spec's `record_schema_version`), `frontend`, `torch_version`, `libtorch_version`,

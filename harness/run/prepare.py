@@ -17,10 +17,10 @@ from typing import Any
 from harness.contract.modes import SCRIPTS
 from harness.contract.optimizers import DEFAULT_OPTIMIZER
 from harness.errors import ExitCode, SpecError, UsageError
-from harness.workload.contract import script_run_spec
 from harness.workload.fixtures import FixtureFile, ensure_fixtures
 from harness.workload.flags import OneLineParser, add_spec_arguments, path_argument, spec_from_args
 from harness.workload.optimizers import OPTIMIZERS
+from harness.workload.run_spec import script_run_spec
 from harness.workload.spec import WorkloadSpec
 
 __all__ = [
@@ -67,7 +67,7 @@ def prepare_run_spec(
     save_weights: bool = True, scaler_lift: bool = True, switches: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Plain data for ``run_workload(spec, mode)`` of ``script`` with ``optimizer``: the spec's fields plus ``fixture_path``,
-    ``weights_out``, ``scaler_lift`` and the contract's part (:func:`harness.workload.contract.script_run_spec`: the
+    ``weights_out``, ``scaler_lift`` and the contract's part (:func:`harness.workload.run_spec.script_run_spec`: the
     script's modes, the optimizer row, the ``switches`` to apply and the record's fields).
 
     ``fixture``, when given, is an already verified fixture file (skips re-hashing it: at ``recipe``

@@ -24,9 +24,9 @@ from harness.judge.cells import judge_cell
 from harness.model.result import Status
 from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
-from harness.workload.contract import RECORD_FIELDS
 from harness.workload.matrix import Cell
 from harness.workload.optimizers import OPTIMIZERS
+from harness.workload.run_spec import RECORD_FIELDS
 from tests.support import require_r_torch
 
 #: Each row with the script and mode it is built in: with_autocast's default and the scaler script's autocast_scaler by turns

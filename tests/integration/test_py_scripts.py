@@ -18,8 +18,8 @@ from harness.files.paths import REPO_ROOT
 from harness.judge.reference import Reference, run_reference
 from harness.judge.tolerances import float64_bound_for
 from harness.run.prepare import prepare_run_spec
-from harness.workload.contract import RECORD_FIELDS
 from harness.workload.fixtures import ensure_fixtures, load_fixture_arrays
+from harness.workload.run_spec import RECORD_FIELDS
 from harness.workload.spec import WorkloadSpec
 from py_scripts import cuda_amp_grad_scaler, with_autocast
 from tests.support import float64_check

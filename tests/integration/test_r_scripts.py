@@ -94,7 +94,7 @@ def test_the_pair_names_itself_and_reads_its_modes_from_the_run_spec(stem: str) 
     ``modes`` (the harness's declaration, as jsonlite reads it), as Python's twin does, and refuses another script's mode."""
     import importlib
 
-    from harness.workload.contract import script_run_spec
+    from harness.workload.run_spec import script_run_spec
 
     module = importlib.import_module(f"py_scripts.{stem}")
     assert _r_value(f'{{source("r_scripts/{stem}.R", local = TRUE); script}}') == [stem] == [module.SCRIPT]

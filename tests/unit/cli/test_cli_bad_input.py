@@ -242,9 +242,9 @@ def test_optimizer_args_reach_the_run_spec_and_add_to_the_spec_files(tmp_path: P
 @pytest.mark.parametrize("script", ["with_autocast", "cuda_amp_grad_scaler"])
 def test_the_run_spec_carries_the_scripts_modes_and_the_contract(script: str) -> None:
     """``prepare --script S`` hands S's modes with their properties, the optimizer row (plain SGD by default), no switches, and
-    the record's fields and version (harness/workload/contract.py): what both languages' scripts read."""
+    the record's fields and version (harness/workload/run_spec.py): what both languages' scripts read."""
     from harness.contract.modes import SCRIPTS
-    from harness.workload.contract import RECORD_FIELDS, RECORD_SCHEMA_VERSION
+    from harness.workload.run_spec import RECORD_FIELDS, RECORD_SCHEMA_VERSION
 
     run_spec = json.loads(run_cli("prepare", "--script", script).stdout)
     assert run_spec["modes"] == SCRIPTS[script].modes_json()

@@ -173,9 +173,9 @@ def test_the_scaler_lift_lives_in_common_r_only() -> None:
 
 
 def test_neither_language_keeps_its_own_copy_of_the_record_fields() -> None:
-    """The record's fields and version come from the run spec (harness/workload/contract.py): common.py and common.R define
+    """The record's fields and version come from the run spec (harness/workload/run_spec.py): common.py and common.R define
     neither, both read ``record_fields`` and ``record_schema_version``; R's array fields are fields of the contract."""
-    from harness.workload.contract import RECORD_FIELDS
+    from harness.workload.run_spec import RECORD_FIELDS
 
     for lang in ("python", "r"):
         text = script_path(lang, "common").read_text()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.workload.contract import script_run_spec
 from harness.workload.patches import POINT_CALL, POINTS, SWITCHES, patches_for
+from harness.workload.run_spec import script_run_spec
 
 
 def test_every_point_is_defined_in_both_languages() -> None:
