@@ -56,7 +56,6 @@ __all__ = [
 #: What ``clock()`` reads, as each record names it: ``time.perf_counter`` is CLOCK_MONOTONIC on Linux,
 #: in nanoseconds.
 CLOCK_NAME = "time.perf_counter"
-_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 
 
 def mode_properties(spec: dict[str, Any], mode: str) -> dict[str, Any]:
@@ -70,13 +69,20 @@ def mode_properties(spec: dict[str, Any], mode: str) -> dict[str, Any]:
 
 
 def torch_dtype(name: str) -> torch.dtype:
-    """The torch dtype for a contract dtype name (``bfloat16``, ``float16``, ...)."""
-    return _DTYPES[name]
+    """The torch dtype for a contract dtype name (``bfloat16``, ``float16``, ...): torch's own of that name."""
+    dtype = getattr(torch, name, None) if isinstance(name, str) else None
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"dtype must name a dtype of torch, but got {name!r}.")
+    return dtype
 
 
-def dtype_name(dtype: torch.dtype) -> str:
-    """The contract's name for a torch dtype: ``torch.bfloat16`` → ``bfloat16``."""
-    return str(dtype).removeprefix("torch.")
+def dtype_name(dtype: torch.dtype, spec: dict[str, Any]) -> str:
+    """The contract's name for a torch dtype (``torch.bfloat16`` → ``bfloat16``), one of the run spec's ``dtypes``
+    (harness/contract/dtypes.py; R maps libtorch's names back through the same table)."""
+    name = str(dtype).removeprefix("torch.")
+    if name not in spec["dtypes"]:
+        raise ValueError(f"Unexpected dtype {name!r}: expected one of {', '.join(map(repr, spec['dtypes']))}.")
+    return name
 
 
 #: The last fixture file loaded, on its device, keyed by (path, mtime, size, device).
@@ -329,7 +335,7 @@ def save_final_weights(net: torch.nn.Sequential, path: str | None) -> None:
 
 
 def make_record(spec: dict[str, Any], workload_start: float, **fields: Any) -> dict[str, Any]:
-    """The run record with exactly the run spec's ``record_fields`` (harness/workload/run_spec.py, the one list both
+    """The run record with exactly the run spec's ``record_fields`` (harness/contract/record.py, the one list both
     languages read); a missing or extra field is a script bug.
 
     ``seconds_workload`` is stamped last, from ``workload_start`` (the first line of ``run_workload``), so
@@ -340,7 +346,7 @@ def make_record(spec: dict[str, Any], workload_start: float, **fields: Any) -> d
         fields.setdefault(name, value)
     fields.setdefault("schema_version", spec["record_schema_version"])
     fields["seconds_workload"] = clock() - workload_start
-    expected = spec["record_fields"]
+    expected = list(spec["record_fields"])  # each field's kind by name: JSON knows a list here (R's writer reads the kinds)
     if set(fields) != set(expected):
         missing, extra = set(expected) - set(fields), set(fields) - set(expected)
         raise RuntimeError(f"run record fields differ from the contract: missing {sorted(missing)}, extra {sorted(extra)}")

@@ -97,7 +97,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                     loss = loss_fn(output, targets[i])
                 trace_point(step, "loss", loss)
                 if output_dtype is None:
-                    output_dtype, loss_dtype = dtype_name(output.dtype), dtype_name(loss.dtype)
+                    output_dtype, loss_dtype = dtype_name(output.dtype, spec), dtype_name(loss.dtype, spec)
                 scaled_loss = scaler.scale(loss)
                 trace_point(step, "loss.scaled", scaled_loss)
                 scaled_loss.backward()

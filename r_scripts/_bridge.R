@@ -88,7 +88,9 @@ amp_parity_call <- function(script_path, spec_json, mode) {
 #' mlverse/torch e4de110), so for `data[i, , ]` with `i > 1` it would return the first batch's bytes
 #' (tests/integration/test_r_worker.py keeps a test of it).
 amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
-  on_cuda <- identical(jsonlite::fromJSON(spec_json)$device, "cuda")
+  run_spec <- jsonlite::fromJSON(spec_json)
+  on_cuda <- identical(run_spec$device, "cuda")
+  dtypes <- list(dtypes = run_spec$dtypes) # what dtype_name() reads of the run spec
   contiguous <- torch::torch_contiguous_format()
   batch <- new.env(parent = emptyenv())
   empty <- function() {
@@ -131,7 +133,7 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
     }
     batch$steps[[n]] <- step
     batch$names[[n]] <- name
-    batch$dtypes[[n]] <- dtype_name(value$dtype)
+    batch$dtypes[[n]] <- dtype_name(value$dtype, dtypes)
     # dim() is what `value$shape` returns (both call R torch's cpp_tensor_dim(): integer(0) for a 0-d tensor) at a third
     # of its cost (6 against 13-18 us): `$shape` goes through the tensor's R7 `$` and `size()` first.
     batch$shapes[[n]] <- dim(value)

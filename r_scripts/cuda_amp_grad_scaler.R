@@ -82,8 +82,8 @@ run_workload <- function(spec, mode) {
       })
       trace_point(step, "loss", loss)
       if (is.null(output_dtype)) {
-        output_dtype <- dtype_name(output$dtype)
-        loss_dtype <- dtype_name(loss$dtype)
+        output_dtype <- dtype_name(output$dtype, spec)
+        loss_dtype <- dtype_name(loss$dtype, spec)
       }
       scaled_loss <- scaler$scale(loss)
       trace_point(step, "loss.scaled", scaled_loss)

@@ -11,16 +11,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "LIST_KINDS", "RECORD_FIELDS", "RECORD_SCHEMA_VERSION", "RecordField", "record_field_kinds", "record_table"]
+__all__ = [
+    "KINDS", "LIST_KINDS", "RECORD_FIELDS", "RECORD_FIELD_NAMES", "RECORD_SCHEMA_VERSION", "RecordField", "record_field_kinds",
+    "record_table",
+]
 
-#: A field's JSON kind, and how docs/contract.md writes it: a scalar, or a list of one (``numbers``: list elements may be
-#: null, a loss not recorded).
+#: A field's JSON kind, and how docs/contract.md writes it: a scalar, or a list of one (``list of numbers``: elements
+#: may be null, a loss not recorded). A list kind is named ``list of ...``: R's writer keeps those fields JSON arrays
+#: even with one element or none (it would unbox a length-1 vector), reading the kinds from the run spec.
 KINDS: dict[str, str] = {
     "int": "int", "number": "float", "string": "str",
-    "numbers": "list[float]", "ints": "list[int]", "flags": "list[bool]", "strings": "list[str]",
+    "list of numbers": "list[float]", "list of ints": "list[int]", "list of flags": "list[bool]", "list of strings": "list[str]",
 }
-#: The kinds that are JSON arrays, even with one element or none (R's writer would unbox a length-1 vector).
-LIST_KINDS = frozenset({"numbers", "ints", "flags", "strings"})
+#: The kinds that are JSON arrays.
+LIST_KINDS = frozenset(kind for kind in KINDS if kind.startswith("list of "))
 
 
 @dataclass(frozen=True)
@@ -58,26 +62,26 @@ RECORD_FIELDS: tuple[RecordField, ...] = (
     _f("optimizer", "string", "the optimizer row the script built (records before version 5 ran plain SGD)", since=5),
     _f("device", "string", "`cpu` or `cuda`", always=True),
     _f("amp_dtype", "string", "the spec's AMP dtype"),
-    _f("losses", "numbers", "the loss at every step (float32 values as doubles); a NaN or infinite loss is written as JSON "
+    _f("losses", "list of numbers", "the loss at every step (float32 values as doubles); a NaN or infinite loss is written as JSON "
        "`NaN` / `Infinity` / `-Infinity` (as Python's `json` reads them), `null` only for a loss not recorded", always=True),
     _f("final_loss", "number", "the last element of `losses`"),
-    _f("loss_scale", "numbers", "the scale after `update()` at every step; null without a dynamic scaler (checked against "
+    _f("loss_scale", "list of numbers", "the scale after `update()` at every step; null without a dynamic scaler (checked against "
        "GradScaler's rule, `harness/judge/scaler_oracle.py`)", nullable=True),
-    _f("skipped", "flags", "whether the scaler skipped each step (the scale went down at its update)", nullable=True),
+    _f("skipped", "list of flags", "whether the scaler skipped each step (the scale went down at its update)", nullable=True),
     _f("skipped_steps", "int", "the number of `true` in `skipped`", nullable=True),
-    _f("injected_steps", "ints", "the steps at which the script put the overflow it was asked for (`overflow_steps` in a "
+    _f("injected_steps", "list of ints", "the steps at which the script put the overflow it was asked for (`overflow_steps` in a "
        "mode with a dynamic scaler; `[]` elsewhere): a script that ignores an injection fails its cell", since=5),
     _f("output_dtype", "string", "the dtype of the model output inside the autocast region, first step (a dtype of the "
        "run spec's `dtypes`)"),
     _f("loss_dtype", "string", "the dtype of the loss inside the autocast region, first step"),
     _f("weights_path", "string", "the run spec's `weights_out`", nullable=True),
     _f("seconds_total", "number", "the timed training loop"),
-    _f("seconds_per_epoch", "numbers", "the loop's time per epoch"),
+    _f("seconds_per_epoch", "list of numbers", "the loop's time per epoch"),
     _f("seconds_workload", "number", "the whole `run_workload` call: set-up, loop, weights", since=2),
     _f("gc_seconds", "number", "seconds the language's garbage collector ran inside the loop (Python: 0, it is off)", since=2),
     _f("clock", "string", "the clock that timed the loop and the workload, named with what it reads (docs/timing.md)", since=3),
-    _f("peak_memory_bytes", "number", "CUDA peak allocated bytes over the loop (a whole number R may write as a double); null on CPU (the harness measures the "
-       "worker's RSS)", nullable=True),
+    _f("peak_memory_bytes", "number", "CUDA peak allocated bytes over the loop (a whole number R may write as a double); "
+       "null on CPU (the harness measures the worker's RSS)", nullable=True),
     _f("torch_version", "string", "Python torch's `__version__`; R: `packageVersion(\"torch\")`"),
     _f("libtorch_version", "string", "the libtorch the frontend runs on", nullable=True),
     _f("language_version", "string", "`Python 3.11.7` / `R version 4.2.2 ...`"),
@@ -85,12 +89,16 @@ RECORD_FIELDS: tuple[RecordField, ...] = (
     _f("device_name", "string", "`cpu` or the CUDA device's name"),
     _f("lifted_check", "string", "the check of the binding the script lifted to run this cell (R's scaler on CPU); null: "
        "nothing lifted (always, in Python)", nullable=True, since=4),
-    _f("switches", "strings", "the reconciliation switches the script applied (`[]` for a plain run): a reconciled run "
+    _f("switches", "list of strings", "the reconciliation switches the script applied (`[]` for a plain run): a reconciled run "
        "that did not apply what it was asked cannot prove an entry", since=5),
 )
 #: The record's version: the newest ``since``. 2: seconds_workload, gc_seconds; 3: clock; 4: lifted_check; 5: optimizer,
 #: injected_steps, switches.
 RECORD_SCHEMA_VERSION = max(f.since for f in RECORD_FIELDS)
+
+
+#: The fields' names, in order.
+RECORD_FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in RECORD_FIELDS)
 
 
 def record_field_kinds() -> dict[str, str]:

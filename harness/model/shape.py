@@ -230,8 +230,8 @@ _GEMM_PROFILE = _object({"half_share": _nullable(_NUMBER), "gemm_seconds": _null
                         optional={"half_share", "gemm_seconds"}, expected="an object (a GEMM profile)")
 #: A record field's check, by its kind (:data:`harness.contract.record.KINDS`).
 _KIND_CHECK: dict[str, Check] = {
-    "int": _INT, "number": _NUMBER, "string": _STR, "numbers": _NUMBERS, "ints": _INTS,
-    "flags": _list(_BOOL, "a list of true or false"), "strings": _STRINGS,
+    "int": _INT, "number": _NUMBER, "string": _STR, "list of numbers": _NUMBERS, "list of ints": _INTS,
+    "list of flags": _list(_BOOL, "a list of true or false"), "list of strings": _STRINGS,
 }
 #: Every record field (:mod:`harness.contract.record`): a record is stored as its script wrote it, and read by the record
 #: check, the judges and the views. A stored record may lack, or hold null in, any field but those every version has.

@@ -20,7 +20,7 @@ from harness.errors import ExitCode, SpecError, UsageError
 from harness.workload.fixtures import FixtureFile, ensure_fixtures
 from harness.workload.flags import OneLineParser, add_spec_arguments, path_argument, spec_from_args
 from harness.workload.optimizers import OPTIMIZERS
-from harness.workload.run_spec import script_run_spec
+from harness.workload.run_spec import run_spec_for
 from harness.workload.spec import WorkloadSpec
 
 __all__ = [
@@ -67,7 +67,7 @@ def prepare_run_spec(
     save_weights: bool = True, scaler_lift: bool = True, switches: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Plain data for ``run_workload(spec, mode)`` of ``script`` with ``optimizer``: the spec's fields plus ``fixture_path``,
-    ``weights_out``, ``scaler_lift`` and the contract's part (:func:`harness.workload.run_spec.script_run_spec`: the
+    ``weights_out``, ``scaler_lift`` and the contract's part (:func:`harness.workload.run_spec.run_spec_for`: the
     script's modes, the optimizer row, the ``switches`` to apply and the record's fields).
 
     ``fixture``, when given, is an already verified fixture file (skips re-hashing it: at ``recipe``
@@ -80,11 +80,8 @@ def prepare_run_spec(
     fixture = fixture or ensure_fixtures(spec)
     if save_weights and weights_out is None:  # a fresh name, not a folder: a call that never runs the script leaves nothing behind
         weights_out = Path(tempfile.gettempdir()) / f"amp-parity-final-weights-{secrets.token_hex(6)}.safetensors"
-    return {
-        **spec.to_json(), "fixture_path": str(fixture.path), "weights_out": str(weights_out) if save_weights else None,
-        "scaler_lift": scaler_lift, "collect_before_loop": collect_before_loop(spec),
-        **script_run_spec(spec.lr, script, optimizer, dict(spec.optimizer_args), switches),
-    }
+    return run_spec_for(spec, script, optimizer, str(fixture.path), str(weights_out) if save_weights else None, scaler_lift,
+                        collect_before_loop(spec), switches).to_json()
 
 
 def add_scaler_lift_argument(parser: argparse.ArgumentParser) -> None:

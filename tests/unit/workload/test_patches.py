@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from harness.workload.patches import POINT_CALL, POINTS, SWITCHES, patches_for
-from harness.workload.run_spec import script_run_spec
+from harness.workload.run_spec import run_spec_for
+from harness.workload.spec import WorkloadSpec
 
 
 def test_every_point_is_defined_in_both_languages() -> None:
@@ -38,5 +39,6 @@ def test_a_switch_acts_only_on_the_optimizers_whose_functions_it_patches() -> No
 
 def test_the_run_spec_carries_each_languages_patches_and_the_switches() -> None:
     """The run spec names the switches a run applies and both languages' replacements (each script picks its own)."""
-    spec = script_run_spec(0.05, "cuda_amp_grad_scaler", "sgd", {}, ("r-clip-coef-reciprocal",))
+    spec = run_spec_for(WorkloadSpec.from_preset("tiny"), "cuda_amp_grad_scaler", "sgd", "fixture.safetensors", None,
+                        switches=("r-clip-coef-reciprocal",)).to_json()
     assert spec["switches"] == ["r-clip-coef-reciprocal"] and set(spec["patches"]) == {"python", "r"}
