@@ -8,10 +8,14 @@ tolerances are in units of its ``eps``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AMP_DTYPES", "DTYPES", "EPS", "FLOAT_DTYPES", "FULL_DTYPES", "GEMM_DTYPES", "HALF_DTYPES", "DType", "dtype_table"]
+__all__ = [
+    "AMP_DTYPES", "DTYPES", "EPS", "FLOAT_DTYPES", "FULL_DTYPES", "GEMM_DTYPES", "HALF_DTYPES", "DType", "dtype_markdown",
+    "dtype_table",
+]
 
 
 @dataclass(frozen=True)
@@ -73,3 +77,11 @@ if set(AMP_DTYPES) != {d.name for d in DTYPES.values() if d.amp}:
 def dtype_table() -> dict[str, dict[str, Any]]:
     """The run spec's ``dtypes``: each dtype's names by its contract name."""
     return {name: d.to_json() for name, d in DTYPES.items()}
+
+
+def dtype_markdown() -> str:
+    """The dtype table in docs/contract.md (Markdown), from the declaration."""
+    rows = ["| dtype | libtorch | bytes as (NumPy) | eps | AMP dtype |", "|---|---|---|---|---|"]
+    rows += [f"| `{d.name}` | `{d.libtorch}` | `{d.numpy}` | {'' if d.eps is None else f'2^{round(math.log2(d.eps))}'} | "
+             f"{'yes' if d.amp else ''} |" for d in DTYPES.values()]
+    return "\n".join(rows)
