@@ -31,8 +31,8 @@ from harness.judge.record_check import judge_record
 from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
 from harness.judge.weight_findings import load_weights
+from harness.model.cell_efficiency import cell_efficiency
 from harness.model.cell_trace import TRACE_SUFFIX, CellTrace, TraceFile
-from harness.model.efficiency import cell_efficiency
 from harness.model.phases import PhaseClock
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, MatrixResult, Memory, Peaks, ReferenceSummary, Status, with_time_vs_default

@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.contract.optimizers import DEFAULT_OPTIMIZER, UPDATE_KIND_OF_CLASS
 from harness.errors import SpecError
+from harness.workload.choices import parse_choices
 
 __all__ = [
     "FAMILIES",
@@ -264,8 +265,6 @@ def parse_optimizers(values: list[str] | tuple[str, ...] | None, preset: str) ->
     Raises:
         UsageError: an unknown optimizer (``all`` included: ``all,nadam`` is a typo too), or only separators.
     """
-    from harness.workload.spec import parse_choices
-
     if not values:
         return PRESET_OPTIMIZERS.get(preset, (DEFAULT_OPTIMIZER,))
     chosen = parse_choices("optimizer", values, (*OPTIMIZERS, "all"))  # every name is checked, beside `all` too

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from harness.model.efficiency import cell_efficiency
+from harness.model.cell_efficiency import cell_efficiency
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, Peaks, Status
 from harness.workload.matrix import Cell

@@ -14,7 +14,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from harness.contract.modes import mode_of
 from harness.files.paths import REPO_ROOT
-from harness.model.efficiency import cell_efficiency, gemm_dtype, step_flops, workload_flops
+from harness.model.cell_efficiency import cell_efficiency
+from harness.model.efficiency import gemm_dtype, step_flops, workload_flops
 from harness.model.result import CellResult, Peaks, Status
 from harness.store.result_file import load_result
 from harness.workload.matrix import Cell
