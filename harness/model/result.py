@@ -2,10 +2,10 @@
 
 A run produces one :class:`MatrixResult`: its spec (a real :class:`~harness.workload.spec.WorkloadSpec`, so
 ``steps`` is read from it, never recomputed), one :class:`CellResult` per matrix cell, the pair and
-performance targets, and what the machine was. The modules that compute these things (runner,
-measurements, judge) import this module; it imports none of them, only leaf
-modules (errors, spec, matrix, protocol, result_shape, and the model's own leaves run_record, measured and
-verdicts, whose types it re-exports), so there is no cycle.
+performance targets, and what the machine was. The modules that compute these things (runner, measurements, judge,
+:mod:`harness.model.cell_efficiency`) import this module; it imports none of them, only the contract, the workload
+spec and cells, and the model's leaves (record, timing, efficiency, verdicts, trace, cell_trace, shape, provenance,
+weights, phases), whose types it re-exports.
 
 Nothing here mutates: a cell filled in stages (the record call, then timing, efficiency, verdict) is
 built again with :func:`dataclasses.replace`. ``from_json`` reads the current schema only;
