@@ -36,7 +36,8 @@ def _python(root: Path, code: str) -> str:
 
 def _add_record_field(root: Path) -> None:
     """The recipe: one declaration, one typed field of the stored record."""
-    plant(root, "harness/contract/record.py", "cannot prove an entry\", since=5),\n)", "cannot prove an entry\", since=5),\n" + _FIELD + ")")
+    end = "cannot prove an entry\", since=5),\n"
+    plant(root, "harness/contract/record.py", end + ")", end + _FIELD + ")")
     plant(root, "harness/model/record.py", "    switches: tuple[str, ...] = ()\n",
           "    switches: tuple[str, ...] = ()\n    recipe_steps: tuple[int, ...] | None = None\n")
 
