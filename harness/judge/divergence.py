@@ -21,8 +21,8 @@ import numpy as np
 
 from harness.frontends.tensor_bytes import DTYPES, decode, encode, ulp_distance
 from harness.model.cell_trace import CellTrace, TraceFile
+from harness.model.pair_trace import PairTrace, PointDifference
 from harness.model.result import CellResult
-from harness.model.trace import PairTrace, PointDifference
 
 __all__ = ["Split", "TRIGGERS", "find_divergence", "point_difference", "read_cell_trace", "read_triggers", "trace_cells"]
 

@@ -33,8 +33,8 @@ from harness.errors import KnownDifferencesError
 from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_toml_file
 from harness.files.paths import CHECKOUT
 from harness.judge.divergence import TRIGGERS
+from harness.model.pair_trace import PairTrace
 from harness.model.result import CellResult
-from harness.model.trace import PairTrace
 from harness.workload.installations import LANGUAGES
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.patches import SWITCHES

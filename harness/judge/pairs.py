@@ -30,8 +30,8 @@ from harness.judge.findings import PairFindings, StatusFindings, find_pair
 from harness.judge.kept_weights import kept_for
 from harness.judge.known_differences import KnownDifference, load_known_differences
 from harness.judge.tolerances import DEFAULT_JUDGING, Tolerance, check_judging, tolerance_for
+from harness.model.pair_trace import PairTrace
 from harness.model.result import CellResult, MatrixResult, Status
-from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict, Verdict
 
 __all__ = [

@@ -28,12 +28,12 @@ from harness.contract.modes import SCRIPTS
 from harness.errors import ResultError
 from harness.model.cell_trace import TraceFile
 from harness.model.efficiency import Efficiency
+from harness.model.pair_trace import PairTrace
 from harness.model.phases import Phases
 from harness.model.provenance import Provenance
 from harness.model.record import RECORD_SCHEMA_VERSION, RunRecord
 from harness.model.shape import check_result_shape
 from harness.model.timing import Stats, Timing, TimingProtocol, TimingSamples, ratio
-from harness.model.trace import PairTrace
 from harness.model.verdicts import CELL_OUTCOMES, CellVerdict, Float64Check, PairVerdict, ReferenceDistance, TargetCheck, Verdict
 from harness.model.weights import FinalWeights
 from harness.workload.matrix import Cell
@@ -71,7 +71,7 @@ __all__ = [
 #: (version 2 stored it relative to the working directory of the run). Version 4 stores
 #: ``time_vs_default`` (this cell's time ÷ its frontend's default cell's: what every view shows) and
 #: ``time_vs_default_note`` instead of version 3's inverse, ``speedup_vs_default`` / ``speedup_note``.
-#: Version 5 adds ``traces``: each traced pair's :class:`~harness.model.trace.PairTrace` (where its runs part).
+#: Version 5 adds ``traces``: each traced pair's :class:`~harness.model.pair_trace.PairTrace` (where its runs part).
 #: Version 6 renames ``figures`` to ``targets`` (each entry's ``figure`` to ``name``) and adds the worst tensor to each
 #: cell's ``reference_distance``: every verdict is judged on load from what the result stores (:mod:`harness.judge.assess`).
 #: Version 7 adds installations as frontends: each cell's ``installation`` (what ran it, what its worker reported), the

@@ -33,11 +33,11 @@ from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
 from harness.judge.weight_findings import load_weights
 from harness.model.cell_efficiency import cell_efficiency
 from harness.model.cell_trace import TRACE_SUFFIX, CellTrace, TraceFile
+from harness.model.pair_trace import PairTrace
 from harness.model.phases import PhaseClock
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, MatrixResult, Memory, Peaks, ReferenceSummary, Status, with_time_vs_default
 from harness.model.timing import TimingProtocol
-from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
 from harness.run.availability import Availability, probe, probe_host, r_required
 from harness.run.frontends import check_described, frontend_for

@@ -33,10 +33,10 @@ from harness.judge.record_check import describe_loss, expected_injections, judge
 from harness.judge.reference import largest_loss_error, relative_loss_errors
 from harness.model.cell_efficiency import cell_efficiency
 from harness.model.efficiency import Efficiency
+from harness.model.pair_trace import PairTrace, PointDifference
 from harness.model.record import RECORD_SCHEMA_VERSION
 from harness.model.result import CellResult, MatrixResult, Peaks, Status, with_time_vs_default
 from harness.model.timing import RoundLog, Timing
-from harness.model.trace import PairTrace, PointDifference
 from harness.model.verdicts import finite_or_none
 from harness.workload.installations import LANGUAGES
 from harness.workload.optimizers import OPTIMIZERS

@@ -32,8 +32,8 @@ import pytest
 from harness.cli.main import exit_status
 from harness.contract.modes import all_mode_names
 from harness.files.paths import SCRIPTS_ENV
+from harness.model.pair_trace import PairTrace
 from harness.model.result import CellResult, MatrixResult
-from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
 from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
