@@ -1,14 +1,15 @@
-"""The paired scripts and the modes each declares: what every mode does, as data both languages read.
+"""The script pairs and the modes each declares: what every mode does, as data both languages read.
 
-A pair is found by its stem (``py_scripts/<stem>.py`` ↔ ``r_scripts/<stem>.R``). Each pair declares its own modes, so a
-mode name means something only with its script: both scripts may run ``default``, and ×default compares within one
+A script pair is found by its stem (``py_scripts/<stem>.py`` ↔ ``r_scripts/<stem>.R``; a *pair*, alone, is two cells:
+docs/glossary.md). Each script pair declares its own modes, so a mode name means something only with its script: both scripts may run ``default``, and ×default compares within one
 script. A mode is not a name the code tests for but a set of properties (:class:`Mode`) the run spec hands the script
 (``modes`` in docs/contract.md), and that the harness reads where a mode decides something: the precision a tolerance
-is keyed by, whether the float64 reference clips, whether a non-finite loss is a failure or a skipped step.
+is keyed by, the GEMM dtype and whether it claims AMP, the target sets, whether the float64 reference clips, whether a
+non-finite loss is a failure or a skipped step.
 
 Where the AMP guide's other way to train goes (``../shared/seeds/amp_guide_fp16_cli.md``: weights and inputs in the AMP
-dtype with no autocast, its ``--fp16``, with or without a static loss scale, its ``-s``): ``with_autocast``, the pair
-whose modes train without a ``GradScaler`` and choose their precision either by autocast or by the weights' dtype.
+dtype with no autocast, its ``--fp16``, with or without a static loss scale, its ``-s``): ``with_autocast``, the script
+pair whose modes train without a ``GradScaler`` and choose their precision either by autocast or by the weights' dtype.
 ``cuda_amp_grad_scaler`` holds every mode with a ``GradScaler``, and its own ``default`` (the scaler and autocast
 disabled, the AMP recipe's ``use_amp=False``), so its ×default compares within the script.
 """
@@ -136,8 +137,8 @@ class ScriptPair:
 
 
 SCRIPTS: dict[str, ScriptPair] = {
-    pair.stem: pair
-    for pair in (
+    script.stem: script
+    for script in (
         # No GradScaler in this loop: no scaler or a static scale, never clipping; float32 or low-precision weights.
         ScriptPair("with_autocast", scalers=("none", "static"), clips=(False,), modes=(
             Mode("default", autocast=False, title="float32 weights, autocast disabled", target_sets=(FOUR_MODE_MATRIX,)),
@@ -175,9 +176,9 @@ def mode_of(script: str, mode: str) -> Mode:
 
 def all_mode_names() -> tuple[str, ...]:
     """Every mode name any script declares, each once, in matrix order (what ``--mode`` accepts)."""
-    return tuple(dict.fromkeys(m.name for pair in SCRIPTS.values() for m in pair.modes))
+    return tuple(dict.fromkeys(m.name for script in SCRIPTS.values() for m in script.modes))
 
 
 def modes_in(target_set: str) -> tuple[str, ...]:
     """The names of the modes a target set covers, each once, in matrix order (what ``--mode`` takes to run that set)."""
-    return tuple(dict.fromkeys(m.name for pair in SCRIPTS.values() for m in pair.modes if target_set in m.target_sets))
+    return tuple(dict.fromkeys(m.name for script in SCRIPTS.values() for m in script.modes if target_set in m.target_sets))

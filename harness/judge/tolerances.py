@@ -194,7 +194,7 @@ def precision_for(mode: str | Mode, amp_dtype: str) -> str:
         raise SpecError("amp_dtype", amp_dtype, f"one of {', '.join(map(repr, AMP_DTYPES))}")
     if isinstance(mode, Mode):
         return mode.precision(amp_dtype)
-    precisions = {m.precision(amp_dtype) for pair in SCRIPTS.values() for m in pair.modes if m.name == mode}
+    precisions = {m.precision(amp_dtype) for script in SCRIPTS.values() for m in script.modes if m.name == mode}
     if len(precisions) != 1:
         raise SpecError("mode", mode, f"one of {', '.join(map(repr, all_mode_names()))}")
     return precisions.pop()

@@ -44,9 +44,9 @@ def cells_for(frontends: tuple[str, ...], modes: tuple[str, ...], optimizers: tu
     """Cells in matrix order: script, mode, optimizer, then frontend, so a pair's cells sit side by side. ``modes``
     names modes; a name selects that mode in every script that declares it."""
     return [
-        Cell(frontend, pair.stem, mode.name, optimizer, device)
-        for pair in SCRIPTS.values()
-        for mode in pair.modes
+        Cell(frontend, script.stem, mode.name, optimizer, device)
+        for script in SCRIPTS.values()
+        for mode in script.modes
         if mode.name in modes
         for optimizer in optimizers
         for frontend in frontends
