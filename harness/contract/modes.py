@@ -1,11 +1,11 @@
 """The script pairs and the modes each declares: what every mode does, as data both languages read.
 
-A script pair is found by its stem (``py_scripts/<stem>.py`` ↔ ``r_scripts/<stem>.R``; a *pair*, alone, is two
-cells: docs/glossary.md). Each script pair declares its own modes, so a mode name means something only with its
-script: both scripts may run ``default``, and ×default compares within one script. A mode is not a name the code
-tests for but a set of properties (:class:`Mode`) the run spec hands the script (``modes`` in docs/contract.md), and that the harness reads where a mode decides something: the precision a tolerance
-is keyed by, the GEMM dtype and whether it claims AMP, the target sets, whether the float64 reference clips, whether a
-non-finite loss is a failure or a skipped step.
+A script pair is found by its stem (``py_scripts/<stem>.py`` ↔ ``r_scripts/<stem>.R``; a *pair*, alone, is two cells:
+docs/glossary.md). Each script pair declares its own modes, so a mode name means something only with its script: both
+scripts may run ``default``, and ×default compares within one script. A mode is not a name the code tests for but a
+set of properties (:class:`Mode`) the run spec hands the script (``modes`` in docs/contract.md), and that the harness
+reads where a mode decides something: the precision a tolerance is keyed by, the GEMM dtype and whether it claims AMP,
+the target sets, whether the float64 reference clips, whether a non-finite loss is a failure or a skipped step.
 
 Where the AMP guide's other way to train goes (``../shared/seeds/amp_guide_fp16_cli.md``: weights and inputs in the AMP
 dtype with no autocast, its ``--fp16``, with or without a static loss scale, its ``-s``): ``with_autocast``, the script
