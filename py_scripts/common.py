@@ -3,7 +3,7 @@
 The same names in the same order as common.R (tests/unit/scripts/test_r_scripts.py checks it). The contract both
 halves follow is ``docs/contract.md``. Only plain data leaves this module: the run record is a dict of
 numbers, strings and lists, the final weights a safetensors file. A script run by hand goes through
-:mod:`py_scripts.shell`; the harness's worker imports the scripts (harness/frontends/python_handler.py).
+:mod:`py_scripts.shell`; the harness's worker imports the scripts (harness/worker_side/python_handler.py).
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int) -> torch.Tenso
 
 
 #: Where trace points go: ``sink`` is None in every call but a traced one, for which the harness's worker
-#: installs its recorder (harness/frontends/trace_recorder.py) with :func:`set_trace_sink`; ``step``: the step of the
+#: installs its recorder (harness/worker_side/trace_recorder.py) with :func:`set_trace_sink`; ``step``: the step of the
 #: last point, which a point inside a binding's function is recorded at; ``params``: each parameter's name by the
 #: tensor's identity (``{param}`` points).
 _trace_state: dict[str, Any] = {"sink": None, "step": 0, "params": {}}

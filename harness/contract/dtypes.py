@@ -2,7 +2,7 @@
 its bytes, and its machine epsilon.
 
 The run spec hands the table to the scripts (``dtypes``: R maps libtorch's names back through it), the trace decodes
-bytes by it (:mod:`harness.frontends.tensor_bytes`), the GEMM profile and the peak read their dtypes from it, and the
+bytes by it (:mod:`harness.worker_side.tensor_bytes`), the GEMM profile and the peak read their dtypes from it, and the
 tolerances are in units of its ``eps``.
 """
 

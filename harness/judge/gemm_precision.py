@@ -1,4 +1,4 @@
-"""The parent's reading of a GEMM profile (:mod:`harness.frontends.gemm_profiler` measures it in the worker).
+"""The parent's reading of a GEMM profile (:mod:`harness.worker_side.gemm_profiler` measures it in the worker).
 
 Plain data in, plain data out: a cell whose mode claims AMP but whose GEMMs ran in float32 gets a
 one-line problem, which the result keeps and shows as a warning.

@@ -15,7 +15,7 @@ __all__ = ["cell_efficiency"]
 def cell_efficiency(cell: CellResult, spec: WorkloadSpec, peaks: Peaks) -> Efficiency | None:
     """FLOPs, achieved TFLOP/s (over the median timed loop) and the share of the measured peak.
 
-    ``peaks.by_dtype`` maps a dtype to :func:`harness.frontends.matmul_peak.measure_matmul_peak`'s result (or to nothing).
+    ``peaks.by_dtype`` maps a dtype to :func:`harness.worker_side.matmul_peak.measure_matmul_peak`'s result (or to nothing).
     ``None`` for a cell that produced no record.
     """
     if cell.record is None:

@@ -1,7 +1,7 @@
 """Efficiency of a cell against the hardware: FLOPs from the spec, achieved TFLOP/s, share of a measured peak.
 
 The peak is measured by the harness in the same run, on the same device and in the cell's GEMM dtype
-(:mod:`harness.frontends.matmul_peak`, run in the Python worker): a cell then reads "x % of this machine's measured peak", not a datasheet
+(:mod:`harness.worker_side.matmul_peak`, run in the Python worker): a cell then reads "x % of this machine's measured peak", not a datasheet
 figure the machine may never reach. A share above 100 % would mean the peak did not bound the cell's
 GEMMs (another kernel path, or a measurement the machine's noise pulled down): no share is given then,
 and ``share_note`` says why, rather than a number that cannot be true.

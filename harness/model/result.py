@@ -135,7 +135,7 @@ class CellResult:
     time_vs_default: float | None = None
     time_vs_default_note: str | None = None
     #: The installation that ran it: how the user named it (language, interpreter, R library or activation
-    #: script) and what its worker reported (libtorch version and build, CPU, host; :mod:`harness.frontends.installation_facts`).
+    #: script) and what its worker reported (libtorch version and build, CPU, host; :mod:`harness.worker_side.installation_facts`).
     #: Kept per cell, so a result merged from many machines still says what ran each one.
     installation: Mapping[str, Any] | None = None
     #: The record call's trace (every named point, digested: :mod:`harness.model.cell_trace`), beside the weights; and

@@ -241,7 +241,7 @@ _RECORD_FIELDS: dict[str, Check] = {
 _RECORD = _object(_RECORD_FIELDS, optional={f.name for f in RECORD_FIELDS if not f.always},
                   expected="an object (the cell's run record)")
 #: What a cell's installation holds: how the user named it (:class:`harness.workload.installations.Installation`) and what
-#: its worker reported (:func:`harness.frontends.installation_facts.installation_facts`); pairs are judged by these facts.
+#: its worker reported (:func:`harness.worker_side.installation_facts.installation_facts`); pairs are judged by these facts.
 _INSTALLATION_TEXT = ("python", "r_libs", "activate", "torch_version", "libtorch_version", "libtorch_path", "libtorch_build",
                       "interpreter", "host", "cpu", "machine", "language_version", "device_name", "cuda", "r_library",
                       "torch_package")

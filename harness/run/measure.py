@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 #: first scale tensor) are behind it.
 PROFILED_STEP = 3
 #: Products in the one untimed calibration call that sizes a cell's floor rounds (its seconds per product): 50 of
-#: harness/frontends/calibration.py's 256³ take 2-15 ms on CPU, a fraction of one ``bench`` round, and average over the
+#: harness/worker_side/calibration.py's 256³ take 2-15 ms on CPU, a fraction of one ``bench`` round, and average over the
 #: first product's extra cost (the timed rounds then run about as long as the cell's loop, within a few tens of percent).
 FLOOR_SIZING_PRODUCTS = 50
 
@@ -53,7 +53,7 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
 
     A cell the spread target checks (:func:`harness.judge.spread.spread_checked`, over its last untimed call's loop) has
     the machine's noise floor timed beside it: one calibration round right after each of its timed rounds, in the same
-    worker, so a drift of the machine lands on both (:mod:`harness.frontends.calibration`), each about as long as the
+    worker, so a drift of the machine lands on both (:mod:`harness.worker_side.calibration`), each about as long as the
     cell's loop. Other cells get none: at ``tiny`` the matrix is 238 cells of ~10 ms loops, none of them checked, and a
     floor for each would add a calibration call per timed round for nothing.
     """

@@ -26,7 +26,6 @@ from typing import NoReturn
 
 from harness.contract.modes import SCRIPTS
 from harness.errors import ResultError
-from harness.frontends.tensor_bytes import DTYPES, encode, ulp_distance
 from harness.judge.cells import reference_losses_for
 from harness.judge.divergence import trace_cells
 from harness.judge.record_check import describe_loss, expected_injections, judge_record
@@ -38,6 +37,7 @@ from harness.model.record import RECORD_SCHEMA_VERSION
 from harness.model.result import CellResult, MatrixResult, Peaks, Status, with_time_vs_default
 from harness.model.timing import RoundLog, Timing
 from harness.model.verdicts import finite_or_none
+from harness.worker_side.tensor_bytes import DTYPES, encode, ulp_distance
 from harness.workload.installations import LANGUAGES
 from harness.workload.optimizers import OPTIMIZERS
 

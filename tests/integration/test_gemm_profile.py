@@ -1,6 +1,6 @@
 """GEMM dtype profiling on the real scripts at the tiny preset (CPU: autocast means bfloat16), run in this process.
 
-The judge on plain data and the import check are in ``tests/unit/frontends/test_gemm_profile.py``.
+The judge on plain data and the import check are in ``tests/unit/worker_side/test_gemm_profile.py``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from harness.contract.modes import mode_of
-from harness.frontends import gemm_profiler
-from harness.frontends.gemm_profiler import profile_gemms
 from harness.judge.gemm_precision import amp_gemm_problem
 from harness.run.prepare import prepare_run_spec
+from harness.worker_side import gemm_profiler
+from harness.worker_side.gemm_profiler import profile_gemms
 from harness.workload.fixtures import ensure_fixtures
 from harness.workload.spec import WorkloadSpec
 from py_scripts import cuda_amp_grad_scaler, with_autocast

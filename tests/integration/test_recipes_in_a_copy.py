@@ -87,7 +87,7 @@ def test_a_dtype_is_one_declaration(tmp_path: Path) -> None:
 import json
 import numpy as np
 from harness.contract.docs import CONTRACT_DOC, with_tables
-from harness.frontends.tensor_bytes import decode
+from harness.worker_side.tensor_bytes import decode
 from harness.workload.run_spec import run_spec_for
 from harness.workload.spec import WorkloadSpec
 CONTRACT_DOC.write_text(with_tables(CONTRACT_DOC.read_text()))

@@ -19,7 +19,7 @@ _DOTTED = re.compile(r"\bharness(?:\.\w+)+")
 #: Paths that exist only once made, named by the docs, absent from a fresh clone: the fixture cache (git ignores it), and
 #: where an installed package keeps the scripts (harness/files/paths.py: INSTALLED_PROJECT).
 _GENERATED = ("fixtures/cache", "harness/_project")
-#: Dotted names that are not modules: the logger R's console output goes to (harness/frontends/r_handler.py).
+#: Dotted names that are not modules: the logger R's console output goes to (harness/worker_side/r_handler.py).
 _NOT_MODULES = {"harness.r"}
 
 
