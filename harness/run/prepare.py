@@ -46,18 +46,11 @@ _YOUNG_COLLECTION_PRESETS = ("tiny",)
 def collect_before_loop(spec: WorkloadSpec) -> str:
     """What R collects before its timed loop: ``full`` (every generation) or ``young`` (the young generation only).
 
-    R frees a tensor only when its collector finds it dead (Python at once, by reference counting), and a tensor that was
-    alive at one of R's collections during a loop is promoted to an older generation, which a young collection does not
-    look at: after a young collection the next call's loop still finds much of the previous call's memory held, allocates
-    afresh, and pays the page faults, in some rounds and not others. Measured at ``bench`` (R, ``with_autocast`` default,
-    20 rounds): 4,000–7,000 page faults in most early rounds, loop median 0.449 s, CV 2.1–5.7 %; with a full collection
-    no faults after the first round, median 0.430 s (4 % less), CV 1.1–1.2 % against a floor of 0.1–0.8 %. A full
-    collection costs ~45 ms with R torch loaded, outside the loop (the script's set-up): nothing beside ``bench``'s
-    half-second loops, but as much again as a ``tiny`` call, whose loops of milliseconds allocate little, so ``tiny`` keeps
-    the young one. With ``full``, R also takes any escalation of its collector that is due within the loop's next few
-    collections before the loop (``collect_ahead()`` in common.R: R's counters make every 21st collection a level 1 or
-    2 one, and a full collection does not reset them), 0.8 young collections a call on average. Python has nothing to
-    collect (its tensors are freed at once): its script ignores this.
+    R frees a tensor only when its collector finds it dead, and a young collection leaves the previous call's promoted
+    tensors held, so the next loop allocates afresh and pays page faults in some rounds: a full collection (and, with it,
+    any escalation of R's collector due within the loop, ``collect_ahead()`` in common.R) keeps ``bench`` and ``recipe``
+    loops quiet. It costs about as much as a whole ``tiny`` call, so ``tiny`` keeps the young one. The measurements are
+    in docs/timing.md (R's young collection before the loop). Python has nothing to collect: its script ignores this.
     """
     return "young" if spec.preset in _YOUNG_COLLECTION_PRESETS else "full"
 
