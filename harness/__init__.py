@@ -2,7 +2,7 @@
 
 The public surface is six names; everything else is reached through its layer's package (docs/architecture.md).
 They are imported on first use, not with the package: a worker process imports only the worker side
-(:mod:`harness.frontends`), whose interpreter needs torch, numpy, safetensors and blake3 and nothing more, and no
+(:mod:`harness.worker_side`), whose interpreter needs torch, numpy, safetensors and blake3 and nothing more, and no
 importer of ``harness`` pays for the layers it does not use. Importing ``harness`` never imports torch.
 """
 

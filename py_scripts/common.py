@@ -3,7 +3,7 @@
 The same names in the same order as common.R (tests/unit/scripts/test_r_scripts.py checks it). The contract both
 halves follow is ``docs/contract.md``. Only plain data leaves this module: the run record is a dict of
 numbers, strings and lists, the final weights a safetensors file. A script run by hand goes through
-:mod:`py_scripts.shell`; the harness's worker imports the scripts (harness/frontends/python_handler.py).
+:mod:`py_scripts.shell`; the harness's worker imports the scripts (harness/worker_side/python_handler.py).
 """
 
 from __future__ import annotations
@@ -56,7 +56,6 @@ __all__ = [
 #: What ``clock()`` reads, as each record names it: ``time.perf_counter`` is CLOCK_MONOTONIC on Linux,
 #: in nanoseconds.
 CLOCK_NAME = "time.perf_counter"
-_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 
 
 def mode_properties(spec: dict[str, Any], mode: str) -> dict[str, Any]:
@@ -70,13 +69,20 @@ def mode_properties(spec: dict[str, Any], mode: str) -> dict[str, Any]:
 
 
 def torch_dtype(name: str) -> torch.dtype:
-    """The torch dtype for a contract dtype name (``bfloat16``, ``float16``, ...)."""
-    return _DTYPES[name]
+    """The torch dtype for a contract dtype name (``bfloat16``, ``float16``, ...): torch's own of that name."""
+    dtype = getattr(torch, name, None) if isinstance(name, str) else None
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"dtype must name a dtype of torch, but got {name!r}.")
+    return dtype
 
 
-def dtype_name(dtype: torch.dtype) -> str:
-    """The contract's name for a torch dtype: ``torch.bfloat16`` → ``bfloat16``."""
-    return str(dtype).removeprefix("torch.")
+def dtype_name(dtype: torch.dtype, spec: dict[str, Any]) -> str:
+    """The contract's name for a torch dtype (``torch.bfloat16`` → ``bfloat16``), one of the run spec's ``dtypes``
+    (harness/contract/dtypes.py; R maps libtorch's names back through the same table)."""
+    name = str(dtype).removeprefix("torch.")
+    if name not in spec["dtypes"]:
+        raise ValueError(f"Unexpected dtype {name!r}: expected one of {', '.join(map(repr, spec['dtypes']))}.")
+    return name
 
 
 #: The last fixture file loaded, on its device, keyed by (path, mtime, size, device).
@@ -230,7 +236,7 @@ def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int) -> torch.Tenso
 
 
 #: Where trace points go: ``sink`` is None in every call but a traced one, for which the harness's worker
-#: installs its recorder (harness/frontends/trace_recorder.py) with :func:`set_trace_sink`; ``step``: the step of the
+#: installs its recorder (harness/worker_side/trace_recorder.py) with :func:`set_trace_sink`; ``step``: the step of the
 #: last point, which a point inside a binding's function is recorded at; ``params``: each parameter's name by the
 #: tensor's identity (``{param}`` points).
 _trace_state: dict[str, Any] = {"sink": None, "step": 0, "params": {}}
@@ -376,7 +382,7 @@ def save_final_weights(net: torch.nn.Sequential, path: str | None) -> None:
 
 
 def make_record(spec: dict[str, Any], workload_start: float, **fields: Any) -> dict[str, Any]:
-    """The run record with exactly the run spec's ``record_fields`` (harness/workload/contract.py, the one list both
+    """The run record with exactly the run spec's ``record_fields`` (harness/contract/record.py, the one list both
     languages read); a missing or extra field is a script bug.
 
     ``seconds_workload`` is stamped last, from ``workload_start`` (the first line of ``run_workload``), so
@@ -387,7 +393,7 @@ def make_record(spec: dict[str, Any], workload_start: float, **fields: Any) -> d
         fields.setdefault(name, value)
     fields.setdefault("schema_version", spec["record_schema_version"])
     fields["seconds_workload"] = clock() - workload_start
-    expected = spec["record_fields"]
+    expected = list(spec["record_fields"])  # each field's kind by name: JSON knows a list here (R's writer reads the kinds)
     if set(fields) != set(expected):
         missing, extra = set(expected) - set(fields), set(fields) - set(expected)
         raise RuntimeError(f"run record fields differ from the contract: missing {sorted(missing)}, extra {sorted(extra)}")

@@ -1,6 +1,6 @@
 """The ``cuda_amp_grad_scaler`` workload in PyTorch: autocast + ``torch.amp.GradScaler``.
 
-Twin of ``r_scripts/cuda_amp_grad_scaler.R``. Its modes (harness/workload/scripts.py, handed over in the run spec's
+Twin of ``r_scripts/cuda_amp_grad_scaler.R``. Its modes (harness/contract/modes.py, handed over in the run spec's
 ``modes``): ``default`` builds the scaler and autocast with ``enabled=False`` (the AMP recipe's ``use_amp=False``, so
 ×default compares within this script); ``autocast_scaler`` scales; ``autocast_scaler_clip`` also unscales the gradients
 and clips their norm before ``step``, as in the recipe. The optimizer is the run spec's. The scale is recorded after
@@ -110,7 +110,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                     loss = loss_fn(output, targets[i])
                 trace_point(step, "loss", loss)
                 if output_dtype is None:
-                    output_dtype, loss_dtype = dtype_name(output.dtype), dtype_name(loss.dtype)
+                    output_dtype, loss_dtype = dtype_name(output.dtype, spec), dtype_name(loss.dtype, spec)
                 scaled_loss = scaler.scale(loss / every if accumulate else loss)
                 trace_point(step, "loss.scaled", scaled_loss)
                 scaled_loss.backward()

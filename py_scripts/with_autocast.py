@@ -1,7 +1,7 @@
 """The ``with_autocast`` workload in PyTorch: the training loop without a ``GradScaler``.
 
 Twin of ``r_scripts/with_autocast.R``: same function, names and order of operations. Its modes (declared in
-harness/workload/scripts.py, handed over in the run spec's ``modes``) choose the precision either by autocast
+harness/contract/modes.py, handed over in the run spec's ``modes``) choose the precision either by autocast
 (``default``: off; ``autocast``: on) or by the weights' dtype, the AMP guide's other way to train (``lowp_weights``:
 weights and inputs in the AMP dtype, no autocast, its ``--fp16``; ``lowp_weights_scaled``: with a static loss scale,
 its ``-s``). The optimizer is the run spec's (``make_optimizer``), and its loop feature a scheduler or none
@@ -100,7 +100,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                     loss = loss_fn(output, target)
                 trace_point(step, "loss", loss)
                 if output_dtype is None:
-                    output_dtype, loss_dtype = dtype_name(output.dtype), dtype_name(loss.dtype)
+                    output_dtype, loss_dtype = dtype_name(output.dtype, spec), dtype_name(loss.dtype, spec)
                 if use_static_scale:
                     scaled_loss = loss * static_scale
                     trace_point(step, "loss.scaled", scaled_loss)

@@ -1,10 +1,10 @@
-#' The harness's entry point into R: what `harness/frontends/r_handler.py` sources in its rpy2 worker.
+#' The harness's entry point into R: what `harness/worker_side/r_handler.py` sources in its rpy2 worker.
 #'
 #' It loads common.R and patches.R from the folder the harness names in `amp_parity_r_dir` and defines `amp_parity_call()`,
 #' which the worker calls for every cell with the script's path, the run spec as JSON and the mode. Only plain data crosses: the
 #' spec comes in as JSON text and the record goes back as JSON text, the line the script prints in
-#' shell mode. No Python twin: the Python worker imports the scripts (harness/frontends/python_handler.py). It also defines
-#' `amp_parity_calibrate()`, the loop that measures the machine's noise floor, whose twin is harness/frontends/calibration.py,
+#' shell mode. No Python twin: the Python worker imports the scripts (harness/worker_side/python_handler.py). It also defines
+#' `amp_parity_calibrate()`, the loop that measures the machine's noise floor, whose twin is harness/worker_side/calibration.py,
 #' and the three functions the worker calls them through (`amp_parity_reply_*()`). The worker loads this file, and it loads
 #' the others, byte-compiled (_bytecode.R).
 
@@ -14,12 +14,12 @@ if (sys.nframe() == 0L) {
   quit(save = "no", status = 4L) # harness.errors.ExitCode.USAGE_ERROR: run the wrong file
 }
 
-# The harness knows where the scripts are: its R worker (harness/frontends/r_handler.py) sets `amp_parity_r_dir`
+# The harness knows where the scripts are: its R worker (harness/worker_side/r_handler.py) sets `amp_parity_r_dir`
 # to this file's folder before sourcing it, so the bridge never finds itself (files run by hand use r_file_path()).
 if (!is.character(get0("amp_parity_r_dir"))) {
   cli::cli_abort(c(
     "{.var amp_parity_r_dir} must name the folder holding common.R before {.file _bridge.R} is sourced.",
-    i = "The harness's R worker sets it (harness/frontends/r_handler.py); by hand: {.code amp_parity_r_dir <- \"r_scripts\"}."
+    i = "The harness's R worker sets it (harness/worker_side/r_handler.py); by hand: {.code amp_parity_r_dir <- \"r_scripts\"}."
   ))
 }
 # Our files byte-compiled, from the cache the worker names in `amp_parity_bytecode_dir` (_bytecode.R says why). The worker
@@ -73,7 +73,7 @@ amp_parity_call <- function(script_path, spec_json, mode) {
 
 #' What the harness's rpy2 worker calls to trace a cell: `amp_parity_call()` with every `trace_point()` handed over.
 #'
-#' Each point goes to the worker's recorder (a Python function, harness/frontends/trace_recorder.py), which digests its
+#' Each point goes to the worker's recorder (a Python function, harness/worker_side/trace_recorder.py), which digests its
 #' bytes: both languages' points are digested by the same code. They go a step at a time: the points of one step are
 #' collected here (their bytes, step, name, dtype and shape) and handed over together, when the next step's first point
 #' arrives or the run ends, in one call of `record_points(steps, names, dtypes, ranks, sizes, bytes)`, because a call into
@@ -88,7 +88,9 @@ amp_parity_call <- function(script_path, spec_json, mode) {
 #' mlverse/torch e4de110), so for `data[i, , ]` with `i > 1` it would return the first batch's bytes
 #' (tests/integration/test_r_worker.py keeps a test of it).
 amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
-  on_cuda <- identical(jsonlite::fromJSON(spec_json)$device, "cuda")
+  run_spec <- jsonlite::fromJSON(spec_json)
+  on_cuda <- identical(run_spec$device, "cuda")
+  dtypes <- list(dtypes = run_spec$dtypes) # what dtype_name() reads of the run spec
   contiguous <- torch::torch_contiguous_format()
   batch <- new.env(parent = emptyenv())
   empty <- function() {
@@ -131,7 +133,7 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
     }
     batch$steps[[n]] <- step
     batch$names[[n]] <- name
-    batch$dtypes[[n]] <- dtype_name(value$dtype)
+    batch$dtypes[[n]] <- dtype_name(value$dtype, dtypes)
     # dim() is what `value$shape` returns (both call R torch's cpp_tensor_dim(): integer(0) for a 0-d tensor) at a third
     # of its cost (6 against 13-18 us): `$shape` goes through the tensor's R7 `$` and `size()` first.
     batch$shapes[[n]] <- dim(value)
@@ -150,7 +152,7 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
 }
 
 #' One optimizer step of a 1x1 model, once, when the worker starts (its describe call): the twin of `_first_step()` in
-#' harness/frontends/python_handler.py.
+#' harness/worker_side/python_handler.py.
 #'
 #' A process's first optimizer step pays one-time costs (R's JIT compiling the package code it runs, withr's, R6's and
 #' R torch's optimizer closures: about 0.15 s here; Python's lazy imports); paid here, they are part of making the
@@ -164,7 +166,7 @@ amp_parity_first_step <- function() {
 }
 
 #' What the harness's rpy2 worker calls to measure the machine's noise floor: the twin of `calibrate()` in
-#' harness/frontends/calibration.py (same names, same order; that file says why the loop is what it is).
+#' harness/worker_side/calibration.py (same names, same order; that file says why the loop is what it is).
 #'
 #' `iterations` products of two fixed `n` × `n` matrices in `dtype` on `device` with `threads` threads, timed by `clock()`
 #' (the clock a script's `seconds_total` reads) around the loop only; returns `c(seconds, iterations)`. The worker checks
@@ -191,7 +193,7 @@ amp_parity_calibrate <- function(device, dtype, threads, iterations, n) {
   c(seconds, iterations)
 }
 
-#' What the harness's rpy2 worker calls (harness/frontends/r_handler.py): `amp_parity_call()`, its reply one character
+#' What the harness's rpy2 worker calls (harness/worker_side/r_handler.py): `amp_parity_call()`, its reply one character
 #' vector `c(kind, text)`: `c("ok", record)`, or an R error as R's own condition message (`"refused"`: the script refused
 #' the cell, a condition of class `amp_parity_refused`; `"error"`), not rpy2's summary of it. One vector, because rpy2
 #' converts it in one step, where a named list costs a conversion per name and per element (0.15 ms of every call's bridge).

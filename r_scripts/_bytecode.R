@@ -7,7 +7,7 @@
 #' defines is byte code already and the JIT has nothing of ours left to compile (with_autocast, default, tiny: the first
 #' call 0.25 s instead of 0.38, the second 0.05 s instead of 0.09; what the JIT still compiles in the first is R torch's,
 #' R6's and withr's). The compiled expressions are kept in a cache folder (`amp_parity_bytecode_dir`, which the
-#' worker sets: harness/frontends/r_handler.py), so only the first worker after a change pays the compile.
+#' worker sets: harness/worker_side/r_handler.py), so only the first worker after a change pays the compile.
 #'
 #' A cache entry is keyed by the file's MD5 (base R 4.2 has no SHA-256; MD5 tells an edited file from the one cached, and
 #' the cache defends against no one), R's version string, the compiler's version and its optimization level: compiled

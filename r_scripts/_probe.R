@@ -40,7 +40,7 @@ probe_r_side <- function() {
   info
 }
 
-# Run by Rscript, it prints its answer; sourced (the harness's R worker, harness/frontends/r_handler.py, asks the same
+# Run by Rscript, it prints its answer; sourced (the harness's R worker, harness/worker_side/r_handler.py, asks the same
 # questions of the R it embeds when it starts, so a run needs no second R to start), it only defines probe_r_side().
 if (sys.nframe() == 0L) {
   cat(jsonlite::toJSON(probe_r_side(), auto_unbox = TRUE, null = "null"), "\n")

@@ -36,9 +36,6 @@ clock_name <- c(
   proc.time = "proc.time (elapsed, 1 ms steps)"
 )[[clock_source]]
 
-#' R-only: record fields that are JSON arrays even with one element or none (jsonlite would unbox a length-1 vector).
-record_array_fields <- c("losses", "loss_scale", "skipped", "injected_steps", "seconds_per_epoch", "switches")
-
 #' R-only: signal an error with a cli-formatted message (Python raises its exceptions).
 #'
 #' `cli::cli_abort()` needs rlang, which every R torch install has (torch imports it); where rlang is
@@ -80,31 +77,29 @@ mode_properties <- function(spec, mode) {
   spec$modes[[mode]]
 }
 
-#' The torch dtype for a contract dtype name (`bfloat16`, `float16`, ...).
+#' The torch dtype for a contract dtype name (`bfloat16`, `float16`, ...): R torch's own of that name (`torch_bfloat16()`).
 torch_dtype <- function(name) {
-  switch(name,
-    float32 = torch::torch_float32(),
-    float16 = torch::torch_float16(),
-    bfloat16 = torch::torch_bfloat16(),
-    float64 = torch::torch_float64(),
-    abort_cli("{.var amp_dtype} must be one of {.or {.val {c('bfloat16', 'float16')}}}, but got {.val {name}}.")
-  )
+  constructor <- if (is.character(name) && length(name) == 1L) get0(paste0("torch_", name), envir = asNamespace("torch"), mode = "function")
+  dtype <- if (!is.null(constructor)) tryCatch(constructor(), error = function(err) NULL)
+  if (!inherits(dtype, "torch_dtype")) {
+    abort_cli("{.var dtype} must name a dtype of torch, but got {.val {name}}.")
+  }
+  dtype
 }
 
-#' The contract's name for a torch dtype.
+#' The contract's name for a torch dtype, one of the run spec's `dtypes` (harness/contract/dtypes.py).
 #'
 #' `as.character()` on an R torch dtype gives libtorch's scalar-type name (R/dtype.R:
-#' `as.character.torch_dtype` → `cpp_dtype_to_string`): "Float", "Half", "BFloat16", "Double".
-dtype_name <- function(dtype) {
+#' `as.character.torch_dtype` → `cpp_dtype_to_string`): "Float", "Half", "BFloat16", "Double"; the run spec's `dtypes`
+#' names each dtype's `libtorch` name.
+dtype_name <- function(dtype, spec) {
   libtorch_name <- as.character(dtype)
-  contract_names <- c(
-    Float = "float32", Half = "float16", BFloat16 = "bfloat16", Double = "float64",
-    Int = "int32", Long = "int64", Bool = "bool", Byte = "uint8"
-  )
-  if (!libtorch_name %in% names(contract_names)) {
-    abort_cli("Unexpected dtype {.val {libtorch_name}}: expected one of {.or {.val {names(contract_names)}}}.")
+  for (name in names(spec$dtypes)) {
+    if (identical(spec$dtypes[[name]]$libtorch, libtorch_name)) {
+      return(name)
+    }
   }
-  contract_names[[libtorch_name]]
+  abort_cli("Unexpected dtype {.val {libtorch_name}}: expected one of {.or {.val {names(spec$dtypes)}}}.")
 }
 
 #' The last fixture file loaded (`_fixture_cache` in common.py), on its device, with its key (path, mtime, size, device).
@@ -638,8 +633,9 @@ save_final_weights <- function(net, path) {
   invisible(path)
 }
 
-#' The run record with exactly the run spec's `record_fields` (harness/workload/contract.py, the one list both languages
-#' read); a missing or extra field is a script bug.
+#' The run record with exactly the run spec's `record_fields` (harness/contract/record.py, the one list both languages
+#' read); a missing or extra field is a script bug. A field of a list kind (`list of ...`) is marked `I()` (as is), so
+#' `record_to_json()` keeps it a JSON array with one element or none (Python's JSON knows a list).
 #'
 #' `schema_version` (the run spec's `record_schema_version`), `frontend`, `torch_version`, `libtorch_version`,
 #' `language_version` and `clock` are filled in unless given. A `NULL` field is kept (it becomes JSON null).
@@ -652,7 +648,7 @@ make_record <- function(spec, workload_start, ...) {
     fields[name] <- list(static[[name]])
   }
   fields$seconds_workload <- clock() - workload_start
-  record_fields <- spec$record_fields
+  record_fields <- names(spec$record_fields)
   missing <- setdiff(record_fields, names(fields))
   extra <- setdiff(names(fields), record_fields)
   if (length(missing) > 0L || length(extra) > 0L || anyDuplicated(names(fields)) > 0L) {
@@ -661,7 +657,11 @@ make_record <- function(spec, workload_start, ...) {
       x = "Missing: {.val {missing}}; extra or repeated: {.val {c(extra, names(fields)[duplicated(names(fields))])}}."
     ))
   }
-  fields[record_fields]
+  record <- fields[record_fields]
+  for (name in record_fields[startsWith(unlist(spec$record_fields, use.names = FALSE), "list of ")]) {
+    if (!is.null(record[[name]])) record[[name]] <- I(record[[name]])
+  }
+  record
 }
 
 #' The record fields that are the same for every call of a process, looked up once: the version strings
@@ -714,7 +714,8 @@ device_name <- function(device) {
 
 #' The record as one line of JSON (the shell summary and what the bridge returns).
 #'
-#' Array fields stay arrays with one element; `NULL` and `NA` become null; NaN and infinities are written
+#' Fields marked `I()` (as is: the list kinds, `make_record()`) stay arrays with one element or none; `NULL` and `NA`
+#' become null; NaN and infinities are written
 #' as Python's json does (`NaN`, `Infinity`), which jsonlite cannot. Doubles are written with 17
 #' significant digits (`exact_json_numbers()`), so Python reads back the very same doubles. Written with
 #' vectorised base R rather than `jsonlite::toJSON()` on the whole list, whose method dispatch per field
@@ -726,7 +727,7 @@ record_to_json <- function(record) {
     abort_cli("{.fn run_workload} must return a named list (the run record), not {.cls {class(record)}}.")
   }
   keys <- names(record)
-  is_array <- keys %in% record_array_fields
+  is_array <- vapply(record, inherits, NA, what = "AsIs", USE.NAMES = FALSE)
   is_scalar <- lengths(record) == 1L & !is_array
   is_string <- is_scalar & vapply(record, is.character, NA, USE.NAMES = FALSE)
   is_number <- is_scalar & vapply(record, is.double, NA, USE.NAMES = FALSE)

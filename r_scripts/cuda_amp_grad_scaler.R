@@ -1,6 +1,6 @@
 #' The `cuda_amp_grad_scaler` workload in R torch: `with_autocast()` + `cuda_amp_grad_scaler()`.
 #'
-#' Twin of `py_scripts/cuda_amp_grad_scaler.py` (`docs/contract.md`). Its modes (harness/workload/scripts.py, handed
+#' Twin of `py_scripts/cuda_amp_grad_scaler.py` (`docs/contract.md`). Its modes (harness/contract/modes.py, handed
 #' over in the run spec's `modes`): `default` builds the scaler and autocast with `enabled = FALSE` (the AMP recipe's
 #' `use_amp=False`, so ×default compares within this script); `autocast_scaler` scales; `autocast_scaler_clip` also
 #' unscales the gradients and clips their norm before `step()`. The optimizer is the run spec's. The scale is recorded
@@ -91,8 +91,8 @@ run_workload <- function(spec, mode) {
       })
       trace_point(step, "loss", loss)
       if (is.null(output_dtype)) {
-        output_dtype <- dtype_name(output$dtype)
-        loss_dtype <- dtype_name(loss$dtype)
+        output_dtype <- dtype_name(output$dtype, spec)
+        loss_dtype <- dtype_name(loss$dtype, spec)
       }
       scaled_loss <- scaler$scale(if (is.null(accumulate)) loss else loss / every)
       trace_point(step, "loss.scaled", scaled_loss)

@@ -1,7 +1,7 @@
 #' The `with_autocast` workload in R torch: the training loop without a gradient scaler.
 #'
 #' Twin of `py_scripts/with_autocast.py`: same function, names and order of operations (`docs/contract.md`). Its modes
-#' (declared in harness/workload/scripts.py, handed over in the run spec's `modes`) choose the precision either by
+#' (declared in harness/contract/modes.py, handed over in the run spec's `modes`) choose the precision either by
 #' autocast (`default`: off; `autocast`: on) or by the weights' dtype, the AMP guide's other way to train
 #' (`lowp_weights`: weights and inputs in the AMP dtype, no autocast, its `--fp16`; `lowp_weights_scaled`: with a static
 #' loss scale, its `-s`). The optimizer is the run spec's (`make_optimizer()`), its loop feature a scheduler or none
@@ -82,8 +82,8 @@ run_workload <- function(spec, mode) {
       })
       trace_point(step, "loss", loss)
       if (is.null(output_dtype)) {
-        output_dtype <- dtype_name(output$dtype)
-        loss_dtype <- dtype_name(loss$dtype)
+        output_dtype <- dtype_name(output$dtype, spec)
+        loss_dtype <- dtype_name(loss$dtype, spec)
       }
       if (use_static_scale) {
         scaled_loss <- loss * static_scale

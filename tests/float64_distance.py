@@ -2,7 +2,7 @@
 float64 bounds of ``harness/judge/tolerances.py`` (``_FLOAT64_BOUND_IN_EPS``, its tables).
 
 A PyTorch run of the same loop the scripts run (``py_scripts/with_autocast.py``, ``py_scripts/cuda_amp_grad_scaler.py``,
-and the modes of ``harness.workload.scripts.SCRIPTS``: autocast, weights in the AMP dtype, a static or dynamic loss
+and the modes of ``harness.contract.modes.SCRIPTS``: autocast, weights in the AMP dtype, a static or dynamic loss
 scale, clipping), from the harness's fixtures, with every optimizer of ``OPTIMIZERS``; its distance from
 ``run_reference`` (replayed over the steps its scaler skipped) as ``measure_distance`` measures a cell's. Planted
 mistakes run the same way: ``lr x1.01`` (every optimizer), Adam without its bias corrections, and the clip mode
@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from harness.contract.modes import SCRIPTS, Mode, mode_of
 from harness.judge.reference import Reference, measure_distance, run_reference
 from harness.judge.tolerances import float64_bound_for, update_kind
 from harness.workload.fixtures import ensure_fixtures, load_fixture_arrays
 from harness.workload.optimizers import OPTIMIZERS
-from harness.workload.scripts import SCRIPTS, Mode, mode_of
 from harness.workload.spec import WorkloadSpec
 
 #: The AGM guide's ``-s`` as the lead's spec will default it: a power of two, so in exact arithmetic (and in any

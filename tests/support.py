@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
+from harness.contract.modes import all_mode_names
 from harness.judge.cells import check_float64
 from harness.judge.reference import Reference, measure_distance
 from harness.model.result import MatrixResult
 from harness.model.verdicts import Float64Bound, Float64Check
 from harness.run.availability import Availability, r_required
 from harness.workload.matrix import Cell, cells_for
-from harness.workload.scripts import all_mode_names
 
 __all__ = [
     "CELLS", "FRONTENDS", "GOLDEN_RESULT", "KNOWN_DIFFERENCE_ENTRY", "MATRIX_OPTIMIZERS", "PAIRS", "SharedRun", "golden_result",

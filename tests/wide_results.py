@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from harness.model.result import MatrixResult
-from harness.model.trace import PairTrace, PointDifference
+from harness.model.pair_trace import PairTrace, PointDifference
 from harness.model.verdicts import PairVerdict
 from harness.workload.matrix import Cell, pair_id
 from harness.workload.optimizers import OPTIMIZERS

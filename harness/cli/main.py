@@ -94,12 +94,13 @@ def add_frontend_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser(prog: str = DEFAULT_PROG) -> argparse.ArgumentParser:
+    from harness.contract.modes import SCRIPTS
+    from harness.contract.optimizers import DEFAULT_OPTIMIZER
     from harness.model.timing import DEFAULT_MAX_SECONDS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS, PRESET_PROTOCOLS
     from harness.run.pool import DEFAULT_TIMEOUT_S
     from harness.run.prepare import add_scaler_lift_argument, add_weights_out_arguments
     from harness.workload.flags import OneLineParser, add_spec_arguments, path_argument, positive_seconds, whole_number
     from harness.workload.optimizers import OPTIMIZERS
-    from harness.workload.scripts import SCRIPTS
 
     # --debug and -v are accepted before or after the command ("run with --debug" must work as printed):
     # every parser shares the two actions, which leave their name unset unless given (see main()), so the
@@ -182,7 +183,7 @@ def _parser(prog: str = DEFAULT_PROG) -> argparse.ArgumentParser:
     add_scaler_lift_argument(prepare)
     prepare.add_argument("--script", default="with_autocast", choices=tuple(SCRIPTS),
                          help="the script pair whose run spec to print (its modes are part of it)")
-    prepare.add_argument("--optimizer", default="sgd", help=f"the optimizer the run spec names: one of {', '.join(OPTIMIZERS)}")
+    prepare.add_argument("--optimizer", default=DEFAULT_OPTIMIZER, help=f"the optimizer the run spec names: one of {', '.join(OPTIMIZERS)}")
     # R's shell mode: `prepare --shell-of with_autocast.R -- ARGS` parses the script's own ARGS with the Python
     # scripts' parser (harness.run.prepare.prepare_shell_run); the pair is the file's stem. Not for people.
     prepare.add_argument("--shell-of", default=None, help=argparse.SUPPRESS)
@@ -529,7 +530,9 @@ def _uncompared(result: MatrixResult) -> str | None:
     read: a result whose weights folder was not uploaded with it, truncated, or left behind by a link. Such a report
     compared nothing; ``merge`` (and ``report``) said so in the table and exited 0, where CI must fail.
     """
-    pairs = [p for p in result.pairs if p.verdict == "error" and not p.details.get("statuses")]
+    from harness.model.verdicts import Verdict
+
+    pairs = [p for p in result.pairs if p.verdict == Verdict.ERROR and not p.details.get("statuses")]
     if not pairs:
         return None
     first = pairs[0]
@@ -555,9 +558,9 @@ def _nothing_ran(result: MatrixResult) -> str | None:
 
 def _prepare(args: argparse.Namespace) -> None:
     """Print the run spec: for ``prepare``'s own flags, or (``--shell-of``) for a script's flags given after ``--``."""
+    from harness.contract.modes import SCRIPTS
     from harness.errors import UsageError
     from harness.run.prepare import prepare_shell_run, prepare_shell_run_spec
-    from harness.workload.scripts import SCRIPTS
 
     if args.shell_of is None:
         if args.shell_args:

@@ -1,7 +1,7 @@
 """Where two runs part: the first traced point whose bytes differ, and what the trace shows of the run.
 
 A traced call hands every named intermediate of every step to a recorder (``trace_point`` in the scripts,
-:mod:`harness.frontends.trace_recorder` in the workers): in computation order, as a dtype, a shape and a
+:mod:`harness.worker_side.trace_recorder` in the workers): in computation order, as a dtype, a shape and a
 SHA-256 of the bytes. :func:`find_divergence` walks both sides' points in that order and stops at the
 first that differs (bytes or dtype; a point one side records where the other records another is a
 difference too: the scripts are twins). The narrow second pass keeps that one point's tensors whole, and
@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.frontends.tensor_bytes import DTYPES, decode, encode, ulp_distance
 from harness.model.cell_trace import CellTrace, TraceFile
+from harness.model.pair_trace import PairTrace, PointDifference
 from harness.model.record_points import record_mismatch
 from harness.model.result import CellResult
-from harness.model.trace import PairTrace, PointDifference
+from harness.worker_side.tensor_bytes import DTYPES, decode, encode, ulp_distance
 
 __all__ = ["Split", "TRIGGERS", "find_divergence", "point_difference", "read_cell_trace", "read_triggers", "trace_cells"]
 

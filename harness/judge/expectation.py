@@ -3,7 +3,7 @@
 Two frontends on CPU run the same kernels in the same order when they load the same libtorch build on the same
 kind of CPU (the frontends' autocast and scaler code only choose which ATen ops run, in which dtype): then anything
 short of identity is a finding. The build is the loaded ``libtorch_cpu.so``'s build ID
-(:mod:`harness.frontends.installation_facts`), so R torch linked to a Python wheel's libtorch is the same build as
+(:mod:`harness.worker_side.installation_facts`), so R torch linked to a Python wheel's libtorch is the same build as
 that wheel, and a venv's torch 2.8.0 is not 2.13.0's. The CPU kind is its model and the instruction-set features that
 decide libtorch's kernels (``cpu_features``: AVX2, AVX512, AMX, ...): a merged result's two CPU boxes may pick other
 kernels, and a VM's model name ("AMD EPYC") does not say which, so across hosts identity is expected only where both

@@ -15,7 +15,7 @@ from typing import Any
 from harness.judge.findings import DTYPE_FIELDS, HistoryFindings, LossFindings, PairFindings
 from harness.judge.tolerances import Tolerance
 from harness.judge.weight_findings import TensorFindings, WeightFindings
-from harness.model.verdicts import finite_or_none
+from harness.model.verdicts import Verdict, finite_or_none
 
 __all__ = ["Judgement", "Mismatch", "explain_pair", "headline", "mismatches"]
 
@@ -27,7 +27,7 @@ _HISTORY_LABEL = {"loss_scale": "loss scale differs", "skipped": "skipped steps 
 class Judgement:
     """A verdict on findings, and which judging rule decided it."""
 
-    verdict: str
+    verdict: Verdict
     judging: str
     #: The policy asked for bitwise identity here (``strict`` where the tolerance expects it).
     identity_required: bool
@@ -46,7 +46,7 @@ class Mismatch:
         return f"{self.cause}; {self.more}" if self.more else self.cause
 
 
-def headline(pair: str, names: tuple[str, str], verdict: str, cause: str) -> str:
+def headline(pair: str, names: tuple[str, str], verdict: Verdict, cause: str) -> str:
     """The first explanation line: the pair, the frontends, the verdict and its main cause."""
     return f"{pair} ({names[0]} vs {names[1]}): {verdict} — {cause}"
 
@@ -109,7 +109,7 @@ def mismatches(found: PairFindings) -> list[Mismatch]:
 
 def _cause(found: PairFindings, judged: Judgement, failed: list[str], problems: list[str]) -> str:
     losses, worst = found.losses, found.weights.worst
-    if judged.verdict == "diverged":
+    if judged.verdict == Verdict.DIVERGED:
         step = losses.first_beyond_tolerance_step
         if failed:
             cause = f"losses split at step {step}" if step is not None else mismatches(found)[0].cause
@@ -123,9 +123,9 @@ def _cause(found: PairFindings, judged: Judgement, failed: list[str], problems: 
         elif found.weights.tensors:
             cause += "; final weights bitwise equal"
         return cause
-    if judged.verdict == "error":
+    if judged.verdict == Verdict.ERROR:
         return problems[0]
-    if judged.verdict == "identical":
+    if judged.verdict == Verdict.IDENTICAL:
         return _identical_cause(found)
     return _within_cause(found)
 

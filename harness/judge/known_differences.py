@@ -28,17 +28,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.contract.modes import SCRIPTS
 from harness.errors import KnownDifferencesError
 from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_toml_file
 from harness.files.paths import CHECKOUT
 from harness.judge.divergence import TRIGGERS
+from harness.model.pair_trace import PairTrace
 from harness.model.result import CellResult
-from harness.model.trace import PairTrace
 from harness.workload.features import FEATURES, NO_FEATURE
 from harness.workload.installations import LANGUAGES
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.patches import SWITCHES
-from harness.workload.scripts import SCRIPTS
 from harness.workload.spec import DEVICES
 
 __all__ = ["DEFAULT_LIST", "KINDS", "MAX_DISTANCE", "KnownDifference", "Signature", "load_known_differences"]

@@ -30,10 +30,10 @@ from harness.judge.findings import PairFindings, StatusFindings, find_pair
 from harness.judge.kept_weights import kept_for
 from harness.judge.known_differences import KnownDifference, load_known_differences
 from harness.judge.tolerances import DEFAULT_JUDGING, Tolerance, check_judging, tolerance_for
+from harness.model.pair_trace import PairTrace
 from harness.model.record_points import RECORD_PREFIX, has_record_points
 from harness.model.result import CellResult, MatrixResult, Status
-from harness.model.trace import PairTrace
-from harness.model.verdicts import PairVerdict
+from harness.model.verdicts import PairVerdict, Verdict
 from harness.workload.features import micro_batches
 from harness.workload.optimizers import OPTIMIZERS
 
@@ -42,23 +42,14 @@ __all__ = [
     "pair_trace",
 ]
 
-#: ``identical``: losses, weights and scales bitwise equal. ``within_tolerance``: not identical, every
-#: difference inside the :mod:`harness.judge.tolerances` policy, and identity not required. ``diverged``: a
-#: real difference (the first step and the worst tensor are named): beyond tolerance, or, under the
-#: ``strict`` policy, not bitwise identical where identity is expected (one libtorch, CPU).
-#: ``known_difference``: not identical, and the trace matches an entry of the known differences (exit 0, the
-#: entry is shown). ``stale_known_difference``: identical, but the trace shows the trigger of an entry that
-#: covers this pair, so the entry no longer describes the bindings ("remove or update entry X").
-#: ``unsupported`` / ``error`` / ``skipped``: a side did not give
-#: a comparable run (its reason is carried); ``error`` also covers a numerical failure and unreadable weights.
-VERDICTS = (
-    "identical", "within_tolerance", "known_difference", "diverged", "stale_known_difference", "unsupported", "error", "skipped",
-)
+#: Every pair verdict (:class:`~harness.model.verdicts.Verdict` says what each means).
+VERDICTS: tuple[Verdict, ...] = tuple(Verdict)
 #: The verdicts that fail a run (exit status 1).
-FAILING_VERDICTS = frozenset({"diverged", "stale_known_difference"})
+FAILING_VERDICTS = frozenset(v for v in Verdict if v.failing)
 #: Which non-ok status decides the verdict when a side did not run: the worst of the two sides first.
 _STATUS_RANK = ("error", "numerical_failure", "unsupported", "skipped")
-_STATUS_VERDICT = {"error": "error", "numerical_failure": "error", "unsupported": "unsupported", "skipped": "skipped"}
+_STATUS_VERDICT = {"error": Verdict.ERROR, "numerical_failure": Verdict.ERROR, "unsupported": Verdict.UNSUPPORTED,
+                   "skipped": Verdict.SKIPPED}
 
 
 def compare_result(
@@ -100,7 +91,7 @@ def compare_result(
             args = {**OPTIMIZERS[base.optimizer].args, **result.run_of(base).spec.optimizer_args.get(base.optimizer, {})}
             verdict = compare_cells(base, other, tolerance, judging, trace, known, args)
             files = (inputs.get(base.id), inputs.get(other.id))
-            if trace is None and files[0] != files[1] and verdict.verdict in ("within_tolerance", "diverged"):
+            if trace is None and files[0] != files[1] and verdict.verdict in (Verdict.WITHIN_TOLERANCE, Verdict.DIVERGED):
                 verdict.explanation.append(f"no trace: the two cells come from different results ({files[0]} and {files[1]}) "
                                            "that stored no traces of their cells (written before schema 8); run them again")
             verdicts.append(verdict)
@@ -211,7 +202,7 @@ def compare_cells(
         steps = max(len(ra.losses), len(rb.losses), 1)
         tol = tolerance or tolerance_for(a.cell.properties, a.device, str(ra.amp_dtype), steps, expected.identical, a.cell.optimizer)
     except SpecError as err:
-        return _verdict(a, names, "error", [headline(a.pair, names, "error", f"no tolerance for this record: {err}")], {})
+        return _verdict(a, names, Verdict.ERROR, [headline(a.pair, names, Verdict.ERROR, f"no tolerance for this record: {err}")], {})
     found = find_pair(names, a.mode, a.device, ra, rb, tol, (a.reference_distance, b.reference_distance), kept_for(a, b))
     judged = judge(found, judging)
     lines, details = explain_pair(a.pair, found, judged)
@@ -236,25 +227,25 @@ def judge(found: PairFindings, judging: str) -> Judgement:
     identity_required = judging == "strict" and found.tolerance.expected_identical
     identity_missed = identity_required and not found.identical and found.weights.readable
     if found.beyond or identity_missed:
-        verdict = "diverged"
+        verdict = Verdict.DIVERGED
     elif not found.weights.readable:
-        verdict = "error"
+        verdict = Verdict.ERROR
     else:
-        verdict = "identical" if found.identical else "within_tolerance"
+        verdict = Verdict.IDENTICAL if found.identical else Verdict.WITHIN_TOLERANCE
     return Judgement(verdict, judging, identity_required, identity_missed)
 
 
-def judge_statuses(statuses: StatusFindings) -> str:
+def judge_statuses(statuses: StatusFindings) -> Verdict:
     """The verdict of a pair a side of which gave no comparable run: the worse side's status decides."""
     failed = [s for s, f in zip(statuses.statuses, statuses.failed, strict=True) if f]
     worst = min(failed, key=lambda s: _STATUS_RANK.index(s) if s in _STATUS_RANK else 0)
-    return _STATUS_VERDICT.get(worst, "error")
+    return _STATUS_VERDICT.get(worst, Verdict.ERROR)
 
 
 def _with_trace(
-    a: CellResult, b: CellResult, names: tuple[str, str], verdict: str, identity_required: bool, trace: PairTrace,
+    a: CellResult, b: CellResult, names: tuple[str, str], verdict: Verdict, identity_required: bool, trace: PairTrace,
     known: Sequence[KnownDifference], lines: list[str], details: dict[str, Any], optimizer_args: Mapping[str, Any],
-) -> tuple[str, list[str], dict[str, Any]]:
+) -> tuple[Verdict, list[str], dict[str, Any]]:
     """The verdict, lines and details once the pair's trace is known: where it parts, and whether known differences
     explain the whole of it.
 
@@ -275,7 +266,7 @@ def _with_trace(
     matched: list[KnownDifference] = []
     stale: list[KnownDifference] = []
     proven = False
-    if verdict == "identical":
+    if verdict == Verdict.IDENTICAL:
         if trace.identical:
             stale = [k for k in active if k.trigger_steps(trace)]
         elif first is not None:  # identical records, yet a traced point differs: it never reached what the runs recorded
@@ -288,7 +279,7 @@ def _with_trace(
         extra += [f"not {_label(k)} {k.id}: {k.mismatch(trace, every)}" for k in active if k not in matched]
     if stale:
         steps = stale[0].trigger_steps(trace)
-        verdict = "stale_known_difference"
+        verdict = Verdict.STALE_KNOWN_DIFFERENCE
         cause = (f"remove or update entry {stale[0].id} ({stale[0].source}): its trigger {stale[0].trigger} held at {len(steps)} "
                  f"step(s) from step {steps[0]}, and every traced point is bitwise identical")
     elif matched:
@@ -298,7 +289,7 @@ def _with_trace(
         at += f" ({first.max_distance} ULP)" if first.max_distance is not None else ""
         proven, why_not = _reconciled(trace, applicable, a, b)
         if proven:
-            verdict = "known_difference"
+            verdict = Verdict.KNOWN_DIFFERENCE
             # A bug the reconciliation switched off (its trigger held) carries its side's cell from float64 too: that cell's
             # own failure is the bug's, not a new one. It need not be the entry the first difference matched (a clip pair
             # first parts at the clip coefficient, and SGD's weight-decay bug follows in the same step).
@@ -311,23 +302,23 @@ def _with_trace(
             cause = (f"{_label(matched[0])} {ids}: {at}, {described}; proven: with the switches {', '.join(trace.switches)} on, "
                      "the whole run is bitwise identical")
         elif identity_required:
-            verdict = "diverged"
+            verdict = Verdict.DIVERGED
             cause = (f"{at}, which {ids} describe{'s' if len(matched) == 1 else ''}, but {'it does' if len(matched) == 1 else 'they do'} "
                      f"not explain the whole difference: {why_not}")
-        elif verdict == "within_tolerance":
-            verdict = "known_difference"
+        elif verdict == Verdict.WITHIN_TOLERANCE:
+            verdict = Verdict.KNOWN_DIFFERENCE
             cause = (f"{_label(matched[0])} {ids}: {at}; matched, not proven ({why_not}); identity is not expected here and the "
                      "tolerance accepts it")
         else:
             cause += f"; {at}, matched by {ids} but not proven ({why_not})"
         extra += [line for k in matched for line in k.lines()]
-    elif first is not None and verdict != "identical":
+    elif first is not None and verdict != Verdict.IDENTICAL:
         cause += f"; first differs at step {first.step}, {first.point}"
-    elif trace.error is not None and verdict != "identical":
+    elif trace.error is not None and verdict != Verdict.IDENTICAL:
         cause += f"; not traced ({trace.error})"
     details = details | {
-        "trace": trace.to_json(), "known_difference": [k.id for k in matched] if verdict == "known_difference" else None,
-        "known_kinds": sorted({k.kind for k in matched}) if verdict == "known_difference" else None,
+        "trace": trace.to_json(), "known_difference": [k.id for k in matched] if verdict == Verdict.KNOWN_DIFFERENCE else None,
+        "known_kinds": sorted({k.kind for k in matched}) if verdict == Verdict.KNOWN_DIFFERENCE else None,
         "proven": proven, "stale_known_difference": stale[0].id if stale else None, "inert": sorted(inert) or None,
     }
     return verdict, [headline(a.pair, names, verdict, cause), *lines[1:], *extra], details
@@ -380,12 +371,12 @@ def _proven_crash(
     ids = ", ".join(k.id for k in matched)
     if not proven:
         cause = f"{failed[0].frontend} {failed[0].status}: {failed[0].reason}; it fails as {ids} describes, but {why_not}"
-        return _verdict(a, names, "error", [headline(a.pair, names, "error", cause), *trace.lines()],
+        return _verdict(a, names, Verdict.ERROR, [headline(a.pair, names, Verdict.ERROR, cause), *trace.lines()],
                         {"statuses": dict(zip(names, statuses.statuses, strict=True)), "known_difference": None, "proven": False})
     cause = (f"{_label(matched[0])} {ids}: {failed[0].frontend} fails as the entry describes ({failed[0].reason}); proven: with the "
              f"switches {', '.join(trace.switches)} on it runs, and the whole run is bitwise identical")
-    lines = [headline(a.pair, names, "known_difference", cause), *trace.lines(), *[line for k in matched for line in k.lines()]]
-    return _verdict(a, names, "known_difference", lines, {
+    lines = [headline(a.pair, names, Verdict.KNOWN_DIFFERENCE, cause), *trace.lines(), *[line for k in matched for line in k.lines()]]
+    return _verdict(a, names, Verdict.KNOWN_DIFFERENCE, lines, {
         "statuses": dict(zip(names, statuses.statuses, strict=True)), "known_difference": [k.id for k in matched], "proven": True,
         "known_kinds": sorted({k.kind for k in matched}), "excused": [failed[0].id], "excused_by": [k.id for k in matched],
         "trace": trace.to_json(),
@@ -407,6 +398,6 @@ def _status_verdict(a: CellResult, names: tuple[str, str], statuses: StatusFindi
     return _verdict(a, names, verdict, [headline(a.pair, names, verdict, lines[0]), *lines[1:]], details)
 
 
-def _verdict(a: CellResult, names: tuple[str, str], verdict: str, explanation: list[str], details: dict[str, Any]) -> PairVerdict:
+def _verdict(a: CellResult, names: tuple[str, str], verdict: Verdict, explanation: list[str], details: dict[str, Any]) -> PairVerdict:
     return PairVerdict(a.pair, a.script, a.mode, a.device, names, verdict, explanation, details, a.optimizer,
                        a.cell.feature)

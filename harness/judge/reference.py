@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.contract.optimizers import DEFAULT_OPTIMIZER
 from harness.judge.optimizer_updates import make_update
 from harness.model.efficiency import workload_flops
 from harness.model.verdicts import ReferenceDistance, finite_or_none
@@ -58,8 +59,8 @@ def reference_skip_reason(spec: WorkloadSpec) -> str | None:
 
 
 def run_reference(
-    spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int] = frozenset(), optimizer: str = "sgd",
-    feature: str = NO_FEATURE,
+    spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int] = frozenset(),
+    optimizer: str = DEFAULT_OPTIMIZER, feature: str = NO_FEATURE,
 ) -> Reference:
     """Train in float64 from the fixture ``arrays`` with ``optimizer`` (a row of
     :data:`harness.workload.optimizers.OPTIMIZERS`, with the spec's ``optimizer_args`` for it) in the loop of ``feature``

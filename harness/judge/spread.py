@@ -1,7 +1,7 @@
 """The round-to-round spread target: a cell's loop times as quiet as the machine they ran on (docs/timing.md).
 
 A cell's spread mixes its own irregularity with the machine's. The machine's is measured twice over in the same run:
-by the noise floor, a calibration loop timed after each of the cell's rounds (:mod:`harness.frontends.calibration`),
+by the noise floor, a calibration loop timed after each of the cell's rounds (:mod:`harness.worker_side.calibration`),
 and by each round's load, what else the guest saw running during it (:mod:`harness.run.machine_load`). The floor sets
 the bound. A single slow round escapes the floor, because the floor is timed after it, so one round in every
 :data:`SET_ASIDE_EVERY` may be set aside where the run shows the machine caused it: other processes took CPU during it, or
@@ -46,7 +46,7 @@ CV_MAX = 0.03
 #: scheduler noise alone is several percent).
 CV_MIN_LOOP_SECONDS = 0.5
 #: A cell's spread is judged against the machine's noise floor measured beside it (its calibration rounds, one after each
-#: timed round in the same worker: :mod:`harness.frontends.calibration`): the bound is the larger of CV_MAX and this
+#: timed round in the same worker: :mod:`harness.worker_side.calibration`): the bound is the larger of CV_MAX and this
 #: many times the floor's CV. A cell's spread cannot be quieter than the machine's at that moment; 1.5 times allows for the
 #: cell's own work (allocations, many small ops, R's interpreter between them) being less regular than a matmul loop.
 FLOOR_FACTOR = 1.5

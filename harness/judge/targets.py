@@ -6,6 +6,8 @@ on CPU, the tensor-core share to CUDA); a result is checked against those that a
 
 from __future__ import annotations
 
+from harness.contract.modes import FOUR_MODE_MATRIX, GPU_AUTOCAST, modes_in
+from harness.contract.optimizers import DEFAULT_OPTIMIZER
 from harness.judge.spread import check_spread
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.timing import Timing
@@ -35,9 +37,9 @@ OVERHEAD_MAX_SHARE = 0.01
 #: every point copied out and digested), a reconciled run where a known difference covers it, and its timed round (one at
 #: tiny, side by side): the bound holds that cost per cell, so the time grows with the cells, not per run.
 TINY_MATRIX_LIMIT_FACTOR = 3.0
-#: The modes issue 29 first set the bound on (the recipe's and the vignette's: default, autocast, autocast + scaler, +
-#: clipping; plain SGD): the benchmarks time that matrix beside the whole one.
-FOUR_MODES = ("default", "autocast", "autocast_scaler", "autocast_scaler_clip")
+#: The modes issue 29 first set the bound on (the recipe's and the vignette's, those whose declaration puts them in the
+#: four-mode matrix; plain SGD): the benchmarks time that matrix beside the whole one.
+FOUR_MODES = modes_in(FOUR_MODE_MATRIX)
 #: What tracing a cell may add to its own run (its record call is the traced call): at ``tiny`` at most 2 s …
 TRACE_TINY_MAX_SECONDS = 2.0
 #: … elsewhere at most this many times the cell's own run (its median timed workload). Its disk cost is bounded by
@@ -115,7 +117,7 @@ def _gpu_autocast(result: MatrixResult) -> list[TargetCheck]:
         return []
     checks = []
     for cell in result.cells:
-        if cell.language != "python" or cell.mode != "autocast" or not cell.ok:
+        if cell.language != "python" or GPU_AUTOCAST not in cell.cell.properties.target_sets or not cell.ok:
             continue
         efficiency = cell.efficiency
         share = efficiency.share_of_peak if efficiency else None

@@ -59,10 +59,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from harness.contract.dtypes import EPS as CONTRACT_EPS
+from harness.contract.modes import SCRIPTS, Mode, all_mode_names
+from harness.contract.optimizers import DEFAULT_OPTIMIZER, UPDATE_KIND_OF_CLASS
+from harness.contract.optimizers import UPDATE_KINDS as CONTRACT_UPDATE_KINDS
 from harness.errors import SpecError, UsageError
 from harness.model.verdicts import MEASURED_STEPS, Float64Bound, bound_growth
 from harness.workload.optimizers import OPTIMIZERS
-from harness.workload.scripts import SCRIPTS, Mode, all_mode_names
 from harness.workload.spec import AMP_DTYPES, DEVICES
 
 __all__ = [
@@ -77,32 +80,18 @@ JUDGING_POLICIES = ("strict", "tolerance_only")
 #: Strict unless asked: a release gated on this harness must not pass a real difference as rounding.
 DEFAULT_JUDGING = "strict"
 
-#: Machine epsilon (the gap between 1 and the next number) of each dtype a mode computes in:
-#: float32 has a 23-bit fraction (2^-23 ≈ 1.19e-7), bfloat16 a 7-bit one (2^-7 ≈ 7.8e-3, float32's
-#: range with 3 significant digits), float16 a 10-bit one (2^-10 ≈ 9.8e-4, with a narrow range that is
-#: why it needs a loss scaler). Round-to-nearest makes each rounding at most half of this, relatively.
-EPS: dict[str, float] = {"float32": 2.0**-23, "bfloat16": 2.0**-7, "float16": 2.0**-10}
+#: Machine epsilon of each dtype a mode computes in (harness/contract/dtypes.py says what each is).
+EPS: dict[str, float] = {name: CONTRACT_EPS[name] for name in ("float32", *AMP_DTYPES)}
 
-#: The precisions a mode computes in (:meth:`harness.workload.scripts.Mode.precision`): float32; the AMP dtype under
+#: The precisions a mode computes in (:meth:`harness.contract.modes.Mode.precision`): float32; the AMP dtype under
 #: autocast (float32 master weights, GEMMs in the AMP dtype); ``<dtype> weights``, everything in the AMP dtype. Each
 #: is measured in units of its dtype's EPS.
 PRECISIONS: tuple[str, ...] = ("float32", "bfloat16", "float16", "bfloat16 weights", "float16 weights")
 
-#: How an optimizer's update answers a rounding error in the gradient, which decides how far rounding carries a run
-#: from float64. ``proportional``: the update is the gradient (or a sum of past ones) times a rate that does not
-#: depend on the current gradient's size (SGD with or without momentum, ASGD; Adagrad, whose denominator is the sum of
-#: every past square, from ``initial_accumulator_value``, so one noisy gradient barely moves it): a gradient error of
-#: x moves the weight by lr·x. ``normalising``: the update is divided by a running size of recent gradients, or is
-#: its sign (RMSprop, Adam, AdamW, Adadelta, Rprop): a gradient that is rounding noise (an element near 0, a ReLU at
-#: its kink) still takes a step of about lr, in the direction the noise points. Measured (tiny, bf16 autocast, 20
-#: steps, final weights rel L2): proportional 5.9e-5 (Adagrad) to 6.8e-4 (SGD momentum); normalising 2.4e-3
-#: (Adadelta) to 5.0e-2 (RMSprop) and 4.9e-2 (Rprop): up to 74x further for the same rounding.
-UPDATE_KINDS: tuple[str, ...] = ("proportional", "normalising")
-#: Each PyTorch class's kind (the optimizer table's rows name one).
-_KIND_OF_CLASS: dict[str, str] = {
-    "SGD": "proportional", "ASGD": "proportional", "Adagrad": "proportional",
-    "RMSprop": "normalising", "Adam": "normalising", "AdamW": "normalising", "Adadelta": "normalising", "Rprop": "normalising",
-}
+#: The kinds of update (:data:`harness.contract.optimizers.UPDATE_KINDS`) the tolerances are keyed by. Measured (tiny,
+#: bf16 autocast, 20 steps, final weights rel L2): proportional 5.9e-5 (Adagrad) to 6.8e-4 (SGD momentum); normalising
+#: 2.4e-3 (Adadelta) to 5.0e-2 (RMSprop) and 4.9e-2 (Rprop): up to 74x further for the same rounding.
+UPDATE_KINDS: tuple[str, ...] = CONTRACT_UPDATE_KINDS
 
 
 #: (loss_rtol, weight_rtol) of a pair at MEASURED_STEPS, in units of the precision's dtype's EPS, per precision and
@@ -195,7 +184,7 @@ def check_judging(judging: str) -> str:
 def precision_for(mode: str | Mode, amp_dtype: str) -> str:
     """The precision whose rounding dominates ``mode`` (one of ``PRECISIONS``): :meth:`Mode.precision`.
 
-    ``mode`` is a :class:`~harness.workload.scripts.Mode`, or a mode's name, for callers that still pass names: every
+    ``mode`` is a :class:`~harness.contract.modes.Mode`, or a mode's name, for callers that still pass names: every
     script that declares a name gives it the same precision (``default`` is float32 in both), so the name decides it.
 
     Raises:
@@ -205,7 +194,7 @@ def precision_for(mode: str | Mode, amp_dtype: str) -> str:
         raise SpecError("amp_dtype", amp_dtype, f"one of {', '.join(map(repr, AMP_DTYPES))}")
     if isinstance(mode, Mode):
         return mode.precision(amp_dtype)
-    precisions = {m.precision(amp_dtype) for pair in SCRIPTS.values() for m in pair.modes if m.name == mode}
+    precisions = {m.precision(amp_dtype) for script in SCRIPTS.values() for m in script.modes if m.name == mode}
     if len(precisions) != 1:
         raise SpecError("mode", mode, f"one of {', '.join(map(repr, all_mode_names()))}")
     return precisions.pop()
@@ -216,18 +205,18 @@ def update_kind(optimizer: str) -> str:
 
     Raises:
         SpecError: no such row, or a row whose class has no measured kind (measure it with ``tests/float64_distance.py``
-            and add the class to ``_KIND_OF_CLASS``).
+            and add the class to ``UPDATE_KIND_OF_CLASS``).
     """
     row = OPTIMIZERS.get(optimizer)
     if row is None:
         raise SpecError("optimizer", optimizer, f"one of {', '.join(map(repr, OPTIMIZERS))}")
-    if row.python not in _KIND_OF_CLASS:
+    if row.kind is None:
         raise SpecError(
             "optimizer", optimizer,
-            f"a row whose PyTorch class has a measured kind of update ({', '.join(_KIND_OF_CLASS)}); torch.optim.{row.python} "
-            "has none: measure it with tests/float64_distance.py and add it to _KIND_OF_CLASS in harness/judge/tolerances.py",
+            f"a row whose PyTorch class has a measured kind of update ({', '.join(UPDATE_KIND_OF_CLASS)}); torch.optim.{row.python} "
+            "has none: measure it with tests/float64_distance.py and add it to UPDATE_KIND_OF_CLASS in harness/contract/optimizers.py",
         )
-    return _KIND_OF_CLASS[row.python]
+    return row.kind
 
 
 def _keys(mode: str | Mode, device: str, amp_dtype: str, steps: int, optimizer: str) -> tuple[str, str, str]:
@@ -246,7 +235,7 @@ def _eps_of(precision: str) -> float:
 
 
 def tolerance_for(
-    mode: str | Mode, device: str, amp_dtype: str, steps: int, same_libtorch: bool, optimizer: str = "sgd"
+    mode: str | Mode, device: str, amp_dtype: str, steps: int, same_libtorch: bool, optimizer: str = DEFAULT_OPTIMIZER
 ) -> Tolerance:
     """The tolerance for a pair of cells running ``mode`` with ``optimizer`` (a row of the optimizer table; plain SGD
     unless given) for ``steps`` optimizer steps.
@@ -398,7 +387,7 @@ _FLOAT64_BOUND_IN_EPS: dict[str, dict[str, tuple[float, float]]] = {
 }
 
 
-def float64_bound_for(mode: str | Mode, device: str, amp_dtype: str, steps: int, optimizer: str = "sgd") -> Float64Bound:
+def float64_bound_for(mode: str | Mode, device: str, amp_dtype: str, steps: int, optimizer: str = DEFAULT_OPTIMIZER) -> Float64Bound:
     """The bound on the distance from float64 of one cell running ``mode`` (a :class:`Mode`, or its name) with
     ``optimizer`` (a row of the optimizer table; plain SGD unless given) after ``steps`` optimizer steps.
 

@@ -23,9 +23,9 @@ import numpy as np
 from safetensors.numpy import load_file
 
 from harness.files.bounded_read import FileFormatError, check_regular_file
-from harness.frontends.tensor_bytes import ulp_distance
 from harness.judge.tolerances import Tolerance
 from harness.model.weights import TensorComparison, TensorDigest
+from harness.worker_side.tensor_bytes import ulp_distance
 
 __all__ = [
     "KeptWeights", "TensorFindings", "UnreadableWeights", "WeightFindings", "find_weights", "judge_tensor", "measure_tensor",

@@ -2,6 +2,6 @@
 
 The types a result is made of (:mod:`~harness.model.result`, :mod:`~harness.model.record`,
 :mod:`~harness.model.timing`, :mod:`~harness.model.efficiency`, :mod:`~harness.model.verdicts`,
-:mod:`~harness.model.trace`) and the numbers derived from them by arithmetic alone (timing statistics and
+:mod:`~harness.model.pair_trace`) and the numbers derived from them by arithmetic alone (timing statistics and
 ratios, efficiency). It imports only the workload and the worker side's tensor bytes; everything above reads it.
 """

@@ -1,6 +1,6 @@
 """One cell's trace as a result stores it: every named point of its record call, digested, in a file beside its weights.
 
-A traced call hands every ``trace_point`` to a recorder (:mod:`harness.frontends.trace_recorder`) as
+A traced call hands every ``trace_point`` to a recorder (:mod:`harness.worker_side.trace_recorder`) as
 ``[step, name, dtype, shape, digest, value]`` (``value`` for a one-element tensor). Recording them with each cell, not
 with each pair, is what lets a pair be traced wherever its two cells meet: in the run that made them, or in a
 ``harness merge`` of two CI slices or two machines, without their workers. The same cell may also carry a *reconciled*
@@ -46,7 +46,7 @@ _FORMAT = "amp-parity cell trace 2"
 #: The format before the hash was named in the file: every point SHA-256's.
 _FORMAT_SHA256 = "amp-parity cell trace 1"
 #: The hashes a stored trace's points may be digested with: the one workers use now
-#: (``harness.frontends.trace_recorder.POINT_DIGEST``, which tests/unit/frontends/test_trace_recorder.py holds among
+#: (``harness.worker_side.trace_recorder.POINT_DIGEST``, which tests/unit/worker_side/test_trace_recorder.py holds among
 #: these) and the older one a reader still accepts.
 DIGESTS = ("blake3", "sha256")
 #: A trace holds a few thousand points at any preset (their number grows with steps, not sizes): this bounds what a

@@ -1,7 +1,7 @@
 """Efficiency of a cell against the hardware: FLOPs from the spec, achieved TFLOP/s, share of a measured peak.
 
 The peak is measured by the harness in the same run, on the same device and in the cell's GEMM dtype
-(:mod:`harness.frontends.matmul_peak`, run in the Python worker): a cell then reads "x % of this machine's measured peak", not a datasheet
+(:mod:`harness.worker_side.matmul_peak`, run in the Python worker): a cell then reads "x % of this machine's measured peak", not a datasheet
 figure the machine may never reach. A share above 100 % would mean the peak did not bound the cell's
 GEMMs (another kernel path, or a measurement the machine's noise pulled down): no share is given then,
 and ``share_note`` says why, rather than a number that cannot be true.
@@ -12,14 +12,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from harness.contract.modes import Mode
 from harness.workload.spec import WorkloadSpec
 
-if TYPE_CHECKING:  # the result holds an Efficiency; this module only reads a cell and the peaks
-    from harness.model.result import CellResult, Peaks
-
-__all__ = ["Efficiency", "cell_efficiency", "gemm_dtype", "step_flops", "workload_flops"]
+__all__ = ["Efficiency", "gemm_dtype", "step_flops", "workload_flops"]
 
 
 def step_flops(spec: WorkloadSpec) -> float:
@@ -40,43 +38,14 @@ def workload_flops(spec: WorkloadSpec) -> float:
     return step_flops(spec) * spec.steps
 
 
-def gemm_dtype(mode: str, spec: WorkloadSpec) -> str:
-    """The dtype a mode's GEMMs run in, hence the peak it is compared with."""
-    return "float32" if mode == "default" else str(spec.amp_dtype)
-
-
-def cell_efficiency(cell: CellResult, spec: WorkloadSpec, peaks: Peaks) -> Efficiency | None:
-    """FLOPs, achieved TFLOP/s (over the median timed loop) and the share of the measured peak.
-
-    ``peaks.by_dtype`` maps a dtype to :func:`harness.frontends.matmul_peak.measure_matmul_peak`'s result (or to nothing).
-    ``None`` for a cell that produced no record.
-    """
-    if cell.record is None:
-        return None
-    seconds = (cell.timing.loop.median if cell.timing is not None else None) or cell.record.seconds_total
-    flops = workload_flops(spec)
-    tflops = flops / seconds / 1e12 if seconds > 0 else None
-    dtype = gemm_dtype(cell.mode, spec)
-    peak = peaks.by_dtype.get(dtype) or {}
-    peak_tflops = peak.get("tflops")
-    share = tflops / peak_tflops if tflops is not None and peak_tflops else None
-    note = None
-    if share is not None and share > 1:
-        note = (
-            f"no share of peak: the cell reached {tflops:.3g} TFLOP/s, {share:.0%} of the {peak_tflops:.3g} TFLOP/s measured "
-            f"for {dtype} square {peak.get('n')}³ matmuls, so that measurement does not bound this cell's GEMMs here "
-            "(another kernel path, or the machine was busier while the peak was measured)"
-        )
-        share = None
-    return Efficiency(
-        flops=flops, step_flops=step_flops(spec), seconds=seconds, tflops=tflops,
-        gemm_dtype=dtype, peak_tflops=peak_tflops, share_of_peak=share, share_note=note,
-    )
+def gemm_dtype(mode: Mode, spec: WorkloadSpec) -> str:
+    """The dtype a mode's GEMMs run in under ``spec`` (:meth:`Mode.gemm_dtype`), hence the peak it is compared with."""
+    return mode.gemm_dtype(str(spec.amp_dtype))
 
 
 @dataclass(frozen=True)
 class Efficiency:
-    """A cell against the hardware (:func:`harness.model.efficiency.cell_efficiency` says how each is found)."""
+    """A cell against the hardware (:func:`harness.model.cell_efficiency.cell_efficiency` says how each is found)."""
 
     flops: float
     step_flops: float

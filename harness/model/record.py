@@ -1,7 +1,7 @@
 """A script's run record, typed: what one call of ``run_workload`` returned (``docs/contract.md``).
 
-A leaf of the result model (:mod:`harness.model.result` re-exports it); its fields and version are the contract's
-(:mod:`harness.workload.contract`), the one list both languages' scripts read.
+A leaf of the result model (:mod:`harness.model.result` re-exports it); its fields, their kinds and the version that
+added each are the contract's (:mod:`harness.contract.record`), the one list both languages' scripts read.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from harness.workload.contract import RECORD_SCHEMA_VERSION
+from harness.contract.optimizers import DEFAULT_OPTIMIZER
+from harness.contract.record import RECORD_FIELDS, RECORD_SCHEMA_VERSION
 
 __all__ = ["RECORD_SCHEMA_VERSION", "RunRecord"]
 
@@ -60,16 +61,17 @@ class RunRecord:
     #: What the script lifted from the binding to run this cell (R's scaler on CPU), or None: nothing.
     lifted_check: str | None = None
     #: The optimizer row the script built (records before version 5 ran plain SGD).
-    optimizer: str = "sgd"
+    optimizer: str = DEFAULT_OPTIMIZER
     #: The steps at which the script put the overflow it was asked for (version 5; older records: not said, None).
     injected_steps: tuple[int, ...] | None = None
     #: The reconciliation switches the script applied (docs/known-differences.md).
     switches: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
-    _SEQUENCES = ("losses", "loss_scale", "skipped", "seconds_per_epoch", "injected_steps")
-    #: Fields each record version added, which an older record does not have (stored again as it came).
-    _ADDED_IN: ClassVar[dict[str, int]] = {"lifted_check": 4, "optimizer": 5, "injected_steps": 5, "switches": 5}
+    _SEQUENCES: ClassVar[tuple[str, ...]] = tuple(f.name for f in RECORD_FIELDS if f.is_list and f.name != "switches")
+    #: Fields each record version from 4 on added, which an older record does not have (stored again as it came; the
+    #: fields versions 2 and 3 added are read as null from a record that lacks them, and stored so).
+    _ADDED_IN: ClassVar[dict[str, int]] = {f.name: f.since for f in RECORD_FIELDS if f.since >= 4}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunRecord:

@@ -2,10 +2,10 @@
 
 A run produces one :class:`MatrixResult`: its spec (a real :class:`~harness.workload.spec.WorkloadSpec`, so
 ``steps`` is read from it, never recomputed), one :class:`CellResult` per matrix cell, the pair and
-performance targets, and what the machine was. The modules that compute these things (runner,
-measurements, judge) import this module; it imports none of them, only leaf
-modules (errors, spec, matrix, protocol, result_shape, and the model's own leaves run_record, measured and
-verdicts, whose types it re-exports), so there is no cycle.
+performance targets, and what the machine was. The modules that compute these things (runner, measurements, judge,
+:mod:`harness.model.cell_efficiency`) import this module; it imports none of them, only the contract, the workload
+spec and cells, and the model's leaves (record, timing, efficiency, verdicts, trace, cell_trace, shape, provenance,
+weights, phases), whose types it re-exports.
 
 Nothing here mutates: a cell filled in stages (the record call, then timing, efficiency, verdict) is
 built again with :func:`dataclasses.replace`. ``from_json`` reads the current schema only;
@@ -24,20 +24,20 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from harness.contract.modes import SCRIPTS
 from harness.errors import ResultError
 from harness.model.cell_trace import TraceFile
 from harness.model.efficiency import Efficiency
+from harness.model.pair_trace import PairTrace
 from harness.model.phases import Phases
 from harness.model.provenance import Provenance
 from harness.model.record import RECORD_SCHEMA_VERSION, RunRecord
 from harness.model.shape import check_result_shape
 from harness.model.timing import MIN_ROUNDS_FOR_SPREAD, Stats, Timing, TimingProtocol, TimingSamples, for_want_of_spread, ratio
-from harness.model.trace import PairTrace
-from harness.model.verdicts import CELL_OUTCOMES, CellVerdict, Float64Check, PairVerdict, ReferenceDistance, TargetCheck
+from harness.model.verdicts import CELL_OUTCOMES, CellVerdict, Float64Check, PairVerdict, ReferenceDistance, TargetCheck, Verdict
 from harness.model.weights import FinalWeights
 from harness.workload.features import NO_FEATURE
 from harness.workload.matrix import Cell
-from harness.workload.scripts import SCRIPTS
 from harness.workload.spec import WorkloadSpec
 
 __all__ = [
@@ -73,7 +73,7 @@ __all__ = [
 #: (version 2 stored it relative to the working directory of the run). Version 4 stores
 #: ``time_vs_default`` (this cell's time ÷ its frontend's default cell's: what every view shows) and
 #: ``time_vs_default_note`` instead of version 3's inverse, ``speedup_vs_default`` / ``speedup_note``.
-#: Version 5 adds ``traces``: each traced pair's :class:`~harness.model.trace.PairTrace` (where its runs part).
+#: Version 5 adds ``traces``: each traced pair's :class:`~harness.model.pair_trace.PairTrace` (where its runs part).
 #: Version 6 renames ``figures`` to ``targets`` (each entry's ``figure`` to ``name``) and adds the worst tensor to each
 #: cell's ``reference_distance``: every verdict is judged on load from what the result stores (:mod:`harness.judge.assess`).
 #: Version 7 adds installations as frontends: each cell's ``installation`` (what ran it, what its worker reported), the
@@ -137,7 +137,7 @@ class CellResult:
     time_vs_default: float | None = None
     time_vs_default_note: str | None = None
     #: The installation that ran it: how the user named it (language, interpreter, R library or activation
-    #: script) and what its worker reported (libtorch version and build, CPU, host; :mod:`harness.frontends.installation_facts`).
+    #: script) and what its worker reported (libtorch version and build, CPU, host; :mod:`harness.worker_side.installation_facts`).
     #: Kept per cell, so a result merged from many machines still says what ran each one.
     installation: Mapping[str, Any] | None = None
     #: The record call's trace (every named point, digested: :mod:`harness.model.cell_trace`), beside the weights; and
@@ -434,11 +434,11 @@ class MatrixResult:
         """The cells whose failure a judged pair excuses, each with that pair: a crash that is a known R torch bug, or a cell
         on the side of a bug its pair's traces part at, each proven by its switch (:mod:`harness.judge.pairs` decides;
         this reads what the pairs say)."""
-        excused = {cell: p for p in self.pairs if p.verdict == "known_difference" for cell in p.details.get("excused") or ()}
+        excused = {cell: p for p in self.pairs if p.verdict == Verdict.KNOWN_DIFFERENCE for cell in p.details.get("excused") or ()}
         # A cell bitwise identical to an excused one fails the same way, whichever of them was the baseline (r and
         # r2=r): the excuse follows identical pairs, so it never depends on the frontends' order.
         ids = {(c.pair, c.frontend): c.id for c in self.cells}
-        identical = [tuple(ids.get((p.pair, f)) for f in p.frontends) for p in self.pairs if p.verdict == "identical"]
+        identical = [tuple(ids.get((p.pair, f)) for f in p.frontends) for p in self.pairs if p.verdict == Verdict.IDENTICAL]
         grown = True
         while grown:
             grown = False

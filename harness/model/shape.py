@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, NoReturn
 
+from harness.contract.record import RECORD_FIELDS
 from harness.errors import ResultError, SpecError, UsageError
 from harness.model.timing import TimingProtocol
 from harness.workload.installations import LANGUAGES
@@ -227,23 +228,20 @@ _DISTANCE = _object({"max_rel_loss_error": _nullable(_NUMBER), "final_weights_re
                     optional={"worst_tensor", "worst_tensor_rel_error"}, expected="an object (the cell's distance from float64)")
 _GEMM_PROFILE = _object({"half_share": _nullable(_NUMBER), "gemm_seconds": _nullable(_NUMBER)},
                         optional={"half_share", "gemm_seconds"}, expected="an object (a GEMM profile)")
-#: Every record field (``docs/contract.md``): a record is stored as its script wrote it, and read by the record check,
-#: the judges and the views. Values are the record check's (:func:`harness.judge.record_check.judge_record`).
-_RECORD_FIELDS: dict[str, Check] = {
-    "schema_version": _INT, "frontend": _STR, "script": _STR, "mode": _STR, "device": _STR, "amp_dtype": _nullable(_STR),
-    "losses": _NUMBERS, "final_loss": _nullable(_NUMBER), "loss_scale": _nullable(_NUMBERS),
-    "skipped": _nullable(_list(_BOOL, "a list of true or false")), "skipped_steps": _nullable(_INT),
-    "output_dtype": _nullable(_STR), "loss_dtype": _nullable(_STR), "weights_path": _nullable(_STR),
-    "seconds_total": _nullable(_NUMBER), "seconds_per_epoch": _nullable(_NUMBERS), "seconds_workload": _nullable(_NUMBER),
-    "gc_seconds": _nullable(_NUMBER), "clock": _nullable(_STR), "peak_memory_bytes": _nullable(_NUMBER),
-    "torch_version": _nullable(_STR), "libtorch_version": _nullable(_STR), "language_version": _nullable(_STR),
-    "threads": _nullable(_INT), "device_name": _nullable(_STR), "lifted_check": _nullable(_STR),
-    "optimizer": _nullable(_STR), "injected_steps": _nullable(_INTS), "switches": _nullable(_STRINGS),
+#: A record field's check, by its kind (:data:`harness.contract.record.KINDS`).
+_KIND_CHECK: dict[str, Check] = {
+    "int": _INT, "number": _NUMBER, "string": _STR, "list of numbers": _NUMBERS, "list of ints": _INTS,
+    "list of flags": _list(_BOOL, "a list of true or false"), "list of strings": _STRINGS,
 }
-_RECORD = _object(_RECORD_FIELDS, optional=set(_RECORD_FIELDS) - {"schema_version", "frontend", "script", "mode", "device", "losses"},
+#: Every record field (:mod:`harness.contract.record`): a record is stored as its script wrote it, and read by the record
+#: check, the judges and the views. A stored record may lack, or hold null in, any field but those every version has.
+_RECORD_FIELDS: dict[str, Check] = {
+    f.name: _KIND_CHECK[f.kind] if f.always else _nullable(_KIND_CHECK[f.kind]) for f in RECORD_FIELDS
+}
+_RECORD = _object(_RECORD_FIELDS, optional={f.name for f in RECORD_FIELDS if not f.always},
                   expected="an object (the cell's run record)")
 #: What a cell's installation holds: how the user named it (:class:`harness.workload.installations.Installation`) and what
-#: its worker reported (:func:`harness.frontends.installation_facts.installation_facts`); pairs are judged by these facts.
+#: its worker reported (:func:`harness.worker_side.installation_facts.installation_facts`); pairs are judged by these facts.
 _INSTALLATION_TEXT = ("python", "r_libs", "activate", "torch_version", "libtorch_version", "libtorch_path", "libtorch_build",
                       "interpreter", "host", "cpu", "machine", "language_version", "device_name", "cuda", "r_library",
                       "torch_package")

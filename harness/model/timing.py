@@ -16,7 +16,7 @@ and optimizer, R torch's ``nn_linear`` modules among them) is the frontend's own
 frontend (``setup_seconds``, :func:`harness.views.timing_sections.frontend_costs`), never charged to the harness.
 The machine's own noise: after each timed round of a cell the spread target checks
 (:func:`harness.judge.spread.spread_checked`), the same worker times a fixed loop of matrix products as long as the
-cell's loop (:mod:`harness.frontends.calibration`); the spread of those rounds (``floor``) is the noise floor the
+cell's loop (:mod:`harness.worker_side.calibration`); the spread of those rounds (``floor``) is the noise floor the
 cell's spread is judged against, measured at the same moments on the same cores.
 Garbage collection: Python's collector is off inside the loop; R's cannot be, so R collects before the
 loop and reports the seconds it spent collecting inside it (``gc_seconds``). Threads: both frontends

@@ -11,13 +11,17 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
+
+from harness.contract.optimizers import DEFAULT_OPTIMIZER
 
 __all__ = [
     "CELL_OUTCOMES",
     "MEASURED_STEPS",
     "CellVerdict",
     "TargetCheck",
+    "Verdict",
     "Float64Bound",
     "Float64Check",
     "PairVerdict",
@@ -34,6 +38,35 @@ __all__ = [
 CELL_OUTCOMES = ("pass", "fail", "excused", "not_judged")
 
 
+class Verdict(StrEnum):
+    """What judging a pair found (docs/judging.md). ``identical``: losses, weights and scales bitwise equal.
+    ``within_tolerance``: not identical, every difference inside the tolerance policy, and identity not required.
+    ``diverged``: a real difference (beyond tolerance, or not bitwise identical where ``strict`` expects identity).
+    ``known_difference``: not identical, and known differences explain the whole of it. ``stale_known_difference``:
+    identical, but the trace shows the trigger of an entry that covers this pair. ``unsupported`` / ``error`` /
+    ``skipped``: a side gave no comparable run (``error`` also covers a numerical failure and unreadable weights).
+    """
+
+    IDENTICAL = "identical"
+    WITHIN_TOLERANCE = "within_tolerance"
+    KNOWN_DIFFERENCE = "known_difference"
+    DIVERGED = "diverged"
+    STALE_KNOWN_DIFFERENCE = "stale_known_difference"
+    UNSUPPORTED = "unsupported"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+    @property
+    def ok(self) -> bool:
+        """The two frontends agree: bitwise, within tolerance, or as a known difference says."""
+        return self in (Verdict.IDENTICAL, Verdict.WITHIN_TOLERANCE, Verdict.KNOWN_DIFFERENCE)
+
+    @property
+    def failing(self) -> bool:
+        """The verdict fails a run (exit status 1)."""
+        return self in (Verdict.DIVERGED, Verdict.STALE_KNOWN_DIFFERENCE)
+
+
 @dataclass(frozen=True)
 class PairVerdict:
     """The judgement of one pair, with every line a person needs to act on it."""
@@ -43,18 +76,21 @@ class PairVerdict:
     mode: str
     device: str
     frontends: tuple[str, str]
-    verdict: str
+    verdict: Verdict
     explanation: list[str] = field(default_factory=list, hash=False)
     details: dict[str, Any] = field(default_factory=dict, hash=False)
     #: The optimizer row both cells ran (results before schema 8: plain SGD).
-    optimizer: str = "sgd"
+    optimizer: str = DEFAULT_OPTIMIZER
     #: The loop feature both cells ran (harness/workload/features.py; ``none``, the plain loop, is not stored).
     feature: str = "none"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "verdict", Verdict(self.verdict))  # a name no verdict has is refused here, not misread later
 
     @property
     def ok(self) -> bool:
         """True when the two frontends agree (bitwise, within tolerance, or as a known difference says)."""
-        return self.verdict in ("identical", "within_tolerance", "known_difference")
+        return Verdict(self.verdict).ok
 
     @property
     def summary(self) -> str:
@@ -71,8 +107,8 @@ class PairVerdict:
         """The verdict stored in a result's ``pairs`` (the inverse of :meth:`to_json`)."""
         return cls(
             pair=data["pair"], script=data["script"], mode=data["mode"], device=data["device"],
-            frontends=(data["frontends"][0], data["frontends"][1]), verdict=data["verdict"],
-            explanation=list(data["explanation"]), details=dict(data["details"]), optimizer=data.get("optimizer", "sgd"),
+            frontends=(data["frontends"][0], data["frontends"][1]), verdict=Verdict(data["verdict"]),
+            explanation=list(data["explanation"]), details=dict(data["details"]), optimizer=data.get("optimizer", DEFAULT_OPTIMIZER),
             feature=data.get("feature", "none"),
         )
 

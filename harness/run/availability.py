@@ -122,7 +122,7 @@ def probe_host() -> Availability:
     seconds: an Rscript that loads R torch, and an interpreter that loads R through rpy2).
 
     Why: the run's R worker is the R the probe would start, and it loads R torch anyway; it answers the probe's questions
-    when it starts (harness/frontends/r_handler.py), so the run waits for one R start, not two. ``r_probed`` is ``False``
+    when it starts (harness/worker_side/r_handler.py), so the run waits for one R start, not two. ``r_probed`` is ``False``
     until then.
     """
     return Availability(

@@ -39,7 +39,7 @@ class Frontend:
     """A language binding under test, as one installation runs it.
 
     ``unsupported`` lists the ``(scaler, device)`` cells the binding is known to refuse: every cell whose mode uses that
-    kind of loss scaler (:data:`harness.workload.scripts.SCALERS`) on that device, whatever its script; they still run,
+    kind of loss scaler (:data:`harness.contract.modes.SCALERS`) on that device, whatever its script; they still run,
     and the binding's own error becomes the reason of an ``unsupported`` cell (if one starts to succeed, the strict
     expected-failure tests turn red, so the list is kept honest).
     """
@@ -76,11 +76,11 @@ class Frontend:
 
 #: Each language's frontend, as this harness's own interpreter and R run it.
 LANGUAGE_FRONTENDS: dict[str, Frontend] = {
-    "python": Frontend("python", "harness.frontends.python_handler:PythonHandler"),
+    "python": Frontend("python", "harness.worker_side.python_handler:PythonHandler"),
     # R torch's cuda_amp_grad_scaler() scales CUDA tensors only (R/autocast.R): on CPU an enabled one errors, unless the
     # script lifts that one check (make_grad_scaler() in r_scripts/common.R); a disabled one passes its calls through.
     "r": Frontend(
-        "r", "harness.frontends.r_handler:RHandler", frozenset({("dynamic", "cpu")}), lifted=frozenset({("dynamic", "cpu")}),
+        "r", "harness.worker_side.r_handler:RHandler", frozenset({("dynamic", "cpu")}), lifted=frozenset({("dynamic", "cpu")}),
     ),
 }
 #: The default frontends by name (``python``, ``r``).
@@ -168,7 +168,7 @@ def worker_env(installation: Installation, timeout: float | None = None) -> dict
 def check_described(installation: Installation, env: Mapping[str, str | None], facts: Mapping[str, Any]) -> None:
     """Refuse an R installation whose worker loaded an R torch that is not the one it names.
 
-    What the worker reports (:class:`harness.frontends.r_handler.RHandler`: the library its torch package was loaded from,
+    What the worker reports (:class:`harness.worker_side.r_handler.RHandler`: the library its torch package was loaded from,
     the ``libtorch_cpu.so`` it mapped) must lie where the installation points: its torch package in a library it names
     (``NAME=r:DIR``, or what its activation script or ``env`` put on ``R_LIBS``), or its libtorch under the ``TORCH_HOME``
     it names. Otherwise it is some other R torch under this name (a ``DIR`` without torch, an activation that exited

@@ -1,6 +1,6 @@
 """What else the machine did while a timed round ran: other processes' CPU time and the worker's page faults.
 
-A round that runs slow may be the cell's own doing or the machine's. The noise floor (:mod:`harness.frontends.calibration`)
+A round that runs slow may be the cell's own doing or the machine's. The noise floor (:mod:`harness.worker_side.calibration`)
 is timed in the moments after a round, so a single slow round escapes it. Two things the guest can see *during* the round
 tell the causes apart: the CPU time every other process took (system-wide busy time from ``/proc/stat``, less the worker's
 and this harness's own), and the page faults the worker took (the allocator handing memory back to the system and taking

@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 #: first scale tensor) are behind it.
 PROFILED_STEP = 3
 #: Products in the one untimed calibration call that sizes a cell's floor rounds (its seconds per product): 50 of
-#: harness/frontends/calibration.py's 256³ take 2-15 ms on CPU, a fraction of one ``bench`` round, and average over the
+#: harness/worker_side/calibration.py's 256³ take 2-15 ms on CPU, a fraction of one ``bench`` round, and average over the
 #: first product's extra cost (the timed rounds then run about as long as the cell's loop, within a few tens of percent).
 FLOOR_SIZING_PRODUCTS = 50
 
@@ -62,7 +62,7 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
 
     A cell the spread target checks (:func:`harness.judge.spread.spread_checked`, over its last untimed call's loop) has
     the machine's noise floor timed beside it: one calibration round right after each of its timed rounds, in the same
-    worker, so a drift of the machine lands on both (:mod:`harness.frontends.calibration`), each about as long as the
+    worker, so a drift of the machine lands on both (:mod:`harness.worker_side.calibration`), each about as long as the
     cell's loop. Other cells get none, nor any cell with too few rounds for a spread (side by side): floors only where a
     spread is judged.
     """
@@ -119,7 +119,7 @@ def _warm_up(pool: WorkerPool, c: CellResult, protocol: TimingProtocol, log: Rou
 def _calibration_request(pool: WorkerPool, cell: CellResult, iterations: int) -> dict[str, object]:
     """The request for the noise-floor loop in the cell's GEMM dtype (float32, or the AMP dtype under autocast)."""
     spec = pool.spec
-    return {"kind": "calibrate", "device": cell.device, "dtype": gemm_dtype(cell.mode, spec), "threads": spec.threads,
+    return {"kind": "calibrate", "device": cell.device, "dtype": gemm_dtype(cell.cell.properties, spec), "threads": spec.threads,
             "iterations": iterations}
 
 
@@ -190,7 +190,7 @@ def measure_peaks(pool: WorkerPool, cells: Sequence[CellResult], progress: Progr
     Measured after the cells, with the spec's device and threads, so "share of peak" compares like with like.
     """
     spec = pool.spec
-    dtypes = sorted({gemm_dtype(c.mode, spec) for c in cells if c.status is Status.OK})
+    dtypes = sorted({gemm_dtype(c.cell.properties, spec) for c in cells if c.status is Status.OK})
     measurer = pool.peak_frontend()
     reason = "no Python frontend in this run" if measurer is None else pool.unavailable_reason(measurer)
     if not dtypes or measurer is None or reason is not None:
@@ -228,7 +228,7 @@ def profile_cells(pool: WorkerPool, cells: Sequence[CellResult], progress: Progr
         except WorkerError as err:
             profiled.append(dataclasses.replace(c, gemm_profile={"error": str(err)}))
             continue
-        profiled.append(dataclasses.replace(c, gemm_profile=profile, gemm_problem=amp_gemm_problem(c.mode, profile)))
+        profiled.append(dataclasses.replace(c, gemm_profile=profile, gemm_problem=amp_gemm_problem(c.cell.properties, profile)))
     return profiled
 
 

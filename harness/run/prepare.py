@@ -14,13 +14,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness.contract.modes import SCRIPTS
+from harness.contract.optimizers import DEFAULT_OPTIMIZER
 from harness.errors import ExitCode, SpecError, UsageError
-from harness.workload.contract import script_run_spec
 from harness.workload.features import NO_FEATURE
 from harness.workload.fixtures import FixtureFile, ensure_fixtures
 from harness.workload.flags import OneLineParser, add_spec_arguments, path_argument, spec_from_args
 from harness.workload.optimizers import OPTIMIZERS
-from harness.workload.scripts import SCRIPTS
+from harness.workload.run_spec import run_spec_for
 from harness.workload.spec import WorkloadSpec
 
 __all__ = [
@@ -46,18 +47,11 @@ _YOUNG_COLLECTION_PRESETS = ("tiny",)
 def collect_before_loop(spec: WorkloadSpec) -> str:
     """What R collects before its timed loop: ``full`` (every generation) or ``young`` (the young generation only).
 
-    R frees a tensor only when its collector finds it dead (Python at once, by reference counting), and a tensor that was
-    alive at one of R's collections during a loop is promoted to an older generation, which a young collection does not
-    look at: after a young collection the next call's loop still finds much of the previous call's memory held, allocates
-    afresh, and pays the page faults, in some rounds and not others. Measured at ``bench`` (R, ``with_autocast`` default,
-    20 rounds): 4,000–7,000 page faults in most early rounds, loop median 0.449 s, CV 2.1–5.7 %; with a full collection
-    no faults after the first round, median 0.430 s (4 % less), CV 1.1–1.2 % against a floor of 0.1–0.8 %. A full
-    collection costs ~45 ms with R torch loaded, outside the loop (the script's set-up): nothing beside ``bench``'s
-    half-second loops, but as much again as a ``tiny`` call, whose loops of milliseconds allocate little, so ``tiny`` keeps
-    the young one. With ``full``, R also takes any escalation of its collector that is due within the loop's next few
-    collections before the loop (``collect_ahead()`` in common.R: R's counters make every 21st collection a level 1 or
-    2 one, and a full collection does not reset them), 0.8 young collections a call on average. Python has nothing to
-    collect (its tensors are freed at once): its script ignores this.
+    R frees a tensor only when its collector finds it dead, and a young collection leaves the previous call's promoted
+    tensors held, so the next loop allocates afresh and pays page faults in some rounds: a full collection (and, with it,
+    any escalation of R's collector due within the loop, ``collect_ahead()`` in common.R) keeps ``bench`` and ``recipe``
+    loops quiet. It costs about as much as a whole ``tiny`` call, so ``tiny`` keeps the young one. The measurements are
+    in docs/timing.md (R's young collection before the loop). Python has nothing to collect: its script ignores this.
     """
     return "young" if spec.preset in _YOUNG_COLLECTION_PRESETS else "full"
 
@@ -67,7 +61,7 @@ def prepare_run_spec(
     save_weights: bool = True, scaler_lift: bool = True, switches: tuple[str, ...] = (), feature: str = NO_FEATURE,
 ) -> dict[str, Any]:
     """Plain data for ``run_workload(spec, mode)`` of ``script`` with ``optimizer``: the spec's fields plus ``fixture_path``,
-    ``weights_out``, ``scaler_lift`` and the contract's part (:func:`harness.workload.contract.script_run_spec`: the
+    ``weights_out``, ``scaler_lift`` and the contract's part (:func:`harness.workload.run_spec.run_spec_for`: the
     script's modes, the optimizer row, the ``switches`` to apply and the record's fields).
 
     ``fixture``, when given, is an already verified fixture file (skips re-hashing it: at ``recipe``
@@ -80,11 +74,8 @@ def prepare_run_spec(
     fixture = fixture or ensure_fixtures(spec)
     if save_weights and weights_out is None:  # a fresh name, not a folder: a call that never runs the script leaves nothing behind
         weights_out = Path(tempfile.gettempdir()) / f"amp-parity-final-weights-{secrets.token_hex(6)}.safetensors"
-    return {
-        **spec.to_json(), "fixture_path": str(fixture.path), "weights_out": str(weights_out) if save_weights else None,
-        "scaler_lift": scaler_lift, "collect_before_loop": collect_before_loop(spec),
-        **script_run_spec(spec.lr, script, optimizer, dict(spec.optimizer_args), switches, feature),
-    }
+    return run_spec_for(spec, script, optimizer, str(fixture.path), str(weights_out) if save_weights else None, scaler_lift,
+                        collect_before_loop(spec), switches, feature).to_json()
 
 
 def add_scaler_lift_argument(parser: argparse.ArgumentParser) -> None:
@@ -109,7 +100,8 @@ def parse_shell_args(argv: list[str], script: str, prog: str) -> argparse.Namesp
     parser = OneLineParser(prog=prog, description="Run one mode of this script and print its run record as JSON.")
     add_spec_arguments(parser, with_modes=False)
     parser.add_argument("--mode", required=False, help=f"one of {', '.join(SCRIPTS[script].mode_names)}")
-    parser.add_argument("--optimizer", default="sgd", help=f"the optimizer (default sgd): one of {', '.join(OPTIMIZERS)}")
+    parser.add_argument("--optimizer", default=DEFAULT_OPTIMIZER,
+                        help=f"the optimizer (default {DEFAULT_OPTIMIZER}): one of {', '.join(OPTIMIZERS)}")
     add_weights_out_arguments(parser)
     add_scaler_lift_argument(parser)
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")

@@ -21,6 +21,7 @@ from typing import Any
 
 from safetensors import SafetensorError
 
+from harness.contract.optimizers import DEFAULT_OPTIMIZER
 from harness.errors import ScriptError, UsageError, WorkerError
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.judge.assess import assess_result
@@ -32,15 +33,16 @@ from harness.judge.record_check import judge_record
 from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
 from harness.judge.weight_findings import load_weights, tensor_digests
+from harness.model.cell_efficiency import cell_efficiency
 from harness.model.cell_trace import TRACE_SUFFIX, CellTrace, TraceFile
-from harness.model.efficiency import cell_efficiency, gemm_dtype
+from harness.model.efficiency import gemm_dtype
+from harness.model.pair_trace import PairTrace
 from harness.model.phases import PhaseClock
 from harness.model.progress import RunProgress, as_progress
 from harness.model.record import RunRecord
 from harness.model.record_points import with_record_points
 from harness.model.result import CellResult, MatrixResult, Memory, Peaks, ReferenceSummary, Status, with_time_vs_default
 from harness.model.timing import TimingProtocol
-from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
 from harness.model.weights import TensorDigest
 from harness.run.availability import Availability, probe, probe_host, r_required
@@ -126,7 +128,7 @@ class MatrixRunner:
         #: Cells whose reconciled run failed or did not apply its switches: why (a warning of the result).
         self.reconcile_problems: dict[str, str] = {}
         #: The optimizers the last run ran (their float64 trajectories go into its result).
-        self._optimizers: tuple[str, ...] = PRESET_OPTIMIZERS.get(spec.preset, ("sgd",))
+        self._optimizers: tuple[str, ...] = PRESET_OPTIMIZERS.get(spec.preset, (DEFAULT_OPTIMIZER,))
         #: The loop features the last run ran (harness/workload/features.py; ``none``: the plain loop).
         self._features: tuple[str, ...] = (NO_FEATURE,)
 
@@ -181,7 +183,7 @@ class MatrixRunner:
             provenance = describe_provenance()  # the files as they are when the cells start
         with phase("worker starts"):
             self.describe_installations(progress)
-        optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, ("sgd",))
+        optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, (DEFAULT_OPTIMIZER,))
         self._optimizers = optimizers
         features = features or (NO_FEATURE,)
         self._features = features
@@ -201,7 +203,7 @@ class MatrixRunner:
             # one at a time where a ratio rests on them (a timed round has the machine to itself), else side by side
             with phase("timed rounds", ok if protocol.side_by_side else ok * (protocol.warmup_rounds - 1 + protocol.rounds)):
                 cells = time_cells(self.pool, cells, protocol, progress, self.facts)
-            with phase("peaks", len({gemm_dtype(c.mode, self.spec) for c in cells if c.status is Status.OK})):
+            with phase("peaks", len({gemm_dtype(c.cell.properties, self.spec) for c in cells if c.status is Status.OK})):
                 peaks = measure_peaks(self.pool, cells, progress)
             if self.spec.device == "cuda" if profile is None else profile:
                 with phase("profile", sum(c.status is Status.OK for c in cells)):

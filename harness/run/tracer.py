@@ -17,8 +17,8 @@ from typing import Any
 
 from harness.errors import WorkerError
 from harness.judge.divergence import find_divergence, point_difference
+from harness.model.pair_trace import PairTrace
 from harness.model.result import CellResult
-from harness.model.trace import PairTrace
 from harness.run.pool import WorkerPool
 
 __all__ = ["measure_first_difference"]

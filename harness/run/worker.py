@@ -5,7 +5,7 @@ segfault or hang in native code must end one cell, not the test session. Why lon
 start-up and ``library(torch)`` are paid once, not per benchmark round, and the Python frontend is
 run the same way so both are measured alike.
 
-The child runs :func:`harness.frontends.serve.serve` with a *handler* named ``"module:Class"``; the handler's
+The child runs :func:`harness.worker_side.serve.serve` with a *handler* named ``"module:Class"``; the handler's
 ``__call__`` takes a request dict and returns plain data. Log records from the child (R's console output among
 them) travel back with each reply and are re-emitted by the parent's loggers.
 
@@ -86,7 +86,7 @@ class Worker:
         """Start the process and wait until its handler is ready (raises what the handler raised)."""
         if self.alive:
             return
-        # The harness first on the path: the child imports harness.frontends (and nothing else of the harness)
+        # The harness first on the path: the child imports harness.worker_side (and nothing else of the harness)
         # from it, whatever the interpreter; everything else (torch, numpy, safetensors, blake3) is the interpreter's own.
         try:
             root = str(worker_import_root())
@@ -217,6 +217,6 @@ def _exited_within(process: subprocess.Popen[bytes], seconds: float) -> bool:
 
 
 #: What the child runs: serve requests on the inherited socket (its descriptor is the first argument).
-_CHILD_MAIN = "import sys; from harness.frontends.serve import main; main(sys.argv[1:])"
+_CHILD_MAIN = "import sys; from harness.worker_side.serve import main; main(sys.argv[1:])"
 
 

@@ -8,7 +8,7 @@ overhead figure), a 1e-9 TFLOP/s peak. Each of these would be printed as if meas
 
 One rule, applied on load (:func:`harness.store.result_file.load_result`) and nowhere else: every derived number is
 recomputed from its inputs with the same function the run used (:func:`harness.model.timing.RoundLog.summary`,
-:func:`harness.model.efficiency.cell_efficiency`, :func:`harness.model.result.with_time_vs_default`,
+:func:`harness.model.cell_efficiency.cell_efficiency`, :func:`harness.model.result.with_time_vs_default`,
 :func:`harness.judge.record_check.judge_record`, :func:`harness.judge.reference.relative_loss_errors`) and must agree with
 what is stored; an input (a timed round, a loss, a peak) must be a number that can be measured (finite,
 not negative, a peak above :data:`MIN_PEAK_TFLOPS`). The first that does not is refused in one line::
@@ -24,21 +24,22 @@ import math
 from collections.abc import Mapping
 from typing import NoReturn
 
+from harness.contract.modes import SCRIPTS
 from harness.errors import ResultError
-from harness.frontends.tensor_bytes import DTYPES, encode, ulp_distance
 from harness.judge.cells import reference_losses_for
 from harness.judge.divergence import trace_cells
 from harness.judge.record_check import describe_loss, expected_injections, judge_record
 from harness.judge.reference import largest_loss_error, relative_loss_errors
-from harness.model.efficiency import Efficiency, cell_efficiency
+from harness.model.cell_efficiency import cell_efficiency
+from harness.model.efficiency import Efficiency
+from harness.model.pair_trace import PairTrace, PointDifference
 from harness.model.record import RECORD_SCHEMA_VERSION
 from harness.model.result import CellResult, MatrixResult, Peaks, Status, with_time_vs_default
 from harness.model.timing import RoundLog, Timing
-from harness.model.trace import PairTrace, PointDifference
 from harness.model.verdicts import finite_or_none
+from harness.worker_side.tensor_bytes import DTYPES, encode, ulp_distance
 from harness.workload.installations import LANGUAGES
 from harness.workload.optimizers import OPTIMIZERS
-from harness.workload.scripts import SCRIPTS
 
 __all__ = ["MAX_PEAK_TFLOPS", "MIN_PEAK_TFLOPS", "check_consistency"]
 

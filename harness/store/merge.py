@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.contract.modes import SCRIPTS
 from harness.errors import ResultError
 from harness.judge.assess import assess_result
 from harness.judge.kept_weights import keep_weights
@@ -35,7 +36,6 @@ from harness.model.result import CellResult, MatrixResult, ReferenceSummary
 from harness.model.weights import FinalWeights
 from harness.store.result_file import load_result
 from harness.workload.optimizers import OPTIMIZERS
-from harness.workload.scripts import SCRIPTS
 
 __all__ = ["blocking_differences", "merge_results"]
 

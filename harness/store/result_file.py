@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.contract.optimizers import DEFAULT_OPTIMIZER
 from harness.errors import ResultError
 from harness.files.atomic import write_json_atomic
 from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_json_file
@@ -326,7 +327,7 @@ def _update_to_7(data: dict[str, Any], path: Path) -> dict[str, Any]:
 
 
 #: The optimizer every result before schema 8 ran: the AMP recipe's plain SGD (the ``sgd`` row).
-_OPTIMIZER_BEFORE_8 = "sgd"
+_OPTIMIZER_BEFORE_8 = DEFAULT_OPTIMIZER
 
 
 def _update_to_8(data: dict[str, Any], path: Path) -> dict[str, Any]:

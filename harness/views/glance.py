@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.model.result import CellResult, MatrixResult
-from harness.model.verdicts import PairVerdict
+from harness.model.verdicts import PairVerdict, Verdict
 from harness.workload.features import NO_FEATURE
 
 __all__ = ["SYMBOLS", "Glance", "column_key", "glance", "row_key", "symbol"]
@@ -29,7 +29,7 @@ LEGEND = ("= identical · ≈ within tolerance · K known difference (proven) ·
 
 def symbol(pair: PairVerdict) -> str:
     """The symbol of one pair's verdict."""
-    if pair.verdict == "known_difference":
+    if pair.verdict == Verdict.KNOWN_DIFFERENCE:
         if not pair.details.get("proven"):
             return SYMBOLS["matched"]
         # a bug the reconciliation had to switch off counts though another entry matched the first point (the clip pair

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
+from harness.contract.modes import all_mode_names
 from harness.errors import ResultError
 from harness.files.atomic import atomic_path
 from harness.model.provenance import Provenance, script_differences
@@ -27,7 +28,6 @@ from harness.views.page import PAGE_FIGURES, PAGE_FILE, EntryText, render_page
 from harness.views.plots import figure_svg, save_png
 from harness.views.summary import SUMMARY_FILE, render_summary
 from harness.views.timing_sections import efficiency_section, phases_section, targets_section, timing_section
-from harness.workload.scripts import all_mode_names
 
 __all__ = ["PLOT_FILES", "REPORT_FILE", "REPORT_FILES", "render_markdown", "write_report"]
 

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from harness.model.result import CellResult, MatrixResult
 from harness.model.timing import for_want_of_spread
-from harness.model.verdicts import TargetCheck
+from harness.model.verdicts import TargetCheck, Verdict
 from harness.views.formatting import lift_footnote, num, provenance_lines, status_text
 from harness.views.glance import LEGEND, glance
 from harness.views.reasons import reasons
@@ -189,15 +189,15 @@ def _other_notes(result: MatrixResult) -> dict[str, list[str]]:
 
 def _print_pairs(result: MatrixResult, console: Console) -> None:
     """The stored pair verdicts, those a skipped frontend left uncompared counted on one line."""
-    compared = [p for p in result.pairs if p.verdict != "skipped"]
+    compared = [p for p in result.pairs if p.verdict != Verdict.SKIPPED]
     not_compared = len(result.pairs) - len(compared)
     if not_compared:
         console.print(f"[yellow]parity:[/] {not_compared} pair(s) not compared: a frontend was skipped (reason above)")
     if len({p.optimizer for p in compared}) > 1 or len(compared) > FULL_PAIR_ROWS:
         _print_glance(result, console)
     if len(compared) > FULL_PAIR_ROWS:
-        identical = [p for p in compared if p.verdict == "identical"]
-        compared = [p for p in compared if p.verdict != "identical"]
+        identical = [p for p in compared if p.verdict == Verdict.IDENTICAL]
+        compared = [p for p in compared if p.verdict != Verdict.IDENTICAL]
         console.print(f"parity: {len(identical)} pair(s) bitwise identical" + (", the others:" if compared else ""))
     if compared:
         many = len({p.frontends for p in compared}) > 1

@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.errors import UsageError
 from harness.workload.optimizers import OPTIMIZERS
-from harness.workload.scripts import SCRIPTS
+from harness.contract.modes import SCRIPTS
 
 __all__ = ["FEATURES", "KINDS", "NO_FEATURE", "PRESET_FEATURES", "Cover", "Feature", "check_feature", "micro_batches",
            "parse_features"]

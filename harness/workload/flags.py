@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from harness.contract.modes import all_mode_names
 from harness.errors import ExitCode, UsageError
 from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_json_file
 from harness.workload.features import FEATURES, NO_FEATURE
 from harness.workload.optimizers import OPTIMIZERS
-from harness.workload.scripts import all_mode_names
 from harness.workload.spec import AMP_DTYPES, DEVICES, PRESETS, WorkloadSpec, available_cores
 
 __all__ = [

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.contract.modes import SCRIPTS, Mode
 from harness.workload.features import FEATURES, NO_FEATURE
-from harness.workload.scripts import SCRIPTS, Mode
 
 __all__ = ["Cell", "cells_for", "pair_id"]
 
@@ -37,7 +37,7 @@ class Cell:
 
     @property
     def properties(self) -> Mode:
-        """What the cell's mode does (:class:`harness.workload.scripts.Mode`)."""
+        """What the cell's mode does (:class:`harness.contract.modes.Mode`)."""
         return SCRIPTS[self.script].mode(self.mode)
 
 
@@ -56,10 +56,10 @@ def cells_for(frontends: tuple[str, ...], modes: tuple[str, ...], optimizers: tu
     ``modes`` names modes; a name selects that mode in every script that declares it. A feature's cells are those of
     its covering design within ``modes`` and ``optimizers`` (the plain loop: all of them)."""
     return [
-        Cell(frontend, pair.stem, mode.name, optimizer, device, feature)
+        Cell(frontend, script.stem, mode.name, optimizer, device, feature)
         for feature in features
-        for pair in SCRIPTS.values()
-        for mode in pair.modes
+        for script in SCRIPTS.values()
+        for mode in script.modes
         if mode.name in modes
         for optimizer in optimizers
         if feature == NO_FEATURE or FEATURES[feature].applies(pair.stem, mode.name, optimizer)

@@ -20,7 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.contract.optimizers import DEFAULT_OPTIMIZER, UPDATE_KIND_OF_CLASS
 from harness.errors import SpecError
+from harness.workload.choices import parse_choices
 
 __all__ = [
     "FAMILIES",
@@ -84,6 +86,12 @@ class Optimizer:
     state: tuple[StateEntry, ...] = ()
     python_names: Mapping[str, str] = field(default_factory=dict)
     title: str = ""
+
+    @property
+    def kind(self) -> str | None:
+        """The kind of update its PyTorch class makes (:data:`harness.contract.optimizers.UPDATE_KIND_OF_CLASS`), or
+        ``None`` where none is measured yet."""
+        return UPDATE_KIND_OF_CLASS.get(self.python)
 
     def resolved_args(self, spec_lr: float, overrides: Mapping[str, Any] | None = None) -> dict[str, Value]:
         """The hyperparameters a run uses: the row's, ``lr`` from the spec where the row says so, then ``overrides``."""
@@ -246,7 +254,8 @@ OPTIMIZERS: dict[str, Optimizer] = {
 #: Which optimizers a preset runs unless ``--optimizer`` says otherwise. ``tiny`` is the parity job: every row, in every
 #: mode, both frontends (a cell costs milliseconds). ``bench`` and ``recipe`` time the recipe's workload: plain SGD only,
 #: as their earlier results did (every row at ``bench`` would take the timing job from minutes to most of an hour).
-PRESET_OPTIMIZERS: dict[str, tuple[str, ...]] = {"tiny": tuple(OPTIMIZERS), "bench": ("sgd",), "recipe": ("sgd",)}
+PRESET_OPTIMIZERS: dict[str, tuple[str, ...]] = {"tiny": tuple(OPTIMIZERS), "bench": (DEFAULT_OPTIMIZER,),
+                                                   "recipe": (DEFAULT_OPTIMIZER,)}
 
 
 def parse_optimizers(values: list[str] | tuple[str, ...] | None, preset: str) -> tuple[str, ...]:
@@ -256,10 +265,8 @@ def parse_optimizers(values: list[str] | tuple[str, ...] | None, preset: str) ->
     Raises:
         UsageError: an unknown optimizer (``all`` included: ``all,nadam`` is a typo too), or only separators.
     """
-    from harness.workload.spec import parse_choices
-
     if not values:
-        return PRESET_OPTIMIZERS.get(preset, ("sgd",))
+        return PRESET_OPTIMIZERS.get(preset, (DEFAULT_OPTIMIZER,))
     chosen = parse_choices("optimizer", values, (*OPTIMIZERS, "all"))  # every name is checked, beside `all` too
     return tuple(OPTIMIZERS) if "all" in chosen else chosen
 

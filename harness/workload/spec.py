@@ -16,9 +16,11 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from harness.errors import SpecError, UsageError
+from harness.contract.dtypes import AMP_DTYPES
+from harness.contract.modes import all_mode_names
+from harness.errors import SpecError
+from harness.workload.choices import parse_choices
 from harness.workload.optimizers import check_optimizer_args
-from harness.workload.scripts import all_mode_names
 
 __all__ = [
     "AMP_DTYPES",
@@ -30,12 +32,10 @@ __all__ = [
     "SizeWarning",
     "WorkloadSpec",
     "available_cores",
-    "parse_choices",
     "parse_modes",
 ]
 
 DEVICES: tuple[str, ...] = ("cpu", "cuda")
-AMP_DTYPES: tuple[str, ...] = ("bfloat16", "float16")
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16"}
 #: Autocast's own default per device: CPU autocast supports bf16 (fp16 CPU kernels are sparse);
 #: CUDA autocast defaults to fp16, the dtype both seeds use.
@@ -250,24 +250,6 @@ def parse_modes(values: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
     """Mode names from repeated or comma-separated ``--mode`` values, in matrix order; all when empty. A name selects
     that mode in every script that declares it (``default`` is in both)."""
     return parse_choices("mode", values, all_mode_names())
-
-
-def parse_choices(name: str, values: list[str] | tuple[str, ...] | None, allowed: tuple[str, ...]) -> tuple[str, ...]:
-    """Repeated or comma-separated flag values (``--mode``, ``--frontend``), in ``allowed``'s order; all when none given.
-
-    Raises:
-        UsageError: a value outside ``allowed``, or only separators (``--mode ""`` would run no cell and
-            write an empty result).
-    """
-    if not values:
-        return allowed
-    asked = [m.strip() for v in values for m in v.split(",")]
-    if not any(asked):
-        raise UsageError(name, ",".join(values), f"one or more of {_listing(allowed)}")
-    for value in asked:  # an empty one among others (--mode default --mode "", default,,autocast) is a typo too
-        if value not in allowed:
-            raise UsageError(name, value, f"one of {_listing(allowed)}")
-    return tuple(m for m in allowed if m in asked)
 
 
 def _listing(items: Any) -> str:

@@ -14,7 +14,7 @@ from harness.model.efficiency import gemm_dtype
 from harness.model.timing import DEFAULT_ROUNDS
 from harness.workload.installations import Installation, parse_frontends
 from harness.workload.optimizers import parse_optimizers
-from harness.workload.scripts import all_mode_names
+from harness.contract.modes import all_mode_names
 from harness.workload.spec import PRESETS, WorkloadSpec
 
 __all__ = ["ROUNDS_ENV", "check_settings", "frontends", "optimizers", "preset", "rounds", "spread_modes"]

@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
+from harness.contract.modes import all_mode_names
 from harness.judge.weight_findings import weights_digest
 from harness.model.efficiency import workload_flops
 from harness.model.timing import DEFAULT_WARMUP_ROUNDS
@@ -35,7 +36,6 @@ from harness.run.availability import Availability
 from harness.run.provenance import describe_provenance
 from harness.run.runner import MatrixRunner
 from harness.workload.matrix import Cell, cells_for
-from harness.workload.scripts import all_mode_names
 from harness.workload.spec import WorkloadSpec
 from tests.benchmarks import settings
 from tests.support import require_r_torch
@@ -94,7 +94,7 @@ def test_cell_time(benchmark: BenchmarkFixture, bench_cell: Cell, bench_runner: 
         "tflops": workload_flops(spec) / loop / 1e12,
         # what --benchmark-compare-losses compares with a saved run (tests/benchmarks/loss_compare.py)
         "losses": first["losses"], "weights_digest": weights_digest(first["weights_path"]), "loss_scale": first["loss_scale"],
-        # the loaded libtorch_cpu.so's build ID (harness/frontends/installation_facts.py): "same build" means the same kernels
+        # the loaded libtorch_cpu.so's build ID (harness/worker_side/installation_facts.py): "same build" means the same kernels
         "libtorch_build": facts.get("libtorch_build"),
         # where the run came from (harness/model/provenance.py): the comparison names the scripts that differ from the saved run's
         "harness_version": PROVENANCE.harness_version, "commit": PROVENANCE.commit, "dirty": PROVENANCE.dirty,

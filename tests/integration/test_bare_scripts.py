@@ -36,7 +36,7 @@ runpy.run_module("harness", run_name="__main__")
 
 _WORKER = _BLOCK + """
 import json
-from harness.frontends.python_handler import PythonHandler
+from harness.worker_side.python_handler import PythonHandler
 from harness.run.prepare import prepare_run_spec
 from harness.workload.spec import WorkloadSpec
 spec = WorkloadSpec.from_preset("tiny")

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from safetensors.numpy import load_file
 
+from harness.contract.modes import mode_of
 from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV
 from harness.judge.reference import run_reference
@@ -22,7 +23,6 @@ from harness.judge.tolerances import float64_bound_for
 from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
 from harness.workload.fixtures import load_fixture_arrays
-from harness.workload.scripts import mode_of
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
 from tests.support import SharedRun, float64_check, require_r_torch, run_cli

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from harness.model.efficiency import cell_efficiency
+from harness.model.cell_efficiency import cell_efficiency
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, Peaks, Status
 from harness.workload.matrix import Cell
@@ -26,8 +26,8 @@ def _peaks(by_dtype: dict[str, Any]) -> Peaks:
 def test_fp16_cell_on_the_fallback_gemm_stays_within_its_measured_peak(tmp_path: Path) -> None:
     """The 153 % case: float16 on CPU without oneDNN's half kernels (here forced off) runs PyTorch's fallback GEMM,
     whose speed depends on the operand layout; the peak over a Linear step's layouts bounds a real fp16 cell."""
-    from harness.frontends.matmul_peak import measure_matmul_peak
     from harness.run.prepare import prepare_run_spec
+    from harness.worker_side.matmul_peak import measure_matmul_peak
     from py_scripts import with_autocast
 
     spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16", num_batches=4, epochs=1)

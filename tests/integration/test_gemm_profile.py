@@ -1,6 +1,6 @@
 """GEMM dtype profiling on the real scripts at the tiny preset (CPU: autocast means bfloat16), run in this process.
 
-The judge on plain data and the import check are in ``tests/unit/frontends/test_gemm_profile.py``.
+The judge on plain data and the import check are in ``tests/unit/worker_side/test_gemm_profile.py``.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from harness.frontends import gemm_profiler
-from harness.frontends.gemm_profiler import profile_gemms
+from harness.contract.modes import mode_of
 from harness.judge.gemm_precision import amp_gemm_problem
 from harness.run.prepare import prepare_run_spec
+from harness.worker_side import gemm_profiler
+from harness.worker_side.gemm_profiler import profile_gemms
 from harness.workload.fixtures import ensure_fixtures
 from harness.workload.spec import WorkloadSpec
 from py_scripts import cuda_amp_grad_scaler, with_autocast
@@ -82,35 +83,35 @@ def test_autocast_gemms_all_ran_in_bfloat16(profiles: dict[str, dict[str, Any]])
     assert profile["half_share"] == 1.0
     assert set(profile["seconds_by_dtype"]) == {"bfloat16"}
     assert profile["gemm_seconds"] == pytest.approx(profile["seconds_by_dtype"]["bfloat16"])
-    assert amp_gemm_problem("autocast", profile) is None
+    assert amp_gemm_problem(mode_of("with_autocast", "autocast"), profile) is None
 
 
 def test_default_gemms_all_ran_in_float32(profiles: dict[str, dict[str, Any]]) -> None:
     profile = profiles["default"]
     assert profile["half_share"] == 0.0
     assert set(profile["seconds_by_dtype"]) == {"float32"}
-    assert amp_gemm_problem("default", profile) is None
+    assert amp_gemm_problem(mode_of("with_autocast", "default"), profile) is None
 
 
 def test_low_precision_weights_gemms_all_ran_in_bfloat16(profiles: dict[str, dict[str, Any]]) -> None:
     """Weights and inputs in bfloat16 without autocast (the AMP guide's --fp16): every GEMM runs in bfloat16, and it is AMP."""
     profile = profiles["lowp_weights"]
     assert profile["half_share"] == 1.0 and set(profile["seconds_by_dtype"]) == {"bfloat16"}
-    assert amp_gemm_problem("lowp_weights", profile) is None
+    assert amp_gemm_problem(mode_of("with_autocast", "lowp_weights"), profile) is None
 
 
 def test_the_scaler_scripts_default_gemms_ran_in_float32(profiles: dict[str, dict[str, Any]]) -> None:
     """The scaler script's own default disables autocast: float32 GEMMs, which its mode does not claim to avoid."""
     profile = profiles["scaler default"]
     assert profile["half_share"] == 0.0 and set(profile["seconds_by_dtype"]) == {"float32"}
-    assert amp_gemm_problem("default", profile) is None
+    assert amp_gemm_problem(mode_of("with_autocast", "default"), profile) is None
 
 
 def test_scaler_clip_gemms_all_ran_in_half(profiles: dict[str, dict[str, Any]]) -> None:
     profile = profiles["autocast_scaler_clip"]
     assert profile["half_share"] == 1.0
     assert set(profile["seconds_by_dtype"]) == {"bfloat16"}
-    assert amp_gemm_problem("autocast_scaler_clip", profile) is None
+    assert amp_gemm_problem(mode_of("cuda_amp_grad_scaler", "autocast_scaler_clip"), profile) is None
 
 
 @pytest.mark.parametrize("name", ["default", "autocast", "lowp_weights", "scaler default", "autocast_scaler_clip"])
@@ -132,11 +133,11 @@ def test_exactly_one_step_is_counted(profiles: dict[str, dict[str, Any]], name: 
 def test_float32_under_a_claimed_autocast_is_flagged(profiles: dict[str, dict[str, Any]]) -> None:
     profile = profiles["broken"]
     assert profile["half_share"] == 0.0
-    message = amp_gemm_problem("autocast", profile)
+    message = amp_gemm_problem(mode_of("with_autocast", "autocast"), profile)
     assert message is not None
     assert message.startswith("claims AMP (autocast) but 100.0% of GEMM time ran in float32 (")
     assert "aten::addmm ×3" in message and "aten::mm ×5" in message
-    assert amp_gemm_problem("default", profile) is None
+    assert amp_gemm_problem(mode_of("with_autocast", "default"), profile) is None
 
 
 def test_no_weights_are_written(

@@ -32,7 +32,7 @@ def test_the_import_contracts_hold() -> None:
     [
         ("harness/store/lock.py", "from harness.views import table", "harness.store.lock -> harness.views.table"),
         ("harness/views/formatting.py", "from harness.judge import pairs", "harness.views.formatting -> harness.judge.pairs"),
-        ("harness/frontends/tensor_bytes.py", "import harness.model.result", "harness.frontends.tensor_bytes -> harness.model.result"),
+        ("harness/worker_side/tensor_bytes.py", "import harness.model.result", "harness.worker_side.tensor_bytes -> harness.model.result"),
         ("harness/run/prepare.py", "import matplotlib", "harness.run.prepare -> matplotlib"),
     ],
     ids=["storage-imports-a-view", "a-view-judges", "worker-side-imports-the-model", "the-scripts-reach-matplotlib"],
@@ -58,7 +58,7 @@ _PARENT = """
 import importlib, io, json, pkgutil, sys
 from pathlib import Path
 import harness
-handlers = ("harness.frontends.python_handler", "harness.frontends.r_handler")  # they run in workers only
+handlers = ("harness.worker_side.python_handler", "harness.worker_side.r_handler")  # they run in workers only
 parent = [m.name for m in pkgutil.walk_packages(harness.__path__, "harness.") if m.name not in handlers]
 for name in parent:
     importlib.import_module(name)

@@ -16,7 +16,7 @@ import pytest
 
 from harness.files.paths import SCRIPTS_ENV
 from harness.model.result import MatrixResult
-from harness.model.trace import PairTrace
+from harness.model.pair_trace import PairTrace
 from harness.model.verdicts import PairVerdict
 from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner

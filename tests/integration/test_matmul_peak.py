@@ -1,6 +1,6 @@
 """The matmul peak measured on this machine's CPU: real measurements, checked for shape and sanity, not speed.
 
-Its refusals and its import (no torch in the parent) are in ``tests/unit/frontends/test_matmul_peak.py``.
+Its refusals and its import (no torch in the parent) are in ``tests/unit/worker_side/test_matmul_peak.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from harness.frontends.matmul_peak import CPU_PLAN, measure_matmul_peak
+from harness.worker_side.matmul_peak import CPU_PLAN, measure_matmul_peak
 
 
 @pytest.fixture

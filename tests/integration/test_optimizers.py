@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from harness.contract.record import RECORD_FIELD_NAMES
 from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT
 from harness.judge.cells import judge_cell
 from harness.model.result import Status
 from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
-from harness.workload.contract import RECORD_FIELDS
 from harness.workload.matrix import Cell
 from harness.workload.optimizers import OPTIMIZERS
 from tests.support import require_r_torch
@@ -66,7 +66,7 @@ def test_every_row_builds_in_pythons_shell_mode(optimizer: str, script: str, mod
     assert code == 0, err
     record = json.loads(out.strip().splitlines()[-1])
     assert (record["optimizer"], record["script"], record["mode"], record["frontend"]) == (optimizer, script, mode, "python")
-    assert tuple(record) == RECORD_FIELDS and len(record["losses"]) == 2 and (tmp_path / "w.safetensors").is_file()
+    assert tuple(record) == RECORD_FIELD_NAMES and len(record["losses"]) == 2 and (tmp_path / "w.safetensors").is_file()
 
 
 @pytest.mark.parametrize(("optimizer", "script", "mode"), ROWS, ids=[row[0] for row in ROWS])
@@ -80,7 +80,7 @@ def test_every_row_builds_in_rs_shell_mode(optimizer: str, script: str, mode: st
     assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads(done.stdout.strip().splitlines()[-1])
     assert (record["optimizer"], record["script"], record["mode"], record["frontend"]) == (optimizer, script, mode, "r")
-    assert tuple(record) == RECORD_FIELDS and len(record["losses"]) == 2 and (tmp_path / "w.safetensors").is_file()
+    assert tuple(record) == RECORD_FIELD_NAMES and len(record["losses"]) == 2 and (tmp_path / "w.safetensors").is_file()
     assert (record["lifted_check"] is not None) == (mode == "autocast_scaler")  # R's scaler on CPU, its one check lifted
 
 

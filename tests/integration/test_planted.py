@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
+from harness.contract.modes import SCRIPTS
 from harness.errors import ExitCode
 from harness.files.paths import SCRIPTS_ENV
 from harness.model.timing import TimingProtocol
 from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
-from harness.workload.scripts import SCRIPTS
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
 from tests.support import require_r_torch, run_cli

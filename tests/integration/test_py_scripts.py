@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from harness.contract.modes import mode_of
+from harness.contract.record import RECORD_FIELD_NAMES
 from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT
 from harness.judge.reference import Reference, run_reference
 from harness.judge.tolerances import float64_bound_for
 from harness.run.prepare import prepare_run_spec
-from harness.workload.contract import RECORD_FIELDS
 from harness.workload.fixtures import ensure_fixtures, load_fixture_arrays
-from harness.workload.scripts import mode_of
 from harness.workload.spec import WorkloadSpec
 from py_scripts import cuda_amp_grad_scaler, with_autocast
 from tests.support import float64_check
@@ -69,7 +69,7 @@ def test_autocast_on_cpu_gives_bf16_output_and_fp32_loss(tmp_path: Path) -> None
 def test_record_has_exactly_the_contract_fields(tmp_path: Path) -> None:
     """A record carries every contract field, in order, with one loss per step."""
     record, spec = _run(with_autocast, "default", tmp_path)
-    assert tuple(record) == RECORD_FIELDS
+    assert tuple(record) == RECORD_FIELD_NAMES
     assert len(record["losses"]) == spec.steps and record["final_loss"] == record["losses"][-1]
     assert len(record["seconds_per_epoch"]) == spec.epochs
     assert record["seconds_total"] == pytest.approx(sum(record["seconds_per_epoch"]))

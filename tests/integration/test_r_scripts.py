@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.contract.modes import SCRIPTS
 from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT
-from harness.workload.scripts import SCRIPTS
 
 pytestmark = pytest.mark.skipif(shutil.which("Rscript") is None, reason="R is not installed: apt-get install r-base-core")
 R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
@@ -94,11 +94,10 @@ def test_the_pair_names_itself_and_reads_its_modes_from_the_run_spec(stem: str) 
     ``modes`` (the harness's declaration, as jsonlite reads it), as Python's twin does, and refuses another script's mode."""
     import importlib
 
-    from harness.workload.contract import script_run_spec
 
     module = importlib.import_module(f"py_scripts.{stem}")
     assert _r_value(f'{{source("r_scripts/{stem}.R", local = TRUE); script}}') == [stem] == [module.SCRIPT]
-    modes = json.dumps(json.dumps({"modes": script_run_spec(0.1, stem, "sgd", None)["modes"]}))
+    modes = json.dumps(json.dumps({"modes": SCRIPTS[stem].modes_json()}))
     properties = _r_value(
         f"{{spec <- jsonlite::fromJSON({modes}, simplifyVector = TRUE); "
         f"vapply(c({', '.join(repr(m) for m in SCRIPTS[stem].mode_names)}), function(m) "
@@ -134,7 +133,7 @@ def test_r_records_name_nan_and_infinities_as_python_json_reads_them() -> None:
     import json
     import math
 
-    line = _r_value('record_to_json(list(losses = c(0.5, NaN, Inf, -Inf, NA), final_loss = NaN, skipped_steps = 2L))')
+    line = _r_value('record_to_json(list(losses = I(c(0.5, NaN, Inf, -Inf, NA)), final_loss = NaN, skipped_steps = 2L))')
     assert line == ['{"losses":[0.5,NaN,Infinity,-Infinity,null],"final_loss":NaN,"skipped_steps":2}']
     record = json.loads(line[0])
     assert record["losses"][0] == 0.5 and math.isnan(record["losses"][1]) and record["losses"][2:4] == [math.inf, -math.inf]
@@ -147,7 +146,7 @@ def test_r_records_write_every_value_as_json_reads_it_back() -> None:
 
     hostile = r'paste0("/tmp/a \"q\" \\ b/", intToUtf8(c(233, 9)), "x", intToUtf8(1), ".st")'
     line = _r_value(
-        "record_to_json(list(losses = list(1/3), loss_scale = 65536, skipped = c(FALSE, TRUE, NA), threads = 2147483647L, "
+        "record_to_json(list(losses = I(list(1/3)), loss_scale = I(65536), skipped = I(c(FALSE, TRUE, NA)), threads = 2147483647L, "
         f"output_dtype = NULL, clock = NA_character_, weights_path = {hostile}, x = -0.0, y = 1e300))"
     )
     record = json.loads(line[0])

@@ -147,7 +147,7 @@ def test_a_script_is_sourced_once_until_it_changes(r_worker: Worker, tmp_path: A
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_the_r_worker_times_the_calibration_loop(r_worker: Worker, availability: Availability, dtype: str) -> None:
     """A calibrate request gets R torch's loop's seconds and its product count; more products take longer; a request the loop
-    would misread is refused in one line, and the worker lives on (the twin of tests/unit/frontends/test_calibration.py)."""
+    would misread is refused in one line, and the worker lives on (the twin of tests/unit/worker_side/test_calibration.py)."""
     from tests.support import require_r_torch
 
     require_r_torch(availability)
@@ -214,7 +214,7 @@ def test_the_r_worker_leaves_rs_event_hook_unset(availability: Availability) -> 
     in one bench autocast call); the worker unsets it, so R's timed loop runs as under Rscript."""
     if availability.rscript is None or availability.rpy2_version is None or availability.rpy2_error:
         pytest.skip(availability.r_reason or "R or rpy2 missing")
-    code = ("from harness.frontends.r_handler import RHandler; from rpy2.rinterface_lib import openrlib; RHandler(); "
+    code = ("from harness.worker_side.r_handler import RHandler; from rpy2.rinterface_lib import openrlib; RHandler(); "
             "print(openrlib.rlib.ptr_R_ProcessEvents == openrlib.ffi.NULL)")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})

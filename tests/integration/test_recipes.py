@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from harness.contract.modes import SCRIPTS, Mode, ScriptPair
 from harness.files.paths import SCRIPTS_ENV
 from harness.model.result import MatrixResult
 from harness.run.availability import Availability
@@ -21,7 +22,6 @@ from harness.run.runner import MatrixRunner
 from harness.views.table import print_result
 from harness.workload.features import FEATURES, Cover, Feature
 from harness.workload.optimizers import OPTIMIZERS, SPEC_LR, Optimizer, StateEntry
-from harness.workload.scripts import SCRIPTS, Mode, ScriptPair
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
 from tests.support import require_r_torch

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import harness
+from harness.contract.modes import all_mode_names
 from harness.judge.record_check import describe_loss
 from harness.model.efficiency import workload_flops
 from harness.model.result import RESULT_SCHEMA_VERSION, Status
@@ -18,7 +19,6 @@ from harness.run.measure import time_cells
 from harness.run.pool import worker_env
 from harness.run.runner import MatrixRunner
 from harness.workload.matrix import Cell
-from harness.workload.scripts import all_mode_names
 from harness.workload.spec import WorkloadSpec
 from tests.support import require_r_torch
 

@@ -30,13 +30,13 @@ from typing import Any
 import pytest
 
 from harness.cli.main import exit_status
+from harness.contract.modes import all_mode_names
 from harness.files.paths import SCRIPTS_ENV
+from harness.model.pair_trace import PairTrace
 from harness.model.result import CellResult, MatrixResult
-from harness.model.trace import PairTrace
 from harness.model.verdicts import PairVerdict
 from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
-from harness.workload.scripts import all_mode_names
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
 from tests.support import require_r_torch

@@ -19,7 +19,7 @@ _DOTTED = re.compile(r"\bharness(?:\.\w+)+")
 #: Paths that exist only once made, named by the docs, absent from a fresh clone: the fixture cache (git ignores it), and
 #: where an installed package keeps the scripts (harness/files/paths.py: INSTALLED_PROJECT).
 _GENERATED = ("fixtures/cache", "harness/_project")
-#: Dotted names that are not modules: the logger R's console output goes to (harness/frontends/r_handler.py).
+#: Dotted names that are not modules: the logger R's console output goes to (harness/worker_side/r_handler.py).
 _NOT_MODULES = {"harness.r"}
 
 
@@ -65,3 +65,16 @@ def test_the_checker_catches_a_stale_name(tmp_path: Path) -> None:
     """A moved module's old name and a path that is gone are both caught."""
     assert not _resolves("harness.compare.compare_result") and _resolves("harness.judge.pairs.compare_result")
     assert _PATH.findall("see harness/outputs.py") == ["harness/outputs.py"] and not (REPO_ROOT / "harness/outputs.py").exists()
+
+
+def test_the_readme_stays_short() -> None:
+    """The README is the front page: at most 150 lines; detail goes to docs/."""
+    assert len((REPO_ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 150
+
+
+def test_the_glossary_defines_each_word_once() -> None:
+    words = re.findall(r"^\| \*\*(.+?)\*\*", (REPO_ROOT / "docs" / "glossary.md").read_text(encoding="utf-8"), re.M)
+    assert len(words) == len(set(words))
+    required = {"cell", "pair", "script pair", "installation", "language", "point", "switch", "reconciled run", "proven",
+                "excused", "lift", "floor"}
+    assert required <= set(words), required - set(words)

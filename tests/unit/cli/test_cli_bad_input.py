@@ -242,14 +242,16 @@ def test_optimizer_args_reach_the_run_spec_and_add_to_the_spec_files(tmp_path: P
 @pytest.mark.parametrize("script", ["with_autocast", "cuda_amp_grad_scaler"])
 def test_the_run_spec_carries_the_scripts_modes_and_the_contract(script: str) -> None:
     """``prepare --script S`` hands S's modes with their properties, the optimizer row (plain SGD by default), no switches, and
-    the record's fields and version (harness/workload/contract.py): what both languages' scripts read."""
-    from harness.workload.contract import RECORD_FIELDS, RECORD_SCHEMA_VERSION
-    from harness.workload.scripts import SCRIPTS
+    the record's fields with their kinds, its version and the dtype table (harness/contract/): what both languages' scripts
+    read."""
+    from harness.contract.dtypes import dtype_table
+    from harness.contract.modes import SCRIPTS
+    from harness.contract.record import RECORD_FIELD_NAMES, RECORD_SCHEMA_VERSION, record_field_kinds
 
     run_spec = json.loads(run_cli("prepare", "--script", script).stdout)
     assert run_spec["modes"] == SCRIPTS[script].modes_json()
     assert run_spec["optimizer"]["name"] == "sgd" and run_spec["optimizer"]["python"] == {"class": "SGD", "args": {"lr": run_spec["lr"]}}
     assert run_spec["switches"] == [] and run_spec["static_loss_scale"] == 1024.0
-    assert (run_spec["record_fields"], run_spec["record_schema_version"]) == (list(RECORD_FIELDS), RECORD_SCHEMA_VERSION) == (
-        list(RECORD_FIELDS), 5)
-    assert {"optimizer", "injected_steps", "switches"} <= set(RECORD_FIELDS)
+    assert (run_spec["record_fields"], run_spec["record_schema_version"]) == (record_field_kinds(), RECORD_SCHEMA_VERSION)
+    assert list(run_spec["record_fields"]) == list(RECORD_FIELD_NAMES) and RECORD_SCHEMA_VERSION == 5
+    assert run_spec["record_fields"]["switches"] == "list of strings" and run_spec["dtypes"] == dtype_table()

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from harness.contract.modes import mode_of
 from harness.judge.cells import judge_cell
 from harness.judge.reference import Reference
 from harness.judge.scaler_oracle import expected_scale_history
@@ -17,7 +18,6 @@ from harness.judge.tolerances import float64_bound_for
 from harness.model.result import CellResult, ReferenceSummary, Status
 from harness.model.verdicts import MEASURED_STEPS, CellVerdict
 from harness.workload.matrix import Cell
-from harness.workload.scripts import mode_of
 from harness.workload.spec import WorkloadSpec
 from tests.model_results import committed
 from tests.support import float64_check

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.contract.modes import mode_of
 from harness.errors import UsageError
 from harness.judge.pairs import VERDICTS, compare_cells, compare_result, judge
 from harness.model.result import CellResult, MatrixResult
 from harness.model.verdicts import PairVerdict, ReferenceDistance
-from harness.workload.scripts import mode_of
 from tests.twins import by_mode, extra_skip, golden, nudge_one_ulp, replace_cells, split_losses, twin_cell, with_record, with_status
 
 Cells = dict[str, CellResult]

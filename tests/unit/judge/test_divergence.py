@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from harness.judge.divergence import find_divergence, point_difference, read_triggers, trace_cells
+from harness.model.pair_trace import PairTrace, PointDifference
 from harness.model.result import CellResult
-from harness.model.trace import PairTrace, PointDifference
 
 
 def _point(step: int, name: str, values: list[float], dtype: str = "float32") -> list[Any]:

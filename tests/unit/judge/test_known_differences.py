@@ -12,9 +12,9 @@ from harness.errors import KnownDifferencesError
 from harness.judge.known_differences import DEFAULT_LIST, KnownDifference, load_known_differences
 from harness.judge.pairs import FAILING_VERDICTS, compare_cells
 from harness.model.cell_trace import CellTrace
+from harness.model.pair_trace import PairTrace, PointDifference
 from harness.model.record_points import record_points as points_of_record
 from harness.model.result import CellResult
-from harness.model.trace import PairTrace, PointDifference
 from tests.twins import by_mode, golden, nudge_one_ulp, twin_cell, with_record
 
 CLIP = "cuda_amp_grad_scaler-autocast_scaler_clip-sgd-cpu"

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from harness.contract.modes import SCRIPTS
 from harness.judge.record_check import describe_loss, expected_injections, judge_record, nonfinite_reason
 from harness.model.record import RECORD_SCHEMA_VERSION
 from harness.model.result import Status
 from harness.workload.matrix import Cell
-from harness.workload.scripts import SCRIPTS
 from harness.workload.spec import WorkloadSpec
 
 

@@ -7,8 +7,9 @@ import json
 
 import pytest
 
+from harness.contract.modes import SCRIPTS, Mode, mode_of
+from harness.contract.optimizers import UPDATE_KIND_OF_CLASS
 from harness.errors import SpecError, UsageError
-from harness.judge import tolerances
 from harness.judge.tolerances import (
     DEFAULT_JUDGING,
     EPS,
@@ -24,7 +25,6 @@ from harness.judge.tolerances import (
 )
 from harness.model.verdicts import MEASURED_STEPS
 from harness.workload.optimizers import OPTIMIZERS
-from harness.workload.scripts import SCRIPTS, Mode, mode_of
 
 #: Every mode of every script, as ``script.mode``.
 _ALL_MODES = {f"{pair.stem}.{m.name}": m for pair in SCRIPTS.values() for m in pair.modes}
@@ -154,7 +154,7 @@ def test_every_optimizer_row_has_a_kind_of_update() -> None:
 
 def test_an_optimizer_class_without_a_measured_kind_is_refused_naming_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     """A new row whose PyTorch class has no measured kind gets a bound only after it is measured: the error says how."""
-    monkeypatch.delitem(tolerances._KIND_OF_CLASS, "Rprop")
+    monkeypatch.delitem(UPDATE_KIND_OF_CLASS, "Rprop")
     with pytest.raises(SpecError, match="measure it with tests/float64_distance.py"):
         float64_bound_for("default", "cpu", "bfloat16", 20, optimizer="rprop")
 

@@ -96,7 +96,7 @@ def test_traces_hashed_differently_are_not_comparable() -> None:
 def test_a_difference_whose_tensors_were_not_kept_never_reads_none() -> None:
     """Issue 37 (12): a first difference measured from digests only (no kept tensors) says so, never "None of None
     elements differ"."""
-    from harness.model.trace import PointDifference
+    from harness.model.pair_trace import PointDifference
 
     line = PointDifference(19, "record.weights.layer0.weight", "bytes", ("float32", "float32"), ((128, 128), (128, 128))).describe(
         ("python", "r"))

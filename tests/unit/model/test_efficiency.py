@@ -12,8 +12,10 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from harness.contract.modes import mode_of
 from harness.files.paths import REPO_ROOT
-from harness.model.efficiency import cell_efficiency, gemm_dtype, step_flops, workload_flops
+from harness.model.cell_efficiency import cell_efficiency
+from harness.model.efficiency import gemm_dtype, step_flops, workload_flops
 from harness.model.result import CellResult, Peaks, Status
 from harness.store.result_file import load_result
 from harness.workload.matrix import Cell
@@ -65,9 +67,11 @@ def test_cell_efficiency_uses_the_median_loop_and_the_dtype_peak() -> None:
     assert untimed is not None and untimed.seconds == 2.0 and untimed.peak_tflops is None and untimed.share_of_peak is None
     not_run = CellResult(Cell("r", "with_autocast", "default", "sgd", "cpu"), Status.SKIPPED, "no R")
     assert cell_efficiency(not_run, spec, peaks) is None
-    assert gemm_dtype("default", spec) == "float32" and gemm_dtype("autocast_scaler", spec.replace(amp_dtype="float16")) == "float16"
+    assert gemm_dtype(mode_of("with_autocast", "default"), spec) == "float32"
+    assert gemm_dtype(mode_of("cuda_amp_grad_scaler", "autocast_scaler"), spec.replace(amp_dtype="float16")) == "float16"
     # the low-precision-weights modes run their GEMMs in the AMP dtype too (weights and inputs are in it)
-    assert gemm_dtype("lowp_weights", spec) == gemm_dtype("lowp_weights_scaled", spec) == "bfloat16"
+    lowp = [gemm_dtype(mode_of("with_autocast", name), spec) for name in ("lowp_weights", "lowp_weights_scaled")]
+    assert lowp == ["bfloat16", "bfloat16"]
 
 
 def test_a_share_above_the_peak_is_not_given_and_says_why() -> None:

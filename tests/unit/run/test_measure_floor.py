@@ -2,7 +2,7 @@
 
 A fake pool (the golden cells' records, answered at once) records every call in order, so the order of cell rounds and
 calibration rounds is known exactly. The real workers' calibration loops are tested in
-``tests/unit/frontends/test_calibration.py`` and ``tests/integration/test_r_worker.py``.
+``tests/unit/worker_side/test_calibration.py`` and ``tests/integration/test_r_worker.py``.
 """
 
 from __future__ import annotations

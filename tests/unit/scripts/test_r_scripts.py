@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.contract.modes import SCRIPTS
 from harness.files.paths import REPO_ROOT, script_path
-from harness.workload.scripts import SCRIPTS
 
 R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
 #: Files that are not scripts but twins of each other: the workload's pieces and the shell mode.
@@ -33,7 +33,7 @@ R_LIFT_HELPERS = {"cuda_only_check", "expected_scale_method", "scaler_takes_cpu_
 #: Python's is (``pause_gc``): common.R alone takes a due escalation before the loop.
 R_COLLECTOR_HELPERS = {"gc_counters", "collect_ahead", "gc_reported", "gc_counter_period", "gc_loop_room"}
 R_ONLY_NAMES = {
-    "common": {"clock_source", "record_array_fields", "abort_cli", "require_r_torch", "libtorch_version",
+    "common": {"clock_source", "abort_cli", "require_r_torch", "libtorch_version",
                "json_value", "json_string", "record_keys_json", "exact_json_numbers", *R_LIFT_HELPERS, *R_COLLECTOR_HELPERS},
     # Python's main_cli calls the harness in-process (parse_shell_args, prepare_shell_run_spec, exit_with_error).
     # shell_exit_status: the statuses R ends with before the harness hands them over (Python imports the enum).
@@ -47,9 +47,9 @@ R_ONLY_NAMES = {
                 "is_part", "count_statement",
                 "replace_statement", "with_point_calls"},
 }
-#: What Python defines that R does not: the dtype table (R's torch_dtype() is a switch()); the context manager that swaps
-#: PyTorch's module functions for the run, and its statement normaliser (R compares deparsed code instead).
-PY_ONLY_NAMES = {"common": {"dtypes"}, "shell": set(), "patches": {"binding_patches", "statement"}}
+#: What Python defines that R does not: the context manager that swaps PyTorch's module functions for the run, and its
+#: statement normaliser (R compares deparsed code instead).
+PY_ONLY_NAMES: dict[str, set[str]] = {"common": set(), "shell": set(), "patches": {"binding_patches", "statement"}}
 
 
 def test_every_python_script_has_its_r_partner() -> None:
@@ -175,9 +175,11 @@ def test_the_scaler_lift_lives_in_common_r_only() -> None:
 
 
 def test_neither_language_keeps_its_own_copy_of_the_record_fields() -> None:
-    """The record's fields and version come from the run spec (harness/workload/contract.py): common.py and common.R define
-    neither, both read ``record_fields`` and ``record_schema_version``; R's array fields are fields of the contract."""
-    from harness.workload.contract import RECORD_FIELDS
+    """The record's fields, kinds and version come from the run spec (harness/contract/record.py): common.py and common.R
+    define neither, both read ``record_fields`` and ``record_schema_version``, and R names no record field itself (its
+    writer keeps arrays by the kinds), nor any dtype (the run spec's ``dtypes``)."""
+    from harness.contract.dtypes import DTYPES
+    from harness.contract.record import RECORD_FIELD_NAMES
 
     for lang in ("python", "r"):
         text = script_path(lang, "common").read_text()
@@ -185,8 +187,10 @@ def test_neither_language_keeps_its_own_copy_of_the_record_fields() -> None:
         assert not {"record_fields", "record_schema_version"} & set(names), lang
         assert 'spec["record_fields"]' in text or "spec$record_fields" in text
         assert 'spec["record_schema_version"]' in text or "spec$record_schema_version" in text
-    arrays = re.search(r"^record_array_fields <- c\((.*)\)$", script_path("r", "common").read_text(), re.M)
-    assert arrays is not None
-    listed = re.findall(r'"(\w+)"', arrays.group(1))
-    assert set(listed) <= set(RECORD_FIELDS) and {"losses", "injected_steps", "switches"} <= set(listed)
+    code = [line.split("#")[0] for line in script_path("r", "common").read_text().splitlines()]
+    lists = [line for line in code if len(set(re.findall(r'"(\w+)"', line)) & set(RECORD_FIELD_NAMES)) > 1]
+    assert not lists, f"common.R lists record fields of its own (read their kinds from the run spec): {lists}"
+    libtorch_names = {f'"{d.libtorch}"' for d in DTYPES.values()} | {f"{d.libtorch} =" for d in DTYPES.values()}
+    tables = [line for line in code if sum(name in line for name in libtorch_names) > 1]
+    assert not tables, f"common.R keeps a dtype table of its own (read the run spec's dtypes): {tables}"
     assert "record_keys_json <- local({" in script_path("r", "common").read_text()  # a function, caching the keys it quoted

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ExitCode, ResultError
-from harness.model.efficiency import cell_efficiency
+from harness.model.cell_efficiency import cell_efficiency
 from harness.model.result import MatrixResult, with_time_vs_default
 from harness.store.merge import merge_results
 from harness.store.result_file import load_result, save_result
@@ -248,7 +248,7 @@ def test_merging_results_that_ran_different_scripts_says_which_files_differ(tmp_
 def test_a_merged_result_of_inputs_measured_against_other_peaks_loads_again(tmp_path: Path) -> None:
     """Each input's cells were measured against its own run's matmul peaks; the merged result keeps them per source, so
     its load checks every cell's efficiency against its own (it checked the second input's against the first's: refused)."""
-    from harness.model.efficiency import cell_efficiency
+    from harness.model.cell_efficiency import cell_efficiency
     from harness.model.result import Peaks
 
     r = _slice(golden(), "r")

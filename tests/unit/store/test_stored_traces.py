@@ -13,8 +13,8 @@ import pytest
 from harness.errors import ResultError
 from harness.judge.divergence import trace_cells
 from harness.model.cell_trace import CellTrace
+from harness.model.pair_trace import PairTrace, PointDifference
 from harness.model.result import MatrixResult
-from harness.model.trace import PairTrace, PointDifference
 from harness.store.consistency import check_consistency
 from tests.twins import golden
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harness.model.trace import PairTrace
+from harness.model.pair_trace import PairTrace
 from harness.store.result_file import load_result, save_result
 from tests.model_results import COMMITTED, current_schema, schema_7
 

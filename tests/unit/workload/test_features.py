@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import UsageError
-from harness.workload.contract import script_run_spec
+from harness.workload.run_spec import run_spec_for
+from harness.workload.spec import WorkloadSpec
 from harness.workload.features import FEATURES, KINDS, NO_FEATURE, Cover, Feature, micro_batches, parse_features
 from harness.workload.matrix import Cell, cells_for
 from harness.workload.optimizers import OPTIMIZERS
-from harness.workload.scripts import all_mode_names
+from harness.contract.modes import all_mode_names
 
 
 def test_every_row_has_a_reason_per_hyperparameter_and_a_reason_per_cover() -> None:
@@ -40,10 +41,11 @@ def test_the_matrix_runs_each_feature_where_its_covers_say_and_ids_name_it() -> 
 
 def test_the_run_spec_carries_the_row_and_the_plain_loop_carries_none() -> None:
     """Both languages read one row: the scheduler's class and function, the same arguments."""
-    spec = script_run_spec(0.05, "cuda_amp_grad_scaler", "sgd", None, (), "lr_step")
+    workload = WorkloadSpec.from_preset("tiny")
+    spec = run_spec_for(workload, "cuda_amp_grad_scaler", "sgd", "f.safetensors", None, feature="lr_step").to_json()
     assert spec["feature"]["python"] == {"class": "StepLR", "args": {"step_size": 4, "gamma": 0.7}}
     assert spec["feature"]["r"] == {"function": "lr_step", "args": {"step_size": 4, "gamma": 0.7}}
-    assert script_run_spec(0.05, "cuda_amp_grad_scaler", "sgd", None)["feature"] is None
+    assert run_spec_for(workload, "cuda_amp_grad_scaler", "sgd", "f.safetensors", None).to_json()["feature"] is None
     assert micro_batches("accumulate") == 2 and micro_batches("lr_step") == micro_batches(NO_FEATURE) == 1
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from harness.contract.modes import SCRIPTS, all_mode_names
 from harness.run.frontends import FRONTENDS
 from harness.workload.installations import DEFAULT_INSTALLATIONS
 from harness.workload.matrix import Cell, cells_for, pair_id
-from harness.workload.scripts import SCRIPTS, all_mode_names
 
 FRONTEND_ORDER = tuple(DEFAULT_INSTALLATIONS)
 

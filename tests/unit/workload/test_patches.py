@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.workload.contract import script_run_spec
 from harness.workload.patches import PATCHES_FILE, POINT_CALL, POINTS, SWITCHES, check_switch, load_patches, patches_for
+from harness.workload.run_spec import run_spec_for
+from harness.workload.spec import WorkloadSpec
 
 
 def test_every_point_is_defined_in_both_languages() -> None:
@@ -43,7 +44,8 @@ def test_a_switch_acts_only_on_the_optimizers_whose_functions_it_patches() -> No
 
 def test_the_run_spec_carries_each_languages_patches_and_the_switches() -> None:
     """The run spec names the switches a run applies and both languages' replacements (each script picks its own)."""
-    spec = script_run_spec(0.05, "cuda_amp_grad_scaler", "sgd", {}, ("r-clip-coef-reciprocal",))
+    spec = run_spec_for(WorkloadSpec.from_preset("tiny"), "cuda_amp_grad_scaler", "sgd", "fixture.safetensors", None,
+                        switches=("r-clip-coef-reciprocal",)).to_json()
     assert spec["switches"] == ["r-clip-coef-reciprocal"] and set(spec["patches"]) == {"python", "r"}
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.contract.modes import SCRIPTS, Mode, all_mode_names, mode_of
 from harness.errors import SpecError
-from harness.workload.scripts import SCRIPTS, Mode, all_mode_names, mode_of
 
 
 def test_each_script_declares_its_own_modes_with_a_default_baseline() -> None:

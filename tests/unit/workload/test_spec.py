@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from harness.contract.modes import all_mode_names
 from harness.errors import SpecError, UsageError
-from harness.workload.scripts import all_mode_names
 from harness.workload.spec import FIXTURE_FIELDS, PRESETS, SizeWarning, WorkloadSpec, parse_modes
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness.frontends.matmul_peak import measure_matmul_peak
+from harness.worker_side.matmul_peak import measure_matmul_peak
 
 
 @pytest.mark.parametrize(

@@ -24,9 +24,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from harness.contract.dtypes import GEMM_DTYPES
+
 __all__ = ["CPU_PLAN", "CUDA_PLAN", "DEVICES", "DTYPES", "LAYOUTS", "MatmulPlan", "measure_matmul_peak"]
 
-DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
+DTYPES: tuple[str, ...] = GEMM_DTYPES
 DEVICES: tuple[str, ...] = ("cpu", "cuda")
 #: The operand layouts of a Linear layer's training step (``N`` as stored, ``T`` transposed): the forward
 #: ``x @ W.T`` (NT), the input gradient ``g @ W`` (NN) and the weight gradient ``g.T @ x`` (TN).

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from harness.contract.dtypes import DTYPES, FULL_DTYPES, HALF_DTYPES
+
 __all__ = ["FULL_DTYPES", "GEMM_KERNEL_PATTERNS", "GEMM_OPS", "HALF_DTYPES", "profile_gemms"]
 
 #: ATen's leaf matrix-multiply ops → index of their first matrix operand (``addmm(bias, a, b)``), whose
@@ -26,11 +28,8 @@ GEMM_OPS: dict[str, int] = {
 #: Substrings (case-insensitive) of CUDA GEMM kernel names: cuBLAS "gemm"/"nvjet" (Hopper), CUTLASS
 #: "xmma"/"cutlass", and the tensor-core instruction shapes "s16816"/"hmma" in Ampere-era kernel names.
 GEMM_KERNEL_PATTERNS: tuple[str, ...] = ("gemm", "nvjet", "xmma", "cutlass", "s16816", "hmma")
-#: The dtypes a GEMM counts as half precision, and as full precision.
-HALF_DTYPES = ("float16", "bfloat16")
-FULL_DTYPES = ("float32", "float64")
 #: libtorch's dtype spellings in profiler records (``c10::`` prefix stripped) → the contract's names.
-_DTYPE_NAMES = {"BFloat16": "bfloat16", "Half": "float16", "float": "float32", "double": "float64"}
+_DTYPE_NAMES = {d.profiler: d.name for d in DTYPES.values() if d.profiler is not None}
 
 
 def profile_gemms(

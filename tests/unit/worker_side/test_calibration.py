@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import torch
 
-from harness.frontends.python_handler import PythonHandler
+from harness.worker_side.python_handler import PythonHandler
 
 
 def _request(**changes: Any) -> dict[str, Any]:

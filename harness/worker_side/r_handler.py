@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from harness.files.paths import bytecode_dir, script_path
-from harness.frontends.trace_recorder import TraceRecorder
+from harness.worker_side.trace_recorder import TraceRecorder
 
 __all__ = ["RHandler"]
 
@@ -56,11 +56,11 @@ class RHandler:
     """Embeds R once, sources ``r_scripts/_bridge.R`` (which loads ``common.R`` from the folder it is given) and answers run requests.
 
     ``cell`` (the default): the run record. ``describe``: this installation's facts
-    (:func:`harness.frontends.installation_facts.installation_facts`). ``trace``: a cell request with
+    (:func:`harness.worker_side.installation_facts.installation_facts`). ``trace``: a cell request with
     ``trace: {"keep": [[step, name], ...]}`` → the call's points, recorded by
-    :class:`harness.frontends.trace_recorder.TraceRecorder` (as in the Python worker). ``calibrate``:
+    :class:`harness.worker_side.trace_recorder.TraceRecorder` (as in the Python worker). ``calibrate``:
     ``{"device", "dtype", "threads", "iterations"}`` → ``{"seconds", "iterations"}`` from ``amp_parity_calibrate()``
-    in _bridge.R, the twin of :func:`harness.frontends.calibration.calibrate`.
+    in _bridge.R, the twin of :func:`harness.worker_side.calibration.calibrate`.
     """
 
     def __init__(self) -> None:
@@ -108,7 +108,7 @@ class RHandler:
         return json.loads(text)
 
     def _describe(self, device: str) -> dict[str, Any]:
-        from harness.frontends.installation_facts import installation_facts
+        from harness.worker_side.installation_facts import installation_facts
 
         torch_version, libtorch, language, package = (str(v) for v in self._ro.r(_DESCRIBE)())
         self._ro.globalenv["amp_parity_first_step"]()  # one-time costs of a first optimizer step, paid at start (_bridge.R)
@@ -124,7 +124,7 @@ class RHandler:
 
     def _calibration(self, device: str, dtype: str, threads: int, iterations: int) -> dict[str, Any]:
         """The noise-floor loop in R torch: checked here, with the matrices' size from the one place it is kept."""
-        from harness.frontends.calibration import CALIBRATION_N, check_calibration
+        from harness.worker_side.calibration import CALIBRATION_N, check_calibration
 
         check_calibration(device, dtype, threads, iterations)
         kind, *values = self._calibrate(device, dtype, threads, iterations, CALIBRATION_N)

@@ -16,7 +16,7 @@ from typing import Any
 
 from blake3 import blake3
 
-from harness.frontends.tensor_bytes import decode
+from harness.worker_side.tensor_bytes import decode
 
 __all__ = ["POINT_DIGEST", "TraceComplete", "TraceRecorder"]
 

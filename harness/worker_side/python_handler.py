@@ -21,11 +21,11 @@ class PythonHandler:
     """Imports ``py_scripts.<stem>`` once and answers requests by their ``kind``.
 
     ``cell`` (the default): ``{"script", "mode", "run_spec"}`` → the run record. ``describe``: ``{"device"}`` → this
-    installation's facts (:func:`harness.frontends.installation_facts.installation_facts`). ``matmul_peak``:
-    ``{"device", "dtype", "threads"}`` → :func:`harness.frontends.matmul_peak.measure_matmul_peak`. ``gemm_profile``:
-    a cell request → :func:`harness.frontends.gemm_profiler.profile_gemms` of one step. ``trace``: a cell request
-    with ``trace: {"keep": [[step, name], ...]}`` → the call's points (:class:`harness.frontends.trace_recorder.TraceRecorder`).
-    ``calibrate``: ``{"device", "dtype", "threads", "iterations"}`` → :func:`harness.frontends.calibration.calibrate`.
+    installation's facts (:func:`harness.worker_side.installation_facts.installation_facts`). ``matmul_peak``:
+    ``{"device", "dtype", "threads"}`` → :func:`harness.worker_side.matmul_peak.measure_matmul_peak`. ``gemm_profile``:
+    a cell request → :func:`harness.worker_side.gemm_profiler.profile_gemms` of one step. ``trace``: a cell request
+    with ``trace: {"keep": [[step, name], ...]}`` → the call's points (:class:`harness.worker_side.trace_recorder.TraceRecorder`).
+    ``calibrate``: ``{"device", "dtype", "threads", "iterations"}`` → :func:`harness.worker_side.calibration.calibrate`.
     Peaks, profiles, traces and calibrations run here, in the process and with the torch that runs the cells.
     """
 
@@ -39,7 +39,7 @@ class PythonHandler:
 
         # And what the trace recorder needs (blake3): an interpreter without it fails to start, with the fix, not at its
         # first traced call.
-        importlib.import_module("harness.frontends.trace_recorder")
+        importlib.import_module("harness.worker_side.trace_recorder")
 
         self.torch_version = torch.__version__
         self._modules: dict[str, ModuleType] = {}
@@ -52,16 +52,16 @@ class PythonHandler:
                 _first_step()
                 return _describe(request.get("device", "cpu"))
             if kind == "matmul_peak":
-                from harness.frontends.matmul_peak import measure_matmul_peak
+                from harness.worker_side.matmul_peak import measure_matmul_peak
 
                 return measure_matmul_peak(request["device"], request["dtype"], request["threads"])
             if kind == "calibrate":
-                from harness.frontends.calibration import calibrate
+                from harness.worker_side.calibration import calibrate
 
                 return calibrate(request["device"], request["dtype"], request["threads"], request["iterations"])
             module = self._script(request["script"])
             if kind == "gemm_profile":
-                from harness.frontends.gemm_profiler import profile_gemms
+                from harness.worker_side.gemm_profiler import profile_gemms
 
                 return profile_gemms(module.run_workload, request["run_spec"], request["mode"], request.get("step", 3))
             if kind == "trace":
@@ -75,7 +75,7 @@ class PythonHandler:
         """Run the cell with every ``trace_point`` going to a recorder; a run stopped once the kept points are in has no record."""
         import torch
 
-        from harness.frontends.trace_recorder import TraceComplete, TraceRecorder
+        from harness.worker_side.trace_recorder import TraceComplete, TraceRecorder
 
         common = importlib.import_module("py_scripts.common")
         recorder = TraceRecorder(request["trace"]["keep"], stop=request["trace"].get("stop", True))
@@ -124,7 +124,7 @@ def _describe(device: str) -> dict[str, Any]:
 
     import torch
 
-    from harness.frontends.installation_facts import installation_facts
+    from harness.worker_side.installation_facts import installation_facts
 
     name = torch.cuda.get_device_name() if device == "cuda" and torch.cuda.is_available() else device
     return installation_facts(

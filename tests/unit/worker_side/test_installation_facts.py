@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from harness.frontends.installation_facts import LIBTORCH_CPU, cpu_model, elf_build_id
+from harness.worker_side.installation_facts import LIBTORCH_CPU, cpu_model, elf_build_id
 
 
 def _elf_with_note(path: Path, build_id: bytes) -> None:

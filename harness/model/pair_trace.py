@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.frontends.tensor_bytes import FLOAT_DTYPES
+from harness.worker_side.tensor_bytes import FLOAT_DTYPES
 
 __all__ = ["PairTrace", "PointDifference"]
 

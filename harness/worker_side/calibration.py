@@ -7,7 +7,7 @@ so a drift of the machine lands on both; the spread of these rounds is the *floo
 product is written in place), inputs made without the RNG (the seeded global generator a workload uses stays untouched).
 
 Twin of ``amp_parity_calibrate()`` in ``r_scripts/_bridge.R``: same names, same order. The R worker's handler
-(:mod:`harness.frontends.r_handler`) checks the request here and hands R :data:`CALIBRATION_N`, so the size lives in one
+(:mod:`harness.worker_side.r_handler`) checks the request here and hands R :data:`CALIBRATION_N`, so the size lives in one
 place. Runs in a worker: ``torch`` is imported inside the function, so the parent can import this module without it.
 """
 
@@ -17,12 +17,12 @@ import gc
 import time
 from typing import Any
 
-from harness.frontends.matmul_peak import DEVICES, DTYPES
+from harness.worker_side.matmul_peak import DEVICES, DTYPES
 
 __all__ = ["CALIBRATION_N", "calibrate", "check_calibration"]
 
 #: The square matrices' size: at one thread a 256³ product takes 0.16 ms in float32 and 0.04 ms in bfloat16 on the 2-core
-#: Xeon (AMX), 0.3 and 0.09 ms on the 2-core EPYC (harness/frontends/matmul_peak.py's CPU_PLAN): long against the clock,
+#: Xeon (AMX), 0.3 and 0.09 ms on the 2-core EPYC (harness/worker_side/matmul_peak.py's CPU_PLAN): long against the clock,
 #: and in float32 against R torch's per-call dispatch (tens of microseconds); short enough that a loop as long as a
 #: ``bench`` cell's (~1 s) averages over thousands of products.
 CALIBRATION_N = 256

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.contract.dtypes import DTYPES as CONTRACT_DTYPES
+from harness.contract.dtypes import FLOAT_DTYPES
+
 __all__ = ["DTYPES", "FLOAT_DTYPES", "decode", "encode", "ordered_bits", "ulp_distance"]
 
 #: Each dtype's storage: the NumPy type of its bytes and whether it is a floating-point type (ULPs are then
 #: counted in that format; integers and booleans differ by their values).
-DTYPES: dict[str, tuple[str, bool]] = {
-    "float32": ("<f4", True), "float64": ("<f8", True), "float16": ("<f2", True), "bfloat16": ("<u2", True),
-    "int32": ("<i4", False), "int64": ("<i8", False), "uint8": ("u1", False), "bool": ("?", False),
-}
-FLOAT_DTYPES = frozenset(name for name, (_, is_float) in DTYPES.items() if is_float)
+#: (harness/contract/dtypes.py declares them).
+DTYPES: dict[str, tuple[str, bool]] = {name: (d.numpy, d.is_float) for name, d in CONTRACT_DTYPES.items()}
 #: The signed integer of each float format's width, whose order the bit patterns are mapped onto.
-_BITS = {"float32": "<i4", "float64": "<i8", "float16": "<i2", "bfloat16": "<i2"}
+_BITS = {name: d.bits for name, d in CONTRACT_DTYPES.items() if d.bits is not None}
 
 
 def _storage(dtype: str) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.frontends.trace_recorder import POINT_DIGEST, TraceRecorder
 from harness.model.cell_trace import DIGESTS
+from harness.worker_side.trace_recorder import POINT_DIGEST, TraceRecorder
 
 #: BLAKE3's published digest of the three bytes "abc" (the reference implementation's test vectors): the recorder's
 #: digests are BLAKE3's, not merely some function of the bytes that the parent might compare with another's.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.frontends.tensor_bytes import decode, ulp_distance
+from harness.worker_side.tensor_bytes import decode, ulp_distance
 
 
 def _bf16(values: list[float]) -> bytes:
