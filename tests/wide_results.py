@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from harness.model.result import MatrixResult
 from harness.model.pair_trace import PairTrace, PointDifference
+from harness.model.result import MatrixResult
 from harness.model.verdicts import PairVerdict
 from harness.workload.matrix import Cell, pair_id
 from harness.workload.optimizers import OPTIMIZERS

@@ -7,7 +7,6 @@ on CPU, the tensor-core share to CUDA); a result is checked against those that a
 from __future__ import annotations
 
 from harness.contract.modes import FOUR_MODE_MATRIX, GPU_AUTOCAST, modes_in
-from harness.contract.optimizers import DEFAULT_OPTIMIZER
 from harness.judge.spread import check_spread
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.timing import Timing

@@ -17,8 +17,8 @@ from typing import Any
 import jinja2
 from matplotlib.figure import Figure
 
-from harness.model.result import MatrixResult
 from harness.model.pair_trace import PairTrace
+from harness.model.result import MatrixResult
 from harness.model.verdicts import PairVerdict
 from harness.views.formatting import num, provenance_lines
 from harness.views.glance import LEGEND, glance, symbol

@@ -28,7 +28,6 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import LogLocator, MaxNLocator, NullLocator
 
-from harness.contract.modes import all_mode_names
 from harness.files.atomic import atomic_path
 from harness.model.result import CellResult, MatrixResult
 from harness.model.timing import ratio

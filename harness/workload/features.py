@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.contract.modes import SCRIPTS
 from harness.errors import UsageError
 from harness.workload.optimizers import OPTIMIZERS
-from harness.contract.modes import SCRIPTS
 
 __all__ = ["FEATURES", "KINDS", "NO_FEATURE", "PRESET_FEATURES", "Cover", "Feature", "check_feature", "micro_batches",
            "parse_features"]
@@ -219,7 +219,7 @@ def parse_features(values: list[str] | tuple[str, ...] | None, preset: str, narr
     Raises:
         UsageError: an unknown feature, or only separators.
     """
-    from harness.workload.spec import parse_choices
+    from harness.workload.choices import parse_choices
 
     if not values:
         return (NO_FEATURE,) if narrowed else PRESET_FEATURES.get(preset, (NO_FEATURE,))

@@ -62,6 +62,6 @@ def cells_for(frontends: tuple[str, ...], modes: tuple[str, ...], optimizers: tu
         for mode in script.modes
         if mode.name in modes
         for optimizer in optimizers
-        if feature == NO_FEATURE or FEATURES[feature].applies(pair.stem, mode.name, optimizer)
+        if feature == NO_FEATURE or FEATURES[feature].applies(script.stem, mode.name, optimizer)
         for frontend in frontends
     ]

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 
+from harness.contract.modes import all_mode_names
 from harness.errors import AmpParityError
 from harness.model.efficiency import gemm_dtype
 from harness.model.timing import DEFAULT_ROUNDS
 from harness.workload.installations import Installation, parse_frontends
 from harness.workload.optimizers import parse_optimizers
-from harness.contract.modes import all_mode_names
 from harness.workload.spec import PRESETS, WorkloadSpec
 
 __all__ = ["ROUNDS_ENV", "check_settings", "frontends", "optimizers", "preset", "rounds", "spread_modes"]

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness.files.paths import SCRIPTS_ENV
-from harness.model.result import MatrixResult
 from harness.model.pair_trace import PairTrace
+from harness.model.result import MatrixResult
 from harness.model.verdicts import PairVerdict
 from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner

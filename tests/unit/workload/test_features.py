@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from harness.contract.modes import all_mode_names
 from harness.errors import UsageError
-from harness.workload.run_spec import run_spec_for
-from harness.workload.spec import WorkloadSpec
 from harness.workload.features import FEATURES, KINDS, NO_FEATURE, Cover, Feature, micro_batches, parse_features
 from harness.workload.matrix import Cell, cells_for
 from harness.workload.optimizers import OPTIMIZERS
-from harness.contract.modes import all_mode_names
+from harness.workload.run_spec import run_spec_for
+from harness.workload.spec import WorkloadSpec
 
 
 def test_every_row_has_a_reason_per_hyperparameter_and_a_reason_per_cover() -> None:
