@@ -149,13 +149,23 @@ def test_r_inject_overflow_writes_an_inf_into_the_gradient_in_place(availability
 
 @pytest.mark.parametrize("mode", ["autocast_scaler", "autocast_scaler_clip"])
 def test_scale_history_copied_after_the_loop_is_the_rule_exactly(mode: str, runner: MatrixRunner) -> None:
-    """The scales kept on the device and copied after the loop are GradScaler's float32 values: 65536 doubling every 4 steps."""
+    """The scales kept on the device and copied after the loop are GradScaler's float32 values: 65536 doubling every 4
+    unskipped steps, halved at the preset's injected overflow (step 9), which restarts the count."""
     from harness.workload.matrix import Cell
 
     assert runner.spec == WorkloadSpec.from_preset("tiny")  # the session's runner (its Python worker is shared)
     record = runner.run_cell(Cell("python", "cuda_amp_grad_scaler", mode, "sgd", "cpu")).to_json()["record"]
-    assert record["loss_scale"] == [65536.0 * 2 ** ((step + 1) // 4) for step in range(20)]
-    assert all(isinstance(v, float) for v in record["loss_scale"]) and record["skipped_steps"] == 0
+    expected, scale, unskipped = [], 65536.0, 0
+    for step in range(20):
+        if step in runner.spec.overflow_steps:
+            scale, unskipped = scale * 0.5, 0
+        else:
+            unskipped += 1
+            if unskipped == 4:
+                scale, unskipped = scale * 2, 0
+        expected.append(scale)
+    assert runner.spec.overflow_steps == (9,) and record["loss_scale"] == expected
+    assert all(isinstance(v, float) for v in record["loss_scale"]) and record["skipped_steps"] == 1
 
 
 def test_natural_fp16_overflows_are_replayed_and_follow_the_rule(availability: Availability, tmp_path: Path) -> None:

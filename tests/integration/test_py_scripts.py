@@ -91,7 +91,7 @@ def _check_scaler_rules(record: dict[str, Any], spec: WorkloadSpec) -> None:
 
 def test_scaler_grows_by_its_interval_without_overflow(tmp_path: Path) -> None:
     """With finite gradients the scale doubles every growth_interval steps and no step is skipped."""
-    record, spec = _run(cuda_amp_grad_scaler, "autocast_scaler", tmp_path)
+    record, spec = _run(cuda_amp_grad_scaler, "autocast_scaler", tmp_path, overflow_steps=())  # the preset's overflow off
     assert record["skipped_steps"] == 0
     assert record["loss_scale"][:5] == [65536.0, 65536.0, 65536.0, 131072.0, 131072.0]
     _check_scaler_rules(record, spec)
@@ -157,13 +157,13 @@ def test_scaler_script_reads_no_scale_inside_the_loop(mode: str, tmp_path: Path,
     """get_scale() (a host sync on CUDA) is never called: each step's scale is kept as a tensor and copied after the loop."""
     import torch
 
-    expected, _ = _run(cuda_amp_grad_scaler, mode, tmp_path)
+    expected, _ = _run(cuda_amp_grad_scaler, mode, tmp_path, overflow_steps=())  # the preset's overflow off: growth only
 
     def refuse(self: Any) -> float:
         raise AssertionError("get_scale() called: a host sync per step")
 
     monkeypatch.setattr(torch.amp.GradScaler, "get_scale", refuse)
-    record, _ = _run(cuda_amp_grad_scaler, mode, tmp_path)
+    record, _ = _run(cuda_amp_grad_scaler, mode, tmp_path, overflow_steps=())
     assert record["loss_scale"] == expected["loss_scale"] and record["loss_scale"][-1] == 65536.0 * 2**5
 
 

@@ -86,7 +86,7 @@ def unchanged(tmp_path_factory: pytest.TempPathFactory, tiny_spec: WorkloadSpec,
 
 
 #: Steps 0-2 only (one epoch of 3 batches).
-SHORTER = {"epochs": 1, "num_batches": 3}
+SHORTER = {"epochs": 1, "num_batches": 3, "overflow_steps": ()}  # 3 steps: the preset's overflow (step 9) is past them
 
 #: (file, the text as it is, the text planted, mode, first differing (step, point), last identical (step, point)).
 DIVERGING: dict[str, tuple[str, str, str, str, tuple[int, str], tuple[int, str]]] = {
@@ -189,10 +189,12 @@ def test_the_unchanged_pairs_are_identical_in_every_point(unchanged: MatrixResul
     pair = _pair(unchanged, mode, script)
     assert pair.verdict == "identical", pair.explanation
     trace = _trace(pair)
-    per_step = UNCHANGED_POINTS[(script, mode)]
-    assert trace.points == (20 * per_step, 20 * per_step)
-    assert trace.identical_points == 20 * per_step and trace.first_difference is None
-    assert trace.last_identical == (19, "scaler.growth_tracker" if mode == "autocast_scaler" else "param.stepped.layer2.bias")
+    # ... and the run's record after them (issue 37): the loss at every step, the scale and skip at every step of a
+    # dynamic scaler, the two dtypes and the six final-weights tensors.
+    points = 20 * UNCHANGED_POINTS[(script, mode)] + 20 + (40 if mode == "autocast_scaler" else 0) + 2 + 6
+    assert trace.points == (points, points)
+    assert trace.identical_points == points and trace.first_difference is None
+    assert trace.last_identical == (19, "record.weights.layer2.weight")  # the tensors in layer order, bias first
 
 
 def test_every_mode_of_both_scripts_ran_once_with_plain_sgd(unchanged: MatrixResult) -> None:
@@ -222,7 +224,8 @@ def test_a_stale_known_difference_fails(
     assert "remove or update entry clip-coef-reciprocal" in pair.explanation[0]
     assert "its trigger clip_engaged held at 20 step(s) from step 0" in pair.explanation[0]
     trace = _trace(pair)
-    assert trace.first_difference is None and trace.identical_points == 760 == trace.points[0]
+    # 760 traced points in the loop, and the run's record after them (20 losses, scales and skips, 2 dtypes, 6 tensors)
+    assert trace.first_difference is None and trace.identical_points == 760 + 68 == trace.points[0]
     assert exit_status(result) == 1
 
 
