@@ -476,21 +476,26 @@ class ReportClaim(_Claim):
         self._created = []
 
 
-#: How a report file amp-parity wrote begins: ``report.md`` with the report's heading (``harness/views/report.py``
-#: writes it; ``tests/unit/store/test_outputs.py`` holds the two together), a plot as a PNG file.
-_REPORT_STARTS = {".md": b"# amp-parity report", ".png": b"\x89PNG\r\n\x1a\n"}
+#: How each report file amp-parity writes begins (``harness/views/report.py``, ``page.py`` and ``summary.py`` write them;
+#: ``tests/unit/store/test_outputs.py`` holds them together), by name; a plot by its PNG signature. A file of the report's
+#: folder not named here is not one of the report's and is never replaced.
+_REPORT_STARTS = {"report.md": b"# amp-parity report", "summary.md": b"# amp-parity \xc2\xb7 ", "report.html": b"<!DOCTYPE html>"}
+_PNG_START = b"\x89PNG\r\n\x1a\n"
+#: What marks the page as amp-parity's beyond its doctype: its generator line, within its first kilobyte.
+_PAGE_MARK = b'<meta name="generator" content="amp-parity">'
 
 
 def _refuse_foreign(present: Path, flag: str) -> None:
     """Refuse to replace a report file that amp-parity did not write (a user's notes in ``report.md``): ``--overwrite``
     replaces only what the harness wrote, as it does for results and weights folders."""
-    start = _REPORT_STARTS.get(present.suffix)
+    start = _REPORT_STARTS.get(present.name, _PNG_START if present.suffix == ".png" else None)
     try:
         with present.open("rb") as handle:
-            head = handle.read(len(start) if start else 0)
+            head = handle.read(1024)
     except OSError as err:
         raise ResultError(f"cannot read {present}: {os_error_text(err)}. Move it away or choose another {flag} folder.") from err
-    if start is not None and head != start:
+    ours = start is not None and head.startswith(start) and (present.name != "report.html" or _PAGE_MARK in head)
+    if not ours:
         raise ResultError(f"{present} was not written by amp-parity (it does not begin as its report does); --overwrite replaces "
                           f"only what amp-parity wrote. Move it away or choose another {flag} folder.")
 

@@ -11,7 +11,7 @@ to the page.
 from __future__ import annotations
 
 from harness.model.result import MatrixResult
-from harness.model.verdicts import PairVerdict, TargetCheck
+from harness.model.verdicts import PairVerdict, TargetCheck, Verdict
 from harness.views.formatting import cell_text
 from harness.views.glance import LEGEND, glance
 from harness.views.reasons import reasons
@@ -22,7 +22,7 @@ SUMMARY_FILE = "summary.md"
 #: The summary's size at most, in UTF-8 bytes: the issue's budget (50 KB), so a job summary holds several runs' summaries.
 SUMMARY_MAX_BYTES = 50_000
 #: Pairs the summary counts but does not list: identical, or a side did not run (its reason is listed once, above).
-_QUIET = ("identical", "skipped", "unsupported")
+_QUIET = (Verdict.IDENTICAL, Verdict.SKIPPED, Verdict.UNSUPPORTED)
 #: A pair's or target's "why" is cut to this many characters (the page and report.md have it whole): the main job's
 #: longest, a diverged pair's trace, runs to several thousand.
 _WHY_CHARS = 280
@@ -48,13 +48,13 @@ def render_summary(result: MatrixResult, page: str, report: str, plots: tuple[st
         *[f"- **`{c.id}` fails on its own**: {_cut(c.verdict.reason)}" for c in result.cells if c.verdict and c.verdict.failed],
         f"- The whole report: `{page}` (one page, opens offline from the CI artifact) and `{report}` (every cell and pair).", "",
     ]
-    if any(p.verdict != "skipped" for p in result.pairs):  # a grid of "skipped" says no more than the line above
+    if any(p.verdict != Verdict.SKIPPED for p in result.pairs):  # a grid of "skipped" says no more than the line above
         head += ["## At a glance", "", "| | " + " | ".join(grid.columns) + " |", "|---|" + ":---:|" * len(grid.columns)]
         head += [f"| {key} | " + " | ".join(entry or " " for entry in row) + " |" for key, row in grid.rows]
         head += ["", LEGEND + ".", ""]
-    loud = [p for p in result.pairs if p.verdict not in _QUIET and p.verdict != "known_difference"]
+    loud = [p for p in result.pairs if p.verdict not in _QUIET and p.verdict != Verdict.KNOWN_DIFFERENCE]
     pairs = [f"| `{p.pair}` | {' vs '.join(p.frontends)} | **{p.verdict}** | {_cut(p.cause)} |" for p in loud]
-    known = _by_entry([p for p in result.pairs if p.verdict == "known_difference"])
+    known = _by_entry([p for p in result.pairs if p.verdict == Verdict.KNOWN_DIFFERENCE])
     explained = [f"| {entry} | {len(group)} | `{group[0].pair}` | {_cut(group[0].cause)} |" for entry, group in known.items()]
     missed = [t for t in result.targets if not t.met]
     by_target: dict[str, list[TargetCheck]] = {}

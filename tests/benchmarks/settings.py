@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from harness.contract.modes import all_mode_names
+from harness.contract.modes import SCRIPTS, all_mode_names
 from harness.errors import AmpParityError
 from harness.model.efficiency import gemm_dtype
 from harness.model.timing import DEFAULT_ROUNDS
@@ -92,7 +92,8 @@ def spread_modes(has_bf16: bool | None) -> tuple[str, ...] | None:
     if has_bf16 is not False:
         return None
     spec = WorkloadSpec.from_preset("bench")
-    return tuple(mode for mode in all_mode_names() if gemm_dtype(mode, spec) == "float32")
+    modes = {mode.name: mode for script in SCRIPTS.values() for mode in script.modes}
+    return tuple(name for name in all_mode_names() if gemm_dtype(modes[name], spec) == "float32")
 
 
 def check_settings() -> None:

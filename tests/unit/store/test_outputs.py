@@ -214,7 +214,7 @@ def test_an_existing_report_is_replaced_only_with_overwrite_and_only_as_a_file(t
     assert (tmp_path / "report.md").read_text() == "# amp-parity report\n\nan earlier one"
 
 
-@pytest.mark.parametrize("name", ["report.md", "losses.png"])
+@pytest.mark.parametrize("name", ["report.md", "summary.md", "report.html", "losses.png"])
 def test_overwrite_replaces_only_report_files_amp_parity_wrote(tmp_path: Path, name: str) -> None:
     """Issue 37 (14): a ``report.md`` of a user's own notes (or a picture of theirs named like a plot) is never replaced, even
     with --overwrite, before the run or when the report is published; a report the harness wrote is."""
@@ -228,6 +228,13 @@ def test_overwrite_replaces_only_report_files_amp_parity_wrote(tmp_path: Path, n
         with pytest.raises(ResultError, match="was not written by amp-parity"):
             claim.publish()
     assert (tmp_path / name).read_text() == "my notes"
+
+
+def test_a_page_of_another_tool_is_never_replaced(tmp_path: Path) -> None:
+    """An HTML page that begins as every page does, but that amp-parity did not write, is refused like a user's notes."""
+    (tmp_path / "report.html").write_text("<!DOCTYPE html>\n<html><head><title>my dashboard</title></head></html>\n")
+    with pytest.raises(ResultError, match="report[.]html was not written by amp-parity"):
+        check_report_folder(tmp_path, REPORT_FILES, overwrite=True, flag="--out")
 
 
 def test_the_report_begins_as_the_overwrite_check_expects(tmp_path: Path) -> None:
