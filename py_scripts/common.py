@@ -203,9 +203,10 @@ def make_grad_scaler(spec: dict[str, Any], enabled: bool) -> tuple[torch.amp.Gra
 
 
 def inject_overflow(net: torch.nn.Sequential) -> None:
-    """Put an inf into one gradient element (the first layer's first weight), as an fp16 overflow would."""
+    """Put an inf into one gradient element (the first weight of the first layer that has a gradient: a frozen layer's
+    has none), as an fp16 overflow would."""
     with torch.no_grad():
-        linear_layers(net)[0].weight.grad[0, 0] = float("inf")
+        next(layer for layer in linear_layers(net) if layer.weight.grad is not None).weight.grad[0, 0] = float("inf")
 
 
 def found_inf(scaler: torch.amp.GradScaler, opt: torch.optim.Optimizer) -> torch.Tensor:

@@ -339,10 +339,13 @@ lifted_check_name <- function() {
   sprintf("cuda_amp_grad_scaler()$scale(): CUDA-only check lifted on CPU (R torch %s, method source verified)", packageVersion("torch"))
 }
 
-#' Put an inf into one gradient element (the first layer's first weight), as an fp16 overflow would.
+#' Put an inf into one gradient element (the first weight of the first layer that has a gradient: a frozen layer's
+#' has none), as an fp16 overflow would.
 inject_overflow <- function(net) {
   torch::with_no_grad({
-    grad <- linear_layers(net)[[1]]$weight$grad
+    # the first layer that has a gradient, as Python's twin (a frozen layer's is undefined)
+    layer <- Find(function(l) !torch::is_undefined_tensor(l$weight$grad), linear_layers(net))
+    grad <- layer$weight$grad
     grad[1, 1] <- Inf # `[<-.torch_tensor` writes into the tensor in place (tensor_slice_put_)
   })
   invisible(NULL)

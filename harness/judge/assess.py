@@ -45,6 +45,11 @@ def assess_result(result: MatrixResult, judging: str | None = None, known: Seque
     return dataclasses.replace(judged, targets=tuple(check_targets(judged)))
 
 
+#: The traced point of GradScaler's skip decision (what ``unscale_`` or the step's check found): a bug whose signature
+#: begins there is a bug of the scaler itself, the one kind that may break GradScaler's rule (``_unexplained``).
+SCALER_DECISION_POINT = "scaler.found_inf"
+
+
 def _excused(result: MatrixResult, known: Sequence[KnownDifference]) -> tuple[CellResult, ...]:
     """The cells, with each failed own verdict that a pair's proven R torch bug explains marked ``excused`` (naming the
     pair and its entries): the bug is on record, with its reproducers; a new difference in the same cell would not be
@@ -71,19 +76,25 @@ def _excused(result: MatrixResult, known: Sequence[KnownDifference]) -> tuple[Ce
 def _unexplained(cell: CellResult, details: Mapping[str, Any], bugs: Sequence[KnownDifference]) -> str | None:
     """Why the cell's failure is more than its bugs' signature, or ``None`` where they explain all of it.
 
-    An R torch bug of the list lives in an optimizer's step or the clipping: it moves the losses (from the first step
-    where it acts) and the final weights away from float64, never GradScaler's rule, which the scale history follows
-    whatever the gradients are. So a broken scale history, or losses that part from float64 before the bug acts, are
-    another failure: not excused.
+    An R torch bug in an optimizer's step or the clipping moves the losses (from the first step where it acts) and the
+    final weights away from float64, never GradScaler's rule, which the scale history follows whatever the gradients
+    are; only a bug of the scaler's own decision (its signature's first point is the scaler's found-inf) breaks that
+    rule, and then only from the step where it acts. Any other broken scale history, or losses that part from float64
+    before the bug acts, are another failure: not excused.
     """
     assert cell.verdict is not None
     scaler, float64 = cell.verdict.scaler, cell.verdict.float64
+    triggers = (details.get("trace") or {}).get("triggers") or {}
     if scaler is not None and not scaler.passed:
-        return f"its scale history breaks GradScaler's rule at step {scaler.first_step}, which no R torch bug here touches"
+        deciders = [k for k in bugs if k.signature.point_pattern.match(SCALER_DECISION_POINT)]
+        if not deciders:
+            return f"its scale history breaks GradScaler's rule at step {scaler.first_step}, which no R torch bug here touches"
+        acts = [int(s) for k in deciders for s in triggers.get(k.trigger) or ()]
+        if scaler.first_step is None or not acts or scaler.first_step < min(acts):
+            return f"its scale history breaks GradScaler's rule at step {scaler.first_step}, before its scaler bug acts"
     if not bugs:
         return "the pair names no entry of the list that explains it"
     if float64 is not None and not float64.passed and float64.first_step_beyond is not None:
-        triggers = (details.get("trace") or {}).get("triggers") or {}
         acts = [int(s) for k in bugs for s in triggers.get(k.trigger) or ()]
         if not acts:
             return "the trace shows none of its bugs acting"

@@ -32,8 +32,10 @@ Point = Sequence[Any]
 
 
 def _clip_engaged(points: Sequence[Point]) -> tuple[int, ...]:
-    """Steps whose clip coefficient was below 1: clipping scaled the gradients down."""
-    return tuple(p[0] for p in points if p[1] == "clip.coef" and p[5] is not None and p[5] < 1.0)
+    """Steps whose clip coefficient was between 0 and 1: clipping scaled the gradients down by a rounded factor. A
+    coefficient of exactly 0 (an overflow's infinite norm, a step the scaler skips) is 0 however it is computed, so it
+    cannot show a difference in how the coefficient rounds."""
+    return tuple(p[0] for p in points if p[1] == "clip.coef" and p[5] is not None and 0.0 < p[5] < 1.0)
 
 
 def _step_skipped(points: Sequence[Point]) -> tuple[int, ...]:

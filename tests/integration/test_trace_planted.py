@@ -169,7 +169,8 @@ def test_the_known_difference_is_matched(unchanged: MatrixResult) -> None:
     assert first is not None and (first.step, first.point, first.kind, first.max_distance) == (0, "clip.coef", "bytes", 1)
     assert (first.elements, first.differing) == (1, 1)
     assert trace.last_identical == (0, "clip.total_norm")
-    assert trace.triggers["clip_engaged"] == tuple(range(20))
+    # every step but the preset's overflow (step 9): an infinite norm's coefficient is exactly 0, which cannot round apart
+    assert trace.triggers["clip_engaged"] == tuple(s for s in range(20) if s != 9)
     assert "known difference clip-coef-reciprocal: first differs at step 0, clip.coef (1 ULP)" in pair.explanation[0]
     assert exit_status(unchanged) == 0
 
@@ -222,7 +223,7 @@ def test_a_stale_known_difference_fails(
     assert pair.verdict == "stale_known_difference", pair.explanation
     assert pair.details["stale_known_difference"] == "clip-coef-reciprocal" and pair.details["known_difference"] is None
     assert "remove or update entry clip-coef-reciprocal" in pair.explanation[0]
-    assert "its trigger clip_engaged held at 20 step(s) from step 0" in pair.explanation[0]
+    assert "its trigger clip_engaged held at 19 step(s) from step 0" in pair.explanation[0]
     trace = _trace(pair)
     # 760 traced points in the loop, and the run's record after them (20 losses, scales and skips, 2 dtypes, 6 tensors)
     assert trace.first_difference is None and trace.identical_points == 760 + 68 == trace.points[0]

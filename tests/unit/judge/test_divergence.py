@@ -136,3 +136,13 @@ def test_a_stored_trace_that_is_not_its_cells_run_is_refused(tmp_path: Path) -> 
     trace = trace_cells(a, b)
     assert trace.error is not None and "r's stored trace is not the run its record holds (losses at step 5" in trace.error
     assert trace_cells(a, traced(b, b, "b2")).error is None
+
+
+def test_a_clip_coefficient_of_zero_does_not_engage_the_clip_trigger() -> None:
+    """An overflow's infinite norm makes the coefficient exactly 0 however it is computed: that step cannot show the
+    coefficient's rounding (clip-coef-reciprocal), so it does not count as the clip engaging."""
+    from harness.judge.divergence import TRIGGERS
+
+    points = [(0, "clip.coef", "float32", [], "", 0.5), (1, "clip.coef", "float32", [], "", 0.0),
+              (2, "clip.coef", "float32", [], "", 1.0), (3, "clip.coef", "float32", [], "", 0.99)]
+    assert TRIGGERS["clip_engaged"](points) == (0, 3)

@@ -80,3 +80,20 @@ def test_a_first_difference_in_the_record_is_not_sent_to_the_second_pass() -> No
 
     assert needs_detail(verdict("record.weights.layer0.weight")) is None
     assert needs_detail(verdict("optim.exp_avg.layer0.weight")) == (19, "optim.exp_avg.layer0.weight")
+
+
+def test_a_scaler_bug_excuses_a_scale_history_only_from_where_it_acts() -> None:
+    """A bug of the scaler's own decision (scaler-step-rechecks-grads: its first point is the scaler's found-inf) breaks
+    GradScaler's rule where it acts: a scale history broken from that step is its signature, one broken before is not."""
+    cell = _failed(_scaler_cell(), scaler_ok=False, float64_from=None)  # the rule broken at step 19
+    bug = "scaler-step-rechecks-grads"
+
+    def result(skipped_at: int) -> MatrixResult:
+        pair = PairVerdict(cell.pair, cell.script, cell.mode, cell.device, ("python", cell.frontend), "known_difference",
+                           ["known"], {"excused": [cell.id], "excused_by": [bug], "known_difference": [bug],
+                                       "trace": {"triggers": {"step_skipped": [skipped_at]}}})
+        return dataclasses.replace(golden(), cells=(cell,), pairs=(pair,))
+
+    assert _outcome(result(9), cell.id).outcome == "excused"
+    late = _outcome(result(20), cell.id)
+    assert late.outcome == "fail" and "before its scaler bug acts" in late.reason
