@@ -43,9 +43,10 @@ def _step_skipped(points: Sequence[Point]) -> tuple[int, ...]:
     return tuple(p[0] for p in points if p[1] == "scaler.found_inf" and p[5] is not None and p[5] != 0.0)
 
 
-def _clip_norm_nonfinite(points: Sequence[Point]) -> tuple[int, ...]:
-    """Steps whose gradient norm was inf or NaN: a gradient overflowed before clipping."""
-    return tuple(p[0] for p in points if p[1] == "clip.total_norm" and p[5] is not None and not math.isfinite(p[5]))
+def _clip_norm_nan(points: Sequence[Point]) -> tuple[int, ...]:
+    """Steps whose gradient norm was NaN (a NaN in a gradient before clipping). An inf norm is not one: its clip
+    coefficient is 0, a number both bindings compare and multiply by alike."""
+    return tuple(p[0] for p in points if p[1] == "clip.total_norm" and p[5] is not None and math.isnan(p[5]))
 
 
 def _always(points: Sequence[Point]) -> tuple[int, ...]:
@@ -59,7 +60,7 @@ def _always(points: Sequence[Point]) -> tuple[int, ...]:
 TRIGGERS: dict[str, Callable[[Sequence[Point]], tuple[int, ...]]] = {
     "always": _always,
     "clip_engaged": _clip_engaged,
-    "clip_norm_nonfinite": _clip_norm_nonfinite,
+    "clip_norm_nan": _clip_norm_nan,
     "step_skipped": _step_skipped,
 }
 

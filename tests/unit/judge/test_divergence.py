@@ -67,9 +67,10 @@ def test_triggers_are_read_off_the_baseline_points() -> None:
     """A clip coefficient below 1 marks clipping; a non-zero inf check marks a skipped step."""
     points = [_point(0, "clip.coef", [0.85]), _point(1, "clip.coef", [1.2]), _point(1, "scaler.found_inf", [1.0]),
               _point(2, "clip.coef", [0.99])]
-    assert read_triggers(points) == {"always": (0, 1, 2), "clip_engaged": (0, 2), "clip_norm_nonfinite": (), "step_skipped": (1,)}
-    nonfinite = [_point(0, "clip.total_norm", [float("inf")]), _point(1, "clip.total_norm", [3.0])]
-    assert read_triggers(nonfinite)["clip_norm_nonfinite"] == (0,)
+    assert read_triggers(points) == {"always": (0, 1, 2), "clip_engaged": (0, 2), "clip_norm_nan": (), "step_skipped": (1,)}
+    nonfinite = [_point(0, "clip.total_norm", [float("nan")]), _point(1, "clip.total_norm", [3.0]),
+                 _point(2, "clip.total_norm", [float("inf")])]  # an inf norm clips by 0 in both bindings: not the trigger
+    assert read_triggers(nonfinite)["clip_norm_nan"] == (0,)
 
 
 def test_a_pair_trace_round_trips_and_says_where_the_runs_part() -> None:
