@@ -293,7 +293,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
             spec, frontends, timeout=args.timeout, staging=staging, scaler_lift=args.scaler_lift,
             trace=args.trace, known=_known(args), baseline=args.baseline,
         ) as runner:
-            _print_header(console, spec, runner, modes, optimizers)
+            _print_header(console, spec, runner, modes, optimizers, features)
             with progress_for(console) as progress:
                 result = runner.run(modes, optimizers, on_progress=progress, protocol=protocol, profile=args.profile,
                                     judging="tolerance_only" if args.tolerance_only else "strict", features=features)
@@ -326,13 +326,13 @@ def _run(args: argparse.Namespace) -> ExitCode:
 
 
 def _print_header(console: Console, spec: WorkloadSpec, runner: MatrixRunner, modes: tuple[str, ...],
-                  optimizers: tuple[str, ...]) -> None:
+                  optimizers: tuple[str, ...], features: tuple[str, ...]) -> None:
     """The run's header, before its first cell: what runs, on how many cores, and (once) what this CPU cannot do."""
     from harness.run.cpu_features import cpu_has_bf16, usable_cpus
     from harness.views.timing_sections import bf16_note
     from harness.workload.matrix import cells_for
 
-    cells = len(cells_for(runner.frontends, modes, optimizers, spec.device))
+    cells = len(cells_for(runner.frontends, modes, optimizers, spec.device, features))
     console.print(f"amp-parity run: preset {spec.preset}, {cells} cells ({', '.join(runner.frontends)}), {spec.device}, "
                   f"{usable_cpus()} cores", soft_wrap=True, highlight=False)
     note = bf16_note(cpu_has_bf16()) if spec.device == "cpu" else None

@@ -56,3 +56,16 @@ def test_a_target_missed_on_many_cells_is_one_line() -> None:
     missed = [line for line in lines if line.startswith("target missed")]
     assert missed == [f"target missed: overhead per call, on {len(checks)} ({result.cells[0].id}, ...; the report lists each): "
                       "the first bridge 6 ms; target bridge ≤ 5 ms per call"]
+
+
+def test_an_error_with_a_backtrace_is_its_first_line_on_the_terminal() -> None:
+    """R torch's C++ errors carry a backtrace of dozens of lines: the terminal shows the error's first line, once per
+    reason, and says the report has the rest."""
+    from tests.wide_results import replace_cells, with_status
+
+    base = golden()
+    cell = next(c for c in base.cells if c.frontend == "r")
+    reason = "r script failed: tensor does not have a device\nException raised from device_default\nframe #0: c10::Error"
+    lines = _printed(replace_cells(base, {cell.id: with_status(cell, "error", reason)}))
+    assert any("tensor does not have a device (the report has the rest)" in line for line in lines), lines
+    assert not any("frame #0" in line or "Exception raised" in line for line in lines)
