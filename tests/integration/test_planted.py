@@ -30,19 +30,19 @@ from tests.support import require_r_torch, run_cli
 _PROTOCOL = TimingProtocol(warmup_rounds=1, rounds=1)
 
 #: Where each language builds the run spec's optimizer (make_optimizer(), shared by every script): the plants change it.
-_R_OPTIMIZER = "do.call(constructor, c(list(net$parameters), r$args))"
-_PY_OPTIMIZER = '(net.parameters(), **args)'
+_R_OPTIMIZER = "do.call(constructor, c(list(params), r$args))"
+_PY_OPTIMIZER = 'python["class"])(params, **args)'
 
 #: (file, the line as it is, the line planted, the modes whose pairs it must break: a mode name runs in every script that
 #: declares it, so "default" is two pairs, with_autocast's and the scaler script's own).
 PLANTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "r-lr-1e-6": ("r_scripts/common.R", _R_OPTIMIZER,
-                  "do.call(constructor, c(list(net$parameters), modifyList(r$args, list(lr = r$args$lr * (1 + 1e-6)))))", ("default",)),
-    "python-lr-1e-6": ("py_scripts/common.py", _PY_OPTIMIZER, '(net.parameters(), **(args | {"lr": args["lr"] * (1 + 1e-6)}))',
+                  "do.call(constructor, c(list(params), modifyList(r$args, list(lr = r$args$lr * (1 + 1e-6)))))", ("default",)),
+    "python-lr-1e-6": ("py_scripts/common.py", _PY_OPTIMIZER, 'python["class"])(params, **(args | {"lr": args["lr"] * (1 + 1e-6)}))',
                        ("default",)),
     # optim_sgd(params, lr, momentum = 0, dampening = 0, weight_decay = 0, nesterov = FALSE) in R/optim-sgd.R
     "r-weight-decay-1e-4": (
-        "r_scripts/common.R", _R_OPTIMIZER, "do.call(constructor, c(list(net$parameters), modifyList(r$args, list(weight_decay = 1e-4))))",
+        "r_scripts/common.R", _R_OPTIMIZER, "do.call(constructor, c(list(params), modifyList(r$args, list(weight_decay = 1e-4))))",
         ("autocast",),
     ),
     # nn_leaky_relu(negative_slope = 0.01, inplace = FALSE) in R/nn-activation.R

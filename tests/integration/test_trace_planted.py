@@ -97,8 +97,8 @@ DIVERGING: dict[str, tuple[str, str, str, str, tuple[int, str], tuple[int, str]]
     "r-loss-sum": ("r_scripts/with_autocast.R", "nn_mse_loss()", 'nn_mse_loss(reduction = "sum")', "autocast",
                    (0, "loss"), (0, "forward.layer2")),
     # make_optimizer() in py_scripts/common.py builds every script's optimizer from the run spec's row
-    "python-lr-1e-6": ("py_scripts/common.py", "(net.parameters(), **args)",
-                       '(net.parameters(), **(args | {"lr": args["lr"] * (1 + 1e-6)}))', "default",
+    "python-lr-1e-6": ("py_scripts/common.py", 'python["class"])(params, **args)',
+                       'python["class"])(params, **(args | {"lr": args["lr"] * (1 + 1e-6)}))', "default",
                        (0, "param.stepped.layer0.weight"), (0, "grad.backward.layer2.bias")),
     # tiny: growth_interval 4, so the scale first grows in update() of step 3 (65536 -> 131072, r 196608)
     "r-growth-factor-1.5x": (COMMON_R, "growth_factor = spec$growth_factor,", "growth_factor = spec$growth_factor * 1.5,",
