@@ -144,3 +144,15 @@ def test_a_cell_failing_its_own_check_is_named_in_the_page_and_the_summary() -> 
     result = dataclasses.replace(result, cells=tuple(failing if c.id == cell.id else c for c in result.cells))
     assert f"- **`{cell.id}` fails on its own**: loss 3 times its bound" in render_summary(result, PAGE_FILE, "report.md")
     assert f"<strong>{cell.id} fails on its own</strong>: loss 3 times its bound" in render_page(result, svgs=_NO_PLOTS)
+
+
+def test_an_error_with_a_backtrace_shows_its_first_line_and_folds_the_rest() -> None:
+    """R torch's C++ errors carry dozens of backtrace lines: the summary shows the first line, the rest is folded."""
+    from tests.wide_results import replace_cells, with_status
+
+    base = wide()
+    cell = next(c for c in base.cells if c.frontend == "r")
+    reason = "r script failed: tensor does not have a device\nException raised from device_default\nframe #0: c10::Error"
+    page = render_page(replace_cells(base, {cell.id: with_status(cell, "error", reason)}), svgs=_NO_PLOTS)
+    assert "error: r script failed: tensor does not have a device</p>" in page
+    assert "<details><summary>the rest of the message</summary><pre>Exception raised from device_default\nframe #0" in page
