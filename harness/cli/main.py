@@ -326,13 +326,13 @@ def _run(args: argparse.Namespace) -> ExitCode:
 
 
 def _print_header(console: Console, spec: WorkloadSpec, runner: MatrixRunner, modes: tuple[str, ...],
-                  optimizers: tuple[str, ...], features: tuple[str, ...]) -> None:
+                  optimizers: tuple[str, ...], features: tuple[str, ...] | None = None) -> None:
     """The run's header, before its first cell: what runs, on how many cores, and (once) what this CPU cannot do."""
     from harness.run.cpu_features import cpu_has_bf16, usable_cpus
     from harness.views.timing_sections import bf16_note
     from harness.workload.matrix import cells_for
 
-    cells = len(cells_for(runner.frontends, modes, optimizers, spec.device, features))
+    cells = len(cells_for(runner.frontends, modes, optimizers, spec.device, *((features,) if features else ())))
     console.print(f"amp-parity run: preset {spec.preset}, {cells} cells ({', '.join(runner.frontends)}), {spec.device}, "
                   f"{usable_cpus()} cores", soft_wrap=True, highlight=False)
     note = bf16_note(cpu_has_bf16()) if spec.device == "cpu" else None

@@ -53,9 +53,14 @@ def test_unchanged_features_are_identical_and_pass_their_own_check(
                   availability, monkeypatch)
     assert {p.feature for p in result.pairs} == {"lr_step", "lr_cosine", "accumulate", "clip_value"}
     for pair in result.pairs:
-        assert pair.verdict == "identical", pair.explain()
+        if pair.feature == "clip_value":  # the preset's overflow, clamped by the clip: R's step checks the grads again
+            assert pair.verdict == "known_difference" and pair.details["proven"], pair.explain()
+            assert pair.details["known_difference"] == ["scaler-step-rechecks-grads"], pair.explain()
+        else:
+            assert pair.verdict == "identical", pair.explain()
     for cell in result.cells:
-        assert cell.verdict is not None and cell.verdict.outcome == "pass", (cell.id, cell.verdict)
+        excused = cell.feature == "clip_value" and cell.frontend == "r"  # its scale history, from the bug's step
+        assert cell.verdict is not None and cell.verdict.outcome == ("excused" if excused else "pass"), (cell.id, cell.verdict)
 
 
 #: (file, the text as it is, the text planted, script, mode, feature, first differing (step, point), last identical (step, point)).
