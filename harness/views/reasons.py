@@ -31,6 +31,16 @@ class Reason:
         return self.cells[0] if len(self.cells) == 1 else f"{len(self.cells)} cells ({self.cells[0]}, ...)"
 
     @property
+    def headline(self) -> str:
+        """The reason's first line: what the terminal and the page's summary show (a C++ backtrace may follow it)."""
+        return self.text.partition("\n")[0]
+
+    @property
+    def detail(self) -> str:
+        """What follows the first line (R torch's C++ backtrace), for the report to fold; empty for a one-line reason."""
+        return self.text.partition("\n")[2].strip()
+
+    @property
     def status(self) -> str:
         """The cells' status (``skipped``), or each one they had, joined."""
         return " or ".join(dict.fromkeys(self.statuses))

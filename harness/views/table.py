@@ -85,10 +85,9 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
         )
     if not result.reference.available:
         console.print(f"[dim]{result.reference.reason}[/]")
-    for reason in reasons(result):  # its first line: a C++ backtrace below it is the report's to show
-        first, _, rest = reason.text.partition("\n")
-        more = " (the report has the rest)" if rest.strip() else ""
-        console.print(f"[yellow]{reason.who} {reason.status}[/]: {first}{more}", soft_wrap=True)
+    for reason in reasons(result):
+        more = " (the report has the rest)" if reason.detail else ""
+        console.print(f"[yellow]{reason.who} {reason.status}[/]: {reason.headline}{more}", soft_wrap=True)
     for cell in result.cells:
         if cell.verdict and cell.verdict.failed:
             console.print(f"[bold red]{cell.id} FAIL[/]: {cell.verdict.reason}", soft_wrap=True)
