@@ -19,7 +19,7 @@ import time
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from harness.cli import lines
 from harness.errors import AmpParityError, ExitCode
@@ -224,16 +224,41 @@ def main(argv: list[str] | None = None, prog: str = DEFAULT_PROG) -> None:
             sys.exit(_merge(args))
         sys.exit(_run(args))
     except KeyboardInterrupt as stop:
-        # A probe subprocess interrupted mid-way is killed but not yet reaped; its ResourceWarning
-        # would land after this line as a second, misleading one.
-        warnings.filterwarnings("ignore", category=ResourceWarning)
-        print(f"error: {_interrupted_line(args, stop)}", file=sys.stderr)
-        sys.exit(ExitCode.TERMINATED if getattr(stop, "signum", None) == signal.SIGTERM else ExitCode.INTERRUPTED)
+        _exit_interrupted(args, stop)
     except BrokenPipeError:
         _quiet_stdout()  # `... | head` closed our output early: nothing to say, and nobody to say it to
         sys.exit(ExitCode.OUTPUT_CLOSED)
     except Exception as err:
+        stop = _interruption_behind(err)
+        if stop is not None:  # the interruption is what the user did; what broke while unwinding it is not news to them
+            _exit_interrupted(args, stop)
         lines.exit_with_error(err)
+
+
+def _exit_interrupted(args: argparse.Namespace, stop: KeyboardInterrupt) -> NoReturn:
+    """One line for Ctrl-C or a kill, and the status a shell reports for it."""
+    # A probe subprocess interrupted mid-way is killed but not yet reaped; its ResourceWarning
+    # would land after this line as a second, misleading one.
+    warnings.filterwarnings("ignore", category=ResourceWarning)
+    print(f"error: {_interrupted_line(args, stop)}", file=sys.stderr)
+    sys.exit(ExitCode.TERMINATED if getattr(stop, "signum", None) == signal.SIGTERM else ExitCode.INTERRUPTED)
+
+
+def _interruption_behind(err: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or kill that ``err`` was raised while handling, if any.
+
+    A signal can land inside ``threading``'s own lock handling (``Future.result`` waiting on a lane): its ``with`` then
+    raises ``RuntimeError: cannot release un-acquired lock`` over the KeyboardInterrupt (CPython does not make a
+    ``with`` atomic with respect to signals). The run was still interrupted, and says so, not "unexpected RuntimeError".
+    """
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__context__
+    return None
 
 
 def _report(args: argparse.Namespace) -> ExitCode:

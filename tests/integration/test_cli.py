@@ -76,7 +76,7 @@ def test_interrupted_run_leaves_nothing_behind(tmp_path: Path, signum: int) -> N
     time.sleep(2)
     process.send_signal(signal.Signals(signum))
     _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 128 + signum
+    assert process.returncode == 128 + signum, stderr
     how = "interrupted" if signum == signal.SIGINT else "terminated (SIGTERM)"
     assert stderr.strip().splitlines()[-1] == f"error: {how}; no result was written."
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]

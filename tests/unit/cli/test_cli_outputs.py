@@ -113,3 +113,28 @@ def test_ctrl_c_in_report_and_prepare_says_what_they_did_not_write(tmp_path: Pat
     done = run_cli(*(a.format(tmp=tmp_path) for a in args))
     assert (done.returncode, done.stderr.strip(), done.stdout) == (130, line, "")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_that_breaks_a_lock_on_its_way_out_is_still_an_interruption(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CI saw exit 3: a Ctrl-C landing inside ``threading``'s lock handling surfaces as ``RuntimeError: cannot release
+    un-acquired lock`` over the KeyboardInterrupt. The run was interrupted, and says so (130, one line), not "unexpected"."""
+    def interrupted_then_broken(*args: object, **kwargs: object) -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise RuntimeError("cannot release un-acquired lock") from None  # `from None` hides it from the traceback, not __context__
+
+    monkeypatch.setattr("harness.store.result_file.load_result", interrupted_then_broken)
+    done = run_cli("report", str(tmp_path / "r.json"), "--out", str(tmp_path / "out"))
+    assert (done.returncode, done.stderr.strip(), done.stdout) == (130, "error: interrupted; no report was written.", "")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unexpected_error_that_no_interruption_caused_is_still_a_bug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interruption's lookup goes by the error's context only: a plain RuntimeError stays "unexpected", exit 3."""
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("cannot release un-acquired lock")
+
+    monkeypatch.setattr("harness.store.result_file.load_result", broken)
+    done = run_cli("report", str(tmp_path / "r.json"), "--out", str(tmp_path / "out"))
+    assert done.returncode == ExitCode.INTERNAL_ERROR and done.stderr.strip().startswith("error: unexpected RuntimeError")
