@@ -290,13 +290,14 @@ def _run(args: argparse.Namespace) -> ExitCode:
     from harness.views.table import make_console, print_result
     from harness.views.timing_sections import limit_line, phases_line
     from harness.workload.features import parse_features
-    from harness.workload.flags import spec_from_args
+    from harness.workload.flags import for_optimizers, spec_from_args
     from harness.workload.optimizers import parse_optimizers
     from harness.workload.spec import parse_modes
 
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
     optimizers = parse_optimizers(args.optimizer, spec.preset)
+    spec = for_optimizers(spec, args, optimizers)
     features = parse_features(args.feature, spec.preset, narrowed=bool(args.optimizer or args.mode))
     protocol = TimingProtocol.for_preset(spec.preset, args.warmup_rounds, args.rounds, args.max_seconds, args.interleave)
     frontends = _parse_frontends(args)
@@ -372,13 +373,14 @@ def _trace(args: argparse.Namespace) -> ExitCode:
     from harness.run.runner import MatrixRunner
     from harness.views.table import make_console, print_trace
     from harness.workload.features import parse_features
-    from harness.workload.flags import spec_from_args
+    from harness.workload.flags import for_optimizers, spec_from_args
     from harness.workload.optimizers import parse_optimizers
     from harness.workload.spec import parse_modes
 
     spec = spec_from_args(args)
     modes = parse_modes(args.mode)
     optimizers = parse_optimizers(args.optimizer, spec.preset)
+    spec = for_optimizers(spec, args, optimizers)
     features = parse_features(args.feature, spec.preset, narrowed=bool(args.optimizer or args.mode))
     frontends = _parse_frontends(args)
     if len(frontends) < 2:  # a trace is of pairs: one frontend ran its cells, traced nothing and said nothing

@@ -28,6 +28,7 @@ __all__ = [
     "ThreadsWarning",
     "add_spec_arguments",
     "finite_number",
+    "for_optimizers",
     "path_argument",
     "positive_seconds",
     "spec_from_args",
@@ -242,6 +243,26 @@ def _to_steps(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"must be whole numbers separated by single commas (e.g. 3,7), got {text!r}")
     return tuple(whole_number(part) for part in parts)
 
+
+
+def for_optimizers(spec: WorkloadSpec, args: argparse.Namespace, optimizers: tuple[str, ...]) -> WorkloadSpec:
+    """``spec`` with the optimizer arguments of ``optimizers`` only: an argument of an optimizer that does not run would
+    change nothing but the spec (and its digest), so two runs of the same cells would not compare as the same spec.
+
+    A spec file's arguments for other optimizers are set aside (one file may serve every optimizer); an
+    ``--optimizer-arg`` flag for one is a mistake the user wants to hear of.
+
+    Raises:
+        UsageError: an ``--optimizer-arg`` names an optimizer this run does not run.
+    """
+    from harness.errors import UsageError
+
+    unused = [name for name, _, _ in getattr(args, "optimizer_args", None) or () if name not in optimizers]
+    if unused:
+        raise UsageError("--optimizer-arg", f"{unused[0]}.…", f"about an optimizer this run runs ({', '.join(optimizers)}): "
+                         f"add --optimizer {unused[0]}, or drop the flag")
+    kept = {name: row for name, row in spec.optimizer_args.items() if name in optimizers}
+    return spec if kept == dict(spec.optimizer_args) else dataclasses.replace(spec, optimizer_args=kept)
 
 _CONVERTERS = {"int": whole_number, "float": finite_number, "tuple[int, ...]": _to_steps}
 

@@ -207,6 +207,9 @@ _OPTIMIZERS = ("'sgd', 'sgd_momentum', 'sgd_nesterov', 'rmsprop', 'rmsprop_cente
          "error: optimizer_args.sgd_nesterov.nesterov must be true or false, got 1.0."),
         (["run", "--optimizer-arg", "adam.eps=-1"], "error: optimizer_args.adam.eps must be a finite number >= 0, got -1.0."),
         (["run", "--optimizer-arg", "asgd.t0=2.5"], "error: optimizer_args.asgd.t0 must be a whole number, got 2.5."),
+        (["run", "--optimizer", "sgd", "--optimizer-arg", "adam.eps=1e-6"],
+         "error: --optimizer-arg must be about an optimizer this run runs (sgd): add --optimizer adam, or drop the flag, "
+         "got 'adam.…'."),
         (["prepare", "--optimizer", "nadam"], f"error: optimizer must be one of {_OPTIMIZERS.replace(chr(39), '')}, got 'nadam'."),
         (["prepare", "--optimizer", "sgd,adam"], f"error: optimizer must be one of {_OPTIMIZERS.replace(chr(39), '')}, got 'sgd,adam'."),
     ],
@@ -255,3 +258,17 @@ def test_the_run_spec_carries_the_scripts_modes_and_the_contract(script: str) ->
     assert (run_spec["record_fields"], run_spec["record_schema_version"]) == (record_field_kinds(), RECORD_SCHEMA_VERSION)
     assert list(run_spec["record_fields"]) == list(RECORD_FIELD_NAMES) and RECORD_SCHEMA_VERSION == 5
     assert run_spec["record_fields"]["switches"] == "list of strings" and run_spec["dtypes"] == dtype_table()
+
+
+def test_a_spec_files_arguments_for_optimizers_that_do_not_run_leave_the_spec_alone(tmp_path: Path) -> None:
+    """A spec file may carry every optimizer's arguments: a run of ``sgd`` alone has the spec (and digest) of a run without
+    them, so the two compare as the same spec; ``adam``'s stay where ``adam`` runs."""
+    import argparse
+
+    from harness.workload.flags import for_optimizers
+    from harness.workload.spec import WorkloadSpec
+
+    spec = WorkloadSpec.from_preset("tiny", optimizer_args={"adam": {"eps": 1e-6}})
+    args = argparse.Namespace(optimizer_args=None)
+    assert for_optimizers(spec, args, ("sgd",)).digest() == WorkloadSpec.from_preset("tiny").digest()
+    assert for_optimizers(spec, args, ("sgd", "adam")) is spec
