@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -319,6 +320,22 @@ class RunOf:
     reference: ReferenceSummary | None = None
 
 
+
+def _same_crash(pair: PairVerdict, by_side: Mapping[tuple[str, str], CellResult]) -> bool:
+    """Whether both cells of ``pair`` stopped with the same error in the same language (``r`` and ``r2=r``, both crashing
+    as an R torch bug does): one failure twice, so an excuse of one is the other's, as for an identical pair. Each
+    side's own name is set aside in the comparison (a worker's message may name its frontend)."""
+    cells = [by_side.get((pair.pair, f)) for f in pair.frontends]
+    if pair.verdict != Verdict.ERROR or any(c is None or c.status is not Status.ERROR or c.reason is None for c in cells):
+        return False
+    a, b = cells
+    assert a is not None and b is not None and a.reason is not None and b.reason is not None
+    def anonymous(cell: CellResult) -> str:
+        return re.sub(rf"(?<![\w.]){re.escape(cell.frontend)}(?![\w.])", "<frontend>", cell.reason or "")
+
+    return a.language == b.language and anonymous(a) == anonymous(b)
+
+
 @dataclass(frozen=True)
 class MatrixResult:
     """A whole run: the spec, every cell, the pair verdicts and performance targets, and the machine it ran on."""
@@ -437,8 +454,9 @@ class MatrixResult:
         excused = {cell: p for p in self.pairs if p.verdict == Verdict.KNOWN_DIFFERENCE for cell in p.details.get("excused") or ()}
         # A cell bitwise identical to an excused one fails the same way, whichever of them was the baseline (r and
         # r2=r): the excuse follows identical pairs, so it never depends on the frontends' order.
-        ids = {(c.pair, c.frontend): c.id for c in self.cells}
-        identical = [tuple(ids.get((p.pair, f)) for f in p.frontends) for p in self.pairs if p.verdict == Verdict.IDENTICAL]
+        by_side = {(c.pair, c.frontend): c for c in self.cells}
+        identical = [tuple(by_side[(p.pair, f)].id if (p.pair, f) in by_side else None for f in p.frontends)
+                     for p in self.pairs if p.verdict == Verdict.IDENTICAL or _same_crash(p, by_side)]
         grown = True
         while grown:
             grown = False

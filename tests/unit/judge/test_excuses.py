@@ -69,6 +69,28 @@ def test_an_excuse_follows_an_identical_cell_whatever_the_baseline() -> None:
     assert _outcome(result, r2.id).outcome == "excused"
 
 
+
+def test_an_excuse_follows_the_same_crash_in_the_same_language_only() -> None:
+    """Defect 10, crashes: with `r,r2=r,python` both R cells stop with the same R error, a known bug's; the pair r-r2 is
+    `error` (no run to compare), yet r2's crash is r's and is excused alike. Another error, or another language, is not."""
+    from harness.model.result import Status
+
+    crashed = dataclasses.replace(_scaler_cell(), cell=dataclasses.replace(_scaler_cell().cell, frontend="r"), status=Status.ERROR,
+                                  reason="r: Error in if (...) : missing value where TRUE/FALSE needed", record=None,
+                                  installation={"language": "r"})
+
+    def twin(reason: str, frontend: str = "r2", language: str = "r") -> MatrixResult:
+        other = dataclasses.replace(crashed, cell=dataclasses.replace(crashed.cell, frontend=frontend), reason=reason,
+                                    installation={"language": language})
+        both = PairVerdict(crashed.pair, crashed.script, crashed.mode, crashed.device, ("r", frontend), "error", ["error"], {})
+        return _result([crashed, other], crashed, extra=(both,))
+
+    same = twin("r2: Error in if (...) : missing value where TRUE/FALSE needed")
+    assert len(same.excused()) == 2
+    assert len(twin("r2: Error: another failure").excused()) == 1
+    assert len(twin("py2: Error in if (...) : missing value where TRUE/FALSE needed", frontend="py2", language="python").excused()) == 1
+
+
 def test_a_first_difference_in_the_record_is_not_sent_to_the_second_pass() -> None:
     """A pair that first parts at a record point (weights changed after the loop) has nothing a worker could keep: the
     second pass is not asked for it (it would wait for a point no script records)."""
