@@ -127,6 +127,9 @@ class MatrixRunner:
         self.reference_reason = reference_skip_reason(spec)
         #: Cells whose reconciled run failed or did not apply its switches: why (a warning of the result).
         self.reconcile_problems: dict[str, str] = {}
+        #: Each default installation whose worker could not describe itself at the start: the run goes on (its worker is
+        #: started again for its cells), but its build and CPU facts are missing, and the result's warnings say why.
+        self.start_problems: dict[str, str] = {}
         #: The optimizers the last run ran (their float64 trajectories go into its result).
         self._optimizers: tuple[str, ...] = PRESET_OPTIMIZERS.get(spec.preset, (DEFAULT_OPTIMIZER,))
         #: The loop features the last run ran (harness/workload/features.py; ``none``: the plain loop).
@@ -219,7 +222,9 @@ class MatrixRunner:
             environment=self.availability.to_json(), protocol=protocol, workers=self.worker_info(), peaks=peaks,
             reference=reference, reference_seconds=self.reference_seconds,
             warnings=tuple([*collect_warnings(cells, self.spec),
-                            *(f"{cell_id}: no reconciled run: {why}" for cell_id, why in self.reconcile_problems.items())]),
+                            *(f"{cell_id}: no reconciled run: {why}" for cell_id, why in self.reconcile_problems.items()),
+                            *(f"{name}: its worker did not describe itself at the start, so the result lacks its build and CPU "
+                              f"facts; its cells ran in a worker started again ({why})" for name, why in self.start_problems.items())]),
             cells=tuple(cells), judging=judging,
             frontends=self.frontends, baseline=self.baseline, provenance=provenance,
         )
@@ -305,6 +310,8 @@ class MatrixRunner:
                         continue  # the probe says why it cannot run here: its cells are skipped with that reason
                     if installation.is_default:
                         self.facts[name] = {}  # nothing reported; its cells end in error with this reason, and the run goes on
+                        # ... or its worker starts again for them: either way the result says its facts are missing, and why.
+                        self.start_problems[name] = f"{name} worker: {' '.join(str(err).split())}"
                         continue
                     fix = ("pip install torch numpy safetensors blake3 in it" if installation.language == "python"
                            else "check that its R library holds the torch package and its libtorch")
