@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from harness.errors import AmpParityError
     from harness.model.result import MatrixResult
     from harness.run.runner import MatrixRunner
-    from harness.store.claims import ResultClaim
+    from harness.store.result_claim import ResultClaim
     from harness.store.result_file import load_result
     from harness.workload.spec import WorkloadSpec
 
@@ -26,7 +26,7 @@ _HOMES = {
     "AmpParityError": "harness.errors",
     "MatrixResult": "harness.model.result",
     "MatrixRunner": "harness.run.runner",
-    "ResultClaim": "harness.store.claims",
+    "ResultClaim": "harness.store.result_claim",
     "WorkloadSpec": "harness.workload.spec",
     "load_result": "harness.store.result_file",
     "__version__": "harness.files.version",

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from harness.judge.known_differences import KnownDifference
     from harness.model.result import MatrixResult
     from harness.run.runner import MatrixRunner
-    from harness.store.claims import ReportClaim
+    from harness.store.report_claim import ReportClaim
     from harness.views.page import EntryText
     from harness.workload.installations import Installation
     from harness.workload.spec import WorkloadSpec
@@ -229,9 +229,9 @@ def main(argv: list[str] | None = None, prog: str = DEFAULT_PROG) -> None:
         _quiet_stdout()  # `... | head` closed our output early: nothing to say, and nobody to say it to
         sys.exit(ExitCode.OUTPUT_CLOSED)
     except Exception as err:
-        stop = _interruption_behind(err)
-        if stop is not None:  # the interruption is what the user did; what broke while unwinding it is not news to them
-            _exit_interrupted(args, stop)
+        behind = _interruption_behind(err)
+        if behind is not None:  # the interruption is what the user did; what broke while unwinding it is not news to them
+            _exit_interrupted(args, behind)
         lines.exit_with_error(err)
 
 
@@ -263,7 +263,7 @@ def _interruption_behind(err: BaseException) -> KeyboardInterrupt | None:
 
 def _report(args: argparse.Namespace) -> ExitCode:
     """``harness report``: the report of a saved result, judged on load; its status is the result's (``--exit-zero``: 0)."""
-    from harness.store.claims import ReportClaim
+    from harness.store.report_claim import ReportClaim
     from harness.store.result_file import load_result
     from harness.views.report import REPORT_FILES, write_report
 
@@ -285,7 +285,8 @@ def _run(args: argparse.Namespace) -> ExitCode:
     from harness.model.timing import TimingProtocol
     from harness.run.prepare import require_device
     from harness.run.runner import MatrixRunner
-    from harness.store.claims import ReportClaim, ResultClaim, publish_or_rescue
+    from harness.store.report_claim import ReportClaim
+    from harness.store.result_claim import ResultClaim, publish_or_rescue
     from harness.views.progress import progress_for
     from harness.views.table import make_console, print_result
     from harness.views.timing_sections import limit_line, phases_line
@@ -403,8 +404,9 @@ def _merge(args: argparse.Namespace) -> ExitCode:
     ``--json`` file) and the ``--json`` place (as ``run`` checks it, and neither an input nor a report file). The report and
     the merged result are then published together, or neither.
     """
-    from harness.store.claims import ReportClaim, check_merged_result_place, publish_report_with_result
     from harness.store.merge import merge_results
+    from harness.store.report_claim import ReportClaim, publish_report_with_result
+    from harness.store.result_claim import check_merged_result_place
     from harness.views.report import REPORT_FILES, write_report
     from harness.views.table import make_console, print_result
 

@@ -32,7 +32,7 @@ __all__ = ["ALLOCATOR_ENV", "DEFAULT_TIMEOUT_S", "TEMPORARY_WEIGHTS_PREFIX", "WO
 DEFAULT_TIMEOUT_S = 900.0
 #: The staging folders for final weights that a command drops at its end (``run`` without ``--json``, ``trace``), in the
 #: temporary directory (a killed run's are swept by the next); a result claim stages beside its result instead
-#: (harness/store/claims.py).
+#: (harness/store/result_claim.py).
 TEMPORARY_WEIGHTS_PREFIX = "amp-parity-weights-"
 #: The workers' temporary directory ($TMPDIR), one per pool, removed with it (a killed run's is swept by the next).
 WORKER_TMP_PREFIX = "amp-parity-tmp-"
@@ -41,7 +41,7 @@ WORKER_TMP_PREFIX = "amp-parity-tmp-"
 class WorkerPool:
     """The workers of one spec, started on first use and stopped by :meth:`close`.
 
-    ``staging``: the folder the scripts write their final weights into (a :class:`harness.store.claims.ResultClaim`'s,
+    ``staging``: the folder the scripts write their final weights into (a :class:`harness.store.result_claim.ResultClaim`'s,
     to publish them, or the caller's); the pool never removes it: the result names the files in it.
     ``scaler_lift``: whether R's scaler script may lift R torch's CUDA-only check on CPU (every request says so).
     ``frontends``: the frontends by name (:func:`harness.run.frontends.frontend_for` of each installation).

@@ -81,7 +81,7 @@ class MatrixRunner:
         baseline: str | None = None,
     ) -> None:
         """``staging``: the folder the scripts write their final weights into (see :class:`harness.run.pool.WorkerPool`), which
-        must outlive the runner, since the result names the files in it: a :class:`harness.store.claims.ResultClaim`'s
+        must outlive the runner, since the result names the files in it: a :class:`harness.store.result_claim.ResultClaim`'s
         staging, to publish them with the result, or a folder of the caller's. There is no default: a folder the runner
         removed when it closed would leave the result naming weights that are gone.
 

@@ -59,7 +59,7 @@ def weights_dir_for(result_path: Path) -> Path:
     """``run.json`` → ``run.weights/``; any other name keeps its suffix: ``run.txt`` → ``run.txt.weights/``.
 
     So ``B.json`` and ``B.txt`` never share a weights folder. (``B.txt.json`` and ``B.txt`` still map to
-    the same one; the claim refuses whichever comes second, see :mod:`harness.store.claims`.)
+    the same one; the claim refuses whichever comes second, see :mod:`harness.store.result_claim`.)
     """
     if result_path.suffix == ".json":
         return result_path.with_suffix(WEIGHTS_SUFFIX)

@@ -39,7 +39,7 @@ _JUDGING_TEXT = {
 }
 #: The PNG plots, in the order the report shows them, with the page's figure each is (drawn once, saved as both).
 PLOT_FILES = {"losses.png": "losses", "loss_diff.png": "loss_diff", "timing.png": "timing"}
-#: Every file a report is: the document first (what a report folder's claim guards: :class:`harness.store.claims.ReportClaim`).
+#: Every file a report is: the document first (what a report folder's claim guards: :class:`harness.store.report_claim.ReportClaim`).
 REPORT_FILES = (REPORT_FILE, PAGE_FILE, SUMMARY_FILE, *PLOT_FILES)
 
 

@@ -88,7 +88,7 @@ def test_a_report_folder_at_the_result_or_in_its_weights_is_refused_before_the_f
 
 def test_a_second_run_with_the_same_report_folder_is_refused_before_the_first_cell(tmp_path: Path) -> None:
     """Two runs with one ``--report`` both said "report written" (one report lost): the second is refused at once."""
-    from harness.store.claims import ReportClaim
+    from harness.store.report_claim import ReportClaim
 
     with ReportClaim(tmp_path / "rep", REPORT_FILES):  # the first run's claim
         done = run_cli(*_QUICK, "--report", str(tmp_path / "rep"), "--overwrite")

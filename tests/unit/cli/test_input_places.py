@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.model.result import MatrixResult
-from harness.store.claims import ReportClaim, publish_report_with_result
+from harness.store.report_claim import ReportClaim, publish_report_with_result
 from harness.store.result_file import WEIGHTS_MARKER, save_result
 from harness.views.report import REPORT_FILES, write_report
 from tests.support import GOLDEN_RESULT, run_cli

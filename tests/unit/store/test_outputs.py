@@ -13,7 +13,8 @@ import pytest
 from harness.errors import ResultError, UsageError
 from harness.judge.assess import assess_result
 from harness.model.result import MatrixResult
-from harness.store.claims import ReportClaim, ResultClaim, check_report_folder, publish_or_rescue, rescue_result
+from harness.store.report_claim import ReportClaim, check_report_folder
+from harness.store.result_claim import ResultClaim, publish_or_rescue, rescue_result
 from harness.store.result_file import WEIGHTS_MARKER, load_result
 from harness.views.report import REPORT_FILES, write_report
 from tests.model_results import committed, with_weights
@@ -416,7 +417,7 @@ def test_overwrite_by_a_run_that_ran_out_of_space_keeps_the_old_result_and_rescu
     monkeypatch.setattr("tempfile.tempdir", str(rescue_dir))
     if free is not None:  # R says only "problem writing to connection": the file system's free space tells
         real = shutil.disk_usage
-        monkeypatch.setattr("harness.store.claims.shutil.disk_usage",
+        monkeypatch.setattr("harness.store.result_claim.shutil.disk_usage",
                             lambda p: real(p)._replace(free=free) if Path(p) == tmp_path else real(p))
     with ResultClaim(tmp_path / "X.json", overwrite=True) as claim:
         published, line, saved = publish_or_rescue(_failed_for_space(claim, reason), claim)
