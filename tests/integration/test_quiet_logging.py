@@ -14,12 +14,13 @@ from harness.files.paths import REPO_ROOT
 #: ``run`` with its work replaced by what a worker's relayed log records do (harness.run.worker logs each under its name).
 _SCRIPT = """
 import logging, sys
+import harness.cli.commands.run as run_command
 import harness.cli.main as cli
 def run(args):
     logging.getLogger("rpy2.situation").info("R home found: /usr/lib/R")
     logging.getLogger("rpy2.situation").warning("rpy2 warns")
     return 0
-cli._run = run
+run_command.command = run
 cli.main(sys.argv[1:])
 """
 

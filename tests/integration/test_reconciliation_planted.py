@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from harness.cli.main import exit_status
+from harness.cli.outcome import exit_status
 from harness.files.paths import SCRIPTS_ENV
 from harness.model.result import MatrixResult
 from harness.model.verdicts import PairVerdict

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from harness.cli.main import exit_status
+from harness.cli.outcome import exit_status
 from harness.contract.modes import all_mode_names
 from harness.files.paths import SCRIPTS_ENV
 from harness.model.pair_trace import PairTrace

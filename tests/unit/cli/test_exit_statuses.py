@@ -78,14 +78,14 @@ def test_doctor_passes_fails_and_refuses_with_three_statuses(monkeypatch: pytest
     found = Availability("3.11.7", "2.13.0+cpu", "/usr/bin/Rscript", "3.5.17", None,
                          {"torch_installed": True, "libtorch_installed": True, "libtorch_loads": True, "cli": True, "jsonlite": True})
     monkeypatch.delenv("AMP_PARITY_REQUIRE_R", raising=False)
-    monkeypatch.setattr("harness.cli.doctor.probe", lambda: found)
-    monkeypatch.setattr("harness.cli.doctor.python_cuda", lambda: "no")  # it asks torch in a process of its own
+    monkeypatch.setattr("harness.run.availability.probe", lambda: found)
+    monkeypatch.setattr("harness.run.availability.python_cuda", lambda: "no")  # it asks torch in a process of its own
     assert run_cli("doctor").returncode == ExitCode.OK
-    monkeypatch.setattr("harness.cli.doctor.probe", lambda: dataclasses.replace(found, torch_version=None))
+    monkeypatch.setattr("harness.run.availability.probe", lambda: dataclasses.replace(found, torch_version=None))
     failed = run_cli("doctor")
     assert failed.returncode == ExitCode.FAILED and "Python cells cannot run" in failed.stdout
     assert run_cli("doctor", "--bogus").returncode == ExitCode.USAGE_ERROR
-    monkeypatch.setattr("harness.cli.doctor.probe", _planted_bug)
+    monkeypatch.setattr("harness.run.availability.probe", _planted_bug)
     _internal(run_cli("doctor"))
 
 

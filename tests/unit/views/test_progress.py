@@ -95,7 +95,7 @@ def test_the_run_header_says_once_what_a_cpu_without_bf16_cannot_do(monkeypatch:
     import types
 
     import harness.run.cpu_features as cpu_features
-    from harness.cli.main import _print_header
+    from harness.cli.commands.run import print_header
     from harness.workload.spec import WorkloadSpec
 
     runner = types.SimpleNamespace(frontends=("python", "r"))
@@ -103,7 +103,7 @@ def test_the_run_header_says_once_what_a_cpu_without_bf16_cannot_do(monkeypatch:
     for has, count in ((False, 1), (True, 0), (None, 0)):
         monkeypatch.setattr(cpu_features, "cpu_has_bf16", lambda has=has: has)
         console = Console(file=io.StringIO(), width=400)
-        _print_header(console, spec, runner, ("default", "autocast"), ("sgd",))  # type: ignore[arg-type]  # two scripts: 3 modes
+        print_header(console, spec, runner, ("default", "autocast"), ("sgd",))  # type: ignore[arg-type]  # two scripts: 3 modes
         text = console.file.getvalue()  # type: ignore[attr-defined]
         assert text.startswith("amp-parity run: preset tiny, 6 cells (python, r), cpu, ")
         assert text.count("this CPU lacks bfloat16 instructions") == count

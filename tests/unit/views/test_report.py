@@ -211,7 +211,7 @@ def test_report_tracks_each_cell_on_its_own_and_names_a_failure() -> None:
 
 def _exit_status(result: MatrixResult) -> int:
     """The CLI's exit status of a judged result."""
-    from harness.cli.main import exit_status
+    from harness.cli.outcome import exit_status
 
     return exit_status(result)
 

@@ -2,19 +2,37 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table
+import argparse
+from typing import TYPE_CHECKING
 
 from harness.errors import ExitCode
-from harness.run.availability import INSTALL_R_TORCH, Availability, probe, python_cuda, r_required
-from harness.views.table import make_console
 
-__all__ = ["doctor"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from harness.run.availability import Availability
+
+__all__ = ["add_parser", "command", "doctor"]
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], switches: argparse.ArgumentParser) -> None:
+    """The ``doctor`` command: no flags of its own."""
+    commands.add_parser("doctor", parents=[switches], help="report what can run here and how to fix what is missing")
+
+
+def command(args: argparse.Namespace) -> ExitCode:
+    """``harness doctor``: the availability table, and whether what CI needs can run."""
+    return doctor()
 
 
 def doctor(console: Console | None = None, availability: Availability | None = None) -> ExitCode:
     """Print the availability table; ``OK`` when Python cells can run (and R cells too under AMP_PARITY_REQUIRE_R=1), else
     ``FAILED`` (the check this command is)."""
+    from rich.table import Table  # rich and the probe load on use: the parser imports every command
+
+    from harness.run.availability import INSTALL_R_TORCH, probe, python_cuda, r_required
+    from harness.views.table import make_console
+
     console = console or make_console()
     a = availability or probe()
     r = a.r

@@ -1,0 +1,96 @@
+"""The options several commands share (judging, known differences, frontends) and what they mean once parsed.
+
+``run`` and ``trace`` pair installations and judge them; ``report`` and ``merge`` judge stored results again. Each
+option is declared once here, so its help and its reading are the same wherever it appears.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.judge.known_differences import KnownDifference
+    from harness.views.page import EntryText
+    from harness.workload.installations import Installation
+
+__all__ = ["add_frontend_arguments", "add_judging_arguments", "add_known_differences_argument", "add_rejudging_arguments",
+           "entry_texts_of", "frontends_of", "known_differences_of", "rejudging_of"]
+
+
+def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--no-scaler-lift`` and ``--known-differences``: what ``run`` and ``trace`` share about how cells run and pairs are judged."""
+    from harness.run.prepare import add_scaler_lift_argument
+
+    add_scaler_lift_argument(parser)
+    add_known_differences_argument(parser)
+
+
+def add_known_differences_argument(parser: argparse.ArgumentParser) -> None:
+    """``--known-differences FILE``: the list every command that judges pairs is judged against."""
+    from harness.workload.flags import path_argument
+
+    parser.add_argument("--known-differences", type=path_argument, default=None, metavar="FILE",
+                        help="judge against this known-differences list (default: harness/judge/known_differences.toml)")
+
+
+def add_rejudging_arguments(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--[no-]tolerance-only`` and ``--known-differences``: how ``report`` and ``merge`` judge stored results again."""
+    parser.add_argument("--tolerance-only", action=argparse.BooleanOptionalAction, default=None,
+                        help=f"judge every pair by the tolerance (--no-tolerance-only: strictly); default: {default}")
+    add_known_differences_argument(parser)
+
+
+def rejudging_of(args: argparse.Namespace) -> str | None:
+    """The judging policy ``--[no-]tolerance-only`` asks for, or ``None``: the stored result's own."""
+    return None if args.tolerance_only is None else "tolerance_only" if args.tolerance_only else "strict"
+
+
+def add_frontend_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--frontend``, ``--installations`` and ``--baseline``: which installations ``run`` and ``trace`` pair, and with which."""
+    from harness.workload.flags import path_argument
+
+    parser.add_argument("--frontend", action="append", default=None, metavar="NAME[=LANGUAGE[:PATH]]",
+                        help="installations to run, in order (repeatable or comma-separated; default python,r): python, r, "
+                             "a name from --installations, or NAME=python:/venv/bin/python, NAME=r:/R/library, "
+                             "NAME=r:/bundle/activate.sh")
+    parser.add_argument("--installations", type=path_argument, default=None, metavar="FILE",
+                        help="a TOML file of named installations ([NAME] language, python, r_libs, activate, env)")
+    parser.add_argument("--baseline", default=None, metavar="NAME",
+                        help="the frontend every other is paired with (default: the first --frontend)")
+
+
+def known_differences_of(args: argparse.Namespace) -> tuple[KnownDifference, ...] | None:
+    """The known differences ``--known-differences FILE`` names (checked before any cell runs), or None: the committed list."""
+    from harness.judge.known_differences import load_known_differences
+
+    path = getattr(args, "known_differences", None)
+    return None if path is None else load_known_differences(Path(path))
+
+
+def frontends_of(args: argparse.Namespace) -> tuple[Installation, ...]:
+    """The installations ``--frontend`` names (``--installations`` adds names), checked before anything runs.
+
+    Raises:
+        UsageError: an unknown name or language, a missing path, a bad installations file, a baseline not among them.
+    """
+    from harness.errors import UsageError
+    from harness.workload.installations import load_installations, parse_frontends
+
+    known = load_installations(args.installations) if args.installations is not None else None
+    installations = parse_frontends(args.frontend, known)
+    names = [i.name for i in installations]
+    if args.baseline is not None and args.baseline not in names:
+        raise UsageError("--baseline", args.baseline, f"one of the frontends run ({', '.join(names)})")
+    return installations
+
+
+def entry_texts_of(args: argparse.Namespace) -> dict[str, EntryText]:
+    """The known differences the result was judged against, as the report's page shows them (views never judge)."""
+    from harness.judge.known_differences import load_known_differences
+    from harness.views.page import EntryText
+
+    entries = known_differences_of(args) or load_known_differences()
+    return {k.id: EntryText(k.id, k.kind, k.title, " ".join(k.mechanism.split()), k.sources, " ".join(k.upstream.split()))
+            for k in entries}
