@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import SpecError
@@ -212,8 +213,9 @@ def compare_cells(
     if trace is None:
         return _verdict(a, names, judged.verdict, lines, details)
     identity_required = judging == "strict" and found.tolerance.expected_identical
-    return _verdict(a, names, *_with_trace(a, b, names, judged.verdict, identity_required, trace, known, lines, details,
-                                           optimizer_args or {}))
+    drafted = _with_trace(PairEvidence(a, b, trace, known, identity_required, optimizer_args or {}),
+                          Draft(judged.verdict, lines, details))
+    return _verdict(a, names, drafted.verdict, drafted.lines, drafted.details)
 
 
 def judge(found: PairFindings, judging: str) -> Judgement:
@@ -242,10 +244,34 @@ def judge_statuses(statuses: StatusFindings) -> Verdict:
     return _STATUS_VERDICT.get(worst, Verdict.ERROR)
 
 
-def _with_trace(
-    a: CellResult, b: CellResult, names: tuple[str, str], verdict: Verdict, identity_required: bool, trace: PairTrace,
-    known: Sequence[KnownDifference], lines: list[str], details: dict[str, Any], optimizer_args: Mapping[str, Any],
-) -> tuple[Verdict, list[str], dict[str, Any]]:
+@dataclass(frozen=True)
+class PairEvidence:
+    """What judges a pair beyond its two records: its cells, its trace, the known differences and what the judging asks."""
+
+    a: CellResult
+    b: CellResult
+    trace: PairTrace
+    known: Sequence[KnownDifference]
+    #: ``strict`` judging where the tolerance expects bitwise identity: an unproven match is then ``diverged``.
+    identity_required: bool
+    #: The optimizer's arguments the cells ran with (an entry whose mechanism needs one that is 0 is inert).
+    optimizer_args: Mapping[str, Any]
+
+    @property
+    def names(self) -> tuple[str, str]:
+        return (self.a.frontend, self.b.frontend)
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A pair's judgement as it stands: the verdict, the explanation's lines (a headline first) and the details."""
+
+    verdict: Verdict
+    lines: list[str]
+    details: dict[str, Any]
+
+
+def _with_trace(evidence: PairEvidence, draft: Draft) -> Draft:
     """The verdict, lines and details once the pair's trace is known: where it parts, and whether known differences
     explain the whole of it.
 
@@ -255,6 +281,9 @@ def _with_trace(
     match is ``diverged`` where identity is required (the entry does not explain what comes after its first point), and
     ``known_difference`` (matched, not proven) only where identity is not expected and the tolerance accepts the pair.
     """
+    a, b, trace, known, identity_required = evidence.a, evidence.b, evidence.trace, evidence.known, evidence.identity_required
+    names, optimizer_args = evidence.names, evidence.optimizer_args
+    verdict, lines, details = draft.verdict, draft.lines, draft.details
     applicable = [k for k in known if k.applies(a, b)]
     cause = lines[0].partition(" — ")[2]
     first = trace.first_difference
@@ -321,7 +350,7 @@ def _with_trace(
         "known_kinds": sorted({k.kind for k in matched}) if verdict == Verdict.KNOWN_DIFFERENCE else None,
         "proven": proven, "stale_known_difference": stale[0].id if stale else None, "inert": sorted(inert) or None,
     }
-    return verdict, [headline(a.pair, names, verdict, cause), *lines[1:], *extra], details
+    return Draft(verdict, [headline(a.pair, names, verdict, cause), *lines[1:], *extra], details)
 
 
 def _reconciled(trace: PairTrace, applicable: Sequence[KnownDifference], a: CellResult, b: CellResult) -> tuple[bool, str]:
