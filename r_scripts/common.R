@@ -220,7 +220,7 @@ make_scheduler <- function(spec, opt) {
   if (!is.null(spec$feature$lr_lambda)) { # the row's declared factor, not code
     args$lr_lambda <- epoch_factor(spec$feature$lr_lambda)
   }
-  do.call(getExportedValue("torch", r[["function"]]), c(list(opt), args))
+  do.call(binding_function(spec, r[["function"]]), c(list(opt), args)) # R-only: binding_function(), as the run spec patches it
 }
 
 #' A row's declared `lr_lambda` (harness/workload/features.py, `LR_LAMBDA_ARGS`): a linear warmup then an inverse-time

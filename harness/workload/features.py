@@ -264,6 +264,17 @@ FEATURES: dict[str, Feature] = {
             python="OneCycleLR", r="lr_one_cycle", lr_args=("max_lr",), cycles_momentum=True,
         ),
         Feature(
+            "lr_one_cycle_groups", "scheduler", "OneCycleLR / lr_one_cycle over two param groups",
+            {"max_lr": 1.0, "total_steps": 20, "pct_start": 0.3},
+            {"max_lr": "as lr_one_cycle: one value, which the scheduler gives every group (PyTorch's _format_param), "
+                       "so the biases' own lr is replaced by the cycle's",
+             "total_steps": "as lr_one_cycle", "pct_start": "as lr_one_cycle"},
+            (Cover(((_SCALER, "autocast_scaler"),), _CYCLED,
+                   "the scheduler keeps max_lr, initial_lr, min_lr and the momentum bounds in each group and cycles each "
+                   "group's momentum or beta1: each kind of momentum it cycles, in each family, over two groups"),),
+            python="OneCycleLR", r="lr_one_cycle", lr_args=("max_lr",), cycles_momentum=True, groups=True,
+        ),
+        Feature(
             "lr_reduce_on_plateau", "scheduler", "ReduceLROnPlateau / lr_reduce_on_plateau, fed each iteration's loss",
             {"factor": 0.5, "patience": 2, "threshold": 0.03},
             {"factor": "0.5: each reduction halves the lr, exactly in doubles, so only the decisions can differ",

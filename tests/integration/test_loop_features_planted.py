@@ -63,12 +63,26 @@ def test_unchanged_features_are_identical_and_pass_their_own_check(
         assert cell.verdict is not None and cell.verdict.outcome == ("excused" if excused else "pass"), (cell.id, cell.verdict)
 
 
+#: R's make_scheduler() call of the row's function, where a plant changes one argument.
+_R_SCHEDULER = "do.call(binding_function(spec, r[[\"function\"]]), c(list(opt), args))"
+#: The iteration after which lr_reduce_on_plateau first reduces the lr in tiny with plain SGD (patience 2: the loss of
+#: iterations 1 to 3 not 3 % below the best).
+PLATEAU = 3
 #: (file, the text as it is, the text planted, script, mode, feature, first differing (step, point), last identical (step, point)).
 DIVERGING: dict[str, tuple[str, str, str, str, str, str, tuple[int, str], tuple[int, str]]] = {
     # lr_step's gamma 0.7 -> 0.71 in R: the scheduler's first decay is its step after iteration 3 (step_size 4)
-    "r-scheduler-gamma": ("r_scripts/common.R", "do.call(getExportedValue(\"torch\", r[[\"function\"]]), c(list(opt), r$args))",
-                          "do.call(getExportedValue(\"torch\", r[[\"function\"]]), c(list(opt), modifyList(r$args, list(gamma = 0.71))))",
+    "r-scheduler-gamma": ("r_scripts/common.R", _R_SCHEDULER, _R_SCHEDULER.replace("args))", "modifyList(args, list(gamma = 0.71))))"),
                           "with_autocast", "default", "lr_step", (3, "optim.lr.group0"), (3, "scheduler.last_epoch")),
+    # lr_reduce_on_plateau's factor 0.5 -> 0.6 in R: the first reduction, after iteration PLATEAU, sets another lr
+    "r-plateau-factor": ("r_scripts/common.R", _R_SCHEDULER, _R_SCHEDULER.replace("args))", "modifyList(args, list(factor = 0.6))))"),
+                         "with_autocast", "default", "lr_reduce_on_plateau", (PLATEAU, "optim.lr.group0"),
+                         (PLATEAU, "scheduler.cooldown_counter")),
+    # lr_one_cycle's pct_start 0.3 -> 0.35 in Python: the rise is 6 steps, not 5, from the scheduler's first step
+    "python-one-cycle-pct-start": ("py_scripts/common.py", 'args = dict(python["args"])', 'args = {**python["args"], "pct_start": 0.35}',
+                                   "with_autocast", "default", "lr_one_cycle", (0, "optim.lr.group0"), (0, "scheduler.last_epoch")),
+    # lr_lambda's declared decay 0.1 -> 0.11 in R: factor(0) has no decay, factor(1) does, at the scheduler's first step
+    "r-lambda-decay": ("r_scripts/common.R", "decay <- declared$decay", "decay <- declared$decay * 1.1",
+                       "with_autocast", "default", "lr_lambda", (0, "optim.lr.group0"), (0, "scheduler.last_epoch")),
     # every 2 -> 3 in Python: the first micro-batch's loss is divided by 3, not 2
     "python-accumulation-off-by-one": ("py_scripts/cuda_amp_grad_scaler.py", 'every = accumulate["every"] if accumulate else 1',
                                        'every = accumulate["every"] + 1 if accumulate else 1',
