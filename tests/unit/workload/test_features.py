@@ -78,7 +78,8 @@ def test_a_scheduler_row_reaches_the_run_spec_as_numbers_and_resolved_factors() 
     lam = feature("sgd", "lr_lambda")
     assert lam["lr_lambda"] == {"warmup": 4, "decay": 0.1} and lam["python"] == {"class": "LambdaLR", "args": {}}
     assert lam["param_groups"] is None and feature("sgd", "lr_lambda_groups")["param_groups"] == dict(FEATURES["param_groups"].args)
-    assert feature("adam", "lr_one_cycle")["r"] == {"function": "lr_one_cycle", "args": {"max_lr": 0.001, "total_steps": 20, "pct_start": 0.3}}
+    one_cycle = {"function": "lr_one_cycle", "args": {"max_lr": 0.001, "total_steps": 20, "pct_start": 0.3}}
+    assert feature("adam", "lr_one_cycle")["r"] == one_cycle
     assert feature("sgd", "lr_one_cycle")["python"]["args"]["max_lr"] == workload.lr  # type: ignore[index]
     plateau = feature("sgd", "lr_reduce_on_plateau")
     assert plateau["on_loss"] and plateau["traced"] == ["best", "num_bad_epochs", "cooldown_counter"]
