@@ -45,6 +45,7 @@ __all__ = [
     "resume_gc",
     "save_final_weights",
     "set_trace_sink",
+    "step_scheduler",
     "tracing",
     "sync_device",
     "torch_dtype",
@@ -140,7 +141,7 @@ def make_optimizer(spec: dict[str, Any], net: torch.nn.Sequential) -> torch.opti
     python = spec["optimizer"]["python"]
     args = {name: tuple(value) if isinstance(value, list) else value for name, value in python["args"].items()}
     params: Any = net.parameters()
-    groups = loop_feature(spec, "param_groups")
+    groups = spec["feature"]["param_groups"] if spec.get("feature") else None
     if groups is not None:  # weights in the first group, biases in a second with their own lr (and weight decay)
         named = named_parameters(net)
         biases = {"params": [p for n, p in named if n.endswith(".bias")], "lr": args["lr"] * groups["bias_lr_factor"]}
@@ -174,18 +175,47 @@ def make_scheduler(spec: dict[str, Any], opt: torch.optim.Optimizer) -> torch.op
     if loop_feature(spec, "scheduler") is None:
         return None
     python = spec["feature"]["python"]
-    scheduler: torch.optim.lr_scheduler.LRScheduler = getattr(torch.optim.lr_scheduler, python["class"])(opt, **python["args"])
+    args = dict(python["args"])
+    if spec["feature"]["lr_lambda"] is not None:  # the row's declared factor, not code
+        args["lr_lambda"] = epoch_factor(spec["feature"]["lr_lambda"])
+    scheduler: torch.optim.lr_scheduler.LRScheduler = getattr(torch.optim.lr_scheduler, python["class"])(opt, **args)
     return scheduler
 
 
-def trace_scheduler(step: int, opt: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler) -> None:
-    """After the scheduler's step: its ``last_epoch`` (``scheduler.last_epoch``) and each param group's lr, the one the
-    next optimizer step uses (``optim.lr.group<i>``, 0-based, a float64 scalar: both bindings keep it as a double)."""
+def epoch_factor(declared: dict[str, Any]) -> Callable[[int], float]:
+    """A row's declared ``lr_lambda`` (harness/workload/features.py, ``LR_LAMBDA_ARGS``): a linear warmup then an
+    inverse-time decay, in the order of operations R's twin uses."""
+    warmup, decay = declared["warmup"], declared["decay"]
+    return lambda epoch: min(1.0, (epoch + 1) / warmup) / (1 + decay * epoch)
+
+
+def step_scheduler(step: int, spec: dict[str, Any], opt: torch.optim.Optimizer,
+                   scheduler: torch.optim.lr_scheduler.LRScheduler, loss: torch.Tensor) -> None:
+    """The scheduler's step after the iteration's ``update()`` (skipped iterations included), fed the iteration's loss
+    where the row says (ReduceLROnPlateau's ``step(metrics)``, as its docs' loop does), then its trace."""
+    if spec["feature"]["on_loss"]:
+        scheduler.step(loss.detach())  # type: ignore[arg-type]  # ReduceLROnPlateau.step(metrics), the loss tensor as it is
+    else:
+        scheduler.step()
+    trace_scheduler(step, spec, opt, scheduler)
+
+
+def trace_scheduler(step: int, spec: dict[str, Any], opt: torch.optim.Optimizer,
+                    scheduler: torch.optim.lr_scheduler.LRScheduler) -> None:
+    """After the scheduler's step: its ``last_epoch``, the state the row names (``scheduler.<name>``, a float64 scalar)
+    and each param group's lr, the one the next optimizer step uses (``optim.lr.group<i>``, 0-based), and the momentum or
+    beta1 a row's scheduler cycles (``optim.momentum.group<i>``): float64 scalars, as both bindings keep them as
+    doubles."""
     if _trace_state["sink"] is None:
         return
     trace_point(step, "scheduler.last_epoch", torch.tensor(int(scheduler.last_epoch), dtype=torch.int64))
+    for name in spec["feature"]["traced"]:
+        trace_point(step, f"scheduler.{name}", torch.tensor(float(getattr(scheduler, name)), dtype=torch.float64))
     for i, group in enumerate(opt.param_groups):
         trace_point(step, f"optim.lr.group{i}", torch.tensor(float(group["lr"]), dtype=torch.float64))
+        if spec["feature"]["cycles_momentum"]:  # beta1 where the group has betas, as OneCycleLR decides
+            momentum = group["betas"][0] if "betas" in group else group["momentum"]
+            trace_point(step, f"optim.momentum.group{i}", torch.tensor(float(momentum), dtype=torch.float64))
 
 
 def make_grad_scaler(spec: dict[str, Any], enabled: bool) -> tuple[torch.amp.GradScaler, str | None]:

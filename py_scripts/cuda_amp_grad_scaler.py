@@ -52,12 +52,12 @@ from py_scripts.common import (
     reset_peak_memory,
     resume_gc,
     save_final_weights,
+    step_scheduler,
     sync_device,
     torch_dtype,
     trace_optimizer_state,
     trace_parameters,
     trace_point,
-    trace_scheduler,
 )
 from py_scripts.patches import applied_switches, binding_patches
 from py_scripts.shell import main_cli
@@ -149,8 +149,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                     trace_point(step, "scaler.growth_tracker", scaler._growth_tracker)  # type: ignore[arg-type]
                 opt.zero_grad()
                 if scheduler is not None:
-                    scheduler.step()
-                    trace_scheduler(step, opt, scheduler)
+                    step_scheduler(step, spec, opt, scheduler, loss)
                 losses.append(loss.detach())
                 if use_scaler:
                     # get_scale() is .item(), a host sync. GradScaler has no public getter that does not sync;

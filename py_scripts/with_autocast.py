@@ -39,12 +39,12 @@ from py_scripts.common import (
     reset_peak_memory,
     resume_gc,
     save_final_weights,
+    step_scheduler,
     sync_device,
     torch_dtype,
     trace_optimizer_state,
     trace_parameters,
     trace_point,
-    trace_scheduler,
 )
 from py_scripts.patches import applied_switches, binding_patches
 from py_scripts.shell import main_cli
@@ -116,8 +116,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                 trace_parameters(step, "param.stepped", net, grads=False)
                 opt.zero_grad()
                 if scheduler is not None:
-                    scheduler.step()
-                    trace_scheduler(step, opt, scheduler)
+                    step_scheduler(step, spec, opt, scheduler, loss)
                 losses.append(loss.detach())
                 step += 1
             sync_device(device)

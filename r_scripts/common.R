@@ -177,7 +177,7 @@ make_optimizer <- function(spec, net) {
   # keys them by the tensor, which R cannot)
   assign("groups", list(names(named)), envir = trace_state)
   params <- net$parameters
-  groups <- loop_feature(spec, "param_groups")
+  groups <- spec$feature$param_groups
   if (!is.null(groups)) { # weights in the first group, biases in a second with their own lr (and weight decay)
     weights <- endsWith(names(named), ".weight")
     biases <- list(params = unname(named[!weights]), lr = r$args$lr * groups$bias_lr_factor)
@@ -216,20 +216,51 @@ make_scheduler <- function(spec, opt) {
     return(NULL)
   }
   r <- spec$feature$r
-  do.call(getExportedValue("torch", r[["function"]]), c(list(opt), r$args))
+  args <- r$args
+  if (!is.null(spec$feature$lr_lambda)) { # the row's declared factor, not code
+    args$lr_lambda <- epoch_factor(spec$feature$lr_lambda)
+  }
+  do.call(binding_function(spec, r[["function"]]), c(list(opt), args)) # R-only: binding_function(), as the run spec patches it
 }
 
-#' After the scheduler's step: its `last_epoch` (`scheduler.last_epoch`) and each param group's lr, the one the next
-#' optimizer step uses (`optim.lr.group<i>`, 0-based as Python's twin counts, a float64 scalar: both bindings keep it as a
-#' double).
-trace_scheduler <- function(step, opt, scheduler) {
+#' A row's declared `lr_lambda` (harness/workload/features.py, `LR_LAMBDA_ARGS`): a linear warmup then an inverse-time
+#' decay, in the order of operations Python's twin uses.
+epoch_factor <- function(declared) {
+  warmup <- declared$warmup
+  decay <- declared$decay
+  function(epoch) min(1, (epoch + 1) / warmup) / (1 + decay * epoch)
+}
+
+#' The scheduler's step after the iteration's `update()` (skipped iterations included), fed the iteration's loss where
+#' the row says (`lr_reduce_on_plateau`'s `step(metrics)`), then its trace.
+step_scheduler <- function(step, spec, opt, scheduler, loss) {
+  if (isTRUE(spec$feature$on_loss)) {
+    scheduler$step(loss$detach())
+  } else {
+    scheduler$step()
+  }
+  trace_scheduler(step, spec, opt, scheduler)
+}
+
+#' After the scheduler's step: its `last_epoch`, the state the row names (`scheduler.<name>`, a float64 scalar) and each
+#' param group's lr, the one the next optimizer step uses (`optim.lr.group<i>`, 0-based as Python's twin counts), and the
+#' momentum or beta1 a row's scheduler cycles (`optim.momentum.group<i>`): float64 scalars, as both bindings keep them
+#' as doubles.
+trace_scheduler <- function(step, spec, opt, scheduler) {
   if (is.null(get0("sink", envir = trace_state, inherits = FALSE))) {
     return(invisible(NULL))
   }
   trace_point(step, "scheduler.last_epoch", torch::torch_scalar_tensor(as.numeric(scheduler$last_epoch), dtype = torch::torch_int64()))
+  for (name in unlist(spec$feature$traced)) {
+    trace_point(step, paste0("scheduler.", name), torch::torch_scalar_tensor(as.numeric(scheduler[[name]]), dtype = torch::torch_float64()))
+  }
   groups <- opt$param_groups
   for (i in seq_along(groups)) {
     trace_point(step, sprintf("optim.lr.group%d", i - 1L), torch::torch_scalar_tensor(as.numeric(groups[[i]]$lr), dtype = torch::torch_float64()))
+    if (isTRUE(spec$feature$cycles_momentum)) { # beta1 where the group has betas, as lr_one_cycle decides
+      momentum <- if (!is.null(groups[[i]]$betas)) groups[[i]]$betas[[1]] else groups[[i]]$momentum
+      trace_point(step, sprintf("optim.momentum.group%d", i - 1L), torch::torch_scalar_tensor(as.numeric(momentum), dtype = torch::torch_float64()))
+    }
   }
   invisible(NULL)
 }

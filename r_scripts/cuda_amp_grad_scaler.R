@@ -62,7 +62,7 @@ run_workload <- function(spec, mode) {
   made <- make_grad_scaler(spec, enabled = use_scaler) # R returns a list where Python returns a tuple
   scaler <- patch_scaler(made$scaler, spec) # R-only: the scaler's methods as the run spec patches them
   lifted_check <- made$lifted_check
-  scheduler <- make_scheduler(spec, opt)
+  scheduler <- patch_scheduler(make_scheduler(spec, opt), spec) # R-only: the scheduler's methods as the run spec patches them
   accumulate <- loop_feature(spec, "accumulate")
   every <- if (is.null(accumulate)) 1L else accumulate$every
   clip_value <- loop_feature(spec, "clip_value")
@@ -142,8 +142,7 @@ run_workload <- function(spec, mode) {
       }
       opt$zero_grad()
       if (!is.null(scheduler)) {
-        scheduler$step()
-        trace_scheduler(step, opt, scheduler)
+        step_scheduler(step, spec, opt, scheduler, loss)
       }
       losses[[length(losses) + 1L]] <- loss$detach()
       if (use_scaler) {

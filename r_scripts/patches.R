@@ -7,7 +7,7 @@
 #' `deparse()` prints it, searched into nested blocks and the loop function an optimizer hands `step_helper`), so a
 #' patch written for one R torch refuses to touch another. Where Python swaps a function in its module for the run,
 #' R patches a copy of each function the script calls (`binding_function()`) and the methods of the optimizer the script
-#' built (`patch_optimizer()`): R torch's functions are found through its locked namespace, its optimizers' methods live
+#' built (`patch_optimizer()`, and the scaler's and the scheduler's): R torch's functions are found through its locked namespace, its optimizers' methods live
 #' on each object. The copy keeps the function's environment, so it runs R torch's own code but for the replaced
 #' statements.
 
@@ -49,6 +49,13 @@ patch_optimizer <- function(opt, spec) {
 #' patches whose target is `cuda_amp_grad_scaler$<method>`. Python swaps PyTorch's functions in their modules instead.
 patch_scaler <- function(scaler, spec) {
   patch_methods(scaler, "cuda_amp_grad_scaler$", spec)
+}
+
+#' R-only: the learning-rate scheduler `scheduler` (built by `make_scheduler()`; `NULL`, the loop without one, as it is)
+#' with its methods patched as the run spec says: patches whose target is `<its R function>$<method>`
+#' (`lr_reduce_on_plateau$step`). Python swaps PyTorch's functions in their modules instead.
+patch_scheduler <- function(scheduler, spec) {
+  if (is.null(scheduler)) scheduler else patch_methods(scheduler, paste0(spec$feature$r[["function"]], "$"), spec)
 }
 
 #' R-only: `obj`'s methods patched for the run spec's patches whose target is `<prefix><method>`; R6 locks an object's

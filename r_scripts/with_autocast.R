@@ -59,7 +59,7 @@ run_workload <- function(spec, mode) {
   # The static scale is a 0-dim float32 tensor, as the scaler keeps its scale: a scaled loss is float32 in both languages.
   static_scale <- torch::torch_full(list(), spec$static_loss_scale, dtype = torch::torch_float32(), device = device)
   use_static_scale <- properties$scaler == "static"
-  scheduler <- make_scheduler(spec, opt) # the run spec's loop feature: a scheduler, or none (the plain loop)
+  scheduler <- patch_scheduler(make_scheduler(spec, opt), spec) # the run spec's loop feature: a scheduler, or none (R-only: its methods patched)
 
   losses <- list()
   output_dtype <- NULL
@@ -101,8 +101,7 @@ run_workload <- function(spec, mode) {
       trace_parameters(step, "param.stepped", net, grads = FALSE)
       opt$zero_grad()
       if (!is.null(scheduler)) {
-        scheduler$step()
-        trace_scheduler(step, opt, scheduler)
+        step_scheduler(step, spec, opt, scheduler, loss)
       }
       losses[[length(losses) + 1L]] <- loss$detach()
       step <- step + 1L

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.workload.features import FEATURES, NO_FEATURE, micro_batches
+from harness.workload.features import FEATURES, NO_FEATURE, epoch_factor, micro_batches
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.spec import WorkloadSpec
 
@@ -42,17 +42,21 @@ def torch_float64_run(
         for param in [m for m in net if isinstance(m, torch.nn.Linear)][row.args["layer"]].parameters():
             param.requires_grad_(False)
     params: Any = net.parameters()
-    if row is not None and row.kind == "param_groups":
+    if row is not None and (row.kind == "param_groups" or row.groups):
         named = list(net.named_parameters())
-        biases = {"params": [p for n, p in named if n.endswith("bias")], "lr": args["lr"] * row.args["bias_lr_factor"]}
+        group_args = FEATURES["param_groups"].args
+        biases = {"params": [p for n, p in named if n.endswith("bias")], "lr": args["lr"] * group_args["bias_lr_factor"]}
         if "weight_decay" in args:
-            biases["weight_decay"] = row.args["bias_weight_decay"]
+            biases["weight_decay"] = group_args["bias_weight_decay"]
         params = [{"params": [p for n, p in named if n.endswith("weight")]}, biases]
     opt = getattr(torch.optim, built["class"])(params, **args)
     every = micro_batches(feature)
     scheduler = None
     if row is not None and row.kind == "scheduler":
-        scheduler = getattr(torch.optim.lr_scheduler, row.python)(opt, **row.run_spec()["python"]["args"])
+        scheduler_args: dict[str, Any] = row.run_spec(float(args["lr"]))["python"]["args"]
+        if row.lr_lambda:
+            scheduler_args["lr_lambda"] = lambda epoch: epoch_factor(row.args, epoch)
+        scheduler = getattr(torch.optim.lr_scheduler, row.python)(opt, **scheduler_args)
     data, targets = torch.from_numpy(arrays["data"]).double(), torch.from_numpy(arrays["targets"]).double()
     losses = []
     for _ in range(spec.epochs):
@@ -71,7 +75,9 @@ def torch_float64_run(
             if len(losses) - 1 not in skipped:  # GradScaler.step does not call opt.step() on a skipped step
                 opt.step()
             opt.zero_grad()
-            if scheduler is not None:
+            if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
+                scheduler.step(losses[-1])
+            elif scheduler is not None:
                 scheduler.step()
     linears = [m for m in net if isinstance(m, torch.nn.Linear)]
     weights = {f"layer{k}.{kind}": getattr(m, kind).detach().numpy().copy() for k, m in enumerate(linears) for kind in ("weight", "bias")}

@@ -18,7 +18,7 @@ from harness.contract.optimizers import DEFAULT_OPTIMIZER
 from harness.judge.optimizer_updates import make_update
 from harness.model.efficiency import workload_flops
 from harness.model.verdicts import ReferenceDistance, finite_or_none
-from harness.workload.features import FEATURES, NO_FEATURE, Feature
+from harness.workload.features import FEATURES, NO_FEATURE, Feature, epoch_factor
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.spec import WorkloadSpec
 
@@ -90,15 +90,17 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
            feature: Feature | None) -> Reference:
     overrides: Mapping[str, Mapping[str, Any]] = getattr(spec, "optimizer_args", None) or {}  # a field the spec is gaining
     update = make_update(optimizer, spec.lr, overrides.get(optimizer))
-    groups = feature is not None and feature.kind == "param_groups"
+    groups = feature is not None and (feature.kind == "param_groups" or feature.groups)
     bias_args: dict[str, Any] = {}
     if groups:  # the biases' own group: its lr (and weight decay, where the row has one)
-        assert feature is not None
-        bias_args = {"lr": float(update.args["lr"]) * float(feature.args["bias_lr_factor"])}
+        group_args = FEATURES["param_groups"].args  # the param_groups row's, also where a scheduler runs over its groups
+        bias_args = {"lr": float(update.args["lr"]) * float(group_args["bias_lr_factor"])}
         if "weight_decay" in OPTIMIZERS[optimizer].args:
-            bias_args["weight_decay"] = float(feature.args["bias_weight_decay"])
+            bias_args["weight_decay"] = float(group_args["bias_weight_decay"])
     bias_update = make_update(optimizer, spec.lr, {**(overrides.get(optimizer) or {}), **bias_args}) if groups else update
-    base_lr = float(update.args["lr"])
+    row_lr = float(update.args["lr"])  # OneCycleLR's max_lr is a factor of the row's lr, the same for every group
+    schedules = [_Schedule(feature, u, row_lr) for u in ((update, bias_update) if groups else (update,))] \
+        if feature is not None and feature.kind == "scheduler" else []
     every = int(feature.args["every"]) if feature is not None and feature.kind == "accumulate" else 1
     # a frozen layer has no gradient: the optimizer (and a clip) never sees it, as PyTorch's skip a parameter whose grad is None
     frozen = int(feature.args["layer"]) if feature is not None and feature.kind == "frozen" else -1
@@ -135,8 +137,6 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
                 step += 1
                 continue
             grads, accumulated = accumulated, None
-            if feature is not None and feature.kind == "scheduler":
-                update.args["lr"] = scheduled_lr(feature, base_lr, step // every)
             if step not in skipped:
                 if clip:
                     total = np.sqrt(sum(float(np.sum(g * g)) for g in grads))
@@ -150,9 +150,54 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
                     bias_update.step(biases, grads[1::2])
                 else:
                     update.step([p for k in range(n) if k != frozen for p in (weights[k], biases[k])], grads)
+            for schedule in schedules:  # after the step (or the skip), as the loop steps the scheduler
+                schedule.step(float(losses[step]))
             step += 1
     final = {f"layer{k}.weight": weights[k] for k in range(n)} | {f"layer{k}.bias": biases[k] for k in range(n)}
     return Reference(losses=losses, weights=final)
+
+
+class _Schedule:
+    """One param group's scheduler in float64: sets the group's lr (and a cycled momentum or beta1) in its update's
+    arguments when built and at each :meth:`step`, as the scheduler sets the optimizer's param group.
+
+    Closed forms where PyTorch documents one (``torch/optim/lr_scheduler.py``, :func:`scheduled_lr`; OneCycleLR's phases
+    and momentum, :func:`one_cycle`); ReduceLROnPlateau's decisions from the reference's own float64 losses, with its
+    state as the class keeps it.
+    """
+
+    def __init__(self, feature: Feature, update: Any, row_lr: float) -> None:
+        self.feature, self.update, self.row_lr = feature, update, row_lr
+        self.base_lr = float(update.args["lr"])
+        self.iteration = 0
+        self.best, self.bad = math.inf, 0
+        self.beta2 = update.args["betas"][1] if "betas" in update.args else None
+        self._set(self.base_lr if feature.python == "ReduceLROnPlateau" else None)
+
+    def step(self, loss: float) -> None:
+        """The scheduler's step after an iteration whose loss was ``loss``."""
+        self.iteration += 1
+        lr = None
+        if self.feature.python == "ReduceLROnPlateau":
+            args = self.feature.args
+            if loss < self.best * (1.0 - float(args["threshold"])):
+                self.best, self.bad = loss, 0
+            else:
+                self.bad += 1
+            lr = float(self.update.args["lr"])
+            if self.bad > int(args["patience"]):
+                self.bad = 0
+                lr = lr * float(args["factor"])
+        self._set(lr)
+
+    def _set(self, lr: float | None) -> None:
+        if self.feature.python == "OneCycleLR":
+            lr, momentum = one_cycle(self.feature, self.row_lr, self.iteration)
+            key = "betas" if self.beta2 is not None else "momentum"
+            self.update.args[key] = (momentum, self.beta2) if self.beta2 is not None else momentum
+        elif lr is None:
+            lr = scheduled_lr(self.feature, self.base_lr, self.iteration)
+        self.update.args["lr"] = lr
 
 
 def scheduled_lr(feature: Feature, base_lr: float, iteration: int) -> float:
@@ -164,7 +209,32 @@ def scheduled_lr(feature: Feature, base_lr: float, iteration: int) -> float:
     if feature.python == "CosineAnnealingLR":
         eta_min, t_max = float(args["eta_min"]), float(args["T_max"])
         return eta_min + (base_lr - eta_min) * (1 + math.cos(math.pi * iteration / t_max)) / 2
+    if feature.python == "LambdaLR":
+        return base_lr * epoch_factor(args, iteration)
+    if feature.python == "MultiplicativeLR":  # the product of every step's factor since the first
+        return base_lr * math.prod(epoch_factor(args, k) for k in range(1, iteration + 1))
     raise ValueError(f"feature {feature.name}: the reference has no closed form for scheduler {feature.python!r}")
+
+
+def one_cycle(feature: Feature, lr: float, iteration: int) -> tuple[float, float]:
+    """OneCycleLR's lr and momentum (or beta1) at ``iteration`` for an optimizer row whose lr is ``lr``: two cosine
+    phases, up to ``max_lr`` over the first ``pct_start`` of ``total_steps`` and down to its 25e4th, the momentum from
+    0.95 to 0.85 and back (PyTorch's defaults for div_factor, final_div_factor, base and max momentum)."""
+    args = feature.args
+    max_lr = float(args["max_lr"]) * lr
+    initial, top = max_lr / 25.0, max_lr
+    low, high = 0.85, 0.95
+    rise = float(args["pct_start"]) * int(args["total_steps"]) - 1
+    fall = int(args["total_steps"]) - 1 - rise
+
+    def cosine(start: float, end: float, pct: float) -> float:
+        return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+
+    if iteration <= rise:
+        pct = iteration / rise
+        return cosine(initial, top, pct), cosine(high, low, pct)
+    pct = (iteration - rise) / fall
+    return cosine(top, initial / 1e4, pct), cosine(low, high, pct)
 
 
 def relative_loss_errors(losses: Sequence[Any], reference_losses: np.ndarray, skipped: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -24,8 +24,8 @@ from harness.contract.modes import SCRIPTS
 from harness.errors import UsageError
 from harness.workload.optimizers import OPTIMIZERS
 
-__all__ = ["FEATURES", "KINDS", "NO_FEATURE", "PRESET_FEATURES", "Cover", "Feature", "check_feature", "micro_batches",
-           "parse_features"]
+__all__ = ["FEATURES", "KINDS", "LR_LAMBDA_ARGS", "NO_FEATURE", "PRESET_FEATURES", "Cover", "Feature", "check_feature",
+           "epoch_factor", "micro_batches", "parse_features"]
 
 #: The plain loop: no row, the matrix as it always was (its cells' ids carry no feature).
 NO_FEATURE = "none"
@@ -39,6 +39,11 @@ NO_FEATURE = "none"
 #: ``param_groups``: the weights in one param group, the biases in a second with their own lr (and weight decay, where the
 #: optimizer has one).
 KINDS: tuple[str, ...] = ("scheduler", "accumulate", "clip_value", "frozen", "param_groups")
+#: The one function of the epoch a ``lr_lambda`` row declares (LambdaLR's and MultiplicativeLR's ``lr_lambda``), by its
+#: arguments: ``factor(epoch) = min(1, (epoch + 1) / warmup) / (1 + decay * epoch)``, a linear warmup then an
+#: inverse-time decay. Both scripts (``epoch_factor`` in each) and the reference evaluate it in this order of double
+#: operations (no ``pow``, whose libm and R's ``^`` could round apart): the row carries numbers, never code.
+LR_LAMBDA_ARGS: tuple[str, ...] = ("warmup", "decay")
 
 _SCALER = "cuda_amp_grad_scaler"
 _PLAIN = "with_autocast"
@@ -62,7 +67,13 @@ class Feature:
     """One row: a loop feature, its hyperparameters (R torch's names) with a reason each, and where it runs.
 
     ``python`` and ``r``: for a ``scheduler``, the class in ``torch.optim.lr_scheduler`` and the R torch function; the
-    arguments are ``args`` in both (``python_names`` renames those PyTorch spells otherwise).
+    arguments are ``args`` in both (``python_names`` renames those PyTorch spells otherwise). Where a scheduler needs
+    more than numbers: ``lr_lambda`` (its ``args`` are :data:`LR_LAMBDA_ARGS`, the declared factor each script builds
+    its ``lr_lambda`` from), ``lr_args`` (arguments given as a factor of the optimizer row's lr, as OneCycleLR's
+    ``max_lr``: the rows' lr span 1e-3 to 1), ``on_loss`` (``step(loss)``: ReduceLROnPlateau fed the iteration's loss),
+    ``traced`` (the scheduler's own state, traced after each step under the same names in both bindings),
+    ``cycles_momentum`` (the scheduler sets each group's momentum or beta1 too: traced per group) and ``groups``
+    (the optimizer built with the ``param_groups`` row's two groups, for a scheduler that reads per-group values).
     """
 
     name: str
@@ -74,10 +85,20 @@ class Feature:
     python: str = ""
     r: str = ""
     python_names: Mapping[str, str] = field(default_factory=dict)
+    lr_lambda: bool = False
+    lr_args: tuple[str, ...] = ()
+    on_loss: bool = False
+    traced: tuple[str, ...] = ()
+    cycles_momentum: bool = False
+    groups: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"feature {self.name}: kind must be one of {KINDS}")
+        if self.lr_lambda and tuple(self.args) != LR_LAMBDA_ARGS:
+            raise ValueError(f"feature {self.name}: an lr_lambda row's arguments are {LR_LAMBDA_ARGS}")
+        if not set(self.lr_args) <= set(self.args):
+            raise ValueError(f"feature {self.name}: lr_args must name arguments of the row")
         if set(self.args) != set(self.reasons):
             raise ValueError(f"feature {self.name}: every hyperparameter needs a reason, and every reason a hyperparameter")
         for cover in self.covers:
@@ -91,12 +112,23 @@ class Feature:
         """Whether the covering design runs this feature in ``script``'s ``mode`` with ``optimizer``."""
         return any((script, mode) in c.modes and optimizer in c.optimizers for c in self.covers)
 
-    def run_spec(self) -> dict[str, Any]:
-        """What a script receives to build the loop (the run spec's ``feature``)."""
+    def scheduler_args(self, lr: float) -> dict[str, float | int]:
+        """The scheduler's arguments (R torch's names) for an optimizer row whose lr is ``lr``: ``lr_args`` resolved,
+        and none where the row's arguments declare the ``lr_lambda`` instead."""
+        if self.lr_lambda:
+            return {}
+        return {k: v * lr if k in self.lr_args else v for k, v in self.args.items()}
+
+    def run_spec(self, lr: float = 1.0) -> dict[str, Any]:
+        """What a script receives to build the loop (the run spec's ``feature``), with the optimizer row's ``lr``."""
+        args = self.scheduler_args(lr)
+        groups = FEATURES["param_groups"].args if self.groups or self.kind == "param_groups" else None
         return {
             "name": self.name, "kind": self.kind, "args": dict(self.args),
-            "python": {"class": self.python, "args": {self.python_names.get(k, k): v for k, v in self.args.items()}},
-            "r": {"function": self.r, "args": dict(self.args)},
+            "python": {"class": self.python, "args": {self.python_names.get(k, k): v for k, v in args.items()}},
+            "r": {"function": self.r, "args": args},
+            "lr_lambda": dict(self.args) if self.lr_lambda else None, "on_loss": self.on_loss,
+            "traced": list(self.traced), "cycles_momentum": self.cycles_momentum, "param_groups": None if groups is None else dict(groups),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -149,6 +181,24 @@ def _clip_value_covers() -> tuple[Cover, ...]:
     )
 
 
+def _new_scheduler_covers(optimizers: tuple[str, ...], why: str, every_mode: str = "sgd", why_mode: str = "") -> tuple[Cover, ...]:
+    """A scheduler whose own code is new to the table: the optimizers that code touches, in the scaler mode (where it
+    also steps on the iterations the scaler skips), and every mode's loop once with ``every_mode`` (plain SGD, but where
+    ``why_mode`` says otherwise). The lr_step and lr_cosine rows already cover every optimizer's reading of lr, so these
+    need not repeat it."""
+    return (
+        Cover(((_SCALER, "autocast_scaler"),), optimizers, why),
+        Cover(_every_mode(), (every_mode,), "every mode's loop (autocast, low-precision weights, static scale, clipping) "
+                                            f"meets this scheduler's own code once{why_mode}"),
+    )
+
+
+#: The optimizers whose momentum or beta1 OneCycleLR cycles, one of each kind of code: SGD's momentum (R code), RMSprop's
+#: momentum (R code), Adam's betas (R code), and ignite's SGD and Adam (libtorch's C++ options, which R sets through its
+#: param_groups binding). The others have neither, and both bindings refuse them with cycle_momentum on.
+_CYCLED: tuple[str, ...] = ("sgd_momentum", "rmsprop", "adam", "ignite_sgd", "ignite_adam")
+
+
 FEATURES: dict[str, Feature] = {
     f.name: f
     for f in (
@@ -166,6 +216,77 @@ FEATURES: dict[str, Feature] = {
              "eta_min": "non-zero so the eta_min terms act, and below every optimizer row's lr (the least is 1e-3), so "
                         "the cosine spans a range for each"},
             _scheduler_covers(), python="CosineAnnealingLR", r="lr_cosine_annealing",
+        ),
+        Feature(
+            "lr_multiplicative", "scheduler", "MultiplicativeLR / lr_multiplicative: lr times factor(epoch) at each step",
+            {"warmup": 1, "decay": 0.01},
+            {"warmup": "1: no warmup, factor(epoch) = 1 / (1 + 0.01 epoch), below 1 and changing with the epoch, so an "
+                       "off-by-one epoch in either binding changes the product",
+             "decay": "0.01: the lr falls to about a seventh over tiny's 20 steps; 0.01 and its products round"},
+            _new_scheduler_covers(_ONE_PER_FAMILY, "the scheduler multiplies the group's current lr, which each family "
+                                                   "reads at its step (R code, ignite's C++ options)"),
+            python="MultiplicativeLR", r="lr_multiplicative", lr_lambda=True,
+        ),
+        Feature(
+            "lr_lambda", "scheduler", "LambdaLR / lr_lambda: the initial lr times factor(epoch), a warmup then a decay",
+            {"warmup": 4, "decay": 0.1},
+            {"warmup": "4: the lr climbs through 1/4, 2/4, 3/4 of the initial lr in tiny's first steps (a warmup, as "
+                       "people write LambdaLR), a division that rounds at 3/4 but not at 1/4",
+             "decay": "0.1: then 1 / (1 + 0.1 epoch) of it, to a third by step 20"},
+            _new_scheduler_covers(_ONE_PER_FAMILY, "the scheduler sets lr from the initial lr it stored, which each family "
+                                                   "reads at its step (R code, ignite's C++ options)"),
+            python="LambdaLR", r="lr_lambda", lr_lambda=True,
+        ),
+        Feature(
+            "lr_lambda_groups", "scheduler", "LambdaLR / lr_lambda over two param groups with different initial lr",
+            {"warmup": 4, "decay": 0.1},
+            {"warmup": "as lr_lambda: each group's lr climbs from a quarter of its own initial lr",
+             "decay": "as lr_lambda"},
+            (Cover(((_SCALER, "autocast_scaler"),), _ONE_PER_FAMILY,
+                   "the scheduler keeps one initial lr per group (the biases' is half the weights'): a binding that read "
+                   "one group's for both would part at the first step; one optimizer of each family reads them"),),
+            python="LambdaLR", r="lr_lambda", lr_lambda=True, groups=True,
+        ),
+        Feature(
+            "lr_one_cycle", "scheduler", "OneCycleLR / lr_one_cycle: lr up then down a cosine, momentum/beta1 the other way",
+            {"max_lr": 1.0, "total_steps": 20, "pct_start": 0.3},
+            {"max_lr": "1.0 times the optimizer row's lr (lr_args): the cycle peaks at the lr each row is tuned for, "
+                       "starting from a 25th of it (div_factor's default)",
+             "total_steps": "20, tiny's optimizer steps: the scheduler's 20 steps after its first reach the last, "
+                            "which both bindings allow (more would raise)",
+             "pct_start": "0.3 (the default): the rise ends at step 5 (0.3 * 20 - 1, exact in doubles) and the fall "
+                          "spans 14, so both phases act within tiny's steps"},
+            _new_scheduler_covers(_CYCLED, "the scheduler sets each group's lr and its momentum or beta1 at every step: "
+                                           "one optimizer of each kind of momentum it cycles, in each family",
+                                  "sgd_momentum", ", with SGD's momentum row: the scheduler gives plain SGD a momentum "
+                                  "(0.95) whose buffer the sgd row does not trace, so its bfloat16 weights' known "
+                                  "mul-scalar-overload would show only in the parameters"),
+            python="OneCycleLR", r="lr_one_cycle", lr_args=("max_lr",), cycles_momentum=True,
+        ),
+        Feature(
+            "lr_one_cycle_groups", "scheduler", "OneCycleLR / lr_one_cycle over two param groups",
+            {"max_lr": 1.0, "total_steps": 20, "pct_start": 0.3},
+            {"max_lr": "as lr_one_cycle: one value, which the scheduler gives every group (PyTorch's _format_param), "
+                       "so the biases' own lr is replaced by the cycle's",
+             "total_steps": "as lr_one_cycle", "pct_start": "as lr_one_cycle"},
+            (Cover(((_SCALER, "autocast_scaler"),), _CYCLED,
+                   "the scheduler keeps max_lr, initial_lr, min_lr and the momentum bounds in each group and cycles each "
+                   "group's momentum or beta1: each kind of momentum it cycles, in each family, over two groups"),),
+            python="OneCycleLR", r="lr_one_cycle", lr_args=("max_lr",), cycles_momentum=True, groups=True,
+        ),
+        Feature(
+            "lr_reduce_on_plateau", "scheduler", "ReduceLROnPlateau / lr_reduce_on_plateau, fed each iteration's loss",
+            {"factor": 0.5, "patience": 2, "threshold": 0.03},
+            {"factor": "0.5: each reduction halves the lr, exactly in doubles, so only the decisions can differ",
+             "patience": "2: three iterations without a 3 % better loss reduce the lr; in tiny's 20 iterations it "
+                         "fires 5 times with every optimizer's float64 losses",
+             "threshold": "0.03 (relative, the default mode): tiny's losses vary ~5 % from batch to batch, and no "
+                          "float64 loss of any row comes within 0.8 % of the bar, so AMP's rounding of the loss "
+                          "cannot flip a decision the reference makes"},
+            _new_scheduler_covers(_ONE_PER_FAMILY, "the scheduler changes the group's lr on its own decisions, which "
+                                                   "each family reads at its step (R code, ignite's C++ options)"),
+            python="ReduceLROnPlateau", r="lr_reduce_on_plateau", on_loss=True,
+            traced=("best", "num_bad_epochs", "cooldown_counter"),
         ),
         Feature(
             "accumulate", "accumulate", "gradient accumulation: the scaler steps and updates every `every` micro-batches",
@@ -203,6 +324,11 @@ FEATURES: dict[str, Feature] = {
 #: The features each preset runs by default beside the plain loop: ``tiny`` (CI's and the main job's) runs them all;
 #: the timing presets run the plain loop only (their float64 reference and rounds are sized for it).
 PRESET_FEATURES: dict[str, tuple[str, ...]] = {"tiny": (NO_FEATURE, *FEATURES), "bench": (NO_FEATURE,), "recipe": (NO_FEATURE,)}
+
+
+def epoch_factor(declared: Mapping[str, float | int], epoch: int) -> float:
+    """The declared ``lr_lambda`` of a row (:data:`LR_LAMBDA_ARGS`) at ``epoch``, in the scripts' order of operations."""
+    return min(1.0, (epoch + 1) / declared["warmup"]) / (1 + declared["decay"] * epoch)
 
 
 def micro_batches(feature: str) -> int:

@@ -29,9 +29,10 @@ def run_spec_for(
     optimizer row with the spec's ``optimizer_args`` applied, and the loop feature's row (``None``: the plain loop)."""
     names = switch_names(switches)
     row = check_feature(feature)
+    built = OPTIMIZERS[optimizer].run_spec(spec.lr, dict(spec.optimizer_args).get(optimizer))
+    lr = float(built["python"]["args"]["lr"])  # a scheduler's lr_args are factors of it
     return RunSpec(
         workload=spec.to_json(), fixture_path=fixture_path, weights_out=weights_out, scaler_lift=scaler_lift,
-        collect_before_loop=collect_before_loop, modes=SCRIPTS[script].modes_json(),
-        optimizer=OPTIMIZERS[optimizer].run_spec(spec.lr, dict(spec.optimizer_args).get(optimizer)),
-        switches=tuple(names), patches=patches_for(optimizer, names), feature=None if row is None else row.run_spec(),
+        collect_before_loop=collect_before_loop, modes=SCRIPTS[script].modes_json(), optimizer=built,
+        switches=tuple(names), patches=patches_for(optimizer, names), feature=None if row is None else row.run_spec(lr),
     )

@@ -3,8 +3,10 @@ plain SGD and each cell passes its own float64 check; a change planted in one la
 it begins.
 
 Plain SGD is bitwise identical between the bindings in the plain loop, so whatever differs first in these pairs is the
-feature itself. The three plants are the issue's: a scheduler hyperparameter (R's ``lr_step`` gamma), an accumulation
-count off by one (Python's ``every``) and a clip value (R's ``clip_grad_value_``). They need R torch: they skip with the
+feature itself. The plants are the issue's: a scheduler hyperparameter (R's ``lr_step`` gamma, R's plateau factor, the
+declared lambda's decay in R and in Python), an accumulation count off by one (Python's ``every``) and a clip value (R's
+``clip_grad_value_``). The schedulers that stop R (a bfloat16 loss fed to the plateau scheduler, one-cycle over two
+param groups) are their proven R torch bugs. They need R torch: they skip with the
 reason when it is absent and fail under ``AMP_PARITY_REQUIRE_R=1``.
 """
 
@@ -49,9 +51,10 @@ def test_unchanged_features_are_identical_and_pass_their_own_check(
     of the float64 reference that follows the feature (a reference that ignored the schedule, the accumulation or the
     clamp would put them far outside it)."""
     require_r_torch(availability)
-    result = _run(tmp_path, tiny_spec, ("autocast_scaler",), ("lr_step", "lr_cosine", "accumulate", "clip_value"),
-                  availability, monkeypatch)
-    assert {p.feature for p in result.pairs} == {"lr_step", "lr_cosine", "accumulate", "clip_value"}
+    features = ("lr_step", "lr_cosine", "lr_multiplicative", "lr_lambda", "lr_lambda_groups", "lr_reduce_on_plateau",
+                "accumulate", "clip_value")
+    result = _run(tmp_path, tiny_spec, ("autocast_scaler",), features, availability, monkeypatch)
+    assert {p.feature for p in result.pairs} == set(features)
     for pair in result.pairs:
         if pair.feature == "clip_value":  # the preset's overflow, clamped by the clip: R's step checks the grads again
             assert pair.verdict == "known_difference" and pair.details["proven"], pair.explain()
@@ -63,12 +66,28 @@ def test_unchanged_features_are_identical_and_pass_their_own_check(
         assert cell.verdict is not None and cell.verdict.outcome == ("excused" if excused else "pass"), (cell.id, cell.verdict)
 
 
+#: R's make_scheduler() call of the row's function, where a plant changes one argument.
+_R_SCHEDULER = "do.call(binding_function(spec, r[[\"function\"]]), c(list(opt), args))"
+#: The iteration after which lr_reduce_on_plateau first reduces the lr in tiny with plain SGD (patience 2: iteration 3's
+#: loss is 3 % below the best, those of iterations 4 to 6 are not).
+PLATEAU = 6
 #: (file, the text as it is, the text planted, script, mode, feature, first differing (step, point), last identical (step, point)).
 DIVERGING: dict[str, tuple[str, str, str, str, str, str, tuple[int, str], tuple[int, str]]] = {
     # lr_step's gamma 0.7 -> 0.71 in R: the scheduler's first decay is its step after iteration 3 (step_size 4)
-    "r-scheduler-gamma": ("r_scripts/common.R", "do.call(getExportedValue(\"torch\", r[[\"function\"]]), c(list(opt), r$args))",
-                          "do.call(getExportedValue(\"torch\", r[[\"function\"]]), c(list(opt), modifyList(r$args, list(gamma = 0.71))))",
+    "r-scheduler-gamma": ("r_scripts/common.R", _R_SCHEDULER, _R_SCHEDULER.replace("args))", "modifyList(args, list(gamma = 0.71))))"),
                           "with_autocast", "default", "lr_step", (3, "optim.lr.group0"), (3, "scheduler.last_epoch")),
+    # lr_reduce_on_plateau's factor 0.5 -> 0.6 in R: the first reduction, after iteration PLATEAU, sets another lr
+    "r-plateau-factor": ("r_scripts/common.R", _R_SCHEDULER, _R_SCHEDULER.replace("args))", "modifyList(args, list(factor = 0.6))))"),
+                         "with_autocast", "default", "lr_reduce_on_plateau", (PLATEAU, "optim.lr.group0"),
+                         (PLATEAU, "scheduler.cooldown_counter")),
+    # lr_multiplicative's declared decay 0.01 -> 0.011 in Python: the factor of the scheduler's first step differs
+    "python-multiplicative-decay": ("py_scripts/common.py", 'warmup, decay = declared["warmup"], declared["decay"]',
+                                    'warmup, decay = declared["warmup"], declared["decay"] * 1.1',
+                                    "with_autocast", "default", "lr_multiplicative", (0, "optim.lr.group0"),
+                                    (0, "scheduler.last_epoch")),
+    # lr_lambda's declared decay 0.1 -> 0.11 in R: factor(0) has no decay, factor(1) does, at the scheduler's first step
+    "r-lambda-decay": ("r_scripts/common.R", "decay <- declared$decay", "decay <- declared$decay * 1.1",
+                       "with_autocast", "default", "lr_lambda", (0, "optim.lr.group0"), (0, "scheduler.last_epoch")),
     # every 2 -> 3 in Python: the first micro-batch's loss is divided by 3, not 2
     "python-accumulation-off-by-one": ("py_scripts/cuda_amp_grad_scaler.py", 'every = accumulate["every"] if accumulate else 1',
                                        'every = accumulate["every"] + 1 if accumulate else 1',
@@ -111,6 +130,30 @@ def test_a_frozen_layer_stops_rs_scaler_and_the_bug_entry_proves_it(
     assert scaled.details["known_difference"] == ["scaler-unscale-undefined-grad"] and scaled.details["proven"]
     r_cell = next(c for c in result.cells if c.id == "cuda_amp_grad_scaler-autocast_scaler-sgd+frozen-r-cpu")
     assert r_cell.reason is not None and "tensor does not have a device" in r_cell.reason
+
+
+def test_the_schedulers_that_stop_r_are_their_proven_bugs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """lr_reduce_on_plateau fed a bfloat16 loss (weights in bfloat16) stops R in as.numeric(), and lr_one_cycle over two
+    param groups stops R's initialize: each pair is its R torch bug, proven (the reconciled run bitwise identical); the
+    plateau scheduler fed a float32 loss is identical."""
+    require_r_torch(availability)
+    copy_scripts(tmp_path)
+    monkeypatch.setenv(SCRIPTS_ENV, str(tmp_path))
+    with MatrixRunner(tiny_spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path) as runner:
+        result = runner.run(("lowp_weights", "autocast_scaler"), ("sgd", "ignite_sgd"), measure=False,
+                            features=("lr_reduce_on_plateau", "lr_one_cycle_groups"))
+    assert _pair(result, "cuda_amp_grad_scaler", "autocast_scaler", "lr_reduce_on_plateau").verdict == "identical"
+    for script, mode, feature, bug, error in (
+        ("with_autocast", "lowp_weights", "lr_reduce_on_plateau", "plateau-bfloat16-metric", "dtype 'BFloat16' not handled"),
+        ("cuda_amp_grad_scaler", "autocast_scaler", "lr_one_cycle_groups", "one-cycle-max-momentum-index", "subscript out of bounds"),
+    ):
+        pair = _pair(result, script, mode, feature)
+        assert pair.verdict == "known_difference" and pair.details["proven"], pair.explain()
+        assert pair.details["known_difference"] == [bug], pair.explain()
+        r_cell = next(c for c in result.cells if (c.script, c.mode, c.feature, c.frontend) == (script, mode, feature, "r"))
+        assert r_cell.reason is not None and error in r_cell.reason
 
 
 def test_param_groups_with_adam_are_the_known_first_moment_difference(

@@ -40,10 +40,12 @@ R_ONLY_NAMES = {
     "shell": {"%||%", "amp_parity_r_dir", "shell_exit_status", "prepare_shell_run", "python_library_path", "print_traceback",
               "one_line"},
     # R torch's functions live in a locked namespace and its optimizers are R6 objects: R patches the values a script
-    # gets (binding_function() for the clip, patch_optimizer() and patch_scaler() for the optimizer's and the scaler's
-    # methods, through patch_methods()), rewriting their bodies as language objects (statements compared as deparsed
-    # text, point calls spliced in); Python swaps module functions.
-    "patches": {"patch_rows", "patches_of", "binding_function", "patch_optimizer", "patch_scaler", "patch_methods", "code_text",
+    # gets (binding_function() for the clip and the scheduler's function, patch_optimizer(), patch_scaler() and
+    # patch_scheduler() for the optimizer's, the scaler's and the scheduler's methods, through patch_methods()),
+    # rewriting their bodies as language objects (statements compared as deparsed text, point calls spliced in);
+    # Python swaps module functions.
+    "patches": {"patch_rows", "patches_of", "binding_function", "patch_optimizer", "patch_scaler", "patch_scheduler",
+                "patch_methods", "code_text",
                 "is_part", "count_statement",
                 "replace_statement", "with_point_calls"},
 }

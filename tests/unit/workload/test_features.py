@@ -7,7 +7,16 @@ import pytest
 
 from harness.contract.modes import all_mode_names
 from harness.errors import UsageError
-from harness.workload.features import FEATURES, KINDS, NO_FEATURE, Cover, Feature, micro_batches, parse_features
+from harness.workload.features import (
+    FEATURES,
+    KINDS,
+    NO_FEATURE,
+    Cover,
+    Feature,
+    epoch_factor,
+    micro_batches,
+    parse_features,
+)
 from harness.workload.matrix import Cell, cells_for
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.run_spec import run_spec_for
@@ -47,6 +56,51 @@ def test_the_run_spec_carries_the_row_and_the_plain_loop_carries_none() -> None:
     assert spec["feature"]["r"] == {"function": "lr_step", "args": {"step_size": 4, "gamma": 0.7}}
     assert run_spec_for(workload, "cuda_amp_grad_scaler", "sgd", "f.safetensors", None).to_json()["feature"] is None
     assert micro_batches("accumulate") == 2 and micro_batches("lr_step") == micro_batches(NO_FEATURE) == 1
+
+
+#: The schedulers added for issue 39 beyond lr_step and lr_cosine, and the most cells they may add to tiny (both
+#: languages): the main job must stay near a minute.
+_NEW_SCHEDULERS = ("lr_multiplicative", "lr_lambda", "lr_lambda_groups", "lr_one_cycle", "lr_one_cycle_groups",
+                   "lr_reduce_on_plateau")
+_NEW_SCHEDULER_CELLS = 120
+
+
+def test_a_scheduler_row_reaches_the_run_spec_as_numbers_and_resolved_factors() -> None:
+    """A lambda row carries its declared factor's numbers (no code), OneCycleLR's max_lr is a factor of each optimizer
+    row's lr, the plateau row steps on the loss and names its traced state, the groups row carries the two groups; a row
+    that declares a lambda with other arguments, or an lr factor it does not have, is refused."""
+    workload = WorkloadSpec.from_preset("tiny")
+
+    def feature(optimizer: str, name: str) -> dict[str, object]:
+        spec = run_spec_for(workload, "cuda_amp_grad_scaler", optimizer, "f.safetensors", None, feature=name).to_json()
+        return dict(spec["feature"])
+
+    lam = feature("sgd", "lr_lambda")
+    assert lam["lr_lambda"] == {"warmup": 4, "decay": 0.1} and lam["python"] == {"class": "LambdaLR", "args": {}}
+    assert lam["param_groups"] is None and feature("sgd", "lr_lambda_groups")["param_groups"] == dict(FEATURES["param_groups"].args)
+    one_cycle = {"function": "lr_one_cycle", "args": {"max_lr": 0.001, "total_steps": 20, "pct_start": 0.3}}
+    assert feature("adam", "lr_one_cycle")["r"] == one_cycle
+    assert feature("sgd", "lr_one_cycle")["python"]["args"]["max_lr"] == workload.lr  # type: ignore[index]
+    plateau = feature("sgd", "lr_reduce_on_plateau")
+    assert plateau["on_loss"] and plateau["traced"] == ["best", "num_bad_epochs", "cooldown_counter"]
+    assert epoch_factor({"warmup": 4, "decay": 0.1}, 0) == 0.25 and epoch_factor({"warmup": 1, "decay": 0.01}, 0) == 1.0
+    with pytest.raises(ValueError, match="lr_lambda"):
+        Feature("bad", "scheduler", "t", {"gamma": 0.5}, {"gamma": "why"}, (), lr_lambda=True)
+    with pytest.raises(ValueError, match="lr_args"):
+        Feature("bad", "scheduler", "t", {"gamma": 0.5}, {"gamma": "why"}, (), lr_args=("max_lr",))
+
+
+def test_the_new_schedulers_cover_what_their_code_touches_within_the_bound() -> None:
+    """Each new scheduler runs one optimizer of each family (OneCycleLR each kind of momentum it cycles) in the scaler
+    mode and every mode once, and together they add at most ``_NEW_SCHEDULER_CELLS`` cells to tiny."""
+    cells = cells_for(("python", "r"), all_mode_names(), tuple(OPTIMIZERS), "cpu", _NEW_SCHEDULERS)
+    assert 0 < len(cells) <= _NEW_SCHEDULER_CELLS
+    for name in _NEW_SCHEDULERS:
+        mine = [c for c in cells if c.feature == name]
+        assert {"sgd_momentum", "adam", "ignite_adam"} <= {c.optimizer for c in mine if c.mode == "autocast_scaler"}
+        if not name.endswith("_groups"):  # a groups row is the scaler mode's: its one-group row covers the modes
+            assert {(c.script, c.mode) for c in mine} == {(s, m) for s, m in FEATURES["lr_step"].covers[1].modes}
+    assert {"rmsprop", "ignite_sgd"} <= {c.optimizer for c in cells if c.feature == "lr_one_cycle"}
 
 
 def test_feature_flags_parse_and_refuse_in_one_line() -> None:
