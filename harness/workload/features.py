@@ -24,8 +24,8 @@ from harness.contract.modes import SCRIPTS
 from harness.errors import UsageError
 from harness.workload.optimizers import OPTIMIZERS
 
-__all__ = ["FEATURES", "KINDS", "NO_FEATURE", "PRESET_FEATURES", "Cover", "Feature", "check_feature", "micro_batches",
-           "parse_features"]
+__all__ = ["FEATURES", "KINDS", "NO_FEATURE", "PRESET_FEATURES", "Cover", "Feature", "check_feature", "explicit_scales",
+           "micro_batches", "parse_features"]
 
 #: The plain loop: no row, the matrix as it always was (its cells' ids carry no feature).
 NO_FEATURE = "none"
@@ -38,7 +38,14 @@ NO_FEATURE = "none"
 #: that freezes part of the model), so every step meets parameters without a gradient.
 #: ``param_groups``: the weights in one param group, the biases in a second with their own lr (and weight decay, where the
 #: optimizer has one).
-KINDS: tuple[str, ...] = ("scheduler", "accumulate", "clip_value", "frozen", "param_groups")
+#: ``sometimes_used``: one hidden layer left out of the forward pass on some steps (it gets no gradient there), and
+#: ``zero_grad`` called with the row's ``set_to_none`` (1 true, 0 false, -1 no argument: each binding's own default).
+#: ``multi_optimizer``: PyTorch's AMP examples' "multiple models, losses and optimizers": two losses (the MSE and a
+#: weighted output penalty), each scaled (or both in one ``scale`` of a list), each backward, two optimizers (the first
+#: layers, and the last ``head_layers``) each stepped by the one scaler, one ``update`` (at ``new_scale_step`` an
+#: ``update`` with the explicit ``new_scale``).
+KINDS: tuple[str, ...] = ("scheduler", "accumulate", "clip_value", "frozen", "param_groups", "sometimes_used",
+                          "multi_optimizer")
 
 _SCALER = "cuda_amp_grad_scaler"
 _PLAIN = "with_autocast"
@@ -149,6 +156,24 @@ def _clip_value_covers() -> tuple[Cover, ...]:
     )
 
 
+def _sometimes_used_covers(modes: tuple[str, ...]) -> tuple[Cover, ...]:
+    return (
+        Cover(tuple((_SCALER, m) for m in modes), _ONE_PER_FAMILY,
+              "a parameter without a gradient on some steps meets the scaler's unscale_ and step and the optimizer's step "
+              "(which skips it, or steps it on a zero gradient), and zero_grad meets it: one optimizer of each family "
+              "(momentum and Adam's moments go on moving on a zero gradient; ignite's zero_grad is libtorch's). The "
+              "with_autocast pair's loop meets it only through the optimizer, as this script's default mode does"),
+    )
+
+
+_USED_ARGS: dict[str, float | int] = {"layer": 1, "every": 2}
+_USED_REASONS = {
+    "layer": "1, the hidden 128-by-128 layer: the model still maps 128 to 128 without it, and layers before and after it "
+             "train on every step",
+    "every": "2: the layer is used on the even steps and left out on the odd ones, so tiny's 20 steps alternate",
+}
+
+
 FEATURES: dict[str, Feature] = {
     f.name: f
     for f in (
@@ -197,6 +222,54 @@ FEATURES: dict[str, Feature] = {
                            "0.001 in 90 % of elements: the clamp acts on a few elements of each tensor, not all"},
             _clip_value_covers(),
         ),
+        Feature(
+            "sometimes_used", "sometimes_used", "a layer used only on some steps; zero_grad(set_to_none = TRUE)",
+            {**_USED_ARGS, "set_to_none": 1},
+            {**_USED_REASONS, "set_to_none": "1: PyTorch's default, written out; the unused layer's grad is None, so the "
+                                             "optimizer and the scaler skip it"},
+            _sometimes_used_covers(("default", "autocast_scaler")),
+        ),
+        Feature(
+            "sometimes_used_zeros", "sometimes_used", "a layer used only on some steps; zero_grad(set_to_none = FALSE)",
+            {**_USED_ARGS, "set_to_none": 0},
+            {**_USED_REASONS, "set_to_none": "0: R torch's default for its R-code optimizers, written out; the unused layer "
+                                             "steps on a zero gradient"},
+            _sometimes_used_covers(("autocast_scaler",)),
+        ),
+        Feature(
+            "sometimes_used_default", "sometimes_used", "a layer used only on some steps; zero_grad() as each binding's users get it",
+            {**_USED_ARGS, "set_to_none": -1},
+            {**_USED_REASONS, "set_to_none": "-1: zero_grad() with no argument, each binding's own default (PyTorch: True; "
+                                             "R torch's R-code optimizers: FALSE; its ignite optimizers: libtorch's, true)"},
+            _sometimes_used_covers(("autocast_scaler",)),
+        ),
+        Feature(
+            "multi_optimizer", "multi_optimizer", "two losses, two optimizers, one scaler; an update with an explicit new scale",
+            {"head_layers": 1, "second_loss_weight": 0.3, "scale_list": 0, "new_scale_step": 14, "new_scale": 1048576.0},
+            {"head_layers": "1: the second optimizer takes the last layer (a head), the first the layers before it; the "
+                            "main job's overflow lands in layer 0, so only the first optimizer finds it and skips",
+             "second_loss_weight": "0.3 times the MSE of the output against zero (an output penalty), as the examples' "
+                                   "0.7/0.3 loss mix: both losses reach every layer through retain_graph",
+             "scale_list": "0: scale() of each loss in turn, the examples' loop",
+             "new_scale_step": "14: after the main job's overflow at 9 and its growth at 13, where the rule would not move "
+                               "the scale, so an update that ignored new_scale shows",
+             "new_scale": "2^20, above the scale at step 14 (2^18): the record marks a step skipped where the scale goes "
+                          "down, so the explicit scale must not"},
+            (Cover(((_SCALER, "autocast_scaler"),), _ONE_PER_FAMILY,
+                   "two optimizers under one scaler (each found_inf, each step, one update): one optimizer of each "
+                   "family; the disabled scaler (default mode) passes every call through, and a clip mode would need one "
+                   "unscale_ per optimizer, which the examples' clipping section covers alone"),),
+        ),
+        Feature(
+            "multi_optimizer_list", "multi_optimizer", "multi_optimizer with both losses scaled by one scale() of a list",
+            {"head_layers": 1, "second_loss_weight": 0.3, "scale_list": 1, "new_scale_step": 14, "new_scale": 1048576.0},
+            {"head_layers": "as multi_optimizer", "second_loss_weight": "as multi_optimizer",
+             "scale_list": "1: scale([loss0, loss1]), which both bindings document (a tensor or a list of tensors)",
+             "new_scale_step": "as multi_optimizer", "new_scale": "as multi_optimizer"},
+            (Cover(((_SCALER, "autocast_scaler"),), ("sgd",),
+                   "scale() of a list is the scaler's code alone, before any optimizer: plain SGD, whose step is bitwise "
+                   "identical in the plain loop"),),
+        ),
     )
 }
 
@@ -209,6 +282,15 @@ def micro_batches(feature: str) -> int:
     """Micro-batches per optimizer step in the loop of ``feature`` (1 but under gradient accumulation)."""
     row = FEATURES.get(feature)
     return int(row.args["every"]) if row is not None and row.kind == "accumulate" else 1
+
+
+def explicit_scales(feature: str) -> dict[int, float]:
+    """The optimizer steps (0-based) whose ``update`` sets an explicit new scale in the loop of ``feature``, and that
+    scale (empty but for ``multi_optimizer``): the scale oracle follows them instead of the growth rule."""
+    row = FEATURES.get(feature)
+    if row is None or row.kind != "multi_optimizer":
+        return {}
+    return {int(row.args["new_scale_step"]): float(row.args["new_scale"])}
 
 
 def parse_features(values: list[str] | tuple[str, ...] | None, preset: str, narrowed: bool = False) -> tuple[str, ...]:
