@@ -67,6 +67,18 @@ from py_scripts.shell import main_cli
 SCRIPT = "cuda_amp_grad_scaler"
 
 
+def gradient_norm(scaler: torch.amp.GradScaler, loss: torch.Tensor, net: torch.nn.Sequential, step: int) -> torch.Tensor:
+    """The norm of the loss's gradients as PyTorch's AMP examples compute it for a gradient penalty: the gradients of the
+    scaled loss with ``create_graph`` (so the penalty's own backward goes through them), unscaled by hand (times
+    ``1 / get_scale()``; 1.0 where the scaler is disabled), the norm of them all. The caller adds it under autocast."""
+    scaled_grads = torch.autograd.grad(scaler.scale(loss), list(net.parameters()), create_graph=True)
+    inv_scale = 1.0 / scaler.get_scale()
+    grads = [grad * inv_scale for grad in scaled_grads]
+    norm = torch.stack([grad.pow(2).sum() for grad in grads]).sum().sqrt()
+    trace_point(step, "penalty.grad_norm", norm)
+    return norm
+
+
 def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     """Train the MLP for ``spec`` in ``mode``: under autocast with gradient scaling (and clipping in ``*_clip``), or with
     both disabled (``default``), with the spec's optimizer."""
@@ -89,6 +101,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     every = accumulate["every"] if accumulate else 1
     clip_value = loop_feature(spec, "clip_value")
     multi = loop_feature(spec, "multi_optimizer")
+    penalty = loop_feature(spec, "penalty")
 
     overflow_steps = set(spec["overflow_steps"]) if use_scaler else set()
     injected_steps: list[int] = []
@@ -123,7 +136,11 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                     scaled[0].backward(retain_graph=True)
                     scaled[1].backward()
                 else:
-                    scaled_loss = scaler.scale(loss / every if accumulate else loss)
+                    total = loss
+                    if penalty:  # the AMP examples' gradient penalty, added to the loss under autocast
+                        with torch.autocast(device_type=device, dtype=amp_dtype, enabled=properties["autocast"]):
+                            total = loss + penalty["weight"] * gradient_norm(scaler, loss, net, step)
+                    scaled_loss = scaler.scale(total / every if accumulate else total)
                     trace_point(step, "loss.scaled", scaled_loss)
                     scaled_loss.backward()
                 trace_parameters(step, "grad.backward", net, grads=True)

@@ -33,6 +33,21 @@ if (!exists("make_record", mode = "function")) {
 
 script <- "cuda_amp_grad_scaler"
 
+#' The norm of the loss's gradients as PyTorch's AMP examples compute it for a gradient penalty: the gradients of the
+#' scaled loss with `create_graph` (`autograd_grad()`, so the penalty's own backward goes through them), unscaled by hand
+#' (times 1 / the scale), the norm of them all. The caller adds it under autocast.
+#'
+#' R's scaler has no `get_scale()`: its scale is the public field `.scale` (R/autocast.R), NULL while the scaler is
+#' disabled, where Python's `get_scale()` gives 1.0.
+gradient_norm <- function(scaler, loss, net, step) {
+  scaled_grads <- torch::autograd_grad(scaler$scale(loss), net$parameters, create_graph = TRUE)
+  inv_scale <- 1 / (if (is.null(scaler$.scale)) 1 else scaler$.scale$item())
+  grads <- lapply(scaled_grads, function(grad) grad * inv_scale)
+  norm <- torch::torch_stack(lapply(grads, function(grad) grad$pow(2)$sum()))$sum()$sqrt()
+  trace_point(step, "penalty.grad_norm", norm)
+  norm
+}
+
 #' Train the MLP for `spec` in `mode`: under autocast with gradient scaling (and clipping in `*_clip`), or with both
 #' disabled (`default`), with the spec's optimizer.
 #'
@@ -67,6 +82,7 @@ run_workload <- function(spec, mode) {
   every <- if (is.null(accumulate)) 1L else accumulate$every
   clip_value <- loop_feature(spec, "clip_value")
   multi <- loop_feature(spec, "multi_optimizer")
+  penalty <- loop_feature(spec, "penalty")
 
   # jsonlite gives `[]` as an empty list and `[3, 7]` as an integer vector.
   overflow_steps <- if (use_scaler) as.integer(unlist(spec$overflow_steps)) else integer()
@@ -105,7 +121,13 @@ run_workload <- function(spec, mode) {
         scaled[[1]]$backward(retain_graph = TRUE)
         scaled[[2]]$backward()
       } else {
-        scaled_loss <- scaler$scale(if (is.null(accumulate)) loss else loss / every)
+        total <- loss
+        if (!is.null(penalty)) { # the AMP examples' gradient penalty, added to the loss under autocast
+          torch::with_autocast(device_type = device, dtype = amp_dtype, enabled = properties$autocast, {
+            total <- loss + penalty$weight * gradient_norm(scaler, loss, net, step)
+          })
+        }
+        scaled_loss <- scaler$scale(if (is.null(accumulate)) total else total / every)
         trace_point(step, "loss.scaled", scaled_loss)
         scaled_loss$backward()
       }

@@ -74,6 +74,9 @@ def torch_float64_run(
             if multi:
                 assert row is not None
                 total = total + row.args["second_loss_weight"] * torch.nn.functional.mse_loss(output, torch.zeros_like(output))
+            if row is not None and row.kind == "penalty":  # the norm of the gradients, differentiated again
+                grads = torch.autograd.grad(loss, list(net.parameters()), create_graph=True)
+                total = total + row.args["weight"] * torch.stack([g.pow(2).sum() for g in grads]).sum().sqrt()
             total.backward()
             losses.append(loss.item())
             if len(losses) % every:

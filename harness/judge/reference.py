@@ -75,7 +75,8 @@ def run_reference(
     param groups the biases step with their own lr and weight decay; a layer unused at a step is left out of its forward
     pass and gets no gradient (its optimizer skips it) or, under ``set_to_none`` false, a zero one (it steps on zero);
     two optimizers (``multi_optimizer``) step on the gradient of both losses, and at a skipped step only the first skips
-    (the main job's overflow lands in its layer 0; the second's found_inf is 0, so PyTorch steps it).
+    (the main job's overflow lands in its layer 0; the second's found_inf is 0, so PyTorch steps it); a gradient penalty
+    adds ``weight`` times the norm of the loss's gradient, whose gradient is the exact Hessian-vector product.
 
     ``skipped``: the steps (0-based, micro-batches under accumulation) a scaler run skipped. The reference replays them:
     the loss is computed, the optimizer is not called (no update, no state change, no step count), as
@@ -107,6 +108,7 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
     frozen = int(feature.args["layer"]) if feature is not None and feature.kind == "frozen" else -1
     used = dict(feature.args) if feature is not None and feature.kind == "sometimes_used" else None
     multi = dict(feature.args) if feature is not None and feature.kind == "multi_optimizer" else None
+    penalty = float(feature.args["weight"]) if feature is not None and feature.kind == "penalty" else 0.0
     n = spec.num_layers
     # multi_optimizer: the second optimizer's update (the last head_layers layers), as the first's
     split = n - int(multi["head_layers"]) if multi else n
@@ -123,6 +125,8 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
             unused = int(used["layer"]) if used is not None and step % int(used["every"]) else -1
             second = float(multi["second_loss_weight"]) if multi else 0.0
             losses[step], grad_w, grad_b = _gradients(weights, biases, data[i], targets[i], unused, every, second)
+            if penalty:
+                grad_w, grad_b = _penalized(weights, biases, data[i], targets[i], grad_w, grad_b, penalty)
             if unused >= 0 and used is not None and used["set_to_none"] == 0:  # zero_grad(set_to_none=False): zeros
                 grad_w[unused], grad_b[unused] = np.zeros_like(weights[unused]), np.zeros_like(biases[unused])
             grads = [g for k in range(n) if k != frozen for g in (grad_w[k], grad_b[k])]
@@ -183,6 +187,47 @@ def _gradients(weights: list[np.ndarray], biases: list[np.ndarray], x: np.ndarra
         if j > 0:
             grad = (grad @ weights[k]) * (pre[active[j - 1]] > 0)
     return loss, grad_w, grad_b
+
+
+def _penalized(weights: list[np.ndarray], biases: list[np.ndarray], x: np.ndarray, target: np.ndarray,
+               grad_w: list[np.ndarray | None], grad_b: list[np.ndarray | None],
+               weight: float) -> tuple[list[np.ndarray | None], list[np.ndarray | None]]:
+    """The gradients of the MSE plus ``weight`` times the norm of its gradient (the AMP examples' gradient penalty):
+    ``g + weight * H g / |g|``, the Hessian-vector product exact (:func:`_hessian_vector`)."""
+    assert all(g is not None for g in (*grad_w, *grad_b))  # the penalty runs with every layer used
+    gw = [g for g in grad_w if g is not None]
+    gb = [g for g in grad_b if g is not None]
+    norm = math.sqrt(sum(float(np.sum(g * g)) for g in (*gw, *gb)))
+    hw, hb = _hessian_vector(weights, biases, x, target, gw, gb)
+    return ([g + weight * h / norm for g, h in zip(gw, hw, strict=True)],
+            [g + weight * h / norm for g, h in zip(gb, hb, strict=True)])
+
+
+def _hessian_vector(weights: list[np.ndarray], biases: list[np.ndarray], x: np.ndarray, target: np.ndarray,
+                    vw: list[np.ndarray], vb: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The MSE's Hessian times the direction (``vw``, ``vb``), exactly: the forward and backward passes of
+    :func:`_gradients` differentiated along the direction (each ReLU's mask held, as autograd's double backward does)."""
+    n = len(weights)
+    h, dh = x, np.zeros_like(x)
+    inputs, tangents, masks = [], [], []
+    for k in range(n):
+        inputs.append(h)
+        tangents.append(dh)
+        z = h @ weights[k].T + biases[k]
+        dz = dh @ weights[k].T + h @ vw[k].T + vb[k]
+        if k < n - 1:
+            masks.append(z > 0)
+            h, dh = np.maximum(z, 0.0), dz * masks[k]
+    diff = z - target
+    grad, dgrad = 2.0 * diff / diff.size, 2.0 * dz / diff.size
+    hw: list[np.ndarray] = [np.empty(0)] * n
+    hb: list[np.ndarray] = [np.empty(0)] * n
+    for k in reversed(range(n)):
+        hw[k] = dgrad.T @ inputs[k] + grad.T @ tangents[k]
+        hb[k] = dgrad.sum(axis=0)
+        if k > 0:
+            grad, dgrad = (grad @ weights[k]) * masks[k - 1], (dgrad @ weights[k] + grad @ vw[k]) * masks[k - 1]
+    return hw, hb
 
 
 def scheduled_lr(feature: Feature, base_lr: float, iteration: int) -> float:

@@ -44,8 +44,10 @@ NO_FEATURE = "none"
 #: weighted output penalty), each scaled (or both in one ``scale`` of a list), each backward, two optimizers (the first
 #: layers, and the last ``head_layers``) each stepped by the one scaler, one ``update`` (at ``new_scale_step`` an
 #: ``update`` with the explicit ``new_scale``).
+#: ``penalty``: the AMP examples' gradient penalty: the gradients of the scaled loss with ``create_graph``, unscaled by
+#: hand, their norm times ``weight`` added to the loss under autocast, then the scaled total's backward.
 KINDS: tuple[str, ...] = ("scheduler", "accumulate", "clip_value", "frozen", "param_groups", "sometimes_used",
-                          "multi_optimizer")
+                          "multi_optimizer", "penalty")
 
 _SCALER = "cuda_amp_grad_scaler"
 _PLAIN = "with_autocast"
@@ -274,6 +276,18 @@ FEATURES: dict[str, Feature] = {
             (Cover(((_SCALER, "autocast_scaler"),), ("sgd",),
                    "scale() of a list is the scaler's code alone, before any optimizer: plain SGD, whose step is bitwise "
                    "identical in the plain loop"),),
+        ),
+        Feature(
+            "penalty", "penalty", "gradient penalty: the norm of the unscaled gradients (create_graph) added to the loss",
+            {"weight": 0.1},
+            {"weight": "0.1 times the gradient norm (about 0.12 at tiny's first steps): the penalty's gradient, 0.1 times "
+                       "the Hessian times the unit gradient, is about a tenth of the MSE's there, so it acts on every "
+                       "layer without outweighing it"},
+            (Cover(((_SCALER, "default"), (_SCALER, "autocast_scaler")), _ONE_PER_FAMILY,
+                   "the penalty is computed from the gradients of the scaled loss and unscaled by hand (the scale, 1.0 "
+                   "where the scaler is disabled), then the whole loss goes through the scaler: one optimizer of each "
+                   "family, with the scaler disabled and enabled; a clip mode clips what the optimizer gets, after the "
+                   "penalty, as it does for the plain loss"),),
         ),
     )
 }
