@@ -195,6 +195,38 @@ def zero_grad(spec: dict[str, Any], opt: torch.optim.Optimizer) -> None:
         opt.zero_grad(set_to_none=bool(used["set_to_none"]))
 
 
+@functools.cache
+def amp_linear(device: str) -> type[torch.autograd.Function]:
+    """A Linear layer's forward and backward as a custom autograd function (``addmm``; the gradients by hand), made AMP
+    aware as PyTorch's AMP examples' last section says: ``custom_fwd`` records the autocast state of the forward and
+    ``custom_bwd`` runs the backward in it. One class per device type (the decorators take it)."""
+
+    class AmpLinear(torch.autograd.Function):
+        @staticmethod
+        @torch.amp.custom_fwd(device_type=device)
+        def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+            ctx.save_for_backward(x, weight)
+            return torch.addmm(bias, x, weight.t())
+
+        @staticmethod
+        @torch.amp.custom_bwd(device_type=device)
+        def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            x, weight = ctx.saved_tensors
+            return grad.mm(weight), grad.t().mm(x), grad.sum(0)
+
+    return AmpLinear
+
+
+def custom_layer(spec: dict[str, Any]) -> tuple[int, Callable[[torch.Tensor, torch.nn.Linear], torch.Tensor]] | None:
+    """A ``custom_function`` loop feature's layer and the function that computes it (:func:`amp_linear`), for
+    :func:`forward`; ``None`` otherwise."""
+    custom = loop_feature(spec, "custom_function")
+    if custom is None:
+        return None
+    function = amp_linear(spec["device"])
+    return int(custom["layer"]), lambda x, linear: function.apply(x, linear.weight, linear.bias)
+
+
 def make_scheduler(spec: dict[str, Any], opt: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler | None:
     """The run spec's learning-rate scheduler (a ``scheduler`` feature: ``torch.optim.lr_scheduler.<class>(opt, **args)``),
     or ``None``. R's twin calls the R torch function the row names with the same values."""
@@ -245,9 +277,12 @@ def found_inf(scaler: torch.amp.GradScaler, opt: torch.optim.Optimizer) -> torch
     return sum(scaler._found_inf_per_device(opt).values(), torch.zeros((), device=scaler._scale.device))  # type: ignore[union-attr]
 
 
-def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int, unused: int = -1) -> torch.Tensor:
+def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int, unused: int = -1,
+            custom: tuple[int, Callable[[torch.Tensor, torch.nn.Linear], torch.Tensor]] | None = None) -> torch.Tensor:
     """The model's forward, layer by layer, each module's output a trace point (``forward.layer0``, ``forward.relu0``, ...);
-    ``unused``: a layer left out this step, its Linear and its ReLU (loop feature ``sometimes_used``; -1: none).
+    ``unused``: a layer left out this step, its Linear and its ReLU (loop feature ``sometimes_used``; -1: none);
+    ``custom``: a layer computed by a function of the input and that layer (loop feature ``custom_function``) in place of
+    the Linear's own forward.
 
     What ``nn.Sequential.forward`` does (each module on the previous output), written out because R torch has
     tensor hooks but no module forward hooks: both languages name their points here, in the same order.
@@ -256,7 +291,7 @@ def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int, unused: int = 
     for k, linear in enumerate(linears):
         if k == unused:
             continue
-        x = linear(x)
+        x = custom[1](x, linear) if custom is not None and custom[0] == k else linear(x)
         trace_point(step, f"forward.layer{k}", x)
         if k < len(linears) - 1:  # every Linear but the last is followed by its ReLU
             x = net[2 * k + 1](x)

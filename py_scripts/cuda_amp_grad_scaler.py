@@ -33,6 +33,7 @@ import torch
 
 from py_scripts.common import (
     clock,
+    custom_layer,
     device_name,
     dtype_name,
     forward,
@@ -102,6 +103,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     clip_value = loop_feature(spec, "clip_value")
     multi = loop_feature(spec, "multi_optimizer")
     penalty = loop_feature(spec, "penalty")
+    custom = custom_layer(spec)  # a layer computed by a custom autograd function, or none
 
     overflow_steps = set(spec["overflow_steps"]) if use_scaler else set()
     injected_steps: list[int] = []
@@ -122,7 +124,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                 trace_point(step, "batch.data", data[i])
                 trace_point(step, "batch.targets", targets[i])
                 with torch.autocast(device_type=device, dtype=amp_dtype, enabled=properties["autocast"]):
-                    output = forward(net, data[i], step, unused_layer(spec, step))
+                    output = forward(net, data[i], step, unused_layer(spec, step), custom)
                     loss = loss_fn(output, targets[i])
                     if multi:  # the second loss: an output penalty, the MSE against zero
                         loss1 = multi["second_loss_weight"] * loss_fn(output, torch.zeros_like(output))

@@ -251,6 +251,38 @@ zero_grad <- function(spec, opt) {
   }
 }
 
+#' A Linear layer's forward and backward as a custom autograd function (`torch_addmm()`; the gradients by hand), made AMP
+#' aware as PyTorch's AMP examples' last section says of `custom_fwd`/`custom_bwd`.
+#'
+#' R torch has neither decorator, nor a public getter of the autocast state: the forward saves the state it runs in
+#' (`state`: the device type, the AMP dtype and whether autocast is on, which the caller knows) and the backward runs
+#' its ops under `with_autocast()` with it, what `custom_bwd` does (torch/amp/autocast_mode.py).
+amp_linear <- torch::autograd_function(
+  forward = function(ctx, x, weight, bias, state) {
+    ctx$save_for_backward(x = x, weight = weight, state = state)
+    torch::torch_addmm(bias, x, weight$t())
+  },
+  backward = function(ctx, grad) {
+    saved <- ctx$saved_variables
+    state <- saved$state
+    torch::with_autocast(device_type = state$device, dtype = state$dtype, enabled = state$enabled, {
+      list(x = grad$mm(saved$weight), weight = grad$t()$mm(saved$x), bias = grad$sum(1L))
+    })
+  }
+)
+
+#' A `custom_function` loop feature's layer and the function that computes it (`amp_linear`), for `forward()`, as
+#' `list(layer, fn)`; `NULL` otherwise. `properties`: the mode's, whose autocast the forward runs under (R-only: the
+#' state `amp_linear` saves, where Python's `custom_fwd` reads it).
+custom_layer <- function(spec, properties) {
+  custom <- loop_feature(spec, "custom_function")
+  if (is.null(custom)) {
+    return(NULL)
+  }
+  state <- list(device = spec$device, dtype = torch_dtype(spec$amp_dtype), enabled = isTRUE(properties$autocast))
+  list(layer = as.integer(custom$layer), fn = function(x, linear) amp_linear(x, linear$weight, linear$bias, state))
+}
+
 #' The run spec's learning-rate scheduler (a `scheduler` feature: the R torch function the row names, called with the
 #' optimizer and the row's arguments), or `NULL`. Python's twin builds `torch.optim.lr_scheduler.<class>` alike.
 make_scheduler <- function(spec, opt) {
@@ -404,16 +436,18 @@ found_inf <- function(scaler, opt) {
 }
 
 #' The model's forward, layer by layer, each module's output a trace point (`forward.layer0`, `forward.relu0`, ...);
-#' `unused`: a layer (0-based) left out this step, its Linear and its ReLU (loop feature `sometimes_used`; -1: none).
+#' `unused`: a layer (0-based) left out this step, its Linear and its ReLU (loop feature `sometimes_used`; -1: none);
+#' `custom`: a layer computed by a function of the input and that layer (loop feature `custom_function`) in place of the
+#' Linear's own forward, as `list(layer, fn)`.
 #'
 #' What `nn_sequential()`'s forward does (each module on the previous output, R/nn.R), written out because
 #' R torch has tensor hooks but no module forward hooks: both languages name their points here, in the
 #' same order.
-forward <- function(net, x, step, unused = -1L) {
+forward <- function(net, x, step, unused = -1L, custom = NULL) {
   linears <- linear_layers(net)
   for (k in seq_along(linears) - 1L) {
     if (k == unused) next
-    x <- linears[[k + 1L]](x)
+    x <- if (!is.null(custom) && custom$layer == k) custom$fn(x, linears[[k + 1L]]) else linears[[k + 1L]](x)
     trace_point(step, sprintf("forward.layer%d", k), x)
     if (k < length(linears) - 1L) { # every Linear but the last is followed by its ReLU
       x <- net$children[[2L * k + 2L]](x)

@@ -83,6 +83,7 @@ run_workload <- function(spec, mode) {
   clip_value <- loop_feature(spec, "clip_value")
   multi <- loop_feature(spec, "multi_optimizer")
   penalty <- loop_feature(spec, "penalty")
+  custom <- custom_layer(spec, properties) # a layer computed by a custom autograd function, or none
 
   # jsonlite gives `[]` as an empty list and `[3, 7]` as an integer vector.
   overflow_steps <- if (use_scaler) as.integer(unlist(spec$overflow_steps)) else integer()
@@ -103,7 +104,7 @@ run_workload <- function(spec, mode) {
       trace_point(step, "batch.data", data[i, , ])
       trace_point(step, "batch.targets", targets[i, , ])
       torch::with_autocast(device_type = device, dtype = amp_dtype, enabled = properties$autocast, {
-        output <- forward(net, data[i, , ], step, unused_layer(spec, step))
+        output <- forward(net, data[i, , ], step, unused_layer(spec, step), custom)
         loss <- loss_fn(output, targets[i, , ])
         if (!is.null(multi)) { # the second loss: an output penalty, the MSE against zero
           loss1 <- multi$second_loss_weight * loss_fn(output, torch::torch_zeros_like(output))

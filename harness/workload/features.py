@@ -46,8 +46,10 @@ NO_FEATURE = "none"
 #: ``update`` with the explicit ``new_scale``).
 #: ``penalty``: the AMP examples' gradient penalty: the gradients of the scaled loss with ``create_graph``, unscaled by
 #: hand, their norm times ``weight`` added to the loss under autocast, then the scaled total's backward.
+#: ``custom_function``: one layer computed by a custom autograd function (a Linear's ``addmm`` forward and its backward
+#: by hand) made AMP aware as the AMP examples' last section says (PyTorch: ``custom_fwd``/``custom_bwd``).
 KINDS: tuple[str, ...] = ("scheduler", "accumulate", "clip_value", "frozen", "param_groups", "sometimes_used",
-                          "multi_optimizer", "penalty")
+                          "multi_optimizer", "penalty", "custom_function")
 
 _SCALER = "cuda_amp_grad_scaler"
 _PLAIN = "with_autocast"
@@ -288,6 +290,18 @@ FEATURES: dict[str, Feature] = {
                    "where the scaler is disabled), then the whole loss goes through the scaler: one optimizer of each "
                    "family, with the scaler disabled and enabled; a clip mode clips what the optimizer gets, after the "
                    "penalty, as it does for the plain loss"),),
+        ),
+        Feature(
+            "custom_function", "custom_function", "a layer computed by a custom autograd function under autocast",
+            {"layer": 1},
+            {"layer": "1, the hidden layer: its input is the bfloat16 output of a ReLU under autocast and its gradient "
+                      "flows on to layer 0, so the function's forward, its backward and the gradient it returns all act"},
+            (Cover(((_PLAIN, "default"), (_PLAIN, "autocast"), (_SCALER, "autocast_scaler")), ("sgd",),
+                   "the function's forward and backward under autocast (its backward in the forward's autocast state), "
+                   "without it (default: the decorators do nothing), and with the scaler's scaled gradient; plain SGD, "
+                   "whose step is bitwise identical in the plain loop, since the function changes what reaches the "
+                   "optimizer and nothing in it. Not the low-precision-weights modes: autocast is off there, as in "
+                   "default"),),
         ),
     )
 }
