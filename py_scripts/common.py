@@ -131,16 +131,16 @@ def named_parameters(net: torch.nn.Sequential) -> list[tuple[str, torch.nn.Param
     return [(f"layer{k}.{kind}", getattr(linear, kind)) for k, linear in enumerate(linear_layers(net)) for kind in ("weight", "bias")]
 
 
-def make_optimizer(spec: dict[str, Any], net: torch.nn.Sequential) -> torch.optim.Optimizer:
+def make_optimizer(spec: dict[str, Any], net: torch.nn.Sequential, layers: range | None = None) -> torch.optim.Optimizer:
     """The run spec's optimizer (``optimizer``: its row of harness/workload/optimizers.py, under PyTorch's names).
 
     One code path for every optimizer: ``torch.optim.<class>(params, **args)``. JSON has no tuples; PyTorch's pairs
     (betas, etas, step_sizes) are tuples in its signatures, so lists become tuples. R's twin calls the R torch
-    function the row names with the same values.
+    function the row names with the same values. ``layers``: only those Linear layers' parameters (0-based; None: all).
     """
     python = spec["optimizer"]["python"]
     args = {name: tuple(value) if isinstance(value, list) else value for name, value in python["args"].items()}
-    params: Any = net.parameters()
+    params: Any = net.parameters() if layers is None else [p for k in layers for p in linear_layers(net)[k].parameters()]
     groups = spec["feature"]["param_groups"] if spec.get("feature") else None
     if groups is not None:  # weights in the first group, biases in a second with their own lr (and weight decay)
         named = named_parameters(net)
@@ -151,6 +151,16 @@ def make_optimizer(spec: dict[str, Any], net: torch.nn.Sequential) -> torch.opti
     optimizer: torch.optim.Optimizer = getattr(torch.optim, python["class"])(params, **args)
     _trace_state["params"] = {id(param): name for name, param in named_parameters(net)}  # what {param} points are named by
     return optimizer
+
+
+def make_optimizers(spec: dict[str, Any], net: torch.nn.Sequential) -> list[torch.optim.Optimizer]:
+    """The loop's optimizers: the run spec's one over every parameter, or under a ``multi_optimizer`` feature two of the
+    row's optimizer, the first over the layers before the last ``head_layers``, the second over those."""
+    multi = loop_feature(spec, "multi_optimizer")
+    if multi is None:
+        return [make_optimizer(spec, net)]
+    split = spec["num_layers"] - multi["head_layers"]
+    return [make_optimizer(spec, net, range(split)), make_optimizer(spec, net, range(split, spec["num_layers"]))]
 
 
 def loop_feature(spec: dict[str, Any], kind: str) -> dict[str, Any] | None:
@@ -167,6 +177,55 @@ def freeze_layer(spec: dict[str, Any], net: torch.nn.Sequential) -> None:
     if frozen is not None:
         for param in linear_layers(net)[frozen["layer"]].parameters():
             param.requires_grad_(False)
+
+
+def unused_layer(spec: dict[str, Any], step: int) -> int:
+    """The layer a ``sometimes_used`` loop feature leaves out of the forward pass at ``step`` (0-based), or -1 (every
+    layer used): the row's layer, on the steps that are not a multiple of its ``every``."""
+    used = loop_feature(spec, "sometimes_used")
+    return int(used["layer"]) if used is not None and step % used["every"] != 0 else -1
+
+
+def zero_grad(spec: dict[str, Any], opt: torch.optim.Optimizer) -> None:
+    """``opt.zero_grad()`` as the loop feature says: a ``sometimes_used`` row's ``set_to_none`` (1 true, 0 false, -1 no
+    argument: the binding's default, PyTorch's True); otherwise with no argument, as the plain loop always did."""
+    used = loop_feature(spec, "sometimes_used")
+    if used is None or used["set_to_none"] < 0:
+        opt.zero_grad()
+    else:
+        opt.zero_grad(set_to_none=bool(used["set_to_none"]))
+
+
+@functools.cache
+def amp_linear(device: str) -> type[torch.autograd.Function]:
+    """A Linear layer's forward and backward as a custom autograd function (``addmm``; the gradients by hand), made AMP
+    aware as PyTorch's AMP examples' last section says: ``custom_fwd`` records the autocast state of the forward and
+    ``custom_bwd`` runs the backward in it. One class per device type (the decorators take it)."""
+
+    class AmpLinear(torch.autograd.Function):
+        @staticmethod
+        @torch.amp.custom_fwd(device_type=device)
+        def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+            ctx.save_for_backward(x, weight)
+            return torch.addmm(bias, x, weight.t())
+
+        @staticmethod
+        @torch.amp.custom_bwd(device_type=device)
+        def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            x, weight = ctx.saved_tensors
+            return grad.mm(weight), grad.t().mm(x), grad.sum(0)
+
+    return AmpLinear
+
+
+def custom_layer(spec: dict[str, Any]) -> tuple[int, Callable[[torch.Tensor, torch.nn.Linear], torch.Tensor]] | None:
+    """A ``custom_function`` loop feature's layer and the function that computes it (:func:`amp_linear`), for
+    :func:`forward`; ``None`` otherwise."""
+    custom = loop_feature(spec, "custom_function")
+    if custom is None:
+        return None
+    function = amp_linear(spec["device"])
+    return int(custom["layer"]), lambda x, linear: function.apply(x, linear.weight, linear.bias)
 
 
 def make_scheduler(spec: dict[str, Any], opt: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler | None:
@@ -248,21 +307,25 @@ def found_inf(scaler: torch.amp.GradScaler, opt: torch.optim.Optimizer) -> torch
     return sum(scaler._found_inf_per_device(opt).values(), torch.zeros((), device=scaler._scale.device))  # type: ignore[union-attr]
 
 
-def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int) -> torch.Tensor:
-    """The model's forward, module by module, each module's output a trace point (``forward.layer0``, ``forward.relu0``, ...).
+def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int, unused: int = -1,
+            custom: tuple[int, Callable[[torch.Tensor, torch.nn.Linear], torch.Tensor]] | None = None) -> torch.Tensor:
+    """The model's forward, layer by layer, each module's output a trace point (``forward.layer0``, ``forward.relu0``, ...);
+    ``unused``: a layer left out this step, its Linear and its ReLU (loop feature ``sometimes_used``; -1: none);
+    ``custom``: a layer computed by a function of the input and that layer (loop feature ``custom_function``) in place of
+    the Linear's own forward.
 
     What ``nn.Sequential.forward`` does (each module on the previous output), written out because R torch has
     tensor hooks but no module forward hooks: both languages name their points here, in the same order.
     """
-    linears = relus = 0
-    for module in net:
-        x = module(x)
-        if isinstance(module, torch.nn.Linear):
-            trace_point(step, f"forward.layer{linears}", x)
-            linears += 1
-        else:
-            trace_point(step, f"forward.relu{relus}", x)
-            relus += 1
+    linears = linear_layers(net)
+    for k, linear in enumerate(linears):
+        if k == unused:
+            continue
+        x = custom[1](x, linear) if custom is not None and custom[0] == k else linear(x)
+        trace_point(step, f"forward.layer{k}", x)
+        if k < len(linears) - 1:  # every Linear but the last is followed by its ReLU
+            x = net[2 * k + 1](x)
+            trace_point(step, f"forward.relu{k}", x)
     return x
 
 

@@ -33,6 +33,7 @@ import torch
 
 from py_scripts.common import (
     clock,
+    custom_layer,
     device_name,
     dtype_name,
     forward,
@@ -43,7 +44,7 @@ from py_scripts.common import (
     loop_feature,
     make_grad_scaler,
     make_model,
-    make_optimizer,
+    make_optimizers,
     make_record,
     make_scheduler,
     mode_properties,
@@ -58,11 +59,25 @@ from py_scripts.common import (
     trace_optimizer_state,
     trace_parameters,
     trace_point,
+    unused_layer,
+    zero_grad,
 )
 from py_scripts.patches import applied_switches, binding_patches
 from py_scripts.shell import main_cli
 
 SCRIPT = "cuda_amp_grad_scaler"
+
+
+def gradient_norm(scaler: torch.amp.GradScaler, loss: torch.Tensor, net: torch.nn.Sequential, step: int) -> torch.Tensor:
+    """The norm of the loss's gradients as PyTorch's AMP examples compute it for a gradient penalty: the gradients of the
+    scaled loss with ``create_graph`` (so the penalty's own backward goes through them), unscaled by hand (times
+    ``1 / get_scale()``; 1.0 where the scaler is disabled), the norm of them all. The caller adds it under autocast."""
+    scaled_grads = torch.autograd.grad(scaler.scale(loss), list(net.parameters()), create_graph=True)
+    inv_scale = 1.0 / scaler.get_scale()
+    grads = [grad * inv_scale for grad in scaled_grads]
+    norm = torch.stack([grad.pow(2).sum() for grad in grads]).sum().sqrt()
+    trace_point(step, "penalty.grad_norm", norm)
+    return norm
 
 
 def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
@@ -77,15 +92,18 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     net = make_model(spec, fixtures)
     freeze_layer(spec, net)  # the run spec's loop feature: a frozen layer, or none
     loss_fn = torch.nn.MSELoss()
-    opt = make_optimizer(spec, net)
+    opts = make_optimizers(spec, net)  # one, or two under the loop feature multi_optimizer
     use_scaler = properties["scaler"] == "dynamic"
     use_clip = properties["clip"]
     amp_dtype = torch_dtype(spec["amp_dtype"])
     scaler, lifted_check = make_grad_scaler(spec, enabled=use_scaler)
-    scheduler = make_scheduler(spec, opt)
+    scheduler = make_scheduler(spec, opts[0])
     accumulate = loop_feature(spec, "accumulate")
     every = accumulate["every"] if accumulate else 1
     clip_value = loop_feature(spec, "clip_value")
+    multi = loop_feature(spec, "multi_optimizer")
+    penalty = loop_feature(spec, "penalty")
+    custom = custom_layer(spec)  # a layer computed by a custom autograd function, or none
 
     overflow_steps = set(spec["overflow_steps"]) if use_scaler else set()
     injected_steps: list[int] = []
@@ -106,14 +124,27 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                 trace_point(step, "batch.data", data[i])
                 trace_point(step, "batch.targets", targets[i])
                 with torch.autocast(device_type=device, dtype=amp_dtype, enabled=properties["autocast"]):
-                    output = forward(net, data[i], step)
+                    output = forward(net, data[i], step, unused_layer(spec, step), custom)
                     loss = loss_fn(output, targets[i])
+                    if multi:  # the second loss: an output penalty, the MSE against zero
+                        loss1 = multi["second_loss_weight"] * loss_fn(output, torch.zeros_like(output))
                 trace_point(step, "loss", loss)
                 if output_dtype is None:
                     output_dtype, loss_dtype = dtype_name(output.dtype, spec), dtype_name(loss.dtype, spec)
-                scaled_loss = scaler.scale(loss / every if accumulate else loss)
-                trace_point(step, "loss.scaled", scaled_loss)
-                scaled_loss.backward()
+                if multi:  # each scaled loss's backward; the first keeps the graph the second goes through
+                    scaled = scaler.scale([loss, loss1]) if multi["scale_list"] else [scaler.scale(loss), scaler.scale(loss1)]
+                    trace_point(step, "loss.scaled", scaled[0])
+                    trace_point(step, "loss1.scaled", scaled[1])
+                    scaled[0].backward(retain_graph=True)
+                    scaled[1].backward()
+                else:
+                    total = loss
+                    if penalty:  # the AMP examples' gradient penalty, added to the loss under autocast
+                        with torch.autocast(device_type=device, dtype=amp_dtype, enabled=properties["autocast"]):
+                            total = loss + penalty["weight"] * gradient_norm(scaler, loss, net, step)
+                    scaled_loss = scaler.scale(total / every if accumulate else total)
+                    trace_point(step, "loss.scaled", scaled_loss)
+                    scaled_loss.backward()
                 trace_parameters(step, "grad.backward", net, grads=True)
                 steps_now = (step + 1) % every == 0  # under accumulation, only the last micro-batch of each group steps
                 inject = step in overflow_steps and (steps_now or not inject_after_unscale)
@@ -128,7 +159,8 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                     step += 1
                     continue
                 if use_clip or clip_value or (inject and inject_after_unscale):
-                    scaler.unscale_(opt)
+                    for opt in opts:
+                        scaler.unscale_(opt)
                     trace_parameters(step, "grad.unscaled", net, grads=True)
                     if inject and inject_after_unscale:
                         inject_overflow(net)
@@ -138,18 +170,23 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                 if clip_value:
                     torch.nn.utils.clip_grad_value_(net.parameters(), clip_value=clip_value["clip_value"])
                     trace_parameters(step, "grad.clipped", net, grads=True)
-                scaler.step(opt)
-                if use_scaler:
-                    trace_point(step, "scaler.found_inf", partial(found_inf, scaler, opt))
-                trace_optimizer_state(step, opt, net, spec)
+                for k, opt in enumerate(opts):
+                    scaler.step(opt)
+                    if use_scaler:  # each optimizer's own: where two are, only one may have found the inf
+                        trace_point(step, "scaler.found_inf" + (f".opt{k}" if multi else ""), partial(found_inf, scaler, opt))
+                    trace_optimizer_state(step, opt, net, spec)
                 trace_parameters(step, "param.stepped", net, grads=False)
-                scaler.update()
+                if multi and step == multi["new_scale_step"]:
+                    scaler.update(float(multi["new_scale"]))  # GradScaler takes a Python float or a tensor
+                else:
+                    scaler.update()
                 if use_scaler:
                     trace_point(step, "scaler.scale", scaler._scale)  # type: ignore[arg-type]
                     trace_point(step, "scaler.growth_tracker", scaler._growth_tracker)  # type: ignore[arg-type]
-                opt.zero_grad()
+                for opt in opts:
+                    zero_grad(spec, opt)  # set_to_none as the loop feature says (sometimes_used), else the default
                 if scheduler is not None:
-                    step_scheduler(step, spec, opt, scheduler, loss)
+                    step_scheduler(step, spec, opts[0], scheduler, loss)
                 losses.append(loss.detach())
                 if use_scaler:
                     # get_scale() is .item(), a host sync. GradScaler has no public getter that does not sync;

@@ -23,6 +23,7 @@ import torch
 
 from py_scripts.common import (
     clock,
+    custom_layer,
     device_name,
     dtype_name,
     forward,
@@ -79,6 +80,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     static_scale = torch.full((), spec["static_loss_scale"], dtype=torch.float32, device=device)
     use_static_scale = properties["scaler"] == "static"
     scheduler = make_scheduler(spec, opt)  # the run spec's loop feature: a scheduler, or none (the plain loop)
+    custom = custom_layer(spec)  # the run spec's loop feature: a layer computed by a custom autograd function, or none
 
     losses: list[torch.Tensor] = []
     output_dtype = loss_dtype = None
@@ -96,7 +98,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                 trace_point(step, "batch.data", inputs)
                 trace_point(step, "batch.targets", target)
                 with torch.autocast(device_type=device, dtype=amp_dtype, enabled=properties["autocast"]):
-                    output = forward(net, inputs, step)
+                    output = forward(net, inputs, step, custom=custom)
                     loss = loss_fn(output, target)
                 trace_point(step, "loss", loss)
                 if output_dtype is None:

@@ -169,14 +169,17 @@ named_parameters <- function(net) {
 #' One code path for every optimizer: the R torch function the row names, called with the parameters and the row's
 #' arguments (`do.call()`); the R-code family (`optim_adam`, ...) and the libtorch family (`optim_ignite_adam`, ...)
 #' alike. JSON pairs (betas, etas, step sizes) arrive as numeric vectors, as R torch takes them.
-make_optimizer <- function(spec, net) {
+make_optimizer <- function(spec, net, layers = NULL) {
   r <- spec$optimizer$r
   constructor <- getExportedValue("torch", r[["function"]])
   named <- named_parameters(net)
+  if (!is.null(layers)) { # only those Linear layers' parameters (0-based, as Python's twin counts)
+    named <- named[sub("[.].*$", "", names(named)) %in% sprintf("layer%d", layers)]
+  }
   # what {param} points are named by: each param group's names, in the order the optimizer holds them (Python's twin
   # keys them by the tensor, which R cannot)
   assign("groups", list(names(named)), envir = trace_state)
-  params <- net$parameters
+  params <- if (is.null(layers)) net$parameters else unname(named)
   groups <- spec$feature$param_groups
   if (!is.null(groups)) { # weights in the first group, biases in a second with their own lr (and weight decay)
     weights <- endsWith(names(named), ".weight")
@@ -187,7 +190,27 @@ make_optimizer <- function(spec, net) {
     params <- list(list(params = unname(named[weights])), biases)
     assign("groups", list(names(named)[weights], names(named)[!weights]), envir = trace_state)
   }
-  do.call(constructor, c(list(params), r$args))
+  opt <- do.call(constructor, c(list(params), r$args))
+  attr(opt, "trace_groups") <- get("groups", envir = trace_state) # R-only: for use_trace_names() with two optimizers
+  opt
+}
+
+#' R-only: name `{param}` points and ignite's state by `opt`'s parameters from now on (the loop calls it before each
+#' optimizer's step where it has two: `multi_optimizer`); Python's twin keys them by the tensor.
+use_trace_names <- function(opt) {
+  assign("groups", attr(opt, "trace_groups"), envir = trace_state)
+  invisible(NULL)
+}
+
+#' The loop's optimizers: the run spec's one over every parameter, or under a `multi_optimizer` feature two of the
+#' row's optimizer, the first over the layers before the last `head_layers`, the second over those.
+make_optimizers <- function(spec, net) {
+  multi <- loop_feature(spec, "multi_optimizer")
+  if (is.null(multi)) {
+    return(list(make_optimizer(spec, net)))
+  }
+  split <- spec$num_layers - multi$head_layers
+  list(make_optimizer(spec, net, seq_len(split) - 1L), make_optimizer(spec, net, seq(split, spec$num_layers - 1L)))
 }
 
 #' The arguments of the run spec's loop feature (`feature`: its row of harness/workload/features.py) when it is of
@@ -207,6 +230,57 @@ freeze_layer <- function(spec, net) {
     }
   }
   invisible(NULL)
+}
+
+#' The layer a `sometimes_used` loop feature leaves out of the forward pass at `step` (0-based), or -1 (every layer
+#' used): the row's layer, on the steps that are not a multiple of its `every`.
+unused_layer <- function(spec, step) {
+  used <- loop_feature(spec, "sometimes_used")
+  if (!is.null(used) && step %% used$every != 0L) as.integer(used$layer) else -1L
+}
+
+#' `opt$zero_grad()` as the loop feature says: a `sometimes_used` row's `set_to_none` (1 TRUE, 0 FALSE, -1 no
+#' argument: the binding's default, FALSE for R torch's R-code optimizers; its ignite optimizers' `zero_grad()` takes no
+#' argument); otherwise with no argument, as the plain loop always did.
+zero_grad <- function(spec, opt) {
+  used <- loop_feature(spec, "sometimes_used")
+  if (is.null(used) || used$set_to_none < 0) {
+    opt$zero_grad()
+  } else {
+    opt$zero_grad(set_to_none = as.logical(used$set_to_none))
+  }
+}
+
+#' A Linear layer's forward and backward as a custom autograd function (`torch_addmm()`; the gradients by hand), made AMP
+#' aware as PyTorch's AMP examples' last section says of `custom_fwd`/`custom_bwd`.
+#'
+#' R torch has neither decorator, nor a public getter of the autocast state: the forward saves the state it runs in
+#' (`state`: the device type, the AMP dtype and whether autocast is on, which the caller knows) and the backward runs
+#' its ops under `with_autocast()` with it, what `custom_bwd` does (torch/amp/autocast_mode.py).
+amp_linear <- torch::autograd_function(
+  forward = function(ctx, x, weight, bias, state) {
+    ctx$save_for_backward(x = x, weight = weight, state = state)
+    torch::torch_addmm(bias, x, weight$t())
+  },
+  backward = function(ctx, grad) {
+    saved <- ctx$saved_variables
+    state <- saved$state
+    torch::with_autocast(device_type = state$device, dtype = state$dtype, enabled = state$enabled, {
+      list(x = grad$mm(saved$weight), weight = grad$t()$mm(saved$x), bias = grad$sum(1L))
+    })
+  }
+)
+
+#' A `custom_function` loop feature's layer and the function that computes it (`amp_linear`), for `forward()`, as
+#' `list(layer, fn)`; `NULL` otherwise. `properties`: the mode's, whose autocast the forward runs under (R-only: the
+#' state `amp_linear` saves, where Python's `custom_fwd` reads it).
+custom_layer <- function(spec, properties) {
+  custom <- loop_feature(spec, "custom_function")
+  if (is.null(custom)) {
+    return(NULL)
+  }
+  state <- list(device = spec$device, dtype = torch_dtype(spec$amp_dtype), enabled = isTRUE(properties$autocast))
+  list(layer = as.integer(custom$layer), fn = function(x, linear) amp_linear(x, linear$weight, linear$bias, state))
 }
 
 #' The run spec's learning-rate scheduler (a `scheduler` feature: the R torch function the row names, called with the
@@ -392,22 +466,23 @@ found_inf <- function(scaler, opt) {
   found$to(dtype = torch::torch_float32())$reshape(list())
 }
 
-#' The model's forward, module by module, each module's output a trace point (`forward.layer0`, `forward.relu0`, ...).
+#' The model's forward, layer by layer, each module's output a trace point (`forward.layer0`, `forward.relu0`, ...);
+#' `unused`: a layer (0-based) left out this step, its Linear and its ReLU (loop feature `sometimes_used`; -1: none);
+#' `custom`: a layer computed by a function of the input and that layer (loop feature `custom_function`) in place of the
+#' Linear's own forward, as `list(layer, fn)`.
 #'
 #' What `nn_sequential()`'s forward does (each module on the previous output, R/nn.R), written out because
 #' R torch has tensor hooks but no module forward hooks: both languages name their points here, in the
 #' same order.
-forward <- function(net, x, step) {
-  linears <- 0L
-  relus <- 0L
-  for (module in net$children) {
-    x <- module(x)
-    if (inherits(module, "nn_linear")) {
-      trace_point(step, sprintf("forward.layer%d", linears), x)
-      linears <- linears + 1L
-    } else {
-      trace_point(step, sprintf("forward.relu%d", relus), x)
-      relus <- relus + 1L
+forward <- function(net, x, step, unused = -1L, custom = NULL) {
+  linears <- linear_layers(net)
+  for (k in seq_along(linears) - 1L) {
+    if (k == unused) next
+    x <- if (!is.null(custom) && custom$layer == k) custom$fn(x, linears[[k + 1L]]) else linears[[k + 1L]](x)
+    trace_point(step, sprintf("forward.layer%d", k), x)
+    if (k < length(linears) - 1L) { # every Linear but the last is followed by its ReLU
+      x <- net$children[[2L * k + 2L]](x)
+      trace_point(step, sprintf("forward.relu%d", k), x)
     }
   }
   x

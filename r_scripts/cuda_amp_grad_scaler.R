@@ -33,6 +33,21 @@ if (!exists("make_record", mode = "function")) {
 
 script <- "cuda_amp_grad_scaler"
 
+#' The norm of the loss's gradients as PyTorch's AMP examples compute it for a gradient penalty: the gradients of the
+#' scaled loss with `create_graph` (`autograd_grad()`, so the penalty's own backward goes through them), unscaled by hand
+#' (times 1 / the scale), the norm of them all. The caller adds it under autocast.
+#'
+#' R's scaler has no `get_scale()`: its scale is the public field `.scale` (R/autocast.R), NULL while the scaler is
+#' disabled, where Python's `get_scale()` gives 1.0.
+gradient_norm <- function(scaler, loss, net, step) {
+  scaled_grads <- torch::autograd_grad(scaler$scale(loss), net$parameters, create_graph = TRUE)
+  inv_scale <- 1 / (if (is.null(scaler$.scale)) 1 else scaler$.scale$item())
+  grads <- lapply(scaled_grads, function(grad) grad * inv_scale)
+  norm <- torch::torch_stack(lapply(grads, function(grad) grad$pow(2)$sum()))$sum()$sqrt()
+  trace_point(step, "penalty.grad_norm", norm)
+  norm
+}
+
 #' Train the MLP for `spec` in `mode`: under autocast with gradient scaling (and clipping in `*_clip`), or with both
 #' disabled (`default`), with the spec's optimizer.
 #'
@@ -53,7 +68,7 @@ run_workload <- function(spec, mode) {
   loss_fn <- torch::nn_mse_loss()
   # The binding's functions and the optimizer's methods as the run spec patches them (reconciliation switches; trace
   # points when traced): Python swaps them in their modules around its loop instead (py_scripts/patches.py).
-  opt <- patch_optimizer(make_optimizer(spec, net), spec)
+  opts <- lapply(make_optimizers(spec, net), patch_optimizer, spec = spec) # one, or two under the loop feature multi_optimizer
   clip_grad_norm <- binding_function(spec, "nn_utils_clip_grad_norm_")
   clip_grad_value <- binding_function(spec, "nn_utils_clip_grad_value_")
   use_scaler <- properties$scaler == "dynamic"
@@ -62,10 +77,13 @@ run_workload <- function(spec, mode) {
   made <- make_grad_scaler(spec, enabled = use_scaler) # R returns a list where Python returns a tuple
   scaler <- patch_scaler(made$scaler, spec) # R-only: the scaler's methods as the run spec patches them
   lifted_check <- made$lifted_check
-  scheduler <- patch_scheduler(make_scheduler(spec, opt), spec) # R-only: the scheduler's methods as the run spec patches them
+  scheduler <- patch_scheduler(make_scheduler(spec, opts[[1]]), spec) # R-only: the scheduler's methods as the run spec patches them
   accumulate <- loop_feature(spec, "accumulate")
   every <- if (is.null(accumulate)) 1L else accumulate$every
   clip_value <- loop_feature(spec, "clip_value")
+  multi <- loop_feature(spec, "multi_optimizer")
+  penalty <- loop_feature(spec, "penalty")
+  custom <- custom_layer(spec, properties) # a layer computed by a custom autograd function, or none
 
   # jsonlite gives `[]` as an empty list and `[3, 7]` as an integer vector.
   overflow_steps <- if (use_scaler) as.integer(unlist(spec$overflow_steps)) else integer()
@@ -86,17 +104,34 @@ run_workload <- function(spec, mode) {
       trace_point(step, "batch.data", data[i, , ])
       trace_point(step, "batch.targets", targets[i, , ])
       torch::with_autocast(device_type = device, dtype = amp_dtype, enabled = properties$autocast, {
-        output <- forward(net, data[i, , ], step)
+        output <- forward(net, data[i, , ], step, unused_layer(spec, step), custom)
         loss <- loss_fn(output, targets[i, , ])
+        if (!is.null(multi)) { # the second loss: an output penalty, the MSE against zero
+          loss1 <- multi$second_loss_weight * loss_fn(output, torch::torch_zeros_like(output))
+        }
       })
       trace_point(step, "loss", loss)
       if (is.null(output_dtype)) {
         output_dtype <- dtype_name(output$dtype, spec)
         loss_dtype <- dtype_name(loss$dtype, spec)
       }
-      scaled_loss <- scaler$scale(if (is.null(accumulate)) loss else loss / every)
-      trace_point(step, "loss.scaled", scaled_loss)
-      scaled_loss$backward()
+      if (!is.null(multi)) { # each scaled loss's backward; the first keeps the graph the second goes through
+        scaled <- if (isTRUE(multi$scale_list == 1)) scaler$scale(list(loss, loss1)) else list(scaler$scale(loss), scaler$scale(loss1))
+        trace_point(step, "loss.scaled", scaled[[1]])
+        trace_point(step, "loss1.scaled", scaled[[2]])
+        scaled[[1]]$backward(retain_graph = TRUE)
+        scaled[[2]]$backward()
+      } else {
+        total <- loss
+        if (!is.null(penalty)) { # the AMP examples' gradient penalty, added to the loss under autocast
+          torch::with_autocast(device_type = device, dtype = amp_dtype, enabled = properties$autocast, {
+            total <- loss + penalty$weight * gradient_norm(scaler, loss, net, step)
+          })
+        }
+        scaled_loss <- scaler$scale(if (is.null(accumulate)) total else total / every)
+        trace_point(step, "loss.scaled", scaled_loss)
+        scaled_loss$backward()
+      }
       trace_parameters(step, "grad.backward", net, grads = TRUE)
       steps_now <- (step + 1L) %% every == 0L # under accumulation, only the last micro-batch of each group steps
       inject <- step %in% overflow_steps && (steps_now || !inject_after_unscale)
@@ -115,7 +150,9 @@ run_workload <- function(spec, mode) {
         next
       }
       if (use_clip || !is.null(clip_value) || (inject && inject_after_unscale)) {
-        scaler$unscale_(opt)
+        for (opt in opts) {
+          scaler$unscale_(opt)
+        }
         trace_parameters(step, "grad.unscaled", net, grads = TRUE)
         if (inject && inject_after_unscale) {
           inject_overflow(net)
@@ -129,20 +166,30 @@ run_workload <- function(spec, mode) {
         clip_grad_value(net$parameters, clip_value = clip_value$clip_value)
         trace_parameters(step, "grad.clipped", net, grads = TRUE)
       }
-      scaler$step(opt)
-      if (use_scaler) {
-        trace_point(step, "scaler.found_inf", found_inf(scaler, opt))
+      for (k in seq_along(opts)) {
+        opt <- opts[[k]]
+        use_trace_names(opt) # R-only: the {param} names of this optimizer's parameters
+        scaler$step(opt)
+        if (use_scaler) { # each optimizer's own: where two are, only one may have found the inf
+          trace_point(step, paste0("scaler.found_inf", if (is.null(multi)) "" else sprintf(".opt%d", k - 1L)), found_inf(scaler, opt))
+        }
+        trace_optimizer_state(step, opt, net, spec)
       }
-      trace_optimizer_state(step, opt, net, spec)
       trace_parameters(step, "param.stepped", net, grads = FALSE)
-      scaler$update()
+      if (!is.null(multi) && step == multi$new_scale_step) {
+        scaler$update(multi$new_scale) # R's scaler takes an R number or a tensor
+      } else {
+        scaler$update()
+      }
       if (use_scaler) {
         trace_point(step, "scaler.scale", scaler$.scale)
         trace_point(step, "scaler.growth_tracker", scaler$.growth_tracker)
       }
-      opt$zero_grad()
+      for (opt in opts) {
+        zero_grad(spec, opt) # set_to_none as the loop feature says (sometimes_used), else the default
+      }
       if (!is.null(scheduler)) {
-        step_scheduler(step, spec, opt, scheduler, loss)
+        step_scheduler(step, spec, opts[[1]], scheduler, loss)
       }
       losses[[length(losses) + 1L]] <- loss$detach()
       if (use_scaler) {

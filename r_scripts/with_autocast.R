@@ -60,6 +60,7 @@ run_workload <- function(spec, mode) {
   static_scale <- torch::torch_full(list(), spec$static_loss_scale, dtype = torch::torch_float32(), device = device)
   use_static_scale <- properties$scaler == "static"
   scheduler <- patch_scheduler(make_scheduler(spec, opt), spec) # the run spec's loop feature: a scheduler, or none (R-only: its methods patched)
+  custom <- custom_layer(spec, properties) # the run spec's loop feature: a layer computed by a custom autograd function, or none
 
   losses <- list()
   output_dtype <- NULL
@@ -77,7 +78,7 @@ run_workload <- function(spec, mode) {
       trace_point(step, "batch.data", inputs)
       trace_point(step, "batch.targets", target)
       torch::with_autocast(device_type = device, dtype = amp_dtype, enabled = properties$autocast, {
-        output <- forward(net, inputs, step)
+        output <- forward(net, inputs, step, custom = custom)
         loss <- loss_fn(output, target)
       })
       trace_point(step, "loss", loss)

@@ -49,6 +49,13 @@ def torch_float64_run(
         if "weight_decay" in args:
             biases["weight_decay"] = group_args["bias_weight_decay"]
         params = [{"params": [p for n, p in named if n.endswith("weight")]}, biases]
+    linears = [m for m in net if isinstance(m, torch.nn.Linear)]
+    multi = row is not None and row.kind == "multi_optimizer"
+    if multi:  # two optimizers: the layers before the head, and the head
+        assert row is not None
+        split = len(linears) - int(row.args["head_layers"])
+        params = [p for m in linears[:split] for p in m.parameters()]
+        head = getattr(torch.optim, built["class"])([p for m in linears[split:] for p in m.parameters()], **args)
     opt = getattr(torch.optim, built["class"])(params, **args)
     every = micro_batches(feature)
     scheduler = None
@@ -61,8 +68,20 @@ def torch_float64_run(
     losses = []
     for _ in range(spec.epochs):
         for i in range(spec.num_batches):
-            loss = torch.nn.functional.mse_loss(net(data[i]), targets[i])
-            (loss / every if every > 1 else loss).backward()
+            unused = -1
+            if row is not None and row.kind == "sometimes_used" and len(losses) % int(row.args["every"]):
+                unused = int(row.args["layer"])
+            modules = [m for k, m in enumerate(net) if k // 2 != unused]  # a Linear and its ReLU are modules 2k and 2k+1
+            output = torch.nn.Sequential(*modules)(data[i])
+            loss = torch.nn.functional.mse_loss(output, targets[i])
+            total = loss / every if every > 1 else loss
+            if multi:
+                assert row is not None
+                total = total + row.args["second_loss_weight"] * torch.nn.functional.mse_loss(output, torch.zeros_like(output))
+            if row is not None and row.kind == "penalty":  # the norm of the gradients, differentiated again
+                grads = torch.autograd.grad(loss, list(net.parameters()), create_graph=True)
+                total = total + row.args["weight"] * torch.stack([g.pow(2).sum() for g in grads]).sum().sqrt()
+            total.backward()
             losses.append(loss.item())
             if len(losses) % every:
                 continue
@@ -74,11 +93,16 @@ def torch_float64_run(
                 torch.nn.utils.clip_grad_value_(net.parameters(), clip_value=row.args["clip_value"])
             if len(losses) - 1 not in skipped:  # GradScaler.step does not call opt.step() on a skipped step
                 opt.step()
-            opt.zero_grad()
+            if multi:  # the second optimizer found no inf (the overflow is in layer 0): it steps
+                head.step()
+                head.zero_grad()
+            if row is not None and row.kind == "sometimes_used" and row.args["set_to_none"] >= 0:
+                opt.zero_grad(set_to_none=bool(row.args["set_to_none"]))
+            else:
+                opt.zero_grad()
             if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
                 scheduler.step(losses[-1])
             elif scheduler is not None:
                 scheduler.step()
-    linears = [m for m in net if isinstance(m, torch.nn.Linear)]
     weights = {f"layer{k}.{kind}": getattr(m, kind).detach().numpy().copy() for k, m in enumerate(linears) for kind in ("weight", "bias")}
     return np.array(losses), weights

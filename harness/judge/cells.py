@@ -24,7 +24,7 @@ from harness.judge.scaler_oracle import check_scale_history
 from harness.judge.tolerances import float64_bound_for
 from harness.model.result import CellResult, ReferenceSummary, Status
 from harness.model.verdicts import CellVerdict, Float64Bound, Float64Check, ReferenceDistance
-from harness.workload.features import micro_batches
+from harness.workload.features import explicit_scales, micro_batches
 from harness.workload.spec import WorkloadSpec
 
 __all__ = ["check_float64", "judge_cell", "reference_losses_for"]
@@ -88,7 +88,8 @@ def judge_cell(cell: CellResult, spec: WorkloadSpec, reference: ReferenceSummary
         float64 = check_float64(list(record.losses), losses, cell.reference_distance, bound, record.skipped_step_indices)
     elif reference.available:
         no_float64 = "the run measured no distance from float64 for this cell"
-    scaler = (check_scale_history(record.to_json(), spec.to_json(), micro_batches(cell.cell.feature))
+    scaler = (check_scale_history(record.to_json(), spec.to_json(), micro_batches(cell.cell.feature),
+                                  explicit_scales(cell.cell.feature))
               if record.loss_scale is not None else None)
     failures = [c.message for c in (float64, scaler) if c is not None and not c.passed]
     if failures:

@@ -77,7 +77,8 @@ class Signature:
     first_step: str | tuple[int, ...]
     max_distance: int
     error: str | None = None
-    #: What differs there: ``bytes`` (the values) or ``dtype`` (one side keeps the value in another dtype).
+    #: What differs there: ``bytes`` (the values), ``dtype`` (one side keeps the value in another dtype) or ``order`` (one
+    #: side records a point where the other records the next: a gradient one side keeps, as zeros, and the other has none).
     kind: str = "bytes"
 
     @property
@@ -229,7 +230,7 @@ _FIELDS = frozenset({"id", "kind", "title", "languages", "scripts", "modes", "op
                      "seen_on", "signature", "mechanism", "sources", "upstream", "acts_only_with", "features"})
 _SIGNATURE_FIELDS = frozenset({"first_point", "first_step", "max_distance", "error", "kind"})
 #: What a first difference may be (:class:`harness.judge.divergence.Split`): another value, or another dtype.
-_SIGNATURE_KINDS = ("bytes", "dtype")
+_SIGNATURE_KINDS = ("bytes", "dtype", "order")
 
 
 def _shown(path: Path) -> str:

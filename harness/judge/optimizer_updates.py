@@ -52,14 +52,17 @@ class Update(ABC):
         self.args: dict[str, Any] = {**self.DEFAULTS, **args}
         self.state: list[State] = []
 
-    def step(self, params: Sequence[np.ndarray], grads: Sequence[np.ndarray]) -> None:
-        """One optimizer step: every parameter (float64, changed in place) from its gradient, in order."""
+    def step(self, params: Sequence[np.ndarray], grads: Sequence[np.ndarray | None]) -> None:
+        """One optimizer step: every parameter (float64, changed in place) from its gradient, in order; a parameter whose
+        gradient is ``None`` (unused this step, its grad set to None) is left as it is, its state too, as PyTorch's
+        optimizers skip a parameter whose ``grad`` is None."""
         if len(params) != len(grads):
             raise ValueError(f"{len(params)} parameters but {len(grads)} gradients")
         for i, (param, grad) in enumerate(zip(params, grads, strict=True)):
             if i == len(self.state):
                 self.state.append(self.init_state(param))
-            self.update(param, grad, self.state[i])
+            if grad is not None:
+                self.update(param, grad, self.state[i])
 
     @abstractmethod
     def init_state(self, param: np.ndarray) -> State:

@@ -72,7 +72,11 @@ def run_reference(
     recursively: their rounding is part of a cell's distance); accumulation sums the gradients of ``every`` micro-batch
     losses each divided by ``every`` and steps once at the last (every micro-batch's loss is recorded, undivided);
     clipping by value clamps every gradient element; a frozen layer is never updated (nor counted in a clip's norm); with
-    param groups the biases step with their own lr and weight decay.
+    param groups the biases step with their own lr and weight decay; a layer unused at a step is left out of its forward
+    pass and gets no gradient (its optimizer skips it) or, under ``set_to_none`` false, a zero one (it steps on zero);
+    two optimizers (``multi_optimizer``) step on the gradient of both losses, and at a skipped step only the first skips
+    (the main job's overflow lands in its layer 0; the second's found_inf is 0, so PyTorch steps it); a gradient penalty
+    adds ``weight`` times the norm of the loss's gradient, whose gradient is the exact Hessian-vector product.
 
     ``skipped``: the steps (0-based, micro-batches under accumulation) a scaler run skipped. The reference replays them:
     the loss is computed, the optimizer is not called (no update, no state change, no step count), as
@@ -104,47 +108,48 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
     every = int(feature.args["every"]) if feature is not None and feature.kind == "accumulate" else 1
     # a frozen layer has no gradient: the optimizer (and a clip) never sees it, as PyTorch's skip a parameter whose grad is None
     frozen = int(feature.args["layer"]) if feature is not None and feature.kind == "frozen" else -1
+    used = dict(feature.args) if feature is not None and feature.kind == "sometimes_used" else None
+    multi = dict(feature.args) if feature is not None and feature.kind == "multi_optimizer" else None
+    penalty = float(feature.args["weight"]) if feature is not None and feature.kind == "penalty" else 0.0
     n = spec.num_layers
+    # multi_optimizer: the second optimizer's update (the last head_layers layers), as the first's
+    split = n - int(multi["head_layers"]) if multi else n
+    head_update = make_update(optimizer, spec.lr, overrides.get(optimizer)) if multi else update
     weights = [arrays[f"layer{k}.weight"].astype(np.float64) for k in range(n)]
     biases = [arrays[f"layer{k}.bias"].astype(np.float64) for k in range(n)]
     data, targets = arrays["data"].astype(np.float64), arrays["targets"].astype(np.float64)
     losses = np.empty(spec.steps, dtype=np.float64)
     # in torch's parameter order: layer0.weight, layer0.bias, layer1.weight, ...
-    accumulated: list[np.ndarray] | None = None
+    accumulated: list[np.ndarray | None] | None = None
     step = 0
     for _epoch in range(spec.epochs):
         for i in range(spec.num_batches):
-            inputs = [data[i]]  # the input of each Linear layer
-            pre = []  # each layer's output before ReLU
-            for k in range(n):
-                z = inputs[k] @ weights[k].T + biases[k]
-                pre.append(z)
-                if k < n - 1:
-                    inputs.append(np.maximum(z, 0.0))
-            diff = pre[-1] - targets[i]
-            losses[step] = np.mean(diff * diff)
-            grad = 2.0 * diff / diff.size / every  # d(mean squared error / every)/d(output)
-            grad_w: list[np.ndarray] = [np.empty(0)] * n
-            grad_b: list[np.ndarray] = [np.empty(0)] * n
-            for k in reversed(range(n)):
-                grad_w[k] = grad.T @ inputs[k]
-                grad_b[k] = grad.sum(axis=0)
-                if k > 0:
-                    grad = (grad @ weights[k]) * (pre[k - 1] > 0)
+            unused = int(used["layer"]) if used is not None and step % int(used["every"]) else -1
+            second = float(multi["second_loss_weight"]) if multi else 0.0
+            losses[step], grad_w, grad_b = _gradients(weights, biases, data[i], targets[i], unused, every, second)
+            if penalty:
+                grad_w, grad_b = _penalized(weights, biases, data[i], targets[i], grad_w, grad_b, penalty)
+            if unused >= 0 and used is not None and used["set_to_none"] == 0:  # zero_grad(set_to_none=False): zeros
+                grad_w[unused], grad_b[unused] = np.zeros_like(weights[unused]), np.zeros_like(biases[unused])
             grads = [g for k in range(n) if k != frozen for g in (grad_w[k], grad_b[k])]
-            accumulated = grads if accumulated is None else [a + g for a, g in zip(accumulated, grads, strict=True)]
+            accumulated = grads if accumulated is None else [
+                g if a is None else a if g is None else a + g for a, g in zip(accumulated, grads, strict=True)]
             if (step + 1) % every:  # a micro-batch that only accumulates
                 step += 1
                 continue
             grads, accumulated = accumulated, None
-            if step not in skipped:
+            if multi:  # two optimizers: the main job's overflow lands in layer 0, so only the first one skips
+                if step not in skipped:
+                    update.step([p for k in range(split) for p in (weights[k], biases[k])], grads[:2 * split])
+                head_update.step([p for k in range(split, n) for p in (weights[k], biases[k])], grads[2 * split:])
+            elif step not in skipped:
                 if clip:
-                    total = np.sqrt(sum(float(np.sum(g * g)) for g in grads))
+                    total = np.sqrt(sum(float(np.sum(g * g)) for g in grads if g is not None))
                     coef = min(spec.clip_max_norm / (total + _CLIP_EPS), 1.0)
-                    grads = [g * coef for g in grads]
+                    grads = [None if g is None else g * coef for g in grads]
                 if feature is not None and feature.kind == "clip_value":
                     limit = float(feature.args["clip_value"])
-                    grads = [np.clip(g, -limit, limit) for g in grads]
+                    grads = [None if g is None else np.clip(g, -limit, limit) for g in grads]
                 if groups:  # weights, then biases: the two groups, each its own update
                     update.step(weights, grads[0::2])
                     bias_update.step(biases, grads[1::2])
@@ -198,6 +203,74 @@ class _Schedule:
         elif lr is None:
             lr = scheduled_lr(self.feature, self.base_lr, self.iteration)
         self.update.args["lr"] = lr
+def _gradients(weights: list[np.ndarray], biases: list[np.ndarray], x: np.ndarray, target: np.ndarray, unused: int,
+               every: int, second: float) -> tuple[float, list[np.ndarray | None], list[np.ndarray | None]]:
+    """The MSE loss of one batch and each layer's weight and bias gradients (``None`` for a layer ``unused`` this step,
+    left out of the forward pass: loop feature ``sometimes_used``), of the loss divided by ``every`` (accumulation) plus
+    ``second`` times the MSE of the output against zero (``multi_optimizer``'s second loss)."""
+    n = len(weights)
+    active = [k for k in range(n) if k != unused]
+    inputs: dict[int, np.ndarray] = {}  # the input of each active Linear layer
+    pre: dict[int, np.ndarray] = {}  # its output before ReLU
+    h = x
+    for k in active:
+        inputs[k] = h
+        pre[k] = h @ weights[k].T + biases[k]
+        h = np.maximum(pre[k], 0.0) if k < n - 1 else pre[k]
+    out = pre[active[-1]]
+    diff = out - target
+    loss = float(np.mean(diff * diff))
+    grad = 2.0 * (diff / every + second * out) / diff.size  # d(MSE / every + second * mean(out^2))/d(output)
+    grad_w: list[np.ndarray | None] = [None] * n
+    grad_b: list[np.ndarray | None] = [None] * n
+    for j in reversed(range(len(active))):
+        k = active[j]
+        grad_w[k] = grad.T @ inputs[k]
+        grad_b[k] = grad.sum(axis=0)
+        if j > 0:
+            grad = (grad @ weights[k]) * (pre[active[j - 1]] > 0)
+    return loss, grad_w, grad_b
+
+
+def _penalized(weights: list[np.ndarray], biases: list[np.ndarray], x: np.ndarray, target: np.ndarray,
+               grad_w: list[np.ndarray | None], grad_b: list[np.ndarray | None],
+               weight: float) -> tuple[list[np.ndarray | None], list[np.ndarray | None]]:
+    """The gradients of the MSE plus ``weight`` times the norm of its gradient (the AMP examples' gradient penalty):
+    ``g + weight * H g / |g|``, the Hessian-vector product exact (:func:`_hessian_vector`)."""
+    assert all(g is not None for g in (*grad_w, *grad_b))  # the penalty runs with every layer used
+    gw = [g for g in grad_w if g is not None]
+    gb = [g for g in grad_b if g is not None]
+    norm = math.sqrt(sum(float(np.sum(g * g)) for g in (*gw, *gb)))
+    hw, hb = _hessian_vector(weights, biases, x, target, gw, gb)
+    return ([g + weight * h / norm for g, h in zip(gw, hw, strict=True)],
+            [g + weight * h / norm for g, h in zip(gb, hb, strict=True)])
+
+
+def _hessian_vector(weights: list[np.ndarray], biases: list[np.ndarray], x: np.ndarray, target: np.ndarray,
+                    vw: list[np.ndarray], vb: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The MSE's Hessian times the direction (``vw``, ``vb``), exactly: the forward and backward passes of
+    :func:`_gradients` differentiated along the direction (each ReLU's mask held, as autograd's double backward does)."""
+    n = len(weights)
+    h, dh = x, np.zeros_like(x)
+    inputs, tangents, masks = [], [], []
+    for k in range(n):
+        inputs.append(h)
+        tangents.append(dh)
+        z = h @ weights[k].T + biases[k]
+        dz = dh @ weights[k].T + h @ vw[k].T + vb[k]
+        if k < n - 1:
+            masks.append(z > 0)
+            h, dh = np.maximum(z, 0.0), dz * masks[k]
+    diff = z - target
+    grad, dgrad = 2.0 * diff / diff.size, 2.0 * dz / diff.size
+    hw: list[np.ndarray] = [np.empty(0)] * n
+    hb: list[np.ndarray] = [np.empty(0)] * n
+    for k in reversed(range(n)):
+        hw[k] = dgrad.T @ inputs[k] + grad.T @ tangents[k]
+        hb[k] = dgrad.sum(axis=0)
+        if k > 0:
+            grad, dgrad = (grad @ weights[k]) * masks[k - 1], (dgrad @ weights[k] + grad @ vw[k]) * masks[k - 1]
+    return hw, hb
 
 
 def scheduled_lr(feature: Feature, base_lr: float, iteration: int) -> float:

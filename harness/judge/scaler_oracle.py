@@ -20,7 +20,7 @@ step given an injected overflow (``overflow_steps``) or with a non-finite loss m
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,14 +31,21 @@ __all__ = ["ScalerCheck", "check_scale_history", "expected_scale_history"]
 
 
 def expected_scale_history(
-    init_scale: float, growth_factor: float, backoff_factor: float, growth_interval: int, found_inf: Sequence[bool]
+    init_scale: float, growth_factor: float, backoff_factor: float, growth_interval: int, found_inf: Sequence[bool],
+    explicit: Mapping[int, float] | None = None,
 ) -> list[float]:
-    """The scale after each step's ``update()`` under GradScaler's rule, given which steps found inf/NaN."""
+    """The scale after each step's ``update()`` under GradScaler's rule, given which steps found inf/NaN.
+
+    ``explicit``: the updates (0-based) called with a new scale (``update(new_scale)``): the scale becomes it (a float32
+    ``fill_``) and the growth tracker stands, whatever the step found (torch/amp/grad_scaler.py ``update``).
+    """
     scale = np.float32(init_scale)
     tracker = 0
     history = []
-    for inf in found_inf:
-        if inf:
+    for update, inf in enumerate(found_inf):
+        if explicit and update in explicit:
+            scale = np.float32(explicit[update])
+        elif inf:
             scale = np.float32(float(scale) * backoff_factor)
             tracker = 0
         else:
@@ -53,12 +60,14 @@ def expected_scale_history(
     return history
 
 
-def check_scale_history(record: dict[str, Any], spec: dict[str, Any], micro_batches: int = 1) -> ScalerCheck:
+def check_scale_history(record: dict[str, Any], spec: dict[str, Any], micro_batches: int = 1,
+                        explicit: Mapping[int, float] | None = None) -> ScalerCheck:
     """Judge ``record``'s ``loss_scale`` and ``skipped`` against the rule for ``spec``'s scaler settings.
 
     Compares first, then judges once: the first broken step is named with both values. ``micro_batches``: under gradient
     accumulation (a loop feature) the scaler updates once every that many recorded steps, at the last of each group; a
     step between records the scale as it stands, and an overflow or a non-finite loss in a group must skip its update.
+    ``explicit``: the updates given a new scale (a loop feature's ``update(new_scale)``; :func:`expected_scale_history`).
     """
 
     def update_of(step: int) -> int:  # the recorded step whose update sees ``step``'s gradients
@@ -88,7 +97,7 @@ def check_scale_history(record: dict[str, Any], spec: dict[str, Any], micro_batc
     updates = [step for step in range(steps) if step == update_of(step)]
     after_update = expected_scale_history(
         float(spec["init_scale"]), float(spec["growth_factor"]), float(spec["backoff_factor"]), int(spec["growth_interval"]),
-        [bool(skipped[step]) for step in updates],
+        [bool(skipped[step]) for step in updates], explicit,
     )
     expected, scale = [], float(np.float32(spec["init_scale"]))
     for step in range(steps):  # between updates the scale stands

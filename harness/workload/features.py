@@ -25,7 +25,7 @@ from harness.errors import UsageError
 from harness.workload.optimizers import OPTIMIZERS
 
 __all__ = ["FEATURES", "KINDS", "LR_LAMBDA_ARGS", "NO_FEATURE", "PRESET_FEATURES", "Cover", "Feature", "check_feature",
-           "epoch_factor", "micro_batches", "parse_features"]
+           "epoch_factor", "explicit_scales", "micro_batches", "parse_features"]
 
 #: The plain loop: no row, the matrix as it always was (its cells' ids carry no feature).
 NO_FEATURE = "none"
@@ -38,7 +38,18 @@ NO_FEATURE = "none"
 #: that freezes part of the model), so every step meets parameters without a gradient.
 #: ``param_groups``: the weights in one param group, the biases in a second with their own lr (and weight decay, where the
 #: optimizer has one).
-KINDS: tuple[str, ...] = ("scheduler", "accumulate", "clip_value", "frozen", "param_groups")
+#: ``sometimes_used``: one hidden layer left out of the forward pass on some steps (it gets no gradient there), and
+#: ``zero_grad`` called with the row's ``set_to_none`` (1 true, 0 false, -1 no argument: each binding's own default).
+#: ``multi_optimizer``: PyTorch's AMP examples' "multiple models, losses and optimizers": two losses (the MSE and a
+#: weighted output penalty), each scaled (or both in one ``scale`` of a list), each backward, two optimizers (the first
+#: layers, and the last ``head_layers``) each stepped by the one scaler, one ``update`` (at ``new_scale_step`` an
+#: ``update`` with the explicit ``new_scale``).
+#: ``penalty``: the AMP examples' gradient penalty: the gradients of the scaled loss with ``create_graph``, unscaled by
+#: hand, their norm times ``weight`` added to the loss under autocast, then the scaled total's backward.
+#: ``custom_function``: one layer computed by a custom autograd function (a Linear's ``addmm`` forward and its backward
+#: by hand) made AMP aware as the AMP examples' last section says (PyTorch: ``custom_fwd``/``custom_bwd``).
+KINDS: tuple[str, ...] = ("scheduler", "accumulate", "clip_value", "frozen", "param_groups", "sometimes_used",
+                          "multi_optimizer", "penalty", "custom_function")
 #: The one function of the epoch a ``lr_lambda`` row declares (LambdaLR's and MultiplicativeLR's ``lr_lambda``), by its
 #: arguments: ``factor(epoch) = min(1, (epoch + 1) / warmup) / (1 + decay * epoch)``, a linear warmup then an
 #: inverse-time decay. Both scripts (``epoch_factor`` in each) and the reference evaluate it in this order of double
@@ -51,6 +62,8 @@ _PLAIN = "with_autocast"
 #: feature's own difference shows first), SGD with momentum (R code, a state that carries the accumulated gradient),
 #: Adam (R code) and the ignite Adam (libtorch's C++): what a feature that acts on the gradients meets in each family.
 _ONE_PER_FAMILY: tuple[str, ...] = ("sgd", "sgd_momentum", "adam", "ignite_adam")
+#: The same without the ignite Adam: for a feature that calls a method R torch's ignite optimizers lack an argument of.
+_R_CODE_FAMILIES: tuple[str, ...] = _ONE_PER_FAMILY[:-1]
 
 
 @dataclass(frozen=True)
@@ -197,6 +210,25 @@ def _new_scheduler_covers(optimizers: tuple[str, ...], why: str, every_mode: str
 #: momentum (R code), Adam's betas (R code), and ignite's SGD and Adam (libtorch's C++ options, which R sets through its
 #: param_groups binding). The others have neither, and both bindings refuse them with cycle_momentum on.
 _CYCLED: tuple[str, ...] = ("sgd_momentum", "rmsprop", "adam", "ignite_sgd", "ignite_adam")
+def _sometimes_used_covers(modes: tuple[str, ...], optimizers: tuple[str, ...] = _ONE_PER_FAMILY) -> tuple[Cover, ...]:
+    return (
+        Cover(tuple((_SCALER, m) for m in modes), optimizers,
+              "a parameter without a gradient on some steps meets the scaler's unscale_ and step and the optimizer's step "
+              "(which skips it, or steps it on a zero gradient), and zero_grad meets it: one optimizer of each family "
+              "(momentum and Adam's moments go on moving on a zero gradient; ignite's zero_grad is libtorch's). The "
+              "with_autocast pair's loop meets it only through the optimizer, as this script's default mode does"
+              + ("" if "ignite_adam" in optimizers else "; not ignite_adam, whose zero_grad() takes no set_to_none and "
+                 "stops (R torch bug ignite-zero-grad-set-to-none, docs/bugs/: no switch can give a method an argument, so "
+                 "the cell could only fail; sometimes_used_default covers its default)")),
+    )
+
+
+_USED_ARGS: dict[str, float | int] = {"layer": 1, "every": 2}
+_USED_REASONS = {
+    "layer": "1, the hidden 128-by-128 layer: the model still maps 128 to 128 without it, and layers before and after it "
+             "train on every step",
+    "every": "2: the layer is used on the even steps and left out on the odd ones, so tiny's 20 steps alternate",
+}
 
 
 FEATURES: dict[str, Feature] = {
@@ -318,6 +350,78 @@ FEATURES: dict[str, Feature] = {
                            "0.001 in 90 % of elements: the clamp acts on a few elements of each tensor, not all"},
             _clip_value_covers(),
         ),
+        Feature(
+            "sometimes_used", "sometimes_used", "a layer used only on some steps; zero_grad(set_to_none = TRUE)",
+            {**_USED_ARGS, "set_to_none": 1},
+            {**_USED_REASONS, "set_to_none": "1: PyTorch's default, written out; the unused layer's grad is None, so the "
+                                             "optimizer and the scaler skip it"},
+            _sometimes_used_covers(("default", "autocast_scaler"), _R_CODE_FAMILIES),
+        ),
+        Feature(
+            "sometimes_used_zeros", "sometimes_used", "a layer used only on some steps; zero_grad(set_to_none = FALSE)",
+            {**_USED_ARGS, "set_to_none": 0},
+            {**_USED_REASONS, "set_to_none": "0: R torch's default for its R-code optimizers, written out; the unused layer "
+                                             "steps on a zero gradient"},
+            _sometimes_used_covers(("autocast_scaler",), _R_CODE_FAMILIES),
+        ),
+        Feature(
+            "sometimes_used_default", "sometimes_used", "a layer used only on some steps; zero_grad() as each binding's users get it",
+            {**_USED_ARGS, "set_to_none": -1},
+            {**_USED_REASONS, "set_to_none": "-1: zero_grad() with no argument, each binding's own default (PyTorch: True; "
+                                             "R torch's R-code optimizers: FALSE; its ignite optimizers: libtorch's, true)"},
+            _sometimes_used_covers(("autocast_scaler",)),
+        ),
+        Feature(
+            "multi_optimizer", "multi_optimizer", "two losses, two optimizers, one scaler; an update with an explicit new scale",
+            {"head_layers": 1, "second_loss_weight": 0.3, "scale_list": 0, "new_scale_step": 14, "new_scale": 1048576.0},
+            {"head_layers": "1: the second optimizer takes the last layer (a head), the first the layers before it; the "
+                            "main job's overflow lands in layer 0, so only the first optimizer finds it and skips",
+             "second_loss_weight": "0.3 times the MSE of the output against zero (an output penalty), as the examples' "
+                                   "0.7/0.3 loss mix: both losses reach every layer through retain_graph",
+             "scale_list": "0: scale() of each loss in turn, the examples' loop",
+             "new_scale_step": "14: after the main job's overflow at 9 and its growth at 13, where the rule would not move "
+                               "the scale, so an update that ignored new_scale shows",
+             "new_scale": "2^20, above the scale at step 14 (2^18): the record marks a step skipped where the scale goes "
+                          "down, so the explicit scale must not"},
+            (Cover(((_SCALER, "autocast_scaler"),), _ONE_PER_FAMILY,
+                   "two optimizers under one scaler (each found_inf, each step, one update): one optimizer of each "
+                   "family; the disabled scaler (default mode) passes every call through, and a clip mode would need one "
+                   "unscale_ per optimizer, which the examples' clipping section covers alone"),),
+        ),
+        Feature(
+            "multi_optimizer_list", "multi_optimizer", "multi_optimizer with both losses scaled by one scale() of a list",
+            {"head_layers": 1, "second_loss_weight": 0.3, "scale_list": 1, "new_scale_step": 14, "new_scale": 1048576.0},
+            {"head_layers": "as multi_optimizer", "second_loss_weight": "as multi_optimizer",
+             "scale_list": "1: scale([loss0, loss1]), which both bindings document (a tensor or a list of tensors)",
+             "new_scale_step": "as multi_optimizer", "new_scale": "as multi_optimizer"},
+            (Cover(((_SCALER, "autocast_scaler"),), ("sgd",),
+                   "scale() of a list is the scaler's code alone, before any optimizer: plain SGD, whose step is bitwise "
+                   "identical in the plain loop"),),
+        ),
+        Feature(
+            "penalty", "penalty", "gradient penalty: the norm of the unscaled gradients (create_graph) added to the loss",
+            {"weight": 0.1},
+            {"weight": "0.1 times the gradient norm (about 0.12 at tiny's first steps): the penalty's gradient, 0.1 times "
+                       "the Hessian times the unit gradient, is about a tenth of the MSE's there, so it acts on every "
+                       "layer without outweighing it"},
+            (Cover(((_SCALER, "default"), (_SCALER, "autocast_scaler")), _ONE_PER_FAMILY,
+                   "the penalty is computed from the gradients of the scaled loss and unscaled by hand (the scale, 1.0 "
+                   "where the scaler is disabled), then the whole loss goes through the scaler: one optimizer of each "
+                   "family, with the scaler disabled and enabled; a clip mode clips what the optimizer gets, after the "
+                   "penalty, as it does for the plain loss"),),
+        ),
+        Feature(
+            "custom_function", "custom_function", "a layer computed by a custom autograd function under autocast",
+            {"layer": 1},
+            {"layer": "1, the hidden layer: its input is the bfloat16 output of a ReLU under autocast and its gradient "
+                      "flows on to layer 0, so the function's forward, its backward and the gradient it returns all act"},
+            (Cover(((_PLAIN, "default"), (_PLAIN, "autocast"), (_SCALER, "autocast_scaler")), ("sgd",),
+                   "the function's forward and backward under autocast (its backward in the forward's autocast state), "
+                   "without it (default: the decorators do nothing), and with the scaler's scaled gradient; plain SGD, "
+                   "whose step is bitwise identical in the plain loop, since the function changes what reaches the "
+                   "optimizer and nothing in it. Not the low-precision-weights modes: autocast is off there, as in "
+                   "default"),),
+        ),
     )
 }
 
@@ -335,6 +439,15 @@ def micro_batches(feature: str) -> int:
     """Micro-batches per optimizer step in the loop of ``feature`` (1 but under gradient accumulation)."""
     row = FEATURES.get(feature)
     return int(row.args["every"]) if row is not None and row.kind == "accumulate" else 1
+
+
+def explicit_scales(feature: str) -> dict[int, float]:
+    """The optimizer steps (0-based) whose ``update`` sets an explicit new scale in the loop of ``feature``, and that
+    scale (empty but for ``multi_optimizer``): the scale oracle follows them instead of the growth rule."""
+    row = FEATURES.get(feature)
+    if row is None or row.kind != "multi_optimizer":
+        return {}
+    return {int(row.args["new_scale_step"]): float(row.args["new_scale"])}
 
 
 def parse_features(values: list[str] | tuple[str, ...] | None, preset: str, narrowed: bool = False) -> tuple[str, ...]:

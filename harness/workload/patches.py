@@ -258,7 +258,9 @@ def patches_for(optimizer: str, switches: tuple[str, ...] = ()) -> dict[str, lis
             switch = SWITCHES[name]
             if switch.side == language and switch.acts_on(optimizer):
                 r = switch.replacement
-                anchors[(r.target, r.old)] = {"ids": [r.id], "kind": "switch", "before": [], "statement": r.new, "after": []}
+                # R: a "$method" target is that method of the optimizer the row builds, as a point's is
+                target = f"{OPTIMIZERS[optimizer].r}{r.target}" if r.target.startswith("$") else r.target
+                anchors[(target, r.old)] = {"ids": [r.id], "kind": "switch", "before": [], "statement": r.new, "after": []}
         for point in POINTS:
             if not ((point.optimizers and optimizer in point.optimizers) or point.clip):
                 continue

@@ -5,8 +5,9 @@ it begins.
 Plain SGD is bitwise identical between the bindings in the plain loop, so whatever differs first in these pairs is the
 feature itself. The plants are the issue's: a scheduler hyperparameter (R's ``lr_step`` gamma, R's plateau factor, the
 declared lambda's decay in R and in Python), an accumulation count off by one (Python's ``every``) and a clip value (R's
-``clip_grad_value_``). The schedulers that stop R (a bfloat16 loss fed to the plateau scheduler, one-cycle over two
-param groups) are their proven R torch bugs. They need R torch: they skip with the
+``clip_grad_value_``); two more act on the AMP examples' loops: an explicit new scale (Python's ``update(new_scale)``)
+and a gradient penalty's weight (R's). The schedulers that stop R (a bfloat16 loss fed to the plateau scheduler,
+one-cycle over two param groups) are their proven R torch bugs. They need R torch: they skip with the
 reason when it is absent and fail under ``AMP_PARITY_REQUIRE_R=1``.
 """
 
@@ -71,6 +72,32 @@ _R_SCHEDULER = "do.call(binding_function(spec, r[[\"function\"]]), c(list(opt), 
 #: The iteration after which lr_reduce_on_plateau first reduces the lr in tiny with plain SGD (patience 2: iteration 3's
 #: loss is 3 % below the best, those of iterations 4 to 6 are not).
 PLATEAU = 6
+
+
+def test_the_amp_examples_loops_are_identical_or_a_proven_r_torch_bug(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """The AMP examples' loops with plain SGD in the scaler mode: two losses and two optimizers (with an explicit new
+    scale), a gradient penalty and a custom autograd function are bitwise identical and pass their own check; the scale
+    of a list of losses stops R, proven by its switch (R torch bug ``scaler-scale-list``); a layer unused on odd steps
+    with each binding's zero_grad() is identical (a zero gradient moves nothing in plain SGD)."""
+    require_r_torch(availability)
+    features = ("multi_optimizer", "multi_optimizer_list", "penalty", "custom_function", "sometimes_used_default")
+    result = _run(tmp_path, tiny_spec, ("autocast_scaler",), features, availability, monkeypatch)
+    assert {p.feature for p in result.pairs} == set(features)
+    for pair in result.pairs:
+        if pair.feature == "multi_optimizer_list":
+            assert pair.verdict == "known_difference" and pair.details["proven"], pair.explain()
+            assert pair.details["known_difference"] == ["scaler-scale-list"], pair.explain()
+        else:
+            assert pair.verdict == "identical", pair.explain()
+    for cell in result.cells:
+        if cell.feature == "multi_optimizer_list" and cell.frontend == "r":
+            assert cell.reason is not None and "'self$.scale' is not a function" in cell.reason
+        else:
+            assert cell.verdict is not None and cell.verdict.outcome == "pass", (cell.id, cell.verdict)
+
+
 #: (file, the text as it is, the text planted, script, mode, feature, first differing (step, point), last identical (step, point)).
 DIVERGING: dict[str, tuple[str, str, str, str, str, str, tuple[int, str], tuple[int, str]]] = {
     # lr_step's gamma 0.7 -> 0.71 in R: the scheduler's first decay is its step after iteration 3 (step_size 4)
@@ -96,6 +123,14 @@ DIVERGING: dict[str, tuple[str, str, str, str, str, str, tuple[int, str], tuple[
     "r-clip-value": ("r_scripts/cuda_amp_grad_scaler.R", "clip_value = clip_value$clip_value)", "clip_value = clip_value$clip_value * 1.5)",
                      "cuda_amp_grad_scaler", "autocast_scaler", "clip_value", (0, "grad.clipped.layer0.weight"),
                      (0, "grad.unscaled.layer2.bias")),
+    # multi_optimizer's explicit new scale 2^20 -> 2^21 in Python: the update at step 14 sets another scale
+    "python-new-scale": ("py_scripts/cuda_amp_grad_scaler.py", 'scaler.update(float(multi["new_scale"]))',
+                         'scaler.update(float(multi["new_scale"]) * 2)', "cuda_amp_grad_scaler", "autocast_scaler",
+                         "multi_optimizer", (14, "scaler.scale"), (14, "param.stepped.layer2.bias")),
+    # the gradient penalty's weight 0.1 -> 0.15 in R: the penalized loss differs where the norm is added to it
+    "r-penalty-weight": ("r_scripts/cuda_amp_grad_scaler.R", "total <- loss + penalty$weight * gradient_norm(",
+                         "total <- loss + penalty$weight * 1.5 * gradient_norm(", "cuda_amp_grad_scaler", "autocast_scaler",
+                         "penalty", (0, "loss.scaled"), (0, "penalty.grad_norm")),
 }
 
 

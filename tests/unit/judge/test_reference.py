@@ -54,7 +54,8 @@ def test_reference_budget_skips_recipe_with_a_reason() -> None:
 def test_reference_follows_each_loop_feature_as_torch_does(tmp_path_factory: pytest.TempPathFactory, feature: str,
                                                             optimizer: str) -> None:
     """Each loop feature's float64 reference equals torch float64 autograd with PyTorch's own scheduler, accumulation
-    or clip_grad_value_, and differs from the plain loop's (the feature acts within tiny's steps)."""
+    or clip_grad_value_, and differs from the plain loop's (the feature acts within tiny's steps), but for a custom
+    autograd function, which computes what the layer computes."""
     spec = WorkloadSpec.from_preset("tiny")
     arrays = load_fixture_arrays(ensure_fixtures(spec, tmp_path_factory.mktemp("fx")))
     ref = run_reference(spec, arrays, clip=False, optimizer=optimizer, feature=feature)
@@ -63,7 +64,9 @@ def test_reference_follows_each_loop_feature_as_torch_does(tmp_path_factory: pyt
     for name, value in weights.items():
         np.testing.assert_allclose(ref.weights[name], value, rtol=1e-8, atol=1e-13)
     plain = run_reference(spec, arrays, clip=False, optimizer=optimizer)
-    assert not np.allclose(ref.weights["layer0.weight"], plain.weights["layer0.weight"], rtol=1e-6, atol=0)
+    same = np.allclose(ref.weights["layer0.weight"], plain.weights["layer0.weight"], rtol=1e-6, atol=0)
+    # a custom autograd function computes a Linear layer's own arithmetic: only its rounding under autocast may differ
+    assert same if FEATURES[feature].kind == "custom_function" else not same
 
 
 def test_an_accumulated_skip_replays_the_group_update(tmp_path_factory: pytest.TempPathFactory) -> None:
