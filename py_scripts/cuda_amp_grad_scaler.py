@@ -32,6 +32,7 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 import torch
 
 from py_scripts.common import (
+    checkpoint_prefix,
     clock,
     device_name,
     dtype_name,
@@ -39,6 +40,7 @@ from py_scripts.common import (
     found_inf,
     freeze_layer,
     inject_overflow,
+    load_checkpoint,
     load_fixtures,
     loop_feature,
     make_grad_scaler,
@@ -51,6 +53,7 @@ from py_scripts.common import (
     peak_memory_bytes,
     reset_peak_memory,
     resume_gc,
+    save_checkpoint,
     save_final_weights,
     sync_device,
     torch_dtype,
@@ -86,6 +89,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     accumulate = loop_feature(spec, "accumulate")
     every = accumulate["every"] if accumulate else 1
     clip_value = loop_feature(spec, "clip_value")
+    resume = loop_feature(spec, "resume")
 
     overflow_steps = set(spec["overflow_steps"]) if use_scaler else set()
     injected_steps: list[int] = []
@@ -102,7 +106,8 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
         epoch_start = clock()
         step = 0
         for _epoch in range(spec["epochs"]):
-            for i in range(spec["num_batches"]):
+            for _ in range(spec["num_batches"]):
+                i = step % spec["num_batches"]  # the batch follows the step, which a resumed run takes from its checkpoint
                 trace_point(step, "batch.data", data[i])
                 trace_point(step, "batch.targets", targets[i])
                 with torch.autocast(device_type=device, dtype=amp_dtype, enabled=properties["autocast"]):
@@ -157,6 +162,16 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                     # _get_scale_async() is the one torch's own code uses (it returns the scale tensor, set by
                     # the first scale()). A clone, because update() changes that tensor in place.
                     scales.append(scaler._get_scale_async().detach().clone())  # type: ignore[union-attr]
+                if resume and step + 1 == resume["at_step"]:
+                    # Checkpoint, then build everything afresh and train on from the checkpoint (the other language's
+                    # where the run spec hands one over: resume_from).
+                    prefix = checkpoint_prefix(spec)
+                    save_checkpoint(spec, prefix, step + 1, net, opt, scaler)
+                    net = make_model(spec, fixtures)
+                    freeze_layer(spec, net)
+                    opt = make_optimizer(spec, net)
+                    scaler, lifted_check = make_grad_scaler(spec, enabled=use_scaler)
+                    step = load_checkpoint(spec, spec.get("resume_from") or prefix, net, opt, scaler, step) - 1
                 step += 1
             sync_device(device)
             epoch_end = clock()

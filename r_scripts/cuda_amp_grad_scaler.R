@@ -66,6 +66,7 @@ run_workload <- function(spec, mode) {
   accumulate <- loop_feature(spec, "accumulate")
   every <- if (is.null(accumulate)) 1L else accumulate$every
   clip_value <- loop_feature(spec, "clip_value")
+  resume <- loop_feature(spec, "resume")
 
   # jsonlite gives `[]` as an empty list and `[3, 7]` as an integer vector.
   overflow_steps <- if (use_scaler) as.integer(unlist(spec$overflow_steps)) else integer()
@@ -82,7 +83,8 @@ run_workload <- function(spec, mode) {
   epoch_start <- clock()
   step <- 0L
   for (epoch in seq_len(spec$epochs)) {
-    for (i in seq_len(spec$num_batches)) {
+    for (b in seq_len(spec$num_batches)) {
+      i <- step %% spec$num_batches + 1L # the batch follows the step, which a resumed run takes from its checkpoint
       trace_point(step, "batch.data", data[i, , ])
       trace_point(step, "batch.targets", targets[i, , ])
       torch::with_autocast(device_type = device, dtype = amp_dtype, enabled = properties$autocast, {
@@ -151,6 +153,19 @@ run_workload <- function(spec, mode) {
         # tensor created by the first scale() and updated in place by update() (R/autocast.R);
         # a clone keeps this step's value on the device, as Python's _get_scale_async() clone does.
         scales[[length(scales) + 1L]] <- scaler$.scale$detach()$clone()
+      }
+      if (!is.null(resume) && step + 1L == resume$at_step) {
+        # Checkpoint, then build everything afresh and train on from the checkpoint (the other language's where the run
+        # spec hands one over: resume_from).
+        prefix <- checkpoint_prefix(spec)
+        save_checkpoint(spec, prefix, step + 1L, net, opt, scaler)
+        net <- make_model(spec, fixtures)
+        freeze_layer(spec, net)
+        opt <- patch_optimizer(make_optimizer(spec, net), spec)
+        made <- make_grad_scaler(spec, enabled = use_scaler)
+        scaler <- patch_scaler(made$scaler, spec)
+        lifted_check <- made$lifted_check
+        step <- load_checkpoint(spec, if (is.null(spec$resume_from)) prefix else spec$resume_from, net, opt, scaler, step) - 1L
       }
       step <- step + 1L
     }

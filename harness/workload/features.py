@@ -38,7 +38,10 @@ NO_FEATURE = "none"
 #: that freezes part of the model), so every step meets parameters without a gradient.
 #: ``param_groups``: the weights in one param group, the biases in a second with their own lr (and weight decay, where the
 #: optimizer has one).
-KINDS: tuple[str, ...] = ("scheduler", "accumulate", "clip_value", "frozen", "param_groups")
+#: ``resume``: after ``at_step`` iterations the model, the optimizer and the scaler are checkpointed in the contract's
+#: layout (docs/contract.md#checkpoint), built afresh, loaded from the checkpoint and trained on to the end: the
+#: uninterrupted run's arithmetic, so the float64 reference is the plain loop's.
+KINDS: tuple[str, ...] = ("scheduler", "accumulate", "clip_value", "frozen", "param_groups", "resume")
 
 _SCALER = "cuda_amp_grad_scaler"
 _PLAIN = "with_autocast"
@@ -74,6 +77,9 @@ class Feature:
     python: str = ""
     r: str = ""
     python_names: Mapping[str, str] = field(default_factory=dict)
+    #: The (language, scaler kind) cells whose binding cannot do what the row asks, with the fact why: the script
+    #: refuses them in the binding's own words, and the cell is ``unsupported`` (never silently run another way).
+    unsupported: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -86,6 +92,10 @@ class Feature:
             unknown = [o for o in cover.optimizers if o not in OPTIMIZERS]
             if unknown:
                 raise ValueError(f"feature {self.name}: unknown optimizer {unknown[0]!r}")
+
+    def refuses(self, language: str, scaler: str) -> bool:
+        """Whether ``language``'s binding is known not to do this row's loop with a scaler of kind ``scaler``."""
+        return (language, scaler) in self.unsupported
 
     def applies(self, script: str, mode: str, optimizer: str) -> bool:
         """Whether the covering design runs this feature in ``script``'s ``mode`` with ``optimizer``."""
@@ -100,8 +110,10 @@ class Feature:
         }
 
     def to_json(self) -> dict[str, Any]:
-        """The whole row, for docs and tests."""
-        return dataclasses.asdict(self)
+        """The whole row, for docs and tests (``unsupported`` as ``language/scaler`` keys: JSON has no pair keys)."""
+        row = dataclasses.asdict(self)
+        row["unsupported"] = {f"{language}/{scaler}": why for (language, scaler), why in self.unsupported.items()}
+        return row
 
 
 def _every_mode() -> tuple[tuple[str, str], ...]:
@@ -146,6 +158,17 @@ def _clip_value_covers() -> tuple[Cover, ...]:
         Cover(((_SCALER, "default"), (_SCALER, "autocast_scaler")), _ONE_PER_FAMILY,
               "clipping by value after unscale_, in place of the clip mode's norm clip: one optimizer of each family, "
               "with the scaler disabled and enabled (a clip mode would clip twice)"),
+    )
+
+
+def _resume_covers() -> tuple[Cover, ...]:
+    return (
+        Cover(((_SCALER, "default"), (_SCALER, "autocast_scaler")), ("sgd_momentum", "adam", "ignite_adam", "adagrad"),
+              "what a checkpoint carries: SGD's momentum buffer (R code), Adam's moments and step count in R code and in "
+              "libtorch's C++ (R torch keeps their state_dict()s differently: an R list, a C++ state by position), and "
+              "Adagrad's step count and sum (R code, a pair identical in the plain loop, so a resumed run's own difference "
+              "shows first); with the scaler disabled (users' use_amp=False) and enabled, whose scale and growth tracker "
+              "are checkpointed too where the binding can save them"),
     )
 
 
@@ -196,6 +219,16 @@ FEATURES: dict[str, Feature] = {
             {"clip_value": "tiny's first gradients reach 0.002 to 0.01 at their largest in every layer and stay below "
                            "0.001 in 90 % of elements: the clamp acts on a few elements of each tensor, not all"},
             _clip_value_covers(),
+        ),
+        Feature(
+            "resume", "resume", "checkpoint after at_step iterations, build afresh, load the checkpoint, train on",
+            {"at_step": 7},
+            {"at_step": "7 of tiny's 20 iterations: mid-epoch (the batch is taken from the checkpoint's step); the scale's "
+                        "second growth is the next step, decided by the growth tracker carried over, and the preset's "
+                        "overflow (step 9) comes after; 13 steps left for a state read back wrong to show"},
+            _resume_covers(),
+            unsupported={("r", "dynamic"): "R torch's cuda_amp_grad_scaler() has no state_dict() (R/autocast.R): its scale "
+                                           "and growth tracker cannot be saved, and a resumed run would restart them"},
         ),
     )
 }
