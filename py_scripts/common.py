@@ -175,23 +175,26 @@ def freeze_layer(spec: dict[str, Any], net: torch.nn.Sequential) -> None:
 
 
 def make_scheduler(spec: dict[str, Any], opt: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler | None:
-    """The run spec's learning-rate scheduler (a ``scheduler`` feature: ``torch.optim.lr_scheduler.<class>(opt, **args)``),
-    or ``None``. R's twin calls the R torch function the row names with the same values."""
-    if loop_feature(spec, "scheduler") is None:
+    """The run spec's learning-rate scheduler (a ``scheduler`` feature, or a ``resume`` one that checkpoints a scheduler:
+    the row names its class; ``torch.optim.lr_scheduler.<class>(opt, **args)``), or ``None``. R's twin calls the R torch
+    function the row names with the same values."""
+    feature = spec.get("feature")
+    if not feature or not feature["python"]["class"]:
         return None
     python = spec["feature"]["python"]
     scheduler: torch.optim.lr_scheduler.LRScheduler = getattr(torch.optim.lr_scheduler, python["class"])(opt, **python["args"])
     return scheduler
 
 
-def trace_scheduler(step: int, opt: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler) -> None:
+def trace_scheduler(step: int, opt: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler, prefix: str = "") -> None:
     """After the scheduler's step: its ``last_epoch`` (``scheduler.last_epoch``) and each param group's lr, the one the
-    next optimizer step uses (``optim.lr.group<i>``, 0-based, a float64 scalar: both bindings keep it as a double)."""
+    next optimizer step uses (``optim.lr.group<i>``, 0-based, a float64 scalar: both bindings keep it as a double);
+    ``prefix`` ``resume.``: as a checkpoint's load read them back."""
     if _trace_state["sink"] is None:
         return
-    trace_point(step, "scheduler.last_epoch", torch.tensor(int(scheduler.last_epoch), dtype=torch.int64))
+    trace_point(step, f"{prefix}scheduler.last_epoch", torch.tensor(int(scheduler.last_epoch), dtype=torch.int64))
     for i, group in enumerate(opt.param_groups):
-        trace_point(step, f"optim.lr.group{i}", torch.tensor(float(group["lr"]), dtype=torch.float64))
+        trace_point(step, f"{prefix}optim.lr.group{i}", torch.tensor(float(group["lr"]), dtype=torch.float64))
 
 
 def make_grad_scaler(spec: dict[str, Any], enabled: bool) -> tuple[torch.amp.GradScaler, str | None]:
@@ -244,10 +247,11 @@ def _optimizer_order(opt: torch.optim.Optimizer) -> list[str]:
 
 
 def save_checkpoint(spec: dict[str, Any], prefix: str, step: int, net: torch.nn.Sequential, opt: torch.optim.Optimizer,
-                    scaler: torch.amp.GradScaler) -> None:
+                    scheduler: torch.optim.lr_scheduler.LRScheduler | None, scaler: torch.amp.GradScaler) -> None:
     """The training state after ``step`` iterations in the contract's layout (docs/contract.md#checkpoint), from each
     object's own ``state_dict()``: the parameters, the optimizer row's state entries (PyTorch numbers them 0-based in
-    ``opt.state_dict()["state"]``; the layout names them), each group's lr, and the scaler's scale and growth tracker."""
+    ``opt.state_dict()["state"]``; the layout names them), each group's lr, the scheduler's last epoch, step count and
+    last lr, and the scaler's scale and growth tracker."""
     tensors = {f"model.{name}": param.detach().contiguous() for name, param in named_parameters(net)}
     counts: dict[str, int] = {}
     state = opt.state_dict()
@@ -260,18 +264,20 @@ def save_checkpoint(spec: dict[str, Any], prefix: str, step: int, net: torch.nn.
                 counts[key] = int(value)
             elif value is not None:
                 tensors[f"optim.{key}"] = value.detach().contiguous()
+    scheduled = scheduler.state_dict() if scheduler is not None else {}
     scaled = scaler.state_dict()  # empty where the scaler is disabled
     meta = {
         "layout": CHECKPOINT_LAYOUT, "step": step, "lr": [group["lr"] for group in state["param_groups"]],
         "count_names": list(counts), "count_values": list(counts.values()),
-        "scale": scaled.get("scale"), "growth_tracker": scaled.get("_growth_tracker"),
+        "last_epoch": scheduled.get("last_epoch"), "scheduler_step_count": scheduled.get("_step_count"),
+        "last_lr": scheduled.get("_last_lr"), "scale": scaled.get("scale"), "growth_tracker": scaled.get("_growth_tracker"),
     }
     save_file({name: t.cpu() for name, t in tensors.items()}, prefix + ".safetensors")
     Path(prefix + ".json").write_text(json.dumps(meta))
 
 
 def load_checkpoint(spec: dict[str, Any], prefix: str, net: torch.nn.Sequential, opt: torch.optim.Optimizer,
-                    scaler: torch.amp.GradScaler, at: int) -> int:
+                    scheduler: torch.optim.lr_scheduler.LRScheduler | None, scaler: torch.amp.GradScaler, at: int) -> int:
     """Read a checkpoint in the contract's layout (either language's) into freshly built objects through their own
     ``load_state_dict()``, and return the iterations it was taken after. What was read back is traced at step ``at``
     (``resume.*`` points), so a first difference names the state that came back wrong.
@@ -301,6 +307,10 @@ def load_checkpoint(spec: dict[str, Any], prefix: str, net: torch.nn.Sequential,
     for group, lr in zip(state["param_groups"], meta["lr"], strict=True):
         group["lr"] = lr
     opt.load_state_dict(state)
+    if scheduler is not None:  # its own state_dict() with the checkpoint's values: the row's hyperparameters stay the run spec's
+        scheduled = scheduler.state_dict()
+        scheduled.update(last_epoch=meta["last_epoch"], _step_count=meta["scheduler_step_count"], _last_lr=meta["last_lr"])
+        scheduler.load_state_dict(scheduled)
     if meta["scale"] is not None:
         scaler.load_state_dict({"scale": meta["scale"], "growth_factor": spec["growth_factor"], "backoff_factor": spec["backoff_factor"],
                                 "growth_interval": spec["growth_interval"], "_growth_tracker": meta["growth_tracker"]})
@@ -310,6 +320,8 @@ def load_checkpoint(spec: dict[str, Any], prefix: str, net: torch.nn.Sequential,
     trace_point(at, "resume.step", torch.tensor(int(meta["step"]), dtype=torch.int64))
     trace_parameters(at, "resume.param", net, grads=False)
     trace_optimizer_state(at, opt, net, spec, stage="resume.optim")
+    if scheduler is not None:
+        trace_scheduler(at, opt, scheduler, prefix="resume.")
     if scaler.is_enabled():
         read_back = scaler.state_dict()  # before the next scale() the scaler holds them as its initial values
         trace_point(at, "resume.scaler.scale", torch.tensor(float(read_back["scale"]), dtype=torch.float32))

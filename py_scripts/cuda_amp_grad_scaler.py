@@ -166,12 +166,13 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                     # Checkpoint, then build everything afresh and train on from the checkpoint (the other language's
                     # where the run spec hands one over: resume_from).
                     prefix = checkpoint_prefix(spec)
-                    save_checkpoint(spec, prefix, step + 1, net, opt, scaler)
+                    save_checkpoint(spec, prefix, step + 1, net, opt, scheduler, scaler)
                     net = make_model(spec, fixtures)
                     freeze_layer(spec, net)
                     opt = make_optimizer(spec, net)
+                    scheduler = make_scheduler(spec, opt)
                     scaler, lifted_check = make_grad_scaler(spec, enabled=use_scaler)
-                    step = load_checkpoint(spec, spec.get("resume_from") or prefix, net, opt, scaler, step) - 1
+                    step = load_checkpoint(spec, spec.get("resume_from") or prefix, net, opt, scheduler, scaler, step) - 1
                 step += 1
             sync_device(device)
             epoch_end = clock()

@@ -209,10 +209,11 @@ freeze_layer <- function(spec, net) {
   invisible(NULL)
 }
 
-#' The run spec's learning-rate scheduler (a `scheduler` feature: the R torch function the row names, called with the
-#' optimizer and the row's arguments), or `NULL`. Python's twin builds `torch.optim.lr_scheduler.<class>` alike.
+#' The run spec's learning-rate scheduler (a `scheduler` feature, or a `resume` one that checkpoints a scheduler: the R
+#' torch function the row names, called with the optimizer and the row's arguments), or `NULL`. Python's twin builds
+#' `torch.optim.lr_scheduler.<class>` alike.
 make_scheduler <- function(spec, opt) {
-  if (is.null(loop_feature(spec, "scheduler"))) {
+  if (is.null(spec$feature) || !nzchar(spec$feature$r[["function"]])) {
     return(NULL)
   }
   r <- spec$feature$r
@@ -221,15 +222,15 @@ make_scheduler <- function(spec, opt) {
 
 #' After the scheduler's step: its `last_epoch` (`scheduler.last_epoch`) and each param group's lr, the one the next
 #' optimizer step uses (`optim.lr.group<i>`, 0-based as Python's twin counts, a float64 scalar: both bindings keep it as a
-#' double).
-trace_scheduler <- function(step, opt, scheduler) {
+#' double); `prefix` `resume.`: as a checkpoint's load read them back.
+trace_scheduler <- function(step, opt, scheduler, prefix = "") {
   if (is.null(get0("sink", envir = trace_state, inherits = FALSE))) {
     return(invisible(NULL))
   }
-  trace_point(step, "scheduler.last_epoch", torch::torch_scalar_tensor(as.numeric(scheduler$last_epoch), dtype = torch::torch_int64()))
+  trace_point(step, paste0(prefix, "scheduler.last_epoch"), torch::torch_scalar_tensor(as.numeric(scheduler$last_epoch), dtype = torch::torch_int64()))
   groups <- opt$param_groups
   for (i in seq_along(groups)) {
-    trace_point(step, sprintf("optim.lr.group%d", i - 1L), torch::torch_scalar_tensor(as.numeric(groups[[i]]$lr), dtype = torch::torch_float64()))
+    trace_point(step, sprintf("%soptim.lr.group%d", prefix, i - 1L), torch::torch_scalar_tensor(as.numeric(groups[[i]]$lr), dtype = torch::torch_float64()))
   }
   invisible(NULL)
 }
@@ -381,11 +382,12 @@ optimizer_order <- function(opt) {
 
 #' The training state after `step` iterations in the contract's layout (docs/contract.md#checkpoint), from each object's
 #' own `state_dict()`: the parameters, the optimizer row's state entries (R torch numbers them 1-based, as strings, in
-#' `opt$state_dict()$state`; the layout names them), each group's lr, and the scaler's scale and growth tracker.
+#' `opt$state_dict()$state`; the layout names them), each group's lr, the scheduler's last epoch, step count and last lr
+#' (R torch's fields `.step_count` and `.last_lr`), and the scaler's scale and growth tracker.
 #'
 #' R torch's scaler has no `state_dict()` (R/autocast.R: its methods are `scale`, `unscale_`, `step`, `update`): an
 #' enabled one cannot be saved, and the cell is refused in those words rather than resumed from its initial scale.
-save_checkpoint <- function(spec, prefix, step, net, opt, scaler) {
+save_checkpoint <- function(spec, prefix, step, net, opt, scheduler, scaler) {
   if (isTRUE(scaler$.enabled)) {
     tryCatch(scaler$state_dict(), error = function(err) {
       abort_cli(c(
@@ -414,9 +416,12 @@ save_checkpoint <- function(spec, prefix, step, net, opt, scaler) {
       }
     }
   }
+  scheduled <- if (is.null(scheduler)) NULL else scheduler$state_dict()
   meta <- list(
     layout = checkpoint_layout, step = as.integer(step), lr = I(vapply(state$param_groups, function(g) g$lr, 0)),
     count_names = I(as.character(names(counts))), count_values = I(as.integer(unlist(counts))),
+    last_epoch = scheduled$last_epoch, scheduler_step_count = scheduled$.step_count,
+    last_lr = if (is.null(scheduled)) NULL else I(as.numeric(scheduled$.last_lr)),
     scale = NULL, growth_tracker = NULL # an enabled scaler was refused above; a disabled one has no state
   )
   safetensors::safe_save_file(lapply(tensors, function(t) t$cpu()), paste0(prefix, ".safetensors"))
@@ -427,7 +432,7 @@ save_checkpoint <- function(spec, prefix, step, net, opt, scaler) {
 #' Read a checkpoint in the contract's layout (either language's) into freshly built objects through their own
 #' `load_state_dict()`, and return the iterations it was taken after. What was read back is traced at step `at`
 #' (`resume.*` points), so a first difference names the state that came back wrong.
-load_checkpoint <- function(spec, prefix, net, opt, scaler, at) {
+load_checkpoint <- function(spec, prefix, net, opt, scheduler, scaler, at) {
   meta <- jsonlite::fromJSON(paste0(prefix, ".json"), simplifyVector = TRUE)
   if (!identical(meta$layout, checkpoint_layout)) {
     abort_cli("{.path {prefix}.json} is not a checkpoint in layout {.val {checkpoint_layout}}: write it with this harness's scripts.")
@@ -467,12 +472,22 @@ load_checkpoint <- function(spec, prefix, net, opt, scaler, at) {
     state$param_groups[[g]]$lr <- meta$lr[[g]]
   }
   opt$load_state_dict(state)
+  if (!is.null(scheduler)) { # its own state_dict() with the checkpoint's values: the row's hyperparameters stay the run spec's
+    scheduled <- scheduler$state_dict()
+    scheduled$last_epoch <- as.numeric(meta$last_epoch) # R torch counts it in an R double
+    scheduled$.step_count <- as.integer(meta$scheduler_step_count)
+    scheduled$.last_lr <- as.numeric(meta$last_lr)
+    scheduler$load_state_dict(scheduled)
+  }
   if (is.null(spec$weights_out)) {
     unlink(paste0(prefix, c(".safetensors", ".json")))
   }
   trace_point(at, "resume.step", torch::torch_scalar_tensor(meta$step, dtype = torch::torch_int64()))
   trace_parameters(at, "resume.param", net, grads = FALSE)
   trace_optimizer_state(at, opt, net, spec, stage = "resume.optim")
+  if (!is.null(scheduler)) {
+    trace_scheduler(at, opt, scheduler, prefix = "resume.")
+  }
   as.integer(meta$step)
 }
 

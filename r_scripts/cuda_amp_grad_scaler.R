@@ -158,14 +158,15 @@ run_workload <- function(spec, mode) {
         # Checkpoint, then build everything afresh and train on from the checkpoint (the other language's where the run
         # spec hands one over: resume_from).
         prefix <- checkpoint_prefix(spec)
-        save_checkpoint(spec, prefix, step + 1L, net, opt, scaler)
+        save_checkpoint(spec, prefix, step + 1L, net, opt, scheduler, scaler)
         net <- make_model(spec, fixtures)
         freeze_layer(spec, net)
         opt <- patch_optimizer(make_optimizer(spec, net), spec)
+        scheduler <- make_scheduler(spec, opt)
         made <- make_grad_scaler(spec, enabled = use_scaler)
         scaler <- patch_scaler(made$scaler, spec)
         lifted_check <- made$lifted_check
-        step <- load_checkpoint(spec, if (is.null(spec$resume_from)) prefix else spec$resume_from, net, opt, scaler, step) - 1L
+        step <- load_checkpoint(spec, if (is.null(spec$resume_from)) prefix else spec$resume_from, net, opt, scheduler, scaler, step) - 1L
       }
       step <- step + 1L
     }

@@ -51,7 +51,7 @@ def torch_float64_run(
     opt = getattr(torch.optim, built["class"])(params, **args)
     every = micro_batches(feature)
     scheduler = None
-    if row is not None and row.kind == "scheduler":
+    if row is not None and row.scheduler:
         scheduler = getattr(torch.optim.lr_scheduler, row.python)(opt, **row.run_spec()["python"]["args"])
     data, targets = torch.from_numpy(arrays["data"]).double(), torch.from_numpy(arrays["targets"]).double()
     losses = []

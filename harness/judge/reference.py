@@ -135,7 +135,7 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
                 step += 1
                 continue
             grads, accumulated = accumulated, None
-            if feature is not None and feature.kind == "scheduler":
+            if feature is not None and feature.scheduler:
                 update.args["lr"] = scheduled_lr(feature, base_lr, step // every)
             if step not in skipped:
                 if clip:

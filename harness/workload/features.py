@@ -24,7 +24,7 @@ from harness.contract.modes import SCRIPTS
 from harness.errors import UsageError
 from harness.workload.optimizers import OPTIMIZERS
 
-__all__ = ["FEATURES", "KINDS", "NO_FEATURE", "PRESET_FEATURES", "Cover", "Feature", "check_feature", "micro_batches",
+__all__ = ["FEATURES", "KINDS", "LOOP_ARGS", "NO_FEATURE", "PRESET_FEATURES", "Cover", "Feature", "check_feature", "micro_batches",
            "parse_features"]
 
 #: The plain loop: no row, the matrix as it always was (its cells' ids carry no feature).
@@ -42,6 +42,9 @@ NO_FEATURE = "none"
 #: layout (docs/contract.md#checkpoint), built afresh, loaded from the checkpoint and trained on to the end: the
 #: uninterrupted run's arithmetic, so the float64 reference is the plain loop's.
 KINDS: tuple[str, ...] = ("scheduler", "accumulate", "clip_value", "frozen", "param_groups", "resume")
+
+#: Arguments of the loop itself, never handed to a row's scheduler: ``resume``'s step of the checkpoint.
+LOOP_ARGS: frozenset[str] = frozenset({"at_step"})
 
 _SCALER = "cuda_amp_grad_scaler"
 _PLAIN = "with_autocast"
@@ -101,12 +104,19 @@ class Feature:
         """Whether the covering design runs this feature in ``script``'s ``mode`` with ``optimizer``."""
         return any((script, mode) in c.modes and optimizer in c.optimizers for c in self.covers)
 
+    @property
+    def scheduler(self) -> bool:
+        """Whether the loop has a learning-rate scheduler: a ``scheduler`` row, or a ``resume`` row that checkpoints one."""
+        return bool(self.python)
+
     def run_spec(self) -> dict[str, Any]:
-        """What a script receives to build the loop (the run spec's ``feature``)."""
+        """What a script receives to build the loop (the run spec's ``feature``): the scheduler's class and function take
+        the row's arguments but the loop's own (``LOOP_ARGS``)."""
+        scheduler_args = {k: v for k, v in self.args.items() if k not in LOOP_ARGS}
         return {
             "name": self.name, "kind": self.kind, "args": dict(self.args),
-            "python": {"class": self.python, "args": {self.python_names.get(k, k): v for k, v in self.args.items()}},
-            "r": {"function": self.r, "args": dict(self.args)},
+            "python": {"class": self.python, "args": {self.python_names.get(k, k): v for k, v in scheduler_args.items()}},
+            "r": {"function": self.r, "args": scheduler_args},
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -229,6 +239,20 @@ FEATURES: dict[str, Feature] = {
             _resume_covers(),
             unsupported={("r", "dynamic"): "R torch's cuda_amp_grad_scaler() has no state_dict() (R/autocast.R): its scale "
                                            "and growth tracker cannot be saved, and a resumed run would restart them"},
+        ),
+        Feature(
+            "resume_lr_step", "resume", "resume, with lr_step's scheduler checkpointed and loaded too",
+            {"at_step": 7, "step_size": 4, "gamma": 0.7},
+            {"at_step": "as resume's: the scheduler's first step after the load (its 8th) decays the lr, from the lr and "
+                        "the last_epoch read back",
+             "step_size": "lr_step's: 4, so the decay fires at the first scheduler step after the load",
+             "gamma": "lr_step's: 0.7, not a power of two, so an lr read back rounded would show"},
+            (Cover(((_SCALER, "default"), (_SCALER, "autocast_scaler")), ("adagrad", "ignite_adam"),
+                   "the scheduler's state (last_epoch, its step count, the last lr) and the lr it set in each group, in an "
+                   "R-code optimizer's param groups (Adagrad, identical in the plain loop) and in libtorch's C++ options "
+                   "(ignite Adam); with the scaler disabled and enabled"),),
+            python="StepLR", r="lr_step",
+            unsupported={("r", "dynamic"): "R torch's cuda_amp_grad_scaler() has no state_dict() (R/autocast.R)"},
         ),
     )
 }

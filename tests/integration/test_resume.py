@@ -43,7 +43,8 @@ def _same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
 def test_resuming_in_either_language_ends_where_the_uninterrupted_run_ends(
     tmp_path: Path, tiny_spec: WorkloadSpec, availability: Availability
 ) -> None:
-    """Each language resumed from its own checkpoint and from the other's: bitwise the uninterrupted run's final weights."""
+    """Each language resumed from its own checkpoint and from the other's, without a scheduler and with lr_step's:
+    bitwise the uninterrupted run's final weights."""
     require_r_torch(availability)
     with MatrixRunner(tiny_spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path) as runner:
         pool = runner.pool
@@ -55,14 +56,15 @@ def test_resuming_in_either_language_ends_where_the_uninterrupted_run_ends(
             pool.call(frontend, request)
             return _weights(tmp_path / f"{name}.safetensors")
 
-        uninterrupted = {lang: run(lang, "none", f"{lang}-plain") for lang in ("python", "r")}
-        assert _same(uninterrupted["python"], uninterrupted["r"])  # the pair is identical: a resume's own difference shows
-        own = {lang: run(lang, "resume", f"{lang}-own") for lang in ("python", "r")}
-        crossed = {"r": run("r", "resume", "r-from-python", tmp_path / "python-own.checkpoint"),
-                   "python": run("python", "resume", "python-from-r", tmp_path / "r-own.checkpoint")}
-    for lang in ("python", "r"):
-        assert _same(own[lang], uninterrupted[lang]), f"{lang} resumed from its own checkpoint"
-        assert _same(crossed[lang], uninterrupted[lang]), f"{lang} resumed from the other language's checkpoint"
+        for feature, uninterrupted_feature in (("resume", "none"), ("resume_lr_step", "lr_step")):
+            uninterrupted = {lang: run(lang, uninterrupted_feature, f"{lang}-{feature}-plain") for lang in ("python", "r")}
+            assert _same(uninterrupted["python"], uninterrupted["r"])  # an identical pair: a resume's own difference shows
+            own = {lang: run(lang, feature, f"{lang}-{feature}-own") for lang in ("python", "r")}
+            crossed = {"r": run("r", feature, f"r-{feature}-from-python", tmp_path / f"python-{feature}-own.checkpoint"),
+                       "python": run("python", feature, f"python-{feature}-from-r", tmp_path / f"r-{feature}-own.checkpoint")}
+            for lang in ("python", "r"):
+                assert _same(own[lang], uninterrupted[lang]), f"{feature}: {lang} resumed from its own checkpoint"
+                assert _same(crossed[lang], uninterrupted[lang]), f"{feature}: {lang} resumed from the other language's"
 
 
 def test_rs_scaler_cannot_be_checkpointed_and_the_cell_says_so(
@@ -92,8 +94,8 @@ def test_a_checkpoint_step_off_by_one_in_one_language_is_diverged_where_it_begin
     at the step count read back."""
     require_r_torch(availability)
     copy_scripts(tmp_path)
-    plant(tmp_path, "py_scripts/cuda_amp_grad_scaler.py", "save_checkpoint(spec, prefix, step + 1, net, opt, scaler)",
-          "save_checkpoint(spec, prefix, step + 2, net, opt, scaler)")
+    plant(tmp_path, "py_scripts/cuda_amp_grad_scaler.py", "save_checkpoint(spec, prefix, step + 1, net, opt, scheduler, scaler)",
+          "save_checkpoint(spec, prefix, step + 2, net, opt, scheduler, scaler)")
     monkeypatch.setenv(SCRIPTS_ENV, str(tmp_path))
     with MatrixRunner(tiny_spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path) as runner:
         result = runner.run((MODE,), (OPTIMIZER,), measure=False, features=("resume",))
