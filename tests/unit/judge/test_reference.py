@@ -63,6 +63,10 @@ def test_reference_follows_each_loop_feature_as_torch_does(tmp_path_factory: pyt
     for name, value in weights.items():
         np.testing.assert_allclose(ref.weights[name], value, rtol=1e-8, atol=1e-13)
     plain = run_reference(spec, arrays, clip=False, optimizer=optimizer)
+    row = FEATURES[feature]
+    if row.kind == "resume" and not row.scheduler:  # a resumed run's arithmetic is the uninterrupted run's, exactly
+        assert all(np.array_equal(ref.weights[name], plain.weights[name]) for name in plain.weights)
+        return
     assert not np.allclose(ref.weights["layer0.weight"], plain.weights["layer0.weight"], rtol=1e-6, atol=0)
 
 
