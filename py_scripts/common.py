@@ -13,6 +13,8 @@ import gc
 import json
 import os
 import platform
+import secrets
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -23,7 +25,9 @@ from safetensors.torch import load_file, save_file
 
 __all__ = [
     "CLOCK_NAME",
+    "CHECKPOINT_LAYOUT",
     "amp_parity_point",
+    "checkpoint_prefix",
     "clock",
     "device_name",
     "dtype_name",
@@ -31,6 +35,7 @@ __all__ = [
     "found_inf",
     "inject_overflow",
     "linear_layers",
+    "load_checkpoint",
     "load_fixtures",
     "make_grad_scaler",
     "make_model",
@@ -43,6 +48,7 @@ __all__ = [
     "record_to_json",
     "reset_peak_memory",
     "resume_gc",
+    "save_checkpoint",
     "save_final_weights",
     "set_trace_sink",
     "step_scheduler",
@@ -229,9 +235,11 @@ def custom_layer(spec: dict[str, Any]) -> tuple[int, Callable[[torch.Tensor, tor
 
 
 def make_scheduler(spec: dict[str, Any], opt: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler | None:
-    """The run spec's learning-rate scheduler (a ``scheduler`` feature: ``torch.optim.lr_scheduler.<class>(opt, **args)``),
-    or ``None``. R's twin calls the R torch function the row names with the same values."""
-    if loop_feature(spec, "scheduler") is None:
+    """The run spec's learning-rate scheduler (a ``scheduler`` feature, or a ``resume`` one that checkpoints a scheduler:
+    the row names its class; ``torch.optim.lr_scheduler.<class>(opt, **args)``), or ``None``. R's twin calls the R torch
+    function the row names with the same values."""
+    feature = spec.get("feature")
+    if not feature or not feature["python"]["class"]:
         return None
     python = spec["feature"]["python"]
     args = dict(python["args"])
@@ -260,21 +268,21 @@ def step_scheduler(step: int, spec: dict[str, Any], opt: torch.optim.Optimizer,
 
 
 def trace_scheduler(step: int, spec: dict[str, Any], opt: torch.optim.Optimizer,
-                    scheduler: torch.optim.lr_scheduler.LRScheduler) -> None:
+                    scheduler: torch.optim.lr_scheduler.LRScheduler, prefix: str = "") -> None:
     """After the scheduler's step: its ``last_epoch``, the state the row names (``scheduler.<name>``, a float64 scalar)
     and each param group's lr, the one the next optimizer step uses (``optim.lr.group<i>``, 0-based), and the momentum or
     beta1 a row's scheduler cycles (``optim.momentum.group<i>``): float64 scalars, as both bindings keep them as
-    doubles."""
+    doubles. ``prefix`` ``resume.``: as a checkpoint's load read them back."""
     if _trace_state["sink"] is None:
         return
-    trace_point(step, "scheduler.last_epoch", torch.tensor(int(scheduler.last_epoch), dtype=torch.int64))
+    trace_point(step, f"{prefix}scheduler.last_epoch", torch.tensor(int(scheduler.last_epoch), dtype=torch.int64))
     for name in spec["feature"]["traced"]:
-        trace_point(step, f"scheduler.{name}", torch.tensor(float(getattr(scheduler, name)), dtype=torch.float64))
+        trace_point(step, f"{prefix}scheduler.{name}", torch.tensor(float(getattr(scheduler, name)), dtype=torch.float64))
     for i, group in enumerate(opt.param_groups):
-        trace_point(step, f"optim.lr.group{i}", torch.tensor(float(group["lr"]), dtype=torch.float64))
+        trace_point(step, f"{prefix}optim.lr.group{i}", torch.tensor(float(group["lr"]), dtype=torch.float64))
         if spec["feature"]["cycles_momentum"]:  # beta1 where the group has betas, as OneCycleLR decides
             momentum = group["betas"][0] if "betas" in group else group["momentum"]
-            trace_point(step, f"optim.momentum.group{i}", torch.tensor(float(momentum), dtype=torch.float64))
+            trace_point(step, f"{prefix}optim.momentum.group{i}", torch.tensor(float(momentum), dtype=torch.float64))
 
 
 def make_grad_scaler(spec: dict[str, Any], enabled: bool) -> tuple[torch.amp.GradScaler, str | None]:
@@ -305,6 +313,108 @@ def found_inf(scaler: torch.amp.GradScaler, opt: torch.optim.Optimizer) -> torch
     (torch/amp/grad_scaler.py), filled by ``unscale_`` and read by ``step`` to decide the skip.
     """
     return sum(scaler._found_inf_per_device(opt).values(), torch.zeros((), device=scaler._scale.device))  # type: ignore[union-attr]
+
+
+#: The checkpoint layout both languages write and read (docs/contract.md#checkpoint): a reader refuses any other.
+CHECKPOINT_LAYOUT = "amp-parity-checkpoint/1"
+
+
+def checkpoint_prefix(spec: dict[str, Any]) -> str:
+    """Where a ``resume`` loop feature writes its checkpoint (``<prefix>.safetensors`` and ``<prefix>.json``): beside the
+    final weights, so the other language's run of the cell can load it (``resume_from``); a fresh temporary name in a
+    call that writes no weights (a timed round), removed once read back."""
+    weights_out = spec["weights_out"]
+    if weights_out is not None:
+        return str(weights_out).removesuffix(".safetensors") + ".checkpoint"
+    return os.path.join(tempfile.gettempdir(), f"amp-parity-checkpoint-{os.getpid()}-{secrets.token_hex(6)}")
+
+
+def _optimizer_order(opt: torch.optim.Optimizer) -> list[str]:
+    """The parameters' names in the order the optimizer numbers them in its ``state_dict()`` (group by group)."""
+    return [_trace_state["params"][id(param)] for group in opt.param_groups for param in group["params"]]
+
+
+def save_checkpoint(spec: dict[str, Any], prefix: str, step: int, net: torch.nn.Sequential, opt: torch.optim.Optimizer,
+                    scheduler: torch.optim.lr_scheduler.LRScheduler | None, scaler: torch.amp.GradScaler) -> None:
+    """The training state after ``step`` iterations in the contract's layout (docs/contract.md#checkpoint), from each
+    object's own ``state_dict()``: the parameters, the optimizer row's state entries (PyTorch numbers them 0-based in
+    ``opt.state_dict()["state"]``; the layout names them), each group's lr, the scheduler's last epoch, step count and
+    last lr, and the scaler's scale and growth tracker."""
+    tensors = {f"model.{name}": param.detach().contiguous() for name, param in named_parameters(net)}
+    counts: dict[str, int] = {}
+    state = opt.state_dict()
+    order = _optimizer_order(opt)
+    for index, entries in state["state"].items():
+        for entry in spec["optimizer"]["state"]:
+            value = entries.get(entry["python"])
+            key = f"{entry['name']}.{order[index]}"
+            if value is not None and entry["count"]:
+                counts[key] = int(value)
+            elif value is not None:
+                tensors[f"optim.{key}"] = value.detach().contiguous()
+    scheduled = scheduler.state_dict() if scheduler is not None else {}
+    scaled = scaler.state_dict()  # empty where the scaler is disabled
+    meta = {
+        "layout": CHECKPOINT_LAYOUT, "step": step, "lr": [group["lr"] for group in state["param_groups"]],
+        "count_names": list(counts), "count_values": list(counts.values()),
+        "last_epoch": scheduled.get("last_epoch"), "scheduler_step_count": scheduled.get("_step_count"),
+        "last_lr": scheduled.get("_last_lr"), "scale": scaled.get("scale"), "growth_tracker": scaled.get("_growth_tracker"),
+    }
+    save_file({name: t.cpu() for name, t in tensors.items()}, prefix + ".safetensors")
+    Path(prefix + ".json").write_text(json.dumps(meta))
+
+
+def load_checkpoint(spec: dict[str, Any], prefix: str, net: torch.nn.Sequential, opt: torch.optim.Optimizer,
+                    scheduler: torch.optim.lr_scheduler.LRScheduler | None, scaler: torch.amp.GradScaler, at: int) -> int:
+    """Read a checkpoint in the contract's layout (either language's) into freshly built objects through their own
+    ``load_state_dict()``, and return the iterations it was taken after. What was read back is traced at step ``at``
+    (``resume.*`` points), so a first difference names the state that came back wrong.
+
+    Raises:
+        ValueError: not a checkpoint in this layout (it names the file and the layout).
+    """
+    meta = json.loads(Path(prefix + ".json").read_text())
+    if meta.get("layout") != CHECKPOINT_LAYOUT:
+        raise ValueError(f"{prefix}.json is not a checkpoint in layout {CHECKPOINT_LAYOUT!r}: write it with this harness's scripts")
+    tensors = load_file(prefix + ".safetensors", device=spec["device"])
+    with torch.no_grad():
+        for name, param in named_parameters(net):
+            param.copy_(tensors[f"model.{name}"])
+    counts = dict(zip(meta["count_names"], meta["count_values"], strict=True))
+    state = opt.state_dict()  # the fresh optimizer's own groups: the checkpoint sets their lr and the state
+    for index, name in enumerate(_optimizer_order(opt)):
+        entries: dict[str, torch.Tensor] = {}
+        for entry in spec["optimizer"]["state"]:
+            key = f"{entry['name']}.{name}"
+            if entry["count"] and key in counts:  # PyTorch keeps a step count in a float32 tensor (optimizer.py _get_scalar_dtype)
+                entries[entry["python"]] = torch.tensor(float(counts[key]), dtype=torch.float32)
+            elif f"optim.{key}" in tensors:
+                entries[entry["python"]] = tensors[f"optim.{key}"]
+        if entries:
+            state["state"][index] = entries
+    for group, lr in zip(state["param_groups"], meta["lr"], strict=True):
+        group["lr"] = lr
+    opt.load_state_dict(state)
+    if scheduler is not None:  # its own state_dict() with the checkpoint's values: the row's hyperparameters stay the run spec's
+        scheduled = scheduler.state_dict()
+        scheduled.update(last_epoch=meta["last_epoch"], _step_count=meta["scheduler_step_count"], _last_lr=meta["last_lr"])
+        scheduler.load_state_dict(scheduled)
+    if meta["scale"] is not None:
+        scaler.load_state_dict({"scale": meta["scale"], "growth_factor": spec["growth_factor"], "backoff_factor": spec["backoff_factor"],
+                                "growth_interval": spec["growth_interval"], "_growth_tracker": meta["growth_tracker"]})
+    if spec["weights_out"] is None:
+        for suffix in (".safetensors", ".json"):
+            os.remove(prefix + suffix)
+    trace_point(at, "resume.step", torch.tensor(int(meta["step"]), dtype=torch.int64))
+    trace_parameters(at, "resume.param", net, grads=False)
+    trace_optimizer_state(at, opt, net, spec, stage="resume.optim")
+    if scheduler is not None:
+        trace_scheduler(at, spec, opt, scheduler, prefix="resume.")
+    if scaler.is_enabled():
+        read_back = scaler.state_dict()  # before the next scale() the scaler holds them as its initial values
+        trace_point(at, "resume.scaler.scale", torch.tensor(float(read_back["scale"]), dtype=torch.float32))
+        trace_point(at, "resume.scaler.growth_tracker", torch.tensor(int(read_back["_growth_tracker"]), dtype=torch.int32))
+    return int(meta["step"])
 
 
 def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int, unused: int = -1,
@@ -388,8 +498,10 @@ def trace_parameters(step: int, stage: str, net: torch.nn.Sequential, grads: boo
         trace_point(step, f"{stage}.{name}", param.grad if grads else param)
 
 
-def trace_optimizer_state(step: int, opt: torch.optim.Optimizer, net: torch.nn.Sequential, spec: dict[str, Any]) -> None:
-    """The optimizer's state after its step, as points ``optim.<entry>.<parameter>`` (``optim.exp_avg.layer0.weight``, ...).
+def trace_optimizer_state(step: int, opt: torch.optim.Optimizer, net: torch.nn.Sequential, spec: dict[str, Any],
+                          stage: str = "optim") -> None:
+    """The optimizer's state after its step, as points ``<stage>.<entry>.<parameter>`` (``optim.exp_avg.layer0.weight``,
+    ...; ``resume.optim``: as a checkpoint's load read it back).
 
     The entries are the run spec's optimizer row's (``state``), each read under PyTorch's key from ``opt.state[param]``:
     the tensors the step updated and used, parameter by parameter in the order the step visits them. A step counter
@@ -412,7 +524,7 @@ def trace_optimizer_state(step: int, opt: torch.optim.Optimizer, net: torch.nn.S
                 value = torch.tensor(float(value), dtype=torch.float64)
             if entry["dtype"]:
                 value = value.to(torch_dtype(entry["dtype"]))
-            trace_point(step, f"optim.{entry['name']}.{name}", value)
+            trace_point(step, f"{stage}.{entry['name']}.{name}", value)
 
 
 def sync_device(device: str) -> None:

@@ -32,6 +32,7 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 import torch
 
 from py_scripts.common import (
+    checkpoint_prefix,
     clock,
     custom_layer,
     device_name,
@@ -40,6 +41,7 @@ from py_scripts.common import (
     found_inf,
     freeze_layer,
     inject_overflow,
+    load_checkpoint,
     load_fixtures,
     loop_feature,
     make_grad_scaler,
@@ -52,6 +54,7 @@ from py_scripts.common import (
     peak_memory_bytes,
     reset_peak_memory,
     resume_gc,
+    save_checkpoint,
     save_final_weights,
     step_scheduler,
     sync_device,
@@ -104,6 +107,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     multi = loop_feature(spec, "multi_optimizer")
     penalty = loop_feature(spec, "penalty")
     custom = custom_layer(spec)  # a layer computed by a custom autograd function, or none
+    resume = loop_feature(spec, "resume")
 
     overflow_steps = set(spec["overflow_steps"]) if use_scaler else set()
     injected_steps: list[int] = []
@@ -120,7 +124,8 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
         epoch_start = clock()
         step = 0
         for _epoch in range(spec["epochs"]):
-            for i in range(spec["num_batches"]):
+            for _ in range(spec["num_batches"]):
+                i = step % spec["num_batches"]  # the batch follows the step, which a resumed run takes from its checkpoint
                 trace_point(step, "batch.data", data[i])
                 trace_point(step, "batch.targets", targets[i])
                 with torch.autocast(device_type=device, dtype=amp_dtype, enabled=properties["autocast"]):
@@ -193,6 +198,17 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                     # _get_scale_async() is the one torch's own code uses (it returns the scale tensor, set by
                     # the first scale()). A clone, because update() changes that tensor in place.
                     scales.append(scaler._get_scale_async().detach().clone())  # type: ignore[union-attr]
+                if resume and step + 1 == resume["at_step"]:
+                    # Checkpoint, then build everything afresh and train on from the checkpoint (the other language's
+                    # where the run spec hands one over: resume_from).
+                    prefix = checkpoint_prefix(spec)
+                    save_checkpoint(spec, prefix, step + 1, net, opts[0], scheduler, scaler)  # resume runs one optimizer
+                    net = make_model(spec, fixtures)
+                    freeze_layer(spec, net)
+                    opts = make_optimizers(spec, net)
+                    scheduler = make_scheduler(spec, opts[0])
+                    scaler, lifted_check = make_grad_scaler(spec, enabled=use_scaler)
+                    step = load_checkpoint(spec, spec.get("resume_from") or prefix, net, opts[0], scheduler, scaler, step) - 1
                 step += 1
             sync_device(device)
             epoch_end = clock()

@@ -283,10 +283,11 @@ custom_layer <- function(spec, properties) {
   list(layer = as.integer(custom$layer), fn = function(x, linear) amp_linear(x, linear$weight, linear$bias, state))
 }
 
-#' The run spec's learning-rate scheduler (a `scheduler` feature: the R torch function the row names, called with the
-#' optimizer and the row's arguments), or `NULL`. Python's twin builds `torch.optim.lr_scheduler.<class>` alike.
+#' The run spec's learning-rate scheduler (a `scheduler` feature, or a `resume` one that checkpoints a scheduler: the R
+#' torch function the row names, called with the optimizer and the row's arguments), or `NULL`. Python's twin builds
+#' `torch.optim.lr_scheduler.<class>` alike.
 make_scheduler <- function(spec, opt) {
-  if (is.null(loop_feature(spec, "scheduler"))) {
+  if (is.null(spec$feature) || !nzchar(spec$feature$r[["function"]])) {
     return(NULL)
   }
   r <- spec$feature$r
@@ -319,21 +320,21 @@ step_scheduler <- function(step, spec, opt, scheduler, loss) {
 #' After the scheduler's step: its `last_epoch`, the state the row names (`scheduler.<name>`, a float64 scalar) and each
 #' param group's lr, the one the next optimizer step uses (`optim.lr.group<i>`, 0-based as Python's twin counts), and the
 #' momentum or beta1 a row's scheduler cycles (`optim.momentum.group<i>`): float64 scalars, as both bindings keep them
-#' as doubles.
-trace_scheduler <- function(step, spec, opt, scheduler) {
+#' as doubles. `prefix` `resume.`: as a checkpoint's load read them back.
+trace_scheduler <- function(step, spec, opt, scheduler, prefix = "") {
   if (is.null(get0("sink", envir = trace_state, inherits = FALSE))) {
     return(invisible(NULL))
   }
-  trace_point(step, "scheduler.last_epoch", torch::torch_scalar_tensor(as.numeric(scheduler$last_epoch), dtype = torch::torch_int64()))
+  trace_point(step, paste0(prefix, "scheduler.last_epoch"), torch::torch_scalar_tensor(as.numeric(scheduler$last_epoch), dtype = torch::torch_int64()))
   for (name in unlist(spec$feature$traced)) {
-    trace_point(step, paste0("scheduler.", name), torch::torch_scalar_tensor(as.numeric(scheduler[[name]]), dtype = torch::torch_float64()))
+    trace_point(step, paste0(prefix, "scheduler.", name), torch::torch_scalar_tensor(as.numeric(scheduler[[name]]), dtype = torch::torch_float64()))
   }
   groups <- opt$param_groups
   for (i in seq_along(groups)) {
-    trace_point(step, sprintf("optim.lr.group%d", i - 1L), torch::torch_scalar_tensor(as.numeric(groups[[i]]$lr), dtype = torch::torch_float64()))
+    trace_point(step, sprintf("%soptim.lr.group%d", prefix, i - 1L), torch::torch_scalar_tensor(as.numeric(groups[[i]]$lr), dtype = torch::torch_float64()))
     if (isTRUE(spec$feature$cycles_momentum)) { # beta1 where the group has betas, as lr_one_cycle decides
       momentum <- if (!is.null(groups[[i]]$betas)) groups[[i]]$betas[[1]] else groups[[i]]$momentum
-      trace_point(step, sprintf("optim.momentum.group%d", i - 1L), torch::torch_scalar_tensor(as.numeric(momentum), dtype = torch::torch_float64()))
+      trace_point(step, sprintf("%soptim.momentum.group%d", prefix, i - 1L), torch::torch_scalar_tensor(as.numeric(momentum), dtype = torch::torch_float64()))
     }
   }
   invisible(NULL)
@@ -466,6 +467,135 @@ found_inf <- function(scaler, opt) {
   found$to(dtype = torch::torch_float32())$reshape(list())
 }
 
+#' The checkpoint layout both languages write and read (docs/contract.md#checkpoint): a reader refuses any other.
+checkpoint_layout <- "amp-parity-checkpoint/1"
+
+#' Where a `resume` loop feature writes its checkpoint (`<prefix>.safetensors` and `<prefix>.json`): beside the final
+#' weights, so the other language's run of the cell can load it (`resume_from`); a fresh temporary name in a call that
+#' writes no weights (a timed round), removed once read back.
+checkpoint_prefix <- function(spec) {
+  if (!is.null(spec$weights_out)) {
+    return(paste0(sub("\\.safetensors$", "", spec$weights_out), ".checkpoint"))
+  }
+  tempfile("amp-parity-checkpoint-")
+}
+
+#' The parameters' names in the order the optimizer numbers them in its `state_dict()` (group by group, 1-based).
+optimizer_order <- function(opt) {
+  unlist(get("groups", envir = trace_state), use.names = FALSE)
+}
+
+#' The training state after `step` iterations in the contract's layout (docs/contract.md#checkpoint), from each object's
+#' own `state_dict()`: the parameters, the optimizer row's state entries (R torch numbers them 1-based, as strings, in
+#' `opt$state_dict()$state`; the layout names them), each group's lr, the scheduler's last epoch, step count and last lr
+#' (R torch's fields `.step_count` and `.last_lr`), and the scaler's scale and growth tracker.
+#'
+#' R torch's scaler has no `state_dict()` (R/autocast.R: its methods are `scale`, `unscale_`, `step`, `update`): an
+#' enabled one cannot be saved, and the cell is refused in those words rather than resumed from its initial scale.
+save_checkpoint <- function(spec, prefix, step, net, opt, scheduler, scaler) {
+  if (isTRUE(scaler$.enabled)) {
+    tryCatch(scaler$state_dict(), error = function(err) {
+      abort_cli(c(
+        "R torch {packageVersion('torch')}'s {.fn cuda_amp_grad_scaler} cannot be checkpointed: {.code scaler$state_dict()} fails with {.val {conditionMessage(err)}}.",
+        i = "It has no {.fn state_dict} method (its methods: {.fn {sort(setdiff(ls(scaler), 'clone'))}}), so its scale and growth tracker cannot be saved, and a resumed run would restart them from {.arg init_scale}."
+      ), class = "amp_parity_refused")
+    })
+    # Never resumed without the scale: a scaler that gained state_dict() needs its mapping into the layout written here.
+    abort_cli("R torch's {.fn cuda_amp_grad_scaler} now has {.fn state_dict}: carry its scale and growth tracker in {.fn save_checkpoint} and {.fn load_checkpoint} (r_scripts/common.R).")
+  }
+  params <- named_parameters(net)
+  tensors <- lapply(params, function(param) param$detach()$contiguous())
+  names(tensors) <- paste0("model.", names(params))
+  counts <- list()
+  state <- opt$state_dict()
+  order <- optimizer_order(opt)
+  entries <- spec$optimizer$state
+  for (index in names(state$state)) {
+    for (e in seq_len(NROW(entries))) {
+      value <- state$state[[index]][[entries$r[[e]]]]
+      key <- sprintf("%s.%s", entries$name[[e]], order[[as.integer(index)]])
+      if (!is.null(value) && isTRUE(entries$count[[e]])) {
+        counts[[key]] <- as.numeric(value) # an R double (R code) or a one-element int64 tensor (ignite)
+      } else if (!is.null(value)) {
+        tensors[[paste0("optim.", key)]] <- value$detach()$contiguous()
+      }
+    }
+  }
+  scheduled <- if (is.null(scheduler)) NULL else scheduler$state_dict()
+  meta <- list(
+    layout = checkpoint_layout, step = as.integer(step), lr = I(vapply(state$param_groups, function(g) g$lr, 0)),
+    count_names = I(as.character(names(counts))), count_values = I(as.integer(unlist(counts))),
+    last_epoch = scheduled$last_epoch, scheduler_step_count = scheduled$.step_count,
+    last_lr = if (is.null(scheduled)) NULL else I(as.numeric(scheduled$.last_lr)),
+    scale = NULL, growth_tracker = NULL # an enabled scaler was refused above; a disabled one has no state
+  )
+  safetensors::safe_save_file(lapply(tensors, function(t) t$cpu()), paste0(prefix, ".safetensors"))
+  writeLines(record_to_json(meta), paste0(prefix, ".json")) # 17 significant digits: the lr reads back as the same double
+  invisible(NULL)
+}
+
+#' Read a checkpoint in the contract's layout (either language's) into freshly built objects through their own
+#' `load_state_dict()`, and return the iterations it was taken after. What was read back is traced at step `at`
+#' (`resume.*` points), so a first difference names the state that came back wrong.
+load_checkpoint <- function(spec, prefix, net, opt, scheduler, scaler, at) {
+  meta <- jsonlite::fromJSON(paste0(prefix, ".json"), simplifyVector = TRUE)
+  if (!identical(meta$layout, checkpoint_layout)) {
+    abort_cli("{.path {prefix}.json} is not a checkpoint in layout {.val {checkpoint_layout}}: write it with this harness's scripts.")
+  }
+  tensors <- safetensors::safe_load_file(paste0(prefix, ".safetensors"), framework = "torch")
+  params <- named_parameters(net)
+  torch::with_no_grad({
+    for (name in names(params)) params[[name]]$copy_(tensors[[paste0("model.", name)]])
+  })
+  ignite <- identical(spec$optimizer$family, "ignite")
+  entries <- spec$optimizer$state
+  state <- opt$state_dict() # the fresh optimizer's own groups: the checkpoint sets their lr and the state
+  order <- optimizer_order(opt)
+  for (index in seq_along(order)) {
+    loaded <- list()
+    for (e in seq_len(NROW(entries))) {
+      key <- sprintf("%s.%s", entries$name[[e]], order[[index]])
+      count <- match(key, meta$count_names)
+      if (isTRUE(entries$count[[e]]) && !is.na(count)) {
+        # R code keeps a step count as an R double, libtorch's C++ (ignite) as a one-element int64 tensor
+        value <- meta$count_values[[count]]
+        loaded[[entries$r[[e]]]] <- if (ignite) torch::torch_tensor(value, dtype = torch::torch_int64()) else as.numeric(value)
+      } else if (!is.null(tensors[[paste0("optim.", key)]])) {
+        loaded[[entries$r[[e]]]] <- tensors[[paste0("optim.", key)]]$to(device = spec$device)
+      }
+    }
+    if (length(loaded) > 0L && ignite) {
+      # R-only: R torch's ignite load_state_dict() hands each parameter's states to C++ by position, in the order of its
+      # private `.state_names`; a state the layout does not carry (Adam's max_exp_avg_sq without amsgrad) is the empty
+      # tensor its own state_dict() reports.
+      names_in_order <- opt$.__enclos_env__$private$.state_names
+      loaded <- lapply(stats::setNames(names_in_order, names_in_order), function(n) if (is.null(loaded[[n]])) torch::torch_empty(0L) else loaded[[n]])
+    }
+    if (length(loaded) > 0L) state$state[[as.character(index)]] <- loaded
+  }
+  for (g in seq_along(state$param_groups)) {
+    state$param_groups[[g]]$lr <- meta$lr[[g]]
+  }
+  opt$load_state_dict(state)
+  if (!is.null(scheduler)) { # its own state_dict() with the checkpoint's values: the row's hyperparameters stay the run spec's
+    scheduled <- scheduler$state_dict()
+    scheduled$last_epoch <- as.numeric(meta$last_epoch) # R torch counts it in an R double
+    scheduled$.step_count <- as.integer(meta$scheduler_step_count)
+    scheduled$.last_lr <- as.numeric(meta$last_lr)
+    scheduler$load_state_dict(scheduled)
+  }
+  if (is.null(spec$weights_out)) {
+    unlink(paste0(prefix, c(".safetensors", ".json")))
+  }
+  trace_point(at, "resume.step", torch::torch_scalar_tensor(meta$step, dtype = torch::torch_int64()))
+  trace_parameters(at, "resume.param", net, grads = FALSE)
+  trace_optimizer_state(at, opt, net, spec, stage = "resume.optim")
+  if (!is.null(scheduler)) {
+    trace_scheduler(at, spec, opt, scheduler, prefix = "resume.")
+  }
+  as.integer(meta$step)
+}
+
 #' The model's forward, layer by layer, each module's output a trace point (`forward.layer0`, `forward.relu0`, ...);
 #' `unused`: a layer (0-based) left out this step, its Linear and its ReLU (loop feature `sometimes_used`; -1: none);
 #' `custom`: a layer computed by a function of the input and that layer (loop feature `custom_function`) in place of the
@@ -555,7 +685,8 @@ trace_parameters <- function(step, stage, net, grads) {
   invisible(NULL)
 }
 
-#' The optimizer's state after its step, as points `optim.<entry>.<parameter>` (`optim.exp_avg.layer0.weight`, ...).
+#' The optimizer's state after its step, as points `<stage>.<entry>.<parameter>` (`optim.exp_avg.layer0.weight`, ...;
+#' `resume.optim`: as a checkpoint's load read it back).
 #'
 #' The entries are the run spec's optimizer row's (`state`, a data frame as jsonlite reads it), each read under R torch's
 #' key: the R-code optimizers keep a list per parameter (`opt$state$get(param)`), the libtorch ones report theirs through
@@ -563,7 +694,7 @@ trace_parameters <- function(step, stage, net, grads) {
 #' parameter in the order the step visits them. A step counter (`count`) is recorded as the whole number it holds (an
 #' R double here, a float32 tensor in PyTorch); any other R number as a float64 scalar; an entry with a `dtype` in that
 #' dtype (the one every kernel that uses it rounds it to). Skipped at once when not tracing.
-trace_optimizer_state <- function(step, opt, net, spec) {
+trace_optimizer_state <- function(step, opt, net, spec, stage = "optim") {
   if (is.null(get0("sink", envir = trace_state, inherits = FALSE))) {
     return(invisible(NULL))
   }
@@ -585,7 +716,7 @@ trace_optimizer_state <- function(step, opt, net, spec) {
       if (!is.na(dtype)) {
         value <- value$to(dtype = torch_dtype(dtype))
       }
-      trace_point(step, sprintf("optim.%s.%s", entries$name[[e]], names(params)[[k]]), value)
+      trace_point(step, sprintf("%s.%s.%s", stage, entries$name[[e]], names(params)[[k]]), value)
     }
   }
   invisible(NULL)

@@ -84,6 +84,7 @@ run_workload <- function(spec, mode) {
   multi <- loop_feature(spec, "multi_optimizer")
   penalty <- loop_feature(spec, "penalty")
   custom <- custom_layer(spec, properties) # a layer computed by a custom autograd function, or none
+  resume <- loop_feature(spec, "resume")
 
   # jsonlite gives `[]` as an empty list and `[3, 7]` as an integer vector.
   overflow_steps <- if (use_scaler) as.integer(unlist(spec$overflow_steps)) else integer()
@@ -100,7 +101,8 @@ run_workload <- function(spec, mode) {
   epoch_start <- clock()
   step <- 0L
   for (epoch in seq_len(spec$epochs)) {
-    for (i in seq_len(spec$num_batches)) {
+    for (b in seq_len(spec$num_batches)) {
+      i <- step %% spec$num_batches + 1L # the batch follows the step, which a resumed run takes from its checkpoint
       trace_point(step, "batch.data", data[i, , ])
       trace_point(step, "batch.targets", targets[i, , ])
       torch::with_autocast(device_type = device, dtype = amp_dtype, enabled = properties$autocast, {
@@ -197,6 +199,20 @@ run_workload <- function(spec, mode) {
         # tensor created by the first scale() and updated in place by update() (R/autocast.R);
         # a clone keeps this step's value on the device, as Python's _get_scale_async() clone does.
         scales[[length(scales) + 1L]] <- scaler$.scale$detach()$clone()
+      }
+      if (!is.null(resume) && step + 1L == resume$at_step) {
+        # Checkpoint, then build everything afresh and train on from the checkpoint (the other language's where the run
+        # spec hands one over: resume_from).
+        prefix <- checkpoint_prefix(spec)
+        save_checkpoint(spec, prefix, step + 1L, net, opts[[1]], scheduler, scaler) # resume runs one optimizer
+        net <- make_model(spec, fixtures)
+        freeze_layer(spec, net)
+        opts <- lapply(make_optimizers(spec, net), patch_optimizer, spec = spec)
+        scheduler <- patch_scheduler(make_scheduler(spec, opts[[1]]), spec)
+        made <- make_grad_scaler(spec, enabled = use_scaler)
+        scaler <- patch_scaler(made$scaler, spec)
+        lifted_check <- made$lifted_check
+        step <- load_checkpoint(spec, if (is.null(spec$resume_from)) prefix else spec$resume_from, net, opts[[1]], scheduler, scaler, step) - 1L
       }
       step <- step + 1L
     }

@@ -59,7 +59,7 @@ def torch_float64_run(
     opt = getattr(torch.optim, built["class"])(params, **args)
     every = micro_batches(feature)
     scheduler = None
-    if row is not None and row.kind == "scheduler":
+    if row is not None and row.scheduler:
         scheduler_args: dict[str, Any] = row.run_spec(float(args["lr"]))["python"]["args"]
         if row.lr_lambda:
             scheduler_args["lr_lambda"] = lambda epoch: epoch_factor(row.args, epoch)

@@ -104,7 +104,7 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
     bias_update = make_update(optimizer, spec.lr, {**(overrides.get(optimizer) or {}), **bias_args}) if groups else update
     row_lr = float(update.args["lr"])  # OneCycleLR's max_lr is a factor of the row's lr, the same for every group
     schedules = [_Schedule(feature, u, row_lr) for u in ((update, bias_update) if groups else (update,))] \
-        if feature is not None and feature.kind == "scheduler" else []
+        if feature is not None and feature.scheduler else []
     every = int(feature.args["every"]) if feature is not None and feature.kind == "accumulate" else 1
     # a frozen layer has no gradient: the optimizer (and a clip) never sees it, as PyTorch's skip a parameter whose grad is None
     frozen = int(feature.args["layer"]) if feature is not None and feature.kind == "frozen" else -1

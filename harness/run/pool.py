@@ -21,6 +21,7 @@ from harness.run.availability import Availability
 from harness.run.frontends import FRONTENDS, Frontend, open_worker
 from harness.run.prepare import prepare_run_spec
 from harness.run.worker import Worker
+from harness.workload.features import FEATURES
 from harness.workload.fixtures import FixtureFile
 from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
@@ -170,6 +171,12 @@ class WorkerPool:
     def declared_unsupported(self, cell: Cell) -> bool:
         """Whether the frontend is known not to support this cell (it still runs, to notice a change)."""
         return (cell.properties.scaler, cell.device) in self.frontends[cell.frontend].unsupported
+
+    def feature_refused(self, cell: Cell) -> bool:
+        """Whether the cell's loop feature declares this frontend's binding unable to do it with the cell's scaler
+        (``Feature.unsupported``): its script refuses it in the binding's own words, and the cell is unsupported."""
+        row = FEATURES.get(cell.feature)
+        return row is not None and row.refuses(self.language(cell.frontend), cell.properties.scaler)
 
     def expected_to_run(self, cell: Cell) -> bool:
         """Whether the cell should run: supported, or declared unsupported but run with one check lifted (``scaler_lift``)."""

@@ -24,8 +24,8 @@ from harness.contract.modes import SCRIPTS
 from harness.errors import UsageError
 from harness.workload.optimizers import OPTIMIZERS
 
-__all__ = ["FEATURES", "KINDS", "LR_LAMBDA_ARGS", "NO_FEATURE", "PRESET_FEATURES", "Cover", "Feature", "check_feature",
-           "epoch_factor", "explicit_scales", "micro_batches", "parse_features"]
+__all__ = ["FEATURES", "KINDS", "LOOP_ARGS", "LR_LAMBDA_ARGS", "NO_FEATURE", "PRESET_FEATURES", "Cover", "Feature",
+           "check_feature", "epoch_factor", "explicit_scales", "micro_batches", "parse_features"]
 
 #: The plain loop: no row, the matrix as it always was (its cells' ids carry no feature).
 NO_FEATURE = "none"
@@ -48,13 +48,19 @@ NO_FEATURE = "none"
 #: hand, their norm times ``weight`` added to the loss under autocast, then the scaled total's backward.
 #: ``custom_function``: one layer computed by a custom autograd function (a Linear's ``addmm`` forward and its backward
 #: by hand) made AMP aware as the AMP examples' last section says (PyTorch: ``custom_fwd``/``custom_bwd``).
+#: ``resume``: after ``at_step`` iterations the model, the optimizer and the scaler are checkpointed in the contract's
+#: layout (docs/contract.md#checkpoint), built afresh, loaded from the checkpoint and trained on to the end: the
+#: uninterrupted run's arithmetic, so the float64 reference is the plain loop's.
 KINDS: tuple[str, ...] = ("scheduler", "accumulate", "clip_value", "frozen", "param_groups", "sometimes_used",
-                          "multi_optimizer", "penalty", "custom_function")
+                          "multi_optimizer", "penalty", "custom_function", "resume")
 #: The one function of the epoch a ``lr_lambda`` row declares (LambdaLR's and MultiplicativeLR's ``lr_lambda``), by its
 #: arguments: ``factor(epoch) = min(1, (epoch + 1) / warmup) / (1 + decay * epoch)``, a linear warmup then an
 #: inverse-time decay. Both scripts (``epoch_factor`` in each) and the reference evaluate it in this order of double
 #: operations (no ``pow``, whose libm and R's ``^`` could round apart): the row carries numbers, never code.
 LR_LAMBDA_ARGS: tuple[str, ...] = ("warmup", "decay")
+
+#: Arguments of the loop itself, never handed to a row's scheduler: ``resume``'s step of the checkpoint.
+LOOP_ARGS: frozenset[str] = frozenset({"at_step"})
 
 _SCALER = "cuda_amp_grad_scaler"
 _PLAIN = "with_autocast"
@@ -104,6 +110,9 @@ class Feature:
     traced: tuple[str, ...] = ()
     cycles_momentum: bool = False
     groups: bool = False
+    #: The (language, scaler kind) cells whose binding cannot do what the row asks, with the fact why: the script
+    #: refuses them in the binding's own words, and the cell is ``unsupported`` (never silently run another way).
+    unsupported: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -121,16 +130,25 @@ class Feature:
             if unknown:
                 raise ValueError(f"feature {self.name}: unknown optimizer {unknown[0]!r}")
 
+    def refuses(self, language: str, scaler: str) -> bool:
+        """Whether ``language``'s binding is known not to do this row's loop with a scaler of kind ``scaler``."""
+        return (language, scaler) in self.unsupported
+
     def applies(self, script: str, mode: str, optimizer: str) -> bool:
         """Whether the covering design runs this feature in ``script``'s ``mode`` with ``optimizer``."""
         return any((script, mode) in c.modes and optimizer in c.optimizers for c in self.covers)
 
+    @property
+    def scheduler(self) -> bool:
+        """Whether the loop has a learning-rate scheduler: a ``scheduler`` row, or a ``resume`` row that checkpoints one."""
+        return bool(self.python)
+
     def scheduler_args(self, lr: float) -> dict[str, float | int]:
-        """The scheduler's arguments (R torch's names) for an optimizer row whose lr is ``lr``: ``lr_args`` resolved,
-        and none where the row's arguments declare the ``lr_lambda`` instead."""
+        """The scheduler's arguments (R torch's names) for an optimizer row whose lr is ``lr``: ``lr_args`` resolved, the
+        loop's own (``LOOP_ARGS``) left out, and none where the row's arguments declare the ``lr_lambda`` instead."""
         if self.lr_lambda:
             return {}
-        return {k: v * lr if k in self.lr_args else v for k, v in self.args.items()}
+        return {k: v * lr if k in self.lr_args else v for k, v in self.args.items() if k not in LOOP_ARGS}
 
     def run_spec(self, lr: float = 1.0) -> dict[str, Any]:
         """What a script receives to build the loop (the run spec's ``feature``), with the optimizer row's ``lr``."""
@@ -145,8 +163,10 @@ class Feature:
         }
 
     def to_json(self) -> dict[str, Any]:
-        """The whole row, for docs and tests."""
-        return dataclasses.asdict(self)
+        """The whole row, for docs and tests (``unsupported`` as ``language/scaler`` keys: JSON has no pair keys)."""
+        row = dataclasses.asdict(self)
+        row["unsupported"] = {f"{language}/{scaler}": why for (language, scaler), why in self.unsupported.items()}
+        return row
 
 
 def _every_mode() -> tuple[tuple[str, str], ...]:
@@ -210,6 +230,8 @@ def _new_scheduler_covers(optimizers: tuple[str, ...], why: str, every_mode: str
 #: momentum (R code), Adam's betas (R code), and ignite's SGD and Adam (libtorch's C++ options, which R sets through its
 #: param_groups binding). The others have neither, and both bindings refuse them with cycle_momentum on.
 _CYCLED: tuple[str, ...] = ("sgd_momentum", "rmsprop", "adam", "ignite_sgd", "ignite_adam")
+
+
 def _sometimes_used_covers(modes: tuple[str, ...], optimizers: tuple[str, ...] = _ONE_PER_FAMILY) -> tuple[Cover, ...]:
     return (
         Cover(tuple((_SCALER, m) for m in modes), optimizers,
@@ -229,6 +251,17 @@ _USED_REASONS = {
              "train on every step",
     "every": "2: the layer is used on the even steps and left out on the odd ones, so tiny's 20 steps alternate",
 }
+
+
+def _resume_covers() -> tuple[Cover, ...]:
+    return (
+        Cover(((_SCALER, "default"), (_SCALER, "autocast_scaler")), ("sgd_momentum", "adam", "ignite_adam", "adagrad"),
+              "what a checkpoint carries: SGD's momentum buffer (R code), Adam's moments and step count in R code and in "
+              "libtorch's C++ (R torch keeps their state_dict()s differently: an R list, a C++ state by position), and "
+              "Adagrad's step count and sum (R code, a pair identical in the plain loop, so a resumed run's own difference "
+              "shows first); with the scaler disabled (users' use_amp=False) and enabled, whose scale and growth tracker "
+              "are checkpointed too where the binding can save them"),
+    )
 
 
 FEATURES: dict[str, Feature] = {
@@ -421,6 +454,30 @@ FEATURES: dict[str, Feature] = {
                    "whose step is bitwise identical in the plain loop, since the function changes what reaches the "
                    "optimizer and nothing in it. Not the low-precision-weights modes: autocast is off there, as in "
                    "default"),),
+        ),
+        Feature(
+            "resume", "resume", "checkpoint after at_step iterations, build afresh, load the checkpoint, train on",
+            {"at_step": 7},
+            {"at_step": "7 of tiny's 20 iterations: mid-epoch (the batch is taken from the checkpoint's step); the scale's "
+                        "second growth is the next step, decided by the growth tracker carried over, and the preset's "
+                        "overflow (step 9) comes after; 13 steps left for a state read back wrong to show"},
+            _resume_covers(),
+            unsupported={("r", "dynamic"): "R torch's cuda_amp_grad_scaler() has no state_dict() (R/autocast.R): its scale "
+                                           "and growth tracker cannot be saved, and a resumed run would restart them"},
+        ),
+        Feature(
+            "resume_lr_step", "resume", "resume, with lr_step's scheduler checkpointed and loaded too",
+            {"at_step": 7, "step_size": 4, "gamma": 0.7},
+            {"at_step": "as resume's: the scheduler's first step after the load (its 8th) decays the lr, from the lr and "
+                        "the last_epoch read back",
+             "step_size": "lr_step's: 4, so the decay fires at the first scheduler step after the load",
+             "gamma": "lr_step's: 0.7, not a power of two, so an lr read back rounded would show"},
+            (Cover(((_SCALER, "default"), (_SCALER, "autocast_scaler")), ("adagrad", "ignite_adam"),
+                   "the scheduler's state (last_epoch, its step count, the last lr) and the lr it set in each group, in an "
+                   "R-code optimizer's param groups (Adagrad, identical in the plain loop) and in libtorch's C++ options "
+                   "(ignite Adam); with the scaler disabled and enabled"),),
+            python="StepLR", r="lr_step",
+            unsupported={("r", "dynamic"): "R torch's cuda_amp_grad_scaler() has no state_dict() (R/autocast.R)"},
         ),
     )
 }

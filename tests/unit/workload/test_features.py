@@ -112,3 +112,19 @@ def test_feature_flags_parse_and_refuse_in_one_line() -> None:
     assert parse_features(["clip_value,lr_step"], "tiny") == ("lr_step", "clip_value")
     with pytest.raises(UsageError, match="feature"):
         parse_features(["lr_steps"], "tiny")
+
+
+def test_a_resume_row_keeps_its_step_from_the_scheduler_and_declares_what_r_cannot_save() -> None:
+    """``at_step`` is the loop's, never a scheduler argument; R's scaler (no state_dict()) is declared unsupported for
+    every resume row, Python's is not; a row's JSON names each refusal by language and scaler."""
+    workload = WorkloadSpec.from_preset("tiny")
+    spec = run_spec_for(workload, "cuda_amp_grad_scaler", "adagrad", "f.safetensors", None, feature="resume_lr_step").to_json()
+    assert spec["feature"]["args"]["at_step"] == 7
+    assert spec["feature"]["python"] == {"class": "StepLR", "args": {"step_size": 4, "gamma": 0.7}}
+    assert spec["feature"]["r"] == {"function": "lr_step", "args": {"step_size": 4, "gamma": 0.7}}
+    for name in ("resume", "resume_lr_step"):
+        row = FEATURES[name]
+        assert row.refuses("r", "dynamic") and not row.refuses("python", "dynamic") and not row.refuses("r", "disabled")
+        assert "state_dict" in row.to_json()["unsupported"]["r/dynamic"]
+    assert FEATURES["resume_lr_step"].scheduler and not FEATURES["resume"].scheduler
+    assert not any(FEATURES[name].unsupported for name in FEATURES if FEATURES[name].kind != "resume")
