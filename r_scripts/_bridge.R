@@ -76,7 +76,7 @@ amp_parity_call <- function(script_path, spec_json, mode) {
 #' Each point goes to the worker's recorder (a Python function, harness/worker_side/trace_recorder.py), which digests its
 #' bytes: both languages' points are digested by the same code. They go a step at a time: the points of one step are
 #' collected here (their bytes, step, name, dtype and shape) and handed over together, when the next step's first point
-#' arrives or the run ends, in one call of `record_points(steps, names, dtypes, ranks, sizes, bytes)`, because a call into
+#' arrives or the run ends, in one call of `record_points(steps, names, dtypes, ranks, sizes, lengths, bytes)`, because a call into
 #' Python costs about as much as everything else a point costs in R. A step's bytes are bounded by the workload's size (a
 #' recipe step is at most a few hundred megabytes of activations and gradients). When the recorder has every point it
 #' was asked to keep (the narrow second pass), it returns `TRUE` and the run stops there (a condition of class
@@ -90,7 +90,9 @@ amp_parity_call <- function(script_path, spec_json, mode) {
 amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
   run_spec <- jsonlite::fromJSON(spec_json)
   on_cuda <- identical(run_spec$device, "cuda")
-  dtypes <- list(dtypes = run_spec$dtypes) # what dtype_name() reads of the run spec
+  # The contract's dtype names by libtorch's (what dtype_name() reads of the run spec), looked up once per point.
+  contract_names <- vapply(run_spec$dtypes, function(d) d$libtorch, character(1))
+  contract_names <- stats::setNames(names(contract_names), contract_names)
   contiguous <- torch::torch_contiguous_format()
   batch <- new.env(parent = emptyenv())
   empty <- function() {
@@ -106,10 +108,14 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
       return(invisible(NULL))
     }
     k <- seq_len(batch$n)
-    # Shapes flattened (each point's rank, then every size): one vector each, which Python reads whole, where a list of
-    # vectors is read element by element (a wrapper per element: most of what the Python side cost).
+    # Every field in one R vector, which Python reads whole, where a list of vectors or a character vector is read
+    # element by element (a wrapper per element: most of what the Python side cost): the names and the dtypes as one
+    # string each, a line per point (no name has a newline); the shapes flattened (each point's rank, then every size);
+    # the bytes end to end (each point's length, then one raw vector: unlist() copies them at memory speed).
     shapes <- batch$shapes[k]
-    done <- record_points(batch$steps[k], batch$names[k], batch$dtypes[k], lengths(shapes), as.integer(unlist(shapes)), batch$bytes[k])
+    bytes <- batch$bytes[k]
+    done <- record_points(batch$steps[k], paste(batch$names[k], collapse = "\n"), paste(batch$dtypes[k], collapse = "\n"),
+                          lengths(shapes), as.integer(unlist(shapes)), lengths(bytes), unlist(bytes))
     empty()
     if (isTRUE(done)) {
       stop(errorCondition("the trace has every point it was asked to keep", class = "amp_parity_trace_done"))
@@ -120,8 +126,11 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
     if (batch$n > 0L && batch$steps[[batch$n]] != step) flush()
     # A contiguous copy with storage of its own (offset 0, see above), in as few calls as can be: each R torch
     # method call costs tens of microseconds, paid at every point (the copy may carry autograd history: unused).
+    # The exported functions' own calls, without their wrappers: the wrappers were most of a point's cost (issue 38:
+    # `torch_clone()` 34 us against 12 us; `$dtype`, an R7 lookup and an R6 object, 14-21 us against 7 us), at about
+    # 1,600 points a `tiny` clip call. `torch_clone()` and `as.character(x$dtype)` call exactly these.
     if (on_cuda) value <- value$cpu()
-    value <- torch::torch_clone(value, memory_format = contiguous)
+    value <- torch:::cpp_torch_namespace_clone_self_Tensor(value, contiguous)
     n <- batch$n + 1L
     if (n > length(batch$steps)) {
       size <- 2L * length(batch$steps)
@@ -133,11 +142,13 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
     }
     batch$steps[[n]] <- step
     batch$names[[n]] <- name
-    batch$dtypes[[n]] <- dtype_name(value$dtype, dtypes)
-    # dim() is what `value$shape` returns (both call R torch's cpp_tensor_dim(): integer(0) for a 0-d tensor) at a third
-    # of its cost (6 against 13-18 us): `$shape` goes through the tensor's R7 `$` and `size()` first.
-    batch$shapes[[n]] <- dim(value)
-    batch$bytes[[n]] <- torch::buffer_from_torch_tensor(value)
+    libtorch_name <- torch:::cpp_dtype_to_string(structure(torch:::cpp_torch_tensor_dtype(value), class = "torch_dtype"))
+    contract_name <- contract_names[libtorch_name]
+    batch$dtypes[[n]] <- if (is.na(contract_name)) dtype_name(value$dtype, list(dtypes = run_spec$dtypes)) else contract_name # dtype_name(): its error
+    # cpp_tensor_dim() is what `value$shape` and dim() return (integer(0) for a 0-d tensor) at a fraction of their cost
+    # (2 us against 6 and 13-18 us): `$shape` goes through the tensor's R7 `$` and `size()` first.
+    batch$shapes[[n]] <- torch:::cpp_tensor_dim(value)
+    batch$bytes[[n]] <- torch:::cpp_buffer_from_tensor(value)
     batch$n <- n
   })
   on.exit(set_trace_sink(NULL), add = TRUE)

@@ -139,17 +139,20 @@ class RHandler:
         recorder = TraceRecorder(request["trace"]["keep"], stop=request["trace"].get("stop", True))
 
         @ri.rternalize  # type: ignore[untyped-decorator]
-        def record_points(steps: Any, names: Any, dtypes: Any, ranks: Any, sizes: Any, data: Any) -> Any:
-            # One step's points at once (amp_parity_trace_call() in _bridge.R), each vector converted whole: rpy2 wraps
-            # every element it is asked for one by one. np.asarray reads each raw vector in place (rpy2's array interface);
-            # bytes() would copy it byte by byte.
+        def record_points(steps: Any, names: Any, dtypes: Any, ranks: Any, sizes: Any, lengths: Any, data: Any) -> Any:
+            # One step's points at once (amp_parity_trace_call() in _bridge.R), each field one R vector read whole: rpy2
+            # wraps every element it is asked for one by one. The names and dtypes come a line per point; the bytes end to
+            # end, which np.asarray reads in place (rpy2's array interface), each point a view of them.
             done = False
             ends = np.cumsum(np.asarray(ranks, dtype=np.int64)).tolist()
             flat = np.asarray(sizes, dtype=np.int64).tolist() if ends and ends[-1] else []
             starts = [0, *ends[:-1]]
-            for step, name, dtype, start, end, raw in zip(np.asarray(steps).tolist(), list(names), list(dtypes), starts, ends,
-                                                         data, strict=True):
-                done = recorder.record(step, name, dtype, flat[start:end], np.asarray(raw)) or done
+            byte_ends = np.cumsum(np.asarray(lengths, dtype=np.int64)).tolist()
+            whole = memoryview(np.asarray(data)) if byte_ends and byte_ends[-1] else memoryview(b"")
+            for step, name, dtype, start, end, byte_start, byte_end in zip(
+                    np.asarray(steps).tolist(), str(names[0]).split("\n"), str(dtypes[0]).split("\n"), starts, ends,
+                    [0, *byte_ends[:-1]], byte_ends, strict=True):
+                done = recorder.record(step, name, dtype, flat[start:end], whole[byte_start:byte_end]) or done
             return ri.BoolSexpVector([done])
 
         kind, text = self._trace_call(path, json.dumps(request["run_spec"]), request["mode"], record_points)
