@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from harness.judge.known_differences import KnownDifference
     from harness.views.page import EntryText
     from harness.workload.installations import Installation
+    from harness.workload.spec import WorkloadSpec
 
-__all__ = ["add_frontend_arguments", "add_judging_arguments", "add_known_differences_argument", "add_rejudging_arguments",
-           "entry_texts_of", "frontends_of", "known_differences_of", "rejudging_of"]
+__all__ = ["Matrix", "add_frontend_arguments", "add_judging_arguments", "add_known_differences_argument",
+           "add_rejudging_arguments", "entry_texts_of", "frontends_of", "known_differences_of", "matrix_of", "rejudging_of"]
 
 
 def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,3 +95,32 @@ def entry_texts_of(args: argparse.Namespace) -> dict[str, EntryText]:
     entries = known_differences_of(args) or load_known_differences()
     return {k.id: EntryText(k.id, k.kind, k.title, " ".join(k.mechanism.split()), k.sources, " ".join(k.upstream.split()))
             for k in entries}
+
+
+class Matrix(NamedTuple):
+    """What ``run`` and ``trace`` run: the spec, and the modes, optimizers and loop features of its cells."""
+
+    spec: WorkloadSpec
+    modes: tuple[str, ...]
+    optimizers: tuple[str, ...]
+    features: tuple[str, ...]
+
+
+def matrix_of(args: argparse.Namespace) -> Matrix:
+    """The spec and the cells' axes the flags ask for, each checked before anything runs; a run narrowed to some modes or
+    optimizers runs the plain loop unless ``--feature`` says otherwise.
+
+    Raises:
+        SpecError, UsageError: a value the spec, or an axis, does not allow.
+    """
+    from harness.workload.features import parse_features
+    from harness.workload.flags import for_optimizers, spec_from_args
+    from harness.workload.optimizers import parse_optimizers
+    from harness.workload.spec import parse_modes
+
+    spec = spec_from_args(args)
+    modes = parse_modes(args.mode)
+    optimizers = parse_optimizers(args.optimizer, spec.preset)
+    spec = for_optimizers(spec, args, optimizers)
+    features = parse_features(args.feature, spec.preset, narrowed=bool(args.optimizer or args.mode))
+    return Matrix(spec, modes, optimizers, features)

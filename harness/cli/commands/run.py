@@ -16,6 +16,7 @@ from harness.cli.options import (
     entry_texts_of,
     frontends_of,
     known_differences_of,
+    matrix_of,
 )
 from harness.cli.outcome import exit_status, nothing_ran
 from harness.cli.output import WRITTEN, go_quiet_on_broken_pipe, quiet_stdout, temporary_staging, write_report_or_say_why
@@ -75,16 +76,8 @@ def command(args: argparse.Namespace) -> ExitCode:
     from harness.views.progress import progress_for
     from harness.views.table import make_console, print_result
     from harness.views.timing_sections import limit_line, phases_line
-    from harness.workload.features import parse_features
-    from harness.workload.flags import for_optimizers, spec_from_args
-    from harness.workload.optimizers import parse_optimizers
-    from harness.workload.spec import parse_modes
 
-    spec = spec_from_args(args)
-    modes = parse_modes(args.mode)
-    optimizers = parse_optimizers(args.optimizer, spec.preset)
-    spec = for_optimizers(spec, args, optimizers)
-    features = parse_features(args.feature, spec.preset, narrowed=bool(args.optimizer or args.mode))
+    spec, modes, optimizers, features = matrix_of(args)
     protocol = TimingProtocol.for_preset(spec.preset, args.warmup_rounds, args.rounds, args.max_seconds, args.interleave)
     frontends = frontends_of(args)
     require_device(spec)

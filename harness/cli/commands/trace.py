@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.cli.options import add_frontend_arguments, add_judging_arguments, frontends_of, known_differences_of
+from harness.cli.options import add_frontend_arguments, add_judging_arguments, frontends_of, known_differences_of, matrix_of
 from harness.cli.outcome import exit_status
 from harness.cli.output import temporary_staging
 from harness.errors import ExitCode
@@ -34,16 +34,8 @@ def command(args: argparse.Namespace) -> ExitCode:
     from harness.run.prepare import require_device
     from harness.run.runner import MatrixRunner
     from harness.views.table import make_console, print_trace
-    from harness.workload.features import parse_features
-    from harness.workload.flags import for_optimizers, spec_from_args
-    from harness.workload.optimizers import parse_optimizers
-    from harness.workload.spec import parse_modes
 
-    spec = spec_from_args(args)
-    modes = parse_modes(args.mode)
-    optimizers = parse_optimizers(args.optimizer, spec.preset)
-    spec = for_optimizers(spec, args, optimizers)
-    features = parse_features(args.feature, spec.preset, narrowed=bool(args.optimizer or args.mode))
+    spec, modes, optimizers, features = matrix_of(args)
     frontends = frontends_of(args)
     if len(frontends) < 2:  # a trace is of pairs: one frontend ran its cells, traced nothing and said nothing
         raise UsageError("--frontend", ",".join(args.frontend or ()), "two frontends or more for trace (it traces pairs)")
