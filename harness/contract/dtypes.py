@@ -23,8 +23,9 @@ class DType:
     """One dtype. ``libtorch``: libtorch's scalar-type name (R's ``as.character(dtype)``); ``profiler``: how the autograd
     profiler spells it (``c10::`` stripped), ``None`` where no GEMM runs in it; ``numpy``: the NumPy type of its bytes
     (bfloat16, which NumPy lacks, as its 16 bits); ``bits``: the signed integer of a float's width, whose order ULPs are
-    counted in (``None``: not a float); ``eps``: the gap between 1 and the next number (floats); ``amp``: autocast may
-    compute in it (an AMP dtype of the spec)."""
+    counted in (``None``: not a float); ``eps``: the gap between 1 and the next number (floats); ``subnormal``: its
+    smallest positive number (a number below half of it rounds to 0); ``amp``: autocast may compute in it (an AMP dtype of
+    the spec)."""
 
     name: str
     libtorch: str
@@ -33,6 +34,7 @@ class DType:
     eps: float | None = None
     profiler: str | None = None
     amp: bool = False
+    subnormal: float | None = None
 
     @property
     def is_float(self) -> bool:
@@ -47,11 +49,13 @@ class DType:
 #: Every dtype a record, a trace point or a GEMM names. Epsilons: float32 has a 23-bit fraction (2^-23 ≈ 1.19e-7),
 #: bfloat16 a 7-bit one (2^-7 ≈ 7.8e-3, float32's range with 3 significant digits), float16 a 10-bit one (2^-10 ≈ 9.8e-4,
 #: with a narrow range that is why it needs a loss scaler); round-to-nearest makes each rounding at most half of this.
+#: Smallest subnormals: 2^-(bias - 1 + fraction bits): float16's 2^-24 ≈ 5.96e-8 is what the AMP guide's pure float16
+#: weights run into (an optimizer's eps of 1e-8 is 0 there); bfloat16 keeps float32's exponent (2^-133).
 DTYPES: dict[str, DType] = {d.name: d for d in (
-    DType("float32", "Float", "<f4", "<i4", 2.0**-23, profiler="float"),
-    DType("float64", "Double", "<f8", "<i8", 2.0**-52, profiler="double"),
-    DType("float16", "Half", "<f2", "<i2", 2.0**-10, profiler="Half", amp=True),
-    DType("bfloat16", "BFloat16", "<u2", "<i2", 2.0**-7, profiler="BFloat16", amp=True),
+    DType("float32", "Float", "<f4", "<i4", 2.0**-23, profiler="float", subnormal=2.0**-149),
+    DType("float64", "Double", "<f8", "<i8", 2.0**-52, profiler="double", subnormal=2.0**-1074),
+    DType("float16", "Half", "<f2", "<i2", 2.0**-10, profiler="Half", amp=True, subnormal=2.0**-24),
+    DType("bfloat16", "BFloat16", "<u2", "<i2", 2.0**-7, profiler="BFloat16", amp=True, subnormal=2.0**-133),
     DType("int32", "Int", "<i4"),
     DType("int64", "Long", "<i8"),
     DType("uint8", "Byte", "u1"),

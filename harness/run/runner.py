@@ -58,6 +58,7 @@ from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation
 from harness.workload.matrix import Cell, cells_for
 from harness.workload.optimizers import PRESET_OPTIMIZERS
 from harness.workload.patches import switch_names
+from harness.workload.refusals import refusal
 from harness.workload.spec import WorkloadSpec, default_overflow_steps
 
 __all__ = ["MatrixRunner", "collect_warnings"]
@@ -429,6 +430,9 @@ class MatrixRunner:
                               "free space there (or set TMPDIR) and run again") from err
 
     def _record_call(self, cell: Cell) -> CellResult:
+        refused = refusal(cell, self.spec)  # arithmetic that cannot work in any language: not run, and said why
+        if refused is not None:
+            return CellResult(cell, Status.UNSUPPORTED, refused)
         reason = self.pool.unavailable_reason(cell.frontend)
         if reason is not None:
             if self.pool.frontends[cell.frontend].language == "r" and r_required():

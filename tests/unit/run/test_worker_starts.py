@@ -1,4 +1,5 @@
-"""The workers' start (``MatrixRunner.describe_installations``): what the result says when a worker could not describe itself."""
+"""The workers' start (``MatrixRunner.describe_installations``) and the calls that never need one: what the result says when a
+worker could not describe itself, and a refused cell."""
 
 from __future__ import annotations
 
@@ -24,5 +25,21 @@ def test_a_default_worker_that_dies_describing_itself_is_named_in_the_warnings(t
     try:
         assert runner.describe_installations() == {"python": {}}
         assert runner.start_problems == {"python": "python worker: python worker crashed (signal 11) during describe"}
+    finally:
+        runner.close()
+
+
+def test_a_refused_cell_is_unsupported_in_its_reason_without_a_worker(tmp_path: Path) -> None:
+    """A cell harness/workload/refusals.py refuses never reaches a worker: it is ``unsupported``, saying why (no worker runs
+    here: the pool would start one on its first call)."""
+    from harness.model.result import Status
+    from harness.workload.matrix import Cell
+
+    spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16")
+    runner = MatrixRunner(spec, ("python",), staging=tmp_path)
+    try:
+        outcome = runner._record_call(Cell("python", "with_autocast", "lowp_weights", "adam", "cpu"))
+        assert outcome.status is Status.UNSUPPORTED and outcome.reason is not None and "is 0 in float16" in outcome.reason
+        assert runner.pool.worker_info() == {}
     finally:
         runner.close()

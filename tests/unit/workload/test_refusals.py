@@ -1,0 +1,53 @@
+"""The cells no language runs (harness/workload/refusals.py): pure float16 weights with an eps that is 0 in float16."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.contract.dtypes import DTYPES
+from harness.workload.matrix import Cell
+from harness.workload.refusals import EPS_UNDER_SQRT, refusal
+from harness.workload.spec import WorkloadSpec
+
+
+def _cell(mode: str = "lowp_weights", optimizer: str = "adam", script: str = "with_autocast") -> Cell:
+    return Cell("python", script, mode, optimizer, "cpu")
+
+
+@pytest.mark.parametrize("optimizer", EPS_UNDER_SQRT)
+def test_float16_weights_with_an_eps_that_is_zero_there_are_refused_with_the_fix(optimizer: str) -> None:
+    """The first CUDA run's 16 NaN cells (float16 lowp_weights with an eps of 1e-8): refused, saying why and what to pass."""
+    spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16")
+    why = refusal(_cell(optimizer=optimizer), spec)
+    assert why is not None and "is 0 in float16" in why and f"--optimizer-arg {optimizer}.eps=1e-4" in why
+    assert refusal(_cell("lowp_weights_scaled", optimizer), spec) is not None
+
+
+@pytest.mark.parametrize(("mode", "optimizer", "amp_dtype", "args"), [
+    ("lowp_weights", "adam", "bfloat16", {}),  # bfloat16 has float32's range: 1e-8 is a number there
+    ("autocast", "adam", "float16", {}),  # float32 weights and state under autocast
+    ("lowp_weights", "sgd", "float16", {}),  # no eps
+    ("lowp_weights", "adagrad", "float16", {}),  # its sum starts at 0.1: never 0 / 0
+    ("lowp_weights", "adam", "float16", {"adam": {"eps": 1e-4}}),  # an eps float16 holds
+])
+def test_what_can_train_is_not_refused(mode: str, optimizer: str, amp_dtype: str, args: dict[str, dict[str, float]]) -> None:
+    assert refusal(_cell(mode, optimizer), WorkloadSpec.from_preset("tiny", amp_dtype=amp_dtype, optimizer_args=args)) is None
+
+
+def test_the_threshold_is_half_the_smallest_subnormal() -> None:
+    """An eps at half float16's smallest number is a tie that rounds to even, 0 (refused); just above it rounds up (kept)."""
+    tiny = DTYPES["float16"].subnormal
+    assert tiny == 2.0**-24
+    refused = WorkloadSpec.from_preset("tiny", amp_dtype="float16", optimizer_args={"adam": {"eps": tiny / 2}})
+    kept = WorkloadSpec.from_preset("tiny", amp_dtype="float16", optimizer_args={"adam": {"eps": tiny / 2 * 1.01}})
+    assert refusal(_cell(), refused) is not None and refusal(_cell(), kept) is None
+
+
+def test_the_threshold_is_what_float16_itself_rounds_to_zero() -> None:
+    """The rule is float16's own rounding, checked against torch: 0 + eps in float16 is 0 exactly where a cell is refused."""
+    import torch
+
+    for eps in (1e-8, 2.0**-25, 2.0**-25 * 1.01, 1e-7, 1e-4):
+        spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16", optimizer_args={"adam": {"eps": eps}})
+        zero = float(torch.zeros(1, dtype=torch.float16).add_(eps)) == 0.0
+        assert (refusal(_cell(), spec) is not None) is zero, eps
