@@ -287,7 +287,7 @@ FEATURES: dict[str, Feature] = {
             {"warmup": 1, "decay": 0.01},
             {"warmup": "1: no warmup, factor(epoch) = 1 / (1 + 0.01 epoch), below 1 and changing with the epoch, so an "
                        "off-by-one epoch in either binding changes the product",
-             "decay": "0.01: the lr falls to about a seventh over tiny's 20 steps; 0.01 and its products round"},
+             "decay": "0.01: the lr falls to about a sixth over tiny's 20 steps; 0.01 and its products round"},
             _new_scheduler_covers(_ONE_PER_FAMILY, "the scheduler multiplies the group's current lr, which each family "
                                                    "reads at its step (R code, ignite's C++ options)"),
             python="MultiplicativeLR", r="lr_multiplicative", lr_lambda=True,
@@ -296,7 +296,7 @@ FEATURES: dict[str, Feature] = {
             "lr_lambda", "scheduler", "LambdaLR / lr_lambda: the initial lr times factor(epoch), a warmup then a decay",
             {"warmup": 4, "decay": 0.1},
             {"warmup": "4: the lr climbs through 1/4, 2/4, 3/4 of the initial lr in tiny's first steps (a warmup, as "
-                       "people write LambdaLR), a division that rounds at 3/4 but not at 1/4",
+                       "people write LambdaLR); those factors are exact, the decay's divisions after them round",
              "decay": "0.1: then 1 / (1 + 0.1 epoch) of it, to a third by step 20"},
             _new_scheduler_covers(_ONE_PER_FAMILY, "the scheduler sets lr from the initial lr it stored, which each family "
                                                    "reads at its step (R code, ignite's C++ options)"),
