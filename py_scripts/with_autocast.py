@@ -4,9 +4,9 @@ Twin of ``r_scripts/with_autocast.R``: same function, names and order of operati
 harness/contract/modes.py, handed over in the run spec's ``modes``) choose the precision either by autocast
 (``default``: off; ``autocast``: on) or by the weights' dtype, the AMP guide's other way to train (``lowp_weights``:
 weights and inputs in the AMP dtype, no autocast, its ``--fp16``; ``lowp_weights_scaled``: with a static loss scale,
-its ``-s``). The optimizer is the run spec's (``make_optimizer``), and its loop feature a scheduler or none
-(``make_scheduler``). Every ``trace_point`` names one intermediate for the harness's trace (docs/tracing.md); it costs
-nothing unless the harness traces this call.
+its ``-s``). The optimizer is the run spec's (``make_optimizer``), and its loop feature a scheduler
+(``make_scheduler``), a layer computed by a custom autograd function (``custom_layer``), or none. Every ``trace_point``
+names one intermediate for the harness's trace (docs/tracing.md); it costs nothing unless the harness traces this call.
 Shell: ``python py_scripts/with_autocast.py --preset tiny --mode autocast --optimizer adam --device cpu``.
 """
 

@@ -11,7 +11,11 @@
 #' `injected_steps` says where it did. The run spec's loop feature (harness/workload/features.py) adds a learning-rate
 #' scheduler stepped after every `update()` (skipped steps included), gradient accumulation (the scaler steps and updates
 #' every `every` micro-batches, each loss divided by `every`; the scale is recorded at every micro-batch, and an injection
-#' after `unscale_()` happens only on a micro-batch that steps), or clipping by value after `unscale_()`. Each step's scale is kept on the device and copied to R after the loop: reading
+#' after `unscale_()` happens only on a micro-batch that steps), clipping by value after `unscale_()`, a layer unused on
+#' some steps with `zero_grad()`'s `set_to_none` as the row says, two losses and two optimizers under the one scaler (each
+#' loss scaled, or both in one `scale()` of a list; one `update()`, once with an explicit new scale), a gradient penalty
+#' (`gradient_norm()`), or a layer computed by a custom autograd function. Each step's scale is kept on the device and
+#' copied to R after the loop: reading
 #' it inside the loop would be a host sync per step on CUDA that `default` mode does not pay.
 #' Every `trace_point()` names one intermediate for the harness's trace (docs/tracing.md); it costs nothing unless the
 #' harness traces this call.

@@ -4,8 +4,8 @@
 #' (declared in harness/contract/modes.py, handed over in the run spec's `modes`) choose the precision either by
 #' autocast (`default`: off; `autocast`: on) or by the weights' dtype, the AMP guide's other way to train
 #' (`lowp_weights`: weights and inputs in the AMP dtype, no autocast, its `--fp16`; `lowp_weights_scaled`: with a static
-#' loss scale, its `-s`). The optimizer is the run spec's (`make_optimizer()`), its loop feature a scheduler or none
-#' (`make_scheduler()`). Sourcing this file defines `script`,
+#' loss scale, its `-s`). The optimizer is the run spec's (`make_optimizer()`), its loop feature a scheduler
+#' (`make_scheduler()`), a layer computed by a custom autograd function (`custom_layer()`), or none. Sourcing this file defines `script`,
 #' `unscale_static()` and `run_workload()` and runs nothing. Every `trace_point()` names one intermediate for the
 #' harness's trace (docs/tracing.md); it costs nothing unless the harness traces this call.
 #' Shell: `Rscript r_scripts/with_autocast.R --preset tiny --mode autocast --optimizer adam --device cpu`.

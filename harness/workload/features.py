@@ -264,6 +264,19 @@ def _resume_covers() -> tuple[Cover, ...]:
     )
 
 
+_MULTI_ARGS: dict[str, float | int] = {"head_layers": 1, "second_loss_weight": 0.3, "new_scale_step": 14, "new_scale": 1048576.0}
+_MULTI_REASONS = {
+    "head_layers": "1: the second optimizer takes the last layer (a head), the first the layers before it; the main job's "
+                   "overflow lands in layer 0, so only the first optimizer finds it and skips",
+    "second_loss_weight": "0.3 times the MSE of the output against zero (an output penalty), as the examples' 0.7/0.3 "
+                          "loss mix: both losses reach every layer through retain_graph",
+    "new_scale_step": "14: after the main job's overflow at 9 and its growth at 13, where the rule would not move the "
+                      "scale, so an update that ignored new_scale shows",
+    "new_scale": "2^20, above the scale at step 14 (2^18): the record marks a step skipped where the scale goes down, so "
+                 "the explicit scale must not",
+}
+
+
 FEATURES: dict[str, Feature] = {
     f.name: f
     for f in (
@@ -406,27 +419,20 @@ FEATURES: dict[str, Feature] = {
         ),
         Feature(
             "multi_optimizer", "multi_optimizer", "two losses, two optimizers, one scaler; an update with an explicit new scale",
-            {"head_layers": 1, "second_loss_weight": 0.3, "scale_list": 0, "new_scale_step": 14, "new_scale": 1048576.0},
-            {"head_layers": "1: the second optimizer takes the last layer (a head), the first the layers before it; the "
-                            "main job's overflow lands in layer 0, so only the first optimizer finds it and skips",
-             "second_loss_weight": "0.3 times the MSE of the output against zero (an output penalty), as the examples' "
-                                   "0.7/0.3 loss mix: both losses reach every layer through retain_graph",
-             "scale_list": "0: scale() of each loss in turn, the examples' loop",
-             "new_scale_step": "14: after the main job's overflow at 9 and its growth at 13, where the rule would not move "
-                               "the scale, so an update that ignored new_scale shows",
-             "new_scale": "2^20, above the scale at step 14 (2^18): the record marks a step skipped where the scale goes "
-                          "down, so the explicit scale must not"},
-            (Cover(((_SCALER, "autocast_scaler"),), _ONE_PER_FAMILY,
-                   "two optimizers under one scaler (each found_inf, each step, one update): one optimizer of each "
-                   "family; the disabled scaler (default mode) passes every call through, and a clip mode would need one "
-                   "unscale_ per optimizer, which the examples' clipping section covers alone"),),
+            {**_MULTI_ARGS, "scale_list": 0},
+            {**_MULTI_REASONS, "scale_list": "0: scale() of each loss in turn, the examples' loop"},
+            (Cover(((_SCALER, "default"), (_SCALER, "autocast_scaler")), _ONE_PER_FAMILY,
+                   "two optimizers under one scaler (each found_inf, each step, one update), and under the disabled one "
+                   "(users' use_amp=False, every call passed through): one optimizer of each family. Not the clip mode: "
+                   "there the main job's overflow makes the norm of both optimizers' gradients infinite, so the second "
+                   "optimizer, which finds no inf of its own, steps on gradients the clip zeroed, a step the reference "
+                   "does not follow"),),
         ),
         Feature(
             "multi_optimizer_list", "multi_optimizer", "multi_optimizer with both losses scaled by one scale() of a list",
-            {"head_layers": 1, "second_loss_weight": 0.3, "scale_list": 1, "new_scale_step": 14, "new_scale": 1048576.0},
-            {"head_layers": "as multi_optimizer", "second_loss_weight": "as multi_optimizer",
-             "scale_list": "1: scale([loss0, loss1]), which both bindings document (a tensor or a list of tensors)",
-             "new_scale_step": "as multi_optimizer", "new_scale": "as multi_optimizer"},
+            {**_MULTI_ARGS, "scale_list": 1},
+            {**_MULTI_REASONS, "scale_list": "1: scale([loss0, loss1]), which both bindings document (a tensor or a list of "
+                                             "tensors)"},
             (Cover(((_SCALER, "autocast_scaler"),), ("sgd",),
                    "scale() of a list is the scaler's code alone, before any optimizer: plain SGD, whose step is bitwise "
                    "identical in the plain loop"),),
@@ -440,8 +446,8 @@ FEATURES: dict[str, Feature] = {
             (Cover(((_SCALER, "default"), (_SCALER, "autocast_scaler")), _ONE_PER_FAMILY,
                    "the penalty is computed from the gradients of the scaled loss and unscaled by hand (the scale, 1.0 "
                    "where the scaler is disabled), then the whole loss goes through the scaler: one optimizer of each "
-                   "family, with the scaler disabled and enabled; a clip mode clips what the optimizer gets, after the "
-                   "penalty, as it does for the plain loss"),),
+                   "family, with the scaler disabled and enabled. Not the clip mode: it clips the penalized gradient "
+                   "after unscale_ as it clips the plain one"),),
         ),
         Feature(
             "custom_function", "custom_function", "a layer computed by a custom autograd function under autocast",

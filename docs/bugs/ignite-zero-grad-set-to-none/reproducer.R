@@ -1,5 +1,5 @@
 # R torch bug: the ignite optimizers' zero_grad() takes no set_to_none argument ("unused argument"), where R torch's
-# R-code optimizers take one (optimizer(): zero_grad = function(set_to_none = FALSE)) and PyTorch's every optimizer
+# R-code optimizers take one (Optimizer$zero_grad = function(set_to_none = FALSE), R/optim.R) and PyTorch's every optimizer
 # does (reproducer.py beside this file). OptimizerIgnite$zero_grad (mlverse/torch e4de110) is function() calling
 # rcpp_ignite_optim_zero_grad(self$ptr), whose C++ (src/lantern/src/Ignite.cpp) calls libtorch's opt->zero_grad()
 # with its default, set_to_none true: a loop that zeroes the grads (set_to_none = FALSE) cannot say so. Exits 1 while

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from harness.judge.scaler_oracle import check_scale_history, expected_scale_history
+from harness.workload.features import explicit_scales
 
 _SPEC: dict[str, Any] = {"init_scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 4, "overflow_steps": []}
 
@@ -129,3 +130,18 @@ def test_accumulation_updates_the_scale_once_per_group() -> None:
     backed_off = expected_scale_history(65536.0, 2.0, 0.5, 4, [False, True] + [False] * 8)
     skipped_group = [s for before, after in zip([65536.0, *backed_off[:-1]], backed_off, strict=True) for s in (before, after)]
     assert check_scale_history(_record(skipped_group), _SPEC | {"overflow_steps": [2]}, micro_batches=2).passed
+
+
+def test_an_explicit_new_scale_is_followed_where_the_loop_sets_it() -> None:
+    """``update(new_scale)`` at update 14 (loop feature multi_optimizer): the scale becomes it and the growth tracker
+    stands, as torch's ``update`` does; the oracle follows it only where told (``explicit_scales``), else it fails there."""
+    explicit = explicit_scales("multi_optimizer")
+    assert explicit == {14: 1048576.0} and explicit_scales("accumulate") == {}
+    found_inf = [step == 9 for step in range(20)]
+    scales = expected_scale_history(65536.0, 2.0, 0.5, 4, found_inf, explicit)
+    # grown at 13 (4 clean updates after the backoff at 9); set at 14, where the tracker stands; grown again at 18
+    assert scales[13:16] == [262144.0, 1048576.0, 1048576.0] and scales[17:19] == [1048576.0, 2097152.0]
+    record = _record(scales)
+    assert check_scale_history(record, _SPEC | {"overflow_steps": [9]}, explicit=explicit).passed
+    check = check_scale_history(record, _SPEC | {"overflow_steps": [9]})
+    assert not check.passed and check.first_step == 14

@@ -77,3 +77,11 @@ def test_every_committed_switch_is_one_statement_for_one_statement(tmp_path: Pat
     """The committed switches pass the check, R's step read as a double included (it assigns the name it changed in place)."""
     assert check_switch("r", "step$add_(1)", "step <- step$add_(1)$item()") is None
     assert load_patches(PATCHES_FILE)[0].keys() == SWITCHES.keys()
+
+
+def test_a_switch_on_a_method_every_optimizer_inherits_targets_the_rows_own_optimizer() -> None:
+    """A switch whose R target is ``$method`` (zero_grad, which the R-code optimizers inherit) patches that method of the
+    optimizer each row builds, as a point's ``$method`` does."""
+    targets = {o: [p["target"] for p in patches_for(o, ("r-zero-grad-default-set-to-none",))["r"] if p["kind"] == "switch"]
+               for o in ("sgd_momentum", "adam")}
+    assert targets == {"sgd_momentum": ["optim_sgd$zero_grad"], "adam": ["optim_adam$zero_grad"]}
