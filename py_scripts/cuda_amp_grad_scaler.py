@@ -172,7 +172,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                     opt = make_optimizer(spec, net)
                     scheduler = make_scheduler(spec, opt)
                     scaler, lifted_check = make_grad_scaler(spec, enabled=use_scaler)
-                    step = load_checkpoint(spec, spec.get("resume_from") or prefix, net, opt, scheduler, scaler, step) - 1
+                    step = load_checkpoint(spec, spec["resume_from"] or prefix, net, opt, scheduler, scaler, step) - 1
                 step += 1
             sync_device(device)
             epoch_end = clock()
