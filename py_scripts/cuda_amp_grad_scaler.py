@@ -211,7 +211,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                     opts = make_optimizers(spec, net)
                     scheduler = make_scheduler(spec, opts[0])
                     scaler, lifted_check = make_grad_scaler(spec, enabled=use_scaler)
-                    step = load_checkpoint(spec, spec.get("resume_from") or prefix, net, opts[0], scheduler, scaler, step) - 1
+                    step = load_checkpoint(spec, spec["resume_from"] or prefix, net, opts[0], scheduler, scaler, step) - 1
                 step += 1
             sync_device(device)
             epoch_end = clock()

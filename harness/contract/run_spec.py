@@ -35,6 +35,9 @@ class RunSpec:
     patches: Mapping[str, Any]
     #: The loop feature's row (harness/workload/features.py), or ``None`` for the plain loop.
     feature: Mapping[str, Any] | None = None
+    #: A ``resume`` row's checkpoint to load in place of the run's own (another run's, e.g. the other language's:
+    #: docs/contract.md#checkpoint), or ``None``: the matrix's calls resume from their own.
+    resume_from: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain data for a script of either language, in docs/contract.md's order."""
@@ -42,6 +45,7 @@ class RunSpec:
             **self.workload, "fixture_path": self.fixture_path, "weights_out": self.weights_out, "scaler_lift": self.scaler_lift,
             "collect_before_loop": self.collect_before_loop, "modes": dict(self.modes), "optimizer": dict(self.optimizer),
             "switches": list(self.switches), "patches": dict(self.patches),
-            "feature": None if self.feature is None else dict(self.feature), "record_fields": record_field_kinds(),
+            "feature": None if self.feature is None else dict(self.feature), "resume_from": self.resume_from,
+            "record_fields": record_field_kinds(),
             "record_schema_version": RECORD_SCHEMA_VERSION, "dtypes": dtype_table(),
         }

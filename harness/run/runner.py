@@ -31,6 +31,7 @@ from harness.judge.known_differences import KnownDifference, load_known_differen
 from harness.judge.pairs import compare_result, needs_detail
 from harness.judge.record_check import judge_record
 from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference
+from harness.judge.resumed import check_resumed
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
 from harness.judge.weight_findings import load_weights, tensor_digests
 from harness.model.cell_efficiency import cell_efficiency
@@ -199,6 +200,7 @@ class MatrixRunner:
         if self.trace:
             with phase("reconciled runs", len(cells)):
                 cells = self._per_frontend(cells, self._with_reconciled, progress)
+        cells = check_resumed(cells)  # a resumed cell is bitwise its uninterrupted cell, where that ran too
         with phase("reference"):  # judged once, with the rest, by assess_result at the end
             cells = [self._with_distance(c) for c in cells]
             reference = self.reference_summary()  # every optimizer's, plain and clipped: the result keeps their losses

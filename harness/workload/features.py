@@ -113,6 +113,9 @@ class Feature:
     #: The (language, scaler kind) cells whose binding cannot do what the row asks, with the fact why: the script
     #: refuses them in the binding's own words, and the cell is ``unsupported`` (never silently run another way).
     unsupported: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    #: For a ``resume`` row, the feature whose run a resumed run must equal bitwise (the plain loop, or the scheduler row
+    #: with the same scheduler): :mod:`harness.judge.resumed` compares the two cells where both ran.
+    uninterrupted: str = NO_FEATURE
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -484,6 +487,7 @@ FEATURES: dict[str, Feature] = {
                    "(ignite Adam); with the scaler disabled and enabled"),),
             python="StepLR", r="lr_step",
             unsupported={("r", "dynamic"): "R torch's cuda_amp_grad_scaler() has no state_dict() (R/autocast.R)"},
+            uninterrupted="lr_step",
         ),
     )
 }

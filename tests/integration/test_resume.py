@@ -40,41 +40,36 @@ def _same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
     return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
-def test_resuming_in_either_language_ends_where_the_uninterrupted_run_ends(
-    tmp_path: Path, tiny_spec: WorkloadSpec, availability: Availability
-) -> None:
+def test_resuming_in_either_language_ends_where_the_uninterrupted_run_ends(runner: MatrixRunner, availability: Availability) -> None:
     """Each language resumed from its own checkpoint and from the other's, without a scheduler and with lr_step's:
-    bitwise the uninterrupted run's final weights."""
+    bitwise the uninterrupted run's final weights (the session's runner: its workers are started once)."""
     require_r_torch(availability)
-    with MatrixRunner(tiny_spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path) as runner:
-        pool = runner.pool
+    pool = runner.pool
+    tmp_path = pool.staging
 
-        def run(frontend: str, feature: str, name: str, resume_from: Path | None = None) -> dict[str, np.ndarray]:
-            request = pool.cell_request(Cell(frontend, SCRIPT, MODE, OPTIMIZER, "cpu", feature), weights_name=f"{name}.safetensors")
-            if resume_from is not None:
-                request["run_spec"]["resume_from"] = str(resume_from)
-            pool.call(frontend, request)
-            return _weights(tmp_path / f"{name}.safetensors")
+    def run(frontend: str, feature: str, name: str, resume_from: Path | None = None) -> dict[str, np.ndarray]:
+        request = pool.cell_request(Cell(frontend, SCRIPT, MODE, OPTIMIZER, "cpu", feature), weights_name=f"{name}.safetensors")
+        if resume_from is not None:
+            request["run_spec"]["resume_from"] = str(resume_from)
+        pool.call(frontend, request)
+        return _weights(tmp_path / f"{name}.safetensors")
 
-        for feature, uninterrupted_feature in (("resume", "none"), ("resume_lr_step", "lr_step")):
-            uninterrupted = {lang: run(lang, uninterrupted_feature, f"{lang}-{feature}-plain") for lang in ("python", "r")}
-            assert _same(uninterrupted["python"], uninterrupted["r"])  # an identical pair: a resume's own difference shows
-            own = {lang: run(lang, feature, f"{lang}-{feature}-own") for lang in ("python", "r")}
-            crossed = {"r": run("r", feature, f"r-{feature}-from-python", tmp_path / f"python-{feature}-own.checkpoint"),
-                       "python": run("python", feature, f"python-{feature}-from-r", tmp_path / f"r-{feature}-own.checkpoint")}
-            for lang in ("python", "r"):
-                assert _same(own[lang], uninterrupted[lang]), f"{feature}: {lang} resumed from its own checkpoint"
-                assert _same(crossed[lang], uninterrupted[lang]), f"{feature}: {lang} resumed from the other language's"
+    for feature, uninterrupted_feature in (("resume", "none"), ("resume_lr_step", "lr_step")):
+        uninterrupted = {lang: run(lang, uninterrupted_feature, f"{lang}-{feature}-plain") for lang in ("python", "r")}
+        assert _same(uninterrupted["python"], uninterrupted["r"])  # an identical pair: a resume's own difference shows
+        own = {lang: run(lang, feature, f"{lang}-{feature}-own") for lang in ("python", "r")}
+        crossed = {"r": run("r", feature, f"r-{feature}-from-python", tmp_path / f"python-{feature}-own.checkpoint"),
+                   "python": run("python", feature, f"python-{feature}-from-r", tmp_path / f"r-{feature}-own.checkpoint")}
+        for lang in ("python", "r"):
+            assert _same(own[lang], uninterrupted[lang]), f"{feature}: {lang} resumed from its own checkpoint"
+            assert _same(crossed[lang], uninterrupted[lang]), f"{feature}: {lang} resumed from the other language's"
 
 
-def test_rs_scaler_cannot_be_checkpointed_and_the_cell_says_so(
-    tmp_path: Path, tiny_spec: WorkloadSpec, availability: Availability
-) -> None:
+def test_rs_scaler_cannot_be_checkpointed_and_the_cell_says_so(runner: MatrixRunner, availability: Availability) -> None:
     """With the scaler enabled, R's resume cell is ``unsupported`` in R torch's words (its scaler has no state_dict());
     Python's runs, bitwise the uninterrupted run (its scale and growth tracker carried)."""
     require_r_torch(availability)
-    with MatrixRunner(tiny_spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path) as runner:
-        result = runner.run(("autocast_scaler",), (OPTIMIZER,), measure=False, features=("none", "resume"))
+    result = runner.run(("autocast_scaler",), (OPTIMIZER,), measure=False, features=("none", "resume"))
     cells = {c.id: c for c in result.cells}
     r_cell = cells[f"{SCRIPT}-autocast_scaler-{OPTIMIZER}+resume-r-cpu"]
     assert r_cell.status == "unsupported", (r_cell.status, r_cell.reason)

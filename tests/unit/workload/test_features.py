@@ -128,3 +128,8 @@ def test_a_resume_row_keeps_its_step_from_the_scheduler_and_declares_what_r_cann
         assert "state_dict" in row.to_json()["unsupported"]["r/dynamic"]
     assert FEATURES["resume_lr_step"].scheduler and not FEATURES["resume"].scheduler
     assert not any(FEATURES[name].unsupported for name in FEATURES if FEATURES[name].kind != "resume")
+    for row in FEATURES.values():  # a resumed run is compared with the run of the same loop, uninterrupted
+        if row.kind == "resume":
+            plain = FEATURES.get(row.uninterrupted)
+            scheduler = (plain.python, plain.run_spec()["python"]["args"]) if plain is not None else ("", {})
+            assert scheduler == (row.python, row.run_spec()["python"]["args"] if row.python else {}), row.name

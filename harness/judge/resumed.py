@@ -1,0 +1,73 @@
+"""A resumed run against the uninterrupted one: a ``resume`` loop feature's cell ends where the same cell without the
+interruption ends, bitwise.
+
+Both are one binding running the same kernels on the same data, so the only thing between them is the checkpoint: a
+state it does not carry, or carries rounded, or loads into the wrong place, shows as a first step whose loss differs, a
+scale history that parts, or final weights that differ. Where the uninterrupted cell ran in the same run (the feature
+the row names: ``Feature.uninterrupted``), a resumed cell that is not bitwise it ends in ``error`` with that first
+difference, so the run fails. The cross-language resume, outside the matrix, is ``tests/integration/test_resume.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from harness.judge.weight_findings import load_weights
+from harness.model.result import CellResult, Status
+from harness.workload.features import FEATURES
+
+__all__ = ["check_resumed", "resume_mismatch"]
+
+
+def _same_float(a: float | None, b: float | None) -> bool:
+    """Bitwise equal as doubles (NaN equals NaN: the same failure, resumed or not)."""
+    if a is None or b is None:
+        return a is b
+    return (a == b and math.copysign(1.0, a) == math.copysign(1.0, b)) or (math.isnan(a) and math.isnan(b))
+
+
+def resume_mismatch(resumed: CellResult, uninterrupted: CellResult) -> str | None:
+    """How ``resumed`` parts from ``uninterrupted`` (its first differing loss or scale, or the final-weights tensors that
+    differ), or ``None`` where it is bitwise the same run."""
+    a, b = resumed.record, uninterrupted.record
+    assert a is not None and b is not None
+    for what, mine, theirs in (("loss", a.losses, b.losses), ("loss scale", a.loss_scale or (), b.loss_scale or ())):
+        if len(mine) != len(theirs):
+            return f"its {what} history has {len(mine)} steps, the uninterrupted run's {len(theirs)}"
+        step = next((s for s, (x, y) in enumerate(zip(mine, theirs, strict=True)) if not _same_float(x, y)), None)
+        if step is not None:
+            return f"its {what} differs from step {step} on ({mine[step]!r}, uninterrupted {theirs[step]!r})"
+    if a.weights_path is None or b.weights_path is None:
+        return None
+    mine_w, theirs_w = load_weights(a.weights_path), load_weights(b.weights_path)
+    differing = [name for name in theirs_w
+                 if name not in mine_w or mine_w[name].tobytes() != np.ascontiguousarray(theirs_w[name]).tobytes()]
+    return f"its final weights differ in {', '.join(differing)}" if differing else None
+
+
+def check_resumed(cells: Sequence[CellResult]) -> list[CellResult]:
+    """``cells``, with each ``resume`` cell that is not bitwise its uninterrupted cell (same frontend, script, mode,
+    optimizer and device, the row's ``uninterrupted`` feature; where that cell ran and ended ok) in ``error``, naming
+    where it parts; a final-weights file that cannot be read ends it in ``error`` too."""
+    by_key = {(c.cell.frontend, c.cell.script, c.cell.mode, c.cell.optimizer, c.cell.device, c.cell.feature): c for c in cells}
+    checked = []
+    for cell in cells:
+        row = FEATURES.get(cell.cell.feature)
+        other = None if row is None or row.kind != "resume" else by_key.get(
+            (cell.cell.frontend, cell.cell.script, cell.cell.mode, cell.cell.optimizer, cell.cell.device, row.uninterrupted))
+        if other is None or cell.status is not Status.OK or other.status is not Status.OK or cell.record is None or other.record is None:
+            checked.append(cell)
+            continue
+        try:
+            why = resume_mismatch(cell, other)
+        except ValueError as err:
+            why = str(err)
+        if why is not None:
+            why = f"resumed from its checkpoint, it is not the uninterrupted run {other.id}: {why}"
+            cell = dataclasses.replace(cell, status=Status.ERROR, reason=why)
+        checked.append(cell)
+    return checked
