@@ -34,7 +34,8 @@ R_LIFT_HELPERS = {"cuda_only_check", "expected_scale_method", "scaler_takes_cpu_
 R_COLLECTOR_HELPERS = {"gc_counters", "collect_ahead", "gc_reported", "gc_counter_period", "gc_loop_room"}
 R_ONLY_NAMES = {
     "common": {"clock_source", "abort_cli", "require_r_torch", "libtorch_version",
-               "json_value", "json_string", "record_keys_json", "exact_json_numbers", *R_LIFT_HELPERS, *R_COLLECTOR_HELPERS},
+               "json_value", "json_string", "record_keys_json", "exact_json_numbers", "traced_parameters", *R_LIFT_HELPERS,
+               *R_COLLECTOR_HELPERS},
     # Python's main_cli calls the harness in-process (parse_shell_args, prepare_shell_run_spec, exit_with_error).
     # shell_exit_status: the statuses R ends with before the harness hands them over (Python imports the enum).
     "shell": {"%||%", "amp_parity_r_dir", "shell_exit_status", "prepare_shell_run", "python_library_path", "print_traceback",
