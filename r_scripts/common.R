@@ -673,8 +673,9 @@ amp_parity_point <- function(name, value, index = NULL) {
   trace_point(get("step", envir = trace_state), name, value)
 }
 
-#' `named_parameters(net)` as the optimizer of this call was given them (make_optimizer() keeps them for the trace), else
-#' read anew: the trace reads them four to six times a step, and reading them is R code (0.1 ms a time, issue 38).
+#' R-only: `named_parameters(net)` as the optimizer of this call was given them (make_optimizer() keeps them for the
+#' trace), else read anew. The trace reads them four to six times a step, and reading them is R torch's module code
+#' (about 0.1 ms a time, issue 38); Python's twin reads its module's parameters in microseconds.
 traced_parameters <- function(net) {
   params <- get0("params", envir = trace_state, inherits = FALSE)
   if (is.null(params)) named_parameters(net) else params

@@ -52,7 +52,7 @@ from harness.run.lanes import run_in_lanes
 from harness.run.measure import measure_peaks, profile_cells, time_cells
 from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
 from harness.run.provenance import describe_provenance
-from harness.run.tracer import measure_first_difference
+from harness.run.tracer import SecondPass, measure_first_differences
 from harness.workload.features import NO_FEATURE
 from harness.workload.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
 from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation
@@ -236,7 +236,8 @@ class MatrixRunner:
             # to measure how far apart they are (for the explanation: the verdict is the same without it).
             with phase("judging"):
                 pairs = compare_result(result, known=self.known)
-            with phase("trace measurements", sum(needs_detail(p) is not None for p in pairs if p.details.get("trace"))):
+            # both sides of each pair whose traces part at two tensors, run again to measure them
+            with phase("trace measurements", 2 * sum(needs_detail(p) is not None for p in pairs if p.details.get("trace"))):
                 result = dataclasses.replace(result, traces=self.measure_pairs(result, pairs, progress))
         with phase("judging"):
             # The targets read the wall time and phases so far (the matrix target names the longest phases where it is missed).
@@ -266,21 +267,22 @@ class MatrixRunner:
     ) -> tuple[PairTrace, ...]:
         """Every traced pair's trace, kept in the result (a lean result, whose trace files are gone, is judged from them),
         with the first difference of each pair whose traces part at two tensors measured by a second pass in the workers
-        that ran its cells (:func:`harness.run.tracer.measure_first_difference`)."""
+        that ran its cells, both sides of every such pair in the lanes (:func:`harness.run.tracer.measure_first_differences`;
+        ``on_progress`` hears of each side as it ends)."""
         progress = on_progress or (lambda text: None)
-        traces = []
-        for verdict in verdicts:
-            if not verdict.details.get("trace"):
-                continue
-            if needs_detail(verdict) is None:
-                traces.append(PairTrace.from_json(verdict.details["trace"]))
-                continue
-            a, b = (result.cell(Cell(name, verdict.script, verdict.mode, verdict.optimizer, verdict.device, verdict.feature).id)
-                    for name in verdict.frontends)
-            trace = measure_first_difference(self.pool, a, b, PairTrace.from_json(verdict.details["trace"]))
-            traces.append(trace)
-            found = trace.first_difference
-            progress(f"trace {verdict.pair}: " + ("identical" if found is None else f"first differs at step {found.step}, {found.point}"))
+        traced = [v for v in verdicts if v.details.get("trace")]
+        traces = [PairTrace.from_json(v.details["trace"]) for v in traced]
+        measured = [i for i, v in enumerate(traced) if needs_detail(v) is not None]
+        pairs = []
+        for i in measured:
+            v = traced[i]
+            a, b = (result.cell(Cell(name, v.script, v.mode, v.optimizer, v.device, v.feature).id) for name in v.frontends)
+            pairs.append((a, b, traces[i]))
+        def said(side: SecondPass) -> None:
+            progress(f"trace {side.cell.id}: again to step {side.point[0]}, {side.point[1]}")
+
+        for i, trace in zip(measured, measure_first_differences(self.pool, pairs, said, self.facts), strict=True):
+            traces[i] = trace
         return tuple(traces)
 
     def describe_installations(self, on_progress: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:

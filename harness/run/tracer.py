@@ -3,50 +3,86 @@
 Every cell's record call is traced (:mod:`harness.model.cell_trace`): a pair's first differing point is known from what
 its cells store, in a run and in a merge alike (:func:`harness.judge.divergence.trace_cells`). How far apart two tensors
 are needs the tensors themselves, which a trace does not keep (a digest per point). Where the workers that ran a pair
-are still alive, this pass runs both cells again, each in its own worker, side by side on two cores, keeps that one
-point whole and stops there; the distance it measures goes into the explanation. Verdicts never depend on it (a merge
-has no workers): it says how far, not whether.
+are still alive, this pass runs both cells again, each in its own worker, keeps that one point whole and stops there;
+the distance it measures goes into the explanation. Verdicts never depend on it (a merge has no workers): it says how
+far, not whether. Every pair's two calls are *sides* (:class:`SecondPass`), run in the lanes as the record calls are
+(:func:`harness.run.lanes.run_in_lanes`): each frontend's one after another, an idle lane helping R's. One pair at a
+time, both sides at once, left a core idle while R's side ran on (R's calls cost about four times Python's: issue 38).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from harness.errors import WorkerError
 from harness.judge.divergence import find_divergence, point_difference
 from harness.model.pair_trace import PairTrace
 from harness.model.result import CellResult
+from harness.run.lanes import run_in_lanes
 from harness.run.pool import WorkerPool
 
-__all__ = ["measure_first_difference"]
+__all__ = ["SecondPass", "measure_first_differences"]
 
 
-def measure_first_difference(pool: WorkerPool, a: CellResult, b: CellResult, trace: PairTrace) -> PairTrace:
-    """``trace`` with its first difference measured on the two tensors, kept whole by running both cells again; ``trace``
-    as it was when a worker fails (the explanation then has no distance, the verdict is the same)."""
+@dataclasses.dataclass(frozen=True)
+class SecondPass:
+    """One side of a pair's second pass: ``cell`` run again, its point ``(step, name)`` kept whole; ``reply`` its worker's
+    answer (``None`` before the call, or where its worker failed) and ``seconds`` the call's."""
+
+    cell: CellResult
+    point: tuple[int, str]
+    reply: dict[str, Any] | None = None
+    seconds: float = 0.0
+
+    @property
+    def frontend(self) -> str:
+        """The frontend whose worker runs it (what a lane is chosen by)."""
+        return self.cell.frontend
+
+    def run(self, pool: WorkerPool) -> SecondPass:
+        """This side, called: its reply, or none where its worker failed (the pair then keeps its trace unmeasured)."""
+        request = pool.cell_request(self.cell.cell, save_weights=False, kind="trace", trace={"keep": [list(self.point)]})
+        started = time.perf_counter()
+        try:
+            reply: dict[str, Any] = pool.call(self.frontend, request)
+        except WorkerError:
+            return self
+        return dataclasses.replace(self, reply=reply, seconds=time.perf_counter() - started)
+
+
+def measure_first_differences(pool: WorkerPool, pairs: Sequence[tuple[CellResult, CellResult, PairTrace]],
+                              progress: Callable[[SecondPass], None], facts: Mapping[str, Mapping[str, Any]]) -> list[PairTrace]:
+    """Each pair's ``trace`` with its first difference measured on the two tensors, kept whole by running both cells again
+    (in the lanes: ``progress`` hears of each side as it ends; ``facts`` as :func:`run_in_lanes` takes them); a trace as it
+    was where its first difference is not two tensors, or where a side's worker fails (the explanation then has no
+    distance, the verdict is the same)."""
+    measured = [i for i, (_, _, trace) in enumerate(pairs) if _first_tensors(trace) is not None]
+    sides = [SecondPass(cell, _first_tensors(pairs[i][2]) or (0, "")) for i in measured for cell in pairs[i][:2]]
+    done = run_in_lanes(pool, sides, lambda side: side.run(pool), progress, facts)
+    traces = [trace for _, _, trace in pairs]
+    for k, i in enumerate(measured):
+        traces[i] = _measured(traces[i], done[2 * k], done[2 * k + 1])
+    return traces
+
+
+def _first_tensors(trace: PairTrace) -> tuple[int, str] | None:
+    """The point where ``trace``'s two runs first part at two tensors' bytes (what the second pass keeps), else ``None``."""
     first = trace.first_difference
-    if first is None or first.kind != "bytes":
-        return trace
-    started = time.perf_counter()
-    keep = [[first.step, first.point]]
+    return None if first is None or first.kind != "bytes" else (first.step, first.point)
 
-    def call(cell: CellResult) -> dict[str, Any]:
-        request = pool.cell_request(cell.cell, save_weights=False, kind="trace", trace={"keep": keep})
-        reply: dict[str, Any] = pool.call(cell.frontend, request)
-        return reply
 
-    try:
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="amp-parity-trace") as threads:
-            replies = list(threads.map(call, (a, b)))
-    except WorkerError:
+def _measured(trace: PairTrace, a: SecondPass, b: SecondPass) -> PairTrace:
+    """``trace`` with the distance its two sides measured (its ``seconds``: the slower side's call, the two sides running
+    at once in their lanes), or as it was where a side has no reply or the runs did not repeat themselves."""
+    if a.reply is None or b.reply is None:
         return trace
-    key = f"{first.step}:{first.point}"
-    kept = (replies[0]["kept"].get(key), replies[1]["kept"].get(key))
-    split = find_divergence(replies[0]["points"], replies[1]["points"])
-    if split is None or (split.step, split.point) != (first.step, first.point) or kept[0] is None or kept[1] is None:
+    key = f"{a.point[0]}:{a.point[1]}"
+    kept = (a.reply["kept"].get(key), b.reply["kept"].get(key))
+    split = find_divergence(a.reply["points"], b.reply["points"])
+    if split is None or (split.step, split.point) != a.point or kept[0] is None or kept[1] is None:
         return trace  # the runs did not repeat themselves: no measurement is better than one of another point
-    measured = point_difference(split, replies[0]["points"], replies[1]["points"], kept)
-    return dataclasses.replace(trace, detail=measured, seconds=time.perf_counter() - started)
+    detail = point_difference(split, a.reply["points"], b.reply["points"], kept)
+    return dataclasses.replace(trace, detail=detail, seconds=max(a.seconds, b.seconds))

@@ -148,7 +148,7 @@ class RHandler:
             flat = np.asarray(sizes, dtype=np.int64).tolist() if ends and ends[-1] else []
             starts = [0, *ends[:-1]]
             byte_ends = np.cumsum(np.asarray(lengths, dtype=np.int64)).tolist()
-            whole = memoryview(np.asarray(data)) if byte_ends and byte_ends[-1] else memoryview(b"")
+            whole = np.asarray(data).data if byte_ends and byte_ends[-1] else memoryview(b"")
             for step, name, dtype, start, end, byte_start, byte_end in zip(
                     np.asarray(steps).tolist(), str(names[0]).split("\n"), str(dtypes[0]).split("\n"), starts, ends,
                     [0, *byte_ends[:-1]], byte_ends, strict=True):

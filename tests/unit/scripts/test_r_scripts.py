@@ -35,7 +35,8 @@ R_COLLECTOR_HELPERS = {"gc_counters", "collect_ahead", "gc_reported", "gc_counte
 R_ONLY_NAMES = {
     # use_trace_names: R names a point inside an optimizer's step by its index in the optimizer's groups, so with two
     # optimizers (loop feature multi_optimizer) the loop says whose step comes; Python names them by the tensor.
-    "common": {"clock_source", "abort_cli", "require_r_torch", "libtorch_version", "use_trace_names",
+    # traced_parameters: the parameters make_optimizer() kept for the trace (R reads them in R code, issue 38).
+    "common": {"clock_source", "abort_cli", "require_r_torch", "libtorch_version", "use_trace_names", "traced_parameters",
                "json_value", "json_string", "record_keys_json", "exact_json_numbers", *R_LIFT_HELPERS, *R_COLLECTOR_HELPERS},
     # Python's main_cli calls the harness in-process (parse_shell_args, prepare_shell_run_spec, exit_with_error).
     # shell_exit_status: the statuses R ends with before the harness hands them over (Python imports the enum).
