@@ -229,9 +229,9 @@ def main(argv: list[str] | None = None, prog: str = DEFAULT_PROG) -> None:
         _quiet_stdout()  # `... | head` closed our output early: nothing to say, and nobody to say it to
         sys.exit(ExitCode.OUTPUT_CLOSED)
     except Exception as err:
-        stop = _interruption_behind(err)
-        if stop is not None:  # the interruption is what the user did; what broke while unwinding it is not news to them
-            _exit_interrupted(args, stop)
+        behind = _interruption_behind(err)
+        if behind is not None:  # the interruption is what the user did; what broke while unwinding it is not news to them
+            _exit_interrupted(args, behind)
         lines.exit_with_error(err)
 
 
