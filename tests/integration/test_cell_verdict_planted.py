@@ -63,7 +63,7 @@ def test_clean_scripts_pass_every_cell_and_exit_0(python_run: SharedRun) -> None
 def test_unscale_removed_from_the_clip_mode_fails_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Clipping scaled gradients (no ``unscale_``): the clip cell is past the float64 bound, named, exit 1."""
     root = copy_scripts(tmp_path / "scripts")
-    plant(root, _SCALER, "                    scaler.unscale_(opt)\n", "")
+    plant(root, _SCALER, "                    for opt in opts:\n                        scaler.unscale_(opt)\n", "")
     done, result = _run_tiny(tmp_path, monkeypatch, "--mode", "autocast_scaler,autocast_scaler_clip", scripts=root)
     assert done.returncode == ExitCode.FAILED, done.stdout + done.stderr
     verdicts = _verdicts(result)

@@ -23,8 +23,8 @@ from tests.planting import copy_scripts, plant
 from tests.support import require_r_torch, run_cli
 
 #: The R learning rate times (1 + 1e-6): far inside every tolerance, yet not bitwise identical (tests/integration/test_planted.py).
-_DIVERGED = ("r_scripts/common.R", "  do.call(constructor, c(list(params), r$args))",
-             "  r$args$lr <- r$args$lr * (1 + 1e-6)\n  do.call(constructor, c(list(params), r$args))")
+_DIVERGED = ("r_scripts/common.R", "  opt <- do.call(constructor, c(list(params), r$args))",
+             "  r$args$lr <- r$args$lr * (1 + 1e-6)\n  opt <- do.call(constructor, c(list(params), r$args))")
 _QUICK = ("--preset", "tiny", "--mode", "default", "--optimizer", "sgd", "--frontend", "python,r")
 
 

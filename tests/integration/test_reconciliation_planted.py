@@ -102,9 +102,9 @@ def test_a_planted_optimizer_hyperparameter_is_diverged_at_the_optimizer_state(t
     """R's Adam with beta1 one part in 10^4 larger: diverged, naming the optimizer's own point where it begins (the first
     bias correction, 1 - beta1^step, the value R's step used), and its reconciled run (first-moment-lerp's switch on) still
     differs there."""
-    planted = ("r_scripts/common.R", "  do.call(constructor, c(list(params), r$args))",
+    planted = ("r_scripts/common.R", "  opt <- do.call(constructor, c(list(params), r$args))",
                "  if (!is.null(r$args$betas)) r$args$betas[[1]] <- r$args$betas[[1]] * 1.0001\n"
-               "  do.call(constructor, c(list(params), r$args))")
+               "  opt <- do.call(constructor, c(list(params), r$args))")
     result = _run(tmp_path, monkeypatch, availability, ("default",), ("adam",), (planted,))
     pair = _pair(result, "default", "adam")
     assert pair.verdict == "diverged", pair.explanation
@@ -136,8 +136,8 @@ def test_a_broad_entry_cannot_approve_a_planted_change(tmp_path: Path, monkeypat
     listed = tmp_path / "broad.toml"
     listed.write_text(BROAD % (", ".join(map(str, range(64))), MAX_DISTANCE))
     known = load_known_differences(listed)
-    planted = ("r_scripts/common.R", "  do.call(constructor, c(list(params), r$args))",
-               "  r$args$lr <- r$args$lr * (1 + 1e-6)\n  do.call(constructor, c(list(params), r$args))")
+    planted = ("r_scripts/common.R", "  opt <- do.call(constructor, c(list(params), r$args))",
+               "  r$args$lr <- r$args$lr * (1 + 1e-6)\n  opt <- do.call(constructor, c(list(params), r$args))")
     result = _run(tmp_path / "scripts", monkeypatch, availability, ("default",), ("sgd",), (planted,), known=known)
     pair = _pair(result, "default", "sgd")
     assert pair.verdict == "diverged", pair.explanation
