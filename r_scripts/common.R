@@ -259,19 +259,23 @@ zero_grad <- function(spec, opt) {
 #' R torch has neither decorator, nor a public getter of the autocast state: the forward saves the state it runs in
 #' (`state`: the device type, the AMP dtype and whether autocast is on, which the caller knows) and the backward runs
 #' its ops under `with_autocast()` with it, what `custom_bwd` does (torch/amp/autocast_mode.py).
-amp_linear <- torch::autograd_function(
-  forward = function(ctx, x, weight, bias, state) {
-    ctx$save_for_backward(x = x, weight = weight, state = state)
-    torch::torch_addmm(bias, x, weight$t())
-  },
-  backward = function(ctx, grad) {
-    saved <- ctx$saved_variables
-    state <- saved$state
-    torch::with_autocast(device_type = state$device, dtype = state$dtype, enabled = state$enabled, {
-      list(x = grad$mm(saved$weight), weight = grad$t()$mm(saved$x), bias = grad$sum(1L))
-    })
-  }
-)
+#' R-only: built when a loop uses it (`custom_layer()`), not when this file is sourced: `autograd_function()` loads
+#' libtorch, which a script must not do before `require_r_torch()` can say in one line that it cannot.
+amp_linear <- function() {
+  torch::autograd_function(
+    forward = function(ctx, x, weight, bias, state) {
+      ctx$save_for_backward(x = x, weight = weight, state = state)
+      torch::torch_addmm(bias, x, weight$t())
+    },
+    backward = function(ctx, grad) {
+      saved <- ctx$saved_variables
+      state <- saved$state
+      torch::with_autocast(device_type = state$device, dtype = state$dtype, enabled = state$enabled, {
+        list(x = grad$mm(saved$weight), weight = grad$t()$mm(saved$x), bias = grad$sum(1L))
+      })
+    }
+  )
+}
 
 #' A `custom_function` loop feature's layer and the function that computes it (`amp_linear`), for `forward()`, as
 #' `list(layer, fn)`; `NULL` otherwise. `properties`: the mode's, whose autocast the forward runs under (R-only: the
@@ -282,7 +286,8 @@ custom_layer <- function(spec, properties) {
     return(NULL)
   }
   state <- list(device = spec$device, dtype = torch_dtype(spec$amp_dtype), enabled = isTRUE(properties$autocast))
-  list(layer = as.integer(custom$layer), fn = function(x, linear) amp_linear(x, linear$weight, linear$bias, state))
+  fn <- amp_linear()
+  list(layer = as.integer(custom$layer), fn = function(x, linear) fn(x, linear$weight, linear$bias, state))
 }
 
 #' The run spec's learning-rate scheduler (a `scheduler` feature, or a `resume` one that checkpoints a scheduler: the R
