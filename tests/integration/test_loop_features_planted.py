@@ -6,9 +6,9 @@ Plain SGD is bitwise identical between the bindings in the plain loop, so whatev
 feature itself. The plants are the issue's: a scheduler hyperparameter (R's ``lr_step`` gamma, R's plateau factor, the
 declared lambda's decay in R and in Python), an accumulation count off by one (Python's ``every``), a clip value (R's
 ``clip_grad_value_``) and a norm type (R's inf -> 2 in ``clip_norm_inf``); two more act on the AMP examples' loops: an
-explicit new scale (Python's ``update(new_scale)``) and a gradient penalty's weight (R's). The schedulers that stop R (a bfloat16 loss fed to the plateau scheduler,
-one-cycle over two param groups) are their proven R torch bugs. They need R torch: they skip with the
-reason when it is absent and fail under ``AMP_PARITY_REQUIRE_R=1``.
+explicit new scale (Python's ``update(new_scale)``) and a gradient penalty's weight (R's). The schedulers that stop R (a
+bfloat16 loss fed to the plateau scheduler, one-cycle over two param groups) are their proven R torch bugs. They need R
+torch: they skip with the reason when it is absent and fail under ``AMP_PARITY_REQUIRE_R=1``.
 """
 
 from __future__ import annotations
