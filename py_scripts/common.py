@@ -176,6 +176,12 @@ def loop_feature(spec: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return dict(feature["args"]) if feature and feature["kind"] == kind else None
 
 
+def clip_norm_type(clip_norm: dict[str, Any]) -> float:
+    """A ``clip_norm`` row's ``norm_type`` for ``clip_grad_norm_``: infinity where ``inf_norm`` is 1 (the run spec's JSON
+    has no infinity, so the row carries a flag), else 2."""
+    return float("inf") if clip_norm["inf_norm"] else 2.0
+
+
 def freeze_layer(spec: dict[str, Any], net: torch.nn.Sequential) -> None:
     """A ``frozen`` loop feature: the row's layer gets ``requires_grad`` false (its parameters are still handed to the
     optimizer, which then sees them without a gradient at every step)."""

@@ -36,6 +36,7 @@ import torch
 
 from py_scripts.common import (
     checkpoint_prefix,
+    clip_norm_type,
     clock,
     custom_layer,
     device_name,
@@ -107,6 +108,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     accumulate = loop_feature(spec, "accumulate")
     every = accumulate["every"] if accumulate else 1
     clip_value = loop_feature(spec, "clip_value")
+    clip_norm = loop_feature(spec, "clip_norm")
     multi = loop_feature(spec, "multi_optimizer")
     penalty = loop_feature(spec, "penalty")
     custom = custom_layer(spec)  # a layer computed by a custom autograd function, or none
@@ -166,7 +168,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                         scales.append(scaler._get_scale_async().detach().clone())  # type: ignore[union-attr]
                     step += 1
                     continue
-                if use_clip or clip_value or (inject and inject_after_unscale):
+                if use_clip or clip_value or clip_norm or (inject and inject_after_unscale):
                     for opt in opts:
                         scaler.unscale_(opt)
                     trace_parameters(step, "grad.unscaled", net, grads=True)
@@ -177,6 +179,10 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                     trace_parameters(step, "grad.clipped", net, grads=True)
                 if clip_value:
                     torch.nn.utils.clip_grad_value_(net.parameters(), clip_value=clip_value["clip_value"])
+                    trace_parameters(step, "grad.clipped", net, grads=True)
+                if clip_norm:
+                    torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm=clip_norm["max_norm"],
+                                                   norm_type=clip_norm_type(clip_norm))
                     trace_parameters(step, "grad.clipped", net, grads=True)
                 for k, opt in enumerate(opts):
                     scaler.step(opt)

@@ -22,6 +22,7 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 import torch
 
 from py_scripts.common import (
+    clip_norm_type,
     clock,
     custom_layer,
     device_name,
@@ -29,6 +30,7 @@ from py_scripts.common import (
     forward,
     freeze_layer,
     load_fixtures,
+    loop_feature,
     make_model,
     make_optimizer,
     make_record,
@@ -81,6 +83,7 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
     use_static_scale = properties["scaler"] == "static"
     scheduler = make_scheduler(spec, opt)  # the run spec's loop feature: a scheduler, or none (the plain loop)
     custom = custom_layer(spec)  # the run spec's loop feature: a layer computed by a custom autograd function, or none
+    clip_norm = loop_feature(spec, "clip_norm")  # the run spec's loop feature: a norm clip before the step, or none
 
     losses: list[torch.Tensor] = []
     output_dtype = loss_dtype = None
@@ -113,6 +116,10 @@ def run_workload(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                 else:
                     loss.backward()
                     trace_parameters(step, "grad.backward", net, grads=True)
+                if clip_norm:  # on the gradients as they are: bfloat16 where the weights are
+                    torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm=clip_norm["max_norm"],
+                                                   norm_type=clip_norm_type(clip_norm))
+                    trace_parameters(step, "grad.clipped", net, grads=True)
                 opt.step()
                 trace_optimizer_state(step, opt, net, spec)
                 trace_parameters(step, "param.stepped", net, grads=False)

@@ -222,6 +222,12 @@ loop_feature <- function(spec, kind) {
   if (!is.null(feature) && identical(feature$kind, kind)) feature$args else NULL
 }
 
+#' A `clip_norm` row's `norm_type` for `nn_utils_clip_grad_norm_()`: `Inf` where `inf_norm` is 1 (the run spec's JSON
+#' has no infinity, so the row carries a flag), else 2.
+clip_norm_type <- function(clip_norm) {
+  if (clip_norm$inf_norm == 1) Inf else 2
+}
+
 #' A `frozen` loop feature: the row's layer (0-based, as Python's twin counts) gets `requires_grad` false (its
 #' parameters are still handed to the optimizer, which then sees them without a gradient at every step).
 freeze_layer <- function(spec, net) {

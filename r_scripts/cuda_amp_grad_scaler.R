@@ -85,6 +85,7 @@ run_workload <- function(spec, mode) {
   accumulate <- loop_feature(spec, "accumulate")
   every <- if (is.null(accumulate)) 1L else accumulate$every
   clip_value <- loop_feature(spec, "clip_value")
+  clip_norm <- loop_feature(spec, "clip_norm")
   multi <- loop_feature(spec, "multi_optimizer")
   penalty <- loop_feature(spec, "penalty")
   custom <- custom_layer(spec, properties) # a layer computed by a custom autograd function, or none
@@ -155,7 +156,7 @@ run_workload <- function(spec, mode) {
         step <- step + 1L
         next
       }
-      if (use_clip || !is.null(clip_value) || (inject && inject_after_unscale)) {
+      if (use_clip || !is.null(clip_value) || !is.null(clip_norm) || (inject && inject_after_unscale)) {
         for (opt in opts) {
           scaler$unscale_(opt)
         }
@@ -170,6 +171,10 @@ run_workload <- function(spec, mode) {
       }
       if (!is.null(clip_value)) {
         clip_grad_value(net$parameters, clip_value = clip_value$clip_value)
+        trace_parameters(step, "grad.clipped", net, grads = TRUE)
+      }
+      if (!is.null(clip_norm)) {
+        clip_grad_norm(net$parameters, max_norm = clip_norm$max_norm, norm_type = clip_norm_type(clip_norm))
         trace_parameters(step, "grad.clipped", net, grads = TRUE)
       }
       for (k in seq_along(opts)) {

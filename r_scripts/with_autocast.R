@@ -61,6 +61,8 @@ run_workload <- function(spec, mode) {
   use_static_scale <- properties$scaler == "static"
   scheduler <- patch_scheduler(make_scheduler(spec, opt), spec) # the run spec's loop feature: a scheduler, or none (R-only: its methods patched)
   custom <- custom_layer(spec, properties) # the run spec's loop feature: a layer computed by a custom autograd function, or none
+  clip_norm <- loop_feature(spec, "clip_norm") # the run spec's loop feature: a norm clip before the step, or none
+  clip_grad_norm <- binding_function(spec, "nn_utils_clip_grad_norm_")
 
   losses <- list()
   output_dtype <- NULL
@@ -96,6 +98,10 @@ run_workload <- function(spec, mode) {
       } else {
         loss$backward()
         trace_parameters(step, "grad.backward", net, grads = TRUE)
+      }
+      if (!is.null(clip_norm)) { # on the gradients as they are: bfloat16 where the weights are
+        clip_grad_norm(net$parameters, max_norm = clip_norm$max_norm, norm_type = clip_norm_type(clip_norm))
+        trace_parameters(step, "grad.clipped", net, grads = TRUE)
       }
       opt$step()
       trace_optimizer_state(step, opt, net, spec)

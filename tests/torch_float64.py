@@ -25,7 +25,7 @@ def torch_float64_run(
     feature: str = NO_FEATURE,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The workload in torch float64 (``model.double()``, CPU), its optimizer built from the row's ``run_spec`` as the
-    Python scripts build it, in the loop of ``feature`` (PyTorch's own scheduler, accumulation, ``clip_grad_value_``);
+    Python scripts build it, in the loop of ``feature`` (PyTorch's own scheduler, accumulation, ``clip_grad_value_``, ``clip_grad_norm_``);
     ``grad_hook`` may change the gradients after backward (a planted mistake)."""
     layers: list[torch.nn.Module] = []
     for k, (out_f, in_f) in enumerate(spec.layer_shapes):
@@ -89,6 +89,9 @@ def torch_float64_run(
                 grad_hook(net)
             if clip:
                 torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm=spec.clip_max_norm)
+            if row is not None and row.kind == "clip_norm":
+                torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm=row.args["max_norm"],
+                                               norm_type=float("inf") if row.args["inf_norm"] else 2.0)
             if row is not None and row.kind == "clip_value":
                 torch.nn.utils.clip_grad_value_(net.parameters(), clip_value=row.args["clip_value"])
             if len(losses) - 1 not in skipped:  # GradScaler.step does not call opt.step() on a skipped step

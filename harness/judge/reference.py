@@ -90,6 +90,18 @@ def run_reference(
         return _train(spec, arrays, clip, skipped, optimizer, FEATURES.get(feature))
 
 
+def _norm_clipped(grads: list[np.ndarray | None], max_norm: float, inf_norm: bool) -> list[np.ndarray | None]:
+    """``clip_grad_norm_`` in float64: the gradients scaled by ``max_norm / (norm + eps)`` where that is below 1, the
+    norm being the 2-norm of all of them, or with ``inf_norm`` their largest |element| (``norm_type`` inf)."""
+    present = [g for g in grads if g is not None]
+    if inf_norm:
+        total = max(float(np.max(np.abs(g))) for g in present)
+    else:
+        total = float(np.sqrt(sum(float(np.sum(g * g)) for g in present)))
+    coef = min(max_norm / (total + _CLIP_EPS), 1.0)
+    return [None if g is None else g * coef for g in grads]
+
+
 def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int], optimizer: str,
            feature: Feature | None) -> Reference:
     overrides: Mapping[str, Mapping[str, Any]] = getattr(spec, "optimizer_args", None) or {}  # a field the spec is gaining
@@ -144,9 +156,9 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
                 head_update.step([p for k in range(split, n) for p in (weights[k], biases[k])], grads[2 * split:])
             elif step not in skipped:
                 if clip:
-                    total = np.sqrt(sum(float(np.sum(g * g)) for g in grads if g is not None))
-                    coef = min(spec.clip_max_norm / (total + _CLIP_EPS), 1.0)
-                    grads = [None if g is None else g * coef for g in grads]
+                    grads = _norm_clipped(grads, spec.clip_max_norm, inf_norm=False)
+                if feature is not None and feature.kind == "clip_norm":
+                    grads = _norm_clipped(grads, float(feature.args["max_norm"]), bool(feature.args["inf_norm"]))
                 if feature is not None and feature.kind == "clip_value":
                     limit = float(feature.args["clip_value"])
                     grads = [None if g is None else np.clip(g, -limit, limit) for g in grads]

@@ -34,6 +34,9 @@ NO_FEATURE = "none"
 #: docs: ``scheduler.step()`` after ``optimizer.step()``; also on the iterations the scaler skipped, as the AMP examples
 #: page's loop does). ``accumulate``: ``every`` micro-batches per optimizer step, each loss divided by ``every``.
 #: ``clip_value``: ``unscale_`` then every gradient element clamped to ``[-clip_value, clip_value]``.
+#: ``clip_norm``: ``unscale_`` then the gradients' norm clipped to ``max_norm`` (``clip_grad_norm_``) with the row's norm
+#: type: ``inf_norm`` 1 is ``norm_type`` infinity (the largest element's magnitude), 0 is the 2-norm (the run spec's JSON
+#: has no infinity, so the row carries a flag).
 #: ``frozen``: one layer's parameters get ``requires_grad`` false but are still handed to the optimizer (a fine-tuning loop
 #: that freezes part of the model), so every step meets parameters without a gradient.
 #: ``param_groups``: the weights in one param group, the biases in a second with their own lr (and weight decay, where the
@@ -51,7 +54,7 @@ NO_FEATURE = "none"
 #: ``resume``: after ``at_step`` iterations the model, the optimizer and the scaler are checkpointed in the contract's
 #: layout (docs/contract.md#checkpoint), built afresh, loaded from the checkpoint and trained on to the end: the
 #: uninterrupted run's arithmetic, so the float64 reference is the plain loop's.
-KINDS: tuple[str, ...] = ("scheduler", "accumulate", "clip_value", "frozen", "param_groups", "sometimes_used",
+KINDS: tuple[str, ...] = ("scheduler", "accumulate", "clip_value", "clip_norm", "frozen", "param_groups", "sometimes_used",
                           "multi_optimizer", "penalty", "custom_function", "resume")
 #: The one function of the epoch a ``lr_lambda`` row declares (LambdaLR's and MultiplicativeLR's ``lr_lambda``), by its
 #: arguments: ``factor(epoch) = min(1, (epoch + 1) / warmup) / (1 + decay * epoch)``, a linear warmup then an
@@ -209,10 +212,11 @@ def _gradient_covers() -> tuple[Cover, ...]:
     )
 
 
-def _clip_value_covers() -> tuple[Cover, ...]:
+def _clip_covers(how: str) -> tuple[Cover, ...]:
+    """A clip after ``unscale_`` (``how``: by value, by a norm) in the scaler script, in place of the clip mode's."""
     return (
         Cover(((_SCALER, "default"), (_SCALER, "autocast_scaler")), _ONE_PER_FAMILY,
-              "clipping by value after unscale_, in place of the clip mode's norm clip: one optimizer of each family, "
+              f"clipping {how} after unscale_, in place of the clip mode's norm clip: one optimizer of each family, "
               "with the scaler disabled and enabled (a clip mode would clip twice)"),
     )
 
@@ -397,7 +401,29 @@ FEATURES: dict[str, Feature] = {
             {"clip_value": 0.002},
             {"clip_value": "tiny's first gradients reach 0.002 to 0.01 at their largest in every layer and stay below "
                            "0.001 in 90 % of elements: the clamp acts on a few elements of each tensor, not all"},
-            _clip_value_covers(),
+            _clip_covers("by value"),
+        ),
+        Feature(
+            "clip_norm_inf", "clip_norm", "unscale_, then clip_grad_norm_ / nn_utils_clip_grad_norm_ with norm_type inf",
+            {"max_norm": 0.005, "inf_norm": 1},
+            {"max_norm": "tiny's largest gradient element (the infinity norm) is 0.007 to 0.012 at every step: 0.005 "
+                         "clips all 20 (coefficients 0.43 to 0.68 with SGD). Not fewer: on a step that does not clip, the "
+                         "clip coefficient's 1 ULP (clip-coef-reciprocal) is an unused first difference the matcher cannot "
+                         "yet see past (as in _gradient_covers)",
+             "inf_norm": "1: norm_type inf, the norm R torch computes by its own branch (the largest |element| of each "
+                         "gradient, taken to R with item()) where PyTorch uses torch.linalg.vector_norm"},
+            _clip_covers("by the infinity norm"),
+        ),
+        Feature(
+            "clip_lowp", "clip_norm", "clip_grad_norm_ / nn_utils_clip_grad_norm_ on gradients in the AMP dtype",
+            {"max_norm": 0.1, "inf_norm": 0},
+            {"max_norm": "0.1, the clip mode's clip_max_norm: tiny's 2-norm is above it at every step (the clip mode clips "
+                         "all 20), so every step multiplies the bfloat16 gradients by the coefficient",
+             "inf_norm": "0: the 2-norm, the clip mode's and the recipe's; the infinity norm has its own row"},
+            (Cover(((_PLAIN, "lowp_weights"), (_PLAIN, "lowp_weights_scaled")), ("sgd", "adam"),
+                   "the weights, hence the gradients, norm and coefficient, in bfloat16 (the clip mode clips only float32 "
+                   "gradients), without and with the static scale (unscaled by hand before the clip): plain SGD, "
+                   "bitwise identical in the plain loop, and Adam, whose state meets the clipped gradient"),),
         ),
         Feature(
             "sometimes_used", "sometimes_used", "a layer used only on some steps; zero_grad(set_to_none = TRUE)",

@@ -4,11 +4,11 @@ it begins.
 
 Plain SGD is bitwise identical between the bindings in the plain loop, so whatever differs first in these pairs is the
 feature itself. The plants are the issue's: a scheduler hyperparameter (R's ``lr_step`` gamma, R's plateau factor, the
-declared lambda's decay in R and in Python), an accumulation count off by one (Python's ``every``) and a clip value (R's
-``clip_grad_value_``); two more act on the AMP examples' loops: an explicit new scale (Python's ``update(new_scale)``)
-and a gradient penalty's weight (R's). The schedulers that stop R (a bfloat16 loss fed to the plateau scheduler,
-one-cycle over two param groups) are their proven R torch bugs. They need R torch: they skip with the
-reason when it is absent and fail under ``AMP_PARITY_REQUIRE_R=1``.
+declared lambda's decay in R and in Python), an accumulation count off by one (Python's ``every``), a clip value (R's
+``clip_grad_value_``) and a norm type (R's inf -> 2 in ``clip_norm_inf``); two more act on the AMP examples' loops: an
+explicit new scale (Python's ``update(new_scale)``) and a gradient penalty's weight (R's). The schedulers that stop R (a
+bfloat16 loss fed to the plateau scheduler, one-cycle over two param groups) are their proven R torch bugs. They need R
+torch: they skip with the reason when it is absent and fail under ``AMP_PARITY_REQUIRE_R=1``.
 """
 
 from __future__ import annotations
@@ -123,6 +123,10 @@ DIVERGING: dict[str, tuple[str, str, str, str, str, str, tuple[int, str], tuple[
     "r-clip-value": ("r_scripts/cuda_amp_grad_scaler.R", "clip_value = clip_value$clip_value)", "clip_value = clip_value$clip_value * 1.5)",
                      "cuda_amp_grad_scaler", "autocast_scaler", "clip_value", (0, "grad.clipped.layer0.weight"),
                      (0, "grad.unscaled.layer2.bias")),
+    # clip_norm_inf's norm_type inf -> 2 in R: the first total norm is the 2-norm, not the largest element
+    "r-clip-norm-type": ("r_scripts/common.R", "if (clip_norm$inf_norm == 1) Inf else 2", "if (clip_norm$inf_norm == 1) 2 else 2",
+                         "cuda_amp_grad_scaler", "autocast_scaler", "clip_norm_inf", (0, "clip.total_norm"),
+                         (0, "grad.unscaled.layer2.bias")),
     # multi_optimizer's explicit new scale 2^20 -> 2^21 in Python: the update at step 14 sets another scale
     "python-new-scale": ("py_scripts/cuda_amp_grad_scaler.py", 'scaler.update(float(multi["new_scale"]))',
                          'scaler.update(float(multi["new_scale"]) * 2)', "cuda_amp_grad_scaler", "autocast_scaler",

@@ -64,14 +64,17 @@ def clip_cell() -> CellResult:
 
 def test_the_clip_entry_covers_the_clip_pair_with_every_optimizer_on_cpu(clip_cell: CellResult, tmp_path: Path) -> None:
     """The clip coefficient is computed before any optimizer's step: the entry covers the clip mode with every optimizer,
-    python vs r in either order, on CPU only, and names its mechanism's sources on both sides."""
+    python vs r in either order, on CPU only (and the scaler modes, where the clip_norm_inf row clips), and names its
+    mechanism's sources on both sides."""
     entry = _entry("clip-coef-reciprocal")
     twin = twin_cell(clip_cell, tmp_path)
     assert entry.applies(clip_cell, twin) and entry.applies(twin, clip_cell)
     for optimizer in ("sgd", "adam", "ignite_adagrad"):
         assert entry.covers("cuda_amp_grad_scaler", "autocast_scaler_clip", optimizer, "cpu")
     assert not entry.covers("cuda_amp_grad_scaler", "autocast_scaler_clip", "sgd", "cuda")
-    assert not entry.covers("cuda_amp_grad_scaler", "autocast_scaler", "sgd", "cpu")
+    # the scaler modes without the clip: where the loop feature clip_norm_inf clips (the trigger needs a clip.coef below 1)
+    assert entry.covers("cuda_amp_grad_scaler", "autocast_scaler", "sgd", "cpu")
+    assert not entry.covers("with_autocast", "lowp_weights", "sgd", "cpu")  # bf16 gradients: clip-coef-number-divide
     python_twin = twin_cell(clip_cell, tmp_path / "py", frontend="python")
     assert not entry.applies(clip_cell, python_twin)  # python vs python: not the entry's languages
     assert (entry.trigger, entry.signature.first_point, entry.signature.first_step, entry.signature.max_distance) == (
