@@ -93,6 +93,9 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
   # The contract's dtype names by libtorch's (what dtype_name() reads of the run spec), looked up once per point.
   contract_names <- vapply(run_spec$dtypes, function(d) d$libtorch, character(1))
   contract_names <- stats::setNames(names(contract_names), contract_names)
+  if (!all(c("float64", "int64") %in% names(run_spec$dtypes))) { # what number_point() names its points' dtypes
+    abort_cli("The run spec's dtype table lacks float64 or int64, which R numbers are traced as: update harness/contract/dtypes.py.")
+  }
   contiguous <- torch::torch_contiguous_format()
   batch <- new.env(parent = emptyenv())
   empty <- function() {
@@ -129,8 +132,11 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
     # The exported functions' own calls, without their wrappers: the wrappers were most of a point's cost (issue 38:
     # `torch_clone()` 34 us against 12 us; `$dtype`, an R7 lookup and an R6 object, 14-21 us against 7 us), at about
     # 1,600 points a `tiny` clip call. `torch_clone()` and `as.character(x$dtype)` call exactly these.
-    if (on_cuda) value <- value$cpu()
-    value <- torch:::cpp_torch_namespace_clone_self_Tensor(value, contiguous)
+    number <- inherits(value, "amp_parity_number") # an R number (number_point() in common.R): its bytes are written here
+    if (!number) {
+      if (on_cuda) value <- value$cpu()
+      value <- torch:::cpp_torch_namespace_clone_self_Tensor(value, contiguous)
+    }
     n <- batch$n + 1L
     if (n > length(batch$steps)) {
       size <- 2L * length(batch$steps)
@@ -142,7 +148,16 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
     }
     batch$steps[[n]] <- step
     batch$names[[n]] <- name
-    libtorch_name <- torch:::cpp_dtype_to_string(structure(torch:::cpp_torch_tensor_dtype(value), class = "torch_dtype"))
+    if (number) {
+      batch$dtypes[[n]] <- value$dtype # "float64" or "int64", the contract's names (checked below, once a call)
+      batch$shapes[[n]] <- integer(0)
+      batch$bytes[[n]] <- number_bytes(value)
+      batch$n <- n
+      return(invisible(NULL))
+    }
+    dtype <- torch:::cpp_torch_tensor_dtype(value)
+    oldClass(dtype) <- "torch_dtype" # what cpp_dtype_to_string() checks; structure() costs twice this (6 us a point)
+    libtorch_name <- torch:::cpp_dtype_to_string(dtype)
     contract_name <- contract_names[libtorch_name]
     batch$dtypes[[n]] <- if (is.na(contract_name)) dtype_name(value$dtype, list(dtypes = run_spec$dtypes)) else contract_name # dtype_name(): its error
     # cpp_tensor_dim() is what `value$shape` and dim() return (integer(0) for a 0-d tensor) at a fraction of their cost

@@ -338,16 +338,16 @@ trace_scheduler <- function(step, spec, opt, scheduler, prefix = "") {
   if (is.null(get0("sink", envir = trace_state, inherits = FALSE))) {
     return(invisible(NULL))
   }
-  trace_point(step, paste0(prefix, "scheduler.last_epoch"), torch::torch_scalar_tensor(as.numeric(scheduler$last_epoch), dtype = torch::torch_int64()))
+  trace_point(step, paste0(prefix, "scheduler.last_epoch"), number_point(scheduler$last_epoch, "int64"))
   for (name in unlist(spec$feature$traced)) {
-    trace_point(step, paste0(prefix, "scheduler.", name), torch::torch_scalar_tensor(as.numeric(scheduler[[name]]), dtype = torch::torch_float64()))
+    trace_point(step, paste0(prefix, "scheduler.", name), number_point(scheduler[[name]]))
   }
   groups <- opt$param_groups
   for (i in seq_along(groups)) {
-    trace_point(step, sprintf("%soptim.lr.group%d", prefix, i - 1L), torch::torch_scalar_tensor(as.numeric(groups[[i]]$lr), dtype = torch::torch_float64()))
+    trace_point(step, sprintf("%soptim.lr.group%d", prefix, i - 1L), number_point(groups[[i]]$lr))
     if (isTRUE(spec$feature$cycles_momentum)) { # beta1 where the group has betas, as lr_one_cycle decides
       momentum <- if (!is.null(groups[[i]]$betas)) groups[[i]]$betas[[1]] else groups[[i]]$momentum
-      trace_point(step, sprintf("%soptim.momentum.group%d", prefix, i - 1L), torch::torch_scalar_tensor(as.numeric(momentum), dtype = torch::torch_float64()))
+      trace_point(step, sprintf("%soptim.momentum.group%d", prefix, i - 1L), number_point(momentum))
     }
   }
   invisible(NULL)
@@ -403,16 +403,28 @@ expected_scale_method <- c(
 )
 
 #' R-only: whether this R torch's scaler scales a CPU tensor itself (a later R torch may): then nothing is lifted.
+#'
+#' Asked once per process (the answer is the loaded R torch's): asking costs an R torch error that cli formats, about
+#' 15 ms, a tenth of a `tiny` scaler call, paid by every scaler call until issue 38.
 scaler_takes_cpu_tensors <- function() {
+  known <- get0("takes_cpu_tensors", envir = scaler_facts, inherits = FALSE)
+  if (!is.null(known)) {
+    return(known)
+  }
   probe <- torch::cuda_amp_grad_scaler()
-  tryCatch(
+  answer <- tryCatch(
     {
       probe$scale(torch::torch_ones(1L))
       TRUE
     },
     error = function(err) FALSE
   )
+  assign("takes_cpu_tensors", answer, envir = scaler_facts)
+  answer
 }
+
+#' R-only: what `scaler_takes_cpu_tensors()` found, kept for the process.
+scaler_facts <- new.env(parent = emptyenv())
 
 #' R-only: `scaler` with its `scale()` replaced by R torch's own method minus `cuda_only_check`.
 #'
@@ -600,7 +612,7 @@ load_checkpoint <- function(spec, prefix, net, opt, scheduler, scaler, at) {
   if (is.null(spec$weights_out)) {
     unlink(paste0(prefix, c(".safetensors", ".json")))
   }
-  trace_point(at, "resume.step", torch::torch_scalar_tensor(meta$step, dtype = torch::torch_int64()))
+  trace_point(at, "resume.step", number_point(meta$step, "int64"))
   trace_parameters(at, "resume.param", net, grads = FALSE)
   trace_optimizer_state(at, opt, net, spec, stage = "resume.optim")
   if (!is.null(scheduler)) {
@@ -679,9 +691,34 @@ amp_parity_point <- function(name, value, index = NULL) {
     name <- sub("{param}", get("groups", envir = trace_state)[[group]][[index]], name, fixed = TRUE)
   }
   if (!inherits(value, "torch_tensor")) {
-    value <- torch::torch_scalar_tensor(value, dtype = torch::torch_float64())
+    value <- number_point(value)
   }
   trace_point(get("step", envir = trace_state), name, value)
+}
+
+#' R-only (Python's twin records a Python float or int as it is): an R number as a trace point's value, float64 (what Python's twin records of a Python float) or `"int64"` (a count,
+#' which PyTorch keeps in a tensor or an int): the sink writes its 8 bytes itself. A 0-d tensor of it (what this was
+#' until issue 38) costs R torch a tensor, a clone and a buffer, about 0.1 ms, at a fifth of an R trace's points; the
+#' bytes, dtype and shape are the same (tests/integration/test_r_worker.py holds them equal).
+number_point <- function(value, dtype = "float64") {
+  value <- as.numeric(value)
+  if (length(value) != 1L || !(dtype %in% c("float64", "int64"))) {
+    abort_cli("A trace point's number must be one float64 or int64 value, got {length(value)} value{?s} as {.val {dtype}}.")
+  }
+  if (dtype == "int64" && !(is.finite(value) && value == trunc(value) && abs(value) < 2^53)) {
+    abort_cli("A trace point's int64 count must be a whole number below 2^53, got {.val {value}}.")
+  }
+  structure(list(value = value, dtype = dtype), class = "amp_parity_number")
+}
+
+#' R-only: the little-endian bytes of a `number_point()`: a double's own 8 bytes, or an int64's two 32-bit halves (two's complement).
+number_bytes <- function(number) {
+  if (number$dtype == "float64") {
+    return(writeBin(number$value, raw(), size = 8L, endian = "little"))
+  }
+  high <- floor(number$value / 2^32)
+  low <- number$value - high * 2^32
+  writeBin(as.integer(c(if (low >= 2^31) low - 2^32 else low, high)), raw(), size = 4L, endian = "little")
 }
 
 #' R-only: `named_parameters(net)` as the optimizer of this call was given them (make_optimizer() keeps them for the
@@ -730,12 +767,15 @@ trace_optimizer_state <- function(step, opt, net, spec, stage = "optim") {
     for (e in seq_len(NROW(entries))) {
       value <- state[[entries$r[[e]]]]
       if (is.null(value)) next
-      if (isTRUE(entries$count[[e]])) {
+      dtype <- if (is.null(entries$dtype)) NA else entries$dtype[[e]] # jsonlite drops a column null in every row
+      if (isTRUE(entries$count[[e]]) && is.na(dtype)) {
+        value <- number_point(value, "int64") # an R double (R code) or a one-element int64 tensor (ignite): as.numeric() reads both
+      } else if (isTRUE(entries$count[[e]])) {
         value <- torch::torch_scalar_tensor(as.numeric(value), dtype = torch::torch_int64())
       } else if (!inherits(value, "torch_tensor")) {
-        value <- torch::torch_scalar_tensor(value, dtype = torch::torch_float64())
+        # an R number: float64, or a 0-d tensor where the entry names the dtype its kernels round it to
+        value <- if (is.na(dtype)) number_point(value) else torch::torch_scalar_tensor(value, dtype = torch::torch_float64())
       }
-      dtype <- if (is.null(entries$dtype)) NA else entries$dtype[[e]] # jsonlite drops a column null in every row
       if (!is.na(dtype)) {
         value <- value$to(dtype = torch_dtype(dtype))
       }

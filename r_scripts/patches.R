@@ -74,8 +74,28 @@ patch_methods <- function(obj, prefix, spec) {
   obj
 }
 
+#' R-only: the patched functions made so far in this process, by target and patches (`patched_function()`).
+patched_functions <- new.env(parent = emptyenv())
+
 #' `fun` with each patch's `old` statement replaced by its `new` ones, in a copy that keeps `fun`'s environment.
+#'
+#' R-only: made once per target and patches in a process, byte-compiled, and given each call's `fun`'s environment (a
+#' method's object). Made anew at every call, a cell's traced or reconciled call rewrote its functions again (3-10 ms)
+#' and R's JIT compiled them again (issue 38). Remade where `fun`'s code is not the code it was made from.
 patched_function <- function(fun, patches, target) {
+  key <- paste(c(target, vapply(patches, function(patch) paste(patch$id, patch$old, patch$new, sep = "\r"), "")), collapse = "\n")
+  made <- get0(key, envir = patched_functions, inherits = FALSE)
+  if (is.null(made) || !identical(made$original, body(fun))) {
+    made <- list(original = body(fun), patched = compiler::cmpfun(rewritten_function(fun, patches, target)))
+    assign(key, made, envir = patched_functions)
+  }
+  patched <- made$patched
+  environment(patched) <- environment(fun)
+  patched
+}
+
+#' R-only: `patched_function()`'s rewriting, each patch's statement found once and replaced.
+rewritten_function <- function(fun, patches, target) {
   code <- body(fun)
   for (patch in patches) {
     old <- code_text(parse(text = patch$old, keep.source = FALSE)[[1]])

@@ -25,7 +25,10 @@ from harness.model.record_points import record_mismatch
 from harness.model.result import CellResult
 from harness.worker_side.tensor_bytes import DTYPES, decode, encode, ulp_distance
 
-__all__ = ["Split", "TRIGGERS", "find_divergence", "point_difference", "read_cell_trace", "read_triggers", "trace_cells"]
+__all__ = [
+    "Split", "TRIGGERS", "find_divergence", "plain_traces_identical", "point_difference", "read_cell_trace", "read_triggers",
+    "trace_cells",
+]
 
 #: A traced point as a worker sends it: ``[step, name, dtype, shape, sha256, value]`` (value for one-element tensors).
 Point = Sequence[Any]
@@ -146,10 +149,20 @@ def point_difference(split: Split, a: Sequence[Point], b: Sequence[Point], kept:
 
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=4096)
 def read_cell_trace(trace: TraceFile) -> CellTrace:
     """A cell's stored trace, read (and checked against the SHA-256 its result recorded) once per process."""
     return CellTrace.read(trace)
+
+
+def plain_traces_identical(a: CellResult, b: CellResult) -> bool:
+    """Whether the record calls of ``a`` and ``b`` left bitwise identical traces: every point (the run's records among
+    them) in the same order, dtype and bytes, digested by one hash. Such a pair is ``identical`` (or its entry stale)
+    from these traces alone, whatever the switches: a verdict reads reconciled runs only to prove a difference."""
+    if a.trace is None or b.trace is None:
+        return False
+    ta, tb = read_cell_trace(a.trace), read_cell_trace(b.trace)
+    return CellTrace.comparable(ta, tb) is None and find_divergence(ta.points, tb.points) is None
 
 
 def trace_cells(a: CellResult, b: CellResult) -> PairTrace:
@@ -179,9 +192,9 @@ def trace_cells(a: CellResult, b: CellResult) -> PairTrace:
         ra, rb = read_cell_trace(sides[0]), read_cell_trace(sides[1])
         if (unlike := CellTrace.comparable(ra, rb)) is not None:
             return PairTrace(a.pair, names, error=unlike, reproduced=reproduced)
-        again = find_divergence(ra.as_lists(), rb.as_lists())
+        again = find_divergence(ra.points, rb.points)
         switches, reconciled_identical = tuple(sorted({*ra.switches, *rb.switches})), again is None
-        reconciled = None if again is None else point_difference(again, ra.as_lists(), rb.as_lists(), _kept(again, ra, rb))
+        reconciled = None if again is None else point_difference(again, ra.points, rb.points, _kept(again, ra, rb))
     if a.trace is None or b.trace is None:
         missing = [c.frontend for c in (a, b) if c.trace is None]
         return PairTrace(a.pair, names, error=f"{' and '.join(missing)} stored no trace of its record call", reproduced=reproduced,
@@ -189,7 +202,7 @@ def trace_cells(a: CellResult, b: CellResult) -> PairTrace:
     ta, tb = read_cell_trace(a.trace), read_cell_trace(b.trace)
     if (unlike := CellTrace.comparable(ta, tb)) is not None:
         return PairTrace(a.pair, names, error=unlike, reproduced=reproduced)
-    points_a, points_b = ta.as_lists(), tb.as_lists()
+    points_a, points_b = ta.points, tb.points
     split = find_divergence(points_a, points_b)
     identical = split.index if split is not None else len(points_a)
     last = (int(points_a[identical - 1][0]), str(points_a[identical - 1][1])) if identical > 0 else None

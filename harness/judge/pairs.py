@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import SpecError
-from harness.judge.divergence import read_cell_trace, trace_cells
+from harness.judge.divergence import plain_traces_identical, read_cell_trace, trace_cells
 from harness.judge.expectation import expectation
 from harness.judge.explain import Judgement, explain_pair, headline
 from harness.judge.findings import PairFindings, StatusFindings, find_pair
@@ -40,7 +40,7 @@ from harness.workload.optimizers import OPTIMIZERS
 
 __all__ = [
     "FAILING_VERDICTS", "VERDICTS", "compare_cells", "compare_result", "excused_cells", "judge", "judge_statuses", "needs_detail",
-    "pair_trace",
+    "pair_trace", "reconciliation_needed",
 ]
 
 #: Every pair verdict (:class:`~harness.model.verdicts.Verdict` says what each means).
@@ -141,12 +141,39 @@ def _comparisons(cells: list[CellResult]) -> list[tuple[CellResult, CellResult]]
 
 def _pairs(result: MatrixResult) -> dict[str, list[CellResult]]:
     """Each pair id's cells, the baseline (or its stand-in) first, then in ``result.frontends``' order."""
-    order = [result.baseline, *[f for f in result.frontends if f != result.baseline]]
+    return _grouped(result.cells, result.baseline, result.frontends)
+
+
+def _grouped(cells: Sequence[CellResult], baseline: str, frontends: Sequence[str]) -> dict[str, list[CellResult]]:
+    order = [baseline, *[f for f in frontends if f != baseline]]
     rank = {name: i for i, name in enumerate(order)}
     pairs: dict[str, list[CellResult]] = {}
-    for cell in result.cells:
+    for cell in cells:
         pairs.setdefault(cell.pair, []).append(cell)
-    return {pair: sorted(cells, key=lambda c: (rank.get(c.frontend, len(rank)), c.frontend)) for pair, cells in pairs.items()}
+    return {pair: sorted(group, key=lambda c: (rank.get(c.frontend, len(rank)), c.frontend)) for pair, group in pairs.items()}
+
+
+def reconciliation_needed(cells: Sequence[CellResult], baseline: str, frontends: Sequence[str]) -> frozenset[str]:
+    """The ids of the cells whose reconciled run can bear on a verdict, once their record calls are in: every cell but
+    those whose every comparison (:func:`compare_result`'s) is with a cell that ran beside it, both ``ok``, their plain
+    traces bitwise identical (:func:`harness.judge.divergence.plain_traces_identical`).
+
+    Such a pair is judged ``identical`` (or its entry stale) from its plain traces alone: :func:`_with_trace` reads the
+    reconciled runs only to prove a difference, or a crash. So a run spends reconciled runs only where a pair parts
+    (issue 38: 56 of 340 ``tiny`` pairs ran one for nothing), and every verdict stays what it was. A cell whose pair is
+    not all here (a slice of the matrix, merged later) keeps its run: whether its pair parts is known only where the two
+    meet. A merge that pairs a cell with a partner its own run did not have finds no reconciled run where that pair parts,
+    and says so (the pair is not proven): run the two together.
+    """
+    needed: set[str] = set()
+    for group in _grouped(cells, baseline, frontends).values():
+        compared: set[str] = set()
+        for a, b in _comparisons(group):
+            compared |= {a.id, b.id}
+            if not (a.ok and b.ok and plain_traces_identical(a, b)):
+                needed |= {a.id, b.id}
+        needed |= {c.id for c in group if c.id not in compared}
+    return frozenset(needed)
 
 
 def excused_cells(result: MatrixResult) -> frozenset[str]:

@@ -167,10 +167,6 @@ class CellTrace:
                 for key, meta in json.loads(metadata.get("kept") or "{}").items()}
         return cls(points, str(digest), tuple(json.loads(metadata.get("switches") or "[]")), kept)
 
-    def as_lists(self) -> list[list[Any]]:
-        """The points as :mod:`harness.judge.divergence` reads them (``[step, name, dtype, shape, digest, value]``)."""
-        return [[p[0], p[1], p[2], list(p[3]), p[4], p[5]] for p in self.points]
-
 
 @dataclass(frozen=True)
 class TraceFile:

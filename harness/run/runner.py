@@ -28,7 +28,7 @@ from harness.judge.assess import assess_result
 from harness.judge.cells import judge_cell
 from harness.judge.kept_weights import keep_weights
 from harness.judge.known_differences import KnownDifference, load_known_differences
-from harness.judge.pairs import compare_result, needs_detail
+from harness.judge.pairs import compare_result, needs_detail, reconciliation_needed
 from harness.judge.record_check import judge_record
 from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference
 from harness.judge.resumed import check_resumed
@@ -198,8 +198,12 @@ class MatrixRunner:
         with phase("record calls", len(matrix)):
             cells = self._per_frontend(matrix, self._called, progress)
         if self.trace:
-            with phase("reconciled runs", len(cells)):
-                cells = self._per_frontend(cells, self._with_reconciled, progress)
+            # Only where a pair parts (or a side is missing or failed): an identical pair's verdict never reads them.
+            needed = reconciliation_needed(cells, self.baseline, self.frontends)
+            chosen = [c for c in cells if c.id in needed]
+            with phase("reconciled runs", len(chosen)):
+                reconciled = {c.id: c for c in self._per_frontend(chosen, self._with_reconciled, progress)}
+            cells = [reconciled.get(c.id, c) for c in cells]
         cells = check_resumed(cells)  # a resumed cell is bitwise its uninterrupted cell, where that ran too
         with phase("reference"):  # judged once, with the rest, by assess_result at the end
             cells = [self._with_distance(c) for c in cells]

@@ -85,7 +85,8 @@ def timing_section(result: MatrixResult) -> list[str]:
 
 
 #: What a reader of a CPU without bfloat16 instructions is told, once in the run's header and beside the speed table.
-NO_BF16_NOTE = ("this CPU lacks bfloat16 instructions (no avx512_bf16 or amx_bf16 in /proc/cpuinfo): its bfloat16 matrix "
+NO_BF16_NOTE = ("this CPU lacks bfloat16 instructions (no avx512_bf16 or amx_bf16 in /proc/cpuinfo, or oneDNN capped below "
+                "them by ONEDNN_MAX_CPU_ISA): its bfloat16 matrix "
                 "products are emulated, slower than float32, so the seeds' AMP speed-ups cannot appear here; their absence "
                 "is the CPU's, not the harness's")
 

@@ -147,3 +147,28 @@ def test_a_clip_coefficient_of_zero_does_not_engage_the_clip_trigger() -> None:
     points = [(0, "clip.coef", "float32", [], "", 0.5), (1, "clip.coef", "float32", [], "", 0.0),
               (2, "clip.coef", "float32", [], "", 1.0), (3, "clip.coef", "float32", [], "", 0.99)]
     assert TRIGGERS["clip_engaged"](points) == (0, 3)
+
+
+def test_only_cells_whose_pair_parts_or_is_incomplete_need_a_reconciled_run(tmp_path: Path) -> None:
+    """Issue 38: a pair whose plain traces are bitwise identical is ``identical`` whatever the switches, so neither cell
+    runs again with them; a pair that parts (one point's bytes), a cell whose partner failed and a cell whose partner is
+    not in the run (a slice merged later) each keep theirs."""
+    from harness.judge.pairs import reconciliation_needed
+    from harness.model.cell_trace import CellTrace
+    from harness.model.result import Status
+    from tests.twins import by_mode, golden
+
+    def traced(c: CellResult, frontend: str, loss_digest: str) -> CellResult:
+        point = (0, "loss", "float32", (), loss_digest, 1.0)
+        trace = CellTrace((point,), "blake3").write(tmp_path / f"{c.mode}-{frontend}.trace.safetensors")
+        return dataclasses.replace(c, cell=dataclasses.replace(c.cell, frontend=frontend), trace=trace, reconciled=None)
+
+    cells = by_mode(golden())
+    same = [traced(cells["default"], "python", "0" * 32), traced(cells["default"], "r", "0" * 32)]
+    parts = [traced(cells["autocast"], "python", "0" * 32), traced(cells["autocast"], "r", "1" * 32)]
+    failed = [traced(cells["autocast_scaler"], "python", "0" * 32),
+              dataclasses.replace(traced(cells["autocast_scaler"], "r", "0" * 32), status=Status.ERROR, trace=None)]
+    alone = [traced(cells["autocast_scaler_clip"], "python", "0" * 32)]
+    needed = reconciliation_needed([*same, *parts, *failed, *alone], "python", ("python", "r"))
+    assert needed == {c.id for c in (*parts, *failed, *alone)}
+    assert not needed & {c.id for c in same}

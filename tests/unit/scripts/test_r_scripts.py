@@ -27,8 +27,8 @@ R_ONLY_FILES = {"_bridge", "_bytecode", "_bootstrap"}
 #: What R defines that its Python twin does not, because R lacks it: its reason is where each is defined.
 #: R torch's scaler refuses CPU tensors, so common.R alone holds the lift of that one check (shared by every script that
 #: scales; PyTorch's scaler takes CPU tensors itself).
-R_LIFT_HELPERS = {"cuda_only_check", "expected_scale_method", "scaler_takes_cpu_tensors", "lift_cuda_only_check", "drop_statement",
-                  "lifted_check_name"}
+R_LIFT_HELPERS = {"cuda_only_check", "expected_scale_method", "scaler_takes_cpu_tensors", "scaler_facts", "lift_cuda_only_check",
+                  "drop_statement", "lifted_check_name"}
 #: R's collector escalates by counters a full collection does not reset, and cannot be switched off inside the loop as
 #: Python's is (``pause_gc``): common.R alone takes a due escalation before the loop.
 R_COLLECTOR_HELPERS = {"gc_counters", "collect_ahead", "gc_reported", "gc_counter_period", "gc_loop_room"}
@@ -36,7 +36,10 @@ R_ONLY_NAMES = {
     # use_trace_names: R names a point inside an optimizer's step by its index in the optimizer's groups, so with two
     # optimizers (loop feature multi_optimizer) the loop says whose step comes; Python names them by the tensor.
     # traced_parameters: the parameters make_optimizer() kept for the trace (R reads them in R code, issue 38).
+    # number_point, number_bytes: an R number's bytes written by the sink, not by a 0-d tensor (issue 38); Python's points
+    # take a Python number as it is.
     "common": {"clock_source", "abort_cli", "require_r_torch", "libtorch_version", "use_trace_names", "traced_parameters",
+               "number_point", "number_bytes",
                "json_value", "json_string", "record_keys_json", "exact_json_numbers", *R_LIFT_HELPERS, *R_COLLECTOR_HELPERS},
     # Python's main_cli calls the harness in-process (parse_shell_args, prepare_shell_run_spec, exit_with_error).
     # shell_exit_status: the statuses R ends with before the harness hands them over (Python imports the enum).
@@ -50,7 +53,9 @@ R_ONLY_NAMES = {
     "patches": {"patch_rows", "patches_of", "binding_function", "patch_optimizer", "patch_scaler", "patch_scheduler",
                 "patch_methods", "code_text",
                 "is_part", "count_statement",
-                "replace_statement", "with_point_calls"},
+                "replace_statement", "with_point_calls",
+                # each patched function made once per process, byte-compiled (issue 38): Python swaps a module function
+                "patched_functions", "rewritten_function"},
 }
 #: What Python defines that R does not: the context manager that swaps PyTorch's module functions for the run, and its
 #: statement normaliser (R compares deparsed code instead).
