@@ -717,8 +717,9 @@ number_bytes <- function(number) {
     return(writeBin(number$value, raw(), size = 8L, endian = "little"))
   }
   high <- floor(number$value / 2^32)
-  low <- number$value - high * 2^32
-  writeBin(as.integer(c(if (low >= 2^31) low - 2^32 else low, high)), raw(), size = 4L, endian = "little")
+  low <- number$value - high * 2^32 # 0 <= low < 2^32
+  if (high < 0) high <- high + 2^32 # the upper half in two's complement (|high| < 2^21: exact)
+  as.raw(c(low %/% 256^(0:3) %% 256, high %/% 256^(0:3) %% 256))
 }
 
 #' R-only: `named_parameters(net)` as the optimizer of this call was given them (make_optimizer() keeps them for the

@@ -182,6 +182,30 @@ def test_r_torchs_buffer_ignores_a_views_storage_offset(availability: Availabili
     assert done.stdout.split() == ["0", "1", "2", "|", "3", "4", "5"]
 
 
+def test_an_r_number_point_has_the_bytes_of_its_0d_tensor(availability: Availability) -> None:
+    """Issue 38: the trace writes an R number's bytes itself (``number_bytes(number_point(...))`` in common.R), where it
+    made a 0-d float64 or int64 tensor of it before: the same 8 bytes for every value, the edges included (a subnormal,
+    the infinities, NaN, -0, counts across 2^31 and 2^32, negative ones), so no digest changed; and no warning."""
+    from harness.files.paths import script_path
+    from tests.support import require_r_torch
+
+    require_r_torch(availability)
+    code = (
+        f"e <- new.env(); sys.source({str(script_path('r', 'common'))!r}, envir = e); "
+        "bytes <- function(v, dtype) torch::buffer_from_torch_tensor(torch::torch_scalar_tensor(v, dtype = "
+        "if (dtype == 'int64') torch::torch_int64() else torch::torch_float64())); "
+        "ok <- c(vapply(c(0.1, -2.5, 1e-300, 5e-324, Inf, -Inf, NaN, 0, -0, 1/3), function(v) "
+        "identical(e$number_bytes(e$number_point(v)), bytes(v, 'float64')), NA), "
+        "vapply(c(0, 1, 7, 2^31 - 1, 2^31, 2^32, 2^40 + 3, -1, -2^31, -2^31 - 5, 2^53 - 1, -(2^53 - 1)), function(v) "
+        "identical(e$number_bytes(e$number_point(v, 'int64')), bytes(v, 'int64')), NA)); "
+        "cat(ok)"
+    )
+    done = subprocess.run(["Rscript", "-e", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["TRUE"] * 22
+    assert "Warning" not in done.stderr
+
+
 def test_a_traced_r_call_records_the_shapes_python_records(availability: Availability) -> None:
     """The trace sink's shapes (``dim()`` of each point, _bridge.R) are Python's, 0-d points included (the loss, the scaler's
     scale, found_inf and growth tracker, the clip's total norm: ``[]``), but for the clip's coefficient, which R torch
