@@ -149,21 +149,19 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
     batch$steps[[n]] <- step
     batch$names[[n]] <- name
     if (number) {
-      batch$dtypes[[n]] <- value$dtype # "float64" or "int64", the contract's names (checked below, once a call)
+      batch$dtypes[[n]] <- value$dtype # "float64" or "int64", the contract's names (checked at the call's start)
       batch$shapes[[n]] <- integer(0)
       batch$bytes[[n]] <- number_bytes(value)
-      batch$n <- n
-      return(invisible(NULL))
+    } else {
+      dtype <- torch:::cpp_torch_tensor_dtype(value)
+      oldClass(dtype) <- "torch_dtype" # what cpp_dtype_to_string() checks; structure() costs twice this (6 us a point)
+      contract_name <- contract_names[torch:::cpp_dtype_to_string(dtype)]
+      batch$dtypes[[n]] <- if (is.na(contract_name)) dtype_name(value$dtype, list(dtypes = run_spec$dtypes)) else contract_name # dtype_name(): its error
+      # cpp_tensor_dim() is what `value$shape` and dim() return (integer(0) for a 0-d tensor) at a fraction of their cost
+      # (2 us against 6 and 13-18 us): `$shape` goes through the tensor's R7 `$` and `size()` first.
+      batch$shapes[[n]] <- torch:::cpp_tensor_dim(value)
+      batch$bytes[[n]] <- torch:::cpp_buffer_from_tensor(value)
     }
-    dtype <- torch:::cpp_torch_tensor_dtype(value)
-    oldClass(dtype) <- "torch_dtype" # what cpp_dtype_to_string() checks; structure() costs twice this (6 us a point)
-    libtorch_name <- torch:::cpp_dtype_to_string(dtype)
-    contract_name <- contract_names[libtorch_name]
-    batch$dtypes[[n]] <- if (is.na(contract_name)) dtype_name(value$dtype, list(dtypes = run_spec$dtypes)) else contract_name # dtype_name(): its error
-    # cpp_tensor_dim() is what `value$shape` and dim() return (integer(0) for a 0-d tensor) at a fraction of their cost
-    # (2 us against 6 and 13-18 us): `$shape` goes through the tensor's R7 `$` and `size()` first.
-    batch$shapes[[n]] <- torch:::cpp_tensor_dim(value)
-    batch$bytes[[n]] <- torch:::cpp_buffer_from_tensor(value)
     batch$n <- n
   })
   on.exit(set_trace_sink(NULL), add = TRUE)

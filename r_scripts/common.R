@@ -696,8 +696,9 @@ amp_parity_point <- function(name, value, index = NULL) {
   trace_point(get("step", envir = trace_state), name, value)
 }
 
-#' R-only (Python's twin records a Python float or int as it is): an R number as a trace point's value, float64 (what Python's twin records of a Python float) or `"int64"` (a count,
-#' which PyTorch keeps in a tensor or an int): the sink writes its 8 bytes itself. A 0-d tensor of it (what this was
+#' R-only (Python's twin records a Python float or int as it is): an R number as a trace point's value, float64 (as
+#' Python's twin records a Python float) or `"int64"` (a count, which PyTorch keeps in a tensor or an int): the sink
+#' writes its 8 bytes itself. A 0-d tensor of it (what this was
 #' until issue 38) costs R torch a tensor, a clone and a buffer, about 0.1 ms, at a fifth of an R trace's points; the
 #' bytes, dtype and shape are the same (tests/integration/test_r_worker.py holds them equal).
 number_point <- function(value, dtype = "float64") {

@@ -53,12 +53,11 @@ def check_resumed(cells: Sequence[CellResult]) -> list[CellResult]:
     """``cells``, with each ``resume`` cell that is not bitwise its uninterrupted cell (same frontend, script, mode,
     optimizer and device, the row's ``uninterrupted`` feature; where that cell ran and ended ok) in ``error``, naming
     where it parts; a final-weights file that cannot be read ends it in ``error`` too."""
-    by_key = {(c.cell.frontend, c.cell.script, c.cell.mode, c.cell.optimizer, c.cell.device, c.cell.feature): c for c in cells}
+    by_id = {c.id: c for c in cells}
     checked = []
     for cell in cells:
         row = FEATURES.get(cell.cell.feature)
-        other = None if row is None or row.kind != "resume" else by_key.get(
-            (cell.cell.frontend, cell.cell.script, cell.cell.mode, cell.cell.optimizer, cell.cell.device, row.uninterrupted))
+        other = None if row is None or row.kind != "resume" else by_id.get(dataclasses.replace(cell.cell, feature=row.uninterrupted).id)
         if other is None or cell.status is not Status.OK or other.status is not Status.OK or cell.record is None or other.record is None:
             checked.append(cell)
             continue
