@@ -16,7 +16,7 @@ import platform
 import secrets
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -279,7 +279,7 @@ def trace_scheduler(step: int, spec: dict[str, Any], opt: torch.optim.Optimizer,
     and each param group's lr, the one the next optimizer step uses (``optim.lr.group<i>``, 0-based), and the momentum or
     beta1 a row's scheduler cycles (``optim.momentum.group<i>``): float64 scalars, as both bindings keep them as
     doubles. ``prefix`` ``resume.``: as a checkpoint's load read them back."""
-    if _trace_state["sink"] is None:
+    if not traced(f"{prefix}scheduler.", step) and not traced(f"{prefix}optim."):
         return
     trace_point(step, f"{prefix}scheduler.last_epoch", torch.tensor(int(scheduler.last_epoch), dtype=torch.int64))
     for name in spec["feature"]["traced"]:
@@ -449,13 +449,35 @@ def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int, unused: int = 
 #: installs its recorder (harness/worker_side/trace_recorder.py) with :func:`set_trace_sink`; ``step``: the step of the
 #: last point, which a point inside a binding's function is recorded at; ``params``: each parameter's name by the
 #: tensor's identity (``{param}`` points).
-_trace_state: dict[str, Any] = {"sink": None, "step": 0, "params": {}}
+_trace_state: dict[str, Any] = {"sink": None, "step": 0, "params": {}, "keep_only": None}
 
 
 def set_trace_sink(sink: Callable[[int, str, torch.Tensor], None] | None) -> None:
     """Send every :func:`trace_point` to ``sink(step, name, tensor)`` from now on (``None``: back to no-ops)."""
     _trace_state["sink"] = sink
     _trace_state["step"] = 0
+    _trace_state["keep_only"] = None
+
+
+def cut_trace(names: Collection[str]) -> None:
+    """From now on, trace only the points named in ``names``: the harness cut the trace, because this run parted from the
+    run it is compared with at the step just ended (the worker's sink; docs/tracing.md). The rest would only cost: the
+    points before the cut say where the two part, and the cell's reconciled run is compared everywhere."""
+    _trace_state["keep_only"] = frozenset(names)
+
+
+def traced(prefix: str, step: int | None = None) -> bool:
+    """Whether a point whose name begins with ``prefix`` may be traced now: a sink is installed, and the trace is not cut,
+    or a name it keeps begins so. The functions that gather several points ask it first, with the prefix their names
+    share, so a cut trace skips the gathering too; :func:`trace_point` keeps exactly the names the cut keeps. ``step``,
+    where given, is the current step from now on, traced or not, as :func:`trace_point` sets it (a point inside the
+    binding's functions is recorded at it)."""
+    if _trace_state["sink"] is None:
+        return False
+    if step is not None:
+        _trace_state["step"] = step
+    keep = _trace_state["keep_only"]
+    return keep is None or any(name.startswith(prefix) for name in keep)
 
 
 def tracing() -> bool:
@@ -472,9 +494,13 @@ def trace_point(step: int, name: str, value: torch.Tensor | Callable[[], torch.T
     tracing, so a timed call pays nothing for it (R's arguments are lazy: its twin passes the expression).
     """
     sink = _trace_state["sink"]
-    if sink is not None:
-        _trace_state["step"] = step
-        sink(step, name, value() if callable(value) else value)
+    if sink is None:
+        return
+    _trace_state["step"] = step  # kept or not: the points inside the binding's functions are at this step
+    keep = _trace_state["keep_only"]
+    if keep is not None and name not in keep:
+        return  # cut (cut_trace): ``value`` is never called
+    sink(step, name, value() if callable(value) else value)
 
 
 def amp_parity_point(name: str, value: torch.Tensor | float, param: torch.Tensor | None = None) -> None:
@@ -482,7 +508,7 @@ def amp_parity_point(name: str, value: torch.Tensor | float, param: torch.Tensor
     function computed and then uses, at the current step; ``{param}`` in ``name`` is the parameter ``param`` (the tensor
     the optimizer's loop is at: PyTorch's loops do not all count; R's twin takes the index R's loops do). A number (a
     bias correction, a step size) is recorded as a float64 scalar, as R's twin records an R double."""
-    if _trace_state["sink"] is None:
+    if not traced(name if param is None else name.partition("{param}")[0]):  # a {param} name: the part before it
         return
     if param is not None:
         name = name.replace("{param}", _trace_state["params"][id(param)])
@@ -493,10 +519,10 @@ def amp_parity_point(name: str, value: torch.Tensor | float, param: torch.Tensor
 def trace_parameters(step: int, stage: str, net: torch.nn.Sequential, grads: bool) -> None:
     """Every parameter (``grads=False``) or its gradient (``grads=True``) as a point ``<stage>.layer0.weight``, ...
 
-    Named like the fixtures and the final weights; skipped at once when not tracing. A parameter without a gradient (a
-    frozen layer: loop feature ``frozen``) has no gradient point.
+    Named like the fixtures and the final weights; skipped at once when not tracing, or when the trace is cut. A
+    parameter without a gradient (a frozen layer: loop feature ``frozen``) has no gradient point.
     """
-    if _trace_state["sink"] is None:
+    if not traced(f"{stage}.", step):
         return
     for name, param in named_parameters(net):
         if grads and param.grad is None:
@@ -513,9 +539,9 @@ def trace_optimizer_state(step: int, opt: torch.optim.Optimizer, net: torch.nn.S
     the tensors the step updated and used, parameter by parameter in the order the step visits them. A step counter
     (``count``) is recorded as the whole number it holds (PyTorch keeps it in a float32 tensor, R torch in an R double or
     a C++ integer); an entry with a ``dtype`` in that dtype (the one every kernel that uses it rounds it to). Skipped at
-    once when not tracing.
+    once when not tracing, or when the trace is cut.
     """
-    if _trace_state["sink"] is None:
+    if not traced(f"{stage}.", step):
         return
     entries = spec["optimizer"]["state"]
     for name, param in named_parameters(net):

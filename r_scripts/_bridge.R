@@ -78,9 +78,12 @@ amp_parity_call <- function(script_path, spec_json, mode) {
 #' collected here (their bytes, step, name, dtype and shape) and handed over together, when the next step's first point
 #' arrives or the run ends, in one call of `record_points(steps, names, dtypes, ranks, sizes, lengths, bytes)`, because a call into
 #' Python costs about as much as everything else a point costs in R. A step's bytes are bounded by the workload's size (a
-#' recipe step is at most a few hundred megabytes of activations and gradients). When the recorder has every point it
-#' was asked to keep (the narrow second pass), it returns `TRUE` and the run stops there (a condition of class
-#' `amp_parity_trace_done`; `with_autocast()` restores its state on the way out): the record is then `"null"`.
+#' recipe step is at most a few hundred megabytes of activations and gradients). It answers what to do next. `"done"`:
+#' the recorder has every point it was asked to keep (the narrow second pass), and the run stops there (a condition of
+#' class `amp_parity_trace_done`; `with_autocast()` restores its state on the way out): the record is then `"null"`.
+#' `c("cut", names)`: the run parted in that step from the run the harness compares it with (the recorder's `against`),
+#' and from now on only the points named are traced (`cut_trace()` in common.R): the others are dropped before their
+#' values are even gathered, where a kept point costs a copy, its dtype, its shape and its bytes (issue 38). `"go"`: go on.
 #'
 #' The tensor's bytes come from R torch's `buffer_from_torch_tensor()` (a raw vector, what safetensors
 #' writes), of a fresh copy: that function copies from the start of the tensor's storage and ignores a
@@ -117,11 +120,14 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
     # the bytes end to end (each point's length, then one raw vector: unlist() copies them at memory speed).
     shapes <- batch$shapes[k]
     bytes <- batch$bytes[k]
-    done <- record_points(batch$steps[k], paste(batch$names[k], collapse = "\n"), paste(batch$dtypes[k], collapse = "\n"),
-                          lengths(shapes), as.integer(unlist(shapes)), lengths(bytes), unlist(bytes))
+    answer <- record_points(batch$steps[k], paste(batch$names[k], collapse = "\n"), paste(batch$dtypes[k], collapse = "\n"),
+                            lengths(shapes), as.integer(unlist(shapes)), lengths(bytes), unlist(bytes))
     empty()
-    if (isTRUE(done)) {
+    if (identical(answer[[1L]], "done")) {
       stop(errorCondition("the trace has every point it was asked to keep", class = "amp_parity_trace_done"))
+    }
+    if (identical(answer[[1L]], "cut")) {
+      cut_trace(answer[-1L]) # common.R: trace_point() drops the other points from now on
     }
   }
   empty()

@@ -335,7 +335,7 @@ step_scheduler <- function(step, spec, opt, scheduler, loss) {
 #' momentum or beta1 a row's scheduler cycles (`optim.momentum.group<i>`): float64 scalars, as both bindings keep them
 #' as doubles. `prefix` `resume.`: as a checkpoint's load read them back.
 trace_scheduler <- function(step, spec, opt, scheduler, prefix = "") {
-  if (is.null(get0("sink", envir = trace_state, inherits = FALSE))) {
+  if (!traced(paste0(prefix, "scheduler."), step) && !traced(paste0(prefix, "optim."))) {
     return(invisible(NULL))
   }
   trace_point(step, paste0(prefix, "scheduler.last_epoch"), number_point(scheduler$last_epoch, "int64"))
@@ -654,7 +654,32 @@ set_trace_sink <- function(sink) {
   assign("sink", sink, envir = trace_state)
   assign("step", 0L, envir = trace_state)
   assign("params", NULL, envir = trace_state) # the next make_optimizer()'s, never a call before's
+  assign("keep_only", NULL, envir = trace_state)
   invisible(NULL)
+}
+
+#' From now on, trace only the points named in `names`: the harness cut the trace, because this run parted from the run
+#' it is compared with at the step just ended (_bridge.R; docs/tracing.md). The rest would only cost: the points before
+#' the cut say where the two part, and the cell's reconciled run is compared everywhere.
+cut_trace <- function(names) {
+  assign("keep_only", names, envir = trace_state)
+  invisible(NULL)
+}
+
+#' Whether a point whose name begins with `prefix` may be traced now: a sink is installed, and the trace is not cut, or
+#' a name it keeps begins so. The functions that gather several points ask it first, with the prefix their names share,
+#' so a cut trace skips the gathering too; `trace_point()` keeps exactly the names the cut keeps. `step`, where given, is
+#' the current step from now on, traced or not, as `trace_point()` sets it (a point inside the binding's functions is
+#' recorded at it).
+traced <- function(prefix, step = NULL) {
+  if (is.null(get0("sink", envir = trace_state, inherits = FALSE))) {
+    return(FALSE)
+  }
+  if (!is.null(step)) {
+    assign("step", step, envir = trace_state)
+  }
+  keep <- get0("keep_only", envir = trace_state, inherits = FALSE)
+  is.null(keep) || any(startsWith(keep, prefix))
 }
 
 #' Whether this call is traced (a sink is installed): the points inside the binding's functions are patched in then.
@@ -673,7 +698,11 @@ trace_point <- function(step, name, value) {
   if (is.null(sink)) {
     return(invisible(NULL))
   }
-  assign("step", step, envir = trace_state)
+  assign("step", step, envir = trace_state) # kept or not: the points inside the binding's functions are at this step
+  keep <- get0("keep_only", envir = trace_state, inherits = FALSE)
+  if (!is.null(keep) && !(name %in% keep)) {
+    return(invisible(NULL)) # cut (cut_trace()): `value` is never evaluated
+  }
   sink(step, name, value)
 }
 
@@ -682,7 +711,7 @@ trace_point <- function(step, name, value) {
 #' loops count; Python's twin takes the tensor itself, since PyTorch's loops do not all count). An R number (a bias correction, a step size) is recorded as a float64 scalar, as Python's twin records a
 #' Python float.
 amp_parity_point <- function(name, value, index = NULL) {
-  if (!tracing()) {
+  if (!traced(if (is.null(index)) name else sub("\\{param\\}.*$", "", name))) { # a {param} name: the part before it
     return(invisible(NULL))
   }
   if (!is.null(index)) {
@@ -733,9 +762,9 @@ traced_parameters <- function(net) {
 
 #' Every parameter (`grads = FALSE`) or its gradient (`grads = TRUE`) as a point `<stage>.layer0.weight`, ...
 #'
-#' Named like the fixtures and the final weights; skipped at once when not tracing.
+#' Named like the fixtures and the final weights; skipped at once when not tracing, or when the trace is cut.
 trace_parameters <- function(step, stage, net, grads) {
-  if (is.null(get0("sink", envir = trace_state, inherits = FALSE))) {
+  if (!traced(paste0(stage, "."), step)) {
     return(invisible(NULL))
   }
   params <- traced_parameters(net)
@@ -755,9 +784,9 @@ trace_parameters <- function(step, stage, net, grads) {
 #' `opt$state_dict()` (by the parameter's position); these are the tensors the step updated and used, parameter by
 #' parameter in the order the step visits them. A step counter (`count`) is recorded as the whole number it holds (an
 #' R double here, a float32 tensor in PyTorch); any other R number as a float64 scalar; an entry with a `dtype` in that
-#' dtype (the one every kernel that uses it rounds it to). Skipped at once when not tracing.
+#' dtype (the one every kernel that uses it rounds it to). Skipped at once when not tracing, or when the trace is cut.
 trace_optimizer_state <- function(step, opt, net, spec, stage = "optim") {
-  if (is.null(get0("sink", envir = trace_state, inherits = FALSE))) {
+  if (!traced(paste0(stage, "."), step)) {
     return(invisible(NULL))
   }
   entries <- spec$optimizer$state

@@ -26,30 +26,37 @@ from harness.model.result import CellResult
 from harness.worker_side.tensor_bytes import DTYPES, decode, encode, ulp_distance
 
 __all__ = [
-    "Split", "TRIGGERS", "find_divergence", "plain_traces_identical", "point_difference", "read_cell_trace", "read_triggers",
-    "trace_cells",
+    "Split", "TRIGGERS", "TRIGGER_POINTS", "cut_refusal", "find_divergence", "plain_traces_identical", "point_difference",
+    "read_cell_trace", "read_triggers", "trace_cells",
 ]
 
 #: A traced point as a worker sends it: ``[step, name, dtype, shape, sha256, value]`` (value for one-element tensors).
 Point = Sequence[Any]
 
 
+#: The points the triggers read (:data:`TRIGGERS`): a trace cut where its run parted from the one it was compared with
+#: keeps these at every later step (:class:`harness.worker_side.trace_recorder.TraceRecorder`), so a pair's facts are the
+#: same from a cut trace as from a whole one. ``always`` reads every step's record points, which no cut touches.
+_CLIP_COEF, _CLIP_TOTAL_NORM, _FOUND_INF = "clip.coef", "clip.total_norm", "scaler.found_inf"
+TRIGGER_POINTS = (_CLIP_COEF, _CLIP_TOTAL_NORM, _FOUND_INF)
+
+
 def _clip_engaged(points: Sequence[Point]) -> tuple[int, ...]:
     """Steps whose clip coefficient was between 0 and 1: clipping scaled the gradients down by a rounded factor. A
     coefficient of exactly 0 (an overflow's infinite norm, a step the scaler skips) is 0 however it is computed, so it
     cannot show a difference in how the coefficient rounds."""
-    return tuple(p[0] for p in points if p[1] == "clip.coef" and p[5] is not None and 0.0 < p[5] < 1.0)
+    return tuple(p[0] for p in points if p[1] == _CLIP_COEF and p[5] is not None and 0.0 < p[5] < 1.0)
 
 
 def _step_skipped(points: Sequence[Point]) -> tuple[int, ...]:
     """Steps whose inf check found a non-finite gradient: the scaler skipped the optimizer step."""
-    return tuple(p[0] for p in points if p[1] == "scaler.found_inf" and p[5] is not None and p[5] != 0.0)
+    return tuple(p[0] for p in points if p[1] == _FOUND_INF and p[5] is not None and p[5] != 0.0)
 
 
 def _clip_norm_nan(points: Sequence[Point]) -> tuple[int, ...]:
     """Steps whose gradient norm was NaN (a NaN in a gradient before clipping). An inf norm is not one: its clip
     coefficient is 0, a number both bindings compare and multiply by alike."""
-    return tuple(p[0] for p in points if p[1] == "clip.total_norm" and p[5] is not None and math.isnan(p[5]))
+    return tuple(p[0] for p in points if p[1] == _CLIP_TOTAL_NORM and p[5] is not None and math.isnan(p[5]))
 
 
 def _always(points: Sequence[Point]) -> tuple[int, ...]:
@@ -162,7 +169,21 @@ def plain_traces_identical(a: CellResult, b: CellResult) -> bool:
     if a.trace is None or b.trace is None:
         return False
     ta, tb = read_cell_trace(a.trace), read_cell_trace(b.trace)
-    return CellTrace.comparable(ta, tb) is None and find_divergence(ta.points, tb.points) is None
+    # A cut trace parted from the run it was compared with: never the whole of an identical pair (cut_refusal).
+    return (ta.cut is None and tb.cut is None and CellTrace.comparable(ta, tb) is None
+            and find_divergence(ta.points, tb.points) is None)
+
+
+def cut_refusal(split: Split | None, traces: Sequence[CellTrace], frontends: Sequence[str]) -> str | None:
+    """Why two traces cannot be compared where they are, one of them cut (its run parted, at its cut step, from the run
+    it was compared with as it went, and it kept only the triggers' points after it): where they part after that step,
+    or never, the cut hides what they did there. ``None``: they part at or before every cut, so the comparison is the
+    whole one's."""
+    for trace, frontend in zip(traces, frontends, strict=True):
+        if trace.cut is not None and (split is None or split.step > trace.cut):
+            return (f"{frontend}'s trace was cut after step {trace.cut}, where its run parted from the run it was compared "
+                    "with as it ran, and this pair's runs agree up to there: run the pair's cells in one run to trace it")
+    return None
 
 
 def trace_cells(a: CellResult, b: CellResult) -> PairTrace:
@@ -193,8 +214,10 @@ def trace_cells(a: CellResult, b: CellResult) -> PairTrace:
         if (unlike := CellTrace.comparable(ra, rb)) is not None:
             return PairTrace(a.pair, names, error=unlike, reproduced=reproduced)
         again = find_divergence(ra.points, rb.points)
-        switches, reconciled_identical = tuple(sorted({*ra.switches, *rb.switches})), again is None
-        reconciled = None if again is None else point_difference(again, ra.points, rb.points, _kept(again, ra, rb))
+        switches = tuple(sorted({*ra.switches, *rb.switches}))
+        if cut_refusal(again, (ra, rb), names) is None:  # a cut plain trace standing in for a failed reconciled run proves nothing
+            reconciled_identical = again is None
+            reconciled = None if again is None else point_difference(again, ra.points, rb.points, _kept(again, ra, rb))
     if a.trace is None or b.trace is None:
         missing = [c.frontend for c in (a, b) if c.trace is None]
         return PairTrace(a.pair, names, error=f"{' and '.join(missing)} stored no trace of its record call", reproduced=reproduced,
@@ -204,6 +227,8 @@ def trace_cells(a: CellResult, b: CellResult) -> PairTrace:
         return PairTrace(a.pair, names, error=unlike, reproduced=reproduced)
     points_a, points_b = ta.points, tb.points
     split = find_divergence(points_a, points_b)
+    if (refused := cut_refusal(split, (ta, tb), names)) is not None:
+        return PairTrace(a.pair, names, error=refused, reproduced=reproduced)
     identical = split.index if split is not None else len(points_a)
     last = (int(points_a[identical - 1][0]), str(points_a[identical - 1][1])) if identical > 0 else None
     first = None if split is None else point_difference(split, points_a, points_b, _kept(split, ta, tb))

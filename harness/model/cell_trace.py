@@ -64,6 +64,11 @@ class CellTrace:
     switches: tuple[str, ...] = ()
     #: Whole tensors of a few points (``"step:name"`` → ``{"dtype", "shape", "data"}``), for distances measured offline.
     kept: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Where the recorder cut the trace: the step in which the run parted from the run it was compared with as it went
+    #: (:class:`harness.worker_side.trace_recorder.TraceRecorder`'s ``against``), after which only the points the
+    #: verdicts read facts from were kept. ``None``: every point is here. A cut trace tells where it parts from that run,
+    #: and from any other only up to this step (:func:`harness.judge.divergence.trace_cells` refuses the rest).
+    cut: int | None = None
 
     def __post_init__(self) -> None:
         if self.digest not in DIGESTS:
@@ -72,11 +77,12 @@ class CellTrace:
     @classmethod
     def from_reply(cls, reply: Mapping[str, Any], switches: Sequence[str] = ()) -> CellTrace:
         """From a traced call's reply (``points``: ``[step, name, dtype, shape, digest, value]`` lists, ``digest``: their
-        hash, ``kept``): digests cut to 128 bits."""
+        hash, ``kept``, ``cut``): digests cut to 128 bits."""
         return cls(
             tuple((int(p[0]), str(p[1]), str(p[2]), tuple(int(s) for s in p[3]), str(p[4])[:DIGEST_HEX],
                    None if p[5] is None else float(p[5])) for p in reply["points"]),
             str(reply["digest"]), tuple(switches), dict(reply.get("kept") or {}),
+            None if reply.get("cut") is None else int(reply["cut"]),
         )
 
     @staticmethod
@@ -111,7 +117,7 @@ class CellTrace:
         metadata = {
             "format": _FORMAT, "digest": self.digest, "names": json.dumps(names), "dtypes": json.dumps(dtypes),
             "shapes": json.dumps([list(s) for s in shapes]), "switches": json.dumps(list(self.switches)),
-            "kept": json.dumps(kept_meta),
+            "kept": json.dumps(kept_meta), "cut": json.dumps(self.cut),
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         save_file(tensors, str(path), metadata=metadata)
@@ -165,7 +171,8 @@ class CellTrace:
         )
         kept = {key: {"dtype": meta["dtype"], "shape": meta["shape"], "data": arrays[f"kept/{key}"].tobytes()}
                 for key, meta in json.loads(metadata.get("kept") or "{}").items()}
-        return cls(points, str(digest), tuple(json.loads(metadata.get("switches") or "[]")), kept)
+        cut = json.loads(metadata.get("cut") or "null")  # absent in a file from before traces were cut: every point is there
+        return cls(points, str(digest), tuple(json.loads(metadata.get("switches") or "[]")), kept, None if cut is None else int(cut))
 
 
 @dataclass(frozen=True)

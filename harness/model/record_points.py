@@ -55,7 +55,7 @@ def record_points(record: RunRecord, weights: Mapping[str, TensorDigest] | None)
 
 def with_record_points(trace: CellTrace, record: RunRecord, weights: Mapping[str, TensorDigest] | None) -> CellTrace:
     """``trace`` (its loop's points) followed by its run's record points."""
-    return CellTrace((*trace.points, *record_points(record, weights)), trace.digest, trace.switches, trace.kept)
+    return CellTrace((*trace.points, *record_points(record, weights)), trace.digest, trace.switches, trace.kept, trace.cut)
 
 
 def has_record_points(trace: CellTrace) -> bool:

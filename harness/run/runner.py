@@ -26,6 +26,7 @@ from harness.errors import ScriptError, UsageError, WorkerError
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV, scripts_root
 from harness.judge.assess import assess_result
 from harness.judge.cells import judge_cell
+from harness.judge.divergence import TRIGGER_POINTS, read_cell_trace
 from harness.judge.kept_weights import keep_weights
 from harness.judge.known_differences import KnownDifference, load_known_differences
 from harness.judge.pairs import compare_result, needs_detail, reconciliation_needed
@@ -41,7 +42,7 @@ from harness.model.pair_trace import PairTrace
 from harness.model.phases import PhaseClock
 from harness.model.progress import RunProgress, as_progress
 from harness.model.record import RunRecord
-from harness.model.record_points import with_record_points
+from harness.model.record_points import RECORD_PREFIX, with_record_points
 from harness.model.result import CellResult, MatrixResult, Memory, Peaks, ReferenceSummary, Status, with_time_vs_default
 from harness.model.timing import TimingProtocol
 from harness.model.verdicts import PairVerdict
@@ -129,6 +130,9 @@ class MatrixRunner:
         self.reference_reason = reference_skip_reason(spec)
         #: Cells whose reconciled run failed or did not apply its switches: why (a warning of the result).
         self.reconcile_problems: dict[str, str] = {}
+        #: The plain traces of the baseline's cells that ended ok, by cell id, as their record calls end (written by the
+        #: lanes' threads, one key each): what another frontend's record call is compared with as it runs (_compared_with).
+        self._baseline_traces: dict[str, TraceFile] = {}
         #: Each default installation whose worker could not describe itself at the start: the run goes on (its worker is
         #: started again for its cells), but its build and CPU facts are missing, and the result's warnings say why.
         self.start_problems: dict[str, str] = {}
@@ -452,7 +456,8 @@ class MatrixRunner:
             worker.start()  # start-up (R, library(torch), import torch) is not part of a cell's time
             start = time.perf_counter()
             if self.trace:  # the record call is the traced call: its points are the cell's trace (docs/tracing.md)
-                reply = self.pool.call(cell.frontend, self.pool.cell_request(cell, kind="trace", trace={"keep": [], "stop": False}))
+                request = self.pool.cell_request(cell, kind="trace", trace={"keep": [], "stop": False, **self._compared_with(cell)})
+                reply = self.pool.call(cell.frontend, request)
                 raw = reply["record"]
                 traced = CellTrace.from_reply(reply)
             else:
@@ -482,8 +487,34 @@ class MatrixRunner:
                 return CellResult(cell, Status.ERROR, str(err), wall_seconds=wall_seconds, memory=Memory.from_json(memory))
         if self.pool.declared_unsupported(cell) and record.lifted_check is None:
             reason = f"declared unsupported for {cell.frontend}, but it ran: update the Frontend registry"
+        if trace is not None and status is Status.OK and cell.frontend == self.baseline:
+            self._baseline_traces[cell.id] = trace
         return CellResult(cell, status, reason, record=record, wall_seconds=wall_seconds, memory=Memory.from_json(memory),
                           trace=trace)
+
+    def _compared_with(self, cell: Cell) -> dict[str, Any]:
+        """What the recorder needs to compare ``cell``'s record call, as it runs, with its baseline partner's trace, and to
+        cut it after the step where the two part (:class:`harness.worker_side.trace_recorder.TraceRecorder`'s ``against``
+        and ``kept_after_cut``); empty where the whole trace is needed.
+
+        Issue 38: of a pair that parts, the other side's plain trace tells where it parts (its first step or two at
+        ``tiny``) and which triggers fired; the rest of it proves nothing, since its reconciled run is what is compared
+        everywhere. Yet it cost R a copy, a dtype, a shape and a digest at each of its 700-1,600 points. So the trace is cut
+        only where all of this holds: the run has two frontends (the cell has one comparison, with the baseline's cell);
+        the baseline's record call has ended ok, its trace written; and the cell has switches of its own, so it has a
+        reconciled run, which a verdict reads in place of the plain trace (a cell without one stands in with its plain
+        trace, whole). A pair whose traces never part loses nothing: the recorder cuts nothing.
+        """
+        if len(self.frontends) != 2 or cell.frontend == self.baseline:
+            return {}
+        if not switch_names([s for k in self.known for s in k.reconciling(cell, self.pool.language(cell.frontend))]):
+            return {}
+        partner = self._baseline_traces.get(dataclasses.replace(cell, frontend=self.baseline).id)
+        if partner is None:
+            return {}
+        points = read_cell_trace(partner).points
+        return {"against": [[p[0], p[1], p[2], p[4]] for p in points if not p[1].startswith(RECORD_PREFIX)],
+                "kept_after_cut": list(TRIGGER_POINTS)}
 
     def _with_distance(self, outcome: CellResult) -> CellResult:
         """The cell's distance from float64 where it ran and has a reference (what its verdict is judged from); a cell whose

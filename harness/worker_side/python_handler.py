@@ -75,12 +75,15 @@ class PythonHandler:
         """Run the cell with every ``trace_point`` going to a recorder; a run stopped once the kept points are in has no record."""
         import torch
 
-        from harness.worker_side.trace_recorder import TraceComplete, TraceRecorder
+        from harness.worker_side.trace_recorder import TraceComplete, TraceRecorder, recorder_arguments
 
         common = importlib.import_module("py_scripts.common")
-        recorder = TraceRecorder(request["trace"]["keep"], stop=request["trace"].get("stop", True))
+        recorder = TraceRecorder(**recorder_arguments(request["trace"]))
 
         def sink(step: int, name: str, tensor: torch.Tensor) -> None:
+            if not recorder.keeps(step, name):  # the run parted from the compared one at an earlier step: cut from here
+                common.cut_trace(recorder.kept_after_cut)
+                return
             flat = tensor.detach().to("cpu").contiguous().reshape(-1)
             dtype = str(flat.dtype).removeprefix("torch.")
             if recorder.record(step, name, dtype, list(tensor.shape), flat.view(torch.uint8).numpy()):

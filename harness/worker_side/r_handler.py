@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from harness.files.paths import bytecode_dir, script_path
-from harness.worker_side.trace_recorder import TraceRecorder
+from harness.worker_side.trace_recorder import TraceRecorder, recorder_arguments
 
 __all__ = ["RHandler"]
 
@@ -136,7 +136,7 @@ class RHandler:
         import numpy as np
         import rpy2.rinterface as ri
 
-        recorder = TraceRecorder(request["trace"]["keep"], stop=request["trace"].get("stop", True))
+        recorder = TraceRecorder(**recorder_arguments(request["trace"]))
 
         @ri.rternalize  # type: ignore[untyped-decorator]
         def record_points(steps: Any, names: Any, dtypes: Any, ranks: Any, sizes: Any, lengths: Any, data: Any) -> Any:
@@ -144,6 +144,7 @@ class RHandler:
             # wraps every element it is asked for one by one. The names and dtypes come a line per point; the bytes end to
             # end, which np.asarray reads in place (rpy2's array interface), each point a view of them.
             done = False
+            parted = recorder.parted
             ends = np.cumsum(np.asarray(ranks, dtype=np.int64)).tolist()
             flat = np.asarray(sizes, dtype=np.int64).tolist() if ends and ends[-1] else []
             starts = [0, *ends[:-1]]
@@ -153,7 +154,13 @@ class RHandler:
                     np.asarray(steps).tolist(), str(names[0]).split("\n"), str(dtypes[0]).split("\n"), starts, ends,
                     [0, *byte_ends[:-1]], byte_ends, strict=True):
                 done = recorder.record(step, name, dtype, flat[start:end], whole[byte_start:byte_end]) or done
-            return ri.BoolSexpVector([done])
+            # What R does next: stop the run (every kept point is in), keep only the points named after "cut" (the run
+            # parted from the compared one in this step: _bridge.R's sink drops the others before copying them), or go on.
+            if done:
+                return ri.StrSexpVector(["done"])
+            if parted is None and recorder.parted is not None:
+                return ri.StrSexpVector(["cut", *sorted(recorder.kept_after_cut)])
+            return ri.StrSexpVector(["go"])
 
         kind, text = self._trace_call(path, json.dumps(request["run_spec"]), request["mode"], record_points)
         if kind != "ok":

@@ -172,3 +172,35 @@ def test_only_cells_whose_pair_parts_or_is_incomplete_need_a_reconciled_run(tmp_
     needed = reconciliation_needed([*same, *parts, *failed, *alone], "python", ("python", "r"))
     assert needed == {c.id for c in (*parts, *failed, *alone)}
     assert not needed & {c.id for c in same}
+
+
+def test_a_cut_trace_is_compared_only_up_to_its_cut(tmp_path: Path) -> None:
+    """Issue 38: a trace cut where its run parted from the run it was compared with (the recorder kept only the triggers'
+    points after that step) tells where it parts from a run that parts at or before the cut, as the whole trace would;
+    from one that agrees with it up to the cut (another partner, met in a merge) the pair is left untraced with the
+    reason, and a cut trace is never half of an identical pair."""
+    from harness.judge.divergence import plain_traces_identical
+    from harness.model.cell_trace import CellTrace
+    from harness.model.record_points import record_points
+    from tests.twins import by_mode, golden
+
+    cell = by_mode(golden())["autocast"]
+    assert cell.record is not None
+
+    def traced(frontend: str, loop: list[tuple[Any, ...]], cut: int | None) -> CellResult:
+        points = tuple((*p, None) for p in loop)
+        trace = CellTrace((*points, *record_points(cell.record, None)), "blake3", cut=cut)
+        written = trace.write(tmp_path / f"{frontend}-{cut}.trace.safetensors")
+        assert CellTrace.read(written).cut == cut  # the cut is stored with the trace
+        return dataclasses.replace(cell, cell=dataclasses.replace(cell.cell, frontend=frontend), trace=written, reconciled=None)
+
+    whole = [(0, "loss", "float32", (), "0" * 32), (1, "loss", "float32", (), "1" * 32), (2, "loss", "float32", (), "2" * 32)]
+    python = traced("python", whole, None)
+    parted = traced("r", [whole[0], (1, "loss", "float32", (), "9" * 32)], 1)  # parted at step 1, cut after it
+    trace = trace_cells(python, parted)
+    assert trace.error is None and trace.first_difference is not None and trace.first_difference.step == 1
+    agreeing = traced("r", whole[:2], 1)  # agrees with python through its cut: what it did after is not in it
+    refused = trace_cells(python, agreeing)
+    assert refused.error is not None and "r's trace was cut after step 1" in refused.error
+    assert not plain_traces_identical(agreeing, traced("python", whole[:2], 1))
+    assert plain_traces_identical(python, traced("r", whole, None))

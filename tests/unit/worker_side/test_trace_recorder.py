@@ -35,3 +35,48 @@ def test_one_element_points_carry_their_value_and_kept_points_their_bytes() -> N
     assert reply["kept"] == {"1:param.layer0.weight": {"dtype": "float32", "shape": [2, 2], "data": weight.tobytes()}}
     running = TraceRecorder(keep=[[0, "loss"]], stop=False)
     assert running.record(0, "loss", "float32", [], loss.view(np.uint8)) is False
+
+
+def _point(value: float) -> np.ndarray:
+    return np.array([value], dtype=np.float32).view(np.uint8)
+
+
+def _digest(value: float) -> str:
+    recorder = TraceRecorder()
+    recorder.record(0, "x", "float32", [], _point(value))
+    return str(recorder.reply(None)["points"][0][4])
+
+
+def test_a_compared_run_is_cut_after_the_step_where_it_parts_keeping_the_triggers_points() -> None:
+    """Against another run's points (digests as a stored trace keeps them, 32 hex digits), the recorder keeps every point
+    through the end of the step where the runs part, then only the points named to keep; the reply says where it cut."""
+    against = [[0, "loss", "float32", _digest(1.0)[:32]], [0, "clip.coef", "float32", _digest(0.5)[:32]],
+               [1, "loss", "float32", _digest(2.0)[:32]], [1, "clip.coef", "float32", _digest(0.5)[:32]],
+               [2, "loss", "float32", _digest(3.0)[:32]], [2, "clip.coef", "float32", _digest(0.5)[:32]]]
+    recorder = TraceRecorder(stop=False, against=against, kept_after_cut=["clip.coef"])
+    for step, (loss, coef) in enumerate([(1.0, 0.5), (2.5, 0.5), (3.0, 0.25)]):
+        for name, value in (("loss", loss), ("clip.coef", coef)):
+            assert recorder.keeps(step, name) is (step <= 1 or name == "clip.coef")
+            recorder.record(step, name, "float32", [], _point(value))
+    reply = recorder.reply(None)
+    assert [(p[0], p[1]) for p in reply["points"]] == [(0, "loss"), (0, "clip.coef"), (1, "loss"), (1, "clip.coef"), (2, "clip.coef")]
+    assert reply["cut"] == recorder.parted == 1
+    assert reply["points"][-1][5] == 0.25  # a kept point after the cut is whole: the triggers read its value
+
+
+def test_a_run_that_never_parts_is_never_cut_and_a_missing_point_is_a_part() -> None:
+    """Equal runs keep every point (no cut); a run with a point the other lacks parts there, as find_divergence says."""
+    against = [[0, "loss", "float32", _digest(1.0)[:32]]]
+    same = TraceRecorder(stop=False, against=against, kept_after_cut=())
+    same.record(0, "loss", "float32", [], _point(1.0))
+    assert same.reply(None)["cut"] is None and same.keeps(5, "loss")
+    longer = TraceRecorder(stop=False, against=against, kept_after_cut=())
+    longer.record(0, "loss", "float32", [], _point(1.0))
+    longer.record(0, "extra", "float32", [], _point(1.0))
+    assert longer.parted == 0 and not longer.keeps(1, "loss")
+    renamed = TraceRecorder(stop=False, against=against, kept_after_cut=())
+    renamed.record(0, "loss", "float64", [], np.array([1.0]).view(np.uint8))  # same step and name, another dtype
+    assert renamed.parted == 0
+    uncompared = TraceRecorder(stop=False)
+    uncompared.record(0, "loss", "float32", [], _point(9.0))
+    assert uncompared.parted is None and uncompared.reply(None)["cut"] is None
