@@ -154,8 +154,8 @@ class RHandler:
                     np.asarray(steps).tolist(), str(names[0]).split("\n"), str(dtypes[0]).split("\n"), starts, ends,
                     [0, *byte_ends[:-1]], byte_ends, strict=True):
                 done = recorder.record(step, name, dtype, flat[start:end], whole[byte_start:byte_end]) or done
-            # What R does next: stop the run (every kept point is in), keep only the points named after "cut" (the run
-            # parted from the compared one in this step: _bridge.R's sink drops the others before copying them), or go on.
+            # What R does next: stop the run (every kept point is in), trace only the points named after "cut" from the
+            # next step on (the run parted from the compared one in this step: cut_trace() in common.R), or go on.
             if done:
                 return ri.StrSexpVector(["done"])
             if parted is None and recorder.parted is not None:
