@@ -17,6 +17,7 @@ Hierarchy (each also subclasses the builtin a caller would naturally catch)::
 
 from __future__ import annotations
 
+import re
 import signal
 from enum import IntEnum
 
@@ -32,6 +33,7 @@ __all__ = [
     "WorkerCrashed",
     "WorkerError",
     "WorkerTimeout",
+    "without_cpp_frames",
 ]
 
 
@@ -125,9 +127,26 @@ class ScriptError(WorkerError):
         self.frontend = frontend
         self.script = script
         self.mode = mode
-        self.frontend_message = frontend_message
+        self.frontend_message = without_cpp_frames(frontend_message)
         self.refused = refused
-        super().__init__(f"{frontend} script {script} (mode {mode}, {spec_summary}) failed: {frontend_message}")
+        super().__init__(f"{frontend} script {script} (mode {mode}, {spec_summary}) failed: {self.frontend_message}")
+
+
+#: A frame of libtorch's C++ backtrace, a line each after "Exception raised from ... (most recent call first):" in a
+#: c10::Error's message: R torch passes them on (60-odd lines of addresses in libc10, lantern and libR, other ones at
+#: every run), PyTorch does not unless TORCH_SHOW_CPP_STACKTRACES is set.
+_CPP_FRAME = re.compile(r"^frame #\d+: ")
+
+
+def without_cpp_frames(message: str) -> str:
+    """``message`` without the frames of a libtorch C++ backtrace: what libtorch said and where it raised it stay, then
+    how many frames were left out. A cell's reason is read in a table cell of the report and the run's summary, where
+    6 kB of addresses (R torch's error for an undefined gradient, issue 39's frozen cells) buried the message."""
+    lines = message.splitlines()
+    kept = [line for line in lines if not _CPP_FRAME.match(line)]
+    if len(kept) == len(lines):
+        return message
+    return "\n".join([*kept, f"[{len(lines) - len(kept)} frames of the C++ backtrace left out]"])
 
 
 class WorkerCrashed(WorkerError):
