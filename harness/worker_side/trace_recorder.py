@@ -72,23 +72,29 @@ class TraceRecorder:
         if not self.keeps(step, name):
             return False
         digest = blake3(data).hexdigest()
-        if self.against is not None and self.parted is None and not self._matches(len(self.points), step, name, dtype, digest):
-            self.parted = step
         sizes = [int(s) for s in shape]
+        parts_here = (self.against is not None and self.parted is None
+                      and not self._matches(len(self.points), step, name, dtype, digest))
+        if parts_here:
+            self.parted = step
         value = float(decode(dtype, data)[0]) if math.prod(sizes) == 1 else None
         self.points.append([int(step), name, dtype, sizes, digest, value])
-        if (step, name) in self.keep:
+        # The tensor a compared run parts at (other bytes of the same point) is kept too: the pair's distance is measured
+        # on it, so this side needs no second pass (harness/run/tracer.py). A one-element point's value is in the trace.
+        if (step, name) in self.keep or (parts_here and value is None and self._same_point(len(self.points) - 1, step, name, dtype)):
             self.kept[f"{step}:{name}"] = {"dtype": dtype, "shape": sizes, "data": bytes(data)}
         return self.stop and bool(self.keep) and len(self.kept) == len(self.keep)
 
     def _matches(self, index: int, step: int, name: str, dtype: str, digest: str) -> bool:
-        """Whether this run's point ``index`` is the compared run's: same step, name and dtype, and a digest that begins with
-        the stored one (a missing point, on either side, is a difference)."""
+        """Whether this run's point ``index`` is the compared run's: the same point, and a digest that begins with the
+        stored one (a missing point, on either side, is a difference)."""
         assert self.against is not None
-        if index >= len(self.against):
-            return False
-        their_step, their_name, their_dtype, their_digest = self.against[index]
-        return (their_step, their_name, their_dtype) == (step, name, dtype) and digest.startswith(their_digest)
+        return self._same_point(index, step, name, dtype) and digest.startswith(self.against[index][3])
+
+    def _same_point(self, index: int, step: int, name: str, dtype: str) -> bool:
+        """Whether the compared run's point ``index`` exists and has this step, name and dtype (its bytes aside)."""
+        assert self.against is not None
+        return index < len(self.against) and self.against[index][:3] == (step, name, dtype)
 
     def reply(self, record: dict[str, Any] | None) -> dict[str, Any]:
         """What the worker sends back: the run record (None when the run was stopped early), the points, the kept tensors,

@@ -11,6 +11,7 @@ the one its whole traces give: the first difference, the last identical point, t
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,10 @@ def test_a_cut_trace_traces_its_pair_as_the_whole_one_does(
     from_cut, from_whole = trace_cells(first, second), trace_cells(first, whole)
     assert from_cut.error is None and from_cut.first_difference is not None and from_cut.first_difference.step == step
     assert from_cut.reconciled_identical is True and from_cut.switches
+    first = from_cut.first_difference
+    tensor = first.kind == "bytes" and math.prod(first.shapes[1] or (1,)) > 1
+    # the tensor it parts at travels whole (the second pass need not run this side again); a one-element point's value does
+    assert (f"{first.step}:{first.point}" in cut.kept) is tensor and (optimizer != "adam" or tensor)
     assert dataclasses.replace(from_cut, points=from_whole.points) == from_whole
 
 

@@ -5,6 +5,7 @@ points its frontend would give and the kept tensor."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
 from collections.abc import Iterator
 from typing import Any, cast
@@ -24,8 +25,9 @@ def _cell(frontend: str, optimizer: str) -> CellResult:
 
 
 def _points(values: list[float]) -> list[list[Any]]:
-    """A trace of two points: a loss both sides share, then a tensor whose digest is its values'."""
-    return [[0, "loss", "float32", [], "same", 1.0], [0, "forward.layer0", "float32", [len(values)], repr(values), None]]
+    """A trace of two points: a loss both sides share, then a tensor whose digest is its values' (hex, as a reply's)."""
+    return [[0, "loss", "float32", [], "0" * 64, 1.0],
+            [0, "forward.layer0", "float32", [len(values)], hashlib.sha256(repr(values).encode()).hexdigest(), None]]
 
 
 class _FakePool:
@@ -99,3 +101,24 @@ def test_a_side_whose_worker_fails_leaves_its_pair_unmeasured_and_the_others_mea
     traces, _ = _measure(frozenset({("r", "sgd")}))
     assert traces[0] == _trace("sgd")
     assert traces[2].detail is not None and traces[2].detail.max_abs_difference == 2.0
+
+
+def test_a_side_whose_record_call_kept_the_tensor_is_not_run_again(tmp_path: Any) -> None:
+    """Issue 38: a record call compared as it ran keeps the tensor it parted at (the recorder's ``against``), so its side
+    is answered from its stored trace (digests at the stored 128 bits) and only the other side runs; the distance is the
+    same as two runs give."""
+    import dataclasses
+
+    from harness.model.cell_trace import CellTrace
+
+    values = [1.0, 2.0, 4.0]  # R's sgd tensor, as the fake pool's R side answers it
+    data = np.asarray(values, dtype=np.float32).tobytes()
+    stored = CellTrace(tuple((p[0], p[1], p[2], tuple(p[3]), p[4][:32], p[5]) for p in _points(values)), "blake3",
+                       kept={"0:forward.layer0": {"dtype": "float32", "shape": [3], "data": data}}, cut=0)
+    r_cell = dataclasses.replace(_cell("r", "sgd"), trace=stored.write(tmp_path / "r.trace.safetensors"))
+    pool = _FakePool(set())
+    sides: list[str] = []
+    (trace,) = measure_first_differences(cast(WorkerPool, pool), [(_cell("python", "sgd"), r_cell, _trace("sgd"))],
+                                         lambda side: sides.append(side.cell.id), {"python": {"torch": "x"}, "r": {"torch": "y"}})
+    assert pool.calls == [("python", "sgd")] and sorted(sides) == sorted([_cell("python", "sgd").id, r_cell.id])
+    assert trace.detail is not None and (trace.detail.differing, trace.detail.worst_values) == (1, (3.0, 4.0))

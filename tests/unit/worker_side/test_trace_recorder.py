@@ -80,3 +80,23 @@ def test_a_run_that_never_parts_is_never_cut_and_a_missing_point_is_a_part() -> 
     uncompared = TraceRecorder(stop=False)
     uncompared.record(0, "loss", "float32", [], _point(9.0))
     assert uncompared.parted is None and uncompared.reply(None)["cut"] is None
+
+
+def test_a_compared_run_keeps_the_tensor_it_parts_at() -> None:
+    """The tensor where the run parts from the compared one (same point, other bytes) travels whole, so that side needs no
+    second pass; a one-element point is not kept (its value is in the trace), nor a point the other run lacks."""
+    mine, theirs = np.array([1.0, 2.0], dtype=np.float32), np.array([1.0, 2.5], dtype=np.float32)
+    recorder = TraceRecorder(stop=False, against=[[0, "forward.layer0", "float32", _digest_of(theirs)[:32]]])
+    assert recorder.record(0, "forward.layer0", "float32", [2], mine.view(np.uint8)) is False
+    assert recorder.reply(None)["kept"] == {"0:forward.layer0": {"dtype": "float32", "shape": [2], "data": mine.tobytes()}}
+    scalar = TraceRecorder(stop=False, against=[[0, "loss", "float32", _digest(2.0)[:32]]])
+    scalar.record(0, "loss", "float32", [], _point(1.0))
+    extra = TraceRecorder(stop=False, against=[])
+    extra.record(0, "forward.layer0", "float32", [2], mine.view(np.uint8))
+    assert scalar.parted == extra.parted == 0 and scalar.kept == extra.kept == {}
+
+
+def _digest_of(array: np.ndarray) -> str:
+    recorder = TraceRecorder()
+    recorder.record(0, "x", str(array.dtype), list(array.shape), array.view(np.uint8))
+    return str(recorder.reply(None)["points"][0][4])
