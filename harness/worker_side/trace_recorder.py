@@ -73,15 +73,15 @@ class TraceRecorder:
             return False
         digest = blake3(data).hexdigest()
         sizes = [int(s) for s in shape]
-        parts_here = (self.against is not None and self.parted is None
-                      and not self._matches(len(self.points), step, name, dtype, digest))
+        index = len(self.points)  # this point's, in both runs' order
+        parts_here = self.against is not None and self.parted is None and not self._matches(index, step, name, dtype, digest)
         if parts_here:
             self.parted = step
         value = float(decode(dtype, data)[0]) if math.prod(sizes) == 1 else None
         self.points.append([int(step), name, dtype, sizes, digest, value])
         # The tensor a compared run parts at (other bytes of the same point) is kept too: the pair's distance is measured
         # on it, so this side needs no second pass (harness/run/tracer.py). A one-element point's value is in the trace.
-        if (step, name) in self.keep or (parts_here and value is None and self._same_point(len(self.points) - 1, step, name, dtype)):
+        if (step, name) in self.keep or (parts_here and value is None and self._same_point(index, step, name, dtype)):
             self.kept[f"{step}:{name}"] = {"dtype": dtype, "shape": sizes, "data": bytes(data)}
         return self.stop and bool(self.keep) and len(self.kept) == len(self.keep)
 
