@@ -1,0 +1,187 @@
+"""The module sweep judged: each sample in each mode, each same-seed module, each entry's coverage.
+
+Facts in (:class:`harness.run.modules.SweepFacts`'s plain data: what the Python worker prepared, R's answer, the
+comparison of their files), verdicts out (:mod:`harness.model.modules`). A pair that is not bitwise identical is
+``excused`` only where an entry of ``module_differences.toml`` (beside this file) names the entry, the mode and every
+tensor that differs, and points to the R torch bug's reproducers in docs/bugs/; else it is ``diverged``, named by the
+first tensor where it begins (the forward's outputs first, then the inputs' gradients, the parameters', the buffers).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import KnownDifferencesError
+from harness.model.modules import EntryCoverage, InitVerdict, ModuleSweepResult, SampleVerdict
+
+__all__ = ["ModuleDifference", "judge_sweep", "load_module_differences"]
+
+_TABLE = Path(__file__).with_name("module_differences.toml")
+_REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class ModuleDifference:
+    """One known way R torch's module parts from PyTorch's: the entries and modes it covers (globs), the tensors that
+    differ (globs over the compared names: ``out``, ``grad.<input or parameter>``, ``buffer.<name>``, ``init.<name>``,
+    ``order.parameters``, ``order.state_dict``), and the bug (docs/bugs/<bug>/) that says why."""
+
+    id: str
+    bug: str
+    entries: tuple[str, ...]
+    tensors: tuple[str, ...]
+    modes: tuple[str, ...] = ("*",)
+    why: str = ""
+
+    def covers(self, entry: str, mode: str, names: list[str]) -> bool:
+        """Whether every name that differs in this entry and mode is one of this difference's."""
+        return (any(fnmatch.fnmatchcase(entry, e) for e in self.entries)
+                and any(fnmatch.fnmatchcase(mode, m) for m in self.modes)
+                and bool(names) and all(any(fnmatch.fnmatchcase(n, t) for t in self.tensors) for n in names))
+
+
+def load_module_differences(path: Path = _TABLE) -> list[ModuleDifference]:
+    """The table's entries; each must name a bug folder with its reproducers.
+
+    Raises:
+        KnownDifferencesError: an entry with a missing field, or whose bug has no reproducer.R and reproducer.py.
+    """
+    if not path.is_file():
+        return []
+    with path.open("rb") as f:
+        table = tomllib.load(f)
+    found = []
+    for row in table.get("difference", []):
+        try:
+            diff = ModuleDifference(id=row["id"], bug=row["bug"], entries=tuple(row["entries"]),
+                                    tensors=tuple(row["tensors"]), modes=tuple(row.get("modes", ["*"])),
+                                    why=row.get("why", ""))
+        except KeyError as err:
+            raise KnownDifferencesError(f"{path.name}: a difference lacks {err}: give it id, bug, entries and tensors") from None
+        folder = _REPO / "docs" / "bugs" / diff.bug
+        if not ((folder / "reproducer.R").is_file() and (folder / "reproducer.py").is_file()):
+            raise KnownDifferencesError(f"{path.name}: {diff.id} names bug {diff.bug}, which has no reproducer.R and "
+                                        f"reproducer.py under docs/bugs/{diff.bug}/: add them or drop the entry")
+        found.append(diff)
+    return found
+
+
+def _order(name: str) -> tuple[int, str]:
+    """Where a compared tensor comes in a forward and backward: outputs, then gradients, then buffers."""
+    rank = 0 if name.startswith("out") else 1 if name.startswith("grad.in.") else 2 if name.startswith("grad.") else 3
+    return rank, name
+
+
+def _differing(compared: dict[str, Any]) -> list[str]:
+    names = [n for n, fact in compared.get("tensors", {}).items() if not fact["identical"]]
+    missing = compared.get("missing", {})
+    names += [f"{n} (R lacks it)" for n in missing.get("r", [])] + [f"{n} (PyTorch lacks it)" for n in missing.get("python", [])]
+    return sorted(names, key=_order)
+
+
+def _describe(name: str, fact: dict[str, Any] | None) -> str:
+    if fact is None:
+        return name
+    if fact["python_dtype"] != fact["r_dtype"]:
+        return f"{name}: dtype {fact['python_dtype']} in PyTorch, {fact['r_dtype']} in R"
+    if fact["python_shape"] != fact["r_shape"]:
+        return f"{name}: shape {fact['python_shape']} in PyTorch, {fact['r_shape']} in R"
+    return f"{name}: differs by up to {fact.get('max_abs', float('nan')):.3g}"
+
+
+def judge_sweep(facts: Any, differences: list[ModuleDifference] | None = None) -> ModuleSweepResult:
+    """Every verdict of a sweep (:class:`harness.run.modules.SweepFacts`)."""
+    differences = load_module_differences() if differences is None else differences
+    samples: list[SampleVerdict] = []
+    inits: list[InitVerdict] = []
+    coverage = []
+    modes = [m.name for m in facts.modes]
+    for entry_info in facts.entries:
+        entry = entry_info["name"]
+        row = facts.rows.get(entry_info["class"])
+        prepared = facts.prepared[entry]["samples"]
+        r_by_index = {a["index"]: a for a in facts.r.get(entry, [])}
+        compared = {c["index"]: c for c in facts.compared.get(entry, {}).get("samples", [])}
+        mine: list[SampleVerdict] = []
+        my_inits: list[InitVerdict] = []
+        for sample in prepared:
+            index, desc = sample["index"], sample.get("desc", "")
+            if "python_error" in sample:
+                mine += [SampleVerdict(entry, index, desc, m, "not_run", f"PyTorch: {sample['python_error']}") for m in modes]
+                continue
+            answer = r_by_index.get(index, {})
+            if answer.get("unsupported"):
+                mine += [SampleVerdict(entry, index, desc, m, "unsupported", f"R: {answer['unsupported']}") for m in modes]
+                continue
+            facts_of = compared.get(index, {"modes": {}, "init": {}})
+            for mode in modes:
+                py_mode = sample["modes"].get(mode, {})
+                r_mode = answer.get("modes", {}).get(mode, {})
+                if py_mode.get("status") != "ok":
+                    mine.append(SampleVerdict(entry, index, desc, mode, "not_run", f"PyTorch: {py_mode.get('message', '')}"))
+                elif r_mode.get("status") != "ok":
+                    mine.append(SampleVerdict(entry, index, desc, mode, "unsupported", f"R: {r_mode.get('message', '')}"))
+                else:
+                    mine.append(_pair(entry, index, desc, mode, facts_of["modes"].get(mode, {}), differences))
+            my_inits.append(_init(entry, index, sample, answer, facts_of.get("init", {}), differences))
+        samples += mine
+        inits += my_inits
+        counts = Counter(v.verdict for v in mine)
+        reasons = [v for v in mine if v.verdict not in ("identical",)]
+        reason = next((f"{v.verdict}: {v.why}" for v in reasons if v.verdict in ("diverged", "unsupported")), "")
+        reason = reason or next((f"{v.verdict}: {v.why}" for v in reasons), "")
+        coverage.append(EntryCoverage(entry=entry, r=row.r if row is not None else "", samples=len(prepared),
+                                      counts=dict(counts), init=dict(Counter(i.verdict for i in my_inits)),
+                                      reason=reason))
+    return ModuleSweepResult(modes=modes, samples=samples, inits=inits, coverage=coverage)
+
+
+def _pair(entry: str, index: int, desc: str, mode: str, compared: dict[str, Any],
+          differences: list[ModuleDifference]) -> SampleVerdict:
+    tensors = compared.get("tensors", {})
+    py_f64 = [f["python_f64"] for f in tensors.values() if "python_f64" in f]
+    r_f64 = [f["r_f64"] for f in tensors.values() if "r_f64" in f]
+    distances = {"python_f64": max(py_f64) if py_f64 else None, "r_f64": max(r_f64) if r_f64 else None}
+    differing = _differing(compared)
+    if not differing:
+        return SampleVerdict(entry, index, desc, mode, "identical", **distances)
+    known = next((d for d in differences if d.covers(entry, mode, differing)), None)
+    if known is not None:
+        return SampleVerdict(entry, index, desc, mode, "excused", f"R torch bug {known.bug} ({known.id})", **distances)
+    first = differing[0]
+    return SampleVerdict(entry, index, desc, mode, "diverged", _describe(first, tensors.get(first)), **distances)
+
+
+def _init(entry: str, index: int, sample: dict[str, Any], answer: dict[str, Any], compared: dict[str, Any],
+          differences: list[ModuleDifference]) -> InitVerdict:
+    differing = [f"init.{n}" for n in _differing(compared)]
+    if _as_list(answer.get("parameters")) != sample["parameters"]:
+        differing.append("order.parameters")
+    if _as_list(answer.get("state_dict")) != [n for n in sample["state_dict"]]:
+        differing.append("order.state_dict")
+    if not differing:
+        return InitVerdict(entry, index, "identical")
+    known = next((d for d in differences if d.covers(entry, "init", differing)), None)
+    if known is not None:
+        return InitVerdict(entry, index, "excused", f"R torch bug {known.bug} ({known.id})")
+    first = differing[0]
+    name = first.removeprefix("init.")
+    if first == "order.parameters":
+        why = f"parameter order: PyTorch {sample['parameters']}, R {_as_list(answer.get('parameters'))}"
+    elif first == "order.state_dict":
+        why = f"state_dict names: PyTorch {sample['state_dict']}, R {_as_list(answer.get('state_dict'))}"
+    else:
+        why = "initial " + _describe(name, compared.get("tensors", {}).get(name))
+    return InitVerdict(entry, index, "diverged", why)
+
+
+def _as_list(value: Any) -> list[str]:
+    """R's JSON writes a one-element vector as a scalar."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)

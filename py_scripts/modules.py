@@ -1,0 +1,325 @@
+"""The module sweep's Python side: PyTorch's own module samples (``module_db``) made into files, run, and compared.
+
+Twin: ``r_scripts/modules.R`` (``run_module`` there builds the R torch module from the arguments the mapping made of
+these). Three calls per ``module_db`` entry, each batching every sample of the entry:
+
+- :func:`prepare_module`: draws the entry's samples after the sweep's seed, writes each sample's tensors (its
+  constructor's, its forward inputs, the initial weights, the upstream gradients of every mode) to one safetensors file,
+  runs the sample in every mode and in float64, and returns each sample's constructor and forward arguments as plain
+  data (a tensor by the name of its file entry);
+- :func:`compare_module`: reads both languages' outputs and answers facts: each compared tensor's dtype, shape, whether
+  it is bitwise equal and how far each side is from float64.
+
+The sweep (harness/run/modules.py) maps the plain arguments to R's with the mapping table (harness/workload/modules.toml)
+in between. Nothing here knows R.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+__all__ = ["compare_module", "module_entries", "prepare_module"]
+
+SCRIPT = "modules"
+
+#: The upstream gradient of each output is drawn from this generator's seed plus the output's position, in float64, then
+#: cast to the output's dtype: every mode and both languages get the same numbers.
+_UPSTREAM_SEED = 20260
+
+_DB: dict[str, Any] | None = None
+
+
+def _module_db() -> dict[str, Any]:
+    """``module_db`` by entry name (``nn.Linear``), imported once (it pulls in PyTorch's test machinery: seconds)."""
+    global _DB
+    if _DB is None:
+        from torch.testing._internal.common_modules import module_db
+
+        _DB = {info.name: info for info in module_db}
+    return _DB
+
+
+def module_entries(request: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every ``module_db`` entry: its name and class name, in the database's order."""
+    return [{"name": name, "class": info.module_cls.__name__} for name, info in _module_db().items()]
+
+
+# --- encoding a sample as plain data ------------------------------------------------------------------------------------
+
+def _encode(value: Any, tensors: dict[str, torch.Tensor], key: str) -> Any:
+    """``value`` as plain data: a tensor becomes ``{"tensor": key}`` (its values in ``tensors``), a dtype
+    ``{"dtype": name}``, a function ``{"callable": name}``, a module ``{"module": ...}``, a sequence holding anything but
+    numbers ``{"list": [...]}``; numbers, strings, booleans and ``None`` stay."""
+    if isinstance(value, torch.Tensor):
+        tensors[key] = value.detach().clone().contiguous()
+        return {"tensor": key, "grad": bool(value.requires_grad)}
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value).removeprefix("torch.")}
+    if isinstance(value, torch.nn.Module):
+        return {"module": _encode_module(value, tensors, key)}
+    if isinstance(value, bool | int | float | str) or value is None:
+        if isinstance(value, float) and not math.isfinite(value):
+            return {"float": str(value)}
+        return value
+    if isinstance(value, tuple | list | torch.Size):
+        items = [_encode(v, tensors, f"{key}.{i}") for i, v in enumerate(value)]
+        if all(isinstance(v, bool | int | float) for v in items):
+            return items
+        return {"list": items}
+    if isinstance(value, dict):
+        return {"dict": {k: _encode(v, tensors, f"{key}.{k}") for k, v in value.items()}}
+    if callable(value):
+        return {"callable": getattr(value, "__name__", repr(value))}
+    return {"unknown": type(value).__name__}
+
+
+def _encode_module(module: torch.nn.Module, tensors: dict[str, torch.Tensor], key: str) -> dict[str, Any]:
+    """A module passed as a constructor argument (a transformer's layer): its class and the arguments it was made with,
+    as far as its attributes say (only the transformer layers are passed so in ``module_db``)."""
+    return {"class": type(module).__name__}
+
+
+def _named(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The constructor's arguments by name, as the caller passed them (defaults not added)."""
+    return dict(inspect.signature(cls).bind_partial(*args, **kwargs).arguments)
+
+
+def _flatten(value: Any, path: str = "out") -> Iterator[tuple[str, torch.Tensor]]:
+    """Each tensor of a forward's output with its path (``out``, ``out.1.0``); ``None`` is skipped, its place kept."""
+    if isinstance(value, torch.Tensor):
+        yield path, value
+    elif isinstance(value, tuple | list):
+        for i, item in enumerate(value):
+            yield from _flatten(item, f"{path}.{i}")
+
+
+# --- running a sample ---------------------------------------------------------------------------------------------------
+
+def _decode(value: Any, tensors: dict[str, torch.Tensor], dtype: torch.dtype | None) -> Any:
+    """A forward argument back from plain data, a float tensor cast to ``dtype`` (a low-precision mode) as a fresh leaf."""
+    if isinstance(value, dict) and "tensor" in value:
+        t = tensors[value["tensor"]].clone()
+        if dtype is not None and t.is_floating_point():
+            t = t.to(dtype)
+        return t.requires_grad_(bool(value["grad"]))
+    if isinstance(value, dict) and "list" in value:
+        return tuple(_decode(v, tensors, dtype) for v in value["list"])
+    if isinstance(value, dict) and "dtype" in value:
+        return getattr(torch, value["dtype"])
+    if isinstance(value, dict) and "float" in value:
+        return float(value["float"])
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+def _build(sample: Any, cls: type, seed: int) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return cls(*copy.deepcopy(sample.constructor_input.args), **copy.deepcopy(sample.constructor_input.kwargs))
+
+
+def _run_mode(module: torch.nn.Module, forward: dict[str, Any], tensors: dict[str, torch.Tensor], mode: dict[str, Any],
+              seed: int, upstream: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """One forward and backward of ``module`` in ``mode``; the tensors compared, by name.
+
+    ``upstream``: each output's upstream gradient (float64) by path; one it lacks is drawn here and kept in it (for the
+    other modes and for R)."""
+    weights = getattr(torch, mode["weights"]) if mode["weights"] else None
+    if weights is not None:
+        module = module.to(weights)
+    args = [_decode(a, tensors, weights) for a in forward["args"]]
+    kwargs = {k: _decode(v, tensors, weights) for k, v in forward["kwargs"].items()}
+    torch.manual_seed(seed)  # a module that draws in its forward (fractional max pooling) draws the same numbers in R
+    if mode["autocast"]:
+        with torch.autocast("cpu", dtype=getattr(torch, mode["autocast"])):
+            output = module(*args, **kwargs)
+    else:
+        output = module(*args, **kwargs)
+    kept: dict[str, torch.Tensor] = {}
+    roots, grads = [], []
+    for k, (path, t) in enumerate(_flatten(output)):
+        kept[path] = t.detach().clone()
+        if t.requires_grad:
+            if path not in upstream:
+                generator = torch.Generator().manual_seed(_UPSTREAM_SEED + k)
+                upstream[path] = torch.randn(t.shape, generator=generator, dtype=torch.float64)
+            g = upstream[path]
+            roots.append(t)
+            grads.append(g.to(t.dtype))
+    if roots:
+        torch.autograd.backward(roots, grads)
+    inputs = {"args": args, "kwargs": kwargs}
+    for key, t in _input_tensors(forward, inputs):
+        if t.grad is not None:
+            kept[f"grad.{key}"] = t.grad.detach().clone()
+    for name, p in module.named_parameters():
+        if p.grad is not None:
+            kept[f"grad.{name}"] = p.grad.detach().clone()
+    for name, b in module.named_buffers():
+        kept[f"buffer.{name}"] = b.detach().clone()
+    return kept
+
+
+def _input_tensors(forward: dict[str, Any], inputs: dict[str, Any]) -> Iterator[tuple[str, torch.Tensor]]:
+    """Each forward input tensor that was given as a leaf, with its key."""
+    def walk(encoded: Any, value: Any) -> Iterator[tuple[str, torch.Tensor]]:
+        if isinstance(encoded, dict) and "tensor" in encoded and isinstance(value, torch.Tensor):
+            yield encoded["tensor"], value
+        elif isinstance(encoded, dict) and "list" in encoded:
+            for e, v in zip(encoded["list"], value, strict=True):
+                yield from walk(e, v)
+    for e, v in zip(forward["args"], inputs["args"], strict=True):
+        yield from walk(e, v)
+    for k, e in forward["kwargs"].items():
+        yield from walk(e, inputs["kwargs"][k])
+
+
+def prepare_module(request: dict[str, Any]) -> dict[str, Any]:
+    """Draw, write and run one entry's samples (the module docstring); plain data back.
+
+    ``request``: ``entry`` (``nn.Linear``), ``folder`` (where the files go), ``seed``, ``modes`` (each ``{"name",
+    "autocast", "weights"}``), ``limit`` (the most samples taken, in the database's order; ``None``: all).
+    """
+    info = _module_db()[request["entry"]]
+    folder = Path(request["folder"])
+    folder.mkdir(parents=True, exist_ok=True)
+    seed = int(request["seed"])
+    torch.manual_seed(seed)
+    samples = info.module_inputs_func(info, device="cpu", dtype=torch.float32, requires_grad=True, training=True)
+    if request.get("limit") is not None:
+        samples = samples[: int(request["limit"])]
+    answers = []
+    for index, sample in enumerate(samples):
+        answers.append(_prepare_sample(info, sample, index, folder, seed, request["modes"]))
+    return {"entry": request["entry"], "class": info.module_cls.__name__, "samples": answers}
+
+
+def _prepare_sample(info: Any, sample: Any, index: int, folder: Path, seed: int, modes: list[dict[str, Any]]) -> dict[str, Any]:
+    cls = info.module_cls
+    tensors: dict[str, torch.Tensor] = {}
+    answer: dict[str, Any] = {"index": index, "desc": sample.desc, "modes": {}}
+    try:
+        ctor = {name: _encode(v, tensors, f"ctor.{name}") for name, v in
+                _named(cls, sample.constructor_input.args, sample.constructor_input.kwargs).items()}
+        forward = {"args": [_encode(v, tensors, f"in.{i}") for i, v in enumerate(sample.forward_input.args)],
+                   "kwargs": {k: _encode(v, tensors, f"in.{k}") for k, v in sample.forward_input.kwargs.items()}}
+        module = _build(sample, cls, seed)
+        positional = list(inspect.signature(module.forward).parameters)
+        forward["names"] = positional[: len(sample.forward_input.args)]  # which input each position is (the mapping's)
+    except Exception as err:  # noqa: BLE001 - PyTorch's own sample failing here is a fact of the sweep, reported
+        answer["python_error"] = _one_line(err)
+        return answer
+    answer["constructor"] = ctor
+    answer["forward"] = forward
+    state = module.state_dict(keep_vars=False)
+    for name, t in state.items():
+        if not torch.nn.parameter.is_lazy(t):  # a lazy module's weights are made by its first forward
+            tensors[f"init.{name}"] = t.detach().clone().contiguous()
+    answer["parameters"] = [name for name, _ in module.named_parameters()]
+    answer["buffers"] = [name for name, _ in module.named_buffers()]
+    answer["state_dict"] = list(state)
+    base = folder / f"{index}"
+    upstream: dict[str, torch.Tensor] = {}
+    for mode in [*modes, {"name": "float64", "autocast": None, "weights": "float64"}]:
+        try:
+            kept = _run_mode(_build(sample, cls, seed), forward, tensors, mode, seed, upstream)
+        except Exception as err:  # noqa: BLE001 - PyTorch refusing a mode (a dtype CPU lacks) is reported, not raised
+            answer["modes"][mode["name"]] = {"status": "python_error", "message": _one_line(err)}
+            continue
+        save_file({k: v.contiguous() for k, v in kept.items()}, str(base) + f".{mode['name']}.python.safetensors")
+        answer["modes"][mode["name"]] = {"status": "ok", "names": sorted(kept)}
+    tensors.update({f"upstream.{path}": g for path, g in upstream.items()})
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(base) + ".inputs.safetensors")
+    return answer
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}"
+
+
+# --- comparing ----------------------------------------------------------------------------------------------------------
+
+def compare_module(request: dict[str, Any]) -> dict[str, Any]:
+    """Both languages' outputs of one entry compared: per sample and mode, per tensor, the facts the judge reads.
+
+    ``request``: ``folder``, ``samples`` (each ``{"index", "modes": [names R ran]}``). Each tensor: ``python_dtype``,
+    ``r_dtype``, ``python_shape``, ``r_shape``, ``identical`` (bitwise, same dtype and shape), ``max_abs`` (between the
+    two, in float64), and ``python_f64`` / ``r_f64``: each side's largest difference from float64, relative to the
+    float64 tensor's largest magnitude. A name one side lacks is listed in ``missing``.
+    """
+    folder = Path(request["folder"])
+    answers = []
+    for sample in request["samples"]:
+        base = folder / f"{sample['index']}"
+        ref_path = Path(str(base) + ".float64.python.safetensors")
+        reference = load_file(str(ref_path)) if ref_path.is_file() else {}
+        modes = {}
+        for mode in sample["modes"]:
+            py = load_file(str(base) + f".{mode}.python.safetensors")
+            r = load_file(str(base) + f".{mode}.r.safetensors")
+            modes[mode] = _compare(py, r, reference)
+        init = {}
+        init_r = Path(str(base) + ".init.r.safetensors")
+        if init_r.is_file():
+            py_init = {k.removeprefix("init."): v for k, v in load_file(str(base) + ".inputs.safetensors").items()
+                       if k.startswith("init.")}
+            init = _compare(py_init, load_file(str(init_r)), {})
+        answers.append({"index": sample["index"], "modes": modes, "init": init})
+    return {"samples": answers}
+
+
+def _compare(py: dict[str, torch.Tensor], r: dict[str, torch.Tensor], reference: dict[str, torch.Tensor]) -> dict[str, Any]:
+    tensors = {}
+    for name in sorted(set(py) & set(r)):
+        a, b = py[name], r[name]
+        same = a.dtype == b.dtype and a.shape == b.shape
+        fact: dict[str, Any] = {"python_dtype": str(a.dtype).removeprefix("torch."),
+                                "r_dtype": str(b.dtype).removeprefix("torch."),
+                                "python_shape": list(a.shape), "r_shape": list(b.shape)}
+        identical = same and _bitwise(a, b)
+        fact["identical"] = identical
+        if not identical and a.numel() == b.numel():
+            fact["max_abs"] = _max_abs(a.double().reshape(-1), b.double().reshape(-1))
+        ref = reference.get(name)
+        if ref is not None and ref.is_floating_point() and ref.numel() == a.numel() == b.numel():
+            fact["python_f64"] = _relative(a, ref)
+            fact["r_f64"] = _relative(b, ref)
+        tensors[name] = fact
+    return {"tensors": tensors, "missing": {"python": sorted(set(r) - set(py)), "r": sorted(set(py) - set(r))}}
+
+
+def _bitwise(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.numel() == 0:
+        return True
+    if a.is_floating_point():
+        width = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+        return bool(torch.equal(a.contiguous().view(width), b.contiguous().view(width)))
+    return bool(torch.equal(a, b))
+
+
+def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
+    if a.numel() == 0:
+        return 0.0
+    d = (a - b).abs()
+    d = torch.where(torch.isnan(a) & torch.isnan(b), torch.zeros_like(d), d)
+    return float(d.max())
+
+
+def _relative(value: torch.Tensor, ref: torch.Tensor) -> float:
+    if ref.numel() == 0:
+        return 0.0
+    ref = ref.double().reshape(-1)
+    v = value.double().reshape(-1)
+    both_nan = torch.isnan(ref) & torch.isnan(v)
+    d = torch.where(both_nan, torch.zeros_like(v), (v - ref).abs())
+    scale = float(torch.where(torch.isfinite(ref), ref.abs(), torch.zeros_like(ref)).max())
+    return float(d.max()) / max(scale, 1e-30)
