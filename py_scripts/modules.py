@@ -186,7 +186,8 @@ def prepare_module(request: dict[str, Any]) -> dict[str, Any]:
     """Draw, write and run one entry's samples (the module docstring); plain data back.
 
     ``request``: ``entry`` (``nn.Linear``), ``folder`` (where the files go), ``seed``, ``modes`` (each ``{"name",
-    "autocast", "weights"}``), ``limit`` (the most samples taken, in the database's order; ``None``: all).
+    "autocast", "weights"}``), ``limit`` (the most samples taken, in the database's order; ``None``: all), ``run``
+    (``False``: only list the samples, for a class R torch lacks).
     """
     info = _module_db()[request["entry"]]
     folder = Path(request["folder"])
@@ -196,6 +197,10 @@ def prepare_module(request: dict[str, Any]) -> dict[str, Any]:
     samples = info.module_inputs_func(info, device="cpu", dtype=torch.float32, requires_grad=True, training=True)
     if request.get("limit") is not None:
         samples = samples[: int(request["limit"])]
+    if not request.get("run", True):  # a class R torch lacks: its samples counted, not run (R answers for all of them)
+        return {"entry": request["entry"], "class": info.module_cls.__name__,
+                "samples": [{"index": i, "desc": s.desc, "modes": {}, "parameters": [], "buffers": [], "state_dict": []}
+                            for i, s in enumerate(samples)]}
     answers = []
     for index, sample in enumerate(samples):
         answers.append(_prepare_sample(info, sample, index, folder, seed, request["modes"]))

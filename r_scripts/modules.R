@@ -35,7 +35,7 @@ decode <- function(value, tensors, dtype = NULL, leaves = NULL) {
   }
   if (!is.null(value$tensor)) {
     t <- tensors[[value$tensor]]$clone()
-    if (isTRUE(value$shift == 1)) {
+    if (isTRUE(value$shift == 1) && !t$is_floating_point()) { # class probabilities (a float target) are no indices
       t <- torch::torch_where(t >= 0L, t + 1L, t)
     }
     if (!is.null(dtype) && t$is_floating_point()) {
@@ -95,9 +95,11 @@ run_mode <- function(module, sample, tensors, mode, seed, names, parameters, buf
   grads <- list()
   for (path in names(outputs)) {
     t <- outputs[[path]]
-    if (t$requires_grad) {
+    upstream <- tensors[[paste0("upstream.", path)]]
+    # An output PyTorch gives no gradient, or of another shape than PyTorch's, gets none: the comparison names it
+    if (t$requires_grad && !is.null(upstream) && identical(t$shape, upstream$shape)) {
       roots[[length(roots) + 1L]] <- t
-      grads[[length(grads) + 1L]] <- tensors[[paste0("upstream.", path)]]$to(dtype = t$dtype)
+      grads[[length(grads) + 1L]] <- upstream$to(dtype = t$dtype)
     }
   }
   if (length(roots) > 0L) {

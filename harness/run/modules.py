@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import WorkerError
+from harness.errors import UsageError, WorkerError
 from harness.run.frontends import open_worker
 from harness.run.pool import worker_env
 from harness.run.worker import Worker
@@ -76,9 +76,7 @@ def run_sweep(folder: Path | None = None, entries: Sequence[str] | None = None, 
         chosen = names if entries is None else list(entries)
         unknown = [e for e in chosen if e not in names]
         if unknown:
-            from harness.errors import UsageError
-
-            raise UsageError(f"module_db has no entry {', '.join(unknown)}: name one of {', '.join(names)}")
+            raise UsageError("--entry", ",".join(unknown), f"module_db entries ({', '.join(names)})")
         classes = {e["name"]: e["class"] for e in known}
         starter.join()
         return _sweep(python, r, folder, chosen, classes, tuple(modes), limit, rows, progress)
@@ -116,7 +114,8 @@ def _sweep(python: Worker, r: Worker, folder: Path, chosen: list[str], classes: 
     try:
         for entry in chosen:
             prepared[entry] = python.call({"kind": "module_prepare", "entry": entry, "folder": str(folder / entry),
-                                           "seed": SWEEP_SEED, "modes": mode_json, "limit": limit}, _CALL_TIMEOUT_S)
+                                           "seed": SWEEP_SEED, "modes": mode_json, "limit": limit,
+                                           "run": classes[entry] in rows}, _CALL_TIMEOUT_S)
             if progress is not None:
                 progress(entry)
             todo.put(entry)

@@ -57,6 +57,7 @@ class ModuleRow:
     one_based: tuple[str, ...] = ()
     one_based_inputs: tuple[str, ...] = ()
     layer_names: str | None = None
+    dropped: dict[str, Any] = field(default_factory=dict)
 
     def r_name(self, python_name: str) -> str:
         """The R name of a parameter or buffer PyTorch names ``python_name``."""
@@ -66,7 +67,7 @@ class ModuleRow:
                       python_name)
 
 
-_FIELDS = {"r", "args", "forward_args", "one_based", "one_based_inputs", "layer_names"}
+_FIELDS = {"r", "args", "forward_args", "one_based", "one_based_inputs", "layer_names", "dropped"}
 
 
 def load_rows(path: Path = _TABLE) -> dict[str, ModuleRow]:
@@ -87,7 +88,7 @@ def load_rows(path: Path = _TABLE) -> dict[str, ModuleRow]:
                                forward_args=dict(row.get("forward_args", {})),
                                one_based=tuple(row.get("one_based", ())),
                                one_based_inputs=tuple(row.get("one_based_inputs", ())),
-                               layer_names=row.get("layer_names"))
+                               layer_names=row.get("layer_names"), dropped=dict(row.get("dropped", {})))
     return rows
 
 
@@ -120,7 +121,7 @@ def r_sample(row: ModuleRow, sample: dict[str, Any]) -> dict[str, Any]:
     if set(constructor) == {"kwargs"} and isinstance(constructor["kwargs"], dict) and "dict" in constructor["kwargs"]:
         constructor = constructor["kwargs"]["dict"]  # a constructor of (*args, **kwargs), as the RNNs: its names inside
     args = {row.args.get(name, name): (_one_based(value) if name in row.one_based else value)
-            for name, value in constructor.items()}
+            for name, value in constructor.items() if name not in row.dropped or row.dropped[name] != value}
     forward = sample["forward"]
     params = _forward_params(forward)
     kwargs = {}
