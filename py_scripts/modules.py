@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -183,6 +184,14 @@ def _input_tensors(forward: dict[str, Any], inputs: dict[str, Any]) -> Iterator[
 
 
 def prepare_module(request: dict[str, Any]) -> dict[str, Any]:
+    """:func:`_prepare_module` with PyTorch's warnings kept from the terminal (its samples exercise deprecated options on
+    purpose: the warnings say nothing about the sweep)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _prepare_module(request)
+
+
+def _prepare_module(request: dict[str, Any]) -> dict[str, Any]:
     """Draw, write and run one entry's samples (the module docstring); plain data back.
 
     ``request``: ``entry`` (``nn.Linear``), ``folder`` (where the files go), ``seed``, ``modes`` (each ``{"name",

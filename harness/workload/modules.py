@@ -57,17 +57,20 @@ class ModuleRow:
     one_based: tuple[str, ...] = ()
     one_based_inputs: tuple[str, ...] = ()
     layer_names: str | None = None
+    names: dict[str, str] = field(default_factory=dict)
     dropped: dict[str, Any] = field(default_factory=dict)
 
     def r_name(self, python_name: str) -> str:
         """The R name of a parameter or buffer PyTorch names ``python_name``."""
+        if python_name in self.names:
+            return self.names[python_name]
         if self.layer_names is None:
             return python_name
         return re.sub(self.layer_names, lambda m: m.group(0)[: m.start(1) - m.start(0)] + str(int(m.group(1)) + 1),
                       python_name)
 
 
-_FIELDS = {"r", "args", "forward_args", "one_based", "one_based_inputs", "layer_names", "dropped"}
+_FIELDS = {"r", "args", "forward_args", "one_based", "one_based_inputs", "layer_names", "names", "dropped"}
 
 
 def load_rows(path: Path = _TABLE) -> dict[str, ModuleRow]:
@@ -82,13 +85,13 @@ def load_rows(path: Path = _TABLE) -> dict[str, ModuleRow]:
     for name, row in table.items():
         unknown = set(row) - _FIELDS
         if unknown or not isinstance(row.get("r"), str):
-            raise SpecError(f"{path.name}: [{name}] needs r = \"nn_...\" and only the fields {sorted(_FIELDS)} "
-                            f"(got {sorted(row)}): fix the row")
+            raise SpecError(f"{path.name}: [{name}]", sorted(row),
+                            f"a row with r = \"nn_...\" and only the fields {', '.join(sorted(_FIELDS))} (fix the row)")
         rows[name] = ModuleRow(python=name, r=row["r"], args=dict(row.get("args", {})),
                                forward_args=dict(row.get("forward_args", {})),
                                one_based=tuple(row.get("one_based", ())),
                                one_based_inputs=tuple(row.get("one_based_inputs", ())),
-                               layer_names=row.get("layer_names"), dropped=dict(row.get("dropped", {})))
+                               layer_names=row.get("layer_names"), names=dict(row.get("names", {})), dropped=dict(row.get("dropped", {})))
     return rows
 
 

@@ -1,0 +1,67 @@
+"""The module sweep's judge on facts made by hand: each verdict, the first differing tensor, a bug that excuses, the
+same-seed module's order and names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.judge.modules import ModuleDifference, judge_sweep
+from harness.run.modules import SweepFacts
+from harness.workload.modules import MODULE_MODES, MODULE_ROWS
+
+MODES = MODULE_MODES[:1]
+
+
+def _fact(identical: bool = True, shape: list[int] | None = None) -> dict[str, Any]:
+    return {"python_dtype": "float32", "r_dtype": "float32", "python_shape": [2], "r_shape": shape or [2],
+            "identical": identical, "max_abs": 0.0 if identical else 0.5}
+
+
+def _facts(tensors: dict[str, dict[str, Any]], r_answer: dict[str, Any] | None = None,
+           sample: dict[str, Any] | None = None, entry: str = "nn.Linear", cls: str = "Linear") -> SweepFacts:
+    prepared = {"index": 0, "desc": "", "modes": {"float32": {"status": "ok"}}, "parameters": ["weight", "bias"],
+                "buffers": [], "state_dict": ["weight", "bias"], **(sample or {})}
+    answer = {"index": 0, "modes": {"float32": {"status": "ok"}}, "parameters": ["weight", "bias"],
+              "state_dict": ["weight", "bias"], **(r_answer or {})}
+    compared = {"index": 0, "modes": {"float32": {"tensors": tensors, "missing": {"python": [], "r": []}}},
+                "init": {"tensors": {"weight": _fact(), "bias": _fact()}, "missing": {"python": [], "r": []}}}
+    return SweepFacts(entries=[{"name": entry, "class": cls}], prepared={entry: {"samples": [prepared]}},
+                      r={entry: [answer]}, compared={entry: {"samples": [compared]}}, rows=MODULE_ROWS, modes=MODES)
+
+
+def test_bitwise_equal_tensors_are_identical() -> None:
+    result = judge_sweep(_facts({"out": _fact(), "grad.weight": _fact()}), [])
+    assert [s.verdict for s in result.samples] == ["identical"]
+    assert [i.verdict for i in result.inits] == ["identical"]
+    assert not result.failed
+    assert result.coverage[0].row()["identical"] == 1
+
+
+def test_a_difference_is_named_where_it_begins_the_forward_first() -> None:
+    result = judge_sweep(_facts({"buffer.running_mean": _fact(False), "grad.weight": _fact(False), "out": _fact(False, [3])}), [])
+    (sample,) = result.samples
+    assert sample.verdict == "diverged" and sample.why == "out: shape [2] in PyTorch, [3] in R"
+    assert result.failed
+
+
+def test_a_bug_entry_excuses_only_the_tensors_it_names() -> None:
+    bug = ModuleDifference(id="x", bug="some-bug", entries=("nn.Lin*",), tensors=("buffer.*",))
+    assert judge_sweep(_facts({"buffer.running_mean": _fact(False)}), [bug]).samples[0].verdict == "excused"
+    assert judge_sweep(_facts({"buffer.running_mean": _fact(False), "out": _fact(False)}), [bug]).samples[0].verdict == "diverged"
+
+
+def test_r_refusing_is_unsupported_in_its_words_and_pytorch_refusing_is_not_run() -> None:
+    refused = judge_sweep(_facts({}, {"unsupported": "object 'nn_mish' not found", "modes": {}}), [])
+    assert refused.samples[0].verdict == "unsupported" and refused.samples[0].why == "R: object 'nn_mish' not found"
+    mode = judge_sweep(_facts({}, {"modes": {"float32": {"status": "unsupported", "message": "unused argument (bias = FALSE)"}}}), [])
+    assert mode.samples[0].why == "R: unused argument (bias = FALSE)"
+    python = judge_sweep(_facts({}, sample={"modes": {"float32": {"status": "python_error", "message": "no BFloat16"}}}), [])
+    assert python.samples[0].verdict == "not_run"
+
+
+def test_the_same_seed_module_parts_by_its_parameter_order_and_names() -> None:
+    reordered = judge_sweep(_facts({"out": _fact()}, {"parameters": ["bias", "weight"]}), [])
+    assert reordered.inits[0].verdict == "diverged" and reordered.inits[0].why.startswith("parameter order")
+    one = judge_sweep(_facts({"out": _fact()}, {"parameters": "weight", "state_dict": "weight"},
+                             {"parameters": ["weight"], "state_dict": ["weight"]}), [])
+    assert one.inits[0].verdict == "identical"  # R's JSON writes a one-element vector as a scalar
