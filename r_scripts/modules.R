@@ -110,29 +110,27 @@ run_mode <- function(module, sample, tensors, mode, seed, names, parameters, buf
     if (!torch::is_undefined_tensor(g)) kept[[paste0("grad.", key)]] <- g$detach()$clone()
   }
   own <- module$parameters
-  for (name in parameters) {
-    g <- own[[names[[name]]]]$grad
-    if (!torch::is_undefined_tensor(g)) kept[[paste0("grad.", name)]] <- g$detach()$clone()
+  for (name in parameters) { # one R's module lacks is left out: the comparison names it
+    p <- own[[names[[name]]]]
+    if (!is.null(p) && !torch::is_undefined_tensor(p$grad)) kept[[paste0("grad.", name)]] <- p$grad$detach()$clone()
   }
   state <- module$state_dict()
   for (name in buffers) {
-    kept[[paste0("buffer.", name)]] <- state[[names[[name]]]]$detach()$clone()
+    b <- state[[names[[name]]]]
+    if (!is.null(b)) kept[[paste0("buffer.", name)]] <- b$detach()$clone()
   }
   kept
 }
 
-#' R-only: PyTorch's initial weights copied into R's module, each by the name R gives it; a name R's module lacks stops
-#' the sample in one line (a mapping row's name map is wrong, or R's module holds other tensors).
+#' R-only: PyTorch's initial weights copied into R's module, each by the name R gives it. A name R's module lacks is
+#' left out here: the comparison names it (its gradient and initial value are missing on R's side), so a module that
+#' holds fewer tensors than PyTorch's, or a name map that is wrong, is a difference where it begins, not a refusal.
 load_weights <- function(module, names, tensors) {
   state <- module$state_dict()
   torch::with_no_grad({
     for (name in names(names)) {
       target <- state[[names[[name]]]]
-      if (is.null(target)) {
-        stop("R torch's module has no tensor named ", names[[name]], " (PyTorch's ", name, "); it has: ",
-             paste(names(state), collapse = ", "))
-      }
-      target$copy_(tensors[[paste0("init.", name)]])
+      if (!is.null(target)) target$copy_(tensors[[paste0("init.", name)]])
     }
   })
   invisible(module)

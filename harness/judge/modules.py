@@ -29,19 +29,23 @@ _REPO = Path(__file__).resolve().parents[2]
 class ModuleDifference:
     """One known way R torch's module parts from PyTorch's: the entries and modes it covers (globs), the tensors that
     differ (globs over the compared names: ``out``, ``grad.<input or parameter>``, ``buffer.<name>``, ``init.<name>``,
-    ``order.parameters``, ``order.state_dict``), and the bug (docs/bugs/<bug>/) that says why."""
+    ``order.parameters``, ``order.state_dict``), the samples (globs over module_db's descriptions), and the bug
+    (docs/bugs/<bug>/) that says why. The same-seed construction is the mode ``init``."""
 
     id: str
     bug: str
     entries: tuple[str, ...]
     tensors: tuple[str, ...]
     modes: tuple[str, ...] = ("*",)
+    samples: tuple[str, ...] = ("*",)
     why: str = ""
 
-    def covers(self, entry: str, mode: str, names: list[str]) -> bool:
-        """Whether every name that differs in this entry and mode is one of this difference's."""
+    def covers(self, entry: str, mode: str, names: list[str], desc: str = "") -> bool:
+        """Whether every name that differs in this entry, mode and sample (by its module_db description) is one of this
+        difference's."""
         return (any(fnmatch.fnmatchcase(entry, e) for e in self.entries)
                 and any(fnmatch.fnmatchcase(mode, m) for m in self.modes)
+                and any(fnmatch.fnmatchcase(desc, d) for d in self.samples)
                 and bool(names) and all(any(fnmatch.fnmatchcase(n, t) for t in self.tensors) for n in names))
 
 
@@ -60,7 +64,7 @@ def load_module_differences(path: Path = _TABLE) -> list[ModuleDifference]:
         try:
             diff = ModuleDifference(id=row["id"], bug=row["bug"], entries=tuple(row["entries"]),
                                     tensors=tuple(row["tensors"]), modes=tuple(row.get("modes", ["*"])),
-                                    why=row.get("why", ""))
+                                    samples=tuple(row.get("samples", ["*"])), why=row.get("why", ""))
         except KeyError as err:
             raise KnownDifferencesError(f"{path.name}: a difference lacks {err}: give it id, bug, entries and tensors") from None
         folder = _REPO / "docs" / "bugs" / diff.bug
@@ -150,11 +154,24 @@ def _pair(entry: str, index: int, desc: str, mode: str, compared: dict[str, Any]
     differing = _differing(compared)
     if not differing:
         return SampleVerdict(entry, index, desc, mode, "identical", **distances)
-    known = next((d for d in differences if d.covers(entry, mode, differing)), None)
-    if known is not None:
-        return SampleVerdict(entry, index, desc, mode, "excused", f"R torch bug {known.bug} ({known.id})", **distances)
+    bugs = _excusing(differences, entry, mode, differing, desc)
+    if bugs:
+        return SampleVerdict(entry, index, desc, mode, "excused", bugs, **distances)
     first = differing[0]
     return SampleVerdict(entry, index, desc, mode, "diverged", _describe(first, tensors.get(first)), **distances)
+
+
+def _excusing(differences: list[ModuleDifference], entry: str, mode: str, differing: list[str], desc: str) -> str:
+    """The bugs that excuse every differing name (each name by one entry of this entry, mode and sample), as the
+    verdict's reason; ``""`` when a name is left that no entry names."""
+    found: list[ModuleDifference] = []
+    for name in differing:
+        known = next((d for d in differences if d.covers(entry, mode, [name], desc)), None)
+        if known is None:
+            return ""
+        if known not in found:
+            found.append(known)
+    return "R torch bug " + ", ".join(f"{d.bug} ({d.id})" for d in found)
 
 
 def _init(entry: str, index: int, sample: dict[str, Any], answer: dict[str, Any], compared: dict[str, Any],
@@ -166,9 +183,9 @@ def _init(entry: str, index: int, sample: dict[str, Any], answer: dict[str, Any]
         differing.append("order.state_dict")
     if not differing:
         return InitVerdict(entry, index, "identical")
-    known = next((d for d in differences if d.covers(entry, "init", differing)), None)
-    if known is not None:
-        return InitVerdict(entry, index, "excused", f"R torch bug {known.bug} ({known.id})")
+    bugs = _excusing(differences, entry, "init", differing, sample.get("desc", ""))
+    if bugs:
+        return InitVerdict(entry, index, "excused", bugs)
     first = differing[0]
     name = first.removeprefix("init.")
     if first == "order.parameters":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.judge.modules import ModuleDifference, judge_sweep
+from harness.judge.modules import ModuleDifference, judge_sweep, load_module_differences
 from harness.run.modules import SweepFacts
 from harness.workload.modules import MODULE_MODES, MODULE_ROWS
 
@@ -65,3 +65,18 @@ def test_the_same_seed_module_parts_by_its_parameter_order_and_names() -> None:
     one = judge_sweep(_facts({"out": _fact()}, {"parameters": "weight", "state_dict": "weight"},
                              {"parameters": ["weight"], "state_dict": ["weight"]}), [])
     assert one.inits[0].verdict == "identical"  # R's JSON writes a one-element vector as a scalar
+
+
+def test_two_bugs_excuse_a_pair_together_each_for_the_names_it_gives() -> None:
+    shape = ModuleDifference(id="a", bug="bug-a", entries=("nn.Linear",), tensors=("buffer.*",))
+    out = ModuleDifference(id="b", bug="bug-b", entries=("nn.Linear",), tensors=("out",), samples=("other*",))
+    facts = _facts({"buffer.running_mean": _fact(False), "out": _fact(False)})
+    assert judge_sweep(facts, [shape, out]).samples[0].verdict == "diverged"  # bug-b is of other samples
+    both = ModuleDifference(id="b", bug="bug-b", entries=("nn.Linear",), tensors=("out",))
+    (sample,) = judge_sweep(facts, [shape, both]).samples
+    assert sample.verdict == "excused" and sample.why == "R torch bug bug-a (a), bug-b (b)"
+
+
+def test_every_module_difference_names_a_bug_with_its_reproducers() -> None:
+    """load_module_differences refuses an entry whose docs/bugs/<bug>/ lacks reproducer.R and reproducer.py."""
+    assert {d.bug for d in load_module_differences()} >= {"cross-entropy-prob-target-shifted", "softmax2d-batch-dim"}
