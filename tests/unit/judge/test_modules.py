@@ -74,7 +74,7 @@ def test_two_bugs_excuse_a_pair_together_each_for_the_names_it_gives() -> None:
     assert judge_sweep(facts, [shape, out]).samples[0].verdict == "diverged"  # bug-b is of other samples
     both = ModuleDifference(id="b", bug="bug-b", entries=("nn.Linear",), tensors=("out",))
     (sample,) = judge_sweep(facts, [shape, both]).samples
-    assert sample.verdict == "excused" and sample.why == "R torch bug bug-a (a), bug-b (b)"
+    assert sample.verdict == "excused" and sample.why == "R torch bug bug-b (b), bug-a (a)"  # where each begins: the output first
 
 
 def test_every_module_difference_names_a_bug_with_its_reproducers() -> None:
