@@ -16,6 +16,7 @@ in between. Nothing here knows R.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import math
@@ -42,7 +43,10 @@ def _module_db() -> dict[str, Any]:
     """``module_db`` by entry name (``nn.Linear``), imported once (it pulls in PyTorch's test machinery: seconds)."""
     global _DB
     if _DB is None:
-        from torch.testing._internal.common_modules import module_db
+        try:
+            from torch.testing._internal.common_modules import module_db
+        except ModuleNotFoundError as err:  # PyTorch's test database needs expecttest, which torch does not install
+            raise RuntimeError(f"PyTorch's module_db cannot be imported ({err}): pip install expecttest") from None
 
         _DB = {info.name: info for info in module_db}
     return _DB
@@ -210,13 +214,23 @@ def _prepare_module(request: dict[str, Any]) -> dict[str, Any]:
         return {"entry": request["entry"], "class": info.module_cls.__name__,
                 "samples": [{"index": i, "desc": s.desc, "modes": {}, "parameters": [], "buffers": [], "state_dict": []}
                             for i, s in enumerate(samples)]}
+    switch = request.get("switch")
+    if switch is not None:  # a known difference's proof: the named samples again, PyTorch's mechanism switched off
+        only = set(request["only"])
+        with SWITCHES[switch]():
+            return {"entry": request["entry"], "switch": switch, "samples": [
+                _prepare_sample(info, sample, index, folder, seed, request["modes"], switch)
+                for index, sample in enumerate(samples) if index in only]}
     answers = []
     for index, sample in enumerate(samples):
         answers.append(_prepare_sample(info, sample, index, folder, seed, request["modes"]))
     return {"entry": request["entry"], "class": info.module_cls.__name__, "samples": answers}
 
 
-def _prepare_sample(info: Any, sample: Any, index: int, folder: Path, seed: int, modes: list[dict[str, Any]]) -> dict[str, Any]:
+def _prepare_sample(info: Any, sample: Any, index: int, folder: Path, seed: int, modes: list[dict[str, Any]],
+                    switch: str | None = None) -> dict[str, Any]:
+    """One sample drawn, written and run in every mode (and float64); with ``switch``, run in ``modes`` only, into files
+    named after the switch, from the inputs already written."""
     cls = info.module_cls
     tensors: dict[str, torch.Tensor] = {}
     answer: dict[str, Any] = {"index": index, "desc": sample.desc, "modes": {}}
@@ -228,7 +242,7 @@ def _prepare_sample(info: Any, sample: Any, index: int, folder: Path, seed: int,
         module = _build(sample, cls, seed)
         positional = list(inspect.signature(module.forward).parameters)
         forward["names"] = positional[: len(sample.forward_input.args)]  # which input each position is (the mapping's)
-    except Exception as err:  # noqa: BLE001 - PyTorch's own sample failing here is a fact of the sweep, reported
+    except Exception as err:  # PyTorch's own sample failing here is a fact of the sweep, reported
         answer["python_error"] = _one_line(err)
         return answer
     answer["constructor"] = ctor
@@ -242,14 +256,21 @@ def _prepare_sample(info: Any, sample: Any, index: int, folder: Path, seed: int,
     answer["state_dict"] = list(state)
     base = folder / f"{index}"
     upstream: dict[str, torch.Tensor] = {}
-    for mode in [*modes, {"name": "float64", "autocast": None, "weights": "float64"}]:
+    suffix = "python" if switch is None else f"python.{switch}"
+    if switch is not None:
+        upstream = {k.removeprefix("upstream."): v for k, v in load_file(str(base) + ".inputs.safetensors").items()
+                    if k.startswith("upstream.")}
+    reference = [] if switch is not None else [{"name": "float64", "autocast": None, "weights": "float64"}]
+    for mode in [*modes, *reference]:
         try:
             kept = _run_mode(_build(sample, cls, seed), forward, tensors, mode, seed, upstream)
-        except Exception as err:  # noqa: BLE001 - PyTorch refusing a mode (a dtype CPU lacks) is reported, not raised
+        except Exception as err:  # PyTorch refusing a mode (a dtype CPU lacks) is reported, not raised
             answer["modes"][mode["name"]] = {"status": "python_error", "message": _one_line(err)}
             continue
-        save_file({k: v.contiguous() for k, v in kept.items()}, str(base) + f".{mode['name']}.python.safetensors")
+        save_file({k: v.contiguous() for k, v in kept.items()}, str(base) + f".{mode['name']}.{suffix}.safetensors")
         answer["modes"][mode["name"]] = {"status": "ok", "names": sorted(kept)}
+    if switch is not None:
+        return answer
     tensors.update({f"upstream.{path}": g for path, g in upstream.items()})
     save_file({k: v.contiguous() for k, v in tensors.items()}, str(base) + ".inputs.safetensors")
     return answer
@@ -260,17 +281,45 @@ def _one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0] if text else ''}"
 
 
+# --- switches: a known difference's mechanism, switched off in PyTorch to prove it ---------------------------------
+
+@contextlib.contextmanager
+def _explicit_attention() -> Iterator[None]:
+    """PyTorch's attention as R torch computes it: ``multi_head_attention_forward`` with ``need_weights=True`` takes the
+    explicit path (``bmm``, ``softmax``, ``bmm``) that R's ``nnf_multi_head_attention_forward`` always takes; with
+    ``need_weights=False`` (every transformer layer's call) PyTorch calls ``scaled_dot_product_attention`` instead."""
+    import torch.nn.functional as F
+
+    original = F.multi_head_attention_forward
+
+    def explicit(*args: Any, **kwargs: Any) -> Any:
+        kwargs["need_weights"] = True
+        return original(*args, **kwargs)
+
+    F.multi_head_attention_forward = explicit
+    try:
+        yield
+    finally:
+        F.multi_head_attention_forward = original
+
+
+#: Each switch by the name harness/judge/module_differences.toml gives it.
+SWITCHES = {"explicit_attention": _explicit_attention}
+
+
 # --- comparing ----------------------------------------------------------------------------------------------------------
 
 def compare_module(request: dict[str, Any]) -> dict[str, Any]:
     """Both languages' outputs of one entry compared: per sample and mode, per tensor, the facts the judge reads.
 
-    ``request``: ``folder``, ``samples`` (each ``{"index", "modes": [names R ran]}``). Each tensor: ``python_dtype``,
+    ``request``: ``folder``, ``samples`` (each ``{"index", "modes": [names R ran]}``), ``switch`` (compare the Python
+    runs made with that switch on; default the plain ones). Each tensor: ``python_dtype``,
     ``r_dtype``, ``python_shape``, ``r_shape``, ``identical`` (bitwise, same dtype and shape), ``max_abs`` (between the
     two, in float64), and ``python_f64`` / ``r_f64``: each side's largest difference from float64, relative to the
     float64 tensor's largest magnitude. A name one side lacks is listed in ``missing``.
     """
     folder = Path(request["folder"])
+    suffix = "python" if request.get("switch") is None else f"python.{request['switch']}"
     answers = []
     for sample in request["samples"]:
         base = folder / f"{sample['index']}"
@@ -278,7 +327,7 @@ def compare_module(request: dict[str, Any]) -> dict[str, Any]:
         reference = load_file(str(ref_path)) if ref_path.is_file() else {}
         modes = {}
         for mode in sample["modes"]:
-            py = load_file(str(base) + f".{mode}.python.safetensors")
+            py = load_file(str(base) + f".{mode}.{suffix}.safetensors")
             r = load_file(str(base) + f".{mode}.r.safetensors")
             modes[mode] = _compare(py, r, reference)
         init = {}

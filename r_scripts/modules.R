@@ -142,7 +142,8 @@ python_names <- function(r_names, names) {
   vapply(r_names, function(n) if (is.null(back[n]) || is.na(back[n])) n else back[[n]], "")
 }
 
-#' Every sample of one entry (the Python worker's `prepare_module` twin): per sample, R's answer in every mode.
+#' R-only: every sample of one entry, per sample R's answer in every mode (Python's `prepare_module` draws the samples
+#' and runs them in the same call; R only runs what it is given).
 run_module <- function(request) {
   lapply(request$samples, run_sample, request = request)
 }

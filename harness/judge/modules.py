@@ -2,8 +2,9 @@
 
 Facts in (:class:`harness.run.modules.SweepFacts`'s plain data: what the Python worker prepared, R's answer, the
 comparison of their files), verdicts out (:mod:`harness.model.modules`). A pair that is not bitwise identical is
-``excused`` only where an entry of ``module_differences.toml`` (beside this file) names the entry, the mode and every
-tensor that differs, and points to the R torch bug's reproducers in docs/bugs/; else it is ``diverged``, named by the
+``excused`` only where entries of ``module_differences.toml`` (beside this file) name the entry, the mode and every
+tensor that differs, and point to the R torch bugs' reproducers in docs/bugs/; ``proven`` where an entry's switch
+removes the mechanism in PyTorch and the pair is then bitwise identical; else it is ``diverged``, named by the
 first tensor where it begins (the forward's outputs first, then the inputs' gradients, the parameters', the buffers).
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 from harness.errors import KnownDifferencesError
 from harness.model.modules import EntryCoverage, InitVerdict, ModuleSweepResult, SampleVerdict
 
-__all__ = ["ModuleDifference", "judge_sweep", "load_module_differences"]
+__all__ = ["ModuleDifference", "judge_sweep", "load_module_differences", "switch_candidates"]
 
 _TABLE = Path(__file__).with_name("module_differences.toml")
 _REPO = Path(__file__).resolve().parents[2]
@@ -33,12 +34,15 @@ class ModuleDifference:
     (docs/bugs/<bug>/) that says why. The same-seed construction is the mode ``init``."""
 
     id: str
-    bug: str
+    bug: str | None
     entries: tuple[str, ...]
     tensors: tuple[str, ...]
     modes: tuple[str, ...] = ("*",)
     samples: tuple[str, ...] = ("*",)
     why: str = ""
+    #: A known difference that is no bug: the switch (py_scripts/modules.py's ``SWITCHES``) that removes its mechanism in
+    #: PyTorch; the pair is ``proven`` when PyTorch's run with it is bitwise R's.
+    switch: str | None = None
 
     def covers(self, entry: str, mode: str, names: list[str], desc: str = "") -> bool:
         """Whether every name that differs in this entry, mode and sample (by its module_db description) is one of this
@@ -62,11 +66,19 @@ def load_module_differences(path: Path = _TABLE) -> list[ModuleDifference]:
     found = []
     for row in table.get("difference", []):
         try:
-            diff = ModuleDifference(id=row["id"], bug=row["bug"], entries=tuple(row["entries"]),
+            diff = ModuleDifference(id=row["id"], bug=row.get("bug"), entries=tuple(row["entries"]),
                                     tensors=tuple(row["tensors"]), modes=tuple(row.get("modes", ["*"])),
-                                    samples=tuple(row.get("samples", ["*"])), why=row.get("why", ""))
+                                    samples=tuple(row.get("samples", ["*"])), why=row.get("why", ""),
+                                    switch=row.get("switch"))
         except KeyError as err:
-            raise KnownDifferencesError(f"{path.name}: a difference lacks {err}: give it id, bug, entries and tensors") from None
+            raise KnownDifferencesError(f"{path.name}: a difference lacks {err}: give it id, entries, tensors and a bug "
+                                        "or a switch") from None
+        if (diff.bug is None) == (diff.switch is None):
+            raise KnownDifferencesError(f"{path.name}: {diff.id} needs a bug (docs/bugs/<bug>/) or a switch that proves it, "
+                                        "one of the two")
+        if diff.bug is None:
+            found.append(diff)
+            continue
         folder = _REPO / "docs" / "bugs" / diff.bug
         if not ((folder / "reproducer.R").is_file() and (folder / "reproducer.py").is_file()):
             raise KnownDifferencesError(f"{path.name}: {diff.id} names bug {diff.bug}, which has no reproducer.R and "
@@ -111,6 +123,8 @@ def judge_sweep(facts: Any, differences: list[ModuleDifference] | None = None) -
         prepared = facts.prepared[entry]["samples"]
         r_by_index = {a["index"]: a for a in facts.r.get(entry, [])}
         compared = {c["index"]: c for c in facts.compared.get(entry, {}).get("samples", [])}
+        switched = {name: {c["index"]: c for c in answer.get("samples", [])}
+                    for name, answer in getattr(facts, "switched", {}).get(entry, {}).items()}
         mine: list[SampleVerdict] = []
         my_inits: list[InitVerdict] = []
         for sample in prepared:
@@ -131,7 +145,7 @@ def judge_sweep(facts: Any, differences: list[ModuleDifference] | None = None) -
                 elif r_mode.get("status") != "ok":
                     mine.append(SampleVerdict(entry, index, desc, mode, "unsupported", f"R: {r_mode.get('message', '')}"))
                 else:
-                    mine.append(_pair(entry, index, desc, mode, facts_of["modes"].get(mode, {}), differences))
+                    mine.append(_pair(entry, index, desc, mode, facts_of["modes"].get(mode, {}), differences, switched))
             my_inits.append(_init(entry, index, sample, answer, facts_of.get("init", {}), differences))
         samples += mine
         inits += my_inits
@@ -145,18 +159,51 @@ def judge_sweep(facts: Any, differences: list[ModuleDifference] | None = None) -
     return ModuleSweepResult(modes=modes, samples=samples, inits=inits, coverage=coverage)
 
 
+def switch_candidates(facts: Any, differences: list[ModuleDifference] | None = None) -> dict[tuple[str, str], dict[int, list[str]]]:
+    """The pairs a switch may prove: per (entry, switch), the samples and modes that diverge where a switch entry of
+    ``differences`` names them. The sweep runs PyTorch's side of these again with the switch on
+    (:func:`harness.run.modules.run_sweep`), and :func:`judge_sweep` reads the comparison."""
+    differences = load_module_differences() if differences is None else differences
+    switches = [d for d in differences if d.switch is not None]
+    wanted: dict[tuple[str, str], dict[int, list[str]]] = {}
+    if not switches:
+        return wanted
+    for verdict in judge_sweep(facts, differences).samples:
+        if verdict.verdict != "diverged":
+            continue
+        compared = {c["index"]: c for c in facts.compared.get(verdict.entry, {}).get("samples", [])}
+        differing = _differing(compared.get(verdict.index, {}).get("modes", {}).get(verdict.mode, {}))
+        for d in switches:
+            if d.covers(verdict.entry, verdict.mode, differing, verdict.desc):
+                wanted.setdefault((verdict.entry, str(d.switch)), {}).setdefault(verdict.index, []).append(verdict.mode)
+                break
+    return wanted
+
+
 def _pair(entry: str, index: int, desc: str, mode: str, compared: dict[str, Any],
-          differences: list[ModuleDifference]) -> SampleVerdict:
+          differences: list[ModuleDifference], switched: dict[str, Any] | None = None) -> SampleVerdict:
     tensors = compared.get("tensors", {})
     py_f64 = [f["python_f64"] for f in tensors.values() if "python_f64" in f]
     r_f64 = [f["r_f64"] for f in tensors.values() if "r_f64" in f]
-    distances = {"python_f64": max(py_f64) if py_f64 else None, "r_f64": max(r_f64) if r_f64 else None}
+    distances: dict[str, Any] = {"python_f64": max(py_f64) if py_f64 else None, "r_f64": max(r_f64) if r_f64 else None}
     differing = _differing(compared)
     if not differing:
         return SampleVerdict(entry, index, desc, mode, "identical", **distances)
     bugs = _excusing(differences, entry, mode, differing, desc)
     if bugs:
         return SampleVerdict(entry, index, desc, mode, "excused", bugs, **distances)
+    for d in differences:
+        if d.switch is None or not d.covers(entry, mode, differing, desc):
+            continue
+        run = (switched or {}).get(d.switch, {}).get(index, {}).get("modes", {}).get(mode)
+        if run is None:
+            continue
+        left = _differing(run)  # what still differs with the switch on: nothing, or only what bugs excuse
+        bugs = _excusing(differences, entry, mode, left, desc) if left else ""
+        if not left or bugs:
+            also = f"; the rest: {bugs}" if bugs else ""
+            return SampleVerdict(entry, index, desc, mode, "proven",
+                                 f"known difference {d.id}: bitwise identical with switch {d.switch}{also}", **distances)
     first = differing[0]
     return SampleVerdict(entry, index, desc, mode, "diverged", _describe(first, tensors.get(first)), **distances)
 
@@ -166,7 +213,7 @@ def _excusing(differences: list[ModuleDifference], entry: str, mode: str, differ
     verdict's reason; ``""`` when a name is left that no entry names."""
     found: list[ModuleDifference] = []
     for name in differing:
-        known = next((d for d in differences if d.covers(entry, mode, [name], desc)), None)
+        known = next((d for d in differences if d.bug is not None and d.covers(entry, mode, [name], desc)), None)
         if known is None:
             return ""
         if known not in found:

@@ -13,11 +13,12 @@ import queue
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError, WorkerError
+from harness.judge.modules import switch_candidates
 from harness.run.frontends import open_worker
 from harness.run.pool import worker_env
 from harness.run.worker import Worker
@@ -47,6 +48,9 @@ class SweepFacts:
     compared: dict[str, dict[str, Any]]
     rows: dict[str, ModuleRow]
     modes: tuple[ModuleMode, ...]
+    #: The known differences' proofs: per entry and switch, the comparison of R's runs with PyTorch's made with the
+    #: switch on (only the pairs a switch entry names).
+    switched: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
 
 def run_sweep(folder: Path | None = None, entries: Sequence[str] | None = None, modes: Sequence[ModuleMode] = MODULE_MODES,
@@ -105,7 +109,7 @@ def _sweep(python: Worker, r: Worker, folder: Path, chosen: list[str], classes: 
         while (entry := todo.get()) is not None:
             try:
                 r_answers[entry] = _run_r(r, entry, classes[entry], prepared[entry], rows, mode_json, folder)
-            except BaseException as err:  # noqa: BLE001 - handed to the main thread, which raises it
+            except BaseException as err:  # handed to the main thread, which raises it
                 errors.append(err)
                 return
 
@@ -132,8 +136,19 @@ def _sweep(python: Worker, r: Worker, folder: Path, chosen: list[str], classes: 
                for a in r_answers[entry]]
         compared[entry] = python.call({"kind": "module_compare", "folder": str(folder / entry), "samples": ran},
                                       _CALL_TIMEOUT_S)
-    return SweepFacts(entries=[{"name": e, "class": classes[e]} for e in chosen], prepared=prepared, r=r_answers,
-                      compared=compared, rows=rows, modes=modes)
+    facts = SweepFacts(entries=[{"name": e, "class": classes[e]} for e in chosen], prepared=prepared, r=r_answers,
+                       compared=compared, rows=rows, modes=modes)
+    # The known differences' proofs: each pair a switch entry names, PyTorch's side again with the switch on.
+    by_name = {m.name: m.to_json() for m in modes}
+    for (entry, switch), samples in switch_candidates(facts).items():
+        wanted = sorted({m for ms in samples.values() for m in ms}, key=list(by_name).index)
+        python.call({"kind": "module_prepare", "entry": entry, "folder": str(folder / entry), "seed": SWEEP_SEED,
+                     "modes": [by_name[m] for m in wanted], "limit": limit, "switch": switch, "only": sorted(samples)},
+                    _CALL_TIMEOUT_S)
+        answer = python.call({"kind": "module_compare", "folder": str(folder / entry), "switch": switch,
+                              "samples": [{"index": i, "modes": ms} for i, ms in sorted(samples.items())]}, _CALL_TIMEOUT_S)
+        facts.switched.setdefault(entry, {})[switch] = answer
+    return facts
 
 
 def _run_r(r: Worker, entry: str, cls: str, prepared: dict[str, Any], rows: dict[str, ModuleRow],

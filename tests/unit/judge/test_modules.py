@@ -80,3 +80,31 @@ def test_two_bugs_excuse_a_pair_together_each_for_the_names_it_gives() -> None:
 def test_every_module_difference_names_a_bug_with_its_reproducers() -> None:
     """load_module_differences refuses an entry whose docs/bugs/<bug>/ lacks reproducer.R and reproducer.py."""
     assert {d.bug for d in load_module_differences()} >= {"cross-entropy-prob-target-shifted", "softmax2d-batch-dim"}
+
+
+def test_a_switch_proves_a_pair_only_when_the_switched_run_is_bitwise_r() -> None:
+    """A known difference without a bug: the pair is proven when PyTorch's run with the switch on matches R bitwise."""
+    switch = ModuleDifference(id="sdpa", bug=None, entries=("nn.Linear",), tensors=("out",), switch="explicit")
+    facts = _facts({"out": _fact(False)})
+    assert judge_sweep(facts, [switch]).samples[0].verdict == "diverged"  # not run with the switch: not proven
+    from harness.judge.modules import switch_candidates
+
+    assert switch_candidates(facts, [switch]) == {("nn.Linear", "explicit"): {0: ["float32"]}}
+    facts.switched["nn.Linear"] = {"explicit": {"samples": [
+        {"index": 0, "modes": {"float32": {"tensors": {"out": _fact()}, "missing": {"python": [], "r": []}}}}]}}
+    (sample,) = judge_sweep(facts, [switch]).samples
+    assert sample.verdict == "proven" and sample.why == "known difference sdpa: bitwise identical with switch explicit"
+    facts.switched["nn.Linear"]["explicit"]["samples"][0]["modes"]["float32"]["tensors"]["out"] = _fact(False)
+    assert judge_sweep(facts, [switch]).samples[0].verdict == "diverged"
+
+
+def test_a_switch_proves_a_pair_whose_rest_a_bug_excuses() -> None:
+    """With the switch on, what still differs must be excused by bugs, name by name, for the pair to be proven."""
+    switch = ModuleDifference(id="sdpa", bug=None, entries=("nn.Linear",), tensors=("out", "grad.*"), switch="explicit")
+    bug = ModuleDifference(id="nw", bug="no-weight", entries=("nn.Linear",), tensors=("grad.weight (R lacks it)",))
+    facts = _facts({"out": _fact(False)})
+    still = {"tensors": {"out": _fact()}, "missing": {"python": [], "r": ["grad.weight"]}}
+    facts.switched["nn.Linear"] = {"explicit": {"samples": [{"index": 0, "modes": {"float32": still}}]}}
+    assert judge_sweep(facts, [switch]).samples[0].verdict == "diverged"
+    (sample,) = judge_sweep(facts, [switch, bug]).samples
+    assert sample.verdict == "proven" and sample.why.endswith("; the rest: R torch bug no-weight (nw)")

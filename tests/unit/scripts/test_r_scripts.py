@@ -20,6 +20,8 @@ R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
 #: trace points: Python swaps module functions, R rewrites function bodies; harness/workload/patches.toml says what each
 #: does) and the shell mode.
 SHARED_PAIRS = {"common", "patches", "shell"}
+#: Twins that are no script of the matrix: the module sweep's sides (py_scripts/modules.py, r_scripts/modules.R).
+SWEEP_PAIRS = {"modules"}
 #: R files with no Python twin, named with a leading "_" like _probe.R: the harness's rpy2 entry point (Python's
 #: worker imports the scripts), the byte-code cache it loads our files with (Python keeps its own, __pycache__) and the
 #: scripts' bootstrap (Python finds its modules by import).
@@ -68,8 +70,8 @@ def test_every_python_script_has_its_r_partner() -> None:
         assert script_path("python", stem).exists() and script_path("r", stem).exists()
     py_stems = {p.stem for p in (REPO_ROOT / "py_scripts").glob("*.py") if not p.stem.startswith("_")}
     r_stems = {p.stem for p in R_FILES if not p.stem.startswith("_")}
-    assert py_stems == set(SCRIPTS) | SHARED_PAIRS
-    assert r_stems == set(SCRIPTS) | SHARED_PAIRS
+    assert py_stems == set(SCRIPTS) | SHARED_PAIRS | SWEEP_PAIRS
+    assert r_stems == set(SCRIPTS) | SHARED_PAIRS | SWEEP_PAIRS
     assert R_ONLY_FILES <= {p.stem for p in R_FILES}  # R-only files start with "_": no twin is expected
 
 
@@ -204,3 +206,22 @@ def test_neither_language_keeps_its_own_copy_of_the_record_fields() -> None:
     tables = [line for line in code if sum(name in line for name in libtorch_names) > 1]
     assert not tables, f"common.R keeps a dtype table of its own (read the run spec's dtypes): {tables}"
     assert "record_keys_json <- local({" in script_path("r", "common").read_text()  # a function, caching the keys it quoted
+
+
+#: What the module sweep's R side defines that Python's does not (each says why where it is defined: R copies PyTorch's
+#: weights in by name and maps the names back, reads one request in and writes one answer out; Python draws the samples,
+#: encodes them and compares the two sides' files, which R never does).
+MODULES_R_ONLY = {"load_weights", "python_names", "run_module", "run_sample", "amp_parity_modules_reply"}
+
+
+def test_the_module_sweep_sides_share_their_names_in_the_same_order() -> None:
+    """What both sides of the sweep define comes in the same order (R's extras are the declared R-only ones, each saying
+    so); Python's extras (drawing, encoding and comparing the samples) are Python's alone."""
+    py, r = _py_names("modules"), _r_names("modules")
+    shared = [name for name in r if name not in MODULES_R_ONLY]
+    assert shared == [name for name in py if name in shared]
+    assert {"script", "flatten", "decode", "build", "run_mode", "one_line"} <= set(shared)
+    text = script_path("r", "modules").read_text()
+    for name in MODULES_R_ONLY:
+        doc = text.split(f"\n{name} <- ")[0].rsplit("\n\n", 1)[-1]
+        assert doc.startswith("#' R-only"), f"{name} in modules.R does not say why it is R-only"
