@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import inspect
 import math
 import warnings
@@ -87,9 +88,37 @@ def _encode(value: Any, tensors: dict[str, torch.Tensor], key: str) -> Any:
 
 
 def _encode_module(module: torch.nn.Module, tensors: dict[str, torch.Tensor], key: str) -> dict[str, Any]:
-    """A module passed as a constructor argument (a transformer's layer): its class and the arguments it was made with,
-    as far as its attributes say (only the transformer layers are passed so in ``module_db``)."""
-    return {"class": type(module).__name__}
+    """A module passed as a constructor argument (TransformerEncoder's layer): its class and the arguments it was made
+    with, as :func:`_capturing` kept them (a module made otherwise is its class alone, which R cannot build)."""
+    made = getattr(module, "_sweep_made", None)
+    if made is None:
+        return {"class": type(module).__name__}
+    args, kwargs = made
+    return {"class": type(module).__name__,
+            "constructor": {name: _encode(v, tensors, f"{key}.{name}") for name, v in _named(type(module), args, kwargs).items()}}
+
+
+@contextlib.contextmanager
+def _capturing() -> Iterator[None]:
+    """While ``module_db``'s sample functions run, each module of a ``module_db`` class keeps the arguments it was made
+    with (``_sweep_made``), so a module passed to another's constructor can be described as data and made again."""
+    originals = {}
+    for info in _module_db().values():
+        cls = info.module_cls
+        if cls in originals or "__init__" not in vars(cls):
+            continue
+        originals[cls] = vars(cls)["__init__"]
+
+        def init(self: Any, *args: Any, __original: Any = originals[cls], **kwargs: Any) -> None:
+            __original(self, *args, **kwargs)
+            object.__setattr__(self, "_sweep_made", (args, kwargs))
+
+        cls.__init__ = functools.wraps(originals[cls])(init)  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        for cls, original in originals.items():
+            cls.__init__ = original  # type: ignore[misc]
 
 
 def _named(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -127,8 +156,20 @@ def _decode(value: Any, tensors: dict[str, torch.Tensor], dtype: torch.dtype | N
 
 
 def _build(sample: Any, cls: type, seed: int) -> torch.nn.Module:
+    """The sample's module made after the seed; a module among its arguments is made again there too, from the
+    arguments it was made with (R makes it after the seed as well), else copied."""
     torch.manual_seed(seed)
-    return cls(*copy.deepcopy(sample.constructor_input.args), **copy.deepcopy(sample.constructor_input.kwargs))
+    args = [_made_again(v) for v in sample.constructor_input.args]
+    kwargs = {k: _made_again(v) for k, v in sample.constructor_input.kwargs.items()}
+    return cls(*args, **kwargs)
+
+
+def _made_again(value: Any) -> Any:
+    made = getattr(value, "_sweep_made", None) if isinstance(value, torch.nn.Module) else None
+    if made is None:
+        return copy.deepcopy(value)
+    args, kwargs = made
+    return type(value)(*[_made_again(v) for v in args], **{k: _made_again(v) for k, v in kwargs.items()})
 
 
 def _run_mode(module: torch.nn.Module, forward: dict[str, Any], tensors: dict[str, torch.Tensor], mode: dict[str, Any],
@@ -207,7 +248,8 @@ def _prepare_module(request: dict[str, Any]) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
     seed = int(request["seed"])
     torch.manual_seed(seed)
-    samples = info.module_inputs_func(info, device="cpu", dtype=torch.float32, requires_grad=True, training=True)
+    with _capturing():
+        samples = info.module_inputs_func(info, device="cpu", dtype=torch.float32, requires_grad=True, training=True)
     if request.get("limit") is not None:
         samples = samples[: int(request["limit"])]
     if not request.get("run", True):  # a class R torch lacks: its samples counted, not run (R answers for all of them)

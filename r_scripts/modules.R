@@ -57,8 +57,12 @@ decode <- function(value, tensors, dtype = NULL, leaves = NULL) {
   if (!is.null(value$callable)) {
     return(value$callable)
   }
-  if (!is.null(value$module)) {
-    stop("the sweep passes no module as an argument to R (PyTorch's sample passes a ", value$module$class, ")")
+  if (!is.null(value$module)) { # a module argument (a transformer encoder's layer), made by its own R constructor
+    if (is.null(value$module$constructor)) {
+      stop("R torch has no module to pass for PyTorch's ", value$module$class)
+    }
+    args <- lapply(value$module$args, decode, tensors = tensors)
+    return(do.call(get(value$module$constructor, envir = asNamespace("torch")), args))
   }
   if (!is.null(value$dict)) {
     return(lapply(value$dict, decode, tensors = tensors, dtype = dtype, leaves = leaves))
@@ -66,10 +70,11 @@ decode <- function(value, tensors, dtype = NULL, leaves = NULL) {
   stop("a value the sweep cannot pass to R: ", names(value)[[1]])
 }
 
-#' The module built after the sweep's seed, as an R torch user builds it.
-build <- function(constructor, args, seed) {
+#' The module built after the sweep's seed, as an R torch user builds it; a module among its arguments is made after
+#' the seed too (`args` as the sweep sent them, decoded here), as PyTorch's side makes it again.
+build <- function(constructor, args, seed, tensors) {
   torch::torch_manual_seed(seed)
-  do.call(constructor, args)
+  do.call(constructor, lapply(args, decode, tensors = tensors))
 }
 
 #' One forward and backward of `module` in `mode`; the tensors compared, by PyTorch's names (`names`: PyTorch's name of
@@ -161,8 +166,8 @@ run_sample <- function(sample, request) {
     return(answer)
   }
   tensors <- safetensors::safe_load_file(paste0(base, ".inputs.safetensors"), framework = "torch")
-  args <- tryCatch(lapply(sample$args, decode, tensors = tensors), error = function(e) e)
-  module <- if (inherits(args, "error")) args else tryCatch(build(constructor, args, seed), error = function(e) e)
+  args <- sample$args
+  module <- tryCatch(build(constructor, args, seed, tensors), error = function(e) e)
   if (inherits(module, "error")) {
     answer$unsupported <- one_line(module)
     return(answer)
@@ -176,7 +181,7 @@ run_sample <- function(sample, request) {
   answer$state_dict <- unname(python_names(names(state), names))
   for (mode in request$modes) {
     answer$modes[[mode$name]] <- tryCatch({
-      module <- load_weights(build(constructor, args, seed), names, tensors)
+      module <- load_weights(build(constructor, args, seed, tensors), names, tensors)
       kept <- run_mode(module, sample, tensors, mode, seed, names, unlist(sample$parameters), unlist(sample$buffers))
       safetensors::safe_save_file(kept, paste0(base, ".", mode$name, ".r.safetensors"))
       list(status = "ok")

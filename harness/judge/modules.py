@@ -235,13 +235,20 @@ def _init(entry: str, index: int, sample: dict[str, Any], answer: dict[str, Any]
         return InitVerdict(entry, index, "excused", bugs)
     first = differing[0]
     name = first.removeprefix("init.")
-    if first == "order.parameters":
-        why = f"parameter order: PyTorch {sample['parameters']}, R {_as_list(answer.get('parameters'))}"
-    elif first == "order.state_dict":
-        why = f"state_dict names: PyTorch {sample['state_dict']}, R {_as_list(answer.get('state_dict'))}"
+    if first in ("order.parameters", "order.state_dict"):
+        key = first.removeprefix("order.")
+        why = f"{key.replace('_', ' ')} order: " + _first_apart(sample[key], _as_list(answer.get(key)))
     else:
         why = "initial " + _describe(name, compared.get("tensors", {}).get(name))
     return InitVerdict(entry, index, "diverged", why)
+
+
+def _first_apart(python: list[str], r: list[str]) -> str:
+    """Where two name lists first part, in a line: the position and each side's name there."""
+    at = next((i for i, (a, b) in enumerate(zip(python, r, strict=False)) if a != b), min(len(python), len(r)))
+    def name(names: list[str]) -> str:
+        return names[at] if at < len(names) else "(none)"
+    return f"#{at + 1} of {len(python)} is {name(python)} in PyTorch, {name(r)} in R"
 
 
 def _as_list(value: Any) -> list[str]:

@@ -164,7 +164,7 @@ def _run_r(r: Worker, entry: str, cls: str, prepared: dict[str, Any], rows: dict
             call = {"constructor": conventional_r_name(cls), "args": {}, "forward": {"args": [], "kwargs": {}},
                     "names": {}}
         else:
-            call = r_sample(row, sample)
+            call = r_sample(row, sample, rows)
         samples.append({"index": sample["index"], **call, "parameters": sample["parameters"],
                         "buffers": sample["buffers"]})
         if row is None:

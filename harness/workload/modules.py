@@ -114,16 +114,19 @@ def _one_based(value: Any) -> Any:
     return value + 1 if value >= 0 else value
 
 
-def r_sample(row: ModuleRow, sample: dict[str, Any]) -> dict[str, Any]:
+def r_sample(row: ModuleRow, sample: dict[str, Any], rows: dict[str, ModuleRow] | None = None) -> dict[str, Any]:
     """The R call of one sample: ``{"constructor": r, "args": {...}, "forward": {"args", "kwargs"}, "names": {python: r}}``.
 
     ``sample``: what ``py_scripts/modules.py``'s ``prepare_module`` answers for it (plain data). A tensor stays
-    ``{"tensor": key}``; one R reads as 1-based indices gets ``"shift": 1``.
+    ``{"tensor": key}``; one R reads as 1-based indices gets ``"shift": 1``. A module among the arguments (a transformer
+    encoder's layer) becomes ``{"module": {"constructor": r, "args": {...}}}`` by its own row of ``rows`` (default the
+    table's); one no row maps stays ``{"module": {"class": name}}``, which R refuses.
     """
+    rows = MODULE_ROWS if rows is None else rows
     constructor = sample["constructor"]
     if set(constructor) == {"kwargs"} and isinstance(constructor["kwargs"], dict) and "dict" in constructor["kwargs"]:
         constructor = constructor["kwargs"]["dict"]  # a constructor of (*args, **kwargs), as the RNNs: its names inside
-    args = {row.args.get(name, name): (_one_based(value) if name in row.one_based else value)
+    args = {row.args.get(name, name): _nested(_one_based(value) if name in row.one_based else value, rows)
             for name, value in constructor.items() if name not in row.dropped or row.dropped[name] != value}
     forward = sample["forward"]
     params = _forward_params(forward)
@@ -133,6 +136,19 @@ def r_sample(row: ModuleRow, sample: dict[str, Any]) -> dict[str, Any]:
     positional = [(_shifted(v) if params.get(i) in row.one_based_inputs else v) for i, v in enumerate(forward["args"])]
     names = {name: row.r_name(name) for name in sample["state_dict"]}
     return {"constructor": row.r, "args": args, "forward": {"args": positional, "kwargs": kwargs}, "names": names}
+
+
+def _nested(value: Any, rows: dict[str, ModuleRow]) -> Any:
+    """A module argument as R's call (its own row's constructor and arguments); any other value as it is."""
+    if not (isinstance(value, dict) and "module" in value):
+        return value
+    module = value["module"]
+    row = rows.get(module.get("class", ""))
+    if row is None or "constructor" not in module:
+        return value
+    call = r_sample(row, {"constructor": module["constructor"], "forward": {"args": [], "kwargs": {}}, "state_dict": []},
+                    rows)
+    return {"module": {"constructor": call["constructor"], "args": call["args"]}}
 
 
 def _forward_params(forward: dict[str, Any]) -> dict[int, str]:

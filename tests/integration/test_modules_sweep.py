@@ -70,8 +70,8 @@ def test_a_changed_default_init_diverges_at_construction_only(availability: Avai
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     require_r_torch(availability)
     root = copy_scripts(tmp_path / "scripts")
-    plant(root, "r_scripts/modules.R", "  do.call(constructor, args)\n}",
-          "  module <- do.call(constructor, args)\n"
+    plant(root, "r_scripts/modules.R", "  do.call(constructor, lapply(args, decode, tensors = tensors))\n}",
+          "  module <- do.call(constructor, lapply(args, decode, tensors = tensors))\n"
           "  if (inherits(module, \"nn_linear\")) torch::with_no_grad(module$weight$mul_(2))\n  module\n}")
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
     result = _sweep(tmp_path, ["nn.Linear", "nn.Conv1d"], limit=1)

@@ -61,7 +61,8 @@ def test_r_refusing_is_unsupported_in_its_words_and_pytorch_refusing_is_not_run(
 
 def test_the_same_seed_module_parts_by_its_parameter_order_and_names() -> None:
     reordered = judge_sweep(_facts({"out": _fact()}, {"parameters": ["bias", "weight"]}), [])
-    assert reordered.inits[0].verdict == "diverged" and reordered.inits[0].why.startswith("parameter order")
+    assert reordered.inits[0].verdict == "diverged"
+    assert reordered.inits[0].why == "parameters order: #1 of 2 is weight in PyTorch, bias in R"
     one = judge_sweep(_facts({"out": _fact()}, {"parameters": "weight", "state_dict": "weight"},
                              {"parameters": ["weight"], "state_dict": ["weight"]}), [])
     assert one.inits[0].verdict == "identical"  # R's JSON writes a one-element vector as a scalar
