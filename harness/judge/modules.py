@@ -43,6 +43,9 @@ class ModuleDifference:
     #: A known difference that is no bug: the switch (py_scripts/modules.py's ``SWITCHES``) that removes its mechanism in
     #: PyTorch; the pair is ``proven`` when PyTorch's run with it is bitwise R's.
     switch: str | None = None
+    #: A bug R answers with an error (a ``[[refusal]]``): R's message (a glob). The pair stays ``unsupported``, in R's
+    #: words, and its reason names the bug.
+    message: str | None = None
 
     def covers(self, entry: str, mode: str, names: list[str], desc: str = "") -> bool:
         """Whether every name that differs in this entry, mode and sample (by its module_db description) is one of this
@@ -64,6 +67,14 @@ def load_module_differences(path: Path = _TABLE) -> list[ModuleDifference]:
     with path.open("rb") as f:
         table = tomllib.load(f)
     found = []
+    for row in table.get("refusal", []):
+        try:
+            diff = ModuleDifference(id=row["id"], bug=row["bug"], entries=tuple(row["entries"]), tensors=(),
+                                    message=row["message"], why=row.get("why", ""))
+        except KeyError as err:
+            raise KnownDifferencesError(f"{path.name}: a refusal lacks {err}: give it id, bug, entries and message") from None
+        _check_reproducers(path, diff)
+        found.append(diff)
     for row in table.get("difference", []):
         try:
             diff = ModuleDifference(id=row["id"], bug=row.get("bug"), entries=tuple(row["entries"]),
@@ -79,12 +90,23 @@ def load_module_differences(path: Path = _TABLE) -> list[ModuleDifference]:
         if diff.bug is None:
             found.append(diff)
             continue
-        folder = _REPO / "docs" / "bugs" / diff.bug
-        if not ((folder / "reproducer.R").is_file() and (folder / "reproducer.py").is_file()):
-            raise KnownDifferencesError(f"{path.name}: {diff.id} names bug {diff.bug}, which has no reproducer.R and "
-                                        f"reproducer.py under docs/bugs/{diff.bug}/: add them or drop the entry")
+        _check_reproducers(path, diff)
         found.append(diff)
     return found
+
+
+def _check_reproducers(path: Path, diff: ModuleDifference) -> None:
+    folder = _REPO / "docs" / "bugs" / str(diff.bug)
+    if not ((folder / "reproducer.R").is_file() and (folder / "reproducer.py").is_file()):
+        raise KnownDifferencesError(f"{path.name}: {diff.id} names bug {diff.bug}, which has no reproducer.R and "
+                                    f"reproducer.py under docs/bugs/{diff.bug}/: add them or drop the entry")
+
+
+def _refused(differences: list[ModuleDifference], entry: str, message: str) -> str:
+    """R's refusal as the verdict's reason, naming the bug a ``[[refusal]]`` entry says it is."""
+    known = next((d for d in differences if d.message is not None and any(fnmatch.fnmatchcase(entry, e) for e in d.entries)
+                  and fnmatch.fnmatchcase(message, d.message)), None)
+    return f"R: {message}" + (f" (R torch bug {known.bug})" if known is not None else "")
 
 
 def _order(name: str) -> tuple[int, str]:
@@ -134,7 +156,8 @@ def judge_sweep(facts: Any, differences: list[ModuleDifference] | None = None) -
                 continue
             answer = r_by_index.get(index, {})
             if answer.get("unsupported"):
-                mine += [SampleVerdict(entry, index, desc, m, "unsupported", f"R: {answer['unsupported']}") for m in modes]
+                why = _refused(differences, entry, answer["unsupported"])
+                mine += [SampleVerdict(entry, index, desc, m, "unsupported", why) for m in modes]
                 continue
             facts_of = compared.get(index, {"modes": {}, "init": {}})
             for mode in modes:
@@ -143,7 +166,8 @@ def judge_sweep(facts: Any, differences: list[ModuleDifference] | None = None) -
                 if py_mode.get("status") != "ok":
                     mine.append(SampleVerdict(entry, index, desc, mode, "not_run", f"PyTorch: {py_mode.get('message', '')}"))
                 elif r_mode.get("status") != "ok":
-                    mine.append(SampleVerdict(entry, index, desc, mode, "unsupported", f"R: {r_mode.get('message', '')}"))
+                    why = _refused(differences, entry, r_mode.get("message", ""))
+                    mine.append(SampleVerdict(entry, index, desc, mode, "unsupported", why))
                 else:
                     mine.append(_pair(entry, index, desc, mode, facts_of["modes"].get(mode, {}), differences, switched))
             my_inits.append(_init(entry, index, sample, answer, facts_of.get("init", {}), differences))

@@ -36,7 +36,9 @@ def summary_lines(result: ModuleSweepResult) -> list[str]:
         f"module sweep: {len(result.coverage)} module_db entries, {len(mapped)} with an R torch counterpart, "
         f"{len(compared)} of them compared; {len({(s.entry, s.index) for s in result.samples})} samples × "
         f"{len(result.modes)} modes ({', '.join(result.modes)}):",
-        "  " + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS),
+        "  " + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
+        + f" (of the unsupported, {sum(1 for s in result.samples if s.verdict == 'unsupported' and '(R torch bug' in s.why)}"
+        " are R torch bugs that stop R: docs/bugs/)",
         f"  same seed, same module: {inits.get('identical', 0)} identical, {inits.get('excused', 0)} excused, "
         f"{inits.get('diverged', 0)} diverged",
     ]

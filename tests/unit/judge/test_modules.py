@@ -109,3 +109,10 @@ def test_a_switch_proves_a_pair_whose_rest_a_bug_excuses() -> None:
     assert judge_sweep(facts, [switch]).samples[0].verdict == "diverged"
     (sample,) = judge_sweep(facts, [switch, bug]).samples
     assert sample.verdict == "proven" and sample.why.endswith("; the rest: R torch bug no-weight (nw)")
+
+
+def test_a_refusal_that_is_a_bug_stays_unsupported_and_names_the_bug() -> None:
+    refusal = ModuleDifference(id="mp", bug="max-pool-bug", entries=("nn.Linear",), tensors=(), message="one of the variables*")
+    facts = _facts({}, {"modes": {"float32": {"status": "unsupported", "message": "one of the variables needed ..."}}})
+    (sample,) = judge_sweep(facts, [refusal]).samples
+    assert sample.verdict == "unsupported" and sample.why == "R: one of the variables needed ... (R torch bug max-pool-bug)"
