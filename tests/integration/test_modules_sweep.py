@@ -45,7 +45,7 @@ def test_modules_r_has_are_bitwise_identical_and_those_it_lacks_unsupported_in_i
         assert {v for _, v, _ in _verdicts(result, entry)} == {"identical"}, _verdicts(result, entry)
     assert {(v, why) for _, v, why in _verdicts(result, "nn.Mish")} == {("unsupported", "R: object 'nn_mish' not found")}
     assert {i.verdict for i in result.inits} == {"identical"}  # the same seed builds the same module, in the same order
-    assert next(c for c in result.coverage if c.entry == "nn.Mish").row()["unsupported"] == 3 * len(MODULE_MODES)
+    assert next(c for c in result.coverage if c.entry == "nn.Mish").row()["unsupported"] == 2 * len(MODULE_MODES)  # limit 2
 
 
 def test_a_dimension_off_by_one_in_a_mapping_row_diverges_at_the_output(availability: Availability, tmp_path: Path) -> None:
