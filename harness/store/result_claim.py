@@ -47,7 +47,7 @@ from harness.store.result_file import (
     check_result_place,
     is_result_file,
     read_weights_marker,
-    stored_form,
+    stored_text,
     weights_dir_for,
 )
 
@@ -116,14 +116,14 @@ class ResultClaim(Claim):
             (staged / WEIGHTS_MARKER).write_text(text, encoding="utf-8")
             _set_modes(staged)
             published = _found_in(result, staged, Path(os.path.abspath(self.weights_dir)))  # absolute in memory, as loaded
-            stored = stored_form(published, self.path)
+            stored = stored_text(published, self.path)  # refused here if its reader would refuse it: nothing moved yet
             self._check_existing()  # a user may have put something there during the run
             self._publish_both(stored)
         except OSError as err:
             raise ResultError(f"cannot write {self.path}: {os_error_text(err)}.") from err
         return published
 
-    def _publish_both(self, stored: dict[str, Any]) -> None:
+    def _publish_both(self, stored: str) -> None:
         """Write the result's temporary file, rename the staging folder to ``W`` (an old ``W`` moved aside
         first), rename the result onto ``P``; undo the weights' rename if the result's fails."""
         assert self._staging is not None
@@ -131,7 +131,7 @@ class ResultClaim(Claim):
         swapped = False
         try:
             with atomic_path(self.path) as tmp:
-                tmp.write_text(json.dumps(stored, indent=2, allow_nan=True) + "\n", encoding="utf-8")
+                tmp.write_text(stored, encoding="utf-8")
                 if os.path.lexists(self.weights_dir):
                     old = StagingDir(self.folder, STAGING_PREFIX)
                     self.weights_dir.rename(old.path / "old")

@@ -291,3 +291,43 @@ def test_merge_keeps_every_inputs_float64_reference(tmp_path: Path) -> None:
 def load_result_roundtrip(result: MatrixResult, path: Path) -> MatrixResult:
     save_result(result, path)
     return load_result(path)
+
+
+def test_a_merged_result_over_the_readers_limit_is_refused_before_anything_is_written(
+    slices: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 48 (2): each input is under the reader's limit, their merge is not: ``merge --json`` refuses it in one line before
+    the report or the result is written, and an earlier merged result at ``--json`` stays (``--overwrite`` once refused it as
+    "not an amp-parity result", being over the limit)."""
+    merged, out = tmp_path / "merged.json", tmp_path / "out"
+    assert run_cli("merge", *map(str, slices), "--out", str(out), "--json", str(merged)).returncode == 0
+    before = merged.read_bytes()
+    limit = max(p.stat().st_size for p in slices) + 1  # every input loads; the merge of both does not fit
+    assert len(before) > limit
+    monkeypatch.setattr("harness.store.result_file.RESULT_MAX_BYTES", limit)
+    done = run_cli("merge", *map(str, slices), "--out", str(tmp_path / "again"), "--json", str(merged), "--overwrite")
+    assert done.returncode == ExitCode.USAGE_ERROR, done.stderr
+    line = done.stderr.strip()
+    assert line.startswith(f"error: cannot write {merged}: the result would be ") and "nothing was written" in line, line
+    assert "\n" not in line
+    assert merged.read_bytes() == before and not (tmp_path / "again").exists()
+    from harness.store.result_file import is_result_file  # an older harness's result over the limit is still its own
+
+    (tmp_path / "big.txt").write_text("x" * (limit + 1))
+    assert is_result_file(merged) and not is_result_file(tmp_path / "big.txt")
+
+
+def test_every_result_the_harness_writes_its_reader_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer's limit is the reader's: a result exactly at ``RESULT_MAX_BYTES`` is written and loads; one byte over, it
+    is refused before anything is written."""
+    from harness.store.result_file import stored_text
+
+    result = _slice(golden(), "python")
+    size = len(stored_text(result, tmp_path / "a.json").encode())
+    monkeypatch.setattr("harness.store.result_file.RESULT_MAX_BYTES", size)
+    save_result(result, tmp_path / "a.json")
+    assert len(load_result(tmp_path / "a.json").cells) == len(result.cells)
+    monkeypatch.setattr("harness.store.result_file.RESULT_MAX_BYTES", size - 1)
+    with pytest.raises(ResultError, match=r"over the 0 MiB a result file may hold \(4 cells\); nothing was written"):
+        save_result(result, tmp_path / "b.json")
+    assert not (tmp_path / "b.json").exists()
