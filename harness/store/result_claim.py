@@ -30,7 +30,6 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from harness.errors import AmpParityError, ResultError, UsageError
 from harness.files.atomic import atomic_path, file_mode, folder_mode, os_error_text, probe_atomic
