@@ -129,6 +129,7 @@ class _Checker:
                     self.refuse(f"{where}.record.weights_path", path, f"cells[{weights[path]}] names that file already (each cell "
                                 "has its own weights: two cells reading one file would be judged identical)")
                 weights[path] = k
+        self.skips()
         for paired in sorted({result.run_of(c).protocol.interleave for c in result.cells}):
             recomputed = with_time_vs_default(result.cells, paired=paired)
             for k, (cell, again) in enumerate(zip(result.cells, recomputed, strict=True)):
@@ -136,6 +137,24 @@ class _Checker:
                     self.time_vs_default(f"cells[{k}].time_vs_default", cell, again)
         for k, trace in enumerate(result.traces):
             self.trace(f"traces[{k}]", trace)
+
+    def skips(self) -> None:
+        """A cell is ``skipped`` because its frontend cannot run here (R torch not installed), so in one run a frontend that
+        skipped one cell skipped every cell it did not refuse: a failed cell edited to ``skipped`` read as a pass."""
+        ran: dict[tuple[str, str], int] = {}
+        skipped: dict[tuple[str, str], int] = {}
+        for k, cell in enumerate(self.result.cells):
+            source = self.result.run_of(cell).source
+            key = (cell.frontend, str(source.get("file")) if source is not None else "")
+            if cell.status is Status.SKIPPED:
+                skipped.setdefault(key, k)
+            elif cell.status is not Status.UNSUPPORTED:
+                ran.setdefault(key, k)
+        for key, k in skipped.items():
+            if key in ran:
+                j = ran[key]
+                self.refuse(f"cells[{k}].status", "skipped", f"cells[{j}] ({self.result.cells[j].id}), of the same frontend in the "
+                            f"same run, is {self.result.cells[j].status}: a frontend that cannot run skips every cell")
 
     def trace(self, where: str, trace: PairTrace) -> None:
         """A stored pair trace is one its cells' traces give (the same first difference), and its distances are possible:

@@ -109,6 +109,9 @@ _CASES: dict[str, tuple[Edit, str]] = {
     # Issue 48 (15): a loop feature no row has read "not judged" and passed
     "unknown loop feature": (set_field("cells", 0, "feature", value="warp_drive"),
                              "cells[0].feature is 'warp_drive' but it must be one of the features none, "),
+    "a cell that ran edited to skipped": (set_field("cells", 1, "status", value="skipped"),
+                                          "cells[1].status is 'skipped' but cells[3] (with_autocast-autocast-sgd-r-cpu), of the "
+                                          "same frontend in the same run, is ok: a frontend that cannot run skips every cell"),
     "wrong type in a schema-3 field": (set_field("cells", 2, "speedup_vs_default", value="fast"),
                                        "cells[2].speedup_vs_default must be a number or null, but got 'fast'"),
 }
