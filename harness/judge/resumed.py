@@ -61,14 +61,16 @@ def resume_mismatch(resumed: CellResult, uninterrupted: CellResult) -> str | Non
 
 def resume_mismatches(cells: Sequence[CellResult]) -> dict[str, str]:
     """Each ``resume`` cell that is not bitwise its uninterrupted cell (same frontend, script, mode, optimizer and device,
-    the row's ``uninterrupted`` feature; where both ran and ended ok), by id, with where it parts (a final-weights file
-    that cannot be read says so)."""
+    the row's ``uninterrupted`` feature; where both ran and ended ok, on the same build and CPU as far as their
+    installation facts say), by id, with where it parts (a final-weights file that cannot be read says so)."""
     by_id = {c.id: c for c in cells}
     found = {}
     for cell in cells:
         row = FEATURES.get(cell.cell.feature)
         other = None if row is None or row.kind != "resume" else by_id.get(dataclasses.replace(cell.cell, feature=row.uninterrupted).id)
         if other is None or cell.status is not Status.OK or other.status is not Status.OK or cell.record is None or other.record is None:
+            continue
+        if _other_kernels(cell, other):
             continue
         try:
             why = resume_mismatch(cell, other)
@@ -77,6 +79,18 @@ def resume_mismatches(cells: Sequence[CellResult]) -> dict[str, str]:
         if why is not None:
             found[cell.id] = f"resumed from its checkpoint, it is not the uninterrupted run {other.id}: {why}"
     return found
+
+
+#: The installation facts that decide which kernels ran: two cells that differ in one (slices merged from two machines
+#: under one frontend name) are not expected bitwise equal, resumed or not.
+_KERNEL_FACTS = ("libtorch_build", "cpu", "cpu_features", "device_name")
+
+
+def _other_kernels(a: CellResult, b: CellResult) -> bool:
+    """Whether the two cells' installations (where both recorded them) say they ran other kernels."""
+    if not a.installation or not b.installation:
+        return False
+    return any(a.installation.get(k) != b.installation.get(k) for k in _KERNEL_FACTS)
 
 
 def check_resumed(cells: Sequence[CellResult]) -> list[CellResult]:
