@@ -33,6 +33,7 @@ __all__ = [
     "WorkerCrashed",
     "WorkerError",
     "WorkerTimeout",
+    "shown_value",
     "without_cpp_frames",
 ]
 
@@ -83,7 +84,19 @@ class SpecError(AmpParityError, ValueError):
         self.field = field
         self.value = value
         self.allowed = allowed
-        super().__init__(f"{field} must be {allowed}, got {value!r}.")
+        super().__init__(f"{field} must be {allowed}, got {shown_value(value)}.")
+
+
+#: The most digits a refusal shows of a whole number: past them it is written in scientific notation (a spec file's
+#: ``10**300`` was shown as its 301 digits).
+_MAX_DIGITS = 16
+
+
+def shown_value(value: object) -> str:
+    """``value`` as a refusal names it: its ``repr``, a whole number too long to read in scientific notation."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**_MAX_DIGITS:
+        return f"{value:.3e}"
+    return repr(value)
 
 
 class UsageError(AmpParityError, ValueError):

@@ -11,12 +11,12 @@ range is float32's, or a representable eps, the same cells train.
 
 from __future__ import annotations
 
-from harness.contract.dtypes import DTYPES
+from harness.contract.dtypes import AMP_DTYPES, DTYPES
 from harness.workload.matrix import Cell
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.spec import WorkloadSpec
 
-__all__ = ["EPS_UNDER_SQRT", "refusal"]
+__all__ = ["EPS_UNDER_SQRT", "SAFE_EPS", "refusal"]
 
 #: The optimizer rows whose step divides by ``sqrt(v) + eps`` with ``v`` starting at 0 (RMSprop's square average,
 #: Adam's second moment): where ``eps`` is 0 in the weights' dtype, a zero gradient entry makes that 0 / 0. Not Adagrad
@@ -27,14 +27,30 @@ EPS_UNDER_SQRT: tuple[str, ...] = ("rmsprop", "rmsprop_centered", "adam", "adam_
 
 
 def refusal(cell: Cell, spec: WorkloadSpec) -> str | None:
-    """Why ``cell`` is not run with ``spec`` in any language (one line, with the fix), or ``None``."""
+    """Why ``cell`` is not run with ``spec`` in any language (one line, with the fix), or ``None``.
+
+    The fixes offered are those that would change the outcome and are not already in use: another AMP dtype only where
+    it is not this run's and its smallest number holds the eps (a bfloat16 run with ``eps=0`` is told to raise the eps,
+    never to run in bfloat16)."""
     if cell.properties.weights != "amp" or cell.optimizer not in EPS_UNDER_SQRT:
         return None
     dtype = DTYPES[str(spec.amp_dtype)]  # resolved for the device when the spec was made
     eps = float(OPTIMIZERS[cell.optimizer].resolved_args(spec.lr, dict(spec.optimizer_args).get(cell.optimizer))["eps"])  # type: ignore[arg-type]
-    if dtype.subnormal is None or eps > dtype.subnormal / 2:  # half of it ties to even: 0
+    if not _rounds_to_zero(eps, dtype.name):
         return None
+    fixes = [f"--amp-dtype {other}" for other in AMP_DTYPES if other != dtype.name and not _rounds_to_zero(eps, other)]
+    fixes.append(f"--optimizer-arg {cell.optimizer}.eps={SAFE_EPS}")
     return (f"{cell.optimizer}'s eps {eps:g} is 0 in {dtype.name} (its smallest number is {dtype.subnormal:.3g}): with the "
             f"weights and the optimizer's state in {dtype.name}, a zero gradient entry's step divides 0 by 0 and the run ends "
-            f"in NaN, in PyTorch and R torch alike; run it with --amp-dtype bfloat16, or --optimizer-arg "
-            f"{cell.optimizer}.eps=1e-4")
+            f"in NaN, in PyTorch and R torch alike; run it with {', or '.join(fixes)}")
+
+
+#: The eps a refusal offers: representable in every AMP dtype (float16's smallest number is 5.96e-8), and small beside
+#: the square root of a second moment that acts (tiny's gradients reach 1e-3).
+SAFE_EPS = "1e-4"
+
+
+def _rounds_to_zero(eps: float, dtype: str) -> bool:
+    """Whether ``eps`` is 0 once stored in ``dtype`` (at or below half its smallest number, which ties to even: 0)."""
+    subnormal = DTYPES[dtype].subnormal
+    return subnormal is not None and eps <= subnormal / 2

@@ -33,6 +33,8 @@ def command(args: argparse.Namespace) -> ExitCode:
     from harness.errors import UsageError
     from harness.run.prepare import require_device
     from harness.run.runner import MatrixRunner
+    from rich.text import Text
+
     from harness.views.table import make_console, print_trace
 
     spec, modes, optimizers, features = matrix_of(args)
@@ -46,7 +48,8 @@ def command(args: argparse.Namespace) -> ExitCode:
         known=known_differences_of(args), baseline=args.baseline,
     ) as runner:
         with console.status("running cells...") as status:
-            result = runner.run(modes, optimizers, on_progress=status.update,
+            # plain text: a unit names installations by their paths, which rich would read as markup
+            result = runner.run(modes, optimizers, on_progress=lambda text: status.update(Text(text)),
                                 judging="tolerance_only" if args.tolerance_only else "strict", measure=False, features=features)
     print_trace(result, console)
     return exit_status(result)

@@ -51,3 +51,31 @@ def test_the_threshold_is_what_float16_itself_rounds_to_zero() -> None:
         spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16", optimizer_args={"adam": {"eps": eps}})
         zero = float(torch.zeros(1, dtype=torch.float16).add_(eps)) == 0.0
         assert (refusal(_cell(), spec) is not None) is zero, eps
+
+
+def _fixes(why: str) -> list[str]:
+    """The flags a refusal advises (each ``--flag VALUE`` after "run it with")."""
+    return [f"--{part.strip()}" for part in why.partition("run it with ")[2].replace(", or ", " ").split("--") if part.strip()]
+
+
+@pytest.mark.parametrize("amp_dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("eps", [0.0, 1e-8, 1e-30])
+def test_a_refusal_advises_only_fixes_that_are_not_in_use_and_that_work(amp_dtype: str, eps: float) -> None:
+    """Issue 48 (8): a bfloat16 run with eps=0 was told "run it with --amp-dtype bfloat16". Every fix a refusal offers is
+    another value than the run's, and applying it alone makes the cell run."""
+    spec = WorkloadSpec.from_preset("tiny", amp_dtype=amp_dtype, optimizer_args={"adam": {"eps": eps}})
+    why = refusal(_cell(), spec)
+    if why is None:  # a number bfloat16 holds: nothing to fix
+        assert amp_dtype == "bfloat16" and eps > 0
+        return
+    fixes = _fixes(why)
+    assert fixes, why
+    assert f"--amp-dtype {amp_dtype}" not in why
+    for fix in fixes:
+        flag, _, value = fix.partition(" ")
+        if flag == "--amp-dtype":
+            fixed = spec.replace(amp_dtype=value)
+        else:
+            assert flag == "--optimizer-arg" and value.startswith("adam.eps="), fix
+            fixed = spec.replace(optimizer_args={"adam": {"eps": float(value.partition("=")[2])}})
+        assert fixed.to_json() != spec.to_json() and refusal(_cell(), fixed) is None, (fix, why)
