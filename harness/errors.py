@@ -9,6 +9,7 @@ Hierarchy (each also subclasses the builtin a caller would naturally catch)::
     ├── FixtureError(RuntimeError)      a fixture file that cannot be built or read
     ├── ResultError(ValueError)         a result file of another schema version, or unreadable
     ├── KnownDifferencesError(ValueError) a known-differences list with a missing or wrong field
+    ├── PatchesError(ValueError)        harness/workload/patches.toml, the harness's own patches, malformed: ExitCode.BROKEN_PATCHES
     └── WorkerError(RuntimeError)       a frontend worker did not return a record
         ├── ScriptError                 the script raised: carries the frontend's own message
         ├── WorkerCrashed               the worker process died (signal, segfault, exit)
@@ -26,6 +27,7 @@ __all__ = [
     "ExitCode",
     "FixtureError",
     "KnownDifferencesError",
+    "PatchesError",
     "ResultError",
     "ScriptError",
     "SpecError",
@@ -60,6 +62,11 @@ class ExitCode(IntEnum):
     #: flag, a spec, an input file, an output place, a frontend that cannot start, no cell that could run. The
     #: ``error:`` line says what to fix.
     USAGE_ERROR = 4
+    #: ``harness/workload/patches.toml``, the table of patches the harness applies to the bindings' functions (part of the
+    #: harness, read as it loads), is malformed: an entry with a field missing or of another kind, a switch that is not one
+    #: statement for one. Not the user's input (4) nor a failed check (1): the checkout was edited, and the ``error:`` line
+    #: names the file and the entry to fix (or restore it: ``git checkout harness/workload/patches.toml``).
+    BROKEN_PATCHES = 6
     #: Ctrl-C (SIGINT), as a shell reports it.
     INTERRUPTED = 128 + signal.SIGINT
     #: A kill (SIGTERM), as a shell reports it.
@@ -69,7 +76,10 @@ class ExitCode(IntEnum):
 
     @classmethod
     def for_error(cls, err: BaseException) -> ExitCode:
-        """The status an error ends a command with: the harness's own errors are usage errors, anything else a bug."""
+        """The status an error ends a command with: a malformed patches table its own, the harness's other errors usage errors,
+        anything else a bug."""
+        if isinstance(err, PatchesError):
+            return cls.BROKEN_PATCHES
         return cls.USAGE_ERROR if isinstance(err, AmpParityError) else cls.INTERNAL_ERROR
 
 
@@ -122,6 +132,11 @@ class ResultError(AmpParityError, ValueError):
 
 class KnownDifferencesError(AmpParityError, ValueError):
     """A known-differences list (``harness/judge/known_differences.toml`` or ``--known-differences FILE``) that cannot be used."""
+
+
+class PatchesError(AmpParityError, ValueError):
+    """``harness/workload/patches.toml`` (or a patches file a test loads) is malformed: one line naming the file, the entry
+    (the switch or point) and what is wrong with it."""
 
 
 class WorkerError(AmpParityError, RuntimeError):
