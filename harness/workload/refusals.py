@@ -1,5 +1,10 @@
-"""Cells the harness does not run in any language, because their arithmetic cannot work there: each refusal says why
-and what to change, and the cell is ``unsupported`` in those words instead of a NaN that fails the run.
+"""Cells the harness does not run in any language, because their arithmetic cannot work there or what they test cannot act:
+each refusal says why and what to change, and the cell is ``unsupported`` in those words instead of a NaN that fails the
+run, or a pass that tested nothing.
+
+A loop feature whose mechanism never acts in the spec (a resume whose checkpoint step is past the run's end, a scheduler
+that never changes the lr, accumulation that never steps: :meth:`harness.workload.features.Feature.never_acts`) is refused
+for every cell of it, so a run of only such cells ends "no cell ran" (exit 4), and a run beside them says why per reason.
 
 The one refusal so far is the AMP guide's pure low-precision weights (``../shared/seeds/amp_guide_fp16_cli.md``, modes
 whose ``weights`` are ``amp``) in float16 with an optimizer whose step divides by ``sqrt(second moment) + eps``: its
@@ -12,6 +17,7 @@ range is float32's, or a representable eps, the same cells train.
 from __future__ import annotations
 
 from harness.contract.dtypes import AMP_DTYPES, DTYPES
+from harness.workload.features import FEATURES
 from harness.workload.matrix import Cell
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.spec import WorkloadSpec
@@ -32,6 +38,12 @@ def refusal(cell: Cell, spec: WorkloadSpec) -> str | None:
     The fixes offered are those that would change the outcome and are not already in use: another AMP dtype only where
     it is not this run's and its smallest number holds the eps (a bfloat16 run with ``eps=0`` is told to raise the eps,
     never to run in bfloat16)."""
+    feature = FEATURES.get(cell.feature)
+    never = feature.never_acts(spec.steps, spec.num_layers) if feature is not None else None
+    if feature is not None and never is not None:
+        return (f"loop feature {feature.name} cannot act in this spec: it {never} (--num-batches {spec.num_batches} × --epochs "
+                f"{spec.epochs}, --num-layers {spec.num_layers}); its cells would pass as the plain loop does, having tested "
+                f"nothing of it. Give the run what it needs, or leave {feature.name} out (--feature)")
     if cell.properties.weights != "amp" or cell.optimizer not in EPS_UNDER_SQRT:
         return None
     dtype = DTYPES[str(spec.amp_dtype)]  # resolved for the device when the spec was made
