@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 from harness.model.provenance import Provenance
 
-__all__ = ["OPTION", "POLICY_CHOICES", "LossComparison", "LossPolicy", "compare_losses", "compare_saved", "parse_policy", "same_build", "saved_problem",
-           "scripts_note"]
+__all__ = ["OPTION", "POLICY_CHOICES", "LossComparison", "LossPolicy", "compare_losses", "compare_saved", "parse_policy", "same_build",
+           "saved_problem", "scripts_note"]
 
 #: How ``--benchmark-compare-losses`` is written, for its help and its error.
 #: The option (declared in tests/conftest.py, so ``pytest tests`` knows it as well as ``pytest tests/benchmarks``).
@@ -172,7 +172,8 @@ def saved_problem(saved: object) -> str | None:
         if saved.get(key) is not None and not isinstance(saved[key], str):
             return f"its {key} is not a text ({_shown(saved[key])})"
     scripts = saved.get("scripts")
-    if scripts is not None and not (isinstance(scripts, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in scripts.items())):
+    digests = isinstance(scripts, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in scripts.items())
+    if scripts is not None and not digests:
         return f"its scripts are not a mapping of file → digest ({_shown(scripts)})"
     try:
         _history(saved, "losses"), _history(saved, "loss_scale")

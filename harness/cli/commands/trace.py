@@ -30,11 +30,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], sw
 
 def command(args: argparse.Namespace) -> ExitCode:
     """``harness trace``: the record calls of the chosen cells, then every pair traced; each pair's whole explanation."""
+    from rich.text import Text
+
     from harness.errors import UsageError
     from harness.run.prepare import require_device
     from harness.run.runner import MatrixRunner
-    from rich.text import Text
-
     from harness.views.table import make_console, print_trace
 
     spec, modes, optimizers, features = matrix_of(args)

@@ -239,7 +239,8 @@ def test_an_extra_info_that_is_not_a_mapping_is_corrupted_and_fails(extra_info: 
     "nothing to compare" and the session passed. Both, and any other kind, are one corrupted line that fails."""
     result = compare_saved(NAME, info(), {"fullname": NAME, "extra_info": extra_info}, AUTO)
     assert (result.verdict, result.fails) == ("not comparable", True)
-    assert result.line == f"{NAME}: not comparable: the saved run is corrupted: its extra_info is not a mapping ({extra_info!r}); re-save it"
+    assert result.line == (f"{NAME}: not comparable: the saved run is corrupted: its extra_info is not a mapping ({extra_info!r}); "
+                           "re-save it")
 
 
 def test_a_saved_benchmark_without_extra_info_is_corrupted_and_one_not_saved_is_new() -> None:

@@ -150,9 +150,11 @@ def _malformed() -> list[tuple[str, str, Any]]:
         side = _POINT[language]
         anchor = "before" if "before" in side else "after"
         for key in ("target", "value", anchor):
-            cases.append((f"point {language} without {key}", pname, {"point": [{**_POINT, language: {k: v for k, v in side.items() if k != key}}]}))
+            without = {k: v for k, v in side.items() if k != key}
+            cases.append((f"point {language} without {key}", pname, {"point": [{**_POINT, language: without}]}))
             cases.append((f"point {language}.{key}=[]", pname, {"point": [{**_POINT, language: {**side, key: []}}]}))
-        cases.append((f"point {language} before and after", pname, {"point": [{**_POINT, language: {**side, "before": "x", "after": "y"}}]}))
+        both = {**side, "before": "x", "after": "y"}
+        cases.append((f"point {language} before and after", pname, {"point": [{**_POINT, language: both}]}))
         cases.append((f"point {language}.index=1", pname, {"point": [{**_POINT, language: {**side, "index": 1}}]}))
         cases.append((f"point {language} unknown field", pname, {"point": [{**_POINT, language: {**side, "where": "x"}}]}))
     cases.append(("point clip='yes'", pname, {"point": [{**_POINT, "clip": "yes"}]}))

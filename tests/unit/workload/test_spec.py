@@ -259,7 +259,8 @@ def test_a_float_argument_is_refused_with_the_float32_range(optimizer: str, arg:
     with pytest.raises(SpecError) as refused:
         WorkloadSpec.from_preset("tiny", optimizer_args={optimizer: {arg: value}})
     message = str(refused.value)
-    assert message.startswith(f"optimizer_args.{optimizer}.{arg} must be a number a float32 holds, ") and message.endswith(f"got {value!r}.")
+    assert message.startswith(f"optimizer_args.{optimizer}.{arg} must be a number a float32 holds, ")
+    assert message.endswith(f"got {value!r}.")
 
 
 def test_a_whole_number_too_long_to_read_is_shown_in_scientific_notation() -> None:
