@@ -185,7 +185,15 @@ def _point(raw: object, where: str) -> Point:
     clip = table.get("clip", False)
     if not isinstance(clip, bool):
         raise PatchesError(f"{where}: `clip` must be true or false, got {clip!r:.80}")
-    return Point(_field(table, "name", where), sides, _optimizers(table, where), clip)
+    name, optimizers = _field(table, "name", where), _optimizers(table, where)
+    per_param = "{param}" in name
+    unindexed = [language for language in LANGUAGES if (sides[language][4] is None) is per_param]
+    if unindexed:
+        raise PatchesError(f"{where}: `{unindexed[0]}.index` must be given exactly where the name holds {{param}} (one value per "
+                           "parameter), and the name " + ("holds it" if per_param else "does not"))
+    if not optimizers and not clip:
+        raise PatchesError(f"{where}: names no `optimizers` and is not `clip`, so no run would record it")
+    return Point(name, sides, optimizers, clip)
 
 
 def _table(raw: object, where: str, fields: frozenset[str]) -> Mapping[str, Any]:

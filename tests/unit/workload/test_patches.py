@@ -158,6 +158,10 @@ def _malformed() -> list[tuple[str, str, Any]]:
         cases.append((f"point {language}.index=1", pname, {"point": [{**_POINT, language: {**side, "index": 1}}]}))
         cases.append((f"point {language} unknown field", pname, {"point": [{**_POINT, language: {**side, "where": "x"}}]}))
     cases.append(("point clip='yes'", pname, {"point": [{**_POINT, "clip": "yes"}]}))
+    unindexed = {k: v for k, v in _POINT["r"].items() if k != "index"}
+    cases.append(("point {param} without an index", pname, {"point": [{**_POINT, "r": unindexed}]}))
+    cases.append(("point with an index but no {param}", "'clip.norm'", {"point": [{**_POINT, "name": "clip.norm"}]}))
+    cases.append(("point that no run records", pname, {"point": [{k: v for k, v in _POINT.items() if k != "optimizers"}]}))
     cases.append(("point optimizers=['nadam']", pname, {"point": [{**_POINT, "optimizers": ["nadam"]}]}))
     cases.append(("point unknown field", pname, {"point": [{**_POINT, "clip_mode": True}]}))
     cases.append(("switch a table, not an array", "", {"switch": {"id": "x"}}))
