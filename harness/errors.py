@@ -46,8 +46,8 @@ class ExitCode(IntEnum):
     Modelled on pytest's ``ExitCode`` (``OK`` 0, ``TESTS_FAILED`` 1, ``INTERNAL_ERROR`` 3, ``USAGE_ERROR`` 4), so CI
     scripts tell a parity regression from a mistyped flag and from a bug of the harness; ``BROKEN_PATCHES`` (6, a number
     pytest does not use) is the harness's own; interruptions keep the shell's 128 + signal. ``run``, ``trace``,
-    ``report``, ``merge``, ``doctor``, ``prepare`` and both languages' scripts run by hand exit with these (R's through the harness, which hands them over: ``r_scripts/shell.R``); docs/cli.md
-    lists them.
+    ``report``, ``merge``, ``doctor``, ``prepare`` and both languages' scripts run by hand exit with these (R's through
+    the harness, which hands them over: ``r_scripts/shell.R``); docs/cli.md lists them.
     """
 
     #: Everything that ran passed its checks.
