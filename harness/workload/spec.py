@@ -292,7 +292,9 @@ def _validate(spec: WorkloadSpec) -> None:
 def _int(name: str, value: object, minimum: int) -> None:
     allowed = f"a whole number from {minimum} to {_MAX_INT} (R's largest integer)"
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= _MAX_INT:
-        raise SpecError(name, value, allowed if isinstance(value, int) and value > _MAX_INT else f"a whole number >= {minimum}")
+        # past R's integers, the range is what the value misses, whether a spec file wrote it whole or as 1e300
+        beyond = isinstance(value, (int, float)) and not isinstance(value, bool) and value > _MAX_INT
+        raise SpecError(name, value, allowed if beyond else f"a whole number >= {minimum}")
 
 
 def _positive_int(name: str, value: object) -> None:

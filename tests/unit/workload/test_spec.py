@@ -268,3 +268,6 @@ def test_a_whole_number_too_long_to_read_is_shown_in_scientific_notation() -> No
     with pytest.raises(SpecError) as refused:
         WorkloadSpec.from_preset("tiny", growth_interval=10**300)
     assert str(refused.value) == "growth_interval must be a whole number from 1 to 2147483647 (R's largest integer), got 1.000e+300."
+    with pytest.raises(SpecError) as written_as_float:  # a spec file's 1e300: the same range, not ">= 1"
+        WorkloadSpec.from_preset("tiny", growth_interval=1e300)
+    assert str(written_as_float.value) == "growth_interval must be a whole number from 1 to 2147483647 (R's largest integer), got 1e+300."
