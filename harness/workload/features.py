@@ -148,7 +148,8 @@ class Feature:
         if self.kind == "accumulate":
             needs.append((int(args["every"]), f"an optimizer step after {int(args['every'])} micro-batches"))
         if self.kind == "sometimes_used":
-            needs.append((int(args["every"]), f"a step without layer {int(args['layer'])} (every {int(args['every'])}th is one)"))
+            needs.append((int(args["every"]), f"a step without layer {int(args['layer'])} (the steps that are not multiples of "
+                                              f"{int(args['every'])})"))
         if self.kind == "multi_optimizer":
             needs.append((int(args["new_scale_step"]) + 1, f"its update with an explicit new scale at step {int(args['new_scale_step'])}"))
         if self.python == "StepLR":

@@ -6,7 +6,7 @@ A loop feature whose mechanism never acts in the spec (a resume whose checkpoint
 that never changes the lr, accumulation that never steps: :meth:`harness.workload.features.Feature.never_acts`) is refused
 for every cell of it, so a run of only such cells ends "no cell ran" (exit 4), and a run beside them says why per reason.
 
-The one refusal so far is the AMP guide's pure low-precision weights (``../shared/seeds/amp_guide_fp16_cli.md``, modes
+The other refusal is the AMP guide's pure low-precision weights (``../shared/seeds/amp_guide_fp16_cli.md``, modes
 whose ``weights`` are ``amp``) in float16 with an optimizer whose step divides by ``sqrt(second moment) + eps``: its
 default eps of 1e-8 rounds to 0 in float16 state (float16's smallest subnormal is 2^-24 ≈ 5.96e-8), the second moment
 of a gradient entry that is 0 (or underflows) is 0, and the first update divides 0 by 0. Both bindings do this alike
