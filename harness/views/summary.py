@@ -94,21 +94,21 @@ def render_summary(result: MatrixResult, page: str, report: str, plots: tuple[st
         return [*listing.rows[:count], *([listing.more(len(listing.rows) - count)] if count < len(listing.rows) else [])]
 
     def assemble(counts: list[int]) -> str:
-        cut = dict(zip(map(id, listings), counts, strict=True))
-        body = [*head, *shown(why_not, cut[id(why_not)]), *shown(on_own, cut[id(on_own)]), *whole]
-        body += [*grid_head, *shown(rows, cut[id(rows)]), *grid_tail]
+        n_why, n_own, n_rows, n_pairs, n_known, n_targets = counts
+        body = [*head, *shown(why_not, n_why), *shown(on_own, n_own), *whole]
+        body += [*grid_head, *shown(rows, n_rows), *grid_tail]
         body += [f"## Pairs that need a look ({len(loud)}: not identical and not explained by a known difference)", ""]
         if loud:
-            body += ["| pair | frontends | verdict | why |", "|---|---|---|---|", *shown(pairs, cut[id(pairs)])]
+            body += ["| pair | frontends | verdict | why |", "|---|---|---|---|", *shown(pairs, n_pairs)]
         else:
             body.append("None.")
         if known:
             body += ["", f"## Known differences ({sum(len(g) for g in known.values())} pairs, each proven or matched by its entry)", "",
-                     "| entry | pairs | the first | why |", "|---|---:|---|---|", *shown(explained, cut[id(explained)])]
+                     "| entry | pairs | the first | why |", "|---|---:|---|---|", *shown(explained, n_known)]
         body += ["", f"## Targets missed ({len(missed)} of {len(result.targets)})", ""]
         if missed:
             body += ["| target | missed | the first | measured | asks | by the machine's noise |", "|---|---:|---|---|---|---:|",
-                     *shown(targets, cut[id(targets)])]
+                     *shown(targets, n_targets)]
         else:
             body.append("None." if result.targets else "No performance target applies to this preset and device.")
         return "\n".join([*body, "", *plot_lines])
