@@ -80,7 +80,7 @@ def test_two_bugs_excuse_a_pair_together_each_for_the_names_it_gives() -> None:
 
 def test_every_module_difference_names_a_bug_with_its_reproducers() -> None:
     """load_module_differences refuses an entry whose docs/bugs/<bug>/ lacks reproducer.R and reproducer.py."""
-    assert {d.bug for d in load_module_differences()} >= {"cross-entropy-prob-target-shifted", "softmax2d-batch-dim"}
+    assert {d.bug for d in load_module_differences()} >= {"cross-entropy-probability-targets", "softmax2d-batch-dim"}
 
 
 def test_a_switch_proves_a_pair_only_when_the_switched_run_is_bitwise_r() -> None:
