@@ -37,6 +37,14 @@ class SampleVerdict:
     python_f64: float | None = None
     r_f64: float | None = None
 
+    @property
+    def r_farther(self) -> bool:
+        """Whether R is farther from float64 than PyTorch, by more than twice PyTorch's distance (the sample on its
+        own: R's result is the less accurate one, not only another rounding)."""
+        if self.python_f64 is None or self.r_f64 is None:
+            return False
+        return self.r_f64 > 2 * self.python_f64 and self.r_f64 > 0
+
 
 @dataclass(frozen=True)
 class InitVerdict:

@@ -42,6 +42,10 @@ def summary_lines(result: ModuleSweepResult) -> list[str]:
         f"  same seed, same module: {inits.get('identical', 0)} identical, {inits.get('excused', 0)} excused, "
         f"{inits.get('diverged', 0)} diverged",
     ]
+    apart = [s for s in result.samples if s.verdict in ("proven", "excused", "diverged")]
+    farther = [s for s in apart if s.r_farther]
+    lines.append(f"  on its own, against float64: of the {len(apart)} compared pairs that are not identical, R is the "
+                 f"farther from float64 (more than twice PyTorch's distance) in {len(farther)}")
     for s in result.samples:
         if s.verdict == "diverged":
             lines.append(f"  diverged: {s.entry}[{s.index}{' ' + s.desc if s.desc else ''}] {s.mode}: {s.why}")
@@ -57,13 +61,20 @@ def sweep_markdown(result: ModuleSweepResult) -> str:
            "## Coverage", "", "| " + " | ".join(COVERAGE_COLUMNS) + " |", "|" + "---|" * len(COVERAGE_COLUMNS)]
     for entry in result.coverage:
         out.append("| " + " | ".join(str(v).replace("|", "\\|") for v in entry.row().values()) + " |")
-    out += ["", "## Pairs that are not identical", "", "| entry | sample | mode | verdict | why |", "|---|---|---|---|---|"]
+    out += ["", "## Pairs that are not identical", "",
+            "Each side's largest distance from the sample's float64 run, relative to the float64 tensor's largest magnitude.",
+            "", "| entry | sample | mode | verdict | why | PyTorch vs float64 | R vs float64 |", "|---|---|---|---|---|---|---|"]
     for s in result.samples:
         if s.verdict != "identical":
             sample = f"{s.index} {s.desc}".strip()
-            out.append(f"| {s.entry} | {sample} | {s.mode} | {s.verdict} | {s.why.replace('|', '/')} |")
+            out.append(f"| {s.entry} | {sample} | {s.mode} | {s.verdict} | {s.why.replace('|', '/')} | "
+                       f"{_distance(s.python_f64)} | {_distance(s.r_f64)} |")
     out += ["", "## Same seed, same module (not identical)", "", "| entry | sample | verdict | why |", "|---|---|---|---|"]
     for i in result.inits:
         if i.verdict != "identical":
             out.append(f"| {i.entry} | {i.index} | {i.verdict} | {i.why.replace('|', '/')} |")
     return "\n".join(out) + "\n"
+
+
+def _distance(value: float | None) -> str:
+    return "" if value is None else f"{value:.3g}"

@@ -116,3 +116,16 @@ def test_a_refusal_that_is_a_bug_stays_unsupported_and_names_the_bug() -> None:
     facts = _facts({}, {"modes": {"float32": {"status": "unsupported", "message": "one of the variables needed ..."}}})
     (sample,) = judge_sweep(facts, [refusal]).samples
     assert sample.verdict == "unsupported" and sample.why == "R: one of the variables needed ... (R torch bug max-pool-bug)"
+
+
+def test_the_summary_says_where_r_is_farther_from_float64() -> None:
+    from harness.views.modules import summary_lines, sweep_markdown
+
+    bug = ModuleDifference(id="x", bug="some-bug", entries=("nn.Linear",), tensors=("out",))
+    far = _fact(False) | {"python_f64": 1e-7, "r_f64": 1e-3}
+    result = judge_sweep(_facts({"out": far}), [bug])
+    assert result.samples[0].r_farther
+    assert "R is the farther from float64 (more than twice PyTorch's distance) in 1" in "\n".join(summary_lines(result))
+    assert "| 1e-07 | 0.001 |" in sweep_markdown(result)
+    near = judge_sweep(_facts({"out": _fact(False) | {"python_f64": 1e-3, "r_f64": 1e-3}}), [bug])
+    assert not near.samples[0].r_farther
