@@ -36,7 +36,9 @@ decode <- function(value, tensors, dtype = NULL, leaves = NULL) {
   if (!is.null(value$tensor)) {
     t <- tensors[[value$tensor]]$clone()
     if (isTRUE(value$shift == 1) && !t$is_floating_point()) { # class probabilities (a float target) are no indices
-      t <- torch::torch_where(t >= 0L, t + 1L, t)
+      # $ge() and $add() take the number as a scalar: R's `t >= 0L` makes 0L a tensor of shape (1), and a 0-d target
+      # would come out of shape (1)
+      t <- torch::torch_where(t$ge(0L), t$add(1L), t)
     }
     if (!is.null(dtype) && t$is_floating_point()) {
       t <- t$to(dtype = dtype)

@@ -80,3 +80,11 @@ def test_a_changed_default_init_diverges_at_construction_only(availability: Avai
     assert [i.verdict for i in result.inits if i.entry == "nn.Conv1d"] == ["identical"]
     # The forward and backward start from PyTorch's weights, loaded by name: they stay identical.
     assert {v for _, v, _ in _verdicts(result, "nn.Linear")} == {"identical"}
+
+
+def test_a_0d_class_index_stays_0d_when_moved_to_r_s_count(availability: Availability, tmp_path: Path) -> None:
+    """CrossEntropyLoss's no_batch_dim sample: a 0-d target moved by one (R's `t + 1L` would make it shape (1), and R
+    refuses the pair with "size mismatch"): identical."""
+    require_r_torch(availability)
+    result = _sweep(tmp_path, ["nn.CrossEntropyLoss"], limit=9)
+    assert [(i, v) for i, v, _ in _verdicts(result, "nn.CrossEntropyLoss") if i in (2, 8)] == [(2, "identical"), (8, "identical")]
