@@ -30,7 +30,7 @@ INIT_SEED = 0
 LINEAR = (5, 3)
 #: A wide Linear weight (rows < cols: orthogonal_ takes the QR of the transpose).
 WIDE = (3, 5)
-#: A Conv2d weight (out 4, in 3, 3×3 kernel: fan_in 27, fan_out 36; R computes the receptive field with 1-based dims).
+#: A Conv2d weight (out 4, in 3, 3x3 kernel: fan_in 27, fan_out 36; R computes the receptive field with 1-based dims).
 CONV2D = (4, 3, 3, 3)
 #: A bias or a 1-D parameter: allowed only where the function needs no fans (PyTorch refuses it elsewhere; kept there to
 #: see whether R refuses it too).

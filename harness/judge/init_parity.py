@@ -27,10 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.files.paths import CHECKOUT
-
 __all__ = [
-    "INIT_EXPLANATIONS", "TRUNC_NORMAL_PNORM", "InitExplanation", "InitOutcome", "InitParity", "VERDICTS", "bug_folders",
+    "INIT_EXPLANATIONS", "TRUNC_NORMAL_PNORM", "InitExplanation", "InitOutcome", "InitParity", "VERDICTS",
     "judge_init_cases", "read_init_file", "switched_id", "switches_for",
 ]
 
@@ -92,14 +90,15 @@ INIT_EXPLANATIONS: tuple[InitExplanation, ...] = (
     InitExplanation(
         "init-orthogonal-dtype", "bug", ("orthogonal_",), "diverged",
         "nn_init_orthogonal_() draws its Gaussian matrix in the default dtype (float32), whatever the tensor's dtype",
-        (f"r: R/nn-init.R nn_init_orthogonal_ ({_R}): flattened <- torch_randn(rows, cols), the default dtype",
+        (f"r: R/nn-init.R:374 ({_R}) nn_init_orthogonal_: flattened <- torch_randn(rows, cols), the default dtype",
          f"python: torch/nn/init.py:702 ({_PY}) flattened = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator)"),
         where={"dtype": "float64", "ndim": (2, 3, 4, 5)}, switch="orthogonal_in_float32",
     ),
     InitExplanation(
         "trunc-normal-algorithm", "difference", ("trunc_normal_",), "diverged",
         "trunc_normal_: R torch samples by the inverse CDF (uniform_, then erfinv_); PyTorch 2.13 by redrawing or rejecting",
-        (f"r: R/nn-init.R nn_init_no_grad_trunc_normal ({_R}): uniform_(2l-1, 2u-1), erfinv_, mul_, add_, clamp_",
+        (f"r: R/nn-init.R:15-33 ({_R}) nn_init_no_grad_trunc_normal: l, u from stats::pnorm; uniform_(2l-1, 2u-1), "
+         "erfinv_, mul_, add_, clamp_",
          f"python: torch/nn/init.py:108-159 ({_PY}) normal_ and redraws outside [a, b] if the mass inside is > 0.3, else "
          "uniform_ candidates accepted by their log-density"),
         switch="trunc_normal_by_inverse_cdf", switch_data={"pnorm": TRUNC_NORMAL_PNORM},
@@ -107,43 +106,43 @@ INIT_EXPLANATIONS: tuple[InitExplanation, ...] = (
     InitExplanation(
         "init-gain-selu", "bug", ("calculate_gain", "kaiming_uniform_", "kaiming_normal_"), "unsupported",
         "nn_init_calculate_gain() has no 'selu' (PyTorch: 3/4), so nn_init_kaiming_*(nonlinearity = 'selu') stop too",
-        (f"r: R/nn-init.R nn_init_calculate_gain ({_R}): linear, conv*, sigmoid, tanh, relu, leaky_relu, else an error; "
+        (f"r: R/nn-init.R:69-89 ({_R}) nn_init_calculate_gain: linear, conv*, sigmoid, tanh, relu, leaky_relu, else an error; "
          "nn_init_kaiming_uniform_ and nn_init_kaiming_normal_ call it: gain <- nn_init_calculate_gain(nonlinearity, a)",
-         f"python: torch/nn/init.py:239-240 ({_PY}) elif nonlinearity == 'selu': return 3.0 / 4"),
+         f"python: torch/nn/init.py:239-241 ({_PY}) elif nonlinearity == 'selu': return 3.0 / 4"),
         where={"options": {"nonlinearity": "selu"}}, error=r"^Unsupported nonlinearity: selu$",
     ),
     InitExplanation(
         "init-dirac-unimplemented", "unimplemented", ("dirac_",), "unsupported",
         "nn_init_dirac_() is exported but stops with 'not implemented'",
-        (f"r: R/nn-init.R nn_init_dirac_ ({_R}): computes the sizes, then not_implemented_error('not implemented')",),
+        (f"r: R/nn-init.R:222-229 ({_R}) nn_init_dirac_: computes the sizes, then not_implemented_error('not implemented')",),
         where={"ndim": (3, 4, 5)}, error=r"^not implemented$",
     ),
     InitExplanation(
         "init-sparse-unimplemented", "unimplemented", ("sparse_",), "unsupported",
         "nn_init_sparse_() is exported but stops with 'not implemented'",
-        (f"r: R/nn-init.R nn_init_sparse_ ({_R}): not_implemented_error('not implemented')",),
+        (f"r: R/nn-init.R:420-422 ({_R}) nn_init_sparse_: not_implemented_error('not implemented')",),
         error=r"^not implemented$",
     ),
     InitExplanation(
         "init-eye-any-rank", "bug", ("eye_",), "r_accepts",
         "nn_init_eye_() takes a tensor of any rank and torch_eye_out() resizes it to 2-D (4x3x3x3 to 4x3; PyTorch refuses)",
-        (f"r: R/nn-init.R nn_init_eye_ ({_R}): torch_eye_out(tensor, size[1], size[2]), no check of the rank",
-         f"python: torch/nn/init.py eye_ ({_PY}): if tensor.ndimension() != 2: raise ValueError"),
+        (f"r: R/nn-init.R:198-201 ({_R}) nn_init_eye_: torch_eye_out(tensor, size[1], size[2]), no check of the rank",
+         f"python: torch/nn/init.py:394-395 ({_PY}) eye_: if tensor.ndimension() != 2: raise ValueError"),
         where={"ndim": (1, 3, 4, 5)}, error=r"^Only tensors with 2 dimensions are supported$",
     ),
     InitExplanation(
         "init-orthogonal-any-rank", "difference", ("orthogonal_",), "r_accepts",
         "nn_init_orthogonal_() takes a 1-D tensor (as a 7 × 1 matrix); PyTorch refuses fewer than 2 dimensions",
-        (f"r: R/nn-init.R nn_init_orthogonal_ ({_R}): rows <- tensor$size(1), no check of the rank",
-         f"python: torch/nn/init.py orthogonal_ ({_PY}): if tensor.ndimension() < 2: raise ValueError"),
+        (f"r: R/nn-init.R:371-374 ({_R}) nn_init_orthogonal_: rows <- tensor$size(1), no check of the rank",
+         f"python: torch/nn/init.py:694-695 ({_PY}) orthogonal_: if tensor.ndimension() < 2: raise ValueError"),
         where={"ndim": (1,)}, error=r"^Only tensors with 2 or more dimensions are supported$",
     ),
     InitExplanation(
         "init-fan-out-vector", "difference", ("kaiming_uniform_", "kaiming_normal_"), "r_accepts",
         "R's fans of a 1-D tensor are NA (fan in: tensor$size(2) is NA) and its length (fan out): nn_init_kaiming_*("
         "mode = 'fan_out') initialises a vector, where PyTorch refuses fewer than 2 dimensions",
-        (f"r: R/nn-init.R nn_init_calculate_fan_in_and_fan_out ({_R}): tensor$size(2) of a 1-D tensor, no check of the rank",
-         f"python: torch/nn/init.py _calculate_fan_in_and_fan_out ({_PY}): if dimensions < 2: raise ValueError"),
+        (f"r: R/nn-init.R:232-236 ({_R}) nn_init_calculate_fan_in_and_fan_out: tensor$size(2) of a 1-D tensor, no check of the rank",
+         f"python: torch/nn/init.py:458-463 ({_PY}) _calculate_fan_in_and_fan_out: if dimensions < 2: raise ValueError"),
         where={"ndim": (1,), "options": {"mode": "fan_out"}}, error=r"^Fan in and fan out can not be computed",
     ),
 )
@@ -215,7 +214,7 @@ def read_init_file(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str], d
     tensors: dict[str, np.ndarray] = {}
     with safe_open(str(path), framework="np") as handle:
         metadata = handle.metadata() or {}
-        for key in handle.keys():  # noqa: SIM118 (safe_open is not a mapping)
+        for key in handle.keys():
             tensors[key] = handle.get_tensor(key)
     return tensors, json.loads(metadata.get("errors", "{}")), json.loads(metadata.get("versions", "{}"))
 
@@ -284,7 +283,3 @@ def switches_for(case: Mapping[str, Any], explanations: Sequence[InitExplanation
     return [{"name": e.switch, "data": dict(e.switch_data)} for e in explanations
             if e.switch and e.verdict == "diverged" and e.matches(case)]
 
-
-def bug_folders() -> dict[str, Path]:
-    """Each bug explanation's folder in docs/bugs/ (reproducers and report)."""
-    return {e.id: CHECKOUT / "docs" / "bugs" / e.id for e in INIT_EXPLANATIONS if e.kind == "bug"}

@@ -143,7 +143,6 @@ def _describe(device: str) -> dict[str, Any]:
     import torch
 
     from harness.worker_side.installation_facts import installation_facts
-
     from harness.worker_side.thread_probe import backward_threads
 
     name = torch.cuda.get_device_name() if device == "cuda" and torch.cuda.is_available() else device

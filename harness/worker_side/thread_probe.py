@@ -53,7 +53,7 @@ def backward_threads(calls: int = PROBE_CALLS) -> dict[str, Any]:
     seen: set[int] = set()
     for _ in range(calls):
         w1.grad = w2.grad = None
-        ((u * w1).sum() + (v * w2).sum()).backward()
+        ((u * w1).sum() + (v * w2).sum()).backward()  # type: ignore[no-untyped-call]
         assert w1.grad is not None and w2.grad is not None
         seen.update(counts_by_sums.get((w1.grad.item(), w2.grad.item()), []))
     return {"intra_op_threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads(),

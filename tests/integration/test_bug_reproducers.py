@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.files.paths import REPO_ROOT
+from harness.judge.init_parity import INIT_EXPLANATIONS
 from harness.judge.known_differences import load_known_differences
 from harness.run.availability import probe
 from tests.support import require_r_torch
@@ -23,8 +24,10 @@ BUGS = sorted(p.name for p in (REPO_ROOT / "docs" / "bugs").iterdir() if p.is_di
 
 
 def test_every_bug_entry_has_its_folder_and_every_folder_is_a_bug() -> None:
-    """The list's bug entries and docs/bugs/ name the same bugs, but for findings with no effect a trace could see."""
+    """The lists' bug entries (known differences, nn_init explanations) and docs/bugs/ name the same bugs, but for findings
+    with no effect a trace could see."""
     entries = {k.id for k in load_known_differences() if k.kind == "bug"}
+    entries |= {e.id for e in INIT_EXPLANATIONS if e.kind == "bug"}  # the nn_init comparison's (harness/judge/init_parity.py)
     assert entries <= set(BUGS)
     # docs/known-differences.md: adam-grad-mutated, no traced value differs; ignite-adagrad-param-group-state and
     # ignite-zero-grad-set-to-none, crashes with no switch to prove them by, so the matrix leaves their cells out
