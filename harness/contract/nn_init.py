@@ -18,9 +18,20 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
-__all__ = ["INIT_ROWS", "INIT_SEED", "InitRow", "case_id", "init_cases", "init_cases_json"]
+__all__ = ["INIT_ROWS", "INIT_SEED", "InitRow", "InitVerdict", "case_id", "init_cases", "init_cases_json"]
+
+
+class InitVerdict(StrEnum):
+    """What a case of the nn_init comparison comes to (harness/judge/init_parity.py says how each is decided)."""
+
+    IDENTICAL = "identical"
+    DIVERGED = "diverged"
+    UNSUPPORTED = "unsupported"
+    R_ACCEPTS = "r_accepts"
+    BOTH_REFUSE = "both_refuse"
 
 #: The manual seed set before each case, in both languages: any fixed seed does (both bindings seed libtorch's CPU
 #: generator, a Mersenne Twister, with it).

@@ -27,13 +27,17 @@ from typing import Any
 
 import numpy as np
 
+from harness.contract.nn_init import InitVerdict
+
 __all__ = [
     "INIT_EXPLANATIONS", "TRUNC_NORMAL_PNORM", "InitExplanation", "InitOutcome", "InitParity", "VERDICTS",
     "judge_init_cases", "read_init_file", "switched_id", "switches_for",
 ]
 
 #: Every verdict a case may get, in the order the summary lists them.
-VERDICTS = ("identical", "diverged", "unsupported", "r_accepts", "both_refuse")
+VERDICTS = tuple(InitVerdict)
+#: The verdicts that need no explanation: parity.
+_PARITY = (InitVerdict.IDENTICAL, InitVerdict.BOTH_REFUSE)
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ class InitExplanation:
     id: str
     kind: str
     functions: tuple[str, ...]
-    verdict: str
+    verdict: InitVerdict
     title: str
     sources: tuple[str, ...]
     where: Mapping[str, Any] = field(default_factory=dict)
@@ -88,14 +92,14 @@ _PY = "torch 2.13.0"
 #: The explanations, each with the source lines on both sides.
 INIT_EXPLANATIONS: tuple[InitExplanation, ...] = (
     InitExplanation(
-        "init-orthogonal-dtype", "bug", ("orthogonal_",), "diverged",
+        "init-orthogonal-dtype", "bug", ("orthogonal_",), InitVerdict.DIVERGED,
         "nn_init_orthogonal_() draws its Gaussian matrix in the default dtype (float32), whatever the tensor's dtype",
         (f"r: R/nn-init.R:374 ({_R}) nn_init_orthogonal_: flattened <- torch_randn(rows, cols), the default dtype",
          f"python: torch/nn/init.py:702 ({_PY}) flattened = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator)"),
         where={"dtype": "float64", "ndim": (2, 3, 4, 5)}, switch="orthogonal_in_float32",
     ),
     InitExplanation(
-        "trunc-normal-algorithm", "difference", ("trunc_normal_",), "diverged",
+        "trunc-normal-algorithm", "difference", ("trunc_normal_",), InitVerdict.DIVERGED,
         "trunc_normal_: R torch samples by the inverse CDF (uniform_, then erfinv_); PyTorch 2.13 by redrawing or rejecting",
         (f"r: R/nn-init.R:15-33 ({_R}) nn_init_no_grad_trunc_normal: l, u from stats::pnorm; uniform_(2l-1, 2u-1), "
          "erfinv_, mul_, add_, clamp_",
@@ -104,7 +108,7 @@ INIT_EXPLANATIONS: tuple[InitExplanation, ...] = (
         switch="trunc_normal_by_inverse_cdf", switch_data={"pnorm": TRUNC_NORMAL_PNORM},
     ),
     InitExplanation(
-        "init-gain-selu", "bug", ("calculate_gain", "kaiming_uniform_", "kaiming_normal_"), "unsupported",
+        "init-gain-selu", "bug", ("calculate_gain", "kaiming_uniform_", "kaiming_normal_"), InitVerdict.UNSUPPORTED,
         "nn_init_calculate_gain() has no 'selu' (PyTorch: 3/4), so nn_init_kaiming_*(nonlinearity = 'selu') stop too",
         (f"r: R/nn-init.R:69-89 ({_R}) nn_init_calculate_gain: linear, conv*, sigmoid, tanh, relu, leaky_relu, else an error; "
          "nn_init_kaiming_uniform_ and nn_init_kaiming_normal_ call it: gain <- nn_init_calculate_gain(nonlinearity, a)",
@@ -112,33 +116,33 @@ INIT_EXPLANATIONS: tuple[InitExplanation, ...] = (
         where={"options": {"nonlinearity": "selu"}}, error=r"^Unsupported nonlinearity: selu$",
     ),
     InitExplanation(
-        "init-dirac-unimplemented", "unimplemented", ("dirac_",), "unsupported",
+        "init-dirac-unimplemented", "unimplemented", ("dirac_",), InitVerdict.UNSUPPORTED,
         "nn_init_dirac_() is exported but stops with 'not implemented'",
         (f"r: R/nn-init.R:222-229 ({_R}) nn_init_dirac_: computes the sizes, then not_implemented_error('not implemented')",),
         where={"ndim": (3, 4, 5)}, error=r"^not implemented$",
     ),
     InitExplanation(
-        "init-sparse-unimplemented", "unimplemented", ("sparse_",), "unsupported",
+        "init-sparse-unimplemented", "unimplemented", ("sparse_",), InitVerdict.UNSUPPORTED,
         "nn_init_sparse_() is exported but stops with 'not implemented'",
         (f"r: R/nn-init.R:420-422 ({_R}) nn_init_sparse_: not_implemented_error('not implemented')",),
         error=r"^not implemented$",
     ),
     InitExplanation(
-        "init-eye-any-rank", "bug", ("eye_",), "r_accepts",
+        "init-eye-any-rank", "bug", ("eye_",), InitVerdict.R_ACCEPTS,
         "nn_init_eye_() takes a tensor of any rank and torch_eye_out() resizes it to 2-D (4x3x3x3 to 4x3; PyTorch refuses)",
         (f"r: R/nn-init.R:198-201 ({_R}) nn_init_eye_: torch_eye_out(tensor, size[1], size[2]), no check of the rank",
          f"python: torch/nn/init.py:394-395 ({_PY}) eye_: if tensor.ndimension() != 2: raise ValueError"),
         where={"ndim": (1, 3, 4, 5)}, error=r"^Only tensors with 2 dimensions are supported$",
     ),
     InitExplanation(
-        "init-orthogonal-any-rank", "difference", ("orthogonal_",), "r_accepts",
+        "init-orthogonal-any-rank", "difference", ("orthogonal_",), InitVerdict.R_ACCEPTS,
         "nn_init_orthogonal_() takes a 1-D tensor (as a 7 × 1 matrix); PyTorch refuses fewer than 2 dimensions",
         (f"r: R/nn-init.R:371-374 ({_R}) nn_init_orthogonal_: rows <- tensor$size(1), no check of the rank",
          f"python: torch/nn/init.py:694-695 ({_PY}) orthogonal_: if tensor.ndimension() < 2: raise ValueError"),
         where={"ndim": (1,)}, error=r"^Only tensors with 2 or more dimensions are supported$",
     ),
     InitExplanation(
-        "init-fan-out-vector", "difference", ("kaiming_uniform_", "kaiming_normal_"), "r_accepts",
+        "init-fan-out-vector", "difference", ("kaiming_uniform_", "kaiming_normal_"), InitVerdict.R_ACCEPTS,
         "R's fans of a 1-D tensor are NA (fan in: tensor$size(2) is NA) and its length (fan out): nn_init_kaiming_*("
         "mode = 'fan_out') initialises a vector, where PyTorch refuses fewer than 2 dimensions",
         (f"r: R/nn-init.R:232-236 ({_R}) nn_init_calculate_fan_in_and_fan_out: tensor$size(2) of a 1-D tensor, no check of the rank",
@@ -159,7 +163,7 @@ class InitOutcome:
     (``detail``: the elements that differ, or each side's error)."""
 
     case: Mapping[str, Any]
-    verdict: str
+    verdict: InitVerdict
     detail: str
     explanation: str | None = None
     proven: bool | None = None
@@ -167,11 +171,11 @@ class InitOutcome:
     @property
     def explained(self) -> bool:
         """Identical, refused by both, or covered by its explanation (proven where it needs a proof)."""
-        return self.verdict in ("identical", "both_refuse") or (self.explanation is not None and self.proven is not False)
+        return self.verdict in _PARITY or (self.explanation is not None and self.proven is not False)
 
     def to_json(self) -> dict[str, Any]:
         """As the command writes it (init-parity.json)."""
-        return {"id": self.case["id"], "verdict": self.verdict, "detail": self.detail, "explanation": self.explanation,
+        return {"id": self.case["id"], "verdict": self.verdict.value, "detail": self.detail, "explanation": self.explanation,
                 "proven": self.proven}
 
 
@@ -194,11 +198,11 @@ class InitParity:
         return not self.unexplained and not self.stale
 
     def counts(self) -> dict[str, dict[str, int]]:
-        """Per function, the number of cases of each verdict."""
+        """Per function, the number of cases of each verdict (by its name)."""
         table: dict[str, dict[str, int]] = {}
         for o in self.outcomes:
-            row = table.setdefault(o.case["function"], dict.fromkeys(VERDICTS, 0))
-            row[o.verdict] += 1
+            row = table.setdefault(o.case["function"], {v.value: 0 for v in VERDICTS})
+            row[o.verdict.value] += 1
         return table
 
     def to_json(self) -> dict[str, Any]:
@@ -242,15 +246,16 @@ def judge_init_cases(cases: Sequence[Mapping[str, Any]], python_file: Path, r_fi
         key = case["id"]
         if key in py and key in r:
             same = _bytes_equal(py[key], r[key])
-            verdict, detail = ("identical", "bitwise identical") if same else ("diverged", _difference(py[key], r[key]))
+            verdict, detail = ((InitVerdict.IDENTICAL, "bitwise identical") if same
+                               else (InitVerdict.DIVERGED, _difference(py[key], r[key])))
         elif key in py:
-            verdict, detail = "unsupported", f"R torch: {r_errors.get(key, 'no result and no error')}"
+            verdict, detail = InitVerdict.UNSUPPORTED, f"R torch: {r_errors.get(key, 'no result and no error')}"
         elif key in r:
-            verdict, detail = "r_accepts", f"PyTorch: {py_errors.get(key, 'no result and no error')}"
+            verdict, detail = InitVerdict.R_ACCEPTS, f"PyTorch: {py_errors.get(key, 'no result and no error')}"
         else:
-            verdict, detail = "both_refuse", f"PyTorch: {py_errors.get(key)}; R torch: {r_errors.get(key)}"
+            verdict, detail = InitVerdict.BOTH_REFUSE, f"PyTorch: {py_errors.get(key)}; R torch: {r_errors.get(key)}"
         outcome = InitOutcome(case, verdict, detail)
-        if verdict not in ("identical", "both_refuse"):
+        if verdict not in _PARITY:
             outcome = _explained(outcome, explanations, py, r, r_errors, py_errors)
             if outcome.explanation is not None:
                 used.add(outcome.explanation)
@@ -267,11 +272,11 @@ def _explained(outcome: InitOutcome, explanations: Sequence[InitExplanation], py
         if e.verdict != outcome.verdict or not e.matches(case):
             continue
         key = case["id"]
-        if e.verdict == "diverged":
+        if e.verdict is InitVerdict.DIVERGED:
             switched = py.get(switched_id(key))
             proven = switched is not None and _bytes_equal(switched, r[key])
             return InitOutcome(case, outcome.verdict, outcome.detail, e.id, proven)
-        message = r_errors.get(key, "") if e.verdict == "unsupported" else py_errors.get(key, "")
+        message = r_errors.get(key, "") if e.verdict is InitVerdict.UNSUPPORTED else py_errors.get(key, "")
         if e.error is None or re.search(e.error, message):
             return InitOutcome(case, outcome.verdict, outcome.detail, e.id, True)
     return outcome
@@ -281,5 +286,5 @@ def switches_for(case: Mapping[str, Any], explanations: Sequence[InitExplanation
     """The switches the Python script runs for ``case`` beside it (``{"name", "data"}``): those of the ``diverged``
     explanations that select it."""
     return [{"name": e.switch, "data": dict(e.switch_data)} for e in explanations
-            if e.switch and e.verdict == "diverged" and e.matches(case)]
+            if e.switch and e.verdict is InitVerdict.DIVERGED and e.matches(case)]
 

@@ -86,18 +86,19 @@ def print_summary(parity: InitParity, console: Console) -> None:
 
 def markdown_table(parity: InitParity) -> str:
     """The per-function counts, then every case that is not identical with its verdict, what was seen and why."""
+    from harness.contract.nn_init import InitVerdict
     from harness.judge.init_parity import VERDICTS
 
     python, r = (parity.versions.get(k, {}).get("binding", "?") for k in ("python", "r"))
     lines = [f"{python} vs {r}, libtorch {parity.versions.get('r', {}).get('libtorch', '?')}, CPU: "
-             f"{len(parity.outcomes)} cases, {sum(o.verdict == 'identical' for o in parity.outcomes)} identical.", "",
+             f"{len(parity.outcomes)} cases, {sum(o.verdict is InitVerdict.IDENTICAL for o in parity.outcomes)} identical.", "",
              "| function | " + " | ".join(VERDICTS) + " |", "|---|" + "---:|" * len(VERDICTS)]
     lines += [f"| `{name}` | " + " | ".join(str(row[v]) for v in VERDICTS) + " |" for name, row in parity.counts().items()]
     lines += ["", "| case | verdict | seen | explanation |", "|---|---|---|---|"]
     for o in parity.outcomes:
-        if o.verdict == "identical":
+        if o.verdict is InitVerdict.IDENTICAL:
             continue
-        why = o.explanation or ("(both refuse)" if o.verdict == "both_refuse" else "**unexplained**")
+        why = o.explanation or ("(both refuse)" if o.verdict is InitVerdict.BOTH_REFUSE else "**unexplained**")
         if o.proven is False:
             why += " (**not proven**)"
         lines.append(f"| `{o.case['id']}` | {o.verdict} | {o.detail.replace('|', '/')} | {why} |")

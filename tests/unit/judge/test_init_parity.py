@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from harness.contract.nn_init import INIT_ROWS, init_cases
+from harness.contract.nn_init import INIT_ROWS, InitVerdict, init_cases
 from harness.judge.init_parity import INIT_EXPLANATIONS, InitExplanation, judge_init_cases, switched_id, switches_for
 
 
@@ -46,7 +46,7 @@ def test_each_verdict_from_what_the_files_hold(tmp_path: Path) -> None:
 
 def test_a_difference_is_explained_only_when_its_switch_gives_rs_bytes(tmp_path: Path) -> None:
     """The switch's tensor (written by the Python script beside the case) must equal R's bytes: then proven, else not."""
-    explanation = InitExplanation("x", "difference", ("normal_",), "diverged", "t", ("s",), switch="as_r")
+    explanation = InitExplanation("x", "difference", ("normal_",), InitVerdict.DIVERGED, "t", ("s",), switch="as_r")
     case = _case("normal_")
     assert switches_for(case, [explanation]) == [{"name": "as_r", "data": {}}]
     for switched, proven in ((OTHER, True), (OTHER + np.float32(1), False)):
@@ -58,9 +58,9 @@ def test_a_difference_is_explained_only_when_its_switch_gives_rs_bytes(tmp_path:
 
 def test_a_refusal_is_explained_only_in_the_words_its_explanation_names(tmp_path: Path) -> None:
     """R's message must match the explanation's pattern (else it covers nothing); an explanation that covers no case is stale."""
-    explanation = InitExplanation("gain", "bug", ("calculate_gain",), "unsupported", "t", ("s",),
+    explanation = InitExplanation("gain", "bug", ("calculate_gain",), InitVerdict.UNSUPPORTED, "t", ("s",),
                                   where={"options": {"nonlinearity": "selu"}}, error=r"^Unsupported nonlinearity: selu$")
-    unused = InitExplanation("unused", "bug", ("sparse_",), "unsupported", "t", ("s",))
+    unused = InitExplanation("unused", "bug", ("sparse_",), InitVerdict.UNSUPPORTED, "t", ("s",))
     case = _case("calculate_gain", None, "float64", nonlinearity="selu")
     py = _write(tmp_path / "python.safetensors", {case["id"]: np.array([0.75])}, {})
     for said, explained in (("Unsupported nonlinearity: selu", True), ("object 'x' not found", False)):
@@ -72,7 +72,7 @@ def test_a_refusal_is_explained_only_in_the_words_its_explanation_names(tmp_path
 
 def test_explanations_select_by_dtype_rank_and_options() -> None:
     """``where`` narrows an explanation: the dtype, the rank, options passed, options absent."""
-    e = InitExplanation("e", "bug", ("orthogonal_",), "diverged", "t", ("s",),
+    e = InitExplanation("e", "bug", ("orthogonal_",), InitVerdict.DIVERGED, "t", ("s",),
                         where={"dtype": "float64", "ndim": (2,), "options": {"gain": 2.0}, "options_absent": ("x",)})
     assert e.matches(_case("orthogonal_", (2, 2), "float64", gain=2.0))
     assert not e.matches(_case("orthogonal_", (2, 2), "float32", gain=2.0))
@@ -89,7 +89,7 @@ def test_the_declaration_names_each_case_once_and_every_explanation_a_declared_f
     declared = {row.function for row in INIT_ROWS}
     for e in INIT_EXPLANATIONS:
         assert set(e.functions) <= declared, e.id
-        assert (e.switch is not None) == (e.verdict == "diverged"), e.id
+        assert (e.switch is not None) == (e.verdict is InitVerdict.DIVERGED), e.id
         assert e.kind in ("bug", "difference", "unimplemented") and e.sources, e.id
 
 
