@@ -52,7 +52,7 @@ class PythonHandler:
             if kind == "describe":
                 _set_threads(request.get("threads"))
                 _first_step()
-                return _describe(request.get("device", "cpu"))
+                return _describe(request.get("device", "cpu"), request.get("threads"))
             if kind == "matmul_peak":
                 from harness.worker_side.matmul_peak import measure_matmul_peak
 
@@ -136,17 +136,17 @@ def _first_step() -> None:
     optimizer.step()
 
 
-def _describe(device: str) -> dict[str, Any]:
+def _describe(device: str, threads: int | None = None) -> dict[str, Any]:
     """This interpreter's torch: its version, the libtorch build it loaded, and the device a cell would run on."""
     import platform
 
     import torch
 
     from harness.worker_side.installation_facts import installation_facts
-    from harness.worker_side.thread_probe import backward_threads
+    from harness.worker_side.thread_probe import backward_threads, probed_counts
 
     name = torch.cuda.get_device_name() if device == "cuda" and torch.cuda.is_available() else device
     return installation_facts(
         "python", torch_version=str(torch.__version__), libtorch_version=str(torch.__version__).split("+")[0],
         language_version=f"Python {platform.python_version()}", cuda=torch.version.cuda, device_name=name,
-    ) | backward_threads()
+    ) | backward_threads(probed_counts(threads))

@@ -109,7 +109,7 @@ class RHandler:
 
     def _describe(self, device: str, threads: int | None = None) -> dict[str, Any]:
         from harness.worker_side.installation_facts import installation_facts
-        from harness.worker_side.thread_probe import PROBE_CALLS, PROBE_MAX_THREADS, PROBE_N
+        from harness.worker_side.thread_probe import PROBE_CALLS, PROBE_N, probed_counts
 
         torch_version, libtorch, language, package = (str(v) for v in self._ro.r(_DESCRIBE)())
         # The run's threads before the first backward: R torch runs backward on a pool thread that takes the count the
@@ -118,7 +118,7 @@ class RHandler:
         if threads is not None:
             self._ro.r("torch::torch_set_num_threads")(int(threads))
         self._ro.globalenv["amp_parity_first_step"]()  # one-time costs of a first optimizer step, paid at start (_bridge.R)
-        probed = self._ro.globalenv["amp_parity_backward_threads"](PROBE_N, PROBE_MAX_THREADS, PROBE_CALLS)
+        probed = self._ro.globalenv["amp_parity_backward_threads"](PROBE_N, probed_counts(threads), PROBE_CALLS)
         counts = {name: [int(v) for v in probed.rx2(name)] for name in ("intra_op_threads", "interop_threads", "backward_threads")}
         facts = installation_facts("r", torch_version=torch_version, libtorch_version=libtorch or None,
                                    language_version=language, cuda=None, device_name=device, torch_package=package,
