@@ -9,10 +9,11 @@ up to the scheduler (docs/determinism.md has the measurements). The harness sets
 before the first backward, and stores what this probe measures with each cell (``installation.backward_threads``).
 
 The probe: a full-tensor sum splits its elements among the threads (``at::parallel_reduce``), so its float32 bits
-depend on the thread count. Two fixed vectors' sums at 1 to :func:`probed_counts` threads (the run's count or the cores,
-whichever is more), computed on the calling thread, tell the counts apart (measured: 32 distinct pairs for 1 to 32); the gradient of ``(u * w1).sum() + (v * w2).sum()`` with
-respect to the scalars ``w1``, ``w2`` is the same two sums, computed by the backward's thread. The counts whose sums it
-matches are the answer. Inputs are made without the RNG. Twin: ``amp_parity_backward_threads()`` in r_scripts/_bridge.R.
+depend on the thread count. Two fixed vectors' sums at 1 to :func:`probed_counts` threads (the run's count or the
+cores, whichever is more), computed on the calling thread, tell the counts apart (measured: 32 distinct pairs for 1 to
+32); the gradient of ``(u * w1).sum() + (v * w2).sum()`` with respect to the scalars ``w1``, ``w2`` is the same two
+sums, computed by the backward's thread. The counts whose sums it matches are the answer. Inputs are made without the
+RNG. Twin: ``amp_parity_backward_threads()`` in r_scripts/_bridge.R.
 """
 
 from __future__ import annotations
