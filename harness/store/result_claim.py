@@ -264,7 +264,7 @@ def lack_of_space(result: MatrixResult, folder: Path) -> str | None:
     for cell in failed:
         if any(sign in (cell.reason or "") for sign in _ENOSPC_SIGNS):
             return f"{cell.id} failed for lack of space"
-    need = 4 * sum(o * i + o for o, i in result.spec.layer_shapes) + 4096  # the tensors and their header
+    need = 4 * result.spec.parameter_count + 4096  # the tensors and their header
     try:
         free = shutil.disk_usage(folder).free
     except OSError:

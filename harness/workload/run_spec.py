@@ -26,7 +26,8 @@ def run_spec_for(
     collect_before_loop: str = "young", switches: Sequence[str] = (), feature: str = NO_FEATURE,
 ) -> RunSpec:
     """The run spec of ``script`` with ``optimizer`` on ``spec``'s fixture file: ``switches`` by name (checked), the
-    optimizer row with the spec's ``optimizer_args`` applied, and the loop feature's row (``None``: the plain loop)."""
+    optimizer row with the spec's ``optimizer_args`` applied, the loop feature's row (``None``: the plain loop) and the
+    spec's model's row."""
     names = switch_names(switches)
     row = check_feature(feature)
     built = OPTIMIZERS[optimizer].run_spec(spec.lr, dict(spec.optimizer_args).get(optimizer))
@@ -35,4 +36,5 @@ def run_spec_for(
         workload=spec.to_json(), fixture_path=fixture_path, weights_out=weights_out, scaler_lift=scaler_lift,
         collect_before_loop=collect_before_loop, modes=SCRIPTS[script].modes_json(), optimizer=built,
         switches=tuple(names), patches=patches_for(optimizer, names), feature=None if row is None else row.run_spec(lr),
+        model=spec.model_row.run_spec(spec.sizes),
     )
