@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.contract.optimizers import DEFAULT_OPTIMIZER, UPDATE_KIND_OF_CLASS
+from harness.contract.optimizers import DEFAULT_OPTIMIZER, EPS_UNDER_SQRT_CLASSES, UPDATE_KIND_OF_CLASS
 from harness.errors import SpecError
 from harness.workload.choices import parse_choices
 
@@ -92,6 +92,11 @@ class Optimizer:
         """The kind of update its PyTorch class makes (:data:`harness.contract.optimizers.UPDATE_KIND_OF_CLASS`), or
         ``None`` where none is measured yet."""
         return UPDATE_KIND_OF_CLASS.get(self.python)
+
+    @property
+    def eps_under_sqrt(self) -> bool:
+        """Whether its step divides by ``sqrt(v) + eps`` with ``v`` starting at 0 (:data:`EPS_UNDER_SQRT_CLASSES`)."""
+        return self.python in EPS_UNDER_SQRT_CLASSES
 
     def resolved_args(self, spec_lr: float, overrides: Mapping[str, Any] | None = None) -> dict[str, Value]:
         """The hyperparameters a run uses: the row's, ``lr`` from the spec where the row says so, then ``overrides``."""
