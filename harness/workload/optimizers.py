@@ -3,7 +3,7 @@
 One row per optimizer the matrix runs: the PyTorch class it is judged against, the R torch function that builds it,
 and hyperparameters chosen so that every term of its update acts within ``tiny``'s 20 steps (a term that never acts
 cannot part). Both languages' scripts build the optimizer from the row the run spec carries (``make_optimizer`` in
-``py_scripts/common.py`` and ``r_scripts/common.R``), so there is one code path per language, not a script per
+``py_scripts/optimizer.py`` and ``r_scripts/optimizer.R``), so there is one code path per language, not a script per
 optimizer; the float64 reference (:mod:`harness.judge.optimizer_updates`) implements each row's update from PyTorch's
 documented algorithm; the trace records each row's state (:attr:`Optimizer.state`).
 
