@@ -1,27 +1,24 @@
-# Runs every R reproducer named on the command line in this one R session (library(torch) loaded once), as Rscript would
-# run each: a reproducer's quit(status = N) ends it with N, an uncaught error with 1 (Rscript's status for an error).
-# Usage: Rscript tests/reproducers/run_all.R OUT_DIR docs/bugs/<id>/reproducer.R ...
-# Writes OUT_DIR/<id>.out (what it printed) and OUT_DIR/<id>.status (its exit status) for each.
+# Runs many R reproducers (docs/bugs/<id>/reproducer.R) in this one R process, each in an environment of its own, and
+# writes what each printed and the status it quit with as JSON: tests/integration/test_bug_reproducers.py's shared
+# interpreter (one R start and one library(torch) for all of them, instead of one each).
+# Usage: Rscript tests/reproducers/run_all.R OUT_JSON REPRODUCER.R...
+# A reproducer ends with quit(status = 1) while its bug exists: its environment's own quit() stops it with that status
+# instead of ending the process (R finds the environment's function before base's).
 args <- commandArgs(trailingOnly = TRUE)
-out_dir <- args[[1]]
-suppressPackageStartupMessages(library(torch))
+results <- list()
 for (path in args[-1]) {
-  id <- basename(dirname(path))
   env <- new.env(parent = globalenv())
-  # quit() and q() end this reproducer only: they signal, the loop goes on to the next one
-  env$quit <- env$q <- function(save = "default", status = 0, runLast = TRUE) {
-    stop(structure(class = c("reproducer_quit", "condition"), list(status = status, message = "quit", call = NULL)))
+  env$quit <- function(save = "default", status = 0, runLast = TRUE) {
+    stop(structure(class = c("reproducer_quit", "error", "condition"), list(message = "quit", call = NULL, status = status)))
   }
-  status <- 0L
-  printed <- capture.output({
-    status <- tryCatch({
-      sys.source(path, envir = env, keep.source = FALSE)
-      0L
-    }, reproducer_quit = function(done) as.integer(done$status), error = function(e) {
-      cat("Error:", conditionMessage(e), "\n")
-      1L
-    })
+  status <- NA_integer_
+  printed <- utils::capture.output({
+    status <- tryCatch(
+      { sys.source(path, envir = env); 0L },
+      reproducer_quit = function(condition) as.integer(condition$status),
+      error = function(err) { cat("error:", conditionMessage(err), "\n"); 2L }
+    )
   })
-  writeLines(printed, file.path(out_dir, paste0(id, ".out")))
-  writeLines(as.character(status), file.path(out_dir, paste0(id, ".status")))
+  results[[path]] <- list(status = status, stdout = paste(printed, collapse = "\n"))
 }
+writeLines(jsonlite::toJSON(results, auto_unbox = TRUE), args[[1]])

@@ -1,41 +1,34 @@
-"""Runs every Python reproducer named on the command line in this one process (torch imported once), as ``python FILE``
-would run each: ``sys.exit(N)`` ends it with N, an uncaught exception with 1.
+"""Runs many Python reproducers (docs/bugs/<id>/reproducer.py) in this one interpreter and writes, as JSON, what each
+printed and the status it exited with: the Python half of tests/integration/test_bug_reproducers.py's shared interpreter.
 
-Usage: ``python tests/reproducers/run_all.py OUT_DIR docs/bugs/<id>/reproducer.py ...``; writes ``OUT_DIR/<id>.out`` (what
-it printed, its traceback included) and ``OUT_DIR/<id>.status`` (its exit status) for each.
+Usage: python tests/reproducers/run_all.py OUT_JSON REPRODUCER.py...
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import runpy
 import sys
-import traceback
-from pathlib import Path
 
 
-def run(path: Path) -> tuple[int, str]:
-    """The reproducer's exit status and what it printed, run as ``__main__``."""
+def run(path: str) -> dict[str, object]:
+    """One reproducer as ``__main__``: its output, and its exit status (``sys.exit``'s code; 0 if it returns, 2 if it raises)."""
     printed = io.StringIO()
-    status = 0
-    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+    with contextlib.redirect_stdout(printed):
         try:
-            runpy.run_path(str(path), run_name="__main__")
+            runpy.run_path(path, run_name="__main__")
+            status = 0
         except SystemExit as done:
             status = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
-        except Exception:
-            traceback.print_exc()
-            status = 1
-    return status, printed.getvalue()
-
-
-def main(out_dir: Path, paths: list[Path]) -> None:
-    for path in paths:
-        status, printed = run(path)
-        (out_dir / f"{path.parent.name}.out").write_text(printed, encoding="utf-8")
-        (out_dir / f"{path.parent.name}.status").write_text(str(status), encoding="utf-8")
+        except Exception as err:  # the reproducer failed: its result says how
+            print(f"error: {type(err).__name__}: {err}")
+            status = 2
+    return {"status": status, "stdout": printed.getvalue()}
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), [Path(p) for p in sys.argv[2:]])
+    results = {path: run(path) for path in sys.argv[2:]}
+    with open(sys.argv[1], "w", encoding="utf-8") as handle:
+        json.dump(results, handle)
