@@ -54,7 +54,7 @@ __all__ = ["ResultClaim", "check_merged_result_place", "foreign_weights", "lack_
 
 _WEIGHTS_FILE_SUFFIX = ".safetensors"
 #: A resume cell's checkpoint is ``<weights without .safetensors>.checkpoint`` + ``.safetensors``/``.json``
-#: (``checkpoint_prefix`` in py_scripts/common.py and r_scripts/common.R).
+#: (``checkpoint_prefix`` in py_scripts/checkpoint.py and r_scripts/checkpoint.R).
 _CHECKPOINT_SUFFIX = ".checkpoint"
 #: How a frontend's message says the disk was full (Python's strerror, Rust's io::Error, the errno's name).
 _ENOSPC_SIGNS = (os.strerror(errno.ENOSPC), f"os error {errno.ENOSPC}", "ENOSPC", "StorageFull")
