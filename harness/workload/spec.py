@@ -21,6 +21,7 @@ from harness.contract.modes import all_mode_names
 from harness.errors import SpecError
 from harness.workload.choices import parse_choices
 from harness.workload.optimizers import check_optimizer_args
+from harness.workload.space import Space, between, choice
 
 __all__ = [
     "AMP_DTYPES",
@@ -29,6 +30,7 @@ __all__ = [
     "default_overflow_steps",
     "OVERFLOW_POINTS",
     "PRESETS",
+    "SEARCH_SPACE",
     "SizeWarning",
     "WorkloadSpec",
     "available_cores",
@@ -224,6 +226,20 @@ PRESETS: dict[str, dict[str, Any]] = {
         "batch_size": 512, "in_size": 4096, "out_size": 4096, "num_layers": 3, "num_batches": 50,
         "epochs": 3, "lr": 0.001, "threads": 0,
     },
+}
+
+#: Where ``harness search`` draws the workload's own fields (harness/workload/space.py); the others keep ``tiny``'s. Small,
+#: so an example of both languages takes a fraction of a second, and a finding shrinks to sizes a reproducer can print.
+#: Every value is a valid spec field in both scripts; the first choice is where a finding shrinks to.
+SEARCH_SPACE: dict[str, Space] = {
+    "batch_size": choice(1, 2, 4, 8, 16, why="any batch >= 1; 1 is a batch no preset runs"),
+    "in_size": choice(2, 4, 8, 16, 32, why="any width >= 1: the hidden layers are in_size wide"),
+    "out_size": choice(1, 2, 4, 8, 16, why="any width >= 1"),
+    "num_layers": choice(2, 3, why="the features name layers 0 and 1 (frozen, sometimes_used, custom_function)"),
+    "num_batches": between(1, 6, "any number of batches >= 1", dtype="int"),
+    "epochs": between(1, 2, "two epochs cross an epoch boundary (a scheduler's, the data's)", dtype="int"),
+    "seed": between(0, 2**16, "any seed draws other fixtures: data, targets and initial weights", dtype="int"),
+    "growth_interval": between(1, 4, "any interval >= 1; a short one makes the scaler grow within the run", dtype="int"),
 }
 
 
