@@ -11,6 +11,8 @@ finding runs to its end).
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -99,11 +101,14 @@ def _found_class(signature: str) -> type[_Found]:
 
 @dataclass
 class SearchReport:
-    """What a search did: examples run (``searched``: drawn while no finding was pending; ``shrinking``: the others),
+    """What a search did: examples run (``searched``: drawn while no finding was pending; ``shrinking``: the others;
+    ``repeated``: met again, not run again),
     the outcomes, the coverage per optimizer, feature and mode, the findings, seconds, and whether it was interrupted."""
 
     searched: int = 0
     shrinking: int = 0
+    #: Examples met again (while shrinking), answered from the first run's verdict.
+    repeated: int = 0
     seconds: float = 0.0
     outcomes: Counter[str] = field(default_factory=Counter)
     optimizers: Counter[str] = field(default_factory=Counter)
@@ -138,6 +143,8 @@ class Search:
         self._on_example = on_example or (lambda report, example, judged: None)
         self._on_seen = on_seen or (lambda example, judged: None)
         self._reported: set[str] = set()
+        #: Each example's verdict by its plain data: an example met again is not run again.
+        self._judged: dict[str, Judged] = {}
         self._pending = False
         self._started = 0.0
 
@@ -200,9 +207,13 @@ class Search:
         """Run one example and judge it; raise for a finding not reported yet."""
         if self._out_of_time() and not self._pending:
             raise _OutOfTime
-        judged = self.judge(example)
+        key = json.dumps(dataclasses.asdict(example), sort_keys=True, default=list)
         report = self.report
-        if self._pending:
+        cached = self._judged.get(key)  # Hypothesis's shrinker reaches one example by many draws (the floats are rounded)
+        judged = self._judged[key] = cached if cached is not None else self.judge(example)
+        if cached is not None:
+            report.repeated += 1
+        elif self._pending:
             report.shrinking += 1
         else:
             report.searched += 1

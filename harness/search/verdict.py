@@ -74,7 +74,8 @@ def judge_example(result: MatrixResult) -> Judged:
         return Judged("both_failed", lines=tuple(c.reason or "" for c in cells))
     if failed and not any(c.status is Status.UNSUPPORTED for c in cells):
         cell = failed[0]
-        words = " ".join(_generic(cell.reason or "").split()[:12])
+        said = (cell.reason or "").partition(") failed: ")[2] or cell.reason or ""  # the error, not the script's header
+        words = " ".join(_generic(said).split()[:12])
         return Judged("crash", f"crash in {cell.frontend}: {words}", f"{cell.frontend} failed, its partner ran: {cell.reason}",
                       lines=tuple(c.reason or "" for c in cells))
     if pair is not None and pair.verdict == Verdict.DIVERGED:
@@ -83,7 +84,8 @@ def judge_example(result: MatrixResult) -> Judged:
         return Judged("pair", f"pair: {name or _generic(pair.cause)}", pair.summary, first, tuple(pair.explanation))
     own = [c for c in cells if c.verdict is not None and c.verdict.failed]
     if own:
-        if any(c.verdict is None or c.verdict.outcome != "pass" for c in cells if c not in own):
+        partners = [c for c in cells if c not in own]
+        if not partners or any(c.verdict is None or c.verdict.outcome != "pass" for c in partners):
             return Judged("bound", lines=tuple(c.verdict.reason for c in own if c.verdict))
         cell = own[0]
         assert cell.verdict is not None

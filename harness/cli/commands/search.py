@@ -197,7 +197,8 @@ def _summary(report: SearchReport, seed: int, fixed: list[str]) -> list[str]:
     def counted(counter: dict[str, int]) -> str:
         return ", ".join(f"{k} {v}" for k, v in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
-    head = (f"search: {report.examples} examples ({report.searched} searched, {report.shrinking} shrinking) in "
+    head = (f"search: {report.examples} examples ({report.searched} searched, {report.shrinking} shrinking; "
+            f"{report.repeated} met again, not run again) in "
             f"{report.seconds:.1f} s, {report.per_second:.2f} examples/s, seed {seed}"
             + (", interrupted" if report.interrupted else ""))
     verdict = (f"found {len(report.findings)} difference(s) (above)" if report.findings
