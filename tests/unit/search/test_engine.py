@@ -142,3 +142,23 @@ def test_an_example_round_trips_through_its_json() -> None:
     example = Example("cuda_amp_grad_scaler", "autocast_scaler", "adam", "lr_step", {"batch_size": 2, "seed": 3},
                       {"betas": (0.5, 0.9), "amsgrad": True}, {"gamma": 0.5})
     assert Example.from_json(example.to_json()) == example
+
+
+def test_an_interrupted_search_keeps_what_it_saw(tmp_path: Path) -> None:
+    """Ctrl-C while a finding shrinks: the search ends, says it was interrupted, and the finding's smallest example so far
+    is what ``on_seen`` last heard (the command writes it) and is in the database, replayed first next time."""
+    calls: list[Example] = []
+
+    def judge(example: Example) -> Judged:
+        calls.append(example)
+        if len(calls) > 40 and any(_dampening_plant(e).finding for e in calls[:-1]):
+            raise KeyboardInterrupt
+        return _dampening_plant(example)
+
+    seen: dict[str, Example] = {}
+    search = FakeSearch(judge, "300", 0, tmp_path / "db")
+    search._on_seen = lambda example, judged: seen.__setitem__(judged.signature, example)
+    report = search.run()
+    assert report.interrupted and not report.findings and list(seen) == ["pair: optim.momentum_buffer.{param}"]
+    again = FakeSearch(_dampening_plant, "1", 3, tmp_path / "db")
+    assert [f.judged.signature for f in again.run().findings] == list(seen)
