@@ -20,6 +20,7 @@ from harness.judge.pairs import compare_result
 from harness.judge.targets import check_targets
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
 from harness.model.result import CellResult, MatrixResult
+from harness.model.verdicts import Outcome
 
 __all__ = ["assess_result"]
 
@@ -60,12 +61,12 @@ def _excused(result: MatrixResult, known: Sequence[KnownDifference]) -> tuple[Ce
     cells = []
     for cell in result.cells:
         pair, verdict = why.get(cell.id), cell.verdict
-        if pair is not None and verdict is not None and verdict.outcome == "fail":
+        if pair is not None and verdict is not None and verdict.outcome == Outcome.FAIL:
             bugs = list(pair.details.get("excused_by") or pair.details.get("known_difference") or ())
             unexplained = _unexplained(cell, pair.details, [entries[b] for b in bugs if b in entries])
             if unexplained is None:
                 reason = f"{verdict.reason} (excused: R torch bug {', '.join(bugs)}, proven in pair {pair.pair}; docs/bugs/)"
-                cell = dataclasses.replace(cell, verdict=dataclasses.replace(verdict, outcome="excused", reason=reason))
+                cell = dataclasses.replace(cell, verdict=dataclasses.replace(verdict, outcome=Outcome.EXCUSED, reason=reason))
             else:
                 reason = f"{verdict.reason} (not excused by R torch bug {', '.join(bugs)}: {unexplained})"
                 cell = dataclasses.replace(cell, verdict=dataclasses.replace(verdict, reason=reason))

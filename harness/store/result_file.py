@@ -32,8 +32,7 @@ from harness.judge.kept_weights import keep_weights
 from harness.judge.known_differences import KnownDifference
 from harness.judge.tolerances import DEFAULT_JUDGING
 from harness.model.provenance import Provenance
-from harness.model.result import RESULT_SCHEMA_VERSION, MatrixResult
-from harness.model.shape import check_upgradable_shape, without_verdicts
+from harness.model.result import RESULT_SCHEMA_VERSION, MatrixResult, check_upgradable_shape, without_verdicts
 from harness.store.consistency import check_consistency
 from harness.workload.matrix import Cell
 
