@@ -304,6 +304,7 @@ def _dataclass(kind: type, shallow: bool = False) -> Check:
         except (TypeError, ValueError) as err:  # a key it has no field for: its constructor names it
             raise _Refused(where, f"{expected}, of its fields only", _Said(str(err))) from err
     check.expected = expected  # type: ignore[attr-defined]
+    check.fields, check.optional = checks, optional  # type: ignore[attr-defined]
     return check
 
 
