@@ -24,7 +24,7 @@ byte for byte the file it came from. A field says what is particular about it in
   probe reported.
 - ``non_empty``: a list that must hold one element at least.
 - ``judged``: a verdict, judged again from the rest on every load: never read back, so never checked
-  (:func:`harness.model.shape.without_verdicts`).
+  (:func:`harness.model.shape.strip_judged`).
 
 A key of a ``TypedDict`` (a JSON form declared as such) says the version that added it with ``Annotated[X, Since(n)]``.
 
