@@ -17,7 +17,8 @@ byte for byte the file it came from. A field says what is particular about it in
 - ``optional``: a stored file may lack it, or hold null in it (it reads as its default, or null).
 - ``omit``: it is not written where this is true of the object (a field added later, left out where it has its old value,
   so older files read back byte for byte).
-- ``encode`` / ``decode``: its hand-written conversion, where its JSON form is not its value's.
+- ``encode`` / ``decode``: its hand-written conversion, where its JSON form is not its value's (``decode`` reads a
+  stored null too).
 - ``flatten``: it is stored as several keys of its parent (declared by the ``TypedDict`` given), not as one.
 - ``extra``: it holds the keys this version does not know, stored again where it is declared.
 - ``json``: the declaration of its JSON form (a ``TypedDict``), where its value is kept as the plain JSON a worker or a
@@ -38,7 +39,7 @@ import enum
 import functools
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar, Union
 
 __all__ = ["OPTIONS", "Since", "Stored", "codec", "decode", "encode", "field_options", "hints"]
@@ -97,34 +98,67 @@ class Stored:
         return result
 
 
+#: Values written as they are: JSON's own scalars.
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def encode(value: Any) -> Any:
     """``value`` as plain JSON data: a stored type by its fields, a type with its own ``to_json`` (the workload spec) by
     that, a tuple or list as a list, a mapping as an object, an enum as its value, anything else as it is."""
-    if isinstance(value, Stored) or (dataclasses.is_dataclass(value) and not isinstance(value, type) and not hasattr(value, "to_json")):
+    if type(value) in _SCALARS:
+        return value
+    if isinstance(value, Stored):
         return _encode_fields(value)
-    if hasattr(value, "to_json") and not isinstance(value, type):
-        return value.to_json()
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, (tuple, list)):
-        return [encode(v) for v in value]
+        return [v if type(v) in _SCALARS else encode(v) for v in value]
     if isinstance(value, Mapping):
-        return {k: encode(v) for k, v in value.items()}
+        return {k: v if type(v) in _SCALARS else encode(v) for k, v in value.items()}
+    if hasattr(value, "to_json") and not isinstance(value, type):
+        return value.to_json()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _encode_fields(value)
     return value
+
+
+@dataclasses.dataclass(frozen=True)
+class _Field:
+    """One field as the codec reads and writes it (a plan made once per type: :func:`_plan`)."""
+
+    name: str
+    options: Mapping[str, Any]
+    init: bool
+    has_default: bool
+    nullable: bool
+    decode: Callable[[Any], Any]
+
+
+@functools.cache
+def _plan(kind: Any) -> tuple[_Field, ...]:
+    types_of = hints(kind)
+    return tuple(
+        _Field(f.name, field_options(f), f.init, _has_default(f), _nullable(types_of[f.name]),
+               field_options(f).get("decode") or _decoder(types_of[f.name]))
+        for f in dataclasses.fields(kind)
+    )
 
 
 def _encode_fields(obj: Any) -> dict[str, Any]:
     version_field = getattr(obj, "VERSION_FIELD", None)
     version = getattr(obj, version_field) if version_field else None
     data: dict[str, Any] = {}
-    for field in dataclasses.fields(obj):
-        options = field_options(field)
-        if options.get("omit") is not None and options["omit"](obj):
+    kind: Any = type(obj)
+    for field in _plan(kind):
+        options = field.options
+        if options and options.get("omit") is not None and options["omit"](obj):
             continue
         if version is not None and options.get("since") is not None and version < options["since"]:
             continue
         value = getattr(obj, field.name)
-        if options.get("extra"):
+        if not options:
+            data[field.name] = value if type(value) in _SCALARS else encode(value)
+        elif options.get("extra"):
             data.update(value)
         elif options.get("flatten") is not None:
             data.update(options["encode"](value))
@@ -135,33 +169,49 @@ def _encode_fields(obj: Any) -> dict[str, Any]:
 
 def decode(hint: Any, raw: Any) -> Any:
     """``raw`` (plain JSON data) as the type ``hint`` names: the inverse of :func:`encode`."""
-    if raw is None or hint is Any or hint is object:
-        return raw
+    return _decoder(hint)(raw)
+
+
+def _as_is(raw: Any) -> Any:
+    return raw
+
+
+def _or_none(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda raw: None if raw is None else inner(raw)
+
+
+@functools.cache
+def _decoder(hint: Any) -> Callable[[Any], Any]:
+    """The function that reads a value of type ``hint`` from its JSON (made once per type; ``None`` reads as ``None``)."""
+    if hint is Any or hint is object:
+        return _as_is
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.Annotated:
-        return decode(args[0], raw)
+        return _decoder(args[0])
     if origin in (Union, types.UnionType):
         inner = [a for a in args if a is not type(None)]
-        return decode(inner[0], raw) if len(inner) == 1 else raw
+        return _decoder(inner[0]) if len(inner) == 1 else _as_is
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(decode(args[0], v) for v in raw)
-        return tuple(decode(a, v) for a, v in zip(args, raw, strict=True))
+            item = _decoder(args[0])
+            return _or_none(tuple if item is _as_is else lambda raw: tuple(item(v) for v in raw))
+        items = [_decoder(a) for a in args]
+        return _or_none(lambda raw: tuple(d(v) for d, v in zip(items, raw, strict=True)))
     if origin in (list, Sequence):
-        return [decode(args[0], v) for v in raw]
+        item = _decoder(args[0])
+        return _or_none(list if item is _as_is else lambda raw: [item(v) for v in raw])
     if origin in (dict, Mapping):
-        return {k: decode(args[1], v) for k, v in raw.items()}
-    if origin is not None or not isinstance(hint, type) or typing.is_typeddict(hint):
-        return raw  # a Literal, or a TypedDict: plain JSON, kept as it is
+        value = _decoder(args[1])
+        return _or_none(dict if value is _as_is else lambda raw: {k: value(v) for k, v in raw.items()})
+    if origin is not None or not isinstance(hint, type) or typing.is_typeddict(hint) or hint in _SCALARS:
+        return _as_is  # a scalar, a Literal, or a TypedDict: plain JSON, kept as it is
     if issubclass(hint, enum.Enum):
-        return hint(raw)
-    if issubclass(hint, Stored):
-        return _decode_fields(hint, raw)
+        return _or_none(hint)
+    if issubclass(hint, Stored) or (dataclasses.is_dataclass(hint) and not hasattr(hint, "from_json")):
+        return _or_none(lambda raw: _decode_fields(hint, raw))
     if hasattr(hint, "from_json"):
-        return hint.from_json(raw)
-    if dataclasses.is_dataclass(hint):
-        return _decode_fields(hint, raw)
-    return raw
+        return _or_none(hint.from_json)
+    return _as_is
 
 
 def _has_default(field: dataclasses.Field[Any]) -> bool:
@@ -175,12 +225,11 @@ def _nullable(hint: Any) -> bool:
 
 
 def _decode_fields(kind: Any, data: Mapping[str, Any]) -> Any:
-    types_of = hints(kind)
     values: dict[str, Any] = {}
     known: set[str] = set()
     extra: str | None = None
-    for field in dataclasses.fields(kind):
-        options = field_options(field)
+    for field in _plan(kind):
+        options = field.options
         if options.get("extra"):
             extra = field.name
             continue
@@ -191,16 +240,18 @@ def _decode_fields(kind: Any, data: Mapping[str, Any]) -> Any:
         known.add(field.name)
         if not field.init:  # written for readers, never read back
             continue
-        hint = types_of[field.name]
         raw = data.get(field.name)
-        if raw is None and (field.name not in data or not _nullable(hint)):
-            if _has_default(field):
+        if raw is None and field.name in data and options.get("decode"):  # its own reading says what a stored null is
+            values[field.name] = options["decode"](raw)
+            continue
+        if raw is None and (field.name not in data or not field.nullable):
+            if field.has_default:
                 continue
             if field.name not in data and options.get("since") is None and not options.get("optional"):
                 raise KeyError(field.name)
             values[field.name] = None
             continue
-        values[field.name] = options["decode"](raw) if options.get("decode") else decode(hint, raw)
+        values[field.name] = field.decode(raw)
     if extra is not None:
         values[extra] = {k: v for k, v in data.items() if k not in known}
     return kind(**values)

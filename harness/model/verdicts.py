@@ -142,7 +142,7 @@ class TargetCheck(Stored):
     why: str | None = None
     #: A miss that the run's own noise floor shows the machine could cause alone (the round-to-round spread no larger than
     #: the run's noisiest floor: :mod:`harness.judge.spread`). Still a miss in every view; ``tox -e bench`` accepts only
-    #: these. Always ``False`` for a met target.
+    #: these. Always ``False`` for a met target. Written only where set, so a result from before it reads back byte for byte.
     machine_noise: bool = field(default=False, metadata=codec(omit=lambda check: not check.machine_noise))
 
 
