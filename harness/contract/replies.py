@@ -2,7 +2,8 @@
 
 R's bridge (``r_scripts/_bridge.R``) answers a script's call as ``c(kind, text)``, and a worker (``harness.worker_side.serve``)
 answers the parent's request with ``{"status": ...}``: both in these words, read by :mod:`harness.worker_side.r_handler`
-and :mod:`harness.run.worker`. Not a cell's status (:class:`harness.model.result.Status`), which the judges decide.
+and :mod:`harness.run.worker` (a worker sends a member's value: only plain data crosses its socket). Not a cell's
+status (:class:`harness.model.result.Status`), which the judges decide.
 """
 
 from __future__ import annotations
