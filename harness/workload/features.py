@@ -323,6 +323,10 @@ _MULTI_REASONS = {
 }
 
 
+#: Why R's resume cells with the dynamic scaler are refused: one spelling for every feature that checkpoints.
+_R_SCALER_NOT_SAVED = ("R torch's cuda_amp_grad_scaler() has no state_dict() (R/autocast.R): its scale and growth tracker "
+                       "cannot be saved, and a resumed run would restart them")
+
 FEATURES: dict[str, Feature] = {
     f.name: f
     for f in (
@@ -536,8 +540,7 @@ FEATURES: dict[str, Feature] = {
                         "second growth is the next step, decided by the growth tracker carried over, and the preset's "
                         "overflow (step 9) comes after; 13 steps left for a state read back wrong to show"},
             _resume_covers(),
-            unsupported={("r", "dynamic"): "R torch's cuda_amp_grad_scaler() has no state_dict() (R/autocast.R): its scale "
-                                           "and growth tracker cannot be saved, and a resumed run would restart them"},
+            unsupported={("r", "dynamic"): _R_SCALER_NOT_SAVED},
         ),
         Feature(
             "resume_lr_step", "resume", "resume, with lr_step's scheduler checkpointed and loaded too",
@@ -551,7 +554,7 @@ FEATURES: dict[str, Feature] = {
                    "R-code optimizer's param groups (Adagrad, identical in the plain loop) and in libtorch's C++ options "
                    "(ignite Adam); with the scaler disabled and enabled"),),
             python="StepLR", r="lr_step",
-            unsupported={("r", "dynamic"): "R torch's cuda_amp_grad_scaler() has no state_dict() (R/autocast.R)"},
+            unsupported={("r", "dynamic"): _R_SCALER_NOT_SAVED},
             uninterrupted="lr_step",
         ),
     )
