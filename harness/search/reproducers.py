@@ -12,6 +12,7 @@ the finding's ``example.json`` holds, and the finding's README says which it is,
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from harness.contract.modes import SCRIPTS
@@ -26,8 +27,8 @@ _GRAD = "((k * 13 + s * 7 + i * 5) % 11 - 5) / 64"
 
 
 def _sizes(example: Example) -> list[int]:
-    """The element counts of the example's parameters, in the model's order (weight, bias of each layer)."""
-    return [n for out, inp in example.spec().layer_shapes for n in (out * inp, out)]
+    """The element counts of the example's parameters, in the model's order (the optimizer's)."""
+    return [math.prod(p.shape) for p in example.spec().parameters]
 
 
 def _dtype(example: Example) -> str:

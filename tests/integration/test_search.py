@@ -41,7 +41,7 @@ def _search(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str
 
 def _planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new: str) -> None:
     root = copy_scripts(tmp_path / "scripts")
-    plant(root, "r_scripts/common.R", MAKE_OPTIMIZER, new + "\n" + MAKE_OPTIMIZER)
+    plant(root, "r_scripts/optimizer.R", MAKE_OPTIMIZER, new + "\n" + MAKE_OPTIMIZER)
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
 
 
