@@ -9,28 +9,20 @@ and ``share_note`` says why, rather than a number that cannot be true.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from harness.contract.modes import Mode
+from harness.model.codec import Stored
 from harness.workload.spec import WorkloadSpec
 
 __all__ = ["Efficiency", "gemm_dtype", "step_flops", "workload_flops"]
 
 
 def step_flops(spec: WorkloadSpec) -> float:
-    """Floating-point operations of one training step's Linear layers, counted from the spec.
-
-    Each Linear layer of shape (out, in) costs ``2·batch·out·in`` per GEMM: one forward, one for the
-    weight gradient, and one for the input gradient, which the first layer does not need (the data
-    does not require a gradient). Bias adds, ReLU, the loss and the SGD update are O(batch·width) and
-    left out, as in the usual GEMM-based accounting (``torch.utils.flop_counter`` counts the same).
-    """
-    shapes = spec.layer_shapes
-    per_gemm = [2.0 * spec.batch_size * out_features * in_features for out_features, in_features in shapes]
-    return 3.0 * sum(per_gemm) - per_gemm[0]
+    """Floating-point operations of one training step, counted from the spec by its model's row
+    (:attr:`harness.contract.models.Model.step_flops`: the GEMMs of the forward and backward passes; bias adds,
+    activations, the loss and the update are O(batch·width) and left out, as ``torch.utils.flop_counter`` does)."""
+    return spec.model_row.step_flops(spec.sizes)
 
 
 def workload_flops(spec: WorkloadSpec) -> float:
@@ -44,7 +36,7 @@ def gemm_dtype(mode: Mode, spec: WorkloadSpec) -> str:
 
 
 @dataclass(frozen=True)
-class Efficiency:
+class Efficiency(Stored):
     """A cell against the hardware (:func:`harness.model.cell_efficiency.cell_efficiency` says how each is found)."""
 
     flops: float
@@ -54,13 +46,5 @@ class Efficiency:
     gemm_dtype: str
     peak_tflops: float | None
     share_of_peak: float | None
-    share_note: str | None
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Efficiency:
-        """The inverse of :meth:`to_json` (``share_note`` came with schema 3)."""
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name != "share_note"}, share_note=data.get("share_note"))
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain data."""
-        return dataclasses.asdict(self)
+    #: Why there is no share of the peak (schema 3 added it: an older result has none).
+    share_note: str | None = None

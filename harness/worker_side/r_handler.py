@@ -13,6 +13,7 @@ import logging
 import os
 from typing import Any
 
+from harness.contract.replies import Reply
 from harness.files.paths import bytecode_dir, script_path
 from harness.worker_side.trace_recorder import TraceRecorder, recorder_arguments
 
@@ -53,7 +54,7 @@ class RScriptFailed(Exception):
 
 
 class RHandler:
-    """Embeds R once, sources ``r_scripts/_bridge.R`` (which loads ``common.R`` from the folder it is given) and answers run requests.
+    """Embeds R once, sources ``r_scripts/_bridge.R`` (which loads the shared files from the folder it is given) and answers run requests.
 
     ``cell`` (the default): the run record. ``describe``: this installation's facts
     (:func:`harness.worker_side.installation_facts.installation_facts`). ``trace``: a cell request with
@@ -79,7 +80,7 @@ class RHandler:
         # measured 1-3 % faster at bench (R, autocast, medians of 20 rounds). R checks the hook for NULL (src/unix/sys-std.c).
         openrlib.rlib.ptr_R_ProcessEvents = openrlib.ffi.NULL
         self._ro = ro
-        # The bridge loads common.R from the folder named here (the checkout's or $AMP_PARITY_SCRIPTS's): R has no
+        # The bridge loads the shared files from the folder named here (the checkout's or $AMP_PARITY_SCRIPTS's): R has no
         # __file__, and the harness already knows where the scripts are.
         bridge = script_path("r", "_bridge")
         ro.globalenv["amp_parity_r_dir"] = ro.StrVector([str(bridge.parent)])
@@ -107,8 +108,8 @@ class RHandler:
         if request.get("kind") == "trace":
             return self._trace(path, request)
         kind, text = self._call(path, json.dumps(request["run_spec"]), request["mode"])
-        if kind != "ok":
-            raise RScriptFailed(text, refused=kind == "refused")
+        if kind != Reply.OK:
+            raise RScriptFailed(text, refused=kind == Reply.REFUSED)
         return json.loads(text)
 
     def _describe(self, device: str, threads: int | None = None) -> dict[str, Any]:
@@ -152,7 +153,7 @@ class RHandler:
 
         check_calibration(device, dtype, threads, iterations)
         kind, *values = self._calibrate(device, dtype, threads, iterations, CALIBRATION_N)
-        if kind != "ok":
+        if kind != Reply.OK:
             raise RScriptFailed(values[0])
         return {"seconds": float(values[0]), "iterations": int(float(values[1]))}
 
@@ -179,7 +180,7 @@ class RHandler:
                     [0, *byte_ends[:-1]], byte_ends, strict=True):
                 done = recorder.record(step, name, dtype, flat[start:end], whole[byte_start:byte_end]) or done
             # What R does next: stop the run (every kept point is in), trace only the points named after "cut" from the
-            # next step on (the run parted from the compared one in this step: cut_trace() in common.R), or go on.
+            # next step on (the run parted from the compared one in this step: cut_trace() in tracing.R), or go on.
             if done:
                 return ri.StrSexpVector(["done"])
             if parted is None and recorder.parted is not None:
@@ -187,8 +188,8 @@ class RHandler:
             return ri.StrSexpVector(["go"])
 
         kind, text = self._trace_call(path, json.dumps(request["run_spec"]), request["mode"], record_points)
-        if kind != "ok":
-            raise RScriptFailed(text, refused=kind == "refused")
+        if kind != Reply.OK:
+            raise RScriptFailed(text, refused=kind == Reply.REFUSED)
         return recorder.reply(json.loads(text))
 
     def _script_path(self, script: str) -> str:

@@ -3,7 +3,7 @@
 One row per optimizer the matrix runs: the PyTorch class it is judged against, the R torch function that builds it,
 and hyperparameters chosen so that every term of its update acts within ``tiny``'s 20 steps (a term that never acts
 cannot part). Both languages' scripts build the optimizer from the row the run spec carries (``make_optimizer`` in
-``py_scripts/common.py`` and ``r_scripts/common.R``), so there is one code path per language, not a script per
+``py_scripts/optimizer.py`` and ``r_scripts/optimizer.R``), so there is one code path per language, not a script per
 optimizer; the float64 reference (:mod:`harness.judge.optimizer_updates`) implements each row's update from PyTorch's
 documented algorithm; the trace records each row's state (:attr:`Optimizer.state`).
 
@@ -20,9 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.contract.optimizers import DEFAULT_OPTIMIZER, UPDATE_KIND_OF_CLASS
+from harness.contract.optimizers import DEFAULT_OPTIMIZER, EPS_UNDER_SQRT_CLASSES, UPDATE_KIND_OF_CLASS
 from harness.errors import SpecError
 from harness.workload.choices import parse_choices
+from harness.workload.space import Space, between, flag, pair
 
 __all__ = [
     "FAMILIES",
@@ -91,12 +92,20 @@ class Optimizer:
     state: tuple[StateEntry, ...] = ()
     python_names: Mapping[str, str] = field(default_factory=dict)
     title: str = ""
+    #: Where ``harness search`` may move each hyperparameter (:mod:`harness.workload.space`): the row's own and any other
+    #: argument both bindings' constructors take (absent from ``args``: each binding's default). Empty: searched at ``args``.
+    space: Mapping[str, Space] = field(default_factory=dict)
 
     @property
     def kind(self) -> str | None:
         """The kind of update its PyTorch class makes (:data:`harness.contract.optimizers.UPDATE_KIND_OF_CLASS`), or
         ``None`` where none is measured yet."""
         return UPDATE_KIND_OF_CLASS.get(self.python)
+
+    @property
+    def eps_under_sqrt(self) -> bool:
+        """Whether its step divides by ``sqrt(v) + eps`` with ``v`` starting at 0 (:data:`EPS_UNDER_SQRT_CLASSES`)."""
+        return self.python in EPS_UNDER_SQRT_CLASSES
 
     def resolved_args(self, spec_lr: float, overrides: Mapping[str, Any] | None = None) -> dict[str, Value]:
         """The hyperparameters a run uses: the row's, ``lr`` from the spec where the row says so, then ``overrides``."""
@@ -130,6 +139,35 @@ _ADAPTIVE_LR = 1e-3
 #: enough that a weight-decay term computed wrongly moves the trajectory (R torch's SGD and RMSprop did).
 _WEIGHT_DECAY = 0.01
 _WD_REASON = "non-zero so the weight-decay term acts; small against the gradient"
+
+#: The search's spaces (harness/workload/space.py), shared by the rows of one PyTorch class in both families: each range is
+#: inside what both constructors accept (PyTorch's checks and R torch's ``optim_*`` / ``optim_ignite_*``, whose formals
+#: take the same names), and 0 is drawn where 0 switches a term off, a region no row sets.
+_LR_SPACE = between(1e-4, 0.5, "any positive lr is accepted by both; above 0.5 tiny-sized runs overshoot into inf", log=True)
+_WD_SPACE = between(1e-4, 0.1, "both accept any weight_decay >= 0; 0 switches the term off", log=True, zero=True)
+_EPS_SPACE = between(1e-10, 1e-2, "both accept any eps >= 0; from 1e-10 eps meets the denominator", log=True)
+_MOMENTUM_SPACE = between(0.1, 0.99, "both accept 0 <= momentum; below 1 the buffer stays bounded", zero=True)
+_SPACES: dict[str, dict[str, Space]] = {
+    "SGD": {"lr": _LR_SPACE, "momentum": _MOMENTUM_SPACE,
+            "dampening": between(0.05, 0.9, "both accept any dampening; nesterov needs it 0 in both", zero=True),
+            "weight_decay": _WD_SPACE, "nesterov": flag("both need momentum > 0 and dampening 0 for it, and refuse otherwise")},
+    "RMSprop": {"lr": _LR_SPACE, "alpha": between(0.5, 0.999, "both accept alpha >= 0; below 1 the average decays"),
+                "eps": _EPS_SPACE, "weight_decay": _WD_SPACE, "momentum": _MOMENTUM_SPACE, "centered": flag("both take it")},
+    "Adam": {"lr": _LR_SPACE, "betas": pair((0.0, 0.99), (0.5, 0.9999), "both require 0 <= beta < 1"), "eps": _EPS_SPACE,
+             "weight_decay": _WD_SPACE, "amsgrad": flag("both take it")},
+    "Adagrad": {"lr": _LR_SPACE, "lr_decay": between(1e-4, 0.5, "both accept lr_decay >= 0", log=True, zero=True),
+                "weight_decay": _WD_SPACE, "eps": _EPS_SPACE,
+                "initial_accumulator_value": between(0.01, 1.0, "both accept >= 0; 0 with a zero gradient is 0/eps", zero=True)},
+    "Adadelta": {"lr": between(0.1, 2.0, "both accept lr >= 0; 1 is the default"), "rho": between(0.5, 0.99, "both need 0 <= rho <= 1"),
+                 "eps": _EPS_SPACE, "weight_decay": _WD_SPACE},
+    "ASGD": {"lr": _LR_SPACE, "lambda": between(1e-6, 1e-2, "both accept any lambda >= 0", log=True),
+             "alpha": between(0.5, 1.0, "both accept alpha >= 0; the rate decays as step^-alpha"),
+             "t0": between(0, 12, "both accept t0 >= 0; the search's runs have at most 12 steps", dtype="int"),
+             "weight_decay": _WD_SPACE},
+    "Rprop": {"lr": _LR_SPACE, "etas": pair((0.1, 0.9), (1.05, 2.0), "both require 0 < eta- < 1 < eta+"),
+              "step_sizes": pair((1e-8, 1e-4), (0.01, 50.0), "both take any 0 <= min <= max")},
+}
+_SPACES["AdamW"] = _SPACES["Adam"]
 
 OPTIMIZERS: dict[str, Optimizer] = {
     o.name: o
@@ -256,6 +294,10 @@ OPTIMIZERS: dict[str, Optimizer] = {
     )
 }
 
+# Each row's space is its PyTorch class's (R torch's R-code and ignite constructors of a class take the same arguments:
+# formals() of each, R torch 0.17): the row's own values are where a drawn argument shrinks back to.
+OPTIMIZERS = {name: dataclasses.replace(row, space=row.space or _SPACES.get(row.python, {})) for name, row in OPTIMIZERS.items()}
+
 #: Which optimizers a preset runs unless ``--optimizer`` says otherwise. ``tiny`` is the parity job: every row, in every
 #: mode, both frontends (a cell costs milliseconds). ``bench`` and ``recipe`` time the recipe's workload: plain SGD only,
 #: as their earlier results did (every row at ``bench`` would take the timing job from minutes to most of an hour).
@@ -295,9 +337,11 @@ def check_optimizer_args(overrides: object) -> dict[str, dict[str, Value]]:
             raise SpecError(f"optimizer_args.{name}", args, "a table of argument → value")
         checked: dict[str, Value] = {}
         for arg, value in args.items():
-            if arg not in row.args:
-                raise SpecError(f"optimizer_args.{name}", arg, f"one of {name}'s arguments: {', '.join(row.args)}")
-            checked[arg] = _check_value(f"optimizer_args.{name}.{arg}", row.args[arg], value)
+            if arg not in row.args and arg not in row.space:
+                known = ", ".join(dict.fromkeys([*row.args, *row.space]))
+                raise SpecError(f"optimizer_args.{name}", arg, f"one of {name}'s arguments: {known}")
+            default = row.args[arg] if arg in row.args else row.space[arg].blank
+            checked[arg] = _check_value(f"optimizer_args.{name}.{arg}", default, value)
         out[str(name)] = checked
     return out
 

@@ -17,10 +17,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.contract.dtypes import AMP_DTYPES
+from harness.contract.models import DEFAULT_MODEL, MODELS, Model, Parameter, Sizes
 from harness.contract.modes import all_mode_names
 from harness.errors import SpecError
 from harness.workload.choices import parse_choices
 from harness.workload.optimizers import OPTIMIZERS, R_MAX_INT, check_optimizer_args
+from harness.workload.space import Space, between, choice
 
 __all__ = [
     "AMP_DTYPES",
@@ -29,6 +31,7 @@ __all__ = [
     "default_overflow_steps",
     "OVERFLOW_POINTS",
     "PRESETS",
+    "SEARCH_SPACE",
     "SizeWarning",
     "WorkloadSpec",
     "available_cores",
@@ -48,11 +51,13 @@ DEFAULT_AMP_DTYPE = {"cpu": "bfloat16", "cuda": "float16"}
 OVERFLOW_POINTS: tuple[str, ...] = ("backward", "unscale")
 
 #: Fields added after results were first stored, with the default that leaves a spec's digest what it was before them.
-_ADDED_FIELDS: dict[str, Any] = {"overflow_steps": [], "overflow_point": "backward", "optimizer_args": {}, "static_loss_scale": 1024.0}
+_ADDED_FIELDS: dict[str, Any] = {"overflow_steps": [], "overflow_point": "backward", "optimizer_args": {}, "static_loss_scale": 1024.0,
+                                 "model": DEFAULT_MODEL}
 
 #: Fields that decide the fixture tensors; the fixture cache is keyed by these alone, so changing the
-#: learning rate or the mode reuses the same data and initial weights.
-FIXTURE_FIELDS: tuple[str, ...] = ("batch_size", "in_size", "out_size", "num_layers", "num_batches", "seed")
+#: learning rate or the mode reuses the same data and initial weights. ``model`` decides them too; at its default it is
+#: left out of the key (:meth:`WorkloadSpec.fixture_fields`), so the MLP's fixtures keep the digest they always had.
+FIXTURE_FIELDS: tuple[str, ...] = ("batch_size", "in_size", "out_size", "num_layers", "num_batches", "seed", "model")
 
 #: Tensor cores engage only when the GEMM dimensions are multiples of 8 (fp16/bf16).
 _TENSOR_CORE_MULTIPLE = 8
@@ -116,6 +121,8 @@ class WorkloadSpec:
     # A power of two, so scaling and unscaling are exact unless a gradient overflows or underflows the dtype: what the
     # scale is for in float16, and what this mode tests.
     static_loss_scale: float = 1024.0
+    # The model trained (a row of harness/contract/models.py); the default keeps the spec's digest what it was before.
+    model: str = DEFAULT_MODEL
 
     def __post_init__(self) -> None:
         if isinstance(self.overflow_steps, list):  # from JSON (a spec file, a stored result)
@@ -162,7 +169,10 @@ class WorkloadSpec:
     def to_json(self) -> dict[str, Any]:
         """Plain data for JSON and for the scripts of both languages (``overflow_steps`` as a list, pairs as lists)."""
         args = {name: {k: list(v) if isinstance(v, tuple) else v for k, v in row.items()} for name, row in self.optimizer_args.items()}
-        return dataclasses.asdict(self) | {"overflow_steps": list(self.overflow_steps), "optimizer_args": args}
+        values = dataclasses.asdict(self) | {"overflow_steps": list(self.overflow_steps), "optimizer_args": args}
+        if self.model == DEFAULT_MODEL:  # a stored result of the MLP says what it always said
+            del values["model"]
+        return values
 
     @property
     def steps(self) -> int:
@@ -170,24 +180,42 @@ class WorkloadSpec:
         return self.epochs * self.num_batches
 
     @property
-    def layer_shapes(self) -> list[tuple[int, int]]:
-        """``(out_features, in_features)`` of each Linear layer, as in the recipe's ``make_model``."""
-        hidden = [(self.in_size, self.in_size)] * (self.num_layers - 1)
-        return [*hidden, (self.out_size, self.in_size)]
+    def sizes(self) -> Sizes:
+        """The sizes the model is built from (:class:`harness.contract.models.Sizes`)."""
+        return Sizes(self.batch_size, self.in_size, self.out_size, self.num_layers, self.num_batches)
+
+    @property
+    def model_row(self) -> Model:
+        """The model's row (:data:`harness.contract.models.MODELS`)."""
+        return MODELS[self.model]
+
+    @property
+    def parameters(self) -> tuple[Parameter, ...]:
+        """The model's parameters at this spec's sizes, in the optimizer's order (the fixtures' drawing order)."""
+        return self.model_row.parameters(self.sizes)
+
+    @property
+    def parameter_count(self) -> int:
+        """How many numbers the model's parameters hold."""
+        return sum(math.prod(p.shape) for p in self.parameters)
 
     @property
     def fixture_bytes(self) -> int:
         """Bytes of the float32 fixture tensors: data, targets and initial weights."""
-        data = self.num_batches * self.batch_size * (self.in_size + self.out_size)
-        weights = sum(o * i + o for o, i in self.layer_shapes)
-        return 4 * (data + weights)
+        model = self.model_row
+        data = self.num_batches * (math.prod(model.inputs(self.sizes)) + math.prod(model.targets(self.sizes)))
+        return 4 * (data + self.parameter_count)
+
+    def fixture_fields(self) -> dict[str, Any]:
+        """The fields that decide the fixtures, as a manifest names them (``model`` only where it is not the default)."""
+        return {name: getattr(self, name) for name in FIXTURE_FIELDS if name != "model" or self.model != DEFAULT_MODEL}
 
     def digest(self, fields: tuple[str, ...] | None = None) -> str:
         """A short stable hash of ``fields`` (all fields by default), for cache keys and results."""
         values = self.to_json()
         for name, default in _ADDED_FIELDS.items():  # a field added later, at its default: the spec keeps its digest
-            if values[name] == default:
-                del values[name]
+            if values.get(name, default) == default:
+                values.pop(name, None)
         chosen = {k: values[k] for k in (fields or tuple(values)) if k in values}
         return hashlib.sha256(json.dumps(chosen, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -196,6 +224,7 @@ class WorkloadSpec:
         return (
             f"preset {self.preset}, device {self.device}, {self.amp_dtype}, batch {self.batch_size}, "
             f"{self.in_size}->{self.out_size}, {self.num_layers} layers, seed {self.seed}"
+            + ("" if self.model == DEFAULT_MODEL else f", model {self.model}")
         )
 
 
@@ -224,6 +253,20 @@ PRESETS: dict[str, dict[str, Any]] = {
         "batch_size": 512, "in_size": 4096, "out_size": 4096, "num_layers": 3, "num_batches": 50,
         "epochs": 3, "lr": 0.001, "threads": 0,
     },
+}
+
+#: Where ``harness search`` draws the workload's own fields (harness/workload/space.py); the others keep ``tiny``'s. Small,
+#: so an example of both languages takes a fraction of a second, and a finding shrinks to sizes a reproducer can print.
+#: Every value is a valid spec field in both scripts; the first choice is where a finding shrinks to.
+SEARCH_SPACE: dict[str, Space] = {
+    "batch_size": choice(1, 2, 4, 8, 16, why="any batch >= 1; 1 is a batch no preset runs"),
+    "in_size": choice(2, 4, 8, 16, 32, why="any width >= 1: the hidden layers are in_size wide"),
+    "out_size": choice(1, 2, 4, 8, 16, why="any width >= 1"),
+    "num_layers": choice(2, 3, why="the features name layers 0 and 1 (frozen, sometimes_used, custom_function)"),
+    "num_batches": between(1, 6, "any number of batches >= 1", dtype="int"),
+    "epochs": between(1, 2, "two epochs cross an epoch boundary (a scheduler's, the data's)", dtype="int"),
+    "seed": between(0, 2**16, "any seed draws other fixtures: data, targets and initial weights", dtype="int"),
+    "growth_interval": between(1, 4, "any interval >= 1; a short one makes the scaler grow within the run", dtype="int"),
 }
 
 
@@ -258,7 +301,7 @@ def _listing(items: Any) -> str:
 
 def _validate(spec: WorkloadSpec) -> None:
     """Check every field's type first (a spec file is JSON: any field may hold a list), then its range."""
-    for name, allowed in (("preset", PRESETS), ("device", DEVICES), ("overflow_point", OVERFLOW_POINTS)):
+    for name, allowed in (("preset", PRESETS), ("device", DEVICES), ("overflow_point", OVERFLOW_POINTS), ("model", MODELS)):
         if not isinstance(getattr(spec, name), str):
             raise SpecError(name, getattr(spec, name), f"a string: one of {_listing(allowed)}")
     if spec.amp_dtype is not None and not isinstance(spec.amp_dtype, str):
@@ -283,6 +326,8 @@ def _validate(spec: WorkloadSpec) -> None:
         raise SpecError("amp_dtype", spec.amp_dtype, f"one of {_listing(AMP_DTYPES)} (or bf16, fp16)")
     if spec.overflow_point not in OVERFLOW_POINTS:
         raise SpecError("overflow_point", spec.overflow_point, f"one of {_listing(OVERFLOW_POINTS)}")
+    if spec.model not in MODELS:
+        raise SpecError("model", spec.model, f"one of {_listing(MODELS)}")
     _check_overflow_steps(spec)
     _check_optimizer_ranges(spec)
     _check_memory(spec)
@@ -317,7 +362,8 @@ def _check_optimizer_ranges(spec: WorkloadSpec) -> None:
     float32's."""
     for name, args in spec.optimizer_args.items():
         for arg, value in args.items():
-            default = OPTIMIZERS[name].args[arg]
+            row = OPTIMIZERS[name]
+            default = row.args[arg] if arg in row.args else row.space[arg].blank  # an argument only the search's space has
             if isinstance(default, int) and not isinstance(default, bool):
                 continue  # a whole number: 0 to R_MAX_INT, refused in those words where it came in
             where = f"optimizer_args.{name}.{arg}"
