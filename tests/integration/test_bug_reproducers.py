@@ -29,9 +29,12 @@ def test_every_bug_entry_has_its_folder_and_every_folder_is_a_bug() -> None:
     # docs/known-differences.md: adam-grad-mutated, no traced value differs; ignite-adagrad-param-group-state and
     # ignite-zero-grad-set-to-none, crashes with no switch to prove them by, so the matrix leaves their cells out
     # (harness/workload/features.py); optim-load-state-dict-no-cast, the harness's checkpoints hold each state in its
-    # parameter's dtype and device
+    # parameter's dtype and device; cross-entropy-probability-targets-shifted and embedding-padding-idx-off-by-one, found
+    # by the transformer model: an entry scoped to a model and a switch inside a module's forward are not built yet, so
+    # its pairs stay diverged, their cause named here (tests/integration/test_models.py)
     assert set(BUGS) - entries == {"adam-grad-mutated", "ignite-adagrad-param-group-state", "ignite-zero-grad-set-to-none",
-                                   "optim-load-state-dict-no-cast"}
+                                   "optim-load-state-dict-no-cast", "cross-entropy-probability-targets-shifted",
+                                   "embedding-padding-idx-off-by-one"}
 
 
 @pytest.mark.parametrize("bug", BUGS)
