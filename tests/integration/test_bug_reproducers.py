@@ -31,10 +31,12 @@ def test_every_bug_entry_has_its_folder_and_every_folder_is_a_bug() -> None:
     # (harness/workload/features.py); optim-load-state-dict-no-cast, the harness's checkpoints hold each state in its
     # parameter's dtype and device; cross-entropy-probability-targets-shifted and embedding-padding-idx-off-by-one, found
     # by the transformer model: an entry scoped to a model and a switch inside a module's forward are not built yet, so
-    # its pairs stay diverged, their cause named here (tests/integration/test_models.py)
+    # its pairs stay diverged, their cause named here (tests/integration/test_models.py); batch-norm-cumulative-average-crash,
+    # an R error with no model in the matrix to meet it yet (the conv net uses momentum 0.1, CHANGELOG.md, issue 46)
     assert set(BUGS) - entries == {"adam-grad-mutated", "ignite-adagrad-param-group-state", "ignite-zero-grad-set-to-none",
                                    "optim-load-state-dict-no-cast", "cross-entropy-probability-targets-shifted",
-                                   "embedding-padding-idx-off-by-one"}
+                                   "embedding-padding-idx-off-by-one",
+                                   "batch-norm-cumulative-average-crash"}
 
 
 @pytest.mark.parametrize("bug", BUGS)
