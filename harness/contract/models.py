@@ -157,6 +157,35 @@ def _transformer_flops(sizes: Sizes) -> float:
     return 3.0 * (linear + attention)
 
 
+#: The conv net's sizes: ``CHANNELS`` input channels of ``SIZE`` x ``SIZE`` images, ``WIDTH`` channels in both
+#: convolutions, ``GROUPS`` groups in the group norm, the pooled maps resized to ``RESIZED`` x ``RESIZED`` and average-pooled
+#: by 2 before the head's ``OUTPUTS``. Tiny, so its cells cost what an MLP cell costs.
+CONVNET = {"CHANNELS": 2, "SIZE": 8, "WIDTH": 4, "GROUPS": 2, "RESIZED": 6, "OUTPUTS": 4}
+
+
+def _convnet_parameters(sizes: Sizes) -> tuple[Parameter, ...]:
+    """The conv net's parameters by their module names. Layers: 0 the first convolution and its batch norm, 1 the second
+    convolution and its group norm, 2 the head."""
+    c, w, r, o = CONVNET["CHANNELS"], CONVNET["WIDTH"], CONVNET["RESIZED"], CONVNET["OUTPUTS"]
+    flat = w * (r // 2) ** 2
+    return (
+        Parameter("conv1.weight", (w, c, 3, 3), 0, c * 9), Parameter("conv1.bias", (w,), 0, c * 9),
+        Parameter("bn.weight", (w,), 0, 16, 1.0), Parameter("bn.bias", (w,), 0, 16),
+        Parameter("conv2.weight", (w, w, 3, 3), 1, w * 9), Parameter("conv2.bias", (w,), 1, w * 9),
+        Parameter("norm.weight", (w,), 1, 16, 1.0), Parameter("norm.bias", (w,), 1, 16),
+        Parameter("head.weight", (o, flat), 2, flat), Parameter("head.bias", (o,), 2, flat),
+    )
+
+
+def _convnet_flops(sizes: Sizes) -> float:
+    """Each convolution a GEMM of ``batch·H·W`` rows, ``out`` columns and ``in·9`` depth (the first at full size, the
+    second after the 2x2 max pool), and the head; three each (forward, weight and input gradient)."""
+    b, c, n, w = sizes.batch_size, CONVNET["CHANNELS"], CONVNET["SIZE"], CONVNET["WIDTH"]
+    flat = w * (CONVNET["RESIZED"] // 2) ** 2
+    gemms = 2.0 * b * n * n * w * c * 9 + 2.0 * b * (n // 2) ** 2 * w * w * 9 + 2.0 * b * flat * CONVNET["OUTPUTS"]
+    return 3.0 * gemms
+
+
 #: Every model, by name. A new one is a row here, its forward in both languages and its float64 reference
 #: (docs/development.md, "A model").
 MODELS: dict[str, Model] = {
@@ -171,5 +200,12 @@ MODELS: dict[str, Model] = {
         layers=lambda s: 3, parameters=_transformer_parameters,
         inputs=lambda s: (s.batch_size, TRANSFORMER["SEQ"]), targets=lambda s: (s.batch_size, 1 + TRANSFORMER["CLASSES"]),
         step_flops=_transformer_flops, draw_inputs=_draw_tokens, draw_targets=_draw_classes, dims=TRANSFORMER,
+    ),
+    "convnet": Model(
+        "convnet", "a convolution with reflect padding, batch norm, max pool; one with circular padding, group norm; "
+        "bilinear interpolation, average pool, a Linear head; MSE",
+        layers=lambda s: 3, parameters=_convnet_parameters,
+        inputs=lambda s: (s.batch_size, CONVNET["CHANNELS"], CONVNET["SIZE"], CONVNET["SIZE"]),
+        targets=lambda s: (s.batch_size, CONVNET["OUTPUTS"]), step_flops=_convnet_flops, dims=CONVNET,
     ),
 }

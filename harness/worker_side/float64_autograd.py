@@ -23,6 +23,8 @@ from typing import Any, BinaryIO
 import numpy as np
 import torch
 
+from harness.contract.models import CONVNET, TRANSFORMER
+
 __all__ = ["main"]
 
 Tensors = dict[str, torch.Tensor]
@@ -52,7 +54,7 @@ def transformer(p: Tensors, x: torch.Tensor, target: torch.Tensor, unused: int) 
     if unused != 1:
         e = "encoder."
         batch, seq, width = h.shape
-        heads = 2
+        heads = TRANSFORMER["HEADS"]
         qkv = h @ p[e + "self_attn.in_proj_weight"].T + p[e + "self_attn.in_proj_bias"]
         q, k, v = (t.reshape(batch, seq, heads, width // heads).transpose(1, 2) for t in torch.split(qkv, width, dim=-1))
         scores = q @ k.transpose(-1, -2) / math.sqrt(width // heads)
@@ -70,9 +72,38 @@ def transformer(p: Tensors, x: torch.Tensor, target: torch.Tensor, unused: int) 
     return logits, _cross_entropy(logits, classes) + _cross_entropy(logits, target[:, 1:])
 
 
+def _norm(x: torch.Tensor, dims: tuple[int, ...], eps: float = 1e-5) -> torch.Tensor:
+    """``x`` normalised over ``dims`` by its mean and biased variance (batch norm's training statistics, group norm's)."""
+    mean = x.mean(dim=dims, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=dims, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps)
+
+
+def convnet(p: Tensors, x: torch.Tensor, target: torch.Tensor, unused: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The conv net (harness/contract/models.py, ``convnet``): its output and its MSE. The padding modes by ``F.pad``,
+    the norms by formula (batch norm with the batch's statistics, as in training), the convolution, pools and bilinear
+    resize by torch's functional kernels in float64 (a hand-written convolution would only be slower)."""
+    functional = torch.nn.functional
+    channel = (None, slice(None), None, None)
+    h = functional.conv2d(functional.pad(x, (1, 1, 1, 1), mode="reflect"), p["conv1.weight"], p["conv1.bias"])
+    h = _norm(h, (0, 2, 3)) * p["bn.weight"][channel] + p["bn.bias"][channel]
+    h = functional.max_pool2d(torch.relu(h), 2)
+    if unused != 1:
+        h = functional.conv2d(functional.pad(h, (1, 1, 1, 1), mode="circular"), p["conv2.weight"], p["conv2.bias"])
+        batch, width, rows, cols = h.shape
+        groups = CONVNET["GROUPS"]
+        h = _norm(h.reshape(batch, groups, width // groups, rows, cols), (2, 3, 4)).reshape(batch, width, rows, cols)
+        h = torch.relu(h * p["norm.weight"][channel] + p["norm.bias"][channel])
+    side = CONVNET["RESIZED"]
+    h = functional.avg_pool2d(functional.interpolate(h, size=(side, side), mode="bilinear", align_corners=False), 2)
+    out = h.flatten(1) @ p["head.weight"].T + p["head.bias"]
+    return out, ((out - target) ** 2).mean()
+
+
 #: Each model's float64 forward by name: ``(params, x, target, unused) -> (output, loss)``.
 MODELS: dict[str, Callable[[Tensors, torch.Tensor, torch.Tensor, int], tuple[torch.Tensor, torch.Tensor]]] = {
     "transformer": transformer,
+    "convnet": convnet,
 }
 
 

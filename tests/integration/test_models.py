@@ -40,3 +40,31 @@ def test_the_transformer_runs_in_both_languages_and_its_pair_names_the_encoder(a
     for pair in result.pairs:
         assert pair.verdict == "diverged", pair.explain()
         assert "first differs at step 0, forward.encoder" in pair.explain()
+
+
+def test_the_convnet_pairs_bitwise_with_both_optimizer_families(availability: Availability, tmp_path: Path) -> None:
+    """The conv net (reflect and circular padding, batch norm, group norm, max pool, bilinear interpolation, average
+    pool): with an R-code optimizer and an ignite one, in float32 and under autocast, every SGD pair is bitwise identical
+    (the batch norm's running statistics traced at each step) and every ignite Adam pair is the optimizer's known
+    difference, proven by its switch (its trace names a conv net parameter, its final weights compared by name), and
+    every float32 cell passes its float64 check. Under
+    bfloat16 autocast the two languages' verdicts are the same: SGD's loss is past the bound the modes set for the MLP
+    at 2 of 20 steps (1.3e-3 > 4.9e-4), in both."""
+    result = _run(availability, tmp_path, "convnet", ("default", "autocast"), ("sgd", "ignite_adam"))
+    assert len(result.cells) == 12 and all(c.ok and c.verdict is not None for c in result.cells), [
+        (c.id, c.status, c.reason) for c in result.cells]
+    assert all(c.verdict is not None and c.verdict.outcome == "pass" for c in result.cells if c.mode == "default"), [
+        (c.id, c.verdict and c.verdict.reason) for c in result.cells]
+    assert len(result.pairs) == 6 and all(p.verdict == "identical" for p in result.pairs if p.optimizer == "sgd"), [
+        p.explain() for p in result.pairs]
+    ignite = [p for p in result.pairs if p.optimizer == "ignite_adam"]
+    assert len(ignite) == 3 and all(p.verdict == "known_difference" and "proven" in p.explain() for p in ignite), [
+        p.explain() for p in ignite]
+    by_pair: dict[str, set[str]] = {}
+    for c in result.cells:
+        assert c.verdict is not None
+        by_pair.setdefault(c.cell.pair, set()).add(c.verdict.outcome)
+    assert all(len(outcomes) == 1 for outcomes in by_pair.values()), by_pair
+    assert all(c.id.split("-")[2].endswith("@convnet") for c in result.cells)
+    traced = result.pairs[0].details["trace"]["points"][0]
+    assert traced > 0
