@@ -186,6 +186,30 @@ def _convnet_flops(sizes: Sizes) -> float:
     return 3.0 * gemms
 
 
+#: The recurrent model's sizes: sequences of ``STEPS`` steps of ``FEATURES`` numbers, a GRU of ``HIDDEN`` units, a head
+#: of ``OUTPUTS``. Tiny, so its cells cost what an MLP cell costs.
+GRU = {"STEPS": 5, "FEATURES": 3, "HIDDEN": 6, "OUTPUTS": 2}
+
+
+def _gru_parameters(sizes: Sizes) -> tuple[Parameter, ...]:
+    """The GRU's parameters as PyTorch names them (``gru.weight_ih_l0``; R torch names the first layer ``_l1``, so they are
+    copied in its order, which is PyTorch's). Layers: 0 the GRU, 1 the head. Both use U(-1/sqrt(hidden), 1/sqrt(hidden))
+    for the GRU, as ``nn.GRU`` does."""
+    f, h, o = GRU["FEATURES"], GRU["HIDDEN"], GRU["OUTPUTS"]
+    return (
+        Parameter("gru.weight_ih_l0", (3 * h, f), 0, h), Parameter("gru.weight_hh_l0", (3 * h, h), 0, h),
+        Parameter("gru.bias_ih_l0", (3 * h,), 0, h), Parameter("gru.bias_hh_l0", (3 * h,), 0, h),
+        Parameter("head.weight", (o, h), 1, h), Parameter("head.bias", (o,), 1, h),
+    )
+
+
+def _gru_flops(sizes: Sizes) -> float:
+    """Per step, the input and hidden GEMMs of the three gates, then the head; three each (forward, weight and input
+    gradient)."""
+    b, n, f, h = sizes.batch_size, GRU["STEPS"], GRU["FEATURES"], GRU["HIDDEN"]
+    return 3.0 * (2.0 * b * n * 3 * h * (f + h) + 2.0 * b * h * GRU["OUTPUTS"])
+
+
 #: Every model, by name. A new one is a row here, its forward in both languages and its float64 reference
 #: (docs/development.md, "A model").
 MODELS: dict[str, Model] = {
@@ -207,5 +231,10 @@ MODELS: dict[str, Model] = {
         layers=lambda s: 3, parameters=_convnet_parameters,
         inputs=lambda s: (s.batch_size, CONVNET["CHANNELS"], CONVNET["SIZE"], CONVNET["SIZE"]),
         targets=lambda s: (s.batch_size, CONVNET["OUTPUTS"]), step_flops=_convnet_flops, dims=CONVNET,
+    ),
+    "gru": Model(
+        "gru", "a GRU over a sequence, its last hidden state into a Linear head; MSE",
+        layers=lambda s: 2, parameters=_gru_parameters, inputs=lambda s: (s.batch_size, GRU["STEPS"], GRU["FEATURES"]),
+        targets=lambda s: (s.batch_size, GRU["OUTPUTS"]), step_flops=_gru_flops, dims=GRU,
     ),
 }

@@ -100,10 +100,26 @@ def convnet(p: Tensors, x: torch.Tensor, target: torch.Tensor, unused: int) -> t
     return out, ((out - target) ** 2).mean()
 
 
+def gru(p: Tensors, x: torch.Tensor, target: torch.Tensor, unused: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The recurrent model (harness/contract/models.py, ``gru``): its output and its MSE. The GRU's gates by their
+    formulas (reset, update, new; the reset gate scales the hidden state's term after its bias, as ``nn.GRU`` does),
+    from a zero hidden state."""
+    w_ih, w_hh, b_ih, b_hh = (p[f"gru.{k}_l0"] for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+    h = torch.zeros(x.shape[0], w_hh.shape[1], dtype=x.dtype)
+    for t in range(x.shape[1]):
+        xr, xz, xn = torch.chunk(x[:, t] @ w_ih.T + b_ih, 3, dim=-1)
+        hr, hz, hn = torch.chunk(h @ w_hh.T + b_hh, 3, dim=-1)
+        r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+        h = (1 - z) * torch.tanh(xn + r * hn) + z * h
+    out = h @ p["head.weight"].T + p["head.bias"]
+    return out, ((out - target) ** 2).mean()
+
+
 #: Each model's float64 forward by name: ``(params, x, target, unused) -> (output, loss)``.
 MODELS: dict[str, Callable[[Tensors, torch.Tensor, torch.Tensor, int], tuple[torch.Tensor, torch.Tensor]]] = {
     "transformer": transformer,
     "convnet": convnet,
+    "gru": gru,
 }
 
 

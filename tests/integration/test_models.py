@@ -68,3 +68,14 @@ def test_the_convnet_pairs_bitwise_with_both_optimizer_families(availability: Av
     assert all(c.id.split("-")[2].endswith("@convnet") for c in result.cells)
     traced = result.pairs[0].details["trace"]["points"][0]
     assert traced > 0
+
+
+def test_the_gru_pairs_with_both_optimizer_families(availability: Availability, tmp_path: Path) -> None:
+    """The recurrent model (a GRU, whose parameters R torch names from layer 1: copied in order): every cell passes its
+    float64 check; SGD's pairs are bitwise identical, ignite Adam's the optimizer's known difference, proven."""
+    result = _run(availability, tmp_path, "gru", ("default", "autocast"), ("sgd", "ignite_adam"))
+    assert len(result.cells) == 12 and all(c.ok and c.verdict is not None and c.verdict.outcome == "pass" for c in result.cells), [
+        (c.id, c.status, c.reason, c.verdict and c.verdict.reason) for c in result.cells]
+    assert all(p.verdict == "identical" for p in result.pairs if p.optimizer == "sgd"), [p.explain() for p in result.pairs]
+    assert all(p.verdict == "known_difference" and "proven" in p.explain() for p in result.pairs if p.optimizer == "ignite_adam")
+    assert all(c.weights is not None and "gru.weight_hh_l0" in c.weights.tensors for c in result.cells)
