@@ -1,10 +1,16 @@
-"""The terminal view of a result: one rich table of cells, then reasons and warnings."""
+"""The terminal view of a result: one rich table of cells, then reasons and warnings.
+
+Everything the result holds (names, paths, reasons, a libtorch message) is shown as plain text: it goes into rich's markup
+only through :func:`escape` and into a table only as :class:`~rich.text.Text`, so a ``[/b]`` in an installation's path
+is printed, never parsed (issue 48: it crashed the run's output)."""
 
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from harness.model.result import CellResult, MatrixResult
 from harness.model.timing import for_want_of_spread
@@ -58,7 +64,7 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
         crashed = sum(1 for c in cells if not c.ok and c.id in excused)
         ok = sum(1 for c in cells if c.ok)
         not_run = len(result.cells) - len(cells)
-        console.print(f"[bold]{title}[/]: {len(result.cells)} cells, {ok} ran"
+        console.print(f"[bold]{escape(title)}[/]: {len(result.cells)} cells, {ok} ran"
                       + (f" ({not_run} did not: why below)" if not_run else "")
                       + f", {passing} pass their own check (float64 bound, scaler rule)"
                       + (f", {off} fail it by a proven R torch bug (excused)" if off else "")
@@ -70,40 +76,40 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
         console.print(_cell_table(cells, title, console))
     note = bf16_note(result.environment.get("bf16_instructions"))
     if note and any(c.timing for c in result.cells):  # beside the speed columns
-        console.print(f"[yellow]speed:[/] {note}", soft_wrap=True)
+        console.print(f"[yellow]speed:[/] {escape(note)}", soft_wrap=True)
     for line in provenance_lines(result):
         console.print(line, style="dim", soft_wrap=True, markup=False, highlight=False)
     footnote = lift_footnote(result.cells)
     if footnote:
-        console.print(footnote, style="magenta", soft_wrap=True)
+        console.print(footnote, style="magenta", soft_wrap=True, markup=False)
     costs = frontend_costs(result.cells)
     if costs:
         console.print(
             "per call: " + "; ".join(f"{name} script set-up {setup * 1e3:.2f} ms (its own cost), harness bridge "
                                      f"{bridge * 1e3:.2f} ms" for name, (setup, bridge) in costs.items()),
-            style="dim", soft_wrap=True,
+            style="dim", soft_wrap=True, markup=False,
         )
     if not result.reference.available:
-        console.print(f"[dim]{result.reference.reason}[/]")
+        console.print(result.reference.reason, style="dim", markup=False)
     for reason in reasons(result):
         more = " (the report has the rest)" if reason.detail else ""
-        console.print(f"[yellow]{reason.who} {reason.status}[/]: {reason.headline}{more}", soft_wrap=True)
+        console.print(f"[yellow]{escape(reason.who)} {escape(str(reason.status))}[/]: {escape(reason.headline)}{more}", soft_wrap=True)
     for cell in result.cells:
         if cell.verdict and cell.verdict.failed:
-            console.print(f"[bold red]{cell.id} FAIL[/]: {cell.verdict.reason}", soft_wrap=True)
+            console.print(f"[bold red]{escape(cell.id)} FAIL[/]: {escape(str(cell.verdict.reason))}", soft_wrap=True)
     _print_pairs(result, console)
     noisy = [c.id for c in result.cells if c.ok and not c.time_vs_default and for_want_of_spread(c.time_vs_default_note)]
     if noisy:
         console.print(
             f"[yellow]×default noisy[/] for {len(noisy)} cell(s): the rounds' spread is too wide for a ratio "
-            "(the report says why per cell); use --interleave, more --rounds, or --preset bench.", soft_wrap=True,
+            f"(the report says why per cell); use {_noise_fixes(result)}.", soft_wrap=True,
         )
     for note, ids in _other_notes(result).items():
         who = ids[0] if len(ids) == 1 else f"{len(ids)} cells ({ids[0]}, ...)"
-        console.print(f"[yellow]×default[/] {who}: {note}", soft_wrap=True)
+        console.print(f"[yellow]×default[/] {escape(who)}: {escape(note)}", soft_wrap=True)
     for cell in result.cells:  # "% peak" is blank there, not a share above 100 %
         if cell.efficiency and cell.efficiency.share_note:
-            console.print(f"[yellow]% peak[/] {cell.id}: {cell.efficiency.share_note}", soft_wrap=True)
+            console.print(f"[yellow]% peak[/] {escape(cell.id)}: {escape(cell.efficiency.share_note)}", soft_wrap=True)
     checks = result.targets
     if checks:
         met = sum(c.met for c in checks)
@@ -117,12 +123,13 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
         missed = "[yellow]target missed, the machine's noise[/]" if noise else "[bold red]target missed[/]"
         check = group[0]
         if len(group) == 1:
-            console.print(f"{missed}: {name} ({check.subject}): {check.measured}; target {check.target}; {check.why}", soft_wrap=True)
+            console.print(f"{missed}: {escape(f'{name} ({check.subject}): {check.measured}; target {check.target}; {check.why}')}",
+                          soft_wrap=True)
         else:
-            console.print(f"{missed}: {name}, on {len(group)} ({check.subject}, ...; the report lists each): the first {check.measured}; "
-                          f"target {check.target}", soft_wrap=True)
+            console.print(f"{missed}: " + escape(f"{name}, on {len(group)} ({check.subject}, ...; the report lists each): the first "
+                                                 f"{check.measured}; target {check.target}"), soft_wrap=True)
     for warning in result.warnings:
-        console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", soft_wrap=True)
 
 
 #: The cell table's columns, most needed first: (name, justify, priority). A terminal too narrow for all of them leaves out
@@ -143,7 +150,7 @@ def _cell_table(cells: list[CellResult], title: str, console: Console) -> Table:
     rows = [_cell_row(cell) for cell in cells]
     for most in sorted({p for _, _, p in _COLUMNS}, reverse=True):
         kept = [k for k, (_, _, p) in enumerate(_COLUMNS) if p <= most]
-        table = Table(title=title or None, header_style="bold")
+        table = Table(title=Text(title) if title else None, header_style="bold")
         for k in kept:
             name, justify, _ = _COLUMNS[k]
             # the key columns and the status never wrap nor shorten: a narrow terminal shortens the numbers instead
@@ -155,14 +162,14 @@ def _cell_table(cells: list[CellResult], title: str, console: Console) -> Table:
     return table
 
 
-def _cell_row(cell: CellResult) -> list[str]:
+def _cell_row(cell: CellResult) -> list[str | Text]:
     record, distance, efficiency = cell.record, cell.reference_distance, cell.efficiency
     loop = cell.timing.loop if cell.timing else None
     floor = cell.timing.floor if cell.timing else None
     own = cell.verdict.outcome if cell.verdict else "not_judged"
     return [
-        f"{cell.script} · {cell.mode}", cell.optimizer, cell.frontend,
-        f"[{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]",
+        Text(f"{cell.script} · {cell.mode}"), Text(cell.optimizer), Text(cell.frontend),
+        Text(status_text(cell), style=_STATUS_STYLE.get(cell.status, "")),
         f"[{_OWN_STYLE.get(own, '')}]{_OWN_TEXT.get(own, own)}[/]",
         num(record and record.final_loss, ".7g"), num(distance and distance.max_rel_loss_error, ".1e"),
         num(distance and distance.final_weights_rel_error, ".1e"), num(loop and loop.median, ".3g"), num(loop and loop.cv, ".1%"),
@@ -176,6 +183,14 @@ def _vs_default(cell: CellResult) -> str:
     if cell.time_vs_default or not cell.ok:
         return num(cell.time_vs_default, ".2f")
     return "[yellow]noisy[/]" if for_want_of_spread(cell.time_vs_default_note) else "—"
+
+
+def _noise_fixes(result: MatrixResult) -> str:
+    """What may give noisy cells a ratio, leaving out what the run already used (its interleaving, the bench preset)."""
+    fixes = ["--interleave" if not result.protocol.interleave else "", "more --rounds",
+             "--preset bench" if result.spec.preset != "bench" else ""]
+    kept = [f for f in fixes if f]
+    return ", or ".join(kept) if len(kept) < 3 else f"{kept[0]}, {kept[1]}, or {kept[2]}"
 
 
 def _other_notes(result: MatrixResult) -> dict[str, list[str]]:
@@ -203,7 +218,7 @@ def _print_pairs(result: MatrixResult, console: Console) -> None:
     if compared:
         many = len({p.frontends for p in compared}) > 1
         title = f"parity (each frontend vs {result.baseline})" if many else f"parity ({' vs '.join(compared[0].frontends)})"
-        pairs = Table(title=title, header_style="bold")
+        pairs = Table(title=Text(title), header_style="bold")
         pairs.add_column("pair")
         if many:
             pairs.add_column("vs")
@@ -212,7 +227,8 @@ def _print_pairs(result: MatrixResult, console: Console) -> None:
         for pair in compared:
             first, second = pair.frontends
             vs = ([second if first == result.baseline else f"{first} vs {second}"]) if many else []
-            pairs.add_row(pair.pair, *vs, f"[{_VERDICT_STYLE.get(pair.verdict, '')}]{pair.verdict}[/]", pair.cause)
+            pairs.add_row(Text(pair.pair), *(Text(v) for v in vs), Text(str(pair.verdict), style=_VERDICT_STYLE.get(pair.verdict, "")),
+                      Text(pair.cause))
         console.print(pairs)
 
 
@@ -222,38 +238,39 @@ def _print_glance(result: MatrixResult, console: Console) -> None:
     table = Table(title="parity at a glance (optimizer × script · mode)", header_style="bold", caption=LEGEND)
     table.add_column("optimizer", no_wrap=True)
     for column in grid.columns:
-        table.add_column(column.replace(" · ", "\n"), justify="center")
+        table.add_column(Text(column.replace(" · ", "\n")), justify="center")
     for optimizer, entries in grid.rows:
-        table.add_row(optimizer, *(_style_symbols(e) for e in entries))
+        table.add_row(Text(optimizer), *(_style_symbols(e) for e in entries))
     console.print(table)
 
 
-def _style_symbols(text: str) -> str:
+def _style_symbols(text: str) -> Text:
     styles = {"=": "green", "≈": "green", "K": "cyan", "B": "bold cyan", "k": "cyan", "✗": "bold red", "S": "bold red",
               "E": "bold red", "U": "magenta", "·": "yellow"}
-    return "".join(f"[{styles.get(ch, '')}]{ch}[/]" for ch in text)
+    return Text.assemble(*((ch, styles.get(ch, "")) for ch in text))
 
 
 def print_trace(result: MatrixResult, console: Console | None = None) -> None:
     """What ``harness trace`` prints: each cell's status in one line, then every pair's whole explanation, trace included."""
     console = console or make_console()
     spec = result.spec
-    console.print(f"amp-parity trace · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps", style="bold")
+    console.print(f"amp-parity trace · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps", style="bold",
+                  markup=False)
     for line in provenance_lines(result):
         console.print(line, style="dim", soft_wrap=True, markup=False, highlight=False)
     for cell in result.cells:
         reason = f" — {cell.reason}" if cell.reason and not cell.ok else ""
-        console.print(f"  {cell.id}: [{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]{reason}", soft_wrap=True)
+        console.print(Text.assemble(f"  {cell.id}: ", (status_text(cell), _STATUS_STYLE.get(cell.status, "")), reason), soft_wrap=True)
     footnote = lift_footnote(result.cells)
     if footnote:
-        console.print(footnote, style="magenta", soft_wrap=True)
+        console.print(footnote, style="magenta", soft_wrap=True, markup=False)
     if not result.pairs:
         console.print("no pair to trace: no two frontends ran one script × mode × device (name two or more with --frontend)",
                       style="yellow", soft_wrap=True)
     for pair in result.pairs:
         console.print()
-        console.print(f"[{_VERDICT_STYLE.get(pair.verdict, '')}]{pair.summary}[/]", soft_wrap=True)
+        console.print(pair.summary, style=_VERDICT_STYLE.get(pair.verdict, ""), soft_wrap=True, markup=False)
         for line in pair.explanation[1:]:
             console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
     for warning in result.warnings:
-        console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", soft_wrap=True)

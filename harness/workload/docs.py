@@ -6,17 +6,17 @@ tests/unit/workload/test_readme_tables.py fails when the README differs from wha
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.contract.docs import with_tables
-from harness.contract.models import MODELS
 from harness.contract.modes import SCRIPTS
 from harness.workload.features import FEATURES
 from harness.workload.optimizers import OPTIMIZERS
 
-__all__ = ["README", "README_TABLES", "feature_table", "mode_table", "model_table", "optimizer_table", "readme_with_tables"]
+__all__ = ["README", "README_TABLES", "feature_table", "mode_table", "optimizer_table", "readme_with_tables"]
 
 #: The README, from the repository root.
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -33,29 +33,28 @@ def mode_table() -> str:
 
 
 def optimizer_table() -> str:
-    """Each optimizer: its R torch family, the PyTorch class and the R torch function it pairs."""
-    rows = ["| optimizer | R torch family | PyTorch | R torch | what it is |", "|---|---|---|---|---|"]
-    rows += [f"| `{o.name}` | {o.family} | `torch.optim.{o.python}` | `{o.r}()` | {o.title} |" for o in OPTIMIZERS.values()]
+    """Each PyTorch class, the R torch functions that mirror it (the R-code family's and the libtorch one's) and its rows."""
+    rows = ["| PyTorch | R torch | rows |", "|---|---|---|"]
+    for python in dict.fromkeys(o.python for o in OPTIMIZERS.values()):
+        mine = [o for o in OPTIMIZERS.values() if o.python == python]
+        functions = ", ".join(f"`{r}()`" for r in dict.fromkeys(o.r for o in mine))
+        rows.append(f"| `torch.optim.{python}` | {functions} | {', '.join(f'`{o.name}`' for o in mine)} |")
     return "\n".join(rows)
 
 
 def feature_table() -> str:
-    """Each loop feature: its kind and what it changes in the loop."""
-    rows = ["| feature | kind | what it changes |", "|---|---|---|"]
-    rows += [f"| `{f.name}` | {f.kind} | {f.title} |" for f in FEATURES.values()]
-    return "\n".join(rows)
-
-
-def model_table() -> str:
-    """Each model a workload trains."""
-    rows = ["| model | what it is |", "|---|---|"]
-    rows += [f"| `{m.name}` | {m.title} |" for m in MODELS.values()]
+    """Each kind of loop feature and its rows, two kinds a row (the README is the front page: it stays short)."""
+    kinds = [(kind, ", ".join(f"`{f.name}`" for f in FEATURES.values() if f.kind == kind))
+             for kind in dict.fromkeys(f.kind for f in FEATURES.values())]
+    rows = ["| kind | rows | kind | rows |", "|---|---|---|---|"]
+    for left, right in itertools.zip_longest(kinds[0::2], kinds[1::2], fillvalue=("", "")):
+        rows.append(f"| {left[0]} | {left[1]} | {right[0]} | {right[1]} |")
     return "\n".join(rows)
 
 
 #: Each generated table of README.md: the name its markers carry, and what writes it.
 README_TABLES: dict[str, Callable[[], str]] = {
-    "mode table": mode_table, "optimizer table": optimizer_table, "feature table": feature_table, "model table": model_table,
+    "mode table": mode_table, "optimizer table": optimizer_table, "feature table": feature_table,
 }
 
 

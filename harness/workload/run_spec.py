@@ -2,7 +2,7 @@
 
 The workload's fields, then what the script needs beyond them: its modes' properties, the optimizer row, the
 reconciliation switches and the patches to apply (the record's fields and the dtype table come with every run spec).
-Neither language keeps its own copy of any of these: ``py_scripts/common.py`` and ``r_scripts/common.R`` read them from
+Neither language keeps its own copy of any of these: the shared files of ``py_scripts/`` and ``r_scripts/`` read them from
 the run spec, so a field declared in :mod:`harness.contract.record` reaches both scripts at once, and a script that
 returns another set of fields fails its own ``make_record`` check.
 """

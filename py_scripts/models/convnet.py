@@ -17,7 +17,7 @@ __all__ = ["build", "forward"]
 def build(spec: dict[str, Any]) -> torch.nn.ModuleDict:
     """The modules, named as the contract names their parameters, on the spec's device. The batch norm keeps PyTorch's
     default momentum 0.1: its cumulative-average form (``momentum=None``) stops R torch at the first forward
-    (docs/bugs/batch-norm-cumulative-average-crash)."""
+    (docs/bugs/batchnorm-momentum-null)."""
     dims, device = spec["model"]["dims"], spec["device"]
     width, resized = dims["WIDTH"], dims["RESIZED"]
     net = torch.nn.ModuleDict({

@@ -4,7 +4,7 @@
 
 #' The modules, named as the contract names their parameters, on the spec's device. The batch norm keeps the default
 #' momentum 0.1: `momentum = NULL`, the cumulative average, stops R torch at the first forward
-#' (docs/bugs/batch-norm-cumulative-average-crash).
+#' (docs/bugs/batchnorm-momentum-null).
 build <- function(spec) {
   dims <- spec$model$dims
   width <- dims$WIDTH

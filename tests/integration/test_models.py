@@ -25,7 +25,7 @@ def _run(availability: Availability, tmp_path: Path, model: str, modes: tuple[st
 
 def test_the_transformer_runs_in_both_languages_and_its_pair_names_the_encoder(availability: Availability, tmp_path: Path) -> None:
     """The transformer classifier: Python's cells pass against the float64 reference; R's do not (its cross-entropy
-    shifts probability targets by -1, docs/bugs/cross-entropy-probability-targets-shifted), and the pair parts at step
+    shifts probability targets by -1, docs/bugs/cross-entropy-probability-targets), and the pair parts at step
     0 inside the model, at the encoder layer's output (R torch's multi-head attention is R code of its own), before the
     loss."""
     result = _run(availability, tmp_path, "transformer", ("default",), ("adam",))
