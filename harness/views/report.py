@@ -21,7 +21,7 @@ from harness.model.provenance import Provenance, script_differences
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.timing import ratio
-from harness.model.verdicts import CELL_OUTCOMES, PairVerdict
+from harness.model.verdicts import CELL_OUTCOMES, Outcome, PairVerdict
 from harness.views.formatting import cell_text, frontend_order, lift_footnote, num, provenance_lines, status_text
 from harness.views.glance import LEGEND, glance
 from harness.views.page import PAGE_FIGURES, PAGE_FILE, EntryText, render_page
@@ -172,17 +172,18 @@ def _cells_table(result: MatrixResult) -> list[str]:
 
 
 #: How a cell's own verdict reads in the tracker.
-_OWN_TEXT = {"pass": "pass", "fail": "**FAIL**", "excused": "fail: R torch bug (excused)", "not_judged": "—"}
+_OWN_TEXT: dict[str, str] = {Outcome.PASS: Outcome.PASS, Outcome.FAIL: "**FAIL**", Outcome.EXCUSED: "fail: R torch bug (excused)",
+                             Outcome.NOT_JUDGED: "—"}
 
 
 def _own(cell: CellResult) -> str:
-    return cell.verdict.outcome if cell.verdict else "not_judged"
+    return cell.verdict.outcome if cell.verdict else Outcome.NOT_JUDGED
 
 
 def _cell_details(result: MatrixResult) -> list[str]:
     lines = []
     for cell in result.cells:
-        if cell.verdict and cell.verdict.outcome != "not_judged":
+        if cell.verdict and cell.verdict.outcome != Outcome.NOT_JUDGED:
             verdict = cell.verdict
             lines += [f"### {cell.id}: {verdict.outcome}", "", "```text", *(line.strip() for line in verdict.lines()[1:]), "```", ""]
     return ["## Cell details", "", *lines] if lines else []

@@ -13,6 +13,7 @@ import logging
 import os
 from typing import Any
 
+from harness.contract.replies import Reply
 from harness.files.paths import bytecode_dir, script_path
 from harness.worker_side.trace_recorder import TraceRecorder, recorder_arguments
 
@@ -103,8 +104,8 @@ class RHandler:
         if request.get("kind") == "trace":
             return self._trace(path, request)
         kind, text = self._call(path, json.dumps(request["run_spec"]), request["mode"])
-        if kind != "ok":
-            raise RScriptFailed(text, refused=kind == "refused")
+        if kind != Reply.OK:
+            raise RScriptFailed(text, refused=kind == Reply.REFUSED)
         return json.loads(text)
 
     def _describe(self, device: str, threads: int | None = None) -> dict[str, Any]:
@@ -137,7 +138,7 @@ class RHandler:
 
         check_calibration(device, dtype, threads, iterations)
         kind, *values = self._calibrate(device, dtype, threads, iterations, CALIBRATION_N)
-        if kind != "ok":
+        if kind != Reply.OK:
             raise RScriptFailed(values[0])
         return {"seconds": float(values[0]), "iterations": int(float(values[1]))}
 
@@ -172,8 +173,8 @@ class RHandler:
             return ri.StrSexpVector(["go"])
 
         kind, text = self._trace_call(path, json.dumps(request["run_spec"]), request["mode"], record_points)
-        if kind != "ok":
-            raise RScriptFailed(text, refused=kind == "refused")
+        if kind != Reply.OK:
+            raise RScriptFailed(text, refused=kind == Reply.REFUSED)
         return recorder.reply(json.loads(text))
 
     def _script_path(self, script: str) -> str:
