@@ -28,6 +28,8 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from harness.contract.replies import Reply
+
 __all__ = ["SWITCHES", "module_entries", "prepare_module"]
 
 SCRIPT = "modules"
@@ -309,7 +311,7 @@ def _prepare_sample(info: Any, sample: Any, index: int, folder: Path, seed: int,
             answer["modes"][mode["name"]] = {"status": "python_error", "message": _one_line(err)}
             continue
         save_file({k: v.contiguous() for k, v in kept.items()}, str(base) + f".{mode['name']}.{suffix}.safetensors")
-        answer["modes"][mode["name"]] = {"status": "ok", "names": sorted(kept)}
+        answer["modes"][mode["name"]] = {"status": Reply.OK.value, "names": sorted(kept)}
     if switch is not None:
         return answer
     tensors.update({f"upstream.{path}": g for path, g in upstream.items()})

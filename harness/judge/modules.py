@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.contract.replies import Reply
 from harness.errors import KnownDifferencesError
-from harness.model.modules import EntryCoverage, InitVerdict, ModuleSweepResult, SampleVerdict
+from harness.model.modules import EntryCoverage, InitVerdict, ModuleSweepResult, ModuleVerdict, SampleVerdict
 
 __all__ = ["ModuleDifference", "judge_sweep", "load_module_differences", "switch_candidates"]
 
@@ -152,30 +153,30 @@ def judge_sweep(facts: Any, differences: list[ModuleDifference] | None = None) -
         for sample in prepared:
             index, desc = sample["index"], sample.get("desc", "")
             if "python_error" in sample:
-                mine += [SampleVerdict(entry, index, desc, m, "not_run", f"PyTorch: {sample['python_error']}") for m in modes]
+                mine += [SampleVerdict(entry, index, desc, m, ModuleVerdict.NOT_RUN, f"PyTorch: {sample['python_error']}") for m in modes]
                 continue
             answer = r_by_index.get(index, {})
             if answer.get("unsupported"):
                 why = _refused(differences, entry, answer["unsupported"])
-                mine += [SampleVerdict(entry, index, desc, m, "unsupported", why) for m in modes]
+                mine += [SampleVerdict(entry, index, desc, m, ModuleVerdict.UNSUPPORTED, why) for m in modes]
                 continue
             facts_of = compared.get(index, {"modes": {}, "init": {}})
             for mode in modes:
                 py_mode = sample["modes"].get(mode, {})
                 r_mode = answer.get("modes", {}).get(mode, {})
-                if py_mode.get("status") != "ok":
-                    mine.append(SampleVerdict(entry, index, desc, mode, "not_run", f"PyTorch: {py_mode.get('message', '')}"))
-                elif r_mode.get("status") != "ok":
+                if py_mode.get("status") != Reply.OK:
+                    mine.append(SampleVerdict(entry, index, desc, mode, ModuleVerdict.NOT_RUN, f"PyTorch: {py_mode.get('message', '')}"))
+                elif r_mode.get("status") != Reply.OK:
                     why = _refused(differences, entry, r_mode.get("message", ""))
-                    mine.append(SampleVerdict(entry, index, desc, mode, "unsupported", why))
+                    mine.append(SampleVerdict(entry, index, desc, mode, ModuleVerdict.UNSUPPORTED, why))
                 else:
                     mine.append(_pair(entry, index, desc, mode, facts_of["modes"].get(mode, {}), differences, switched))
             my_inits.append(_init(entry, index, sample, answer, facts_of.get("init", {}), differences))
         samples += mine
         inits += my_inits
         counts = Counter(v.verdict for v in mine)
-        reasons = [v for v in mine if v.verdict not in ("identical",)]
-        reason = next((f"{v.verdict}: {v.why}" for v in reasons if v.verdict in ("diverged", "unsupported")), "")
+        reasons = [v for v in mine if v.verdict != ModuleVerdict.IDENTICAL]
+        reason = next((f"{v.verdict}: {v.why}" for v in reasons if v.verdict in (ModuleVerdict.DIVERGED, ModuleVerdict.UNSUPPORTED)), "")
         reason = reason or next((f"{v.verdict}: {v.why}" for v in reasons), "")
         coverage.append(EntryCoverage(entry=entry, r=row.r if row is not None else "", samples=len(prepared),
                                       counts=dict(counts), init=dict(Counter(i.verdict for i in my_inits)),
@@ -193,7 +194,7 @@ def switch_candidates(facts: Any, differences: list[ModuleDifference] | None = N
     if not switches:
         return wanted
     for verdict in judge_sweep(facts, differences).samples:
-        if verdict.verdict != "diverged":
+        if verdict.verdict != ModuleVerdict.DIVERGED:
             continue
         compared = {c["index"]: c for c in facts.compared.get(verdict.entry, {}).get("samples", [])}
         differing = _differing(compared.get(verdict.index, {}).get("modes", {}).get(verdict.mode, {}))
@@ -212,10 +213,10 @@ def _pair(entry: str, index: int, desc: str, mode: str, compared: dict[str, Any]
     distances: dict[str, Any] = {"python_f64": max(py_f64) if py_f64 else None, "r_f64": max(r_f64) if r_f64 else None}
     differing = _differing(compared)
     if not differing:
-        return SampleVerdict(entry, index, desc, mode, "identical", **distances)
+        return SampleVerdict(entry, index, desc, mode, ModuleVerdict.IDENTICAL, **distances)
     bugs = _excusing(differences, entry, mode, differing, desc)
     if bugs:
-        return SampleVerdict(entry, index, desc, mode, "excused", bugs, **distances)
+        return SampleVerdict(entry, index, desc, mode, ModuleVerdict.EXCUSED, bugs, **distances)
     for d in differences:
         if d.switch is None or not d.covers(entry, mode, differing, desc):
             continue
@@ -226,10 +227,10 @@ def _pair(entry: str, index: int, desc: str, mode: str, compared: dict[str, Any]
         bugs = _excusing(differences, entry, mode, left, desc) if left else ""
         if not left or bugs:
             also = f"; the rest: {bugs}" if bugs else ""
-            return SampleVerdict(entry, index, desc, mode, "proven",
+            return SampleVerdict(entry, index, desc, mode, ModuleVerdict.PROVEN,
                                  f"known difference {d.id}: bitwise identical with switch {d.switch}{also}", **distances)
     first = differing[0]
-    return SampleVerdict(entry, index, desc, mode, "diverged", _describe(first, tensors.get(first)), **distances)
+    return SampleVerdict(entry, index, desc, mode, ModuleVerdict.DIVERGED, _describe(first, tensors.get(first)), **distances)
 
 
 def _excusing(differences: list[ModuleDifference], entry: str, mode: str, differing: list[str], desc: str) -> str:
@@ -253,10 +254,10 @@ def _init(entry: str, index: int, sample: dict[str, Any], answer: dict[str, Any]
     if _as_list(answer.get("state_dict")) != [n for n in sample["state_dict"]]:
         differing.append("order.state_dict")
     if not differing:
-        return InitVerdict(entry, index, "identical")
+        return InitVerdict(entry, index, ModuleVerdict.IDENTICAL)
     bugs = _excusing(differences, entry, "init", differing, sample.get("desc", ""))
     if bugs:
-        return InitVerdict(entry, index, "excused", bugs)
+        return InitVerdict(entry, index, ModuleVerdict.EXCUSED, bugs)
     first = differing[0]
     name = first.removeprefix("init.")
     if first in ("order.parameters", "order.state_dict"):
@@ -264,7 +265,7 @@ def _init(entry: str, index: int, sample: dict[str, Any], answer: dict[str, Any]
         why = f"{key.replace('_', ' ')} order: " + _first_apart(sample[key], _as_list(answer.get(key)))
     else:
         why = "initial " + _describe(name, compared.get("tensors", {}).get(name))
-    return InitVerdict(entry, index, "diverged", why)
+    return InitVerdict(entry, index, ModuleVerdict.DIVERGED, why)
 
 
 def _first_apart(python: list[str], r: list[str]) -> str:

@@ -7,16 +7,30 @@ Judged by :mod:`harness.judge.modules` from what the workers measured; read by :
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
-__all__ = ["COVERAGE_COLUMNS", "EntryCoverage", "InitVerdict", "ModuleSweepResult", "SampleVerdict", "VERDICTS"]
+__all__ = ["COVERAGE_COLUMNS", "EntryCoverage", "InitVerdict", "ModuleSweepResult", "ModuleVerdict", "SampleVerdict", "VERDICTS"]
 
 #: A sample's verdict in one mode. ``identical``: every output, gradient and buffer bitwise equal, dtypes too.
 #: ``proven``: a known difference whose switch makes it identical. ``excused``: it differs where an R torch bug with a
 #: reproducer (docs/bugs/) says it does. ``unsupported``: R refused it (a module, an option or a dtype R torch lacks), in
 #: R's words. ``diverged``: anything else: a real difference, named by the first tensor where it begins.
-#: ``not_run``: PyTorch itself refused the sample in this mode (not R's to answer).
-VERDICTS = ("identical", "proven", "excused", "unsupported", "diverged", "not_run")
+#: ``not_run``: PyTorch itself refused the sample in this mode (not R's to answer). A same-seed module's verdict is one of
+#: ``identical``, ``excused`` and ``diverged``.
+class ModuleVerdict(StrEnum):
+    """A module sweep's verdict, for a sample in one mode or a same-seed module (the words above)."""
+
+    IDENTICAL = "identical"
+    PROVEN = "proven"
+    EXCUSED = "excused"
+    UNSUPPORTED = "unsupported"
+    DIVERGED = "diverged"
+    NOT_RUN = "not_run"
+
+
+#: Every sample verdict, in the coverage table's order.
+VERDICTS: tuple[str, ...] = tuple(v.value for v in ModuleVerdict)
 #: The coverage table's columns: the entry, R's constructor and the samples' verdicts summed over the modes, then the
 #: same-seed modules (construction, parameter order and state_dict names) and the first reason that is not identical.
 COVERAGE_COLUMNS = ("entry", "r", "samples", *VERDICTS, "init_identical", "init_diverged", "init_excused", "reason")
@@ -72,8 +86,8 @@ class EntryCoverage:
         """The entry as a line of the table (:data:`COVERAGE_COLUMNS`)."""
         return {"entry": self.entry, "r": self.r, "samples": self.samples,
                 **{v: self.counts.get(v, 0) for v in VERDICTS},
-                "init_identical": self.init.get("identical", 0), "init_diverged": self.init.get("diverged", 0),
-                "init_excused": self.init.get("excused", 0), "reason": self.reason}
+                "init_identical": self.init.get(ModuleVerdict.IDENTICAL, 0), "init_diverged": self.init.get(ModuleVerdict.DIVERGED, 0),
+                "init_excused": self.init.get(ModuleVerdict.EXCUSED, 0), "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -96,4 +110,4 @@ class ModuleSweepResult:
     @property
     def failed(self) -> bool:
         """Whether a pair diverged, or a same-seed module did (the sweep's exit status)."""
-        return self.count("diverged") > 0 or any(i.verdict == "diverged" for i in self.inits)
+        return self.count(ModuleVerdict.DIVERGED) > 0 or any(i.verdict == ModuleVerdict.DIVERGED for i in self.inits)

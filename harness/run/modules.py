@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.contract.replies import Reply
 from harness.errors import UsageError, WorkerError
 from harness.judge.modules import switch_candidates
 from harness.run.frontends import open_worker
@@ -132,7 +133,7 @@ def _sweep(python: Worker, r: Worker, folder: Path, chosen: list[str], classes: 
         raise errors[0]
     compared = {}
     for entry in chosen:
-        ran = [{"index": a["index"], "modes": [m for m, v in a.get("modes", {}).items() if v.get("status") == "ok"]}
+        ran = [{"index": a["index"], "modes": [m for m, v in a.get("modes", {}).items() if v.get("status") == Reply.OK]}
                for a in r_answers[entry]]
         compared[entry] = python.call({"kind": "module_compare", "folder": str(folder / entry), "samples": ran},
                                       _CALL_TIMEOUT_S)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from harness.judge.pairs import excused_cells
 from harness.model.pair_trace import PairTrace
 from harness.model.result import MatrixResult, Status
-from harness.model.verdicts import Verdict
+from harness.model.verdicts import Outcome, Verdict
 
 __all__ = ["FINDING_KINDS", "Judged", "judge_example"]
 
@@ -67,7 +67,7 @@ def judge_example(result: MatrixResult) -> Judged:
     cells = list(result.cells)
     pair = result.pairs[0] if result.pairs else None
     if any(c.status is Status.SKIPPED for c in cells):
-        return Judged("skipped", lines=tuple(c.reason or "" for c in cells))
+        return Judged(Verdict.SKIPPED, lines=tuple(c.reason or "" for c in cells))
     excused = excused_cells(result)
     failed = [c for c in cells if c.status in _FAILED and c.id not in excused]
     if len(failed) == len(cells):
@@ -85,7 +85,7 @@ def judge_example(result: MatrixResult) -> Judged:
     own = [c for c in cells if c.verdict is not None and c.verdict.failed]
     if own:
         partners = [c for c in cells if c not in own]
-        if not partners or any(c.verdict is None or c.verdict.outcome != "pass" for c in partners):
+        if not partners or any(c.verdict is None or c.verdict.outcome != Outcome.PASS for c in partners):
             return Judged("bound", lines=tuple(c.verdict.reason for c in own if c.verdict))
         cell = own[0]
         assert cell.verdict is not None
@@ -93,7 +93,7 @@ def judge_example(result: MatrixResult) -> Judged:
         return Judged("own_check", f"own check ({what}) fails in {cell.frontend}", f"{cell.id}: {cell.verdict.reason}",
                       lines=(cell.verdict.reason, *(pair.explanation if pair else ())))
     if any(c.status is Status.UNSUPPORTED for c in cells) or pair is None:
-        return Judged("unsupported", lines=tuple(c.reason or "" for c in cells if c.reason))
+        return Judged(Verdict.UNSUPPORTED, lines=tuple(c.reason or "" for c in cells if c.reason))
     if pair.verdict == Verdict.STALE_KNOWN_DIFFERENCE:  # identical here: a mechanism need not show at every point
-        return Judged("identical", lines=tuple(pair.explanation))
+        return Judged(Verdict.IDENTICAL, lines=tuple(pair.explanation))
     return Judged(str(pair.verdict))

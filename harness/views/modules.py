@@ -10,7 +10,7 @@ import csv
 import io
 from collections import Counter
 
-from harness.model.modules import COVERAGE_COLUMNS, VERDICTS, ModuleSweepResult
+from harness.model.modules import COVERAGE_COLUMNS, VERDICTS, ModuleSweepResult, ModuleVerdict
 
 __all__ = ["coverage_csv", "summary_lines", "sweep_markdown"]
 
@@ -30,27 +30,27 @@ def summary_lines(result: ModuleSweepResult) -> list[str]:
     counts = Counter(s.verdict for s in result.samples)
     inits = Counter(i.verdict for i in result.inits)
     mapped = [c for c in result.coverage if c.r]
-    compared = [c for c in mapped if c.counts.get("identical", 0) + c.counts.get("excused", 0) + c.counts.get("proven", 0)
-                + c.counts.get("diverged", 0) > 0]
+    judged = (ModuleVerdict.IDENTICAL, ModuleVerdict.EXCUSED, ModuleVerdict.PROVEN, ModuleVerdict.DIVERGED)
+    compared = [c for c in mapped if sum(c.counts.get(v, 0) for v in judged) > 0]
     lines = [
         f"module sweep: {len(result.coverage)} module_db entries, {len(mapped)} with an R torch counterpart, "
         f"{len(compared)} of them compared; {len({(s.entry, s.index) for s in result.samples})} samples × "
         f"{len(result.modes)} modes ({', '.join(result.modes)}):",
         "  " + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
-        + f" (of the unsupported, {sum(1 for s in result.samples if s.verdict == 'unsupported' and '(R torch bug' in s.why)}"
+        + f" (of the unsupported, {sum(1 for s in result.samples if s.verdict == ModuleVerdict.UNSUPPORTED and '(R torch bug' in s.why)}"
         " are R torch bugs that stop R: docs/bugs/)",
-        f"  same seed, same module: {inits.get('identical', 0)} identical, {inits.get('excused', 0)} excused, "
-        f"{inits.get('diverged', 0)} diverged",
+        "  same seed, same module: " + ", ".join(f"{inits.get(v, 0)} {v}" for v in
+                                                (ModuleVerdict.IDENTICAL, ModuleVerdict.EXCUSED, ModuleVerdict.DIVERGED)),
     ]
-    apart = [s for s in result.samples if s.verdict in ("proven", "excused", "diverged")]
+    apart = [s for s in result.samples if s.verdict in (ModuleVerdict.PROVEN, ModuleVerdict.EXCUSED, ModuleVerdict.DIVERGED)]
     farther = [s for s in apart if s.r_farther]
     lines.append(f"  on its own, against float64: of the {len(apart)} compared pairs that are not identical, R is the "
                  f"farther from float64 (more than twice PyTorch's distance) in {len(farther)}")
     for s in result.samples:
-        if s.verdict == "diverged":
+        if s.verdict == ModuleVerdict.DIVERGED:
             lines.append(f"  diverged: {s.entry}[{s.index}{' ' + s.desc if s.desc else ''}] {s.mode}: {s.why}")
     for i in result.inits:
-        if i.verdict == "diverged":
+        if i.verdict == ModuleVerdict.DIVERGED:
             lines.append(f"  diverged at construction: {i.entry}[{i.index}]: {i.why}")
     return lines
 
@@ -65,13 +65,13 @@ def sweep_markdown(result: ModuleSweepResult) -> str:
             "Each side's largest distance from the sample's float64 run, relative to the float64 tensor's largest magnitude.",
             "", "| entry | sample | mode | verdict | why | PyTorch vs float64 | R vs float64 |", "|---|---|---|---|---|---|---|"]
     for s in result.samples:
-        if s.verdict != "identical":
+        if s.verdict != ModuleVerdict.IDENTICAL:
             sample = f"{s.index} {s.desc}".strip()
             out.append(f"| {s.entry} | {sample} | {s.mode} | {s.verdict} | {s.why.replace('|', '/')} | "
                        f"{_distance(s.python_f64)} | {_distance(s.r_f64)} |")
     out += ["", "## Same seed, same module (not identical)", "", "| entry | sample | verdict | why |", "|---|---|---|---|"]
     for i in result.inits:
-        if i.verdict != "identical":
+        if i.verdict != ModuleVerdict.IDENTICAL:
             out.append(f"| {i.entry} | {i.index} | {i.verdict} | {i.why.replace('|', '/')} |")
     return "\n".join(out) + "\n"
 

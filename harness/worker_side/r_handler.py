@@ -143,7 +143,7 @@ class RHandler:
             self._ro.r["source_compiled"](str(path), self._ro.globalenv)
             self._modules_reply = self._ro.globalenv["amp_parity_modules_reply"]
         kind, text = self._modules_reply(json.dumps(request))
-        if kind != "ok":
+        if kind != Reply.OK:
             raise RScriptFailed(text)
         return json.loads(text)
 

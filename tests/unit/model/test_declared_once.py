@@ -22,6 +22,7 @@ OTHER_SENSES = {
     ("harness/judge/explain.py", "skipped"): "the run record's `skipped` field, and how its flag reads",
     ("harness/judge/findings.py", "skipped"): "the run record's `skipped` field",
     ("harness/run/measure.py", "error"): "a GEMM profile's key for why it was not measured",
+    ("harness/search/engine.py", "refused"): "a search example's outcome: the spec refused the drawn point (no worker's reply)",
 }
 
 
