@@ -28,6 +28,8 @@ _ELSEWHERE = {
     "r-bytecode/": "in the user cache folder (harness/files/paths.py: bytecode_dir)",
     "shared/": "beside the checkout (../shared: the R torch installation and the house guides)",
     "harness/_project/": "inside an installed package only (harness/files/paths.py: INSTALLED_PROJECT)",
+    "fixtures/cache/": "made by the first run in a checkout, and ignored by git (.gitignore): a fresh clone has none",
+    "cache/": "fixtures/cache/, as above",
 }
 
 
