@@ -54,7 +54,7 @@ def command(args: argparse.Namespace) -> ExitCode:
     inputs = [*paths, *([args.json] if args.json is not None else [])]
     with ReportClaim(args.out, REPORT_FILES, args.overwrite, flag="--out", inputs=inputs) as claim:
         result = merge_results(paths, args.baseline, rejudging_of(args), known_differences_of(args), labels)
-        write_report(result, claim.staging, entry_texts_of(args))
+        write_report(result, claim.staging, entry_texts_of(args), page_dir=claim.folder)
         if args.json is None:
             written = claim.publish()
         else:
