@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from harness.contract.modes import all_mode_names
 from harness.model.pair_trace import PairTrace, PointDifference
-from harness.model.result import MatrixResult
+from harness.model.result import MatrixResult, with_time_vs_default
 from harness.model.verdicts import PairVerdict, TargetCheck
 from harness.workload.features import FEATURES, NO_FEATURE
 from harness.workload.matrix import Cell, cells_for, pair_id
@@ -85,6 +85,7 @@ def main_job() -> MatrixResult:
         pair = pair_of[_STAND_INS.get((key.script, key.mode), (key.script, key.mode))]
         pairs.append(dataclasses.replace(pair, script=key.script, mode=key.mode, optimizer=key.optimizer, feature=key.feature,
                                          pair=pair_id(key.script, key.mode, key.optimizer, key.device, key.feature)))
+    cells = with_time_vs_default(cells, paired=base.protocol.interleave)  # a loop feature's cell has no default cell to divide by
     result = dataclasses.replace(base, cells=tuple(cells), pairs=tuple(pairs), traces=())
     for index in range(len(pairs)):
         if index % 3:

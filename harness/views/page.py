@@ -27,14 +27,14 @@ from matplotlib.figure import Figure
 from harness.files.paths import CHECKOUT
 from harness.model.pair_trace import PairTrace, PointDifference
 from harness.model.result import MatrixResult
-from harness.model.verdicts import PairVerdict, TargetCheck, Verdict
+from harness.model.verdicts import PairVerdict, TargetCheck
 from harness.views.formatting import num, provenance_lines
-from harness.views.glance import LEGEND, glance, symbol
+from harness.views.glance import LEGEND, glance, proven_known, symbol
 from harness.views.plots import figure_png, loss_diff_figure, losses_figure, timing_figure
 from harness.views.reasons import reasons
 
 __all__ = ["BUG_FILES", "PAGE_FIGURES", "PAGE_FILE", "PAGE_MAX_BYTES", "EntryText", "bug_links", "entry_ids", "first_difference",
-           "pair_anchor", "proven_known", "render_page"]
+           "pair_anchor", "render_page"]
 
 PAGE_FILE = "report.html"
 #: The page of the main job stays below this (issue 47: it was 9.5 MB, and a browser took seconds to open it); its plots
@@ -82,12 +82,6 @@ def render_page(result: MatrixResult, entries: Mapping[str, EntryText] | None = 
         trim_blocks=True, lstrip_blocks=True,
     )
     return environment.get_template("report.html.j2").render(**_context(result, entries or {}, page_dir), images=drawn)
-
-
-def proven_known(pair: PairVerdict) -> bool:
-    """Whether ``pair`` is a known difference (an R torch bug among them) proven by reconciliation: nothing to look at
-    beyond its entry, so a page and a report tell it in one line under that entry, not in an article of its own."""
-    return pair.verdict == Verdict.KNOWN_DIFFERENCE and bool(pair.details.get("proven"))
 
 
 def entry_ids(pair: PairVerdict) -> tuple[str, ...]:

@@ -23,8 +23,8 @@ from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.timing import ratio
 from harness.model.verdicts import CELL_OUTCOMES, PairVerdict
 from harness.views.formatting import cell_text, frontend_order, lift_footnote, num, provenance_lines, status_text
-from harness.views.glance import LEGEND, glance
-from harness.views.page import PAGE_FIGURES, PAGE_FILE, EntryText, entry_ids, first_difference, proven_known, render_page
+from harness.views.glance import LEGEND, glance, proven_known
+from harness.views.page import PAGE_FIGURES, PAGE_FILE, EntryText, entry_ids, first_difference, render_page
 from harness.views.plots import figure_png
 from harness.views.summary import SUMMARY_FILE, render_summary
 from harness.views.timing_sections import efficiency_section, phases_section, targets_section, timing_section

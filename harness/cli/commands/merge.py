@@ -63,7 +63,7 @@ def command(args: argparse.Namespace) -> ExitCode:
     if args.json is not None:
         WRITTEN.append(f"the merged result was written to {args.json}")
     console = make_console()
-    print_result(result, console)
+    print_result(result, console, verbose=getattr(args, "verbose", False))
     console.print(f"merged {len(paths)} results ({len(result.cells)} cells); report written to {written[0]}"
                   + (f"; merged result written to {args.json}" if args.json is not None else ""))
     failed = uncompared(result)
