@@ -65,7 +65,8 @@ _PAIR_LINE: dict[str, Any] = {"linestyle": "-", "linewidth": 1.3}
 _PAIR_COLOR = "tab:red"
 #: The optimizers' colours where a panel draws several: tab10, then the dark half of tab20b (the main job has 17
 #: optimizers; the light half of tab20 was too faint to tell on white).
-_PALETTE: tuple[Any, ...] = (*matplotlib.colormaps["tab10"].colors, *matplotlib.colormaps["tab20b"].colors[0::2])
+_PALETTE: tuple[Any, ...] = tuple(tuple(float(v) for v in rgba) for rgba in (*matplotlib.colormaps["tab10"](np.arange(10)),
+                                                                              *matplotlib.colormaps["tab20b"](np.arange(0, 20, 2))))
 #: A legend lists at most this many lines; past it, the last entry says how many more there are. A merge of 100 inputs
 #: drew a legend of 100 entries, far taller than its panel (the report's tables list every one).
 LEGEND_MAX_ENTRIES = 12
@@ -289,7 +290,7 @@ def figure_png(fig: Figure) -> bytes:
     """``fig`` as PNG bytes, drawn once for the report's file and its page (a ``data:`` URI), in :data:`_PNG_COLORS`
     colours: a third of the bytes of matplotlib's own PNG (0.51 MB to 0.13 MB for the main job's |Δ loss|), the lines the
     same to the eye."""
-    canvas = FigureCanvasAgg(fig)
+    canvas: Any = FigureCanvasAgg(fig)  # its draw() and buffer_rgba() have no annotations
     fig.set_dpi(_DPI)
     canvas.draw()
     width, height = canvas.get_width_height()
