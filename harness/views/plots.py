@@ -2,14 +2,14 @@
 
 The matrix is optimizers (and loop features) × script modes × frontends: 17 × 7 × 2 at the main job, and 23 loop features
 each over a few optimizers in a few modes. One panel per optimizer (and feature) × mode drew 959 panels, 65 % of them
-empty: 9 MB of pictures, most of the report's time. So the loss plots are small multiples of *folded* rows
-(:func:`panel_row`: each optimizer family's plain cells, each loop feature's cells), one column per script · mode, aligned as
-the at-a-glance grid's (:mod:`harness.views.glance`), and a panel only where a cell ran; in a panel each optimizer has its
-colour and each frontend its line, and the panel names what did not run in it. The time ratios keep the grid's rows. The
-same figures are written as PNG (the markdown's) and as SVG (the HTML page's, inline).
+empty: 9 MB of pictures, most of the time the report took. So the loss plots are small multiples of a row per optimizer
+family (:func:`panel_row`) and a column per script · mode (aligned as the at-a-glance grid's: :mod:`harness.views.glance`),
+a panel only where a cell ran; in a panel each optimizer has its colour (its loop features' cells thin lines of it) and
+each frontend its line style, and the panel names what did not run in it. The time ratios keep the grid's rows, each loop
+feature folded into one. Each figure is drawn once, as a PNG (:func:`figure_png`): the report's file and the page's picture.
 
-Drawn on ``matplotlib.figure.Figure`` objects rendered by the Agg canvas (or the SVG backend): no pyplot, no global
-backend switch, no display, so it works on a headless CI machine and never touches another caller's matplotlib state.
+Drawn on ``matplotlib.figure.Figure`` objects rendered by the Agg canvas: no pyplot, no global backend switch, no
+display, so it works on a headless CI machine and never touches another caller's matplotlib state.
 Each file is written atomically.
 """
 

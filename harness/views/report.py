@@ -353,7 +353,7 @@ def _known_details(verdicts: list[PairVerdict], entries: Mapping[str, EntryText]
              "their mechanisms (docs/known-differences.md).", ""]
     told: set[str] = set()
     for ids, members in groups.items():
-        lines += [f"### {' + '.join(ids)} ({len(members)} pairs)", ""]
+        lines += [f"### {' + '.join(ids)} ({len(members)} pair{'' if len(members) == 1 else 's'})", ""]
         for entry_id in ids:
             entry = entries.get(entry_id)
             if entry is None or entry_id in told:

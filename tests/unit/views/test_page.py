@@ -112,7 +112,7 @@ def test_a_proven_bug_is_told_once_with_every_pair_it_explains(page: str) -> Non
     start = page.index('id="known-sgd-weight-decay-index"')
     article = page[start:page.index("</article>", start)]
     assert _ENTRY.title.replace("'", "&#39;") in article and _ENTRY.mechanism in article and "R/optim-sgd.R:95" in article
-    assert 'reproducer.R</a>' in article and "(1 pairs)" in article
+    assert 'reproducer.R</a>' in article and "(1 pair)" in article
     row = article[article.index(f'<tr id="{pair_anchor(bug)}">'):]
     row = row[:row.index("</tr>")]
     assert "step 3, <code>param.layer0.weight</code>" in row and "1 ULP" in row
