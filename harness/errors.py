@@ -9,6 +9,7 @@ Hierarchy (each also subclasses the builtin a caller would naturally catch)::
     ├── FixtureError(RuntimeError)      a fixture file that cannot be built or read
     ├── ResultError(ValueError)         a result file of another schema version, or unreadable
     ├── KnownDifferencesError(ValueError) a known-differences list with a missing or wrong field
+    ├── PatchesError(ValueError)        harness/workload/patches.toml, the harness's own patches, malformed: ExitCode.BROKEN_PATCHES
     └── WorkerError(RuntimeError)       a frontend worker did not return a record
         ├── ScriptError                 the script raised: carries the frontend's own message
         ├── WorkerCrashed               the worker process died (signal, segfault, exit)
@@ -27,6 +28,7 @@ __all__ = [
     "ExitCode",
     "FixtureError",
     "KnownDifferencesError",
+    "PatchesError",
     "ResultError",
     "ScriptError",
     "SpecError",
@@ -35,6 +37,7 @@ __all__ = [
     "WorkerCrashed",
     "WorkerError",
     "WorkerTimeout",
+    "shown_value",
     "without_cpp_frames",
 ]
 
@@ -43,10 +46,10 @@ class ExitCode(IntEnum):
     """What a command's exit status means: one meaning per number, the same for every command.
 
     Modelled on pytest's ``ExitCode`` (``OK`` 0, ``TESTS_FAILED`` 1, ``INTERNAL_ERROR`` 3, ``USAGE_ERROR`` 4), so CI
-    scripts tell a parity regression from a mistyped flag and from a bug of the harness; interruptions keep the
-    shell's 128 + signal. ``run``, ``trace``, ``report``, ``merge``, ``doctor``, ``prepare`` and both languages' scripts
-    run by hand exit with these (R's through the harness, which hands them over: ``r_scripts/shell.R``); docs/cli.md
-    lists them.
+    scripts tell a parity regression from a mistyped flag and from a bug of the harness; ``BROKEN_PATCHES`` (6, a number
+    pytest does not use) is the harness's own; interruptions keep the shell's 128 + signal. ``run``, ``trace``,
+    ``report``, ``merge``, ``doctor``, ``prepare`` and both languages' scripts run by hand exit with these (R's through
+    the harness, which hands them over: ``r_scripts/shell.R``); docs/cli.md lists them.
     """
 
     #: Everything that ran passed its checks.
@@ -61,6 +64,11 @@ class ExitCode(IntEnum):
     #: flag, a spec, an input file, an output place, a frontend that cannot start, no cell that could run. The
     #: ``error:`` line says what to fix.
     USAGE_ERROR = 4
+    #: ``harness/workload/patches.toml``, the table of patches the harness applies to the bindings' functions (part of the
+    #: harness, read as it loads), is malformed: an entry with a field missing or of another kind, a switch that is not one
+    #: statement for one. Not the user's input (4) nor a failed check (1): the checkout was edited, and the ``error:`` line
+    #: names the file and the entry to fix (or restore it: ``git checkout harness/workload/patches.toml``).
+    BROKEN_PATCHES = 6
     #: Ctrl-C (SIGINT), as a shell reports it.
     INTERRUPTED = 128 + signal.SIGINT
     #: A kill (SIGTERM), as a shell reports it.
@@ -70,7 +78,10 @@ class ExitCode(IntEnum):
 
     @classmethod
     def for_error(cls, err: BaseException) -> ExitCode:
-        """The status an error ends a command with: the harness's own errors are usage errors, anything else a bug."""
+        """The status an error ends a command with: a malformed patches table its own, the harness's other errors usage errors,
+        anything else a bug."""
+        if isinstance(err, PatchesError):
+            return cls.BROKEN_PATCHES
         return cls.USAGE_ERROR if isinstance(err, AmpParityError) else cls.INTERNAL_ERROR
 
 
@@ -85,7 +96,19 @@ class SpecError(AmpParityError, ValueError):
         self.field = field
         self.value = value
         self.allowed = allowed
-        super().__init__(f"{field} must be {allowed}, got {value!r}.")
+        super().__init__(f"{field} must be {allowed}, got {shown_value(value)}.")
+
+
+#: The most digits a refusal shows of a whole number: past them it is written in scientific notation (a spec file's
+#: ``10**300`` was shown as its 301 digits).
+_MAX_DIGITS = 16
+
+
+def shown_value(value: object) -> str:
+    """``value`` as a refusal names it: its ``repr``, a whole number too long to read in scientific notation."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**_MAX_DIGITS:
+        return f"{value:.3e}"
+    return repr(value)
 
 
 class UsageError(AmpParityError, ValueError):
@@ -111,6 +134,11 @@ class ResultError(AmpParityError, ValueError):
 
 class KnownDifferencesError(AmpParityError, ValueError):
     """A known-differences list (``harness/judge/known_differences.toml`` or ``--known-differences FILE``) that cannot be used."""
+
+
+class PatchesError(AmpParityError, ValueError):
+    """``harness/workload/patches.toml`` (or a patches file a test loads) is malformed: one line naming the file, the entry
+    (the switch or point) and what is wrong with it."""
 
 
 class WorkerError(AmpParityError, RuntimeError):

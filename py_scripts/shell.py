@@ -25,7 +25,12 @@ def main_cli(script: str, run_workload: Callable[[dict[str, Any], str], dict[str
     error for anything unexpected); ``--debug`` adds the traceback (R's twin prints its own).
     """
     from harness.cli.lines import exit_with_error, show_warnings_as_lines
-    from harness.run.prepare import check_shell_mode, parse_shell_args, prepare_shell_run_spec
+    from harness.errors import PatchesError
+
+    try:
+        from harness.run.prepare import check_shell_mode, parse_shell_args, prepare_shell_run_spec
+    except PatchesError as err:  # the harness's own patches table, read as it loads: one line, its own status
+        exit_with_error(err, debug="--debug" in sys.argv[1:])
 
     show_warnings_as_lines()
     prog = Path(sys.argv[0]).name

@@ -21,7 +21,7 @@ from typing import NoReturn
 
 from harness.cli import lines
 from harness.cli.output import WRITTEN, quiet_stdout
-from harness.errors import ExitCode
+from harness.errors import ExitCode, PatchesError
 
 __all__ = ["BLAS_THREADS", "COMMANDS", "DEFAULT_PROG", "console_main", "main"]
 
@@ -69,7 +69,11 @@ def main(argv: list[str] | None = None, prog: str = DEFAULT_PROG) -> None:
     """The command-line entry point; ``prog`` names the command in help and usage errors. Exits with an :class:`ExitCode`."""
     for name, value in BLAS_THREADS.items():
         os.environ.setdefault(name, value)
-    args = _parser(prog).parse_args(argv)
+    try:
+        parser = _parser(prog)
+    except PatchesError as err:  # the harness's own patches table, read as the commands load: one line, its own status
+        lines.exit_with_error(err, debug="--debug" in (sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(argv)
     lines.set_debug(getattr(args, "debug", False))
     WRITTEN.clear()
     # A kill (SIGTERM) unwinds like Ctrl-C: workers stop, staged files go, no partial result stays.

@@ -123,4 +123,35 @@ def matrix_of(args: argparse.Namespace) -> Matrix:
     optimizers = parse_optimizers(args.optimizer, spec.preset)
     spec = for_optimizers(spec, args, optimizers)
     features = parse_features(args.feature, spec.preset, narrowed=bool(args.optimizer or args.mode))
+    _refuse_empty_features(args, spec.device, modes, optimizers, features)
     return Matrix(spec, modes, optimizers, features)
+
+
+def _refuse_empty_features(args: argparse.Namespace, device: str, modes: tuple[str, ...], optimizers: tuple[str, ...],
+                           features: tuple[str, ...]) -> None:
+    """Refuse, before anything starts, a matrix of no cell (``--optimizer sgd --feature resume``: it wrote a result and a
+    report of nothing and exited 0) and a feature named in ``--feature`` that adds no cell to it (asked for, never run).
+    ``--feature all`` asks for every feature where it runs: one that runs in none of the asked cells is not refused.
+
+    Raises:
+        UsageError: naming the feature, where its covering design runs it, and the flags that left it out.
+    """
+    from harness.errors import UsageError
+    from harness.workload.features import FEATURES, NO_FEATURE
+    from harness.workload.matrix import cells_for
+
+    every = features == (NO_FEATURE, *FEATURES)
+    empty = [f for f in features if f != NO_FEATURE and not cells_for(("any",), modes, optimizers, device, (f,))]
+    if not empty or (every and len(empty) < len(features)):
+        return
+    row = FEATURES[empty[0]]
+    ran_modes = sorted({mode for cover in row.covers for _, mode in cover.modes})
+    ran_optimizers = list(dict.fromkeys(o for cover in row.covers for o in cover.optimizers))
+    asked = " ".join(f"--{flag} {','.join(values)}" for flag, values, given in (("mode", modes, args.mode),
+                                                                               ("optimizer", optimizers, args.optimizer)) if given)
+    raise UsageError(
+        "--feature", empty[0],
+        f"a loop feature that runs in at least one asked cell; {empty[0]}'s covering design runs it in the modes "
+        f"{', '.join(ran_modes)} with the optimizers {', '.join(ran_optimizers)}, and {asked or 'this run'} asks for none of "
+        f"those cells (harness/workload/features.py). Add one of them to --mode/--optimizer, or leave {empty[0]} out",
+    )

@@ -77,7 +77,9 @@ def nothing_ran(result: MatrixResult) -> str | None:
     """
     from harness.model.result import Status
 
-    if not result.cells or any(c.status not in (Status.SKIPPED, Status.UNSUPPORTED) for c in result.cells):
+    if not result.cells:  # ``run`` refuses such a matrix before it starts (cli/options.py); a result of none measured nothing
+        return "error: the result holds no cell: nothing was measured. Choose --mode, --optimizer and --feature that share a cell."
+    if any(c.status not in (Status.SKIPPED, Status.UNSUPPORTED) for c in result.cells):
         return None
     first = next((c for c in result.cells if c.reason), result.cells[0])
     return (f"error: no cell ran: all {len(result.cells)} were {' or '.join(sorted({str(c.status) for c in result.cells}))} "

@@ -11,15 +11,17 @@ readers of the file; the harness never reads them back. Views only read a result
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from harness.judge.cells import judge_cell
 from harness.judge.known_differences import KnownDifference, load_known_differences
 from harness.judge.pairs import compare_result
+from harness.judge.resumed import resume_mismatches
 from harness.judge.targets import check_targets
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
 from harness.model.result import CellResult, MatrixResult
+from harness.model.verdicts import CellVerdict
 
 __all__ = ["assess_result"]
 
@@ -37,11 +39,15 @@ def assess_result(result: MatrixResult, judging: str | None = None, known: Seque
     judging = check_judging(judging or result.judging or DEFAULT_JUDGING)
     # Each cell under the spec it ran (a merged GPU input's float16, a CPU input's bfloat16).
     # ... and against its own run's float64 reference (each merged input keeps its own).
-    cells = tuple(dataclasses.replace(c, verdict=judge_cell(c, result.run_of(c).spec, result.run_of(c).reference or result.reference))
+    # The run's whole-matrix check (a resumed cell is bitwise its uninterrupted cell), wherever the two cells meet: in a
+    # merge of the slices that ran them apart, a result loaded again. It fails the resumed cell's own verdict.
+    resumed = resume_mismatches(result.cells)
+    cells = tuple(dataclasses.replace(c, verdict=_resumed(judge_cell(c, result.run_of(c).spec, result.run_of(c).reference
+                                                                     or result.reference), resumed.get(c.id)))
                   for c in result.cells)
     judged = dataclasses.replace(result, cells=cells, judging=judging)
     judged = dataclasses.replace(judged, pairs=tuple(compare_result(judged, judging, known)))
-    judged = dataclasses.replace(judged, cells=_excused(judged, load_known_differences() if known is None else known))
+    judged = dataclasses.replace(judged, cells=_excused(judged, load_known_differences() if known is None else known, set(resumed)))
     return dataclasses.replace(judged, targets=tuple(check_targets(judged)))
 
 
@@ -50,7 +56,15 @@ def assess_result(result: MatrixResult, judging: str | None = None, known: Seque
 SCALER_DECISION_POINT = "scaler.found_inf"
 
 
-def _excused(result: MatrixResult, known: Sequence[KnownDifference]) -> tuple[CellResult, ...]:
+def _resumed(verdict: CellVerdict, mismatch: str | None) -> CellVerdict:
+    """``verdict``, failed where the cell is a resumed run that is not its uninterrupted run (``mismatch`` says where)."""
+    if mismatch is None:
+        return verdict
+    reason = mismatch if verdict.outcome != "fail" else f"{mismatch}; {verdict.reason}"
+    return dataclasses.replace(verdict, outcome="fail", reason=reason)
+
+
+def _excused(result: MatrixResult, known: Sequence[KnownDifference], resumed: Set[str] = frozenset()) -> tuple[CellResult, ...]:
     """The cells, with each failed own verdict that a pair's proven R torch bug explains marked ``excused`` (naming the
     pair and its entries): the bug is on record, with its reproducers; a new difference in the same cell would not be
     proven, so its pair would not be ``known_difference``. Only the bug's signature is excused (:func:`_unexplained`):
@@ -60,7 +74,8 @@ def _excused(result: MatrixResult, known: Sequence[KnownDifference]) -> tuple[Ce
     cells = []
     for cell in result.cells:
         pair, verdict = why.get(cell.id), cell.verdict
-        if pair is not None and verdict is not None and verdict.outcome == "fail":
+        # A resumed run that is not its uninterrupted run is one binding against itself: no bug between bindings excuses it.
+        if pair is not None and verdict is not None and verdict.outcome == "fail" and cell.id not in resumed:
             bugs = list(pair.details.get("excused_by") or pair.details.get("known_difference") or ())
             unexplained = _unexplained(cell, pair.details, [entries[b] for b in bugs if b in entries])
             if unexplained is None:

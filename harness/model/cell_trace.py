@@ -34,7 +34,7 @@ from safetensors.numpy import load_file, save_file
 
 from harness.errors import ResultError
 
-__all__ = ["DIGESTS", "DIGEST_HEX", "TRACE_SUFFIX", "CellTrace", "Point", "TraceFile", "file_sha256"]
+__all__ = ["DIGESTS", "DIGEST_HEX", "MAX_POINTS", "TRACE_SUFFIX", "CellTrace", "Point", "TraceFile", "file_sha256"]
 
 #: A traced point: ``(step, name, dtype, shape, digest, value)``, ``value`` the number of a one-element tensor, else None.
 Point = tuple[int, str, str, tuple[int, ...], str, float | None]
@@ -50,8 +50,9 @@ _FORMAT_SHA256 = "amp-parity cell trace 1"
 #: these) and the older one a reader still accepts.
 DIGESTS = ("blake3", "sha256")
 #: A trace holds a few thousand points at any preset (their number grows with steps, not sizes): this bounds what a
-#: reader believes before it reads a file (a hundred bytes a point, with room for kept tensors).
-_MAX_POINTS = 2_000_000
+#: reader believes before it reads a file (a hundred bytes a point, with room for kept tensors). The writer holds to it
+#: too (:meth:`CellTrace.too_long`): a run of 100,000 steps records more, and keeps no trace rather than one no reader takes.
+MAX_POINTS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,21 @@ class CellTrace:
         return (f"the traces' points were digested with different hashes ({' and '.join(hashes)}: one cell was run by a "
                 "harness from before BLAKE3 replaced SHA-256); re-run the older cells to trace the pair")
 
+    def too_long(self) -> str | None:
+        """Why no reader would take this trace (more than :data:`MAX_POINTS` points), or ``None``."""
+        if len(self.points) <= MAX_POINTS:
+            return None
+        return f"it holds {len(self.points)} points, over the {MAX_POINTS} a trace may hold"
+
     def write(self, path: Path) -> TraceFile:
-        """Write the trace to ``path`` (a safetensors file) and say where it is and what it holds."""
+        """Write the trace to ``path`` (a safetensors file) and say where it is and what it holds.
+
+        Raises:
+            ValueError: :meth:`too_long` (nothing is written: a trace its reader refuses is never written).
+        """
+        too_long = self.too_long()
+        if too_long is not None:
+            raise ValueError(f"cannot write the trace {path}: {too_long}")
         names = list(dict.fromkeys(p[1] for p in self.points))
         dtypes = list(dict.fromkeys(p[2] for p in self.points))
         shapes = list(dict.fromkeys(p[3] for p in self.points))
@@ -158,7 +172,9 @@ class CellTrace:
         names, dtypes = json.loads(metadata["names"]), json.loads(metadata["dtypes"])
         shapes = [tuple(int(s) for s in shape) for shape in json.loads(metadata["shapes"])]
         n = int(arrays["step"].shape[0])
-        if n != trace.points or n > _MAX_POINTS:
+        if n > MAX_POINTS:
+            raise ValueError(f"it holds {n} points, over the {MAX_POINTS} a trace may hold")
+        if n != trace.points:
             raise ValueError(f"it holds {n} points, its result says {trace.points}")
         columns = [arrays[k] for k in ("step", "point", "dtype", "shape", "value", "has_value")]
         if any(c.shape != (n,) for c in columns) or arrays["digest"].shape != (n, DIGEST_HEX // 2):

@@ -181,7 +181,8 @@ def ratio(numerator: Timing | None, denominator: Timing | None, paired: bool = F
     cvs = [numerator.loop.cv, denominator.loop.cv]
     if any(cv is None or cv > MAX_CV_FOR_RATIO for cv in cvs):
         shown = ", ".join("—" if cv is None else f"{cv:.1%}" for cv in cvs)
-        return None, f"spread too wide: CV {shown} (> {limit}); try --interleave or more --rounds"
+        # interleaved rounds of unequal counts land here too: --interleave is in use then, and not offered
+        return None, f"spread too wide: CV {shown} (> {limit}); try {'more --rounds' if paired else '--interleave or more --rounds'}"
     return numerator.loop.median / denominator.loop.median, f"ratio of medians, CV {cvs[0]:.1%} and {cvs[1]:.1%}"
 
 

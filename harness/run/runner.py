@@ -130,6 +130,8 @@ class MatrixRunner:
         self.reference_reason = reference_skip_reason(spec)
         #: Cells whose reconciled run failed or did not apply its switches: why (a warning of the result).
         self.reconcile_problems: dict[str, str] = {}
+        #: Cells whose trace was too long to keep (:meth:`harness.model.cell_trace.CellTrace.too_long`): why (a warning).
+        self.trace_problems: dict[str, str] = {}
         #: The plain traces of the baseline's cells that ended ok, by cell id, as their record calls end (written by the
         #: lanes' threads, one key each): what another frontend's record call is compared with as it runs (_compared_with).
         self._baseline_traces: dict[str, TraceFile] = {}
@@ -174,6 +176,8 @@ class MatrixRunner:
         function of one string (each cell or round done).
         """
         check_judging(judging)
+        self.reconcile_problems.clear()  # what a run of this runner warns of is its own (a session's runner runs many)
+        self.trace_problems.clear()
         protocol = protocol or TimingProtocol.for_preset(self.spec.preset)
         progress = as_progress(on_progress)
         clock = self._clock
@@ -234,6 +238,8 @@ class MatrixRunner:
             reference=reference, reference_seconds=self.reference_seconds,
             warnings=tuple([*collect_warnings(cells, self.spec),
                             *(f"{cell_id}: no reconciled run: {why}" for cell_id, why in self.reconcile_problems.items()),
+                            *(f"{cell_id}: its trace was not kept: {why}; its pairs are judged untraced (trace fewer steps "
+                              "to see where they part: docs/tracing.md)" for cell_id, why in self.trace_problems.items()),
                             *(self._start_warning(name, why) for name, why in self.start_problems.items())]),
             cells=tuple(cells), judging=judging,
             frontends=self.frontends, baseline=self.baseline, provenance=provenance,
@@ -436,12 +442,17 @@ class MatrixRunner:
         except ValueError:
             return None
 
-    def _write_trace(self, trace: CellTrace, cell: Cell, name: str) -> TraceFile:
-        """Write a cell's trace to staging.
+    def _write_trace(self, trace: CellTrace, cell: Cell, name: str) -> TraceFile | None:
+        """Write a cell's trace to staging; ``None`` where it is longer than a trace may be (a run of many thousand steps):
+        no trace is kept that a reader refuses, the cell keeps none (its pairs are judged untraced) and a warning says so.
 
         Raises:
             WorkerError: the file cannot be written (a full disk): the cell ends in error, the run goes on.
         """
+        too_long = trace.too_long()
+        if too_long is not None:
+            self.trace_problems[f"{cell.id}{' (reconciled run)' if trace.switches else ''}"] = too_long
+            return None
         try:
             return trace.write(self.pool.staging / name)
         except (OSError, SafetensorError) as err:

@@ -29,7 +29,7 @@ from harness.errors import ResultError
 from harness.judge.cells import reference_losses_for
 from harness.judge.divergence import trace_cells
 from harness.judge.record_check import describe_loss, expected_injections, judge_record
-from harness.judge.reference import largest_loss_error, relative_loss_errors
+from harness.judge.reference import largest_loss_error, reference_skip_reason, relative_loss_errors
 from harness.model.cell_efficiency import cell_efficiency
 from harness.model.efficiency import Efficiency
 from harness.model.pair_trace import PairTrace, PointDifference
@@ -38,6 +38,7 @@ from harness.model.result import CellResult, MatrixResult, Peaks, Status, with_t
 from harness.model.timing import RoundLog, Timing
 from harness.model.verdicts import finite_or_none
 from harness.worker_side.tensor_bytes import DTYPES, encode, ulp_distance
+from harness.workload.features import FEATURES, NO_FEATURE
 from harness.workload.installations import LANGUAGES
 from harness.workload.optimizers import OPTIMIZERS
 
@@ -53,6 +54,10 @@ MAX_PEAK_TFLOPS = 1e5
 _REL_TOL = 1e-9
 
 _FIX = "a result edited by hand? Re-run `python -m harness run --json`, or restore the file"
+#: The axes of a cell that name a row of a table (the script's modes are checked against the script beside them).
+_AXES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("script", tuple(SCRIPTS)), ("optimizer", tuple(OPTIMIZERS)), ("feature", (NO_FEATURE, *FEATURES)),
+)
 
 
 def check_consistency(result: MatrixResult, source: str) -> None:
@@ -124,6 +129,7 @@ class _Checker:
                     self.refuse(f"{where}.record.weights_path", path, f"cells[{weights[path]}] names that file already (each cell "
                                 "has its own weights: two cells reading one file would be judged identical)")
                 weights[path] = k
+        self.skips()
         for paired in sorted({result.run_of(c).protocol.interleave for c in result.cells}):
             recomputed = with_time_vs_default(result.cells, paired=paired)
             for k, (cell, again) in enumerate(zip(result.cells, recomputed, strict=True)):
@@ -131,6 +137,24 @@ class _Checker:
                     self.time_vs_default(f"cells[{k}].time_vs_default", cell, again)
         for k, trace in enumerate(result.traces):
             self.trace(f"traces[{k}]", trace)
+
+    def skips(self) -> None:
+        """A cell is ``skipped`` because its frontend cannot run here (R torch not installed), so in one run a frontend that
+        skipped one cell skipped every cell it did not refuse: a failed cell edited to ``skipped`` read as a pass."""
+        ran: dict[tuple[str, str], int] = {}
+        skipped: dict[tuple[str, str], int] = {}
+        for k, cell in enumerate(self.result.cells):
+            source = self.result.run_of(cell).source
+            key = (cell.frontend, str(source.get("file")) if source is not None else "")
+            if cell.status is Status.SKIPPED:
+                skipped.setdefault(key, k)
+            elif cell.status is not Status.UNSUPPORTED:
+                ran.setdefault(key, k)
+        for key, k in skipped.items():
+            if key in ran:
+                j = ran[key]
+                self.refuse(f"cells[{k}].status", "skipped", f"cells[{j}] ({self.result.cells[j].id}), of the same frontend in the "
+                            f"same run, is {self.result.cells[j].status}: a frontend that cannot run skips every cell")
 
     def trace(self, where: str, trace: PairTrace) -> None:
         """A stored pair trace is one its cells' traces give (the same first difference), and its distances are possible:
@@ -179,6 +203,12 @@ class _Checker:
             self.refuse(f"{where}.max_distance", found.max_distance, f"the distance of its worst values {values[0]!r} and {values[1]!r} "
                         f"in {dtype} is {again}")
 
+    def _reference_field(self, source: Mapping[str, object] | None) -> str:
+        """Where the reference a cell is judged against is stored: a merged input's entry of ``sources``, or the result's."""
+        if source is not None and source.get("reference") is not None:
+            return f"sources[{next(k for k, s in enumerate(self.result.sources) if s is source)}].reference"
+        return "reference"
+
     def reference(self) -> None:
         """Every float64 trajectory stored is one loss per step of the run (a cell's losses are compared step by step)."""
         reference, steps = self.result.reference, self.result.spec.steps
@@ -215,12 +245,14 @@ class _Checker:
     def cell(self, where: str, cell: CellResult) -> None:
         run = self.result.run_of(cell)
         spec = run.spec
-        if cell.script not in SCRIPTS:
-            self.refuse(f"{where}.script", cell.script, f"one of the scripts {', '.join(SCRIPTS)}")
+        # Each axis of a cell names a row of its table (a model too, once it is a row: one more entry in _AXES). A name no
+        # row has is never judged (no reference, no pair partner) and read "not judged": a result edited by hand.
+        for axis, rows in _AXES:
+            name = getattr(cell.cell, axis)
+            if name not in rows:
+                self.refuse(f"{where}.{axis}", name, f"it must be one of the {axis}s {', '.join(rows)}")
         if cell.mode not in SCRIPTS[cell.script].mode_names:
             self.refuse(f"{where}.mode", cell.mode, f"script {cell.script!r} runs the modes {', '.join(SCRIPTS[cell.script].mode_names)}")
-        if cell.optimizer not in OPTIMIZERS:
-            self.refuse(f"{where}.optimizer", cell.optimizer, f"one of the optimizers {', '.join(OPTIMIZERS)}")
         # A merged result's cell ran on its input's device (harness/store/merge.py keeps each input's spec); a merge
         # written before inputs kept their spec lists the devices its inputs ran on.
         devices = {spec.device}
@@ -343,10 +375,25 @@ class _Checker:
         self.same(where, stored, again.time_vs_default, "its loop median over its frontend's default cell's")
 
     def distance(self, where: str, cell: CellResult) -> None:
-        """A cell's stored loss distance from float64 is the one its losses and the stored reference give."""
+        """A cell's stored loss distance from float64 is the one its losses and the stored reference give; a cell that ran
+        ok where the spec's reference is within budget was measured against its float64 losses, so the reference holds
+        them and the cell its distance (a deleted trajectory, or ``available: false``, read "not judged" and passed)."""
         distance, record = cell.reference_distance, cell.record
-        reference = self.result.run_of(cell).reference or self.result.reference  # a merged input's own
+        run = self.result.run_of(cell)
+        reference = run.reference or self.result.reference  # a merged input's own
         losses = reference_losses_for(cell, reference) if record is not None else None
+        if record is not None and losses is None and (distance is not None or cell.status is Status.OK) \
+                and reference_skip_reason(run.spec) is None:
+            field = self._reference_field(run.source)
+            what = (f"{where} ({cell.id}) ran ok with the spec's float64 reference within its budget, and was measured against "
+                    f"its {cell.optimizer} trajectory (clipped: {str(cell.cell.properties.clip).lower()}, skipped steps "
+                    f"{sorted(record.skipped_step_indices)}, feature {cell.cell.feature})")
+            if not reference.available:
+                self.refuse(f"{field}.available", False, what)
+            self.refuse(f"{field}.trajectories", _Said(f"{len(reference.trajectories)} trajectories"), f"none is the one {what}")
+        if record is not None and losses is not None and distance is None and cell.status is Status.OK:
+            self.refuse(f"{where}.reference_distance", None, "the cell ran ok and the reference holds its float64 losses: its "
+                        "run measured it")
         if distance is None or record is None or losses is None or len(losses) != len(record.losses):
             return
         self.number(f"{where}.reference_distance.final_weights_rel_error", distance.final_weights_rel_error, optional=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +21,7 @@ from harness.model.result import MatrixResult
 from harness.store.claim import STAGING_PREFIX, Claim, inside_weights_folder, path_kind, same_place
 from harness.store.lock import Lock
 from harness.store.result_claim import ResultClaim
-from harness.store.result_file import check_result_place, stored_form, weights_dir_for
+from harness.store.result_file import check_result_place, stored_text, weights_dir_for
 
 __all__ = ["REPORT_LOCK", "ReportClaim", "check_report_folder", "publish_report_with_result"]
 #: The lock a run (or ``report``) holds in its report folder while it may write there.
@@ -252,11 +251,11 @@ def publish_report_with_result(claim: ReportClaim, result: MatrixResult, path: P
         ResultError: either could not be written (then neither is there, and an old result at ``path`` stays).
     """
     check_result_place(path, overwrite)  # again: a file may have appeared there since the check before the merge
-    stored = stored_form(result, path)
+    stored = stored_text(result, path)  # a result its reader would refuse is refused before the report is published
     written: list[Path] = []
     try:
         with atomic_path(path) as tmp:
-            tmp.write_text(json.dumps(stored, indent=2, allow_nan=True) + "\n", encoding="utf-8")
+            tmp.write_text(stored, encoding="utf-8")
             written = claim.publish()
     except OSError as err:
         if written:

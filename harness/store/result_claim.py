@@ -30,7 +30,6 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from harness.errors import AmpParityError, ResultError, UsageError
 from harness.files.atomic import atomic_path, file_mode, folder_mode, os_error_text, probe_atomic
@@ -40,19 +39,23 @@ from harness.model.result import MatrixResult, Status
 from harness.store.claim import STAGING_PREFIX, Claim, inside_weights_folder, path_kind, same_place
 from harness.store.lock import Lock
 from harness.store.result_file import (
+    MARKER_MAX_BYTES,
     RESULT_MAX_BYTES,
     WEIGHTS_MARKER,
     WEIGHTS_SUFFIX,
     check_result_place,
     is_result_file,
     read_weights_marker,
-    stored_form,
+    stored_text,
     weights_dir_for,
 )
 
 __all__ = ["ResultClaim", "check_merged_result_place", "foreign_weights", "lack_of_space", "publish_or_rescue", "rescue_result"]
 
 _WEIGHTS_FILE_SUFFIX = ".safetensors"
+#: A resume cell's checkpoint is ``<weights without .safetensors>.checkpoint`` + ``.safetensors``/``.json``
+#: (``checkpoint_prefix`` in py_scripts/common.py and r_scripts/common.R).
+_CHECKPOINT_SUFFIX = ".checkpoint"
 #: How a frontend's message says the disk was full (Python's strerror, Rust's io::Error, the errno's name).
 _ENOSPC_SIGNS = (os.strerror(errno.ENOSPC), f"os error {errno.ENOSPC}", "ENOSPC", "StorageFull")
 
@@ -101,19 +104,25 @@ class ResultClaim(Claim):
                 if source.parent != staged:
                     shutil.move(source, staged / source.name)
             result = _found_in(result, staged, staged)
-            files = sorted(p.name for p in staged.iterdir() if p.name.endswith(_WEIGHTS_FILE_SUFFIX))
-            marker = {"result": self.path.name, "files": files}  # only these are amp-parity's (a user's .safetensors is not)
-            (staged / WEIGHTS_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
+            # Every file in the staging folder is the run's: the workers write nothing else there (final weights, traces, a
+            # resume cell's checkpoint, its .safetensors and its .json). Each is listed, so --overwrite may replace them all.
+            files = sorted(p.name for p in staged.iterdir() if p.name != WEIGHTS_MARKER and p.is_file() and not p.is_symlink())
+            text = json.dumps({"result": self.path.name, "files": files}) + "\n"
+            if len(text.encode()) > MARKER_MAX_BYTES:  # what its reader refuses is never written
+                raise ResultError(f"cannot write {self.path}: its weights folder's {WEIGHTS_MARKER} would list {len(files)} files "
+                                  f"in {len(text.encode())} bytes, over the {MARKER_MAX_BYTES} a marker may hold; run the "
+                                  "matrix in slices (--mode, --optimizer, --feature) and merge them.")
+            (staged / WEIGHTS_MARKER).write_text(text, encoding="utf-8")
             _set_modes(staged)
             published = _found_in(result, staged, Path(os.path.abspath(self.weights_dir)))  # absolute in memory, as loaded
-            stored = stored_form(published, self.path)
+            stored = stored_text(published, self.path)  # refused here if its reader would refuse it: nothing moved yet
             self._check_existing()  # a user may have put something there during the run
             self._publish_both(stored)
         except OSError as err:
             raise ResultError(f"cannot write {self.path}: {os_error_text(err)}.") from err
         return published
 
-    def _publish_both(self, stored: dict[str, Any]) -> None:
+    def _publish_both(self, stored: str) -> None:
         """Write the result's temporary file, rename the staging folder to ``W`` (an old ``W`` moved aside
         first), rename the result onto ``P``; undo the weights' rename if the result's fails."""
         assert self._staging is not None
@@ -121,7 +130,7 @@ class ResultClaim(Claim):
         swapped = False
         try:
             with atomic_path(self.path) as tmp:
-                tmp.write_text(json.dumps(stored, indent=2, allow_nan=True) + "\n", encoding="utf-8")
+                tmp.write_text(stored, encoding="utf-8")
                 if os.path.lexists(self.weights_dir):
                     old = StagingDir(self.folder, STAGING_PREFIX)
                     self.weights_dir.rename(old.path / "old")
@@ -189,6 +198,10 @@ def foreign_weights(folder: Path, result_name: str) -> str | None:
         ours = _named_by_result(folder.parent / result_name, folder)
     if not isinstance(ours, list) or not all(isinstance(name, str) for name in ours):
         return f"has a {WEIGHTS_MARKER} that does not list its files; amp-parity cannot tell them from a user's"
+    # A marker written before it listed every staged file listed a resume cell's checkpoint tensors
+    # (``<cell>.checkpoint.safetensors``) but not the small JSON the scripts write beside them: that one is the harness's too.
+    ours = [*ours, *(name.removesuffix(_WEIGHTS_FILE_SUFFIX) + ".json" for name in ours
+                     if name.endswith(_CHECKPOINT_SUFFIX + _WEIGHTS_FILE_SUFFIX))]
     for entry in sorted(folder.iterdir()):
         if entry.name == WEIGHTS_MARKER:
             continue

@@ -18,14 +18,16 @@ removed under it), since the file would name weights that are gone.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.contract.optimizers import DEFAULT_OPTIMIZER
 from harness.errors import ResultError
-from harness.files.atomic import write_json_atomic
+from harness.files.atomic import atomic_path
 from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_json_file
 from harness.judge.assess import assess_result
 from harness.judge.kept_weights import keep_weights
@@ -39,7 +41,7 @@ from harness.workload.matrix import Cell
 
 __all__ = [
     "MARKER_MAX_BYTES", "RESULT_MAX_BYTES", "WEIGHTS_MARKER", "WEIGHTS_SUFFIX", "is_result_file", "load_result",
-    "read_weights_marker", "save_result", "stored_form", "weights_dir_for",
+    "read_weights_marker", "save_result", "stored_form", "stored_text", "weights_dir_for",
 ]
 
 #: The weights folder's suffix; a result path may not end in it (it would be its own weights folder).
@@ -51,6 +53,9 @@ WEIGHTS_MARKER = ".amp-parity-weights.json"
 RESULT_MAX_BYTES = 64 * 2**20
 #: A marker names its result and lists its folder's files: a few kB for any matrix. A larger one is not a marker.
 MARKER_MAX_BYTES = 2**20
+#: How every result file the harness writes begins (``json.dumps(..., indent=2)`` of :meth:`MatrixResult.to_json`, whose
+#: first fields are these): what tells a result too large to read from another file, for ``--overwrite``.
+_WRITTEN_HEAD = re.compile(rb'\{\n  "schema_version": \d+,\n  "created": "')
 #: Weights folders carry the marker since schema 3; older results' folders have none.
 _FIRST_MARKED_VERSION = 3
 
@@ -86,7 +91,8 @@ def save_result(result: MatrixResult, path: Path, overwrite: bool = False) -> No
         )
     check_result_place(path, overwrite)
     try:
-        write_json_atomic(path, stored_form(result, path))
+        with atomic_path(path) as tmp:
+            tmp.write_text(stored_text(result, path), encoding="utf-8")
     except OSError as err:
         raise ResultError(f"cannot write {path}: {err.strerror or err}. Choose a writable path.") from err
 
@@ -115,11 +121,33 @@ def stored_form(result: MatrixResult, path: Path) -> dict[str, Any]:
     return result.map_weights_paths(lambda p: Path(os.path.relpath(os.path.abspath(p), folder)).as_posix()).to_json()
 
 
+def stored_text(result: MatrixResult, path: Path) -> str:
+    """The text of ``result``'s file at ``path`` (:func:`stored_form` as indented JSON), the one thing every writer of a
+    result writes: refused here if :func:`load_result` would refuse it for its size, so no result is written that its
+    own reader (``report``, ``merge``, an ``--overwrite`` onto it) refuses.
+
+    Raises:
+        ResultError: over :data:`RESULT_MAX_BYTES` (a merge of many large results): one line with the size and what to do.
+    """
+    text = json.dumps(stored_form(result, path), indent=2, allow_nan=True) + "\n"
+    size = len(text.encode("utf-8"))
+    if size > RESULT_MAX_BYTES:
+        raise ResultError(
+            f"cannot write {path}: the result would be {size / 2**20:.1f} MiB, over the {RESULT_MAX_BYTES // 2**20} MiB a result "
+            f"file may hold ({len(result.cells)} cells); nothing was written. Merge fewer results into one (or write the "
+            "report alone, without --json)."
+        )
+    return text
+
+
 def is_result_file(path: Path) -> bool:
     """Whether ``path`` is a regular file (not a link, device or folder) holding an amp-parity result."""
     if path.is_symlink() or not path.is_file():
         return False
     try:
+        if path.stat().st_size > RESULT_MAX_BYTES:  # one an older harness wrote over its reader's limit (a large merge)
+            with path.open("rb") as handle:
+                return _WRITTEN_HEAD.match(handle.read(256)) is not None
         data = read_json_file(path, RESULT_MAX_BYTES)
     except (OSError, ValueError):
         return False

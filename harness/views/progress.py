@@ -20,8 +20,9 @@ class TerminalProgress(RunProgress):
 
     def __init__(self, console: Console) -> None:
         self._bar = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("left"), TimeRemainingColumn(), TextColumn("[dim]{task.fields[last]}"),
+            # the phase and the last unit as plain text, never markup: a unit names installations by their paths
+            TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("left"), TimeRemainingColumn(), TextColumn("{task.fields[last]}", style="dim", markup=False),
             console=console, transient=True,
         )
         self._task: TaskID | None = None

@@ -10,6 +10,9 @@ to the page.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from harness.model.result import MatrixResult
 from harness.model.verdicts import PairVerdict, TargetCheck, Verdict
 from harness.views.formatting import cell_text
@@ -28,8 +31,21 @@ _QUIET = (Verdict.IDENTICAL, Verdict.SKIPPED, Verdict.UNSUPPORTED)
 _WHY_CHARS = 280
 
 
+@dataclass(frozen=True)
+class _Listing:
+    """One list of the summary (reasons, failing cells, grid rows, pairs, entries, targets): its rows, and the row that
+    replaces those cut (``more(n)``: n rows left to the page)."""
+
+    rows: list[str]
+    more: Callable[[int], str]
+
+
 def render_summary(result: MatrixResult, page: str, report: str, plots: tuple[str, ...] = ()) -> str:
-    """The summary of ``result``, naming the ``page`` and ``report`` files beside it and linking the ``plots``."""
+    """The summary of ``result``, naming the ``page`` and ``report`` files beside it and linking the ``plots``.
+
+    At most :data:`SUMMARY_MAX_BYTES` whatever the matrix: every row is cut to a few hundred characters, and every list (why
+    cells did not run, the cells failing on their own, the grid's rows, the pairs, the entries, the targets) is cut, the
+    longest first, each saying how many rows it left to the page; what is left is a fixed head a few lines long."""
     spec = result.spec
     grid = glance(result)
     statuses: dict[str, int] = {}
@@ -44,56 +60,81 @@ def render_summary(result: MatrixResult, page: str, report: str, plots: tuple[st
         f"- Pairs: {len(result.pairs)} ({', '.join(f'{n} {v}' for v, n in grid.counts.items()) or 'none: one frontend only'}).",
         f"- Cells on their own (float64 bound; scaler cells: GradScaler's rule): "
         f"{', '.join(f'{n} {o.replace(chr(95), chr(32))}' for o, n in own.items()) or 'none judged'}.",
-        *[f"- **{r.who} {r.status}**: {cell_text(r.text)}" for r in reasons(result)],
-        *[f"- **`{c.id}` fails on its own**: {_cut(c.verdict.reason)}" for c in result.cells if c.verdict and c.verdict.failed],
-        f"- The whole report: `{page}` (one page, opens offline from the CI artifact) and `{report}` (every cell and pair).", "",
     ]
-    if any(p.verdict != Verdict.SKIPPED for p in result.pairs):  # a grid of "skipped" says no more than the line above
-        head += ["## At a glance", "", "| | " + " | ".join(grid.columns) + " |", "|---|" + ":---:|" * len(grid.columns)]
-        head += [f"| {key} | " + " | ".join(entry or " " for entry in row) + " |" for key, row in grid.rows]
-        head += ["", LEGEND + ".", ""]
+    why_not = _Listing([f"- **{_cut(f'{r.who} {r.status}')}**: {_cut(r.text)}" for r in reasons(result)],
+                       lambda n: f"- … and {n} more reasons cells did not run: listed in `{page}`")
+    failing = [c for c in result.cells if c.verdict and c.verdict.failed]
+    on_own = _Listing([f"- **`{_cut(c.id)}` fails on its own**: {_cut(c.verdict.reason)}" for c in failing if c.verdict],
+                      lambda n: f"- … and {n} more cells fail on their own: listed in `{page}`")
+    whole = [f"- The whole report: `{page}` (one page, opens offline from the CI artifact) and `{report}` (every cell and pair).", ""]
+    # a grid of "skipped" says no more than the lines above
+    gridded = any(p.verdict != Verdict.SKIPPED for p in result.pairs)
+    grid_head = (["## At a glance", "", "| | " + " | ".join(_cut(c) for c in grid.columns) + " |", "|---|" + ":---:|" * len(grid.columns)]
+                 if gridded else [])
+    rows = _Listing([f"| {_cut(key)} | " + " | ".join(entry or " " for entry in row) + " |" for key, row in grid.rows] if gridded else [],
+                    lambda n: f"| … and {n} more rows (listed in `{page}`) |" + " |" * len(grid.columns))
+    grid_tail = ["", LEGEND + ".", ""] if gridded else []
     loud = [p for p in result.pairs if p.verdict not in _QUIET and p.verdict != Verdict.KNOWN_DIFFERENCE]
-    pairs = [f"| `{p.pair}` | {' vs '.join(p.frontends)} | **{p.verdict}** | {_cut(p.cause)} |" for p in loud]
+    pairs = _Listing([f"| `{_cut(p.pair)}` | {_cut(' vs '.join(p.frontends))} | **{p.verdict}** | {_cut(p.cause)} |" for p in loud],
+                     lambda n: f"| … and {n} more | | | listed in `{page}` |")
     known = _by_entry([p for p in result.pairs if p.verdict == Verdict.KNOWN_DIFFERENCE])
-    explained = [f"| {entry} | {len(group)} | `{group[0].pair}` | {_cut(group[0].cause)} |" for entry, group in known.items()]
+    explained = _Listing([f"| {_cut(entry)} | {len(group)} | `{_cut(group[0].pair)}` | {_cut(group[0].cause)} |"
+                          for entry, group in known.items()], lambda n: f"| … and {n} more entries | | | listed in `{page}` |")
     missed = [t for t in result.targets if not t.met]
     by_target: dict[str, list[TargetCheck]] = {}
     for check in missed:
         by_target.setdefault(check.name, []).append(check)
-    targets = [f"| {name} | {len(group)} | `{group[0].subject}` | {cell_text(group[0].measured)} | {cell_text(group[0].target)} | "
-               f"{sum(c.machine_noise for c in group)} |" for name, group in by_target.items()]
+    targets = _Listing([f"| {_cut(name)} | {len(group)} | `{_cut(group[0].subject)}` | {_cut(group[0].measured)} | "
+                        f"{_cut(group[0].target)} | {sum(c.machine_noise for c in group)} |" for name, group in by_target.items()],
+                       lambda n: f"| … and {n} more targets | | | | | listed in `{page}` |")
     plot_lines = ["## Plots", "", *[f"![{name}]({name})" for name in plots], ""] if plots else []
+    listings = (why_not, on_own, rows, pairs, explained, targets)
 
-    def assemble(shown_pairs: int, shown_targets: int) -> str:
-        body = list(head)
+    def shown(listing: _Listing, count: int) -> list[str]:
+        return [*listing.rows[:count], *([listing.more(len(listing.rows) - count)] if count < len(listing.rows) else [])]
+
+    def assemble(counts: list[int]) -> str:
+        n_why, n_own, n_rows, n_pairs, n_known, n_targets = counts
+        body = [*head, *shown(why_not, n_why), *shown(on_own, n_own), *whole]
+        body += [*grid_head, *shown(rows, n_rows), *grid_tail]
         body += [f"## Pairs that need a look ({len(loud)}: not identical and not explained by a known difference)", ""]
         if loud:
-            body += ["| pair | frontends | verdict | why |", "|---|---|---|---|", *pairs[:shown_pairs]]
-            if shown_pairs < len(loud):
-                body.append(f"| … and {len(loud) - shown_pairs} more | | | listed in `{page}` |")
+            body += ["| pair | frontends | verdict | why |", "|---|---|---|---|", *shown(pairs, n_pairs)]
         else:
             body.append("None.")
         if known:
             body += ["", f"## Known differences ({sum(len(g) for g in known.values())} pairs, each proven or matched by its entry)", "",
-                     "| entry | pairs | the first | why |", "|---|---:|---|---|", *explained]
+                     "| entry | pairs | the first | why |", "|---|---:|---|---|", *shown(explained, n_known)]
         body += ["", f"## Targets missed ({len(missed)} of {len(result.targets)})", ""]
         if missed:
             body += ["| target | missed | the first | measured | asks | by the machine's noise |", "|---|---:|---|---|---|---:|",
-                     *targets[:shown_targets]]
-            if shown_targets < len(targets):
-                body.append(f"| … and {len(targets) - shown_targets} more targets | | | | | listed in `{page}` |")
+                     *shown(targets, n_targets)]
         else:
             body.append("None." if result.targets else "No performance target applies to this preset and device.")
         return "\n".join([*body, "", *plot_lines])
 
-    shown_pairs, shown_targets = len(pairs), len(targets)
-    text = assemble(shown_pairs, shown_targets)
-    while len(text.encode()) > SUMMARY_MAX_BYTES and (shown_pairs or shown_targets):
-        if shown_pairs >= shown_targets:  # cut the longer list first, by a tenth at a time
-            shown_pairs -= max(1, shown_pairs // 10)
-        else:
-            shown_targets -= max(1, shown_targets // 10)
-        text = assemble(shown_pairs, shown_targets)
+    # Each list's rows' sizes (a line each), so the cutting is counted, not written again at each cut: a merge of many
+    # results lists thousands of rows.
+    sizes = [[len(row.encode()) + 1 for row in listing.rows] for listing in listings]
+    counts = [len(listing.rows) for listing in listings]
+    text = assemble(counts)
+    excess = len(text.encode()) - SUMMARY_MAX_BYTES
+    while excess > 0 and any(counts):
+        # cut the list that takes the most room, by a tenth at a time
+        longest = max(range(len(listings)), key=lambda k: sum(sizes[k][:counts[k]]))
+        count, total = counts[longest], len(listings[longest].rows)
+        cut = max(1, count // 10)
+        before = len(listings[longest].more(total - count).encode()) + 1 if count < total else 0
+        excess -= sum(sizes[longest][count - cut:count]) + before - len(listings[longest].more(total - count + cut).encode()) - 1
+        counts[longest] = count - cut
+        if excess <= 0:  # counted within the budget: written once to check
+            text = assemble(counts)
+            excess = len(text.encode()) - SUMMARY_MAX_BYTES
+    text = assemble(counts)
+    if len(text.encode()) > SUMMARY_MAX_BYTES:  # the head alone (the grid's columns, the plots): cut, saying so
+        note = f"\n\n… the summary is cut here, at {SUMMARY_MAX_BYTES // 1000} KB: the rest is in `{_cut(page)}`.\n"
+        room = SUMMARY_MAX_BYTES - len(note.encode())
+        text = text.encode()[:room].decode(errors="ignore") + note
     return text
 
 

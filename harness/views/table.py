@@ -1,5 +1,9 @@
 """The terminal view of a result: one rich table of cells, then reasons and warnings.
 
+Everything the result holds (names, paths, reasons, a libtorch message) is shown as plain text: it goes into rich's markup
+only through :func:`escape` and into a table only as :class:`~rich.text.Text`, so a ``[/b]`` in an installation's path
+is printed, never parsed (issue 48: it crashed the run's output).
+
 Past :data:`FULL_TABLE_CELLS` cells it is for people: the main job printed 1,398 lines where 6 cells needed a look (a grid
 of 137 rows, a table of 236 proven known differences, a line per note that holds by design). By default it prints the
 verdict counts, the cells and pairs that need a look, the grid with each loop feature folded into one row, one line per
@@ -10,8 +14,10 @@ prints every row and note. The report has everything either way.
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from harness.model.result import SIDE_BY_SIDE_NOTE, CellResult, MatrixResult, Status
 from harness.model.timing import for_want_of_spread
@@ -75,7 +81,7 @@ def print_result(result: MatrixResult, console: Console | None = None, verbose: 
         failed = sum(1 for c in cells if c.status in (Status.ERROR, Status.NUMERICAL_FAILURE) and c.id not in excused)
         ok = sum(1 for c in cells if c.ok)
         not_run = len(result.cells) - ok - crashed - failed
-        console.print(f"[bold]{title}[/]: {len(result.cells)} cells, {ok} ran"
+        console.print(f"[bold]{escape(title)}[/]: {len(result.cells)} cells, {ok} ran"
                       + (f" ({not_run} did not: why below)" if not_run else "")
                       + f", {passing} pass their own check (float64 bound, scaler rule)"
                       + (f", {off} fail it by a proven R torch bug (excused)" if off else "")
@@ -88,39 +94,39 @@ def print_result(result: MatrixResult, console: Console | None = None, verbose: 
         console.print(_cell_table(cells, title, console))
     note = bf16_note(result.environment.get("bf16_instructions"))
     if note and any(c.timing for c in result.cells):  # beside the speed columns
-        console.print(f"[yellow]speed:[/] {note}", soft_wrap=True)
+        console.print(f"[yellow]speed:[/] {escape(note)}", soft_wrap=True)
     for line in provenance_lines(result):
         console.print(line, style="dim", soft_wrap=True, markup=False, highlight=False)
     footnote = lift_footnote(result.cells)
     if footnote:
-        console.print(footnote, style="magenta", soft_wrap=True)
+        console.print(footnote, style="magenta", soft_wrap=True, markup=False)
     costs = frontend_costs(result.cells)
     if costs and (verbose or not large):
         console.print(
             "per call: " + "; ".join(f"{name} script set-up {setup * 1e3:.2f} ms (its own cost), harness bridge "
                                      f"{bridge * 1e3:.2f} ms" for name, (setup, bridge) in costs.items()),
-            style="dim", soft_wrap=True,
+            style="dim", soft_wrap=True, markup=False,
         )
     if not result.reference.available:
-        console.print(f"[dim]{result.reference.reason}[/]")
+        console.print(result.reference.reason, style="dim", markup=False)
     _print_reasons(reasons(result), console, fold_bugs=large and not verbose)
     for cell in result.cells:
         if cell.verdict and cell.verdict.failed:
-            console.print(f"[bold red]{cell.id} FAIL[/]: {cell.verdict.reason}", soft_wrap=True)
+            console.print(f"[bold red]{escape(cell.id)} FAIL[/]: {escape(str(cell.verdict.reason))}", soft_wrap=True)
     _print_pairs(result, console, quiet=large and not verbose)
     noisy = [c.id for c in result.cells if c.ok and not c.time_vs_default and for_want_of_spread(c.time_vs_default_note)]
     if noisy:
         console.print(
             f"[yellow]×default noisy[/] for {len(noisy)} cell(s): the rounds' spread is too wide for a ratio "
-            "(the report says why per cell); use --interleave, more --rounds, or --preset bench.", soft_wrap=True,
+            f"(the report says why per cell); use {_noise_fixes(result)}.", soft_wrap=True,
         )
     _print_other_notes(result, console, one_line=large and not verbose)
     for cell in result.cells:  # "% peak" is blank there, not a share above 100 %
         if cell.efficiency and cell.efficiency.share_note:
-            console.print(f"[yellow]% peak[/] {cell.id}: {cell.efficiency.share_note}", soft_wrap=True)
+            console.print(f"[yellow]% peak[/] {escape(cell.id)}: {escape(cell.efficiency.share_note)}", soft_wrap=True)
     _print_targets(result.targets, console, one_line=large and not verbose)
     for warning in result.warnings:
-        console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", soft_wrap=True)
 
 
 def _print_reasons(found: list[Reason], console: Console, fold_bugs: bool) -> None:
@@ -128,13 +134,13 @@ def _print_reasons(found: list[Reason], console: Console, fold_bugs: bool) -> No
     bugs = [r for r in found if r.bugs] if fold_bugs else []
     if len(bugs) > 1:
         counts = ", ".join(f"{r.bugs} {len(r.cells)}" for r in bugs)
-        console.print(f"[yellow]{sum(len(r.cells) for r in bugs)} cells stopped by a proven R torch bug (excused)[/]: {counts} "
+        console.print(f"[yellow]{sum(len(r.cells) for r in bugs)} cells stopped by a proven R torch bug (excused)[/]: {escape(counts)} "
                       "(-v or the report: each one's error)", soft_wrap=True)
     for reason in found:
         if len(bugs) > 1 and reason in bugs:
             continue
         more = " (the report has the rest)" if reason.detail else ""
-        console.print(f"[yellow]{reason.who} {reason.status}[/]: {reason.headline}{more}", soft_wrap=True)
+        console.print(f"[yellow]{escape(reason.who)} {escape(str(reason.status))}[/]: {escape(reason.headline)}{more}", soft_wrap=True)
 
 
 def _print_targets(checks: tuple[TargetCheck, ...], console: Console, one_line: bool) -> None:
@@ -149,7 +155,7 @@ def _print_targets(checks: tuple[TargetCheck, ...], console: Console, one_line: 
         groups.setdefault((check.name, check.machine_noise), []).append(check)
     if one_line and groups:
         missed = "; ".join(f"{name}{' (the machine’s noise)' if noise else ''} on {len(group)}" for (name, noise), group in groups.items())
-        console.print(f"[yellow]targets: {met} of {len(checks)} met{machine}[/]; missed: {missed} (-v or the report: each one)",
+        console.print(f"[yellow]targets: {met} of {len(checks)} met{machine}[/]; missed: {escape(missed)} (-v or the report: each one)",
                       soft_wrap=True)
         return
     console.print(f"targets: {met} of {len(checks)} met{machine}", style="green" if met == len(checks) else "yellow")
@@ -157,10 +163,11 @@ def _print_targets(checks: tuple[TargetCheck, ...], console: Console, one_line: 
         missed_text = "[yellow]target missed, the machine's noise[/]" if noise else "[bold red]target missed[/]"
         check = group[0]
         if len(group) == 1:
-            console.print(f"{missed_text}: {name} ({check.subject}): {check.measured}; target {check.target}; {check.why}", soft_wrap=True)
+            console.print(f"{missed_text}: {escape(f'{name} ({check.subject}): {check.measured}; target {check.target}; {check.why}')}",
+                          soft_wrap=True)
         else:
-            console.print(f"{missed_text}: {name}, on {len(group)} ({check.subject}, ...; the report lists each): the first "
-                          f"{check.measured}; target {check.target}", soft_wrap=True)
+            console.print(f"{missed_text}: " + escape(f"{name}, on {len(group)} ({check.subject}, ...; the report lists each): the first "
+                                                      f"{check.measured}; target {check.target}"), soft_wrap=True)
 
 
 #: The cell table's columns, most needed first: (name, justify, priority). A terminal too narrow for all of them leaves out
@@ -181,7 +188,7 @@ def _cell_table(cells: list[CellResult], title: str, console: Console) -> Table:
     rows = [_cell_row(cell) for cell in cells]
     for most in sorted({p for _, _, p in _COLUMNS}, reverse=True):
         kept = [k for k, (_, _, p) in enumerate(_COLUMNS) if p <= most]
-        table = Table(title=title or None, header_style="bold")
+        table = Table(title=Text(title) if title else None, header_style="bold")
         for k in kept:
             name, justify, _ = _COLUMNS[k]
             # the key columns and the status never wrap nor shorten: a narrow terminal shortens the numbers instead
@@ -193,14 +200,14 @@ def _cell_table(cells: list[CellResult], title: str, console: Console) -> Table:
     return table
 
 
-def _cell_row(cell: CellResult) -> list[str]:
+def _cell_row(cell: CellResult) -> list[str | Text]:
     record, distance, efficiency = cell.record, cell.reference_distance, cell.efficiency
     loop = cell.timing.loop if cell.timing else None
     floor = cell.timing.floor if cell.timing else None
     own = cell.verdict.outcome if cell.verdict else "not_judged"
     return [
-        f"{cell.script} · {cell.mode}", cell.optimizer, cell.frontend,
-        f"[{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]",
+        Text(f"{cell.script} · {cell.mode}"), Text(cell.optimizer), Text(cell.frontend),
+        Text(status_text(cell), style=_STATUS_STYLE.get(cell.status, "")),
         f"[{_OWN_STYLE.get(own, '')}]{_OWN_TEXT.get(own, own)}[/]",
         num(record and record.final_loss, ".7g"), num(distance and distance.max_rel_loss_error, ".1e"),
         num(distance and distance.final_weights_rel_error, ".1e"), num(loop and loop.median, ".3g"), num(loop and loop.cv, ".1%"),
@@ -214,6 +221,14 @@ def _vs_default(cell: CellResult) -> str:
     if cell.time_vs_default or not cell.ok:
         return num(cell.time_vs_default, ".2f")
     return "[yellow]noisy[/]" if for_want_of_spread(cell.time_vs_default_note) else "—"
+
+
+def _noise_fixes(result: MatrixResult) -> str:
+    """What may give noisy cells a ratio, leaving out what the run already used (its interleaving, the bench preset)."""
+    fixes = ["--interleave" if not result.protocol.interleave else "", "more --rounds",
+             "--preset bench" if result.spec.preset != "bench" else ""]
+    kept = [f for f in fixes if f]
+    return ", or ".join(kept) if len(kept) < 3 else f"{kept[0]}, {kept[1]}, or {kept[2]}"
 
 
 def _other_notes(result: MatrixResult) -> dict[str, list[str]]:
@@ -233,7 +248,7 @@ def _print_other_notes(result: MatrixResult, console: Console, one_line: bool) -
     if not one_line:
         for note, ids in notes.items():
             who = ids[0] if len(ids) == 1 else f"{len(ids)} cells ({ids[0]}, ...)"
-            console.print(f"[yellow]×default[/] {who}: {note}", soft_wrap=True)
+            console.print(f"[yellow]×default[/] {escape(who)}: {escape(note)}", soft_wrap=True)
         return
     if not notes:
         return
@@ -242,7 +257,8 @@ def _print_other_notes(result: MatrixResult, console: Console, one_line: bool) -
     parts = [*([f"{side_by_side} not timed for a ratio (one round each, side by side)"] if side_by_side else []),
              *([f"{others} without a default cell to divide by (no default cell of their script, optimizer and loop feature ran)"]
                if others else [])]
-    console.print(f"[dim]×default: none, by design, for {'; '.join(parts)} (-v or the report: each cell)[/]", soft_wrap=True)
+    console.print(f"×default: none, by design, for {'; '.join(parts)} (-v or the report: each cell)", style="dim", soft_wrap=True,
+                  markup=False)
 
 
 def _print_pairs(result: MatrixResult, console: Console, quiet: bool = False) -> None:
@@ -263,7 +279,7 @@ def _print_pairs(result: MatrixResult, console: Console, quiet: bool = False) ->
         compared = [p for p in compared if p not in told]
         if told:
             console.print("parity: " + ", ".join(f"{n} {what}" for what, n in counts.items() if n)
-                          + ("; the others:" if compared else ""), soft_wrap=True)
+                          + ("; the others:" if compared else ""), soft_wrap=True, markup=False)
     elif len(compared) > FULL_PAIR_ROWS:
         identical = [p for p in compared if p.verdict == Verdict.IDENTICAL]
         compared = [p for p in compared if p.verdict != Verdict.IDENTICAL]
@@ -271,7 +287,7 @@ def _print_pairs(result: MatrixResult, console: Console, quiet: bool = False) ->
     if compared:
         many = len({p.frontends for p in compared}) > 1
         title = f"parity (each frontend vs {result.baseline})" if many else f"parity ({' vs '.join(compared[0].frontends)})"
-        pairs = Table(title=title, header_style="bold")
+        pairs = Table(title=Text(title), header_style="bold")
         pairs.add_column("pair")
         if many:
             pairs.add_column("vs")
@@ -280,7 +296,8 @@ def _print_pairs(result: MatrixResult, console: Console, quiet: bool = False) ->
         for pair in compared:
             first, second = pair.frontends
             vs = ([second if first == result.baseline else f"{first} vs {second}"]) if many else []
-            pairs.add_row(pair.pair, *vs, f"[{_VERDICT_STYLE.get(pair.verdict, '')}]{pair.verdict}[/]", pair.cause)
+            pairs.add_row(Text(pair.pair), *(Text(v) for v in vs), Text(str(pair.verdict), style=_VERDICT_STYLE.get(pair.verdict, "")),
+                          Text(pair.cause))
         console.print(pairs)
 
 
@@ -290,41 +307,43 @@ def _print_glance(result: MatrixResult, console: Console, folded: bool = False) 
     grid = glance(result, folded=folded)
     caption = legend_of(grid) + ("; +feature: a loop feature's pairs, counted" if folded and any(k.startswith("+") for k, _ in grid.rows)
                                  else "")
-    table = Table(title=None if folded else "parity at a glance (optimizer × script · mode)", header_style="bold", caption=caption)
+    table = Table(title=None if folded else "parity at a glance (optimizer × script · mode)", header_style="bold",
+                  caption=Text(caption))
     table.add_column("parity at a glance" if folded else "optimizer", no_wrap=True)
     for column in grid.columns:
-        table.add_column(column.replace(" · ", "\n"), justify="center")
+        table.add_column(Text(column.replace(" · ", "\n")), justify="center")
     for optimizer, entries in grid.rows:
-        table.add_row(optimizer, *(_style_symbols(e) for e in entries))
+        table.add_row(Text(optimizer), *(_style_symbols(e) for e in entries))
     console.print(table)
 
 
-def _style_symbols(text: str) -> str:
+def _style_symbols(text: str) -> Text:
     styles = {"=": "green", "≈": "green", "K": "cyan", "B": "bold cyan", "k": "cyan", "✗": "bold red", "S": "bold red",
               "E": "bold red", "U": "magenta", "·": "yellow"}
-    return "".join(f"[{styles[ch]}]{ch}[/]" if ch in styles else ch for ch in text)
+    return Text.assemble(*((ch, styles.get(ch, "")) for ch in text))
 
 
 def print_trace(result: MatrixResult, console: Console | None = None) -> None:
     """What ``harness trace`` prints: each cell's status in one line, then every pair's whole explanation, trace included."""
     console = console or make_console()
     spec = result.spec
-    console.print(f"amp-parity trace · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps", style="bold")
+    console.print(f"amp-parity trace · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps", style="bold",
+                  markup=False)
     for line in provenance_lines(result):
         console.print(line, style="dim", soft_wrap=True, markup=False, highlight=False)
     for cell in result.cells:
         reason = f" — {cell.reason}" if cell.reason and not cell.ok else ""
-        console.print(f"  {cell.id}: [{_STATUS_STYLE.get(cell.status, '')}]{status_text(cell)}[/]{reason}", soft_wrap=True)
+        console.print(Text.assemble(f"  {cell.id}: ", (status_text(cell), _STATUS_STYLE.get(cell.status, "")), reason), soft_wrap=True)
     footnote = lift_footnote(result.cells)
     if footnote:
-        console.print(footnote, style="magenta", soft_wrap=True)
+        console.print(footnote, style="magenta", soft_wrap=True, markup=False)
     if not result.pairs:
         console.print("no pair to trace: no two frontends ran one script × mode × device (name two or more with --frontend)",
                       style="yellow", soft_wrap=True)
     for pair in result.pairs:
         console.print()
-        console.print(f"[{_VERDICT_STYLE.get(pair.verdict, '')}]{pair.summary}[/]", soft_wrap=True)
+        console.print(pair.summary, style=_VERDICT_STYLE.get(pair.verdict, ""), soft_wrap=True, markup=False)
         for line in pair.explanation[1:]:
             console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
     for warning in result.warnings:
-        console.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", soft_wrap=True)

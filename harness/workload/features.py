@@ -136,6 +136,39 @@ class Feature:
             if unknown:
                 raise ValueError(f"feature {self.name}: unknown optimizer {unknown[0]!r}")
 
+    def never_acts(self, steps: int, num_layers: int) -> str | None:
+        """Why this row's mechanism cannot act in a run of ``steps`` iterations of a ``num_layers``-layer model (one phrase),
+        or ``None``: a cell whose feature never acts would pass as the plain loop does, having tested nothing of it (a resume
+        whose checkpoint step is past the run's end wrote no checkpoint, and passed). Only what the spec decides is known
+        here; a clip that never engages is the data's (the trace's trigger says it)."""
+        args = self.args
+        needs: list[tuple[int, str]] = []  # (the steps it needs, what happens there)
+        if self.kind == "resume":
+            needs.append((int(args["at_step"]) + 1, f"its checkpoint after {int(args['at_step'])} iterations and the run from it"))
+        if self.kind == "accumulate":
+            needs.append((int(args["every"]), f"an optimizer step after {int(args['every'])} micro-batches"))
+        if self.kind == "sometimes_used":
+            needs.append((int(args["every"]), f"a step without layer {int(args['layer'])} (the steps that are not multiples of "
+                                              f"{int(args['every'])})"))
+        if self.kind == "multi_optimizer":
+            needs.append((int(args["new_scale_step"]) + 1, f"its update with an explicit new scale at step {int(args['new_scale_step'])}"))
+        if self.python == "StepLR":
+            needs.append((int(args["step_size"]) + 1, f"its lr decay after {int(args['step_size'])} scheduler steps"))
+        elif self.python == "ReduceLROnPlateau":
+            needs.append((int(args["patience"]) + 3, f"a reduction after {int(args['patience'])} + 1 iterations without a better loss"))
+        elif self.python:
+            needs.append((2, "a step whose lr the scheduler changed"))
+        short = [(n, what) for n, what in needs if steps < n]
+        if short:
+            n, what = max(short)
+            return f"needs {n} steps for {what}, and the run has {steps}"
+        layers = {"frozen": int(args.get("layer", 0)) + 1, "custom_function": int(args.get("layer", 0)) + 1,
+                  "sometimes_used": int(args.get("layer", 0)) + 2,  # a hidden layer: the model maps in to in without it
+                  "multi_optimizer": int(args.get("head_layers", 0)) + 1}.get(self.kind, 1)
+        if num_layers < layers:
+            return f"needs a model of {layers} layers or more (its layer arguments), and the model has {num_layers}"
+        return None
+
     def refuses(self, language: str, scaler: str) -> bool:
         """Whether ``language``'s binding is known not to do this row's loop with a scaler of kind ``scaler``."""
         return (language, scaler) in self.unsupported

@@ -28,6 +28,7 @@ __all__ = [
     "FAMILIES",
     "OPTIMIZERS",
     "PRESET_OPTIMIZERS",
+    "R_MAX_INT",
     "Optimizer",
     "StateEntry",
     "check_optimizer_args",
@@ -36,6 +37,10 @@ __all__ = [
 
 #: R torch's optimizer families: ``r``, the R-code optimizers; ``ignite``, libtorch's C++ optimizers.
 FAMILIES: tuple[str, ...] = ("r", "ignite")
+
+#: A whole-number hyperparameter reaches R as an R integer, which is 32-bit: a larger value is a double there, and R torch's
+#: API refuses it (as it refuses the spec's sizes, threads and growth interval beyond it: :mod:`harness.workload.spec`).
+R_MAX_INT = 2**31 - 1
 
 #: A hyperparameter's value: a number, a flag, or a pair of numbers (Adam's betas, Rprop's etas and step sizes).
 Value = float | int | bool | tuple[float, float]
@@ -308,12 +313,15 @@ def _check_value(where: str, default: Setting, value: object) -> Value:
             raise SpecError(where, value, "two finite numbers >= 0, e.g. [0.9, 0.99]")
         return (_number(where, value[0], "two finite numbers >= 0, e.g. [0.9, 0.99]"),
                 _number(where, value[1], "two finite numbers >= 0, e.g. [0.9, 0.99]"))
-    number = _number(where, value, "a finite number >= 0")
     if isinstance(default, int):
-        if not number.is_integer():
-            raise SpecError(where, value, "a whole number")
+        # A whole number's range is R's integers, whatever the value looks like (1e300 is refused as a whole number, not
+        # as a float32, and shown as given, not as its 301 digits).
+        whole = f"a whole number from 0 to {R_MAX_INT} (R's largest integer)"
+        number = _number(where, value, whole)
+        if not number.is_integer() or number > R_MAX_INT:
+            raise SpecError(where, value, whole)
         return int(number)
-    return number
+    return _number(where, value, "a finite number >= 0")
 
 
 def _number(where: str, value: object, expected: str) -> float:

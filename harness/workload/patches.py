@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import ast
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.errors import PatchesError
+from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_toml_file
 from harness.workload.installations import LANGUAGES
 from harness.workload.optimizers import OPTIMIZERS
 
@@ -98,51 +99,128 @@ class Point:
 
 def load_patches(path: Path = PATCHES_FILE) -> tuple[dict[str, Switch], tuple[Point, ...]]:
     """The switches and points of ``path``, every field checked, each switch held to its declaration (:func:`check_switch`).
-    A broken file is a harness bug: the committed one raises at import.
+
+    The committed file is part of the harness, read as this module loads: a malformed entry stops every command with one
+    line and its own exit status (:attr:`harness.errors.ExitCode.BROKEN_PATCHES`), never a traceback.
 
     Raises:
-        ValueError: one line naming the file, the patch and what is wrong.
+        PatchesError: one line naming the file, the switch or point, and what is wrong (a file that cannot be read or is not
+            TOML, an unknown table or field, a field missing or of another kind, a switch that is not one statement for one).
     """
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    shown = _shown(path)
+    try:
+        data = read_toml_file(path, _MAX_BYTES)
+    except OSError as err:
+        raise PatchesError(f"{shown}: cannot be read ({err.strerror or err}); restore it (git checkout {shown})") from err
+    except (FileFormatError, FileSyntaxError) as err:
+        raise PatchesError(f"{shown}: is not a patches table ({err})") from err
+    unknown = sorted(set(data) - {"switch", "point"})
+    if unknown:
+        raise PatchesError(f"{shown}: unknown table {unknown[0]!r}; the file holds [[switch]] and [[point]] entries only")
     switches: dict[str, Switch] = {}
-    for raw in data.get("switch", []):
-        side = _field(raw, "side", path)
-        if side not in LANGUAGES:
-            raise ValueError(f"{path}: switch {raw.get('id')!r}: side must be one of {LANGUAGES}")
-        replacement = Replacement(*(_field(raw, name, path) for name in ("id", "target", "old", "new")))
-        switch = Switch(replacement.id, side, _field(raw, "title", path), replacement, _optimizers(raw, path))
-        problem = check_switch(side, replacement.old, replacement.new)
-        if problem is not None:
-            raise ValueError(f"{path}: switch {switch.id!r}: {problem}; a switch replaces one statement by one statement that "
-                             "computes the same thing another way")
+    for k, raw in enumerate(_entries(data, "switch", shown)):
+        switch = _switch(raw, f"{shown}: switch {_label(raw, 'id', k)}")
         if switch.id in switches:
-            raise ValueError(f"{path}: switch {switch.id!r} is defined twice")
+            raise PatchesError(f"{shown}: switch {switch.id!r} is defined twice")
         switches[switch.id] = switch
-    points = []
-    for raw in data.get("point", []):
-        sides = {}
-        for language in LANGUAGES:
-            side = raw[language]
-            where = "before" if "before" in side else "after"
-            sides[language] = (_field(side, "target", path), _field(side, where, path), where, _field(side, "value", path),
-                               side.get("index"))
-        points.append(Point(_field(raw, "name", path), sides, _optimizers(raw, path), bool(raw.get("clip", False))))
-    return switches, tuple(points)
+    # a point's name may come twice: one value, read in another function for other optimizers
+    points = tuple(_point(raw, f"{shown}: point {_label(raw, 'name', k)}") for k, raw in enumerate(_entries(data, "point", shown)))
+    return switches, points
 
 
-def _optimizers(raw: Mapping[str, Any], path: Path) -> tuple[str, ...]:
+#: Bound on the file's size: a few dozen reviewed entries.
+_MAX_BYTES = 1 << 20
+_SWITCH_FIELDS = frozenset({"id", "side", "title", "target", "old", "new", "optimizers"})
+_POINT_FIELDS = frozenset({"name", "optimizers", "clip", *LANGUAGES})
+_SIDE_FIELDS = frozenset({"target", "before", "after", "value", "index"})
+
+
+def _shown(path: Path) -> str:
+    """How messages name a patches file: the committed one by its path in the project, any other as given."""
+    return "harness/workload/patches.toml" if path.resolve() == PATCHES_FILE.resolve() else str(path)
+
+
+def _entries(data: Mapping[str, Any], kind: str, shown: str) -> list[Any]:
+    entries = data.get(kind, [])
+    if not isinstance(entries, list):
+        raise PatchesError(f"{shown}: `{kind}` must be an array of tables ([[{kind}]]), got {entries!r:.80}")
+    return entries
+
+
+def _label(raw: object, key: str, index: int) -> str:
+    """An entry as messages name it: its id (or name), else its place in the file."""
+    value = raw.get(key) if isinstance(raw, Mapping) else None
+    return repr(value) if isinstance(value, str) and value.strip() else f"{index + 1} (its {key} missing)"
+
+
+def _switch(raw: object, where: str) -> Switch:
+    table = _table(raw, where, _SWITCH_FIELDS)
+    side = _field(table, "side", where)
+    if side not in LANGUAGES:
+        raise PatchesError(f"{where}: `side` must be one of {', '.join(LANGUAGES)}, got {side!r}")
+    replacement = Replacement(*(_field(table, name, where) for name in ("id", "target", "old", "new")))
+    switch = Switch(replacement.id, side, _field(table, "title", where), replacement, _optimizers(table, where))
+    problem = check_switch(side, replacement.old, replacement.new)
+    if problem is not None:
+        raise PatchesError(f"{where}: {problem}; a switch replaces one statement by one statement that computes the same thing "
+                           "another way")
+    return switch
+
+
+def _point(raw: object, where: str) -> Point:
+    table = _table(raw, where, _POINT_FIELDS)
+    sides = {}
+    for language in LANGUAGES:
+        side = _table(table.get(language), f"{where}: `{language}`", _SIDE_FIELDS)
+        anchors = [w for w in ("before", "after") if w in side]
+        if len(anchors) != 1:
+            raise PatchesError(f"{where}: `{language}` must name exactly one of `before` and `after` (the statement the value "
+                               f"is read beside), got {anchors or 'neither'}")
+        index = side.get("index")
+        if index is not None and (not isinstance(index, str) or not index.strip()):
+            raise PatchesError(f"{where}: `{language}.index` must be a non-empty string (the variable holding the parameter's "
+                               f"index), got {index!r:.80}")
+        sides[language] = (_field(side, "target", f"{where}: `{language}`"), _field(side, anchors[0], f"{where}: `{language}`"),
+                           anchors[0], _field(side, "value", f"{where}: `{language}`"), index)
+    clip = table.get("clip", False)
+    if not isinstance(clip, bool):
+        raise PatchesError(f"{where}: `clip` must be true or false, got {clip!r:.80}")
+    name, optimizers = _field(table, "name", where), _optimizers(table, where)
+    per_param = "{param}" in name
+    unindexed = [language for language in LANGUAGES if (sides[language][4] is None) is per_param]
+    if unindexed:
+        raise PatchesError(f"{where}: `{unindexed[0]}.index` must be given exactly where the name holds {{param}} (one value per "
+                           "parameter), and the name " + ("holds it" if per_param else "does not"))
+    if not optimizers and not clip:
+        raise PatchesError(f"{where}: names no `optimizers` and is not `clip`, so no run would record it")
+    return Point(name, sides, optimizers, clip)
+
+
+def _table(raw: object, where: str, fields: frozenset[str]) -> Mapping[str, Any]:
+    """``raw`` if it is a table holding no field but ``fields``."""
+    if not isinstance(raw, Mapping):
+        raise PatchesError(f"{where} must be a table, got {raw!r:.80}")
+    extra = sorted(set(raw) - fields)
+    if extra:
+        raise PatchesError(f"{where}: unknown field {extra[0]!r} (its fields: {', '.join(sorted(fields))})")
+    return raw
+
+
+def _optimizers(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
     """A patch's ``optimizers``, each a row of the table."""
-    optimizers = tuple(raw.get("optimizers", ()))
+    optimizers = raw.get("optimizers", [])
+    if not isinstance(optimizers, list) or not all(isinstance(o, str) for o in optimizers):
+        raise PatchesError(f"{where}: `optimizers` must be a list of optimizer names, got {optimizers!r:.80}")
     unknown = [o for o in optimizers if o not in OPTIMIZERS]
     if unknown:
-        raise ValueError(f"{path}: {raw.get('id') or raw.get('name')!r}: unknown optimizer {unknown[0]!r}")
-    return optimizers
+        raise PatchesError(f"{where}: unknown optimizer {unknown[0]!r} (one of {', '.join(OPTIMIZERS)})")
+    return tuple(optimizers)
 
 
-def _field(table: Mapping[str, Any], name: str, path: Path) -> str:
+def _field(table: Mapping[str, Any], name: str, where: str) -> str:
     value = table.get(name)
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{path}: {table.get('id') or table.get('name')!r}: `{name}` must be a non-empty string")
+        raise PatchesError(f"{where}: `{name}` must be a non-empty string, got {value!r:.80}")
     return value
 
 

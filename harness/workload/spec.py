@@ -20,7 +20,7 @@ from harness.contract.dtypes import AMP_DTYPES
 from harness.contract.modes import all_mode_names
 from harness.errors import SpecError
 from harness.workload.choices import parse_choices
-from harness.workload.optimizers import check_optimizer_args
+from harness.workload.optimizers import OPTIMIZERS, R_MAX_INT, check_optimizer_args
 
 __all__ = [
     "AMP_DTYPES",
@@ -61,7 +61,7 @@ _TENSOR_CORE_MULTIPLE = 8
 _MAX_MEMORY_SHARE = 0.5
 #: Whole-number fields reach R as R integers, which are 32-bit: a larger value is a double there, and
 #: torch's R API refuses it (sizes, threads, the scaler's growth interval).
-_MAX_INT = 2**31 - 1
+_MAX_INT = R_MAX_INT
 #: The float fields become float32 scalars in both frontends (the learning rate, the scaler's scale and
 #: factors, the clip norm). Beyond float32's largest value a number is inf there, and below its smallest
 #: normal one it loses precision or is flushed to zero by the CPU kernels (FTZ/DAZ): either way every
@@ -292,7 +292,9 @@ def _validate(spec: WorkloadSpec) -> None:
 def _int(name: str, value: object, minimum: int) -> None:
     allowed = f"a whole number from {minimum} to {_MAX_INT} (R's largest integer)"
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= _MAX_INT:
-        raise SpecError(name, value, allowed if isinstance(value, int) and value > _MAX_INT else f"a whole number >= {minimum}")
+        # past R's integers, the range is what the value misses, whether a spec file wrote it whole or as 1e300
+        beyond = isinstance(value, (int, float)) and not isinstance(value, bool) and value > _MAX_INT
+        raise SpecError(name, value, allowed if beyond else f"a whole number >= {minimum}")
 
 
 def _positive_int(name: str, value: object) -> None:
@@ -309,18 +311,21 @@ def _positive_float(name: str, value: object) -> None:
 
 def _check_optimizer_ranges(spec: WorkloadSpec) -> None:
     """An optimizer's own numbers get the ranges the spec's do (``--optimizer-arg sgd.lr=1e40`` is refused as ``--lr
-    1e40`` is, not run into every cell's failure): a learning rate is a float32 > 0 like ``lr``; any other number is 0 or
-    a float32 (both frontends hand it to float32 kernels), and a whole number fits R's integers."""
+    1e40`` is, not run into every cell's failure), each the range of its own kind: a learning rate is a float32 > 0 like
+    ``lr``; any other number is 0 or a float32 (both frontends hand it to float32 kernels); a whole number (the row's
+    value is one, as ASGD's ``t0``) has R's integers' range, checked with its kind (:func:`check_optimizer_args`), never a
+    float32's."""
     for name, args in spec.optimizer_args.items():
         for arg, value in args.items():
+            default = OPTIMIZERS[name].args[arg]
+            if isinstance(default, int) and not isinstance(default, bool):
+                continue  # a whole number: 0 to R_MAX_INT, refused in those words where it came in
             where = f"optimizer_args.{name}.{arg}"
             for number in value if isinstance(value, tuple) else (value,):
                 if isinstance(number, bool):
                     continue
                 if arg == "lr" or number != 0:
                     _positive_float(where, number)
-                if isinstance(number, int) and number > _MAX_INT:
-                    _int(where, number, minimum=0)
 
 
 def _check_overflow_steps(spec: WorkloadSpec) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from harness.files.bounded_read import read_json_file
 from tests.benchmarks import settings
-from tests.benchmarks.loss_compare import OPTION, LossComparison, LossPolicy, compare_losses, parse_policy
+from tests.benchmarks.loss_compare import OPTION, LossComparison, LossPolicy, compare_saved, parse_policy
 from tests.benchmarks.test_protocol import CLOCK_AGREEMENTS, FLOORS, MISSED_TARGETS
 
 #: The loss comparisons of this session, per saved run compared with: (its file name, one comparison per cell).
@@ -117,8 +117,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     cells = [(name, fullname, info) for name, fullname, info in now if "losses" in info]  # test_protocol's benchmarks keep no losses
     compared = [
-        (file, [compare_losses(name, info, runs[fullname].get("extra_info", {}) if fullname in runs else None, policy)
-                for name, fullname, info in cells])
+        (file, [compare_saved(name, info, runs.get(fullname), policy) for name, fullname, info in cells])
         for file, runs in saved
     ]
     session.config.stash[_COMPARED] = compared

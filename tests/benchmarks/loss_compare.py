@@ -22,7 +22,8 @@ from typing import Any, Literal
 
 from harness.model.provenance import Provenance
 
-__all__ = ["OPTION", "POLICY_CHOICES", "LossComparison", "LossPolicy", "compare_losses", "parse_policy", "same_build", "scripts_note"]
+__all__ = ["OPTION", "POLICY_CHOICES", "LossComparison", "LossPolicy", "compare_losses", "compare_saved", "parse_policy", "same_build",
+           "saved_problem", "scripts_note"]
 
 #: How ``--benchmark-compare-losses`` is written, for its help and its error.
 #: The option (declared in tests/conftest.py, so ``pytest tests`` knows it as well as ``pytest tests/benchmarks``).
@@ -148,6 +149,60 @@ def _history(info: Mapping[str, Any], key: str) -> list[float] | None:
     return [float(v) for v in values]
 
 
+#: The fields of a saved benchmark's ``extra_info`` the comparison reads beside the histories, and what each must be where
+#: it is there: text (``None`` too, for the build facts a save may lack), or the scripts' digests by file.
+_TEXT_FIELDS = ("spec_digest", "weights_digest")
+_OPTIONAL_TEXT_FIELDS = ("torch_version", "libtorch_version", "libtorch_build")
+
+
+def _shown(value: object) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def saved_problem(saved: object) -> str | None:
+    """What is wrong with a saved benchmark's ``extra_info`` (one phrase), or ``None`` where every field the comparison
+    reads is of its kind: a save that is there but holds another kind is corrupted, never "nothing to compare"."""
+    if not isinstance(saved, Mapping):
+        return f"its extra_info is not a mapping ({_shown(saved)})"
+    for key in _TEXT_FIELDS:
+        if key in saved and not isinstance(saved[key], str):
+            return f"its {key} is not a text ({_shown(saved[key])})"
+    for key in _OPTIONAL_TEXT_FIELDS:
+        if saved.get(key) is not None and not isinstance(saved[key], str):
+            return f"its {key} is not a text ({_shown(saved[key])})"
+    scripts = saved.get("scripts")
+    digests = isinstance(scripts, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in scripts.items())
+    if scripts is not None and not digests:
+        return f"its scripts are not a mapping of file → digest ({_shown(scripts)})"
+    try:
+        _history(saved, "losses"), _history(saved, "loss_scale")
+    except _Malformed as err:
+        return str(err)
+    return None
+
+
+#: A saved benchmark without an ``extra_info`` at all (pytest-benchmark always writes one).
+_ABSENT = object()
+
+
+def compare_saved(name: str, now: Mapping[str, Any], saved_benchmark: Mapping[str, Any] | None, policy: LossPolicy) -> LossComparison:
+    """:func:`compare_losses` of the saved run's benchmark of that name (``None``: it has none), as pytest-benchmark loaded it:
+    its ``extra_info`` missing, ``null`` or of another kind is a corrupted save, which fails the session."""
+    if saved_benchmark is None:
+        return compare_losses(name, now, None, policy)
+    saved = saved_benchmark.get("extra_info", _ABSENT)
+    if saved is _ABSENT:
+        return _corrupted(name, "it has no extra_info")
+    if not isinstance(saved, Mapping):  # null included: a save that says nothing is not one with nothing to compare
+        return _corrupted(name, str(saved_problem(saved)))
+    return compare_losses(name, now, saved, policy)
+
+
+def _corrupted(name: str, why: str) -> LossComparison:
+    return LossComparison(name, "not comparable", True, f"{name}: not comparable: the saved run is corrupted: {why}; re-save it")
+
+
 def scripts_note(now: Mapping[str, Any], saved: Mapping[str, Any]) -> str:
     """``""`` where both runs ran the same scripts (or neither recorded them); else what is known: the files that differ, or
     that the saved run recorded none."""
@@ -160,7 +215,13 @@ def scripts_note(now: Mapping[str, Any], saved: Mapping[str, Any]) -> str:
 
 
 def compare_losses(name: str, now: Mapping[str, Any], saved: Mapping[str, Any] | None, policy: LossPolicy) -> LossComparison:
-    """As :func:`_compare_losses`, its line ending with the scripts that differ from the saved run's (:func:`scripts_note`)."""
+    """As :func:`_compare_losses`, its line ending with the scripts that differ from the saved run's (:func:`scripts_note`);
+    a saved ``extra_info`` any field of which is of another kind than the comparison reads (:func:`saved_problem`) is one
+    "the saved run is corrupted" line that fails the session, whatever the field."""
+    if saved is not None:
+        problem = saved_problem(saved)
+        if problem is not None:
+            return _corrupted(name, problem)
     compared = _compare_losses(name, now, saved, policy)
     note = scripts_note(now, saved) if saved is not None else ""
     return dataclasses.replace(compared, line=compared.line + note) if note else compared
@@ -180,10 +241,7 @@ def _compare_losses(name: str, now: Mapping[str, Any], saved: Mapping[str, Any] 
         return LossComparison(name, "different workload", False,
                               f"{name}: different workload (spec digest {saved['spec_digest']} → {now.get('spec_digest')}); "
                               "losses not compared")
-    try:
-        saved_losses, scale_saved = _history(saved, "losses"), _history(saved, "loss_scale")
-    except _Malformed as err:
-        return LossComparison(name, "not comparable", True, f"{name}: not comparable: the saved run is corrupted: {err}; re-save it")
+    saved_losses, scale_saved = _history(saved, "losses"), _history(saved, "loss_scale")  # checked: saved_problem
     try:
         now_losses, scale_now = _history(now, "losses"), _history(now, "loss_scale")
     except _Malformed as err:

@@ -24,6 +24,7 @@ from harness.files.paths import REPO_ROOT
 from harness.files.staging import StagingDir
 from harness.run.availability import Availability
 from harness.run.pool import TEMPORARY_WEIGHTS_PREFIX
+from harness.store.result_file import WEIGHTS_MARKER
 from tests.support import require_r_torch, run_cli
 
 #: A Python-only run long enough (a few seconds per cell) to be caught mid-way.
@@ -213,3 +214,19 @@ def test_a_closed_stdout_after_the_run_is_not_an_error(tmp_path: Path) -> None:
         run.wait(timeout=300)
     assert (run.returncode, stderr) == (0, "")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.weights", "tmp"]
+
+
+def test_a_result_with_resume_cells_is_replaced_with_overwrite(tmp_path: Path) -> None:
+    """Issue 48 (1), through the real scripts: a resume cell leaves its checkpoint (``.safetensors`` and ``.json``) in the
+    weights folder; the marker names every file the run left there, so ``run --json X --overwrite`` replaces the result
+    (it was refused: "X.weights holds ...checkpoint.json, which amp-parity did not write")."""
+    resume = ("run", "--frontend", "python", "--mode", "default", "--optimizer", "adagrad", "--feature", "none,resume",
+              "--rounds", "1", "--warmup-rounds", "1", "--no-trace", "--json", str(tmp_path / "X.json"))
+    first = run_cli(*resume)
+    assert first.returncode == 0, first.stderr
+    written = sorted(p.name for p in (tmp_path / "X.weights").iterdir())
+    assert any(name.endswith(".checkpoint.json") for name in written), written
+    marker = json.loads((tmp_path / "X.weights" / WEIGHTS_MARKER).read_text())
+    assert sorted(marker["files"]) == [n for n in written if n != WEIGHTS_MARKER]
+    again = run_cli(*resume, "--overwrite")
+    assert again.returncode == 0, again.stderr

@@ -367,3 +367,21 @@ def test_a_full_disk_while_writing_a_cell_trace_is_that_cells_error(
     assert first.status is Status.ERROR and "cannot write its trace to" in str(first.reason), first.reason
     assert "No space left on device" in str(first.reason) and "free space there" in str(first.reason)
     assert second.status is Status.OK and second.trace is not None
+
+
+def test_a_trace_longer_than_its_reader_takes_is_not_kept_and_the_result_loads(
+    runner: MatrixRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 48 (3): a run whose traces are longer than a trace may be (a long run: 2,100,008 points) failed after minutes
+    with no result. Now each such cell keeps no trace, its pairs are judged untraced, a warning says why, and the result
+    it writes loads back (the limit lowered to below a tiny cell's points: the run itself is the session's tiny one)."""
+    from harness.store.result_file import load_result, save_result
+
+    monkeypatch.setattr("harness.model.cell_trace.MAX_POINTS", 50)
+    result = runner.run(("default",), ("sgd",), measure=False)
+    ran = [c for c in result.cells if c.status is Status.OK]
+    assert ran and all(c.trace is None and c.reconciled is None for c in result.cells)
+    warned = [w for w in result.warnings if "its trace was not kept: it holds" in w]
+    assert len(warned) >= len(ran) and "over the 50 a trace may hold; its pairs are judged untraced" in warned[0], result.warnings
+    save_result(result, tmp_path / "r.json")
+    assert [c.status for c in load_result(tmp_path / "r.json").cells] == [c.status for c in result.cells]

@@ -28,7 +28,9 @@ def command(args: argparse.Namespace) -> ExitCode:
 def doctor(console: Console | None = None, availability: Availability | None = None) -> ExitCode:
     """Print the availability table; ``OK`` when Python cells can run (and R cells too under AMP_PARITY_REQUIRE_R=1), else
     ``FAILED`` (the check this command is)."""
-    from rich.table import Table  # rich and the probe load on use: the parser imports every command
+    from rich.markup import escape  # rich and the probe load on use: the parser imports every command
+    from rich.table import Table
+    from rich.text import Text
 
     from harness.run.availability import INSTALL_R_TORCH, probe, python_cuda, r_required
     from harness.views.table import make_console
@@ -60,21 +62,21 @@ def doctor(console: Console | None = None, availability: Availability | None = N
     table.add_column("found")
     table.add_column("fix")
     for name, found, fix in rows:
-        table.add_row(name, found or "[red]missing[/]", fix or "")
+        table.add_row(name, Text(found) if found else Text("missing", style="red"), Text(fix or ""))  # paths: never markup
     console.print(table)
     python_libtorch = (a.torch_version or "").split("+")[0]
     if r.get("libtorch_version") and python_libtorch and r["libtorch_version"] != python_libtorch:
         console.print(
-            f"[bold yellow]warning:[/] libtorch versions differ (Python torch {python_libtorch}, R torch {r['libtorch_version']}): "
-            "the frontends can agree within tolerance but not bitwise"
+            f"[bold yellow]warning:[/] libtorch versions differ (Python torch {escape(python_libtorch)}, R torch "
+            f"{escape(str(r['libtorch_version']))}): the frontends can agree within tolerance but not bitwise"
         )
     verdict = a.r_reason
     if verdict is None:
         console.print("[green]R cells will run.[/]")
     else:
         what = "fail (AMP_PARITY_REQUIRE_R=1)" if r_required() else "be skipped"
-        console.print(f"[yellow]R cells will {what}:[/] {verdict}", soft_wrap=True)
+        console.print(f"[yellow]R cells will {what}:[/] {escape(verdict)}", soft_wrap=True)
     if a.python_reason:
-        console.print(f"[red]Python cells cannot run:[/] {a.python_reason}")
+        console.print(f"[red]Python cells cannot run:[/] {escape(a.python_reason)}")
         return ExitCode.FAILED
     return ExitCode.FAILED if (verdict and r_required()) else ExitCode.OK

@@ -65,7 +65,7 @@ def command(args: argparse.Namespace) -> ExitCode:
     console = make_console()
     print_result(result, console, verbose=getattr(args, "verbose", False))
     console.print(f"merged {len(paths)} results ({len(result.cells)} cells); report written to {written[0]}"
-                  + (f"; merged result written to {args.json}" if args.json is not None else ""))
+                  + (f"; merged result written to {args.json}" if args.json is not None else ""), markup=False)
     failed = uncompared(result)
     if failed is not None:
         print(failed, file=sys.stderr)

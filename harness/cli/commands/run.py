@@ -121,7 +121,7 @@ def command(args: argparse.Namespace) -> ExitCode:
         print_result(result, console, verbose=getattr(args, "verbose", False))
         for line in lines:
             if not line.startswith("error:"):
-                console.print(line, soft_wrap=True)  # one line each, whatever the width: grep finds it whole
+                console.print(line, soft_wrap=True, markup=False)  # one line each, whatever the width: grep finds it whole
     except BrokenPipeError:
         quiet_stdout()  # `run ... | head`: the table was cut short, the run's outcome stands
     for line in lines:
@@ -133,13 +133,15 @@ def command(args: argparse.Namespace) -> ExitCode:
 def print_header(console: Console, spec: WorkloadSpec, runner: MatrixRunner, modes: tuple[str, ...],
                   optimizers: tuple[str, ...], features: tuple[str, ...] | None = None) -> None:
     """The run's header, before its first cell: what runs, on how many cores, and (once) what this CPU cannot do."""
+    from rich.markup import escape
+
     from harness.run.cpu_features import cpu_has_bf16, usable_cpus
     from harness.views.timing_sections import bf16_note
     from harness.workload.matrix import cells_for
 
     cells = len(cells_for(runner.frontends, modes, optimizers, spec.device, *((features,) if features else ())))
     console.print(f"amp-parity run: preset {spec.preset}, {cells} cells ({', '.join(runner.frontends)}), {spec.device}, "
-                  f"{usable_cpus()} cores", soft_wrap=True, highlight=False)
+                  f"{usable_cpus()} cores", soft_wrap=True, highlight=False, markup=False)
     note = bf16_note(cpu_has_bf16()) if spec.device == "cpu" else None
     if note:
-        console.print(f"[yellow]note:[/] {note}", soft_wrap=True, highlight=False)
+        console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)

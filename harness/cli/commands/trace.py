@@ -30,6 +30,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], sw
 
 def command(args: argparse.Namespace) -> ExitCode:
     """``harness trace``: the record calls of the chosen cells, then every pair traced; each pair's whole explanation."""
+    from rich.text import Text
+
     from harness.errors import UsageError
     from harness.run.prepare import require_device
     from harness.run.runner import MatrixRunner
@@ -46,7 +48,8 @@ def command(args: argparse.Namespace) -> ExitCode:
         known=known_differences_of(args), baseline=args.baseline,
     ) as runner:
         with console.status("running cells...") as status:
-            result = runner.run(modes, optimizers, on_progress=status.update,
+            # plain text: a unit names installations by their paths, which rich would read as markup
+            result = runner.run(modes, optimizers, on_progress=lambda text: status.update(Text(text)),
                                 judging="tolerance_only" if args.tolerance_only else "strict", measure=False, features=features)
     print_trace(result, console)
     return exit_status(result)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.benchmarks.loss_compare import LossPolicy, compare_losses, parse_policy, same_build
+from tests.benchmarks.loss_compare import LossPolicy, compare_losses, compare_saved, parse_policy, same_build
 
 NAME = "test_cell_time[with_autocast-default-python-cpu]"
 AUTO = LossPolicy()
@@ -211,3 +211,62 @@ def test_the_scripts_that_differ_from_the_saved_run_are_named() -> None:
     assert changed.line.endswith("weights digest identical; ran different scripts than the saved run: py_scripts/with_autocast.py")
     older = compare_losses(NAME, info(scripts=scripts, losses=[1.0, 0.75, 0.25]), info(), AUTO)
     assert older.fails and older.line.endswith("; whether the scripts changed is unknown (the saved run recorded none)")
+
+
+#: Every field of a saved benchmark the comparison reads, malformed one way each (issue 48, defect 12).
+_MALFORMED_FIELDS = [
+    ("spec_digest", 5), ("spec_digest", None), ("weights_digest", ["d"]), ("weights_digest", None),
+    ("torch_version", 2.13), ("libtorch_version", {"v": 1}), ("libtorch_build", 7),
+    ("scripts", "py_scripts/common.py"), ("scripts", {"py_scripts/common.py": 1}), ("scripts", ["a"]),
+    ("losses", "1.0"), ("loss_scale", {"0": 1.0}),
+]
+
+
+@pytest.mark.parametrize(("key", "value"), _MALFORMED_FIELDS, ids=[f"{k}-{type(v).__name__}" for k, v in _MALFORMED_FIELDS])
+def test_every_malformed_field_of_a_saved_benchmark_is_one_corrupted_line_that_fails(key: str, value: Any) -> None:
+    """Whatever field is of another kind, the line says the saved run is corrupted, names the field, and fails the session:
+    never a traceback (the timing table was lost with it), never "nothing to compare"."""
+    for policy in (AUTO, parse_policy("identity"), parse_policy("tolerance:1")):
+        result = compare_saved(NAME, info(scripts={"py_scripts/common.py": "a" * 64}),
+                               {"fullname": NAME, "extra_info": info(**{key: value})}, policy)
+        assert (result.verdict, result.fails) == ("not comparable", True), result.line
+        assert result.line.startswith(f"{NAME}: not comparable: the saved run is corrupted: its {key} ") and "\n" not in result.line
+
+
+@pytest.mark.parametrize("extra_info", ["losses", None, [1.0, 0.5], 3], ids=["text", "null", "list", "number"])
+def test_an_extra_info_that_is_not_a_mapping_is_corrupted_and_fails(extra_info: Any) -> None:
+    """Issue 48 (12): an ``extra_info`` that is a string raised AttributeError in the session's finish; ``null`` read as
+    "nothing to compare" and the session passed. Both, and any other kind, are one corrupted line that fails."""
+    result = compare_saved(NAME, info(), {"fullname": NAME, "extra_info": extra_info}, AUTO)
+    assert (result.verdict, result.fails) == ("not comparable", True)
+    assert result.line == (f"{NAME}: not comparable: the saved run is corrupted: its extra_info is not a mapping ({extra_info!r}); "
+                           "re-save it")
+
+
+def test_a_saved_benchmark_without_extra_info_is_corrupted_and_one_not_saved_is_new() -> None:
+    """pytest-benchmark always writes ``extra_info``: one without it is corrupted; a benchmark the saved run lacks is new."""
+    missing = compare_saved(NAME, info(), {"fullname": NAME}, AUTO)
+    assert missing.fails and "the saved run is corrupted: it has no extra_info" in missing.line
+    assert compare_saved(NAME, info(), None, AUTO).verdict == "new"
+    assert compare_saved(NAME, info(), {"fullname": NAME, "extra_info": info()}, AUTO).verdict == "identical"
+
+
+@pytest.mark.parametrize("extra_info", ["corrupted", None], ids=["text", "null"])
+def test_the_session_fails_on_a_corrupted_saved_run_and_keeps_going(extra_info: Any) -> None:
+    """The benchmarks' session finish (tests/benchmarks/conftest.py) hands each saved benchmark to :func:`compare_saved`:
+    an ``extra_info`` that is a string fails the session with the corrupted line, where it raised AttributeError (and the
+    timing table printed after it was lost), and a ``null`` one, read as "nothing to compare", passed."""
+    from types import SimpleNamespace
+
+    from tests.benchmarks import conftest
+
+    bench = SimpleNamespace(name=NAME, fullname=f"tests/benchmarks/test_cells.py::{NAME}", extra_info=info())
+    saved = {"/storage/0001_base.json": {bench.fullname: {"fullname": bench.fullname, "extra_info": extra_info}}}
+    benchmarks = SimpleNamespace(compare=True, benchmarks=[bench], compared_mapping=saved, storage=None)
+    config = SimpleNamespace(_benchmarksession=benchmarks, stash=pytest.Stash(),
+                             getoption=lambda name, default=None: default)
+    session = SimpleNamespace(config=config, exitstatus=pytest.ExitCode.OK)
+    conftest.pytest_sessionfinish(session)  # type: ignore[arg-type]
+    assert session.exitstatus == pytest.ExitCode.TESTS_FAILED
+    ((file, (compared,)),) = config.stash[conftest._COMPARED]
+    assert file == "0001_base.json" and compared.fails and "the saved run is corrupted: its extra_info is not a mapping" in compared.line

@@ -206,7 +206,8 @@ _OPTIMIZERS = ("'sgd', 'sgd_momentum', 'sgd_nesterov', 'rmsprop', 'rmsprop_cente
         (["run", "--optimizer-arg", "sgd_nesterov.nesterov=1"],
          "error: optimizer_args.sgd_nesterov.nesterov must be true or false, got 1.0."),
         (["run", "--optimizer-arg", "adam.eps=-1"], "error: optimizer_args.adam.eps must be a finite number >= 0, got -1.0."),
-        (["run", "--optimizer-arg", "asgd.t0=2.5"], "error: optimizer_args.asgd.t0 must be a whole number, got 2.5."),
+        (["run", "--optimizer-arg", "asgd.t0=2.5"],
+         "error: optimizer_args.asgd.t0 must be a whole number from 0 to 2147483647 (R's largest integer), got 2.5."),
         (["run", "--optimizer", "sgd", "--optimizer-arg", "adam.eps=1e-6"],
          "error: --optimizer-arg must be about an optimizer this run runs (sgd): add --optimizer adam, or drop the flag, "
          "got 'adam.…'."),

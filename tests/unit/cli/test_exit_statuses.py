@@ -106,3 +106,39 @@ def test_the_three_statuses_differ_and_follow_pytest() -> None:
     ]
     assert (ExitCode.INTERRUPTED, ExitCode.TERMINATED) == (130, 143)
     assert ExitCode.for_error(RuntimeError()) is ExitCode.INTERNAL_ERROR
+
+
+@pytest.mark.parametrize("flags", [("--optimizer", "sgd", "--feature", "resume"), ("--mode", "autocast", "--feature", "resume"),
+                                   ("--optimizer", "sgd", "--feature", "none,resume")])
+def test_a_matrix_a_named_feature_adds_no_cell_to_is_refused_before_it_starts(flags: tuple[str, ...], tmp_path: Path) -> None:
+    """Issue 48 (5): ``--optimizer sgd --feature resume`` is a matrix of 0 cells (resume's covering design has no sgd). It
+    wrote a result and a report of nothing and exited 0; now it is a usage error naming the feature and where it runs,
+    before any worker starts or file is written (``none,resume`` too: resume, asked for, would add nothing)."""
+    done = run_cli("run", "--preset", "tiny", *flags, "--json", str(tmp_path / "r.json"), "--report", str(tmp_path / "report"))
+    assert done.returncode == ExitCode.USAGE_ERROR, (done.stdout, done.stderr)
+    line = done.stderr.strip()
+    assert line.startswith("error: --feature must be a loop feature that runs in at least one asked cell; resume's covering "
+                           "design runs it in the modes "), line
+    assert "\n" not in line and list(tmp_path.iterdir()) == []
+
+
+def test_all_features_narrowed_to_cells_some_do_not_run_in_is_not_refused() -> None:
+    """``--feature all`` asks for each feature where it runs: those without a cell of the asked ones are left out, not refused."""
+    import argparse
+
+    from harness.cli.options import matrix_of
+    from harness.workload.flags import add_spec_arguments
+
+    parser = argparse.ArgumentParser()
+    add_spec_arguments(parser)
+    matrix = matrix_of(parser.parse_args(["--preset", "tiny", "--optimizer", "sgd", "--feature", "all"]))
+    assert "resume" in matrix.features
+
+
+def test_a_result_of_no_cell_does_not_pass() -> None:
+    """A result holding no cell measured nothing: its exit status is a usage error, as a run whose every cell was skipped."""
+    from harness.cli.outcome import exit_status, nothing_ran
+
+    empty = dataclasses.replace(golden(), cells=(), pairs=(), targets=())
+    assert exit_status(empty) is ExitCode.USAGE_ERROR
+    assert (nothing_ran(empty) or "").startswith("error: the result holds no cell")

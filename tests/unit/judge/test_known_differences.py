@@ -125,9 +125,10 @@ def test_a_matching_difference_not_proven_is_diverged_where_identity_is_expected
 
 
 def test_a_look_alike_with_a_larger_distance_stays_diverged(clip_cell: CellResult, tmp_path: Path) -> None:
-    """The same point 3 ULPs apart is not the known difference: ``diverged``, saying why the entry does not apply."""
+    """The same point 3 ULPs apart, whose reconciled runs still part, is not the known difference: ``diverged``, saying why
+    the entry does not apply."""
     twin = twin_cell(clip_cell, tmp_path, edit=nudge_one_ulp("layer0.weight", (1, 1)))
-    verdict = compare_cells(clip_cell, twin, trace=_trace(distance=3), known=load_known_differences())
+    verdict = compare_cells(clip_cell, twin, trace=_trace(distance=3, reconciled=False), known=load_known_differences())
     assert verdict.verdict == "diverged", verdict.explain()
     assert "first differs at step 0, clip.coef" in verdict.summary
     assert "not known difference clip-coef-reciprocal: its first difference is 3 apart, beyond the entry's 1" in verdict.explain()
@@ -237,3 +238,56 @@ def test_an_entry_names_the_loop_features_it_covers() -> None:
     assert not scaler.covers("cuda_amp_grad_scaler", "autocast_scaler", "sgd", "cpu", "lr_step")
     sgd = entries["sgd-weight-decay-index"]
     assert sgd.features is None and sgd.covers("with_autocast", "default", "sgd_momentum", "cpu", "accumulate")
+
+
+def _momentum_pair(tmp_path: Path) -> tuple[CellResult, CellResult]:
+    """An sgd_momentum pair whose R side differs (1 ULP in a weight), each cell with a reconciled trace of its run."""
+    cell = next(c for c in golden().cells if c.frontend == "python" and c.mode == "default")
+    cell = dataclasses.replace(cell, cell=dataclasses.replace(cell.cell, optimizer="sgd_momentum"), trace=None, reconciled=None)
+    twin = twin_cell(cell, tmp_path, edit=nudge_one_ulp("layer0.weight", (1, 1)))
+    return _reconciled((cell, twin), tmp_path)
+
+
+def _momentum_trace(cell: CellResult, point: str, reconciled: bool, switches: tuple[str, ...] = ("r-sgd-weight-decay-param",)) -> PairTrace:
+    first = PointDifference(0, point, "bytes", ("float32", "float32"), ((128,), (128,)), 3, 3, 1, (), None)
+    return PairTrace(cell.pair, ("python", "r"), (300, 300), 12, first, (0, "grad.layer0.weight"), {"always": (0, 1, 2)},
+                     switches=switches, reconciled_identical=reconciled, reconciled=None if reconciled else _first(1, "optim.param"))
+
+
+def test_a_difference_its_switch_proves_is_known_wherever_it_first_shows(tmp_path: Path) -> None:
+    """Issue 48 (6): with ``sgd_momentum.momentum=0`` there is no momentum buffer, so SGD's weight-decay bug first shows in
+    the parameter, not at its signature's ``optim.momentum_buffer``; its reconciled runs are bitwise identical with its
+    switch on. The proof, not the point's name, decides: ``known_difference``, proven, the R cell excused, and the line
+    says the signature was not met."""
+    a, b = _momentum_pair(tmp_path)
+    trace = _momentum_trace(a, "param.layer0.weight", reconciled=True)
+    entry = _entry("sgd-weight-decay-index")
+    verdict = compare_cells(a, b, trace=trace, known=[entry], optimizer_args={"momentum": 0, "weight_decay": 0.01})
+    assert verdict.verdict == "known_difference" and verdict.details["proven"] is True, verdict.explain()
+    assert verdict.details["known_difference"] == ["sgd-weight-decay-index"] and verdict.details["excused"] == [b.id]
+    assert "not where its signature says; proven: with the switches r-sgd-weight-decay-param on" in verdict.summary
+    assert ("R torch bug sgd-weight-decay-index: its signature is not met (it first differs at param.layer0.weight, not "
+            "optim.momentum_buffer.{param}), but its switches prove it") in verdict.explain()
+
+
+@pytest.mark.parametrize(("reconciled", "switches"), [(False, ("r-sgd-weight-decay-param",)), (True, ()),
+                                                      (True, ("r-sgd-weight-decay-param", "r-clip-coef-reciprocal"))],
+                         ids=["still-differs", "switch-off", "another-switch"])
+def test_without_the_proof_a_difference_off_the_signature_stays_diverged(tmp_path: Path, reconciled: bool,
+                                                                          switches: tuple[str, ...]) -> None:
+    """The proof must be whole: reconciled runs that still part, that ran without the entry's switch, or with a switch no
+    applicable entry names, explain nothing; the pair stays ``diverged``, each entry saying why its signature is not met."""
+    a, b = _momentum_pair(tmp_path)
+    trace = _momentum_trace(a, "param.layer0.weight", reconciled=reconciled, switches=switches)
+    verdict = compare_cells(a, b, trace=trace, known=[_entry("sgd-weight-decay-index")], optimizer_args={"momentum": 0})
+    assert verdict.verdict == "diverged" and verdict.details["known_difference"] is None, verdict.explain()
+    assert "not R torch bug sgd-weight-decay-index: it first differs at param.layer0.weight" in verdict.explain()
+
+
+def test_the_same_proof_holds_whatever_the_entry_differs_by(clip_cell: CellResult, tmp_path: Path) -> None:
+    """A distance, a step or a point off the clip entry's signature: proven by identical reconciled runs all the same."""
+    twin = twin_cell(clip_cell, tmp_path, edit=nudge_one_ulp("layer0.weight", (1, 1)))
+    cells = _reconciled((clip_cell, twin), tmp_path)
+    for trace in (_trace(distance=3), _trace(step=1, clipped=(0,)), _trace(point="clip.total_norm")):
+        verdict = compare_cells(*cells, trace=trace, known=load_known_differences())
+        assert verdict.verdict == "known_difference" and verdict.details["proven"] is True, verdict.explain()

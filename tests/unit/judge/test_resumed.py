@@ -34,3 +34,12 @@ def test_a_resumed_cell_is_its_uninterrupted_cell_or_an_error_naming_where_it_pa
     assert weights.status is Status.ERROR and weights.reason is not None and "layer0.weight" in weights.reason
     alone = check_resumed([_cell(tmp_path, "resume", [9.0], 3.0)])  # no uninterrupted cell ran: nothing to compare
     assert alone[0].status is Status.OK
+
+
+def test_a_resumed_cell_from_another_machine_is_not_held_to_bitwise(tmp_path: Path) -> None:
+    """Two slices merged from two machines under one frontend name ran other kernels (their installation facts say so): the
+    resumed cell is not held to the other's bits; on one machine's build and CPU it is."""
+    plain = dataclasses.replace(_cell(tmp_path, "none", [1.0, 0.5, 0.25], 1.0), installation={"name": "r", "cpu": "Xeon"})
+    resumed = _cell(tmp_path, "resume", [1.0, 0.5, 0.2500001], 1.0)
+    assert check_resumed([plain, dataclasses.replace(resumed, installation={"name": "r", "cpu": "EPYC"})])[1].status is Status.OK
+    assert check_resumed([plain, dataclasses.replace(resumed, installation={"name": "r", "cpu": "Xeon"})])[1].status is Status.ERROR

@@ -102,3 +102,20 @@ def test_a_difference_whose_tensors_were_not_kept_never_reads_none() -> None:
         ("python", "r"))
     assert "None" not in line and line == ("step 19, record.weights.layer0.weight (float32 128×128): the bytes differ (the tensors "
                                            "were not kept, so how far is not measured)")
+
+
+def test_a_trace_at_the_limit_reads_back_and_one_over_it_is_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 48 (3): the writer holds to the reader's limit. A trace of exactly ``MAX_POINTS`` points is written and read; one
+    point more is refused before a byte is written (a long run wrote 2,100,008 points its reader then refused, saying "it
+    holds 2100008 points, its result says 2100008"), and a file over the limit is refused in words that say so."""
+    monkeypatch.setattr("harness.model.cell_trace.MAX_POINTS", 4)
+    stored = _trace(POINTS).write(tmp_path / "a.trace.safetensors")
+    assert CellTrace.read(stored).points == _trace(POINTS).points
+    longer = _trace([*POINTS, [1, "loss", "float32", [], "cd" * 32, 0.5]])
+    assert longer.too_long() == "it holds 5 points, over the 4 a trace may hold"
+    with pytest.raises(ValueError, match=r"cannot write the trace .*b\.trace\.safetensors: it holds 5 points, over the 4"):
+        longer.write(tmp_path / "b.trace.safetensors")
+    assert not (tmp_path / "b.trace.safetensors").exists()
+    monkeypatch.setattr("harness.model.cell_trace.MAX_POINTS", 3)
+    with pytest.raises(ResultError, match=r"is malformed \(ValueError: it holds 4 points, over the 3 a trace may hold\)"):
+        CellTrace.read(stored)

@@ -182,3 +182,12 @@ def test_too_few_rounds_for_a_spread_run_side_by_side(rounds: int, interleave: b
     """Fewer rounds than a spread needs carry no ratio: they run side by side (tiny's one round), unless interleaved."""
     assert TimingProtocol(1, rounds, interleave=interleave).side_by_side is expected
     assert TimingProtocol.for_preset("tiny").side_by_side and not TimingProtocol.for_preset("bench").side_by_side
+
+
+def test_a_noisy_ratio_never_advises_the_interleaving_in_use() -> None:
+    """Issue 48 (8): interleaved rounds of unequal counts fall back to the medians; a spread too wide there is told to add
+    rounds, not to interleave (it did)."""
+    noisy, steady = _timing([1.0, 1.5, 0.7]), _timing([1.0, 1.01, 0.99, 1.0])
+    assert "--interleave" in ratio(noisy, steady)[1]
+    value, note = ratio(noisy, steady, paired=True)
+    assert value is None and note.startswith("spread too wide") and "--interleave" not in note and "more --rounds" in note

@@ -43,3 +43,21 @@ def test_a_refused_cell_is_unsupported_in_its_reason_without_a_worker(tmp_path: 
         assert runner.pool.worker_info() == {}
     finally:
         runner.close()
+
+
+def test_a_resume_that_never_happens_is_unsupported_saying_why(tmp_path: Path) -> None:
+    """Issue 48 (7): with 5 steps and the checkpoint at step 7 no checkpoint was written, and the resume cell passed without
+    a word. Its cell is now ``unsupported`` without a worker, naming what it needs and what the run has."""
+    from harness.model.result import Status
+    from harness.workload.matrix import Cell
+
+    spec = WorkloadSpec.from_preset("tiny", num_batches=5, epochs=1)
+    runner = MatrixRunner(spec, ("python",), staging=tmp_path)
+    try:
+        outcome = runner._record_call(Cell("python", "cuda_amp_grad_scaler", "default", "adam", "cpu", "resume"))
+        assert outcome.status is Status.UNSUPPORTED and outcome.reason is not None, outcome.reason
+        assert outcome.reason.startswith("loop feature resume cannot act in this spec: it needs 8 steps for its checkpoint after 7 "
+                                         "iterations and the run from it, and the run has 5 (--num-batches 5 × --epochs 1")
+        assert runner.pool.worker_info() == {}
+    finally:
+        runner.close()

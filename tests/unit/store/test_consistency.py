@@ -42,6 +42,10 @@ def _nan_in_both_default_cells(data: dict[str, Any]) -> None:
         data["cells"][k]["record"]["losses"][5] = math.nan
 
 
+def _no_trajectories(data: dict[str, Any]) -> None:
+    data["reference"] |= {"losses": None, "losses_clipped": None, "replayed": []}  # schema 3's: no trajectory once upgraded
+
+
 def _duplicate_cell(data: dict[str, Any]) -> None:
     data["cells"].append(data["cells"][0])
 
@@ -88,6 +92,26 @@ _CASES: dict[str, tuple[Edit, str]] = {
     "negative matrix wall time": (set_field("wall_seconds", value=-5), "wall_seconds is -5 but it must be 0 or more"),
     "negative peak memory": (set_field("cells", 1, "memory", "peak_rss_bytes", value=-1),
                              "cells[1].memory.peak_rss_bytes is -1 but it must be 0 or more"),
+    # Issue 48 (14): float64 evidence deleted read "not judged" and passed
+    "reference made unavailable": (set_field("reference", "available", value=False),
+                                   "reference.available is False but cells[0] (with_autocast-default-sgd-python-cpu) ran ok with "
+                                   "the spec's float64 reference within its budget, and was measured against its sgd trajectory"),
+    "reference trajectories deleted": (_no_trajectories,
+                                       "reference.trajectories is 0 trajectories but none is the one cells[0] "
+                                       "(with_autocast-default-sgd-python-cpu) ran ok"),
+    "a replayed trajectory deleted": (set_field("reference", "replayed", value=[]),
+                                      "reference.trajectories is 2 trajectories but none is the one cells[4] "
+                                      "(cuda_amp_grad_scaler-autocast_scaler-sgd-python-cpu) ran ok with the spec's float64 "
+                                      "reference within its budget, and was measured against its sgd trajectory (clipped: false, "
+                                      "skipped steps [2], feature none)"),
+    "reference distance deleted": (set_field("cells", 2, "reference_distance", value=None),
+                                   "cells[2].reference_distance is None but the cell ran ok and the reference holds its float64"),
+    # Issue 48 (15): a loop feature no row has read "not judged" and passed
+    "unknown loop feature": (set_field("cells", 0, "feature", value="warp_drive"),
+                             "cells[0].feature is 'warp_drive' but it must be one of the features none, "),
+    "a cell that ran edited to skipped": (set_field("cells", 1, "status", value="skipped"),
+                                          "cells[1].status is 'skipped' but cells[3] (with_autocast-autocast-sgd-r-cpu), of the "
+                                          "same frontend in the same run, is ok: a frontend that cannot run skips every cell"),
     "wrong type in a schema-3 field": (set_field("cells", 2, "speedup_vs_default", value="fast"),
                                        "cells[2].speedup_vs_default must be a number or null, but got 'fast'"),
 }

@@ -277,7 +277,8 @@ def test_merge_keeps_every_inputs_float64_reference(tmp_path: Path) -> None:
     full = golden().reference
     clipped_only = dataclasses.replace(full, trajectories=tuple(t for t in full.trajectories if t["clip"]))
     a, b = tmp_path / "python.json", tmp_path / "r.json"
-    save_result(_slice(golden(), "python", reference=clipped_only), a)
+    python = _slice(golden(), "python", reference=clipped_only)  # a slice of the clipped cells (what it has references for)
+    save_result(dataclasses.replace(python, cells=tuple(c for c in python.cells if c.cell.properties.clip)), a)
     save_result(_slice(golden(), "r"), b)
     alone = {c.id: c.verdict.outcome for c in load_result(b).cells if c.verdict is not None}
     merged = merge_results([a, b])
@@ -291,3 +292,86 @@ def test_merge_keeps_every_inputs_float64_reference(tmp_path: Path) -> None:
 def load_result_roundtrip(result: MatrixResult, path: Path) -> MatrixResult:
     save_result(result, path)
     return load_result(path)
+
+
+def test_a_merged_result_over_the_readers_limit_is_refused_before_anything_is_written(
+    slices: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 48 (2): each input is under the reader's limit, their merge is not: ``merge --json`` refuses it in one line before
+    the report or the result is written, and an earlier merged result at ``--json`` stays (``--overwrite`` once refused it as
+    "not an amp-parity result", being over the limit)."""
+    merged, out = tmp_path / "merged.json", tmp_path / "out"
+    assert run_cli("merge", *map(str, slices), "--out", str(out), "--json", str(merged)).returncode == 0
+    before = merged.read_bytes()
+    limit = max(p.stat().st_size for p in slices) + 1  # every input loads; the merge of both does not fit
+    assert len(before) > limit
+    monkeypatch.setattr("harness.store.result_file.RESULT_MAX_BYTES", limit)
+    done = run_cli("merge", *map(str, slices), "--out", str(tmp_path / "again"), "--json", str(merged), "--overwrite")
+    assert done.returncode == ExitCode.USAGE_ERROR, done.stderr
+    line = done.stderr.strip()
+    assert line.startswith(f"error: cannot write {merged}: the result would be ") and "nothing was written" in line, line
+    assert "\n" not in line
+    assert merged.read_bytes() == before and not (tmp_path / "again").exists()
+    from harness.store.result_file import is_result_file  # an older harness's result over the limit is still its own
+
+    (tmp_path / "big.txt").write_text("x" * (limit + 1))
+    assert is_result_file(merged) and not is_result_file(tmp_path / "big.txt")
+
+
+def test_every_result_the_harness_writes_its_reader_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer's limit is the reader's: a result exactly at ``RESULT_MAX_BYTES`` is written and loads; one byte over, it
+    is refused before anything is written."""
+    from harness.store.result_file import stored_text
+
+    result = _slice(golden(), "python")
+    size = len(stored_text(result, tmp_path / "a.json").encode())
+    monkeypatch.setattr("harness.store.result_file.RESULT_MAX_BYTES", size)
+    save_result(result, tmp_path / "a.json")
+    assert len(load_result(tmp_path / "a.json").cells) == len(result.cells)
+    monkeypatch.setattr("harness.store.result_file.RESULT_MAX_BYTES", size - 1)
+    with pytest.raises(ResultError, match=r"over the 0 MiB a result file may hold \(4 cells\); nothing was written"):
+        save_result(result, tmp_path / "b.json")
+    assert not (tmp_path / "b.json").exists()
+
+
+def _resume_slice(folder: Path, edit: bool) -> MatrixResult:
+    """The golden run's Python default cell run again as a ``resume`` cell (its final weights one ULP off where ``edit``), as
+    a slice run with ``--feature resume`` writes it: the float64 trajectory it is measured against is the plain loop's."""
+    from tests.twins import by_mode, nudge_one_ulp, twin_cell
+
+    plain = by_mode(golden())["default"]
+    twin = twin_cell(plain, folder, frontend="python", edit=nudge_one_ulp("layer0.bias", (1,)) if edit else None)
+    resumed = dataclasses.replace(twin, cell=dataclasses.replace(plain.cell, feature="resume"))
+    reference = golden().reference
+    ran = next(t for t in reference.trajectories if t["optimizer"] == "sgd" and not t["clip"] and not t["skipped_steps"])
+    return _slice(dataclasses.replace(golden(), cells=(resumed,), reference=dataclasses.replace(
+        reference, trajectories=(*reference.trajectories, {**ran, "feature": "resume"}))), "python")
+
+
+@pytest.mark.parametrize("edit", [False, True])
+def test_a_merged_resume_cell_is_checked_against_its_uninterrupted_twin(edit: bool, tmp_path: Path) -> None:
+    """Issue 48 (4): the same cells run as one matrix or as two slices (``--feature none``, ``--feature resume``) get one
+    verdict: a resumed cell whose final weights are not its uninterrupted cell's ends in ``error`` in the merge, and the
+    merge fails, as the run did; bitwise the same, it passes."""
+    from harness.cli.outcome import exit_status
+
+    plain, resumed = tmp_path / "plain.json", tmp_path / "resume.json"
+    save_result(_slice(golden(), "python"), plain)
+    save_result(_resume_slice(tmp_path / "w", edit), resumed)
+    assert all(c.status == "ok" for c in load_result(resumed).cells)  # alone, nothing to compare it with
+    merged = merge_results([plain, resumed])
+    cell = next(c for c in merged.cells if c.cell.feature == "resume")
+    assert cell.verdict is not None
+    if not edit:
+        assert cell.verdict.outcome == "pass" and exit_status(merged) is ExitCode.OK, cell.verdict.reason
+        return
+    assert cell.verdict.outcome == "fail" and exit_status(merged) is ExitCode.FAILED
+    assert cell.verdict.reason == ("resumed from its checkpoint, it is not the uninterrupted run "
+                                   "with_autocast-default-sgd-python-cpu: its final weights differ in layer0.bias")
+    (tmp_path / "out").mkdir()
+    save_result(merged, tmp_path / "out" / "m.json")  # and so does the merged result loaded again, its weights files gone
+    for weights in (tmp_path / "w").iterdir():
+        weights.unlink()
+    again = load_result(tmp_path / "out" / "m.json")
+    verdict = next(c.verdict for c in again.cells if c.cell.feature == "resume")
+    assert verdict is not None and verdict.reason == cell.verdict.reason and exit_status(again) is ExitCode.FAILED

@@ -447,3 +447,46 @@ def test_a_report_folder_reached_through_a_link_into_the_weights_is_refused(tmp_
     with pytest.raises(UsageError, match="--out must be a folder outside amp-parity's weights folder"):
         ReportClaim(tmp_path / "link", REPORT_FILES, overwrite=True, flag="--out")  # `report --out`: no run, the marker tells
     assert sorted(p.name for p in (tmp_path / "X.weights").iterdir()) == [WEIGHTS_MARKER, "a.safetensors", "b.safetensors"]
+
+
+def test_a_result_with_resume_checkpoints_in_its_weights_folder_can_be_replaced(tmp_path: Path) -> None:
+    """Issue 48 (1): a resume cell leaves ``<cell>.checkpoint.safetensors`` and ``<cell>.checkpoint.json`` in staging (and its
+    reconciled run ``<cell>.reconciled.checkpoint.*``); every file the run staged is listed, so ``--overwrite`` replaces them."""
+    with ResultClaim(tmp_path / "X.json") as claim:
+        result = _staged_result(claim, "old")
+        for name in ("a.checkpoint.safetensors", "a.checkpoint.json", "a.reconciled.checkpoint.safetensors",
+                     "a.reconciled.checkpoint.json", "a.trace.safetensors"):
+            (claim.staging / name).write_text(name)
+        claim.publish(result)
+    marker = json.loads((tmp_path / "X.weights" / WEIGHTS_MARKER).read_text())
+    assert "a.checkpoint.json" in marker["files"] and "a.reconciled.checkpoint.json" in marker["files"]
+    _publish(tmp_path / "X.json", "new", overwrite=True)
+    assert (tmp_path / "X.weights" / "a.safetensors").read_text() == "new-a"
+    assert not (tmp_path / "X.weights" / "a.checkpoint.json").exists()
+
+
+def test_a_marker_that_listed_only_tensors_owns_their_checkpoints_json(tmp_path: Path) -> None:
+    """A folder marked before the marker listed every staged file (``.safetensors`` only): a checkpoint's ``.json`` beside its
+    listed ``.checkpoint.safetensors`` is the harness's; any other ``.json`` is still a user's."""
+    _publish(tmp_path / "X.json", "old")
+    folder = tmp_path / "X.weights"
+    (folder / "a.checkpoint.safetensors").write_text("tensors")
+    (folder / "a.checkpoint.json").write_text("{}")
+    (folder / WEIGHTS_MARKER).write_text(json.dumps({"result": "X.json", "files": ["a.checkpoint.safetensors", "a.safetensors",
+                                                                                   "b.safetensors"]}))
+    (folder / "notes.json").write_text("mine")
+    with pytest.raises(ResultError, match=r"holds notes\.json, which amp-parity did not write"):
+        ResultClaim(tmp_path / "X.json", overwrite=True)
+    (folder / "notes.json").unlink()
+    _publish(tmp_path / "X.json", "new", overwrite=True)
+    assert (folder / "a.safetensors").read_text() == "new-a"
+
+
+def test_a_marker_over_its_readers_limit_is_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The harness reads back what it writes: a weights folder whose marker would be over ``MARKER_MAX_BYTES`` is refused
+    before anything is published (the old pair stays), not written for the next ``--overwrite`` to refuse."""
+    _publish(tmp_path / "X.json", "old")
+    monkeypatch.setattr("harness.store.result_claim.MARKER_MAX_BYTES", 60)
+    with pytest.raises(ResultError, match=r"would list 2 files in \d+ bytes, over the 60 a marker may hold"):
+        _publish(tmp_path / "X.json", "new", overwrite=True)
+    assert (tmp_path / "X.weights" / "a.safetensors").read_text() == "old-a"

@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 
 from harness.files.paths import CHECKOUT
+from harness.model.result import MatrixResult
+from harness.model.verdicts import TargetCheck
 from harness.views.page import PAGE_FIGURES, PAGE_FILE, EntryText, pair_anchor, render_page
 from harness.views.report import REPORT_FILES, write_report
 from harness.views.summary import SUMMARY_FILE, SUMMARY_MAX_BYTES, render_summary
 from harness.workload.optimizers import OPTIMIZERS
+from tests.twins import with_status
 from tests.wide_results import R_MISSING, wide, with_bug, without_r
 
 _ENTRY = EntryText("sgd-weight-decay-index", "bug", "R torch's SGD reads weight decay from the wrong index",
@@ -197,3 +200,48 @@ def test_an_error_with_a_backtrace_shows_its_first_line_and_folds_the_rest() -> 
     page = render_page(replace_cells(base, {cell.id: with_status(cell, "error", reason)}), images=_NO_PLOTS)
     assert "error: r script failed: tensor does not have a device</p>" in page
     assert "<details><summary>the rest of the message</summary><pre>Exception raised from device_default\nframe #0" in page
+
+
+def _huge() -> MatrixResult:
+    """A matrix far past the main job: 300 optimizer rows (the grid's rows, long names), every cell failing its own check and half of
+    them stopped, each with a reason of its own, thousands of long causes, distinct known-difference entries and missed
+    targets: every list of the summary at once past its budget (the issue's 238 failing cells wrote 58 KB; six merged
+    main-job results 126 KB)."""
+    base = wide(("sgd",))
+    names = [f"opt{k:04d}-{'o' * 200}" for k in range(300)]
+    cells, pairs = [], []
+    long = "y" * 2000
+    for k, name in enumerate(names):
+        for c in base.cells:
+            cell = dataclasses.replace(c, cell=dataclasses.replace(c.cell, optimizer=name))
+            if cell.verdict is not None:
+                cell = dataclasses.replace(cell, verdict=dataclasses.replace(cell.verdict, outcome="fail", reason=f"{k}: {long}"))
+            if k % 2:
+                cell = with_status(cell, "error", f"stopped {cell.id}-{k}: {long}")
+            cells.append(cell)
+        for p in base.pairs:
+            verdict = "diverged" if k % 3 else "known_difference"
+            details = {"known_difference": [f"entry-{k}-{long[:200]}"]} if verdict == "known_difference" else {}
+            pairs.append(dataclasses.replace(p, optimizer=name, pair=f"{p.pair}-{name}", verdict=verdict,
+                                             explanation=[f"{p.pair}: {verdict} — {long}"], details=details))
+    targets = tuple(TargetCheck(f"target-{k}-{long[:300]}", f"cell-{k}", long, long, False, long) for k in range(500))
+    return dataclasses.replace(base, cells=tuple(cells), pairs=tuple(pairs), targets=targets)
+
+
+def test_the_summary_of_any_matrix_is_at_most_50_kb() -> None:
+    """Issue 48 (10): only the pairs and targets lists were cut. Every list is now, each saying how many rows it left to
+    the page, and the head stays readable."""
+    result = _huge()
+    text = render_summary(result, PAGE_FILE, "report.md", ("losses.png", "loss_diff.png"))
+    assert len(text.encode()) <= SUMMARY_MAX_BYTES
+    for more in ("more reasons cells did not run", "more cells fail on their own", "more rows (listed in `report.html`)",
+                 "more | | | listed in `report.html` |", "more entries", "more targets"):
+        assert more in text, more
+    assert text.startswith("# amp-parity · preset tiny") and "The whole report: `report.html`" in text
+    assert "![loss_diff.png](loss_diff.png)" in text
+
+
+def test_a_summary_whose_head_alone_is_too_long_is_cut_and_says_so() -> None:
+    """Past every list, what is left (the grid's columns, the plots' names) is cut at the budget, saying where the rest is."""
+    text = render_summary(wide(("sgd",)), PAGE_FILE, "report.md", tuple(f"plot-{k}-{'z' * 200}.png" for k in range(1000)))
+    assert len(text.encode()) <= SUMMARY_MAX_BYTES and text.endswith("the rest is in `report.html`.\n")

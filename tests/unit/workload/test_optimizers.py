@@ -104,7 +104,7 @@ def test_overrides_are_checked_and_pairs_become_tuples() -> None:
          "optimizer_args.adam.betas must be two finite numbers >= 0, e.g. [0.9, 0.99], got [0.9, 0.99, 0.999]."),
         ({"adam": {"betas": [0.9, "x"]}}, "optimizer_args.adam.betas must be two finite numbers >= 0, e.g. [0.9, 0.99], got 'x'."),
         ({"sgd_nesterov": {"nesterov": 1}}, "optimizer_args.sgd_nesterov.nesterov must be true or false, got 1."),
-        ({"asgd": {"t0": 2.5}}, "optimizer_args.asgd.t0 must be a whole number, got 2.5."),
+        ({"asgd": {"t0": 2.5}}, "optimizer_args.asgd.t0 must be a whole number from 0 to 2147483647 (R's largest integer), got 2.5."),
     ],
 )
 def test_bad_overrides_are_one_spec_error_naming_where_what_and_why(overrides: object, message: str) -> None:

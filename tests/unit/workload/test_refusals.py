@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.contract.dtypes import DTYPES
+from harness.workload.features import FEATURES
 from harness.workload.matrix import Cell
 from harness.workload.refusals import EPS_UNDER_SQRT, refusal
 from harness.workload.spec import WorkloadSpec
@@ -51,3 +52,60 @@ def test_the_threshold_is_what_float16_itself_rounds_to_zero() -> None:
         spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16", optimizer_args={"adam": {"eps": eps}})
         zero = float(torch.zeros(1, dtype=torch.float16).add_(eps)) == 0.0
         assert (refusal(_cell(), spec) is not None) is zero, eps
+
+
+def _fixes(why: str) -> list[str]:
+    """The flags a refusal advises (each ``--flag VALUE`` after "run it with")."""
+    return [f"--{part.strip()}" for part in why.partition("run it with ")[2].replace(", or ", " ").split("--") if part.strip()]
+
+
+@pytest.mark.parametrize("amp_dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("eps", [0.0, 1e-8, 1e-30])
+def test_a_refusal_advises_only_fixes_that_are_not_in_use_and_that_work(amp_dtype: str, eps: float) -> None:
+    """Issue 48 (8): a bfloat16 run with eps=0 was told "run it with --amp-dtype bfloat16". Every fix a refusal offers is
+    another value than the run's, and applying it alone makes the cell run."""
+    spec = WorkloadSpec.from_preset("tiny", amp_dtype=amp_dtype, optimizer_args={"adam": {"eps": eps}})
+    why = refusal(_cell(), spec)
+    if why is None:  # a number bfloat16 holds: nothing to fix
+        assert amp_dtype == "bfloat16" and eps > 0
+        return
+    fixes = _fixes(why)
+    assert fixes, why
+    assert f"--amp-dtype {amp_dtype}" not in why
+    for fix in fixes:
+        flag, _, value = fix.partition(" ")
+        if flag == "--amp-dtype":
+            fixed = spec.replace(amp_dtype=value)
+        else:
+            assert flag == "--optimizer-arg" and value.startswith("adam.eps="), fix
+            fixed = spec.replace(optimizer_args={"adam": {"eps": float(value.partition("=")[2])}})
+        assert fixed.to_json() != spec.to_json() and refusal(_cell(), fixed) is None, (fix, why)
+
+
+@pytest.mark.parametrize("feature", list(FEATURES))
+def test_every_feature_acts_in_tiny_and_is_refused_where_its_mechanism_cannot(feature: str) -> None:
+    """Issue 48 (7)'s class: no loop feature's cells pass having tested nothing of it. In ``tiny`` (the main job) every row
+    acts; a run of one step, or a model of one layer, refuses each row whose mechanism needs more, naming what it needs;
+    and the steps it names are exactly the fewest at which it is no longer refused."""
+    row = FEATURES[feature]
+    tiny = WorkloadSpec.from_preset("tiny")
+    assert row.never_acts(tiny.steps, tiny.num_layers) is None
+    cell = Cell("python", "cuda_amp_grad_scaler", "default", "sgd", "cpu", feature)
+    for steps in range(1, tiny.steps + 1):
+        why = row.never_acts(steps, tiny.num_layers)
+        refused = refusal(cell, WorkloadSpec.from_preset("tiny", num_batches=steps, epochs=1))
+        assert (why is None) is (refused is None)
+        if why is not None:
+            needed = int(why.split("needs ")[1].split(" steps")[0])
+            assert needed > steps and row.never_acts(needed, tiny.num_layers) is None, why
+            assert refused is not None and f"loop feature {feature} cannot act in this spec: it {why}" in refused
+            assert f"--num-batches {steps} × --epochs 1" in refused and "leave" in refused
+
+
+@pytest.mark.parametrize(("feature", "steps"), [("resume", 7), ("resume_lr_step", 7), ("accumulate", 1), ("lr_step", 4),
+                                                ("lr_cosine", 1), ("lr_reduce_on_plateau", 4), ("multi_optimizer", 14),
+                                                ("sometimes_used", 1)])
+def test_a_feature_is_refused_below_what_its_mechanism_needs(feature: str, steps: int) -> None:
+    """The rows' own numbers: resume's checkpoint after 7 iterations, accumulation's 2 micro-batches, lr_step's decay after
+    4 scheduler steps, the plateau's patience, multi_optimizer's explicit scale at step 14, a layer left out every 2nd step."""
+    assert FEATURES[feature].never_acts(steps, 3) is not None and FEATURES[feature].never_acts(steps + 1, 3) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from typing import Any
 
@@ -230,3 +231,43 @@ def test_optimizer_args_get_the_range_checks_of_the_specs_own_numbers(args: dict
 def test_lr_of_1e40_is_refused_alike() -> None:
     with pytest.raises(SpecError, match="a number a float32 holds"):
         WorkloadSpec.from_preset("tiny", lr=1e40)
+
+
+def _args_of_kind(whole: bool) -> list[tuple[str, str]]:
+    from harness.workload.optimizers import OPTIMIZERS
+
+    return [(o.name, arg) for o in OPTIMIZERS.values() for arg, v in o.args.items()
+            if not isinstance(v, (bool, str, tuple)) and isinstance(v, int) is whole]
+
+
+@pytest.mark.parametrize("value", [1e300, 1e30, 2.0**31, -1, 2.5, math.inf])
+@pytest.mark.parametrize(("optimizer", "arg"), _args_of_kind(whole=True))
+def test_a_whole_number_argument_is_refused_with_the_whole_number_range(optimizer: str, arg: str, value: float) -> None:
+    """Issue 48 (9): ``asgd.t0=1e300`` was refused with the float32 range and a 301-digit number (435 characters). Every
+    whole-number argument gets R's integers' range whatever the value, shown as given."""
+    with pytest.raises(SpecError) as refused:
+        WorkloadSpec.from_preset("tiny", optimizer_args={optimizer: {arg: value}})
+    message = str(refused.value)
+    assert message == f"optimizer_args.{optimizer}.{arg} must be a whole number from 0 to 2147483647 (R's largest integer), got {value!r}."
+    assert WorkloadSpec.from_preset("tiny", optimizer_args={optimizer: {arg: 2**31 - 1}}).optimizer_args[optimizer][arg] == 2**31 - 1
+
+
+@pytest.mark.parametrize("value", [1e300, 1e39])
+@pytest.mark.parametrize(("optimizer", "arg"), _args_of_kind(whole=False))
+def test_a_float_argument_is_refused_with_the_float32_range(optimizer: str, arg: str, value: float) -> None:
+    """The other kind: every float argument gets float32's range, never the whole numbers'."""
+    with pytest.raises(SpecError) as refused:
+        WorkloadSpec.from_preset("tiny", optimizer_args={optimizer: {arg: value}})
+    message = str(refused.value)
+    assert message.startswith(f"optimizer_args.{optimizer}.{arg} must be a number a float32 holds, ")
+    assert message.endswith(f"got {value!r}.")
+
+
+def test_a_whole_number_too_long_to_read_is_shown_in_scientific_notation() -> None:
+    """A spec file's ``growth_interval: 10**300`` names the range and the number in one short line."""
+    with pytest.raises(SpecError) as refused:
+        WorkloadSpec.from_preset("tiny", growth_interval=10**300)
+    assert str(refused.value) == "growth_interval must be a whole number from 1 to 2147483647 (R's largest integer), got 1.000e+300."
+    with pytest.raises(SpecError) as written_as_float:  # a spec file's 1e300: the same range, not ">= 1"
+        WorkloadSpec.from_preset("tiny", growth_interval=1e300)
+    assert str(written_as_float.value) == "growth_interval must be a whole number from 1 to 2147483647 (R's largest integer), got 1e+300."
