@@ -195,6 +195,41 @@ amp_parity_first_step <- function() {
   invisible(NULL)
 }
 
+#' The intra-op thread counts a backward pass really runs on: the twin of `backward_threads()` in
+#' harness/worker_side/thread_probe.py (same names, same order; that file says why the probe is what it is).
+#'
+#' R torch runs each backward on a thread of its own pool (src/autograd.cpp), which takes its thread count at its first
+#' parallel op and keeps it: the worker calls this after it has set the run's threads, and stores the answer with each cell.
+#' Returns `list(intra_op_threads, interop_threads, backward_threads)`, the last the counts whose reference sums the
+#' backward passes matched (sorted; empty where none did). The worker passes `n`, `max_threads` and `calls`.
+amp_parity_backward_threads <- function(n, max_threads, calls) {
+  previous <- torch::torch_get_num_threads()
+  positions <- torch::torch_arange(0, n - 1, dtype = torch::torch_float32())
+  u <- positions$sin()
+  v <- (positions * 0.5)$sin()
+  key <- function(a, b) paste(sprintf("%a", as.numeric(a)), sprintf("%a", as.numeric(b)))
+  counts_by_sums <- list()
+  local({
+    on.exit(torch::torch_set_num_threads(previous), add = TRUE)
+    for (k in seq_len(max_threads)) {
+      torch::torch_set_num_threads(k)
+      sums <- key(u$sum(), v$sum())
+      counts_by_sums[[sums]] <<- c(counts_by_sums[[sums]], k)
+    }
+  })
+  w1 <- torch::torch_tensor(1, requires_grad = TRUE) # shape [1] (R torch has no 0-d torch_ones): the same full sum
+  w2 <- torch::torch_tensor(1, requires_grad = TRUE)
+  seen <- integer(0)
+  for (i in seq_len(calls)) {
+    w1$grad <- NULL
+    w2$grad <- NULL
+    ((u * w1)$sum() + (v * w2)$sum())$backward()
+    seen <- union(seen, counts_by_sums[[key(w1$grad, w2$grad)]])
+  }
+  list(intra_op_threads = torch::torch_get_num_threads(), interop_threads = torch::torch_get_num_interop_threads(),
+       backward_threads = sort(as.integer(seen)))
+}
+
 #' What the harness's rpy2 worker calls to measure the machine's noise floor: the twin of `calibrate()` in
 #' harness/worker_side/calibration.py (same names, same order; that file says why the loop is what it is).
 #'

@@ -35,7 +35,7 @@ DEFAULT_PROG = "python -m harness"
 BLAS_THREADS = {"OPENBLAS_NUM_THREADS": "1"}
 
 #: The commands, in the order ``--help`` lists them; each is a module of :mod:`harness.cli.commands`.
-COMMANDS = ("run", "report", "merge", "trace", "doctor", "prepare")
+COMMANDS = ("run", "report", "merge", "trace", "inits", "doctor", "prepare")
 
 
 def _command_module(name: str) -> ModuleType:

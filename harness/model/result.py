@@ -375,12 +375,15 @@ class MatrixResult:
 
         ``start``: the slowest worker's start (from its launch to its first answer: R's start-up and ``library(torch)``,
         Python's ``import torch``; the workers start side by side, so the slowest is what a run waits for). ``rounds``: one
-        round of every cell that ran (:attr:`CellResult.own_run_seconds`: its untraced timed round where it has one), spread
-        over the :attr:`lanes` the cells can run in at once. No run can be quicker: a cell must run once, and its worker
-        must start first.
+        untraced run of every cell that ran (:attr:`CellResult.own_run_seconds`: its untraced timed round where it has one),
+        and one more of each cell whose reconciled run the run needed (a known difference covers it: its pair is proven by a
+        second run with the switches, the same workload, so its untraced cost is the cell's own run), spread over the
+        :attr:`lanes` the cells can run in at once. No run that proves what this one proves can be quicker: each cell and
+        each reconciled run must run once, and its worker must start first (issue 47: the limit counts the proofs).
         """
         start = max((float(w.get("ready_seconds") or w.get("startup_seconds") or 0.0) for w in self.workers.values()), default=0.0)
-        rounds = sum(c.own_run_seconds or 0.0 for c in self.cells if c.record is not None) / self.lanes
+        runs = sum((c.own_run_seconds or 0.0) * (2 if c.reconciled is not None else 1) for c in self.cells if c.record is not None)
+        rounds = runs / self.lanes
         return start + rounds, start, rounds
 
     @property

@@ -102,7 +102,7 @@ def run_in_lanes(pool: WorkerPool, cells: Sequence[Any], call: Callable[[Any], R
                     try:
                         if not pool.helper_started(helped):  # its start is not its first cell's time; nor are the one-time
                             # costs of a first step, which its own worker paid when it described itself (describe_installations)
-                            pool.call(helped, {"kind": "describe", "device": pool.spec.device})
+                            pool.call(helped, {"kind": "describe", "device": pool.spec.device, "threads": pool.spec.threads})
                     except WorkerError:  # its own worker runs on: the cell goes back to it
                         with lock:
                             refused.add(helped)

@@ -377,7 +377,7 @@ class MatrixRunner:
     def _describe(self, name: str) -> dict[str, Any]:
         """Start ``name``'s worker and ask what it runs (in a thread of its own: the workers start side by side)."""
         started = time.perf_counter()
-        facts: dict[str, Any] = self.pool.call(name, {"kind": "describe", "device": self.spec.device})
+        facts: dict[str, Any] = self.pool.call(name, {"kind": "describe", "device": self.spec.device, "threads": self.spec.threads})
         self.ready_seconds[name] = time.perf_counter() - started
         return facts
 
@@ -587,7 +587,7 @@ class MatrixRunner:
 
 
 def collect_warnings(cells: Sequence[CellResult], spec: WorkloadSpec | None = None) -> list[str]:
-    """Warnings a reader must see: a libtorch or thread-count mismatch, rounds that did not repeat the
+    """Warnings a reader must see: a libtorch or thread-count mismatch (a backward's among them), rounds that did not repeat the
     record call's losses, AMP cells with float32 GEMMs, declared-unsupported cells that ran, overflows asked
     for where no scaler mode ran."""
     warnings = []
@@ -600,6 +600,12 @@ def collect_warnings(cells: Sequence[CellResult], spec: WorkloadSpec | None = No
     if spec is not None and any(t != spec.threads for t in threads.values()):
         listed = ", ".join(f"{f} {t}" for f, t in sorted(threads.items()))
         warnings.append(f"threads differ from the spec's {spec.threads} ({listed}): timings are not comparable")
+    backward = {str(c.installation.get("name", c.frontend)): c.installation["backward_threads"] for c in cells
+                if c.installation and c.installation.get("backward_threads") is not None}
+    if spec is not None and any(list(seen) != [spec.threads] for seen in backward.values()):
+        listed = ", ".join(f"{name} {list(seen)}" for name, seen in sorted(backward.items()) if list(seen) != [spec.threads])
+        warnings.append(f"backward passes ran on other thread counts than the spec's {spec.threads} ({listed}; "
+                        "harness/worker_side/thread_probe.py): a reduction in backward may differ bitwise")
     for c in cells:
         if c.timing is not None and c.timing.differing_rounds:
             warnings.append(

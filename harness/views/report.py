@@ -298,9 +298,12 @@ def _versions(result: MatrixResult) -> list[str]:
         facts = cell.installation or {}
         where = facts.get("python") or facts.get("activate") or facts.get("r_libs") or "this harness's own"
         build = str(facts.get("libtorch_build") or "")[:12]
+        # What its worker measured a backward pass to run on (harness/worker_side/thread_probe.py; docs/determinism.md).
+        backward = facts.get("backward_threads")
+        threads = f"{record.threads}" + ("" if backward is None else f" (backward {', '.join(map(str, backward)) or '?'})")
         lines.append(
             f"| {frontend} | {facts.get('language', cell.language)}: `{where}` | {record.torch_version} | {record.libtorch_version}"
-            f"{f' ({build})' if build else ''} | {record.language_version} | {record.threads} | {record.device_name} | "
+            f"{f' ({build})' if build else ''} | {record.language_version} | {threads} | {record.device_name} | "
             f"{facts.get('host', '—')}: {facts.get('cpu', '—')} |"
         )
     env = result.environment

@@ -108,7 +108,7 @@ def limit_line(result: MatrixResult) -> str | None:
     lanes = result.lanes
     spread = f" over {lanes} cores" if lanes > 1 else ""
     return (f"matrix: {result.wall_seconds:.1f} s wall, {result.wall_seconds / limit:.1f}× its limit here of {limit:.1f} s "
-            f"(the slowest worker's start {start:.1f} s + one untraced round of every cell{spread} {rounds:.1f} s)")
+            f"(the slowest worker's start {start:.1f} s + one untraced run of every cell and reconciled run{spread} {rounds:.1f} s)")
 
 
 def phases_line(result: MatrixResult) -> str | None:

@@ -20,8 +20,9 @@ __all__ = ["PythonHandler"]
 class PythonHandler:
     """Imports ``py_scripts.<stem>`` once and answers requests by their ``kind``.
 
-    ``cell`` (the default): ``{"script", "mode", "run_spec"}`` → the run record. ``describe``: ``{"device"}`` → this
-    installation's facts (:func:`harness.worker_side.installation_facts.installation_facts`). ``matmul_peak``:
+    ``cell`` (the default): ``{"script", "mode", "run_spec"}`` → the run record. ``describe``: ``{"device", "threads"}`` →
+    this installation's facts (:func:`harness.worker_side.installation_facts.installation_facts`, and the thread counts
+    :func:`harness.worker_side.thread_probe.backward_threads` measures once ``threads`` is set). ``matmul_peak``:
     ``{"device", "dtype", "threads"}`` → :func:`harness.worker_side.matmul_peak.measure_matmul_peak`. ``gemm_profile``:
     a cell request → :func:`harness.worker_side.gemm_profiler.profile_gemms` of one step. ``trace``: a cell request
     with ``trace: {"keep": [[step, name], ...]}`` → the call's points (:class:`harness.worker_side.trace_recorder.TraceRecorder`).
@@ -49,8 +50,9 @@ class PythonHandler:
         kind = request.get("kind", "cell")
         try:
             if kind == "describe":
+                _set_threads(request.get("threads"))
                 _first_step()
-                return _describe(request.get("device", "cpu"))
+                return _describe(request.get("device", "cpu"), request.get("threads"))
             if kind == "matmul_peak":
                 from harness.worker_side.matmul_peak import measure_matmul_peak
 
@@ -104,6 +106,19 @@ class PythonHandler:
         return self._modules[script]
 
 
+def _set_threads(threads: int | None) -> None:
+    """The run's intra-op threads, set at start, before the first backward (``threads``, where the request has it).
+
+    Python's CPU backward runs on the calling thread and follows each script's ``torch.set_num_threads`` anyway; set here
+    too, as the R worker must (its twin in :class:`harness.worker_side.r_handler.RHandler`: R torch's backward threads keep
+    the count they first ran with, :mod:`harness.worker_side.thread_probe`).
+    """
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(int(threads))
+
+
 def _first_step() -> None:
     """One optimizer step of a 1×1 model, once, when the worker starts (the runner's ``describe``).
 
@@ -121,16 +136,17 @@ def _first_step() -> None:
     optimizer.step()
 
 
-def _describe(device: str) -> dict[str, Any]:
+def _describe(device: str, threads: int | None = None) -> dict[str, Any]:
     """This interpreter's torch: its version, the libtorch build it loaded, and the device a cell would run on."""
     import platform
 
     import torch
 
     from harness.worker_side.installation_facts import installation_facts
+    from harness.worker_side.thread_probe import backward_threads, probed_counts
 
     name = torch.cuda.get_device_name() if device == "cuda" and torch.cuda.is_available() else device
     return installation_facts(
         "python", torch_version=str(torch.__version__), libtorch_version=str(torch.__version__).split("+")[0],
         language_version=f"Python {platform.python_version()}", cuda=torch.version.cuda, device_name=name,
-    )
+    ) | backward_threads(probed_counts(threads))

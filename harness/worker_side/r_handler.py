@@ -96,7 +96,7 @@ class RHandler:
     def __call__(self, request: dict[str, Any]) -> Any:
         """Run one cell (or a test script given by path) and return the parsed record (or, for a trace, the points)."""
         if request.get("kind") == "describe":
-            return self._describe(request.get("device", "cpu"))
+            return self._describe(request.get("device", "cpu"), request.get("threads"))
         if request.get("kind") == "calibrate":
             return self._calibration(request["device"], request["dtype"], request["threads"], request["iterations"])
         path = request.get("script_path") or self._script_path(request["script"])
@@ -107,14 +107,23 @@ class RHandler:
             raise RScriptFailed(text, refused=kind == "refused")
         return json.loads(text)
 
-    def _describe(self, device: str) -> dict[str, Any]:
+    def _describe(self, device: str, threads: int | None = None) -> dict[str, Any]:
         from harness.worker_side.installation_facts import installation_facts
+        from harness.worker_side.thread_probe import PROBE_CALLS, PROBE_N, probed_counts
 
         torch_version, libtorch, language, package = (str(v) for v in self._ro.r(_DESCRIBE)())
+        # The run's threads before the first backward: R torch runs backward on a pool thread that takes the count the
+        # first time it runs a parallel op and keeps it (harness/worker_side/thread_probe.py); set after, a pool thread
+        # the first step used would run later backwards on libtorch's default (the cores, whatever OMP_NUM_THREADS says).
+        if threads is not None:
+            self._ro.r("torch::torch_set_num_threads")(int(threads))
         self._ro.globalenv["amp_parity_first_step"]()  # one-time costs of a first optimizer step, paid at start (_bridge.R)
+        probed = self._ro.globalenv["amp_parity_backward_threads"](PROBE_N, probed_counts(threads), PROBE_CALLS)
+        counts = {name: [int(v) for v in probed.rx2(name)] for name in ("intra_op_threads", "interop_threads", "backward_threads")}
         facts = installation_facts("r", torch_version=torch_version, libtorch_version=libtorch or None,
                                    language_version=language, cuda=None, device_name=device, torch_package=package,
-                                   r_library=os.path.dirname(package))
+                                   r_library=os.path.dirname(package), intra_op_threads=counts["intra_op_threads"][0],
+                                   interop_threads=counts["interop_threads"][0], backward_threads=counts["backward_threads"])
         # What `Rscript r_scripts/_probe.R` would say of this R: the run reads it from here (the worker is the R it would
         # probe), so it need not start a second R and load R torch twice (2 s here).
         path = script_path("r", "_probe")

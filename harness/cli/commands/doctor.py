@@ -57,6 +57,11 @@ def doctor(console: Console | None = None, availability: Availability | None = N
         ("R clock", "bench::hires_time (ns, CLOCK_REALTIME)" if r.get("bench") else None,
          None if r.get("bench") or not a.rscript else "apt-get install r-cran-bench (without it R times with proc.time, 1 ms steps)"),
     ]
+    # What the harness sets, not what it found: each worker's threads are the run's, from its start (docs/determinism.md).
+    rows.append(("threads (both languages)",
+                 "intra-op: the run's threads (OMP_NUM_THREADS, MKL_NUM_THREADS, set_num_threads at worker start, before the "
+                 "first backward: R torch's backward threads keep the count they first ran with), measured per cell "
+                 "(installation.backward_threads); inter-op: libtorch's default, unused by a CPU backward", None))
     table = Table(title="amp-parity doctor", header_style="bold")
     table.add_column("component")
     table.add_column("found")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.judge.reference import REFERENCE_MAX_FLOPS, reference_skip_reason, run_reference
+from harness.judge.reference import REFERENCE_MAX_FLOPS, Reference, reference_skip_reason, run_reference
 from harness.model.efficiency import workload_flops
 from harness.workload.features import FEATURES
 from harness.workload.fixtures import ensure_fixtures, load_fixture_arrays
@@ -49,21 +49,33 @@ def test_reference_budget_skips_recipe_with_a_reason() -> None:
     assert reference_skip_reason(WorkloadSpec.from_preset("tiny")) is None
 
 
+@pytest.fixture(scope="module")
+def tiny_plain(tmp_path_factory: pytest.TempPathFactory) -> tuple[WorkloadSpec, dict[str, np.ndarray], dict[str, Reference]]:
+    """tiny's fixtures and the plain loop's reference of each optimizer the feature test uses, made once for the module:
+    a new feature row then costs its own reference and its torch run, not the fixtures and two plain references again."""
+    spec = WorkloadSpec.from_preset("tiny")
+    arrays = load_fixture_arrays(ensure_fixtures(spec, tmp_path_factory.mktemp("fx")))
+    return spec, arrays, {name: run_reference(spec, arrays, clip=False, optimizer=name) for name in _FEATURE_OPTIMIZERS}
+
+
+_FEATURE_OPTIMIZERS = ("sgd", "adam")
+
+
 @pytest.mark.parametrize("feature", list(FEATURES))
-@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
-def test_reference_follows_each_loop_feature_as_torch_does(tmp_path_factory: pytest.TempPathFactory, feature: str,
-                                                            optimizer: str) -> None:
+@pytest.mark.parametrize("optimizer", _FEATURE_OPTIMIZERS)
+def test_reference_follows_each_loop_feature_as_torch_does(
+    tiny_plain: tuple[WorkloadSpec, dict[str, np.ndarray], dict[str, Reference]], feature: str, optimizer: str
+) -> None:
     """Each loop feature's float64 reference equals torch float64 autograd with PyTorch's own scheduler, accumulation
     or clip_grad_value_, and differs from the plain loop's (the feature acts within tiny's steps), but for a custom
     autograd function, which computes what the layer computes."""
-    spec = WorkloadSpec.from_preset("tiny")
-    arrays = load_fixture_arrays(ensure_fixtures(spec, tmp_path_factory.mktemp("fx")))
+    spec, arrays, plains = tiny_plain
     ref = run_reference(spec, arrays, clip=False, optimizer=optimizer, feature=feature)
     losses, weights = torch_float64_run(spec, arrays, optimizer, feature=feature)
     np.testing.assert_allclose(ref.losses, losses, rtol=1e-10)
     for name, value in weights.items():
         np.testing.assert_allclose(ref.weights[name], value, rtol=1e-8, atol=1e-13)
-    plain = run_reference(spec, arrays, clip=False, optimizer=optimizer)
+    plain = plains[optimizer]
     row = FEATURES[feature]
     if row.kind == "resume" and not row.scheduler:  # a resumed run's arithmetic is the uninterrupted run's, exactly
         assert all(np.array_equal(ref.weights[name], plain.weights[name]) for name in plain.weights)

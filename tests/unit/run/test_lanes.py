@@ -44,11 +44,12 @@ class _FakePool:
     def which(self, frontend: str) -> str:
         return "helper" if getattr(self._local, "frontend", None) == frontend else "own"
 
-    spec = types.SimpleNamespace(device="cpu")
+    spec = types.SimpleNamespace(device="cpu", threads=1)
 
     def call(self, frontend: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Only a helper's start is called here: its describe request, which starts it."""
-        assert request == {"kind": "describe", "device": "cpu"} and self.which(frontend) == "helper"
+        """Only a helper's start is called here: its describe request (with the run's threads, set before its first
+        backward: docs/determinism.md), which starts it."""
+        assert request == {"kind": "describe", "device": "cpu", "threads": 1} and self.which(frontend) == "helper"
         if self.helper_fails:
             raise WorkerError(f"{frontend} helper could not start: planted")
         self.helpers.add(frontend)

@@ -20,6 +20,12 @@ R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
 #: trace points: Python swaps module functions, R rewrites function bodies; harness/workload/patches.toml says what each
 #: does) and the shell mode.
 SHARED_PAIRS = {"common", "patches", "shell"}
+#: Twins that are not training scripts: each runs on its own (no common.R, no run spec), given its input by the harness.
+#: nn_init: every nn_init case (harness/contract/nn_init.py), run by ``python -m harness inits``.
+TOOL_PAIRS = {"nn_init"}
+#: What a tool's Python twin defines that R does not: nn_init's switches, which compute a case as R torch does (the proofs
+#: of harness/judge/init_parity.py's explanations), and their table; R computes as it does.
+PY_ONLY_TOOL_NAMES = {"nn_init": {"orthogonal_in_float32", "trunc_normal_by_inverse_cdf", "switches"}}
 #: R files with no Python twin, named with a leading "_" like _probe.R: the harness's rpy2 entry point (Python's
 #: worker imports the scripts), the byte-code cache it loads our files with (Python keeps its own, __pycache__) and the
 #: scripts' bootstrap (Python finds its modules by import).
@@ -68,8 +74,8 @@ def test_every_python_script_has_its_r_partner() -> None:
         assert script_path("python", stem).exists() and script_path("r", stem).exists()
     py_stems = {p.stem for p in (REPO_ROOT / "py_scripts").glob("*.py") if not p.stem.startswith("_")}
     r_stems = {p.stem for p in R_FILES if not p.stem.startswith("_")}
-    assert py_stems == set(SCRIPTS) | SHARED_PAIRS
-    assert r_stems == set(SCRIPTS) | SHARED_PAIRS
+    assert py_stems == set(SCRIPTS) | SHARED_PAIRS | TOOL_PAIRS
+    assert r_stems == set(SCRIPTS) | SHARED_PAIRS | TOOL_PAIRS
     assert R_ONLY_FILES <= {p.stem for p in R_FILES}  # R-only files start with "_": no twin is expected
 
 
@@ -103,6 +109,13 @@ def test_the_shared_files_define_the_same_names_in_the_same_order(stem: str) -> 
         for name in R_ONLY_NAMES[stem]:
             doc = text.split(f"\n{name} <- ")[0].rsplit("\n\n", 1)[-1]  # the roxygen block above the definition
             assert doc.startswith("#' R-only"), f"{name} in common.R does not say why it is R-only"
+
+
+@pytest.mark.parametrize("stem", sorted(TOOL_PAIRS))
+def test_the_tool_twins_define_the_same_names_in_the_same_order(stem: str) -> None:
+    """A tool's twins define the same functions in the same order, but for what its Python twin declares its own."""
+    assert [n for n in _py_names(stem) if n not in PY_ONLY_TOOL_NAMES[stem]] == _r_names(stem)
+    assert PY_ONLY_TOOL_NAMES[stem] <= set(_py_names(stem))
 
 
 def test_only_the_bootstrap_and_the_bridge_load_the_shared_code() -> None:

@@ -84,7 +84,7 @@ def test_the_run_states_how_far_it_is_from_its_limit() -> None:
     assert rounds == sum(c.own_run_seconds or 0.0 for c in result.cells if c.record is not None) / 2
     line = limit_line(result)
     assert line == (f"matrix: 30.0 s wall, {30.0 / limit:.1f}× its limit here of {limit:.1f} s (the slowest worker's start 2.0 s "
-                    f"+ one untraced round of every cell over 2 cores {rounds:.1f} s)")
+                    f"+ one untraced run of every cell and reconciled run over 2 cores {rounds:.1f} s)")
     one_core = dataclasses.replace(result, environment={**result.environment, "cpus": 1})
     assert one_core.lanes == 1 and "over" not in str(limit_line(one_core))
     assert limit_line(dataclasses.replace(result, sources=({"file": "a.json"},))) is None
@@ -107,3 +107,19 @@ def test_the_run_header_says_once_what_a_cpu_without_bf16_cannot_do(monkeypatch:
         text = console.file.getvalue()  # type: ignore[attr-defined]
         assert text.startswith("amp-parity run: preset tiny, 6 cells (python, r), cpu, ")
         assert text.count("this CPU lacks bfloat16 instructions") == count
+
+
+def test_the_limit_counts_each_reconciled_run_the_matrix_needed() -> None:
+    """Issue 47: a cell whose pair needed a reconciled run (a second run with the known difference's switches) adds one
+    more untraced run of the cell to the limit; the others one each."""
+    from harness.model.cell_trace import TraceFile
+
+    result = dataclasses.replace(golden(), environment={**golden().environment, "cpus": 1}, wall_seconds=30.0,
+                                 workers={"python": {"ready_seconds": 1.0}})
+    ran = [c for c in result.cells if c.record is not None]
+    first = ran[0]
+    reconciled = TraceFile("c.reconciled.trace.safetensors", "0" * 64, 1, ("switch",))
+    cells = tuple(dataclasses.replace(c, reconciled=reconciled) if c is first else c for c in result.cells)
+    before, after = result.limit(), dataclasses.replace(result, cells=cells).limit()
+    assert after[2] == pytest.approx(before[2] + (first.own_run_seconds or 0.0)) and (first.own_run_seconds or 0.0) > 0
+    assert after[1] == before[1] == 1.0

@@ -135,7 +135,7 @@ def test_figures_met_and_missed_by_how_much() -> None:
     assert f"`{steady.id}`" in overhead_section.split("| missed on |")[0], "a met subject is named once, in the met line"
 
 
-def test_the_tiny_matrix_figure_is_three_times_its_limit_and_names_the_longest_phases_when_missed() -> None:
+def test_the_tiny_matrix_figure_is_within_twice_its_limit_and_names_the_longest_phases_when_missed() -> None:
     """The bound is 3× the limit: the slowest worker's start to its first answer plus one round of every cell that ran,
     spread over the cores its frontends could use; any tiny matrix (the wider ones too); a miss names the longest phases.
     Planted: starts of 2.0 s and 0.8 s, and the golden cells' own runs."""
@@ -146,7 +146,7 @@ def test_the_tiny_matrix_figure_is_three_times_its_limit_and_names_the_longest_p
     rounds = sum(c.own_run_seconds or 0.0 for c in result.cells if c.record is not None)
     workers = {"python": {"startup_seconds": 0.5, "ready_seconds": 0.8}, "r": {"startup_seconds": 0.3, "ready_seconds": 2.0}}
     phases = Phases((("worker starts", 2.0), ("record calls", 1.5), ("timed rounds", 3.0), ("judging", 0.1)))
-    assert TINY_MATRIX_LIMIT_FACTOR == 3.0
+    assert TINY_MATRIX_LIMIT_FACTOR == 2.0
 
     def matrix(wall: float, cpus: int | None = None, optimizer: str = "sgd") -> TargetCheck:
         environment = {**result.environment, "cpus": cpus} if cpus is not None else result.environment
