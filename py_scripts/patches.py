@@ -20,7 +20,7 @@ import textwrap
 from collections.abc import Iterator
 from typing import Any
 
-from py_scripts.common import amp_parity_point, tracing
+from py_scripts.tracing import amp_parity_point, tracing
 
 __all__ = ["PatchError", "applied_switches", "binding_patches", "patched_function"]
 

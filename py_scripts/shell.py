@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from py_scripts.common import record_to_json
+from py_scripts.record import record_to_json
 
 __all__ = ["main_cli"]
 

@@ -1,8 +1,8 @@
-#' The R scripts' one bootstrap: defines `r_file_path()` and loads common.R, patches.R and shell.R from beside this file.
+#' The R scripts' one bootstrap: defines `r_file_path()` and loads the shared files and shell.R from beside this file.
 #'
 #' A script run by hand (`Rscript r_scripts/with_autocast.R ...`) or sourced on its own sources this
 #' file into the environment it is evaluated in, so its `run_workload()` and `main_cli()` find the
-#' shared code there. The harness's bridge (_bridge.R) loads common.R before it sources a script, and
+#' shared code there. The harness's bridge (_bridge.R) loads the shared files before it sources a script, and
 #' the script then skips this file. `r_file_path()` is all it defines of its own.
 # Run on its own (`Rscript r_scripts/_bootstrap.R`), there is nothing to source it from: say so in one line.
 if (sys.nframe() == 0L) {
@@ -26,9 +26,12 @@ r_file_path <- function() {
   if (is.character(path) && length(path) > 0L) normalizePath(path[[1]]) else NULL
 }
 
+# The shared files by job, in the order they load (_bridge.R loads the same but shell.R, byte-compiled: the two lists are
+# held equal by tests/unit/scripts/test_r_scripts.py), then the shell mode.
 local({
   here <- dirname(r_file_path())
-  for (part in c("common.R", "patches.R", "shell.R")) {
+  for (part in c("run_spec.R", "model.R", "tracing.R", "timing.R", "record.R", "optimizer.R", "scaler.R", "features.R", "checkpoint.R",
+    "loop.R", "patches.R", "shell.R")) {
     source(file.path(here, part), local = parent.env(environment()))
   }
 })

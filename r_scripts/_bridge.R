@@ -1,6 +1,6 @@
 #' The harness's entry point into R: what `harness/worker_side/r_handler.py` sources in its rpy2 worker.
 #'
-#' It loads common.R and patches.R from the folder the harness names in `amp_parity_r_dir` and defines `amp_parity_call()`,
+#' It loads the shared files (run_spec.R ... patches.R) from the folder the harness names in `amp_parity_r_dir` and defines `amp_parity_call()`,
 #' which the worker calls for every cell with the script's path, the run spec as JSON and the mode. Only plain data crosses: the
 #' spec comes in as JSON text and the record goes back as JSON text, the line the script prints in
 #' shell mode. No Python twin: the Python worker imports the scripts (harness/worker_side/python_handler.py). It also defines
@@ -18,7 +18,7 @@ if (sys.nframe() == 0L) {
 # to this file's folder before sourcing it, so the bridge never finds itself (files run by hand use r_file_path()).
 if (!is.character(get0("amp_parity_r_dir"))) {
   cli::cli_abort(c(
-    "{.var amp_parity_r_dir} must name the folder holding common.R before {.file _bridge.R} is sourced.",
+    "{.var amp_parity_r_dir} must name the folder holding the R scripts before {.file _bridge.R} is sourced.",
     i = "The harness's R worker sets it (harness/worker_side/r_handler.py); by hand: {.code amp_parity_r_dir <- \"r_scripts\"}."
   ))
 }
@@ -27,8 +27,11 @@ if (!is.character(get0("amp_parity_r_dir"))) {
 if (!exists("source_compiled", mode = "function")) {
   source(file.path(amp_parity_r_dir, "_bytecode.R"), local = environment())
 }
-source_compiled(file.path(amp_parity_r_dir, "common.R"), environment())
-source_compiled(file.path(amp_parity_r_dir, "patches.R"), environment())
+# The shared files by job, in the order they load (_bootstrap.R's list, shell.R aside).
+for (part in c("run_spec.R", "model.R", "tracing.R", "timing.R", "record.R", "optimizer.R", "scaler.R", "features.R", "checkpoint.R",
+    "loop.R", "patches.R")) {
+  source_compiled(file.path(amp_parity_r_dir, part), environment())
+}
 
 # The worker is the harness's process: an error's message is a cell's one-line reason, so cli must not wrap it.
 options(cli.width = 10000L)
@@ -42,7 +45,7 @@ last_spec <- new.env(parent = emptyenv())
 #' What the harness's rpy2 worker calls: run one mode of one script and return its record as JSON.
 #'
 #' The script is sourced into a fresh environment whose parent holds these functions, so it sees
-#' common.R without sourcing it again. That environment is kept for the next call until the file
+#' the shared files without sourcing them again. That environment is kept for the next call until the file
 #' changes: a script defines functions only, and sourcing it anew would add its parse time to
 #' every timed round's bridge overhead. R errors propagate unchanged: the worker keeps R's own message.
 amp_parity_call <- function(script_path, spec_json, mode) {
@@ -82,7 +85,7 @@ amp_parity_call <- function(script_path, spec_json, mode) {
 #' the recorder has every point it was asked to keep (the narrow second pass), and the run stops there (a condition of
 #' class `amp_parity_trace_done`; `with_autocast()` restores its state on the way out): the record is then `"null"`.
 #' `c("cut", names)`: the run parted in that step from the run the harness compares it with (the recorder's `against`),
-#' and from now on only the points named are traced (`cut_trace()` in common.R): the others are dropped before their
+#' and from now on only the points named are traced (`cut_trace()` in tracing.R): the others are dropped before their
 #' values are even gathered, where a kept point costs a copy, its dtype, its shape and its bytes (issue 38). `"go"`: go on.
 #'
 #' The tensor's bytes come from R torch's `buffer_from_torch_tensor()` (a raw vector, what safetensors
@@ -127,7 +130,7 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
       stop(errorCondition("the trace has every point it was asked to keep", class = "amp_parity_trace_done"))
     }
     if (identical(answer[[1L]], "cut")) {
-      cut_trace(answer[-1L]) # common.R: trace_point() drops the other points from now on
+      cut_trace(answer[-1L]) # tracing.R: trace_point() drops the other points from now on
     }
   }
   empty()
@@ -138,7 +141,7 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
     # The exported functions' own calls, without their wrappers: the wrappers were most of a point's cost (issue 38:
     # `torch_clone()` 34 us against 12 us; `$dtype`, an R7 lookup and an R6 object, 14-21 us against 7 us), at about
     # 1,600 points a `tiny` clip call. `torch_clone()` and `as.character(x$dtype)` call exactly these.
-    number <- inherits(value, "amp_parity_number") # an R number (number_point() in common.R): its bytes are written here
+    number <- inherits(value, "amp_parity_number") # an R number (number_point() in tracing.R): its bytes are written here
     if (!number) {
       if (on_cuda) value <- value$cpu()
       value <- torch:::cpp_torch_namespace_clone_self_Tensor(value, contiguous)

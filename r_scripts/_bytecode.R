@@ -1,4 +1,4 @@
-#' Our R files, byte-compiled once: how the harness's R worker loads common.R, patches.R and each script.
+#' Our R files, byte-compiled once: how the harness's R worker loads the shared files and each script.
 #'
 #' R's JIT (on by default, level 3) compiles each function of ours when it is called: a global one at its first call, one
 #' in a script's environment at its second. A script's first call in a fresh worker spent most of its time compiling
@@ -123,7 +123,7 @@ compiled_into <- function(entry, path, key) {
   if (is.null(code) || !identical(unname(tools::md5sum(path)), key[["md5"]])) {
     return(code)
   }
-  # Uncompressed: read at every worker start, common.R's entry (0.7 MB) takes 3 ms where gzip's (0.1 MB) takes 5.5.
+  # Uncompressed: read at every worker start, the entry of the one shared file before issue 45 (0.7 MB) took 3 ms where gzip's (0.1 MB) takes 5.5.
   saved <- tryCatch(
     {
       saveRDS(list(key = key, srcfile = srcfile, code = code), temp, compress = FALSE)
@@ -139,7 +139,7 @@ compiled_into <- function(entry, path, key) {
   code
 }
 
-#' How many entries of one file the cache keeps, the newest: each edit of a file makes one (common.R's is 0.7 MB), and
+#' How many entries of one file the cache keeps, the newest: each edit of a file makes one (the shared files' together about 0.7 MB), and
 #' a few cover the checkouts and copies in use at once (one removed too soon is compiled again, a tenth of a second).
 bytecode_kept <- 4L
 

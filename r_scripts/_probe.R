@@ -9,7 +9,7 @@ probe_r_side <- function() {
     jsonlite = TRUE,
     cli = requireNamespace("cli", quietly = TRUE),
     safetensors = requireNamespace("safetensors", quietly = TRUE),
-    # bench::hires_time() is the R scripts' clock (common.R's clock_name); without it, proc.time()'s 1 ms
+    # bench::hires_time() is the R scripts' clock (timing.R's clock_name); without it, proc.time()'s 1 ms
     bench = nzchar(system.file(package = "bench")),
     torch_installed = requireNamespace("torch", quietly = TRUE),
     torch_version = NULL,
@@ -22,7 +22,7 @@ probe_r_side <- function() {
   if (info$torch_installed) {
     info$torch_version <- as.character(utils::packageVersion("torch"))
     # The libtorch version R torch is built for: the unexported string `torch_version` in R/install.R
-    # (the same read as libtorch_version() in common.R).
+    # (the same read as libtorch_version() in record.R).
     libtorch <- get0("torch_version", envir = asNamespace("torch"), inherits = FALSE)
     if (is.character(libtorch) && length(libtorch) == 1L) info$libtorch_version <- libtorch
     info$libtorch_installed <- isTRUE(torch::torch_is_installed())

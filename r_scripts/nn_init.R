@@ -5,7 +5,7 @@
 #' dtype, and writes the initialised tensors under the cases' ids; a case the binding refuses is written as its error, in
 #' its own words, in the file's metadata (`errors`: a JSON object by case id), with the binding's versions (`versions`).
 #' `calculate_gain` returns a number: written as a one-element float64 tensor. Needs only torch, safetensors and jsonlite
-#' (no common.R: nothing of the training workload is used).
+#' (none of the shared files: nothing of the training workload is used).
 
 #' R torch's `nn_init_<name>()`.
 init_function <- function(name) {

@@ -162,7 +162,7 @@ replace_statement <- function(code, old, new) {
   as.call(parts)
 }
 
-#' R-only: `code` with every call of `amp_parity_point` calling common.R's function itself (the function object, not its
+#' R-only: `code` with every call of `amp_parity_point` calling tracing.R's function itself (the function object, not its
 #' name): the patched function keeps R torch's environment, where that name is not defined.
 with_point_calls <- function(code) {
   if (is.pairlist(code)) {

@@ -6,7 +6,7 @@
 #' runs and prints the record. Python's `main_cli()` calls the same harness code in-process
 #' (`harness.run.prepare.parse_shell_args()`, `check_shell_mode()`, `prepare_shell_run_spec()`), so every
 #' helper here but `main_cli()` is R-only.
-#' Loaded by _bootstrap.R, after common.R, whose functions it uses, and it finds files with the bootstrap's `r_file_path()`.
+#' Loaded by _bootstrap.R, after the shared files, whose functions it uses, and it finds files with the bootstrap's `r_file_path()`.
 
 #' `x`, or `y` where `x` is `NULL` (base R has this only from 4.4.0).
 `%||%` <- function(x, y) if (is.null(x)) y else x

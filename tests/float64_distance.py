@@ -105,7 +105,7 @@ def train(case: Case, spec: WorkloadSpec, fixtures: dict[str, torch.Tensor]) -> 
     """The scripts' loop for ``case.mode``: losses, final weights (float64) and the steps the dynamic scaler skipped."""
     mode, amp = case.mode, getattr(torch, case.amp_dtype)
     layers: list[torch.nn.Module] = []
-    for k, (out_f, in_f) in enumerate(spec.layer_shapes):
+    for k, (out_f, in_f) in enumerate(p.shape for p in spec.parameters if p.name.endswith(".weight")):  # the MLP's Linear layers
         linear = torch.nn.Linear(in_f, out_f)
         with torch.no_grad():
             linear.weight.copy_(fixtures[f"layer{k}.weight"])

@@ -28,7 +28,7 @@ def torch_float64_run(
     Python scripts build it, in the loop of ``feature`` (PyTorch's own scheduler, accumulation, ``clip_grad_value_``, ``clip_grad_norm_``);
     ``grad_hook`` may change the gradients after backward (a planted mistake)."""
     layers: list[torch.nn.Module] = []
-    for k, (out_f, in_f) in enumerate(spec.layer_shapes):
+    for k, (out_f, in_f) in enumerate(p.shape for p in spec.parameters if p.name.endswith(".weight")):  # the MLP's Linear layers
         linear = torch.nn.Linear(in_f, out_f)
         with torch.no_grad():
             linear.weight.copy_(torch.from_numpy(arrays[f"layer{k}.weight"]))

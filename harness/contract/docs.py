@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from harness.contract.dtypes import dtype_markdown
@@ -19,17 +19,18 @@ CONTRACT_DOC = Path(__file__).resolve().parents[2] / "docs" / "contract.md"
 GENERATED: dict[str, Callable[[], str]] = {"record table": record_table, "dtype table": dtype_markdown}
 
 
-def with_tables(text: str) -> str:
-    """``text`` with every generated table between its markers written from the declaration.
+def with_tables(text: str, generated: Mapping[str, Callable[[], str]] = GENERATED, page: str = "docs/contract.md") -> str:
+    """``text`` with every ``generated`` table between its markers written from the declaration (``page`` names the
+    page in the error; README.md's tables are :mod:`harness.workload.docs`'s).
 
     Raises:
         ValueError: a table's markers are missing (the page must keep them).
     """
-    for name, table in GENERATED.items():
+    for name, table in generated.items():
         pattern = re.compile(rf"(<!-- BEGIN {name}[^>]*-->\n).*?(<!-- END {name} -->)", re.S)
         found = pattern.search(text)
         if found is None:
-            raise ValueError(f"docs/contract.md lost the markers of its {name} (<!-- BEGIN {name} ... --> and <!-- END {name} -->)")
+            raise ValueError(f"{page} lost the markers of its {name} (<!-- BEGIN {name} ... --> and <!-- END {name} -->)")
         text = text[:found.end(1)] + table() + "\n" + text[found.start(2):]
     return text
 

@@ -7,7 +7,7 @@ kind is read from here (:attr:`harness.workload.optimizers.Optimizer.kind`), so 
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_OPTIMIZER", "UPDATE_KINDS", "UPDATE_KIND_OF_CLASS"]
+__all__ = ["DEFAULT_OPTIMIZER", "EPS_UNDER_SQRT_CLASSES", "UPDATE_KINDS", "UPDATE_KIND_OF_CLASS"]
 
 #: The row a run, a record or a verdict names when none is said: plain SGD, what the matrix ran before it had rows
 #: (records before version 5, results before schema 8), and what ``bench`` and ``recipe`` time.
@@ -26,3 +26,9 @@ UPDATE_KIND_OF_CLASS: dict[str, str] = {
     "SGD": "proportional", "ASGD": "proportional", "Adagrad": "proportional",
     "RMSprop": "normalising", "Adam": "normalising", "AdamW": "normalising", "Adadelta": "normalising", "Rprop": "normalising",
 }
+
+#: The PyTorch classes whose step divides by ``sqrt(v) + eps`` with ``v`` starting at 0 (RMSprop's square average, Adam's
+#: and AdamW's second moment): where ``eps`` is 0 in the weights' dtype, a zero gradient entry makes that 0 / 0
+#: (harness/workload/refusals.py). Not Adagrad (its sum starts at ``initial_accumulator_value``), nor Adadelta (its ``eps``
+#: is inside the root).
+EPS_UNDER_SQRT_CLASSES: frozenset[str] = frozenset({"RMSprop", "Adam", "AdamW"})

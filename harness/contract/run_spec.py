@@ -35,6 +35,8 @@ class RunSpec:
     patches: Mapping[str, Any]
     #: The loop feature's row (harness/workload/features.py), or ``None`` for the plain loop.
     feature: Mapping[str, Any] | None = None
+    #: The model's row (:meth:`harness.contract.models.Model.run_spec`): its name, layers and parameters.
+    model: Mapping[str, Any] | None = None
     #: A ``resume`` row's checkpoint to load in place of the run's own (another run's, e.g. the other language's:
     #: docs/contract.md#checkpoint), or ``None``: the matrix's calls resume from their own.
     resume_from: str | None = None
@@ -44,7 +46,7 @@ class RunSpec:
         return {
             **self.workload, "fixture_path": self.fixture_path, "weights_out": self.weights_out, "scaler_lift": self.scaler_lift,
             "collect_before_loop": self.collect_before_loop, "modes": dict(self.modes), "optimizer": dict(self.optimizer),
-            "switches": list(self.switches), "patches": dict(self.patches),
+            "switches": list(self.switches), "patches": dict(self.patches), "model": None if self.model is None else dict(self.model),
             "feature": None if self.feature is None else dict(self.feature), "resume_from": self.resume_from,
             "record_fields": record_field_kinds(),
             "record_schema_version": RECORD_SCHEMA_VERSION, "dtypes": dtype_table(),

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from harness.contract.optimizers import DEFAULT_OPTIMIZER
+from harness.judge.loop_kinds import reference_loop
+from harness.judge.models import reference_model
 from harness.judge.optimizer_updates import make_update
 from harness.model.efficiency import workload_flops
 from harness.model.verdicts import ReferenceDistance, finite_or_none
@@ -106,72 +108,74 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
            feature: Feature | None) -> Reference:
     overrides: Mapping[str, Mapping[str, Any]] = getattr(spec, "optimizer_args", None) or {}  # a field the spec is gaining
     update = make_update(optimizer, spec.lr, overrides.get(optimizer))
-    groups = feature is not None and (feature.kind == "param_groups" or feature.groups)
+    loop = reference_loop(feature)  # what the feature's kind changes (harness/judge/loop_kinds.py)
+    model = reference_model(spec.model)  # the model's loss and gradients (harness/judge/models/)
     bias_args: dict[str, Any] = {}
-    if groups:  # the biases' own group: its lr (and weight decay, where the row has one)
+    if loop.groups:  # the biases' own group: its lr (and weight decay, where the row has one)
         group_args = FEATURES["param_groups"].args  # the param_groups row's, also where a scheduler runs over its groups
         bias_args = {"lr": float(update.args["lr"]) * float(group_args["bias_lr_factor"])}
         if "weight_decay" in OPTIMIZERS[optimizer].args:
             bias_args["weight_decay"] = float(group_args["bias_weight_decay"])
-    bias_update = make_update(optimizer, spec.lr, {**(overrides.get(optimizer) or {}), **bias_args}) if groups else update
+    bias_update = make_update(optimizer, spec.lr, {**(overrides.get(optimizer) or {}), **bias_args}) if loop.groups else update
     row_lr = float(update.args["lr"])  # OneCycleLR's max_lr is a factor of the row's lr, the same for every group
-    schedules = [_Schedule(feature, u, row_lr) for u in ((update, bias_update) if groups else (update,))] \
+    schedules = [_Schedule(feature, u, row_lr) for u in ((update, bias_update) if loop.groups else (update,))] \
         if feature is not None and feature.scheduler else []
-    every = int(feature.args["every"]) if feature is not None and feature.kind == "accumulate" else 1
+    rows = spec.parameters  # in torch's parameter order: layer0.weight, layer0.bias, layer1.weight, ...
+    params = {p.name: arrays[p.name].astype(np.float64) for p in rows}
     # a frozen layer has no gradient: the optimizer (and a clip) never sees it, as PyTorch's skip a parameter whose grad is None
-    frozen = int(feature.args["layer"]) if feature is not None and feature.kind == "frozen" else -1
-    used = dict(feature.args) if feature is not None and feature.kind == "sometimes_used" else None
-    multi = dict(feature.args) if feature is not None and feature.kind == "multi_optimizer" else None
-    penalty = float(feature.args["weight"]) if feature is not None and feature.kind == "penalty" else 0.0
-    n = spec.num_layers
-    # multi_optimizer: the second optimizer's update (the last head_layers layers), as the first's
-    split = n - int(multi["head_layers"]) if multi else n
-    head_update = make_update(optimizer, spec.lr, overrides.get(optimizer)) if multi else update
-    weights = [arrays[f"layer{k}.weight"].astype(np.float64) for k in range(n)]
-    biases = [arrays[f"layer{k}.bias"].astype(np.float64) for k in range(n)]
+    trained = [p.name for p in rows if p.layer != loop.frozen]
+    # multi_optimizer: the second optimizer's update (the model's last head_layers layers), as the first's
+    split = spec.model_row.layers(spec.sizes) - int(loop.multi["head_layers"]) if loop.multi else -1
+    first = [p.name for p in rows if p.layer < split]
+    head = [p.name for p in rows if p.layer >= split] if loop.multi else []
+    head_update = make_update(optimizer, spec.lr, overrides.get(optimizer)) if loop.multi else update
     data, targets = arrays["data"].astype(np.float64), arrays["targets"].astype(np.float64)
     losses = np.empty(spec.steps, dtype=np.float64)
-    # in torch's parameter order: layer0.weight, layer0.bias, layer1.weight, ...
+    used, multi = loop.used, loop.multi
     accumulated: list[np.ndarray | None] | None = None
     step = 0
     for _epoch in range(spec.epochs):
         for i in range(spec.num_batches):
             unused = int(used["layer"]) if used is not None and step % int(used["every"]) else -1
             second = float(multi["second_loss_weight"]) if multi else 0.0
-            losses[step], grad_w, grad_b = _gradients(weights, biases, data[i], targets[i], unused, every, second)
-            if penalty:
-                grad_w, grad_b = _penalized(weights, biases, data[i], targets[i], grad_w, grad_b, penalty)
+            losses[step], named = model.gradients(params, data[i], targets[i], unused, loop.every, second)
+            if loop.penalty:
+                named = model.penalized(params, data[i], targets[i], named, loop.penalty)
             if unused >= 0 and used is not None and used["set_to_none"] == 0:  # zero_grad(set_to_none=False): zeros
-                grad_w[unused], grad_b[unused] = np.zeros_like(weights[unused]), np.zeros_like(biases[unused])
-            grads = [g for k in range(n) if k != frozen for g in (grad_w[k], grad_b[k])]
+                named |= {p.name: np.zeros_like(params[p.name]) for p in rows if p.layer == unused}
+            grads = [named[name] for name in trained]
             accumulated = grads if accumulated is None else [
                 g if a is None else a if g is None else a + g for a, g in zip(accumulated, grads, strict=True)]
-            if (step + 1) % every:  # a micro-batch that only accumulates
+            if (step + 1) % loop.every:  # a micro-batch that only accumulates
                 step += 1
                 continue
             grads, accumulated = accumulated, None
             if multi:  # two optimizers: the main job's overflow lands in layer 0, so only the first one skips
                 if step not in skipped:
-                    update.step([p for k in range(split) for p in (weights[k], biases[k])], grads[:2 * split])
-                head_update.step([p for k in range(split, n) for p in (weights[k], biases[k])], grads[2 * split:])
+                    update.step([params[name] for name in first], grads[:len(first)])
+                head_update.step([params[name] for name in head], grads[len(first):])
             elif step not in skipped:
                 if clip:
                     grads = _norm_clipped(grads, spec.clip_max_norm, inf_norm=False)
-                if feature is not None and feature.kind == "clip_norm":
-                    grads = _norm_clipped(grads, float(feature.args["max_norm"]), bool(feature.args["inf_norm"]))
-                if feature is not None and feature.kind == "clip_value":
-                    limit = float(feature.args["clip_value"])
+                if loop.clip_norm is not None:
+                    grads = _norm_clipped(grads, *loop.clip_norm)
+                if loop.clip_value is not None:
+                    limit = loop.clip_value
                     grads = [None if g is None else np.clip(g, -limit, limit) for g in grads]
-                if groups:  # weights, then biases: the two groups, each its own update
-                    update.step(weights, grads[0::2])
-                    bias_update.step(biases, grads[1::2])
+                if loop.groups:  # weights, then biases: the two groups, each its own update
+                    is_weight = [name.endswith(".weight") for name in trained]
+                    update.step([params[n] for n, w in zip(trained, is_weight, strict=True) if w],
+                                [g for g, w in zip(grads, is_weight, strict=True) if w])
+                    bias_update.step([params[n] for n, w in zip(trained, is_weight, strict=True) if not w],
+                                     [g for g, w in zip(grads, is_weight, strict=True) if not w])
                 else:
-                    update.step([p for k in range(n) if k != frozen for p in (weights[k], biases[k])], grads)
+                    update.step([params[name] for name in trained], grads)
             for schedule in schedules:  # after the step (or the skip), as the loop steps the scheduler
                 schedule.step(float(losses[step]))
             step += 1
-    final = {f"layer{k}.weight": weights[k] for k in range(n)} | {f"layer{k}.bias": biases[k] for k in range(n)}
-    return Reference(losses=losses, weights=final)
+    order = getattr(model, "weights_order", None)  # the order the final weights are measured in (a sum: its rounding)
+    names = order([p.name for p in rows]) if order is not None else [p.name for p in rows]
+    return Reference(losses=losses, weights={name: params[name] for name in names})
 
 
 class _Schedule:
@@ -215,76 +219,6 @@ class _Schedule:
         elif lr is None:
             lr = scheduled_lr(self.feature, self.base_lr, self.iteration)
         self.update.args["lr"] = lr
-def _gradients(weights: list[np.ndarray], biases: list[np.ndarray], x: np.ndarray, target: np.ndarray, unused: int,
-               every: int, second: float) -> tuple[float, list[np.ndarray | None], list[np.ndarray | None]]:
-    """The MSE loss of one batch and each layer's weight and bias gradients (``None`` for a layer ``unused`` this step,
-    left out of the forward pass: loop feature ``sometimes_used``), of the loss divided by ``every`` (accumulation) plus
-    ``second`` times the MSE of the output against zero (``multi_optimizer``'s second loss)."""
-    n = len(weights)
-    active = [k for k in range(n) if k != unused]
-    inputs: dict[int, np.ndarray] = {}  # the input of each active Linear layer
-    pre: dict[int, np.ndarray] = {}  # its output before ReLU
-    h = x
-    for k in active:
-        inputs[k] = h
-        pre[k] = h @ weights[k].T + biases[k]
-        h = np.maximum(pre[k], 0.0) if k < n - 1 else pre[k]
-    out = pre[active[-1]]
-    diff = out - target
-    loss = float(np.mean(diff * diff))
-    grad = 2.0 * (diff / every + second * out) / diff.size  # d(MSE / every + second * mean(out^2))/d(output)
-    grad_w: list[np.ndarray | None] = [None] * n
-    grad_b: list[np.ndarray | None] = [None] * n
-    for j in reversed(range(len(active))):
-        k = active[j]
-        grad_w[k] = grad.T @ inputs[k]
-        grad_b[k] = grad.sum(axis=0)
-        if j > 0:
-            grad = (grad @ weights[k]) * (pre[active[j - 1]] > 0)
-    return loss, grad_w, grad_b
-
-
-def _penalized(weights: list[np.ndarray], biases: list[np.ndarray], x: np.ndarray, target: np.ndarray,
-               grad_w: list[np.ndarray | None], grad_b: list[np.ndarray | None],
-               weight: float) -> tuple[list[np.ndarray | None], list[np.ndarray | None]]:
-    """The gradients of the MSE plus ``weight`` times the norm of its gradient (the AMP examples' gradient penalty):
-    ``g + weight * H g / |g|``, the Hessian-vector product exact (:func:`_hessian_vector`)."""
-    assert all(g is not None for g in (*grad_w, *grad_b))  # the penalty runs with every layer used
-    gw = [g for g in grad_w if g is not None]
-    gb = [g for g in grad_b if g is not None]
-    norm = math.sqrt(sum(float(np.sum(g * g)) for g in (*gw, *gb)))
-    hw, hb = _hessian_vector(weights, biases, x, target, gw, gb)
-    return ([g + weight * h / norm for g, h in zip(gw, hw, strict=True)],
-            [g + weight * h / norm for g, h in zip(gb, hb, strict=True)])
-
-
-def _hessian_vector(weights: list[np.ndarray], biases: list[np.ndarray], x: np.ndarray, target: np.ndarray,
-                    vw: list[np.ndarray], vb: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """The MSE's Hessian times the direction (``vw``, ``vb``), exactly: the forward and backward passes of
-    :func:`_gradients` differentiated along the direction (each ReLU's mask held, as autograd's double backward does)."""
-    n = len(weights)
-    h, dh = x, np.zeros_like(x)
-    inputs, tangents, masks = [], [], []
-    for k in range(n):
-        inputs.append(h)
-        tangents.append(dh)
-        z = h @ weights[k].T + biases[k]
-        dz = dh @ weights[k].T + h @ vw[k].T + vb[k]
-        if k < n - 1:
-            masks.append(z > 0)
-            h, dh = np.maximum(z, 0.0), dz * masks[k]
-    diff = z - target
-    grad, dgrad = 2.0 * diff / diff.size, 2.0 * dz / diff.size
-    hw: list[np.ndarray] = [np.empty(0)] * n
-    hb: list[np.ndarray] = [np.empty(0)] * n
-    for k in reversed(range(n)):
-        hw[k] = dgrad.T @ inputs[k] + grad.T @ tangents[k]
-        hb[k] = dgrad.sum(axis=0)
-        if k > 0:
-            grad, dgrad = (grad @ weights[k]) * masks[k - 1], (dgrad @ weights[k] + grad @ vw[k]) * masks[k - 1]
-    return hw, hb
-
-
 def scheduled_lr(feature: Feature, base_lr: float, iteration: int) -> float:
     """The lr a scheduler row sets for the optimizer step of ``iteration`` (0-based: the scheduler has stepped that many
     times since it was built), from PyTorch's documented closed form (``torch/optim/lr_scheduler.py``)."""

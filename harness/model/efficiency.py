@@ -21,16 +21,10 @@ __all__ = ["Efficiency", "gemm_dtype", "step_flops", "workload_flops"]
 
 
 def step_flops(spec: WorkloadSpec) -> float:
-    """Floating-point operations of one training step's Linear layers, counted from the spec.
-
-    Each Linear layer of shape (out, in) costs ``2·batch·out·in`` per GEMM: one forward, one for the
-    weight gradient, and one for the input gradient, which the first layer does not need (the data
-    does not require a gradient). Bias adds, ReLU, the loss and the SGD update are O(batch·width) and
-    left out, as in the usual GEMM-based accounting (``torch.utils.flop_counter`` counts the same).
-    """
-    shapes = spec.layer_shapes
-    per_gemm = [2.0 * spec.batch_size * out_features * in_features for out_features, in_features in shapes]
-    return 3.0 * sum(per_gemm) - per_gemm[0]
+    """Floating-point operations of one training step, counted from the spec by its model's row
+    (:attr:`harness.contract.models.Model.step_flops`: the GEMMs of the forward and backward passes; bias adds,
+    activations, the loss and the update are O(batch·width) and left out, as ``torch.utils.flop_counter`` does)."""
+    return spec.model_row.step_flops(spec.sizes)
 
 
 def workload_flops(spec: WorkloadSpec) -> float:

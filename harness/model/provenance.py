@@ -27,7 +27,7 @@ class Provenance:
     ``source``: ``checkout`` (a git checkout: ``commit`` and ``dirty`` say which, when git could tell), ``installed``
     (an installed package: no checkout, no commit), or ``unknown`` (a result older than schema 9). ``note`` says why
     a field is missing. ``scripts_root``: the folder whose ``py_scripts/`` and ``r_scripts/`` ran. ``files``: the
-    SHA-256 of every file that ran, by its path (``py_scripts/common.py``, ``r_scripts/common.R``, and the harness's
+    SHA-256 of every file that ran, by its path (``py_scripts/loop.py``, ``r_scripts/loop.R``, and the harness's
     data files as ``harness/judge/known_differences.toml``).
     """
 

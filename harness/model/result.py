@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from harness.contract.models import DEFAULT_MODEL
 from harness.contract.modes import SCRIPTS
 from harness.errors import ResultError
 from harness.model.cell_trace import TraceFile
@@ -216,7 +217,8 @@ class CellResult:
             return None if value is None else build(value)
 
         return cls(
-            cell=Cell(data["frontend"], data["script"], data["mode"], data["optimizer"], data["device"], data.get("feature", NO_FEATURE)),
+            cell=Cell(data["frontend"], data["script"], data["mode"], data["optimizer"], data["device"], data.get("feature", NO_FEATURE),
+                      data.get("model", DEFAULT_MODEL)),
             status=Status(data["status"]), reason=data.get("reason"),
             record=optional("record", RunRecord.from_json),
             reference_distance=optional("reference_distance", ReferenceDistance.from_json),
@@ -239,6 +241,7 @@ class CellResult:
         return {
             "id": self.id, "pair": self.pair, "frontend": self.frontend, "script": self.script, "mode": self.mode,
             "optimizer": self.optimizer, **({} if self.cell.feature == NO_FEATURE else {"feature": self.cell.feature}),
+            **({} if self.cell.model == DEFAULT_MODEL else {"model": self.cell.model}),
             "device": self.device, "status": str(self.status), "reason": self.reason,
             "record": optional(self.record),
             "reference_distance": optional(self.reference_distance), "wall_seconds": self.wall_seconds,

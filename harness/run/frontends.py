@@ -78,7 +78,7 @@ class Frontend:
 LANGUAGE_FRONTENDS: dict[str, Frontend] = {
     "python": Frontend("python", "harness.worker_side.python_handler:PythonHandler"),
     # R torch's cuda_amp_grad_scaler() scales CUDA tensors only (R/autocast.R): on CPU an enabled one errors, unless the
-    # script lifts that one check (make_grad_scaler() in r_scripts/common.R); a disabled one passes its calls through.
+    # script lifts that one check (make_grad_scaler() in r_scripts/scaler.R); a disabled one passes its calls through.
     "r": Frontend(
         "r", "harness.worker_side.r_handler:RHandler", frozenset({("dynamic", "cpu")}), lifted=frozenset({("dynamic", "cpu")}),
     ),

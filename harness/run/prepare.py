@@ -49,7 +49,7 @@ def collect_before_loop(spec: WorkloadSpec) -> str:
 
     R frees a tensor only when its collector finds it dead, and a young collection leaves the previous call's promoted
     tensors held, so the next loop allocates afresh and pays page faults in some rounds: a full collection (and, with it,
-    any escalation of R's collector due within the loop, ``collect_ahead()`` in common.R) keeps ``bench`` and ``recipe``
+    any escalation of R's collector due within the loop, ``collect_ahead()`` in timing.R) keeps ``bench`` and ``recipe``
     loops quiet. It costs about as much as a whole ``tiny`` call, so ``tiny`` keeps the young one. The measurements are
     in docs/timing.md (R's young collection before the loop). Python has nothing to collect: its script ignores this.
     """

@@ -200,7 +200,7 @@ class MatrixRunner:
         self._optimizers = optimizers
         features = features or (NO_FEATURE,)
         self._features = features
-        matrix = cells_for(self.frontends, modes, optimizers, self.spec.device, features)
+        matrix = cells_for(self.frontends, modes, optimizers, self.spec.device, features, self.spec.model)
         # Each frontend's cells in its own worker, the workers side by side (one thread each; the spec's threads per worker):
         # a record call's numbers do not depend on what the other worker does, and its time is not what is timed.
         with phase("record calls", len(matrix)):
@@ -289,7 +289,7 @@ class MatrixRunner:
         pairs = []
         for i in measured:
             v = traced[i]
-            a, b = (result.cell(Cell(name, v.script, v.mode, v.optimizer, v.device, v.feature).id) for name in v.frontends)
+            a, b = (result.cell(Cell(name, v.script, v.mode, v.optimizer, v.device, v.feature, self.spec.model).id) for name in v.frontends)
             pairs.append((a, b, traces[i]))
         def said(side: SecondPass) -> None:
             progress(f"trace {side.cell.id}: again to step {side.point[0]}, {side.point[1]}")

@@ -54,7 +54,7 @@ __all__ = ["ResultClaim", "check_merged_result_place", "foreign_weights", "lack_
 
 _WEIGHTS_FILE_SUFFIX = ".safetensors"
 #: A resume cell's checkpoint is ``<weights without .safetensors>.checkpoint`` + ``.safetensors``/``.json``
-#: (``checkpoint_prefix`` in py_scripts/common.py and r_scripts/common.R).
+#: (``checkpoint_prefix`` in py_scripts/checkpoint.py and r_scripts/checkpoint.R).
 _CHECKPOINT_SUFFIX = ".checkpoint"
 #: How a frontend's message says the disk was full (Python's strerror, Rust's io::Error, the errno's name).
 _ENOSPC_SIGNS = (os.strerror(errno.ENOSPC), f"os error {errno.ENOSPC}", "ENOSPC", "StorageFull")
@@ -277,7 +277,7 @@ def lack_of_space(result: MatrixResult, folder: Path) -> str | None:
     for cell in failed:
         if any(sign in (cell.reason or "") for sign in _ENOSPC_SIGNS):
             return f"{cell.id} failed for lack of space"
-    need = 4 * sum(o * i + o for o, i in result.spec.layer_shapes) + 4096  # the tensors and their header
+    need = 4 * result.spec.parameter_count + 4096  # the tensors and their header
     try:
         free = shutil.disk_usage(folder).free
     except OSError:

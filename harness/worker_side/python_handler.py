@@ -79,25 +79,25 @@ class PythonHandler:
 
         from harness.worker_side.trace_recorder import TraceComplete, TraceRecorder, recorder_arguments
 
-        common = importlib.import_module("py_scripts.common")
+        tracing = importlib.import_module("py_scripts.tracing")
         recorder = TraceRecorder(**recorder_arguments(request["trace"]))
 
         def sink(step: int, name: str, tensor: torch.Tensor) -> None:
             if not recorder.keeps(step, name):  # the run parted from the compared one at an earlier step: cut from here
-                common.cut_trace(recorder.kept_after_cut)
+                tracing.cut_trace(recorder.kept_after_cut)
                 return
             flat = tensor.detach().to("cpu").contiguous().reshape(-1)
             dtype = str(flat.dtype).removeprefix("torch.")
             if recorder.record(step, name, dtype, list(tensor.shape), flat.view(torch.uint8).numpy()):
                 raise TraceComplete
 
-        common.set_trace_sink(sink)
+        tracing.set_trace_sink(sink)
         try:
             record = module.run_workload(request["run_spec"], request["mode"])
         except TraceComplete:
             record = None
         finally:
-            common.set_trace_sink(None)
+            tracing.set_trace_sink(None)
         return recorder.reply(record)
 
     def _script(self, script: str) -> ModuleType:

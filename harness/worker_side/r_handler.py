@@ -53,7 +53,7 @@ class RScriptFailed(Exception):
 
 
 class RHandler:
-    """Embeds R once, sources ``r_scripts/_bridge.R`` (which loads ``common.R`` from the folder it is given) and answers run requests.
+    """Embeds R once, sources ``r_scripts/_bridge.R`` (which loads the shared files from the folder it is given) and answers run requests.
 
     ``cell`` (the default): the run record. ``describe``: this installation's facts
     (:func:`harness.worker_side.installation_facts.installation_facts`). ``trace``: a cell request with
@@ -78,7 +78,7 @@ class RHandler:
         # measured 1-3 % faster at bench (R, autocast, medians of 20 rounds). R checks the hook for NULL (src/unix/sys-std.c).
         openrlib.rlib.ptr_R_ProcessEvents = openrlib.ffi.NULL
         self._ro = ro
-        # The bridge loads common.R from the folder named here (the checkout's or $AMP_PARITY_SCRIPTS's): R has no
+        # The bridge loads the shared files from the folder named here (the checkout's or $AMP_PARITY_SCRIPTS's): R has no
         # __file__, and the harness already knows where the scripts are.
         bridge = script_path("r", "_bridge")
         ro.globalenv["amp_parity_r_dir"] = ro.StrVector([str(bridge.parent)])
@@ -164,7 +164,7 @@ class RHandler:
                     [0, *byte_ends[:-1]], byte_ends, strict=True):
                 done = recorder.record(step, name, dtype, flat[start:end], whole[byte_start:byte_end]) or done
             # What R does next: stop the run (every kept point is in), trace only the points named after "cut" from the
-            # next step on (the run parted from the compared one in this step: cut_trace() in common.R), or go on.
+            # next step on (the run parted from the compared one in this step: cut_trace() in tracing.R), or go on.
             if done:
                 return ri.StrSexpVector(["done"])
             if parted is None and recorder.parted is not None:

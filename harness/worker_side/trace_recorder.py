@@ -1,7 +1,7 @@
 """Runs inside a worker (Python's and R's alike): records the points of a traced call.
 
 A traced call is a script's ``run_workload`` with a sink installed (``set_trace_sink`` in
-``py_scripts/common.py`` and ``r_scripts/common.R``): every ``trace_point(step, name, tensor)`` reaches
+``py_scripts/tracing.py`` and ``r_scripts/tracing.R``): every ``trace_point(step, name, tensor)`` reaches
 :meth:`TraceRecorder.record` as a dtype name, a shape and the tensor's bytes. One recorder for both
 languages, so both sides' points are digested by the same code: equality is decided on the bytes
 (BLAKE3, :data:`POINT_DIGEST`), and only the points the harness asks to keep travel back whole (the narrow second pass).

@@ -13,7 +13,6 @@ import errno
 import fcntl
 import hashlib
 import logging
-import math
 import os
 import re
 import warnings
@@ -108,18 +107,18 @@ def draw_fixture_arrays(spec: WorkloadSpec) -> dict[str, np.ndarray]:
 def iter_fixture_arrays(spec: WorkloadSpec) -> Iterator[tuple[str, np.ndarray]]:
     """The tensors one by one, in the order they are drawn, each drawn only when asked for.
 
-    Weights and biases follow ``torch.nn.Linear``'s default init distribution, U(-1/sqrt(in),
-    1/sqrt(in)), so the workload trains like the recipe's; the values themselves come from NumPy.
+    The model's parameters (:data:`harness.contract.models.MODELS`) follow torch's default init distribution for a
+    Linear layer, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), so the workload trains like the recipe's; the values themselves
+    come from NumPy.
     Lazy so that a check can stop after the first tensors of a large fixture (``recipe``'s data alone
     is 800 MB): every tensor depends on all drawn before it, so only a prefix can be had cheaply.
     """
     rng = np.random.default_rng(spec.seed)
-    for k, (out_features, in_features) in enumerate(spec.layer_shapes):
-        bound = 1.0 / math.sqrt(in_features)
-        yield f"layer{k}.weight", rng.uniform(-bound, bound, (out_features, in_features)).astype(np.float32)
-        yield f"layer{k}.bias", rng.uniform(-bound, bound, (out_features,)).astype(np.float32)
-    yield "data", rng.standard_normal((spec.num_batches, spec.batch_size, spec.in_size), dtype=np.float32)
-    yield "targets", rng.standard_normal((spec.num_batches, spec.batch_size, spec.out_size), dtype=np.float32)
+    for param in spec.parameters:  # the model's (harness/contract/models.py), in its order
+        yield param.name, rng.uniform(-param.bound, param.bound, param.shape).astype(np.float32)
+    model = spec.model_row
+    yield "data", rng.standard_normal((spec.num_batches, *model.inputs(spec.sizes)), dtype=np.float32)
+    yield "targets", rng.standard_normal((spec.num_batches, *model.targets(spec.sizes)), dtype=np.float32)
 
 
 def tensor_sha256(array: np.ndarray) -> str:
@@ -147,7 +146,7 @@ def _build(folder: Path, spec: WorkloadSpec, digest: str) -> FixtureFile:
     manifest = {
         "schema_version": FIXTURE_SCHEMA_VERSION,
         "digest": digest,
-        "fields": {name: getattr(spec, name) for name in FIXTURE_FIELDS},
+        "fields": spec.fixture_fields(),
         "file": _DATA_FILE,
         "bytes": target.stat().st_size,
         "sha256": sha,
@@ -185,7 +184,7 @@ def _verify(folder: Path, spec: WorkloadSpec, digest: str) -> str | None:
         return f"manifest unreadable ({err})"
     if not isinstance(manifest, dict) or manifest.get("schema_version") != FIXTURE_SCHEMA_VERSION:
         return "manifest from another fixture schema"
-    expected = {name: getattr(spec, name) for name in FIXTURE_FIELDS}
+    expected = spec.fixture_fields()
     if manifest.get("digest") != digest or manifest.get("fields") != expected:
         return f"manifest is for another spec ({manifest.get('fields')})"
     if not data_path.exists():

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from harness.contract.models import DEFAULT_MODEL, MODELS
 from harness.contract.modes import all_mode_names
 from harness.errors import ExitCode, UsageError
 from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_json_file
@@ -87,6 +88,7 @@ _HELP = {
                       "default: the preset's middle step, tiny 9; \"\" for none)",
     "overflow_point": "where --overflow-steps put the inf: backward (after backward(), default) or unscale (after unscale_())",
     "static_loss_scale": "the static loss scale of mode lowp_weights_scaled (the AMP guide's -s)",
+    "model": f"the model trained: one of {', '.join(MODELS)} (harness/contract/models.py; default {DEFAULT_MODEL})",
 }
 
 

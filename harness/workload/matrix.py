@@ -1,13 +1,15 @@
 """The matrix's cells: frontend × script × mode × optimizer × loop feature on one device, with the ids tests and reports use.
 
 The loop feature (harness/workload/features.py) is an axis of its own, but not a product: each feature runs where its
-covering design says. A cell of the plain loop (feature ``none``) keeps the id it always had.
+covering design says. A cell of the plain loop (feature ``none``) keeps the id it always had, and so does a cell of the
+default model (harness/contract/models.py); another model's cells carry its name (``adam@toy``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.contract.models import DEFAULT_MODEL
 from harness.contract.modes import SCRIPTS, Mode
 from harness.workload.features import FEATURES, NO_FEATURE
 
@@ -24,16 +26,18 @@ class Cell:
     optimizer: str
     device: str
     feature: str = NO_FEATURE
+    model: str = DEFAULT_MODEL
 
     @property
     def id(self) -> str:
-        """``with_autocast-autocast-adam-r-cpu``; with a feature, ``with_autocast-autocast-adam+lr_step-r-cpu``."""
-        return f"{self.script}-{self.mode}-{_with_feature(self.optimizer, self.feature)}-{self.frontend}-{self.device}"
+        """``with_autocast-autocast-adam-r-cpu``; with a feature, ``with_autocast-autocast-adam+lr_step-r-cpu``; with a
+        model other than the default, ``with_autocast-autocast-adam+lr_step@toy-r-cpu``."""
+        return f"{self.script}-{self.mode}-{_with_feature(self.optimizer, self.feature, self.model)}-{self.frontend}-{self.device}"
 
     @property
     def pair(self) -> str:
         """The id shared by the frontends of this cell: ``with_autocast-autocast-adam-cpu``."""
-        return pair_id(self.script, self.mode, self.optimizer, self.device, self.feature)
+        return pair_id(self.script, self.mode, self.optimizer, self.device, self.feature, self.model)
 
     @property
     def properties(self) -> Mode:
@@ -41,22 +45,23 @@ class Cell:
         return SCRIPTS[self.script].mode(self.mode)
 
 
-def _with_feature(optimizer: str, feature: str) -> str:
-    return optimizer if feature == NO_FEATURE else f"{optimizer}+{feature}"
+def _with_feature(optimizer: str, feature: str, model: str) -> str:
+    named = optimizer if feature == NO_FEATURE else f"{optimizer}+{feature}"
+    return named if model == DEFAULT_MODEL else f"{named}@{model}"
 
 
-def pair_id(script: str, mode: str, optimizer: str, device: str, feature: str = NO_FEATURE) -> str:
+def pair_id(script: str, mode: str, optimizer: str, device: str, feature: str = NO_FEATURE, model: str = DEFAULT_MODEL) -> str:
     """The id of the cells that differ only by frontend."""
-    return f"{script}-{mode}-{_with_feature(optimizer, feature)}-{device}"
+    return f"{script}-{mode}-{_with_feature(optimizer, feature, model)}-{device}"
 
 
 def cells_for(frontends: tuple[str, ...], modes: tuple[str, ...], optimizers: tuple[str, ...], device: str,
-              features: tuple[str, ...] = (NO_FEATURE,)) -> list[Cell]:
+              features: tuple[str, ...] = (NO_FEATURE,), model: str = DEFAULT_MODEL) -> list[Cell]:
     """Cells in matrix order: feature, script, mode, optimizer, then frontend, so a pair's cells sit side by side.
     ``modes`` names modes; a name selects that mode in every script that declares it. A feature's cells are those of
-    its covering design within ``modes`` and ``optimizers`` (the plain loop: all of them)."""
+    its covering design within ``modes`` and ``optimizers`` (the plain loop: all of them). ``model``: the spec's."""
     return [
-        Cell(frontend, script.stem, mode.name, optimizer, device, feature)
+        Cell(frontend, script.stem, mode.name, optimizer, device, feature, model)
         for feature in features
         for script in SCRIPTS.values()
         for mode in script.modes

@@ -3,7 +3,7 @@
 One row per optimizer the matrix runs: the PyTorch class it is judged against, the R torch function that builds it,
 and hyperparameters chosen so that every term of its update acts within ``tiny``'s 20 steps (a term that never acts
 cannot part). Both languages' scripts build the optimizer from the row the run spec carries (``make_optimizer`` in
-``py_scripts/common.py`` and ``r_scripts/common.R``), so there is one code path per language, not a script per
+``py_scripts/optimizer.py`` and ``r_scripts/optimizer.R``), so there is one code path per language, not a script per
 optimizer; the float64 reference (:mod:`harness.judge.optimizer_updates`) implements each row's update from PyTorch's
 documented algorithm; the trace records each row's state (:attr:`Optimizer.state`).
 
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.contract.optimizers import DEFAULT_OPTIMIZER, UPDATE_KIND_OF_CLASS
+from harness.contract.optimizers import DEFAULT_OPTIMIZER, EPS_UNDER_SQRT_CLASSES, UPDATE_KIND_OF_CLASS
 from harness.errors import SpecError
 from harness.workload.choices import parse_choices
 
@@ -97,6 +97,11 @@ class Optimizer:
         """The kind of update its PyTorch class makes (:data:`harness.contract.optimizers.UPDATE_KIND_OF_CLASS`), or
         ``None`` where none is measured yet."""
         return UPDATE_KIND_OF_CLASS.get(self.python)
+
+    @property
+    def eps_under_sqrt(self) -> bool:
+        """Whether its step divides by ``sqrt(v) + eps`` with ``v`` starting at 0 (:data:`EPS_UNDER_SQRT_CLASSES`)."""
+        return self.python in EPS_UNDER_SQRT_CLASSES
 
     def resolved_args(self, spec_lr: float, overrides: Mapping[str, Any] | None = None) -> dict[str, Value]:
         """The hyperparameters a run uses: the row's, ``lr`` from the spec where the row says so, then ``overrides``."""

@@ -24,12 +24,10 @@ from harness.workload.spec import WorkloadSpec
 
 __all__ = ["EPS_UNDER_SQRT", "SAFE_EPS", "refusal"]
 
-#: The optimizer rows whose step divides by ``sqrt(v) + eps`` with ``v`` starting at 0 (RMSprop's square average,
-#: Adam's second moment): where ``eps`` is 0 in the weights' dtype, a zero gradient entry makes that 0 / 0. Not Adagrad
-#: (its sum starts at ``initial_accumulator_value``, 0.1 here), nor Adadelta (its ``eps`` of 1e-6 is inside the root and
-#: representable in float16).
-EPS_UNDER_SQRT: tuple[str, ...] = ("rmsprop", "rmsprop_centered", "adam", "adam_amsgrad", "adamw", "ignite_adam",
-                                   "ignite_adamw", "ignite_rmsprop")
+#: The optimizer rows whose step divides by ``sqrt(v) + eps`` with ``v`` starting at 0, read from the rows
+#: (:attr:`harness.workload.optimizers.Optimizer.eps_under_sqrt`): where ``eps`` is 0 in the weights' dtype, a zero
+#: gradient entry makes that 0 / 0.
+EPS_UNDER_SQRT: tuple[str, ...] = tuple(name for name, row in OPTIMIZERS.items() if row.eps_under_sqrt)
 
 
 def refusal(cell: Cell, spec: WorkloadSpec) -> str | None:
@@ -39,12 +37,12 @@ def refusal(cell: Cell, spec: WorkloadSpec) -> str | None:
     it is not this run's and its smallest number holds the eps (a bfloat16 run with ``eps=0`` is told to raise the eps,
     never to run in bfloat16)."""
     feature = FEATURES.get(cell.feature)
-    never = feature.never_acts(spec.steps, spec.num_layers) if feature is not None else None
+    never = feature.never_acts(spec.steps, spec.model_row.layers(spec.sizes)) if feature is not None else None  # the model's layers
     if feature is not None and never is not None:
         return (f"loop feature {feature.name} cannot act in this spec: it {never} (--num-batches {spec.num_batches} × --epochs "
                 f"{spec.epochs}, --num-layers {spec.num_layers}); its cells would pass as the plain loop does, having tested "
                 f"nothing of it. Give the run what it needs, or leave {feature.name} out (--feature)")
-    if cell.properties.weights != "amp" or cell.optimizer not in EPS_UNDER_SQRT:
+    if cell.properties.weights != "amp" or not OPTIMIZERS[cell.optimizer].eps_under_sqrt:
         return None
     dtype = DTYPES[str(spec.amp_dtype)]  # resolved for the device when the spec was made
     eps = float(OPTIMIZERS[cell.optimizer].resolved_args(spec.lr, dict(spec.optimizer_args).get(cell.optimizer))["eps"])  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.contract.dtypes import AMP_DTYPES
+from harness.contract.models import DEFAULT_MODEL, MODELS, Model, Parameter, Sizes
 from harness.contract.modes import all_mode_names
 from harness.errors import SpecError
 from harness.workload.choices import parse_choices
@@ -48,11 +49,13 @@ DEFAULT_AMP_DTYPE = {"cpu": "bfloat16", "cuda": "float16"}
 OVERFLOW_POINTS: tuple[str, ...] = ("backward", "unscale")
 
 #: Fields added after results were first stored, with the default that leaves a spec's digest what it was before them.
-_ADDED_FIELDS: dict[str, Any] = {"overflow_steps": [], "overflow_point": "backward", "optimizer_args": {}, "static_loss_scale": 1024.0}
+_ADDED_FIELDS: dict[str, Any] = {"overflow_steps": [], "overflow_point": "backward", "optimizer_args": {}, "static_loss_scale": 1024.0,
+                                 "model": DEFAULT_MODEL}
 
 #: Fields that decide the fixture tensors; the fixture cache is keyed by these alone, so changing the
-#: learning rate or the mode reuses the same data and initial weights.
-FIXTURE_FIELDS: tuple[str, ...] = ("batch_size", "in_size", "out_size", "num_layers", "num_batches", "seed")
+#: learning rate or the mode reuses the same data and initial weights. ``model`` decides them too; at its default it is
+#: left out of the key (:meth:`WorkloadSpec.fixture_fields`), so the MLP's fixtures keep the digest they always had.
+FIXTURE_FIELDS: tuple[str, ...] = ("batch_size", "in_size", "out_size", "num_layers", "num_batches", "seed", "model")
 
 #: Tensor cores engage only when the GEMM dimensions are multiples of 8 (fp16/bf16).
 _TENSOR_CORE_MULTIPLE = 8
@@ -116,6 +119,8 @@ class WorkloadSpec:
     # A power of two, so scaling and unscaling are exact unless a gradient overflows or underflows the dtype: what the
     # scale is for in float16, and what this mode tests.
     static_loss_scale: float = 1024.0
+    # The model trained (a row of harness/contract/models.py); the default keeps the spec's digest what it was before.
+    model: str = DEFAULT_MODEL
 
     def __post_init__(self) -> None:
         if isinstance(self.overflow_steps, list):  # from JSON (a spec file, a stored result)
@@ -162,7 +167,10 @@ class WorkloadSpec:
     def to_json(self) -> dict[str, Any]:
         """Plain data for JSON and for the scripts of both languages (``overflow_steps`` as a list, pairs as lists)."""
         args = {name: {k: list(v) if isinstance(v, tuple) else v for k, v in row.items()} for name, row in self.optimizer_args.items()}
-        return dataclasses.asdict(self) | {"overflow_steps": list(self.overflow_steps), "optimizer_args": args}
+        values = dataclasses.asdict(self) | {"overflow_steps": list(self.overflow_steps), "optimizer_args": args}
+        if self.model == DEFAULT_MODEL:  # a stored result of the MLP says what it always said
+            del values["model"]
+        return values
 
     @property
     def steps(self) -> int:
@@ -170,24 +178,42 @@ class WorkloadSpec:
         return self.epochs * self.num_batches
 
     @property
-    def layer_shapes(self) -> list[tuple[int, int]]:
-        """``(out_features, in_features)`` of each Linear layer, as in the recipe's ``make_model``."""
-        hidden = [(self.in_size, self.in_size)] * (self.num_layers - 1)
-        return [*hidden, (self.out_size, self.in_size)]
+    def sizes(self) -> Sizes:
+        """The sizes the model is built from (:class:`harness.contract.models.Sizes`)."""
+        return Sizes(self.batch_size, self.in_size, self.out_size, self.num_layers, self.num_batches)
+
+    @property
+    def model_row(self) -> Model:
+        """The model's row (:data:`harness.contract.models.MODELS`)."""
+        return MODELS[self.model]
+
+    @property
+    def parameters(self) -> tuple[Parameter, ...]:
+        """The model's parameters at this spec's sizes, in the optimizer's order (the fixtures' drawing order)."""
+        return self.model_row.parameters(self.sizes)
+
+    @property
+    def parameter_count(self) -> int:
+        """How many numbers the model's parameters hold."""
+        return sum(math.prod(p.shape) for p in self.parameters)
 
     @property
     def fixture_bytes(self) -> int:
         """Bytes of the float32 fixture tensors: data, targets and initial weights."""
-        data = self.num_batches * self.batch_size * (self.in_size + self.out_size)
-        weights = sum(o * i + o for o, i in self.layer_shapes)
-        return 4 * (data + weights)
+        model = self.model_row
+        data = self.num_batches * (math.prod(model.inputs(self.sizes)) + math.prod(model.targets(self.sizes)))
+        return 4 * (data + self.parameter_count)
+
+    def fixture_fields(self) -> dict[str, Any]:
+        """The fields that decide the fixtures, as a manifest names them (``model`` only where it is not the default)."""
+        return {name: getattr(self, name) for name in FIXTURE_FIELDS if name != "model" or self.model != DEFAULT_MODEL}
 
     def digest(self, fields: tuple[str, ...] | None = None) -> str:
         """A short stable hash of ``fields`` (all fields by default), for cache keys and results."""
         values = self.to_json()
         for name, default in _ADDED_FIELDS.items():  # a field added later, at its default: the spec keeps its digest
-            if values[name] == default:
-                del values[name]
+            if values.get(name, default) == default:
+                values.pop(name, None)
         chosen = {k: values[k] for k in (fields or tuple(values)) if k in values}
         return hashlib.sha256(json.dumps(chosen, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -196,6 +222,7 @@ class WorkloadSpec:
         return (
             f"preset {self.preset}, device {self.device}, {self.amp_dtype}, batch {self.batch_size}, "
             f"{self.in_size}->{self.out_size}, {self.num_layers} layers, seed {self.seed}"
+            + ("" if self.model == DEFAULT_MODEL else f", model {self.model}")
         )
 
 
@@ -258,7 +285,7 @@ def _listing(items: Any) -> str:
 
 def _validate(spec: WorkloadSpec) -> None:
     """Check every field's type first (a spec file is JSON: any field may hold a list), then its range."""
-    for name, allowed in (("preset", PRESETS), ("device", DEVICES), ("overflow_point", OVERFLOW_POINTS)):
+    for name, allowed in (("preset", PRESETS), ("device", DEVICES), ("overflow_point", OVERFLOW_POINTS), ("model", MODELS)):
         if not isinstance(getattr(spec, name), str):
             raise SpecError(name, getattr(spec, name), f"a string: one of {_listing(allowed)}")
     if spec.amp_dtype is not None and not isinstance(spec.amp_dtype, str):
@@ -283,6 +310,8 @@ def _validate(spec: WorkloadSpec) -> None:
         raise SpecError("amp_dtype", spec.amp_dtype, f"one of {_listing(AMP_DTYPES)} (or bf16, fp16)")
     if spec.overflow_point not in OVERFLOW_POINTS:
         raise SpecError("overflow_point", spec.overflow_point, f"one of {_listing(OVERFLOW_POINTS)}")
+    if spec.model not in MODELS:
+        raise SpecError("model", spec.model, f"one of {_listing(MODELS)}")
     _check_overflow_steps(spec)
     _check_optimizer_ranges(spec)
     _check_memory(spec)

@@ -43,14 +43,14 @@ def test_a_planted_change_fails_the_compare_and_an_unchanged_rerun_passes(tmp_pa
     assert f"{CELL}: losses identical (20 steps), weights digest identical\n" in same.stdout  # the same scripts: nothing added
 
     root = copy_scripts(tmp_path / "planted")
-    plant(root, "py_scripts/common.py", 'python["class"])(params, **args)',
+    plant(root, "py_scripts/optimizer.py", 'python["class"])(params, **args)',
           'python["class"])(params, **(args | {"lr": args["lr"] * (1 + 1e-6)}))')
     changed = bench(storage, "--benchmark-compare=0001", scripts=root)
     assert changed.returncode == 1, changed.stdout[-3000:] + changed.stderr[-2000:]
     line = next((ln for ln in changed.stdout.splitlines() if ln.startswith(f"{CELL}: ")), "")
     assert "losses changed at step " in line and "weights digest changed" in line, changed.stdout[-3000:]
     assert "FAILED: same libtorch build" in line
-    assert line.endswith("; ran different scripts than the saved run: py_scripts/common.py")  # the planted copy, named
+    assert line.endswith("; ran different scripts than the saved run: py_scripts/optimizer.py")  # the planted copy, named
     assert "losses changed in 1 of 1 benchmarks: the session fails" in changed.stdout
     assert "0001_base" in changed.stdout  # beside pytest-benchmark's own timing comparison
 

@@ -63,7 +63,7 @@ def test_clean_scripts_pass_every_cell_and_exit_0(python_run: SharedRun) -> None
 def test_unscale_removed_from_the_clip_mode_fails_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Clipping scaled gradients (no ``unscale_``): the clip cell is past the float64 bound, named, exit 1."""
     root = copy_scripts(tmp_path / "scripts")
-    plant(root, _SCALER, "                    for opt in opts:\n                        scaler.unscale_(opt)\n", "")
+    plant(root, _SCALER, "        for opt in loop.opts:\n            loop.scaler.unscale_(opt)\n", "")
     done, result = _run_tiny(tmp_path, monkeypatch, "--mode", "autocast_scaler,autocast_scaler_clip", scripts=root)
     assert done.returncode == ExitCode.FAILED, done.stdout + done.stderr
     verdicts = _verdicts(result)
@@ -75,10 +75,10 @@ def test_unscale_removed_from_the_clip_mode_fails_the_run(tmp_path: Path, monkey
 
 
 def test_another_growth_interval_fails_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A scaler built with growth_interval + 1 (in make_grad_scaler(), which every script that scales shares) doubles one step
+    """A scaler built with growth_interval + 1 (make_grad_scaler(), py_scripts/scaler.py, every scaling script's) doubles one step
     late: the oracle names step 3 and both values, exit 1."""
     root = copy_scripts(tmp_path / "scripts")
-    plant(root, "py_scripts/common.py", 'growth_interval=spec["growth_interval"]', 'growth_interval=spec["growth_interval"] + 1')
+    plant(root, "py_scripts/scaler.py", 'growth_interval=spec["growth_interval"]', 'growth_interval=spec["growth_interval"] + 1')
     done, result = _run_tiny(tmp_path, monkeypatch, "--mode", "autocast_scaler", scripts=root)
     assert done.returncode == ExitCode.FAILED, done.stdout + done.stderr
     scaler = _verdicts(result)[_SCALER_CELL]["scaler"]
@@ -138,8 +138,9 @@ def test_r_inject_overflow_writes_an_inf_into_the_gradient_in_place(availability
     code = (
         'source("r_scripts/cuda_amp_grad_scaler.R"); '
         "net <- torch::nn_sequential(torch::nn_linear(3, 3), torch::nn_relu(), torch::nn_linear(3, 2)); "
-        "net(torch::torch_ones(2, 3))$sum()$backward(); inject_overflow(net); "
-        "g <- as.matrix(linear_layers(net)[[1]]$weight$grad); "
+        "net(torch::torch_ones(2, 3))$sum()$backward(); "
+        'model_state$names <- c("layer0.weight", "layer0.bias", "layer1.weight", "layer1.bias"); inject_overflow(net); '
+        "g <- as.matrix(net$parameters[[1]]$grad); "
         'cat(sum(is.infinite(g)), is.infinite(g[1, 1]), sep = " ")'
     )
     done = subprocess.run(["Rscript", "-e", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
@@ -184,9 +185,9 @@ def test_natural_fp16_overflows_are_replayed_and_follow_the_rule(availability: A
 
 #: Where each scaler script decides which steps get the overflow the spec asks for: the plants make it ignore the spec.
 _IGNORED_INJECTION = {
-    "python": (_SCALER, 'overflow_steps = set(spec["overflow_steps"]) if use_scaler else set()', "overflow_steps: set[int] = set()"),
-    "r": ("r_scripts/cuda_amp_grad_scaler.R", "overflow_steps <- if (use_scaler) as.integer(unlist(spec$overflow_steps)) else integer()",
-          "overflow_steps <- integer()"),
+    "python": (_SCALER, 'inject = loop.use_scaler and step in loop.spec["overflow_steps"]', "inject = loop.use_scaler and step in []"),
+    "r": ("r_scripts/cuda_amp_grad_scaler.R", "inject <- loop$use_scaler && step %in% as.integer(unlist(loop$spec$overflow_steps))",
+          "inject <- loop$use_scaler && step %in% integer()"),
 }
 
 
@@ -216,7 +217,8 @@ def test_a_record_naming_another_optimizer_is_an_error(tmp_path: Path, monkeypat
     """A script whose record names plain SGD whatever the run spec's optimizer (as one that ignores the row would): its Adam
     cell is an ``error`` naming what the record says and what was asked, and the run exits 1."""
     root = copy_scripts(tmp_path / "scripts")
-    plant(root, "py_scripts/with_autocast.py", 'optimizer=spec["optimizer"]["name"]', 'optimizer="sgd"')
+    plant(root, "py_scripts/with_autocast.py", "    return finish_loop(loop, workload_start, SCRIPT)\n",
+          '    return finish_loop(loop, workload_start, SCRIPT) | {"optimizer": "sgd"}\n')
     done, result = _run_tiny(tmp_path, monkeypatch, "--mode", "default", "--optimizer", "adam", scripts=root)
     assert done.returncode == 1, done.stdout + done.stderr
     cells = {c["id"]: c for c in result["cells"]}

@@ -23,7 +23,7 @@ from tests.planting import copy_scripts, plant
 from tests.support import require_r_torch, run_cli
 
 #: The R learning rate times (1 + 1e-6): far inside every tolerance, yet not bitwise identical (tests/integration/test_planted.py).
-_DIVERGED = ("r_scripts/common.R", "  opt <- do.call(constructor, c(list(params), r$args))",
+_DIVERGED = ("r_scripts/optimizer.R", "  opt <- do.call(constructor, c(list(params), r$args))",
              "  r$args$lr <- r$args$lr * (1 + 1e-6)\n  opt <- do.call(constructor, c(list(params), r$args))")
 _QUICK = ("--preset", "tiny", "--mode", "default", "--optimizer", "sgd", "--frontend", "python,r")
 
@@ -59,10 +59,10 @@ def test_a_script_by_hand_tells_a_usage_error_from_a_bug(frontend: str, tmp_path
     assert refused.returncode == ExitCode.USAGE_ERROR, refused.stderr
     assert refused.stderr.strip().splitlines()[-1].startswith("error: argument --lr: must be a finite number")
     if frontend == "python":
-        plant(root, "py_scripts/with_autocast.py", "    properties = mode_properties(spec, mode)\n",
+        plant(root, "py_scripts/with_autocast.py", "    loop = start_loop(spec, mode, with_scaler=False)\n",
               '    raise RuntimeError("planted bug")\n')
     else:
-        plant(root, "r_scripts/with_autocast.R", "  properties <- mode_properties(spec, mode)\n", '  stop("planted bug")\n')
+        plant(root, "r_scripts/with_autocast.R", "  loop <- start_loop(spec, mode, with_scaler = FALSE)\n", '  stop("planted bug")\n')
     bug = _script(frontend, root, "--preset", "tiny", "--mode", "default", "--num-batches", "1", "--epochs", "1")
     assert bug.returncode == ExitCode.INTERNAL_ERROR, bug.stderr
     assert "planted bug" in bug.stderr.strip().splitlines()[-1]

@@ -67,7 +67,7 @@ def test_unchanged_features_are_identical_and_pass_their_own_check(
         assert cell.verdict is not None and cell.verdict.outcome == ("excused" if excused else "pass"), (cell.id, cell.verdict)
 
 
-#: R's make_scheduler() call of the row's function, where a plant changes one argument.
+#: R's make_scheduler() call of the row's function (r_scripts/features.R), where a plant changes one argument.
 _R_SCHEDULER = "do.call(binding_function(spec, r[[\"function\"]]), c(list(opt), args))"
 #: The iteration after which lr_reduce_on_plateau first reduces the lr in tiny with plain SGD (patience 2: iteration 3's
 #: loss is 3 % below the best, those of iterations 4 to 6 are not).
@@ -101,39 +101,40 @@ def test_the_amp_examples_loops_are_identical_or_a_proven_r_torch_bug(
 #: (file, the text as it is, the text planted, script, mode, feature, first differing (step, point), last identical (step, point)).
 DIVERGING: dict[str, tuple[str, str, str, str, str, str, tuple[int, str], tuple[int, str]]] = {
     # lr_step's gamma 0.7 -> 0.71 in R: the scheduler's first decay is its step after iteration 3 (step_size 4)
-    "r-scheduler-gamma": ("r_scripts/common.R", _R_SCHEDULER, _R_SCHEDULER.replace("args))", "modifyList(args, list(gamma = 0.71))))"),
+    "r-scheduler-gamma": ("r_scripts/features.R", _R_SCHEDULER, _R_SCHEDULER.replace("args))", "modifyList(args, list(gamma = 0.71))))"),
                           "with_autocast", "default", "lr_step", (3, "optim.lr.group0"), (3, "scheduler.last_epoch")),
     # lr_reduce_on_plateau's factor 0.5 -> 0.6 in R: the first reduction, after iteration PLATEAU, sets another lr
-    "r-plateau-factor": ("r_scripts/common.R", _R_SCHEDULER, _R_SCHEDULER.replace("args))", "modifyList(args, list(factor = 0.6))))"),
+    "r-plateau-factor": ("r_scripts/features.R", _R_SCHEDULER, _R_SCHEDULER.replace("args))", "modifyList(args, list(factor = 0.6))))"),
                          "with_autocast", "default", "lr_reduce_on_plateau", (PLATEAU, "optim.lr.group0"),
                          (PLATEAU, "scheduler.cooldown_counter")),
     # lr_multiplicative's declared decay 0.01 -> 0.011 in Python: the factor of the scheduler's first step differs
-    "python-multiplicative-decay": ("py_scripts/common.py", 'warmup, decay = declared["warmup"], declared["decay"]',
+    "python-multiplicative-decay": ("py_scripts/features.py", 'warmup, decay = declared["warmup"], declared["decay"]',
                                     'warmup, decay = declared["warmup"], declared["decay"] * 1.1',
                                     "with_autocast", "default", "lr_multiplicative", (0, "optim.lr.group0"),
                                     (0, "scheduler.last_epoch")),
     # lr_lambda's declared decay 0.1 -> 0.11 in R: factor(0) has no decay, factor(1) does, at the scheduler's first step
-    "r-lambda-decay": ("r_scripts/common.R", "decay <- declared$decay", "decay <- declared$decay * 1.1",
+    "r-lambda-decay": ("r_scripts/features.R", "decay <- declared$decay", "decay <- declared$decay * 1.1",
                        "with_autocast", "default", "lr_lambda", (0, "optim.lr.group0"), (0, "scheduler.last_epoch")),
     # every 2 -> 3 in Python: the first micro-batch's loss is divided by 3, not 2
-    "python-accumulation-off-by-one": ("py_scripts/cuda_amp_grad_scaler.py", 'every = accumulate["every"] if accumulate else 1',
-                                       'every = accumulate["every"] + 1 if accumulate else 1',
+    "python-accumulation-off-by-one": ("py_scripts/features.py", 'loss / loop.spec["feature"]["args"]["every"]',
+                                       'loss / (loop.spec["feature"]["args"]["every"] + 1)',
                                        "cuda_amp_grad_scaler", "autocast_scaler", "accumulate", (0, "loss.scaled"), (0, "loss")),
     # clip_value 0.002 -> 0.003 in R: the first clamp leaves layer0's largest gradients (0.0023) as they are
-    "r-clip-value": ("r_scripts/cuda_amp_grad_scaler.R", "clip_value = clip_value$clip_value)", "clip_value = clip_value$clip_value * 1.5)",
+    "r-clip-value": ("r_scripts/features.R", "clip_value = loop$spec$feature$args$clip_value)",
+                     "clip_value = loop$spec$feature$args$clip_value * 1.5)",
                      "cuda_amp_grad_scaler", "autocast_scaler", "clip_value", (0, "grad.clipped.layer0.weight"),
                      (0, "grad.unscaled.layer2.bias")),
     # clip_norm_inf's norm_type inf -> 2 in R: the first total norm is the 2-norm, not the largest element
-    "r-clip-norm-type": ("r_scripts/common.R", "if (clip_norm$inf_norm == 1) Inf else 2", "if (clip_norm$inf_norm == 1) 2 else 2",
+    "r-clip-norm-type": ("r_scripts/features.R", "if (clip_norm$inf_norm == 1) Inf else 2", "if (clip_norm$inf_norm == 1) 2 else 2",
                          "cuda_amp_grad_scaler", "autocast_scaler", "clip_norm_inf", (0, "clip.total_norm"),
                          (0, "grad.unscaled.layer2.bias")),
     # multi_optimizer's explicit new scale 2^20 -> 2^21 in Python: the update at step 14 sets another scale
-    "python-new-scale": ("py_scripts/cuda_amp_grad_scaler.py", 'scaler.update(float(multi["new_scale"]))',
-                         'scaler.update(float(multi["new_scale"]) * 2)', "cuda_amp_grad_scaler", "autocast_scaler",
+    "python-new-scale": ("py_scripts/features.py", 'loop.scaler.update(float(multi["new_scale"]))',
+                         'loop.scaler.update(float(multi["new_scale"]) * 2)', "cuda_amp_grad_scaler", "autocast_scaler",
                          "multi_optimizer", (14, "scaler.scale"), (14, "param.stepped.layer2.bias")),
     # the gradient penalty's weight 0.1 -> 0.15 in R: the penalized loss differs where the norm is added to it
-    "r-penalty-weight": ("r_scripts/cuda_amp_grad_scaler.R", "total <- loss + penalty$weight * gradient_norm(",
-                         "total <- loss + penalty$weight * 1.5 * gradient_norm(", "cuda_amp_grad_scaler", "autocast_scaler",
+    "r-penalty-weight": ("r_scripts/features.R", "total <- loss + loop$spec$feature$args$weight * gradient_norm(",
+                         "total <- loss + loop$spec$feature$args$weight * 1.5 * gradient_norm(", "cuda_amp_grad_scaler", "autocast_scaler",
                          "penalty", (0, "loss.scaled"), (0, "penalty.grad_norm")),
 }
 

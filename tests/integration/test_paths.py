@@ -23,7 +23,8 @@ def test_python_worker_runs_the_planted_copy(
     with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
         clean = runner.run(("default",), ("sgd",)).to_json()["cells"][0]["record"]["losses"]
     root = copy_scripts(tmp_path)
-    plant(root, "py_scripts/common.py", 'python["class"])(params, **args)', 'python["class"])(params, **(args | {"lr": 2 * args["lr"]}))')
+    plant(root, "py_scripts/optimizer.py", 'python["class"])(params, **args)',
+          'python["class"])(params, **(args | {"lr": 2 * args["lr"]}))')
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
     with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
         result = runner.run(("default",), ("sgd",)).to_json()

@@ -36,17 +36,17 @@ _PY_OPTIMIZER = 'python["class"])(params, **args)'
 #: (file, the line as it is, the line planted, the modes whose pairs it must break: a mode name runs in every script that
 #: declares it, so "default" is two pairs, with_autocast's and the scaler script's own).
 PLANTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
-    "r-lr-1e-6": ("r_scripts/common.R", _R_OPTIMIZER,
+    "r-lr-1e-6": ("r_scripts/optimizer.R", _R_OPTIMIZER,
                   "do.call(constructor, c(list(params), modifyList(r$args, list(lr = r$args$lr * (1 + 1e-6)))))", ("default",)),
-    "python-lr-1e-6": ("py_scripts/common.py", _PY_OPTIMIZER, 'python["class"])(params, **(args | {"lr": args["lr"] * (1 + 1e-6)}))',
+    "python-lr-1e-6": ("py_scripts/optimizer.py", _PY_OPTIMIZER, 'python["class"])(params, **(args | {"lr": args["lr"] * (1 + 1e-6)}))',
                        ("default",)),
     # optim_sgd(params, lr, momentum = 0, dampening = 0, weight_decay = 0, nesterov = FALSE) in R/optim-sgd.R
     "r-weight-decay-1e-4": (
-        "r_scripts/common.R", _R_OPTIMIZER, "do.call(constructor, c(list(params), modifyList(r$args, list(weight_decay = 1e-4))))",
+        "r_scripts/optimizer.R", _R_OPTIMIZER, "do.call(constructor, c(list(params), modifyList(r$args, list(weight_decay = 1e-4))))",
         ("autocast",),
     ),
     # nn_leaky_relu(negative_slope = 0.01, inplace = FALSE) in R/nn-activation.R
-    "r-leaky-relu": ("r_scripts/common.R", "torch::nn_relu()", "torch::nn_leaky_relu()", ("default", "autocast")),
+    "r-leaky-relu": ("r_scripts/models/mlp.R", "torch::nn_relu()", "torch::nn_leaky_relu()", ("default", "autocast")),
 }
 
 
@@ -87,7 +87,7 @@ def test_an_unchanged_copy_stays_identical(
     """The copy without a planted change is ``identical`` in the modes R runs on CPU without lifting a check (the scaler
     script's default among them: its scaler is disabled), and the low-precision-weights modes: no false alarm."""
     require_r_torch(availability)
-    modes = ("default", "autocast", "lowp_weights", "lowp_weights_scaled")
+    modes = SCRIPTS["with_autocast"].mode_names
     result = _run_copy(copy_scripts(tmp_path), tiny_spec, modes, availability, monkeypatch)
     verdicts = {p["pair"]: p["verdict"] for p in result["pairs"]}
     assert verdicts == {f"with_autocast-{m}-sgd-cpu": "identical" for m in modes} | {

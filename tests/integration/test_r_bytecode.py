@@ -19,9 +19,9 @@ from harness.run.frontends import open_worker
 from tests.planting import copy_scripts
 
 #: A script that says what the worker has loaded: whether functions nobody has called are byte code (so they were compiled
-#: ahead, not by the JIT at a first call), from itself, common.R, patches.R and the bridge, and what a copy planted in common.R;
+#: ahead, not by the JIT at a first call), from itself, record.R, patches.R and the bridge, and what a copy planted in record.R;
 #: and, as its top level saw them, source()'s `ofile` (what a script run cold finds itself by) and the condition under which
-#: the real scripts skip that cold start (common.R loaded).
+#: the real scripts skip that cold start (the shared files loaded).
 _PROBE = """
 ofile <- dynGet("ofile", ifnotfound = "none")
 cold_start_skipped <- exists("make_record", mode = "function")
@@ -37,6 +37,11 @@ run_workload <- function(spec, mode) {
   )
 }
 """
+
+
+#: The cache's entries after one call of the probe: the bridge, the shared files it loads and the probe script.
+SHARED_ENTRIES = ["_bridge", "checkpoint", "features", "loop", "model", "optimizer", "patches", "probe", "record", "run_spec",
+                  "scaler", "timing", "tracing"]
 
 
 @pytest.fixture
@@ -78,32 +83,32 @@ def _edit_keeping_mtime(path: Path, text: str) -> None:
 
 
 def test_a_second_worker_loads_every_file_compiled_from_the_cache(scripts: Path, tmp_path: Path) -> None:
-    """The first worker compiles the bridge, common.R, patches.R and the script into the cache; a second loads those
+    """The first worker compiles the bridge, the shared files and the script into the cache; a second loads those
     entries as they are (none rewritten), and in both every function is byte code before its first call. A script loaded
-    so has no source() around it (no `ofile`): the worker needs none, since common.R is loaded and the scripts skip their
-    cold start."""
+    so has no source() around it (no `ofile`): the worker needs none, since the shared files are loaded and the scripts
+    skip their cold start."""
     first = _call(scripts)
     assert first["compiled"] == [True, True, True, True]
     assert first["ofile"] == "none" and first["cold_start_skipped"] is True
     entries = _entries(tmp_path / "cache")
-    assert sorted(name.split("-")[0] for name in entries) == ["_bridge", "common", "patches", "probe"]
+    assert sorted(name.split("-")[0] for name in entries) == SHARED_ENTRIES
     second = _call(scripts)
     assert second["compiled"] == [True, True, True, True]
     assert _entries(tmp_path / "cache") == entries
 
 
 def test_a_changed_file_is_never_served_from_the_cache(scripts: Path, tmp_path: Path) -> None:
-    """An edit to common.R or to a script, its modification time put back, is loaded by the next worker: entries are found
+    """An edit to a shared file (record.R) or to a script, its modification time put back, is loaded by the next worker: entries are found
     by the file's content, and the old ones stay for the content they hold."""
     assert _call(scripts)["planted"] == "none"
-    with (scripts / "common.R").open() as handle:
+    with (scripts / "record.R").open() as handle:
         common = handle.read()
-    _edit_keeping_mtime(scripts / "common.R", common + '\nplanted_in_the_copy <- "two"\n')
+    _edit_keeping_mtime(scripts / "record.R", common + '\nplanted_in_the_copy <- "two"\n')
     _edit_keeping_mtime(scripts / "probe.R", _PROBE.replace("{version}", "two"))
     record = _call(scripts)
     assert record["planted"] == "two" and record["version"] == "two" and record["compiled"] == [True, True, True, True]
     stems = sorted(name.split("-")[0] for name in _entries(tmp_path / "cache"))
-    assert stems == ["_bridge", "common", "common", "patches", "probe", "probe"]
+    assert stems == sorted([*SHARED_ENTRIES, "probe", "record"])
 
 
 def test_a_corrupt_entry_is_compiled_again_and_the_cell_runs(scripts: Path, tmp_path: Path,
@@ -111,13 +116,13 @@ def test_a_corrupt_entry_is_compiled_again_and_the_cell_runs(scripts: Path, tmp_
     """An entry that cannot be read (here: cut short) costs one line on R's console, logged by the worker; the file is
     compiled again, the entry replaced, and the call answers as before."""
     _call(scripts)
-    (entry,) = (tmp_path / "cache").rglob("common-*.rds")
+    (entry,) = (tmp_path / "cache").rglob("record-*.rds")
     entry.write_bytes(entry.read_bytes()[:1000])
     with caplog.at_level(logging.WARNING, logger="harness.r"):
         record = _call(scripts)
     assert record["compiled"] == [True, True, True, True]
     notes = [r.getMessage() for r in caplog.records if r.name == "harness.r"]
-    assert notes == [f"R byte-code cache: {entry} is unreadable or not this file's; compiling common.R again."]
+    assert notes == [f"R byte-code cache: {entry} is unreadable or not this file's; compiling record.R again."]
     assert entry.stat().st_size > 1000
 
 

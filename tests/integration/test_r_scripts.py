@@ -25,8 +25,8 @@ def _rscript(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str
 
 
 def _r_value(expression: str) -> list[str]:
-    """Source common.R (no torch needed) and print an R character vector one element per line."""
-    done = _rscript("-e", f'source("r_scripts/common.R"); writeLines({expression})')
+    """Source the shared files (no torch needed) and print an R character vector one element per line."""
+    done = _rscript("-e", f'source("r_scripts/_bootstrap.R"); writeLines({expression})')
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 
@@ -66,11 +66,11 @@ def test_r_file_path_names_the_innermost_source_then_rscripts_file(tmp_path: Pat
 
 
 def test_a_copy_of_the_scripts_loads_its_own_shared_code(tmp_path: Path) -> None:
-    """A script of a copied r_scripts/, sourced from another folder, loads the copy's bootstrap, common.R and shell.R, not ours."""
+    """A script of a copied r_scripts/, sourced from another folder, loads the copy's bootstrap, shared files and shell.R, not ours."""
     from tests.planting import copy_scripts
 
     root = copy_scripts(tmp_path / "copy")
-    with (root / "r_scripts" / "common.R").open("a") as handle:
+    with (root / "r_scripts" / "record.R").open("a") as handle:
         handle.write("\nplanted_in_the_copy <- TRUE\n")
     done = subprocess.run(
         ["Rscript", "-e", f'e <- new.env(); source("{root}/r_scripts/cuda_amp_grad_scaler.R", local = e); '
@@ -105,7 +105,7 @@ def test_the_pair_names_itself_and_reads_its_modes_from_the_run_spec(stem: str) 
     )
     assert [json.loads(p) for p in properties] == list(SCRIPTS[stem].modes_json().values())
     other = next(m for pair in SCRIPTS.values() for m in pair.mode_names if m not in SCRIPTS[stem].mode_names)
-    done = _rscript("-e", f'options(cli.width = 10000L); source("r_scripts/common.R"); spec <- jsonlite::fromJSON({modes}); '
+    done = _rscript("-e", f'options(cli.width = 10000L); source("r_scripts/_bootstrap.R"); spec <- jsonlite::fromJSON({modes}); '
                           f'mode_properties(spec, "{other}")')
     names = [f'"{m}"' for m in SCRIPTS[stem].mode_names]  # cli's {.or}: "a", "b", or "c"
     listed = f"{', '.join(names[:-1])}, or {names[-1]}" if len(names) > 2 else " or ".join(names)
@@ -221,7 +221,7 @@ def test_pause_gc_collects_every_generation_when_the_run_spec_says_full() -> Non
 
 
 def _r_value_of(code: str) -> list[str]:
-    done = _rscript("-e", f'source("r_scripts/common.R"); {code}')
+    done = _rscript("-e", f'source("r_scripts/_bootstrap.R"); {code}')
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 
@@ -229,7 +229,7 @@ def _r_value_of(code: str) -> list[str]:
 #: Cycles of ``collect_ahead()`` and a loop's worth of counted collections (0 to gc_loop_room, in turn): 60 cycles make
 #: about 150 counted collections, seven of R's escalation periods.
 _COLLECTOR_PROGRAM = """
-source("r_scripts/common.R")
+source("r_scripts/_bootstrap.R")
 young_levels <- function(n) {
   report <- character()
   con <- textConnection("report", "w", local = TRUE)
@@ -261,7 +261,7 @@ cat(sprintf("loops %d escalated %d collections %g cycles %d room %d\\n", length(
 
 
 def test_the_collection_before_a_loop_leaves_the_loop_no_escalation() -> None:
-    """After ``collect_ahead()`` (common.R's ``pause_gc`` at ``bench``), a loop's worth of R's counted collections (up to
+    """After ``collect_ahead()`` (timing.R's ``pause_gc`` at ``bench``), a loop's worth of R's counted collections (up to
     ``gc_loop_room``) stays at level 0: R escalates every 21st counted collection to level 1 or 2 (0.09-0.1 s with R
     torch's objects alive), and a full collection does not reset its counters. Over seven escalation periods none lands in
     a loop; the young collections it makes to get there stay few (it does not collect ahead on every call)."""

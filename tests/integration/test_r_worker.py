@@ -183,7 +183,7 @@ def test_r_torchs_buffer_ignores_a_views_storage_offset(availability: Availabili
 
 
 def test_an_r_number_point_has_the_bytes_of_its_0d_tensor(availability: Availability) -> None:
-    """Issue 38: the trace writes an R number's bytes itself (``number_bytes(number_point(...))`` in common.R), where it
+    """Issue 38: the trace writes an R number's bytes itself (``number_bytes(number_point(...))`` in tracing.R), where it
     made a 0-d float64 or int64 tensor of it before: the same 8 bytes for every value, the edges included (a subnormal,
     the infinities, NaN, -0, counts across 2^31 and 2^32, negative ones), so no digest changed; and no warning."""
     from harness.files.paths import script_path
@@ -191,7 +191,7 @@ def test_an_r_number_point_has_the_bytes_of_its_0d_tensor(availability: Availabi
 
     require_r_torch(availability)
     code = (
-        f"e <- new.env(); sys.source({str(script_path('r', 'common'))!r}, envir = e); "
+        f"e <- new.env(); sys.source({str(script_path('r', 'tracing'))!r}, envir = e); "
         "bytes <- function(v, dtype) torch::buffer_from_torch_tensor(torch::torch_scalar_tensor(v, dtype = "
         "if (dtype == 'int64') torch::torch_int64() else torch::torch_float64())); "
         "ok <- c(vapply(c(0.1, -2.5, 1e-300, 5e-324, Inf, -Inf, NaN, 0, -0, 1/3), function(v) "

@@ -1,5 +1,6 @@
 """docs/development.md's recipes, followed: a new optimizer is a row, a new mode is a Mode, a new script pair is two files
-and one ScriptPair; each then runs in both languages, is judged on its own and in its pair, and shows in the views.
+and one ScriptPair, a new model is a row, a forward per language and its reference; each then runs in both languages,
+is judged on its own and in its pair, and shows in the views.
 
 Each test changes the harness's tables in this process only (``monkeypatch``): the workers build everything from the run
 spec (the optimizer's row, the script's modes), so nothing else needs to know. They need R torch: they skip with the
@@ -9,11 +10,15 @@ reason when it is absent and fail under ``AMP_PARITY_REQUIRE_R=1``.
 from __future__ import annotations
 
 import shutil
+import sys
+import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 from rich.console import Console
 
+from harness.contract.models import MODELS, Model, Parameter
 from harness.contract.modes import SCRIPTS, Mode, ScriptPair
 from harness.files.paths import SCRIPTS_ENV
 from harness.model.result import MatrixResult
@@ -119,3 +124,92 @@ def test_a_new_loop_feature_is_one_row(availability: Availability, tmp_path: Pat
     assert {c.id for c in result.cells} == {f"{script}-{mode}-sgd+lr_step_fast-{frontend}-cpu" for script, mode in
                                             FAST_STEP.covers[0].modes for frontend in ("python", "r")}
     assert "sgd+lr_step_fast" in _table(result)
+
+
+#: The model recipe's example: a toy second model, Linear, tanh, Linear (one row, one forward per language, its reference).
+TOY = Model(
+    "toy", "Linear, tanh, Linear: the model recipe's example", layers=lambda s: 2,
+    parameters=lambda s: (
+        Parameter("layer0.weight", (s.in_size, s.in_size), 0, s.in_size), Parameter("layer0.bias", (s.in_size,), 0, s.in_size),
+        Parameter("layer1.weight", (s.out_size, s.in_size), 1, s.in_size), Parameter("layer1.bias", (s.out_size,), 1, s.in_size),
+    ),
+    inputs=lambda s: (s.batch_size, s.in_size), targets=lambda s: (s.batch_size, s.out_size),
+    step_flops=lambda s: 2.0 * s.batch_size * s.in_size * (2 * s.in_size + 3 * s.out_size),
+)
+
+TOY_PY = '''"""The toy model's forward in PyTorch."""
+from typing import Any
+
+import torch
+
+from py_scripts.tracing import trace_point
+
+
+def build(spec: dict[str, Any]) -> torch.nn.Sequential:
+    return torch.nn.Sequential(torch.nn.Linear(spec["in_size"], spec["in_size"], device=spec["device"]), torch.nn.Tanh(),
+                               torch.nn.Linear(spec["in_size"], spec["out_size"], device=spec["device"]))
+
+
+def forward(net: torch.nn.Sequential, x: torch.Tensor, step: int, unused: int, custom: Any) -> torch.Tensor:
+    for k, module in enumerate(net):
+        x = module(x)
+        trace_point(step, f"forward.module{k}", x)
+    return x
+'''
+
+TOY_R = '''#' The toy model's forward in R torch.
+build <- function(spec) {
+  net <- torch::nn_sequential(torch::nn_linear(spec$in_size, spec$in_size), torch::nn_tanh(), torch::nn_linear(spec$in_size, spec$out_size))
+  net$to(device = spec$device)
+  net
+}
+
+forward <- function(net, x, step, unused, custom) {
+  for (k in seq_along(net$children)) {
+    x <- net$children[[k]](x)
+    trace_point(step, sprintf("forward.module%d", k - 1L), x)
+  }
+  x
+}
+'''
+
+
+def _toy_reference() -> types.ModuleType:
+    """The toy's float64 reference, by hand: its loss and gradients (harness/judge/models/<name>.py's interface)."""
+    module = types.ModuleType("harness.judge.models.toy")
+
+    def gradients(params: dict[str, np.ndarray], x: np.ndarray, target: np.ndarray, unused: int, every: int,
+                  second: float) -> tuple[float, dict[str, np.ndarray | None]]:
+        h = np.tanh(x @ params["layer0.weight"].T + params["layer0.bias"])
+        out = h @ params["layer1.weight"].T + params["layer1.bias"]
+        diff = out - target
+        grad = 2.0 * (diff / every + second * out) / diff.size
+        dz = (grad @ params["layer1.weight"]) * (1.0 - h * h)
+        return float(np.mean(diff * diff)), {"layer0.weight": dz.T @ x, "layer0.bias": dz.sum(axis=0),
+                                             "layer1.weight": grad.T @ h, "layer1.bias": grad.sum(axis=0)}
+
+    module.gradients = gradients  # type: ignore[attr-defined]
+    return module
+
+
+def test_a_new_model_is_one_row_and_a_forward_per_language(availability: Availability, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row, its forward in each language (in a copy of the scripts) and its float64 reference: both languages build it
+    from the run spec, train it from its own fixtures, pass their own check against its reference, pair bitwise
+    identical, and its cells carry its name; the MLP's ids are as they were."""
+    monkeypatch.setitem(MODELS, TOY.name, TOY)
+    monkeypatch.setitem(sys.modules, "harness.judge.models.toy", _toy_reference())
+    root = copy_scripts(tmp_path / "scripts")
+    (root / "py_scripts" / "models" / "toy.py").write_text(TOY_PY)
+    (root / "r_scripts" / "models" / "toy.R").write_text(TOY_R)
+    monkeypatch.setenv(SCRIPTS_ENV, str(root))
+    require_r_torch(availability)
+    spec = WorkloadSpec.from_preset("tiny", model="toy")
+    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path / "out") as runner:
+        result = runner.run(("default", "autocast"), ("sgd",), measure=False)
+    _assert_ran_and_passed(result, pairs=3)
+    assert {c.id for c in result.cells} == {f"{s}-{m}-sgd@toy-{f}-cpu" for s, m in (("with_autocast", "default"), (
+        "with_autocast", "autocast"), ("cuda_amp_grad_scaler", "default")) for f in ("python", "r")}
+    assert all(c.weights is not None and set(c.weights.tensors) == {p.name for p in spec.parameters} for c in result.cells)
+    assert result.pairs[0].details["trace"]["points"][0] > 0  # traced at the toy's own points
+    assert spec.digest() != WorkloadSpec.from_preset("tiny").digest() and "sgd@toy" in _table(result)

@@ -70,7 +70,7 @@ print(json.dumps({"version": RECORD_SCHEMA_VERSION, "kind": run_spec["record_fie
     fields = ", ".join(f"{name} = NULL" for name in found["run_spec"]["record_fields"]
                        if name not in ("frontend", "torch_version", "libtorch_version", "language_version", "clock",
                                        "schema_version", "seconds_workload", "recipe_steps"))
-    code = (f'source("r_scripts/common.R"); static_fields <- function() list(frontend = "r", torch_version = "0", '
+    code = (f'source("r_scripts/_bootstrap.R"); static_fields <- function() list(frontend = "r", torch_version = "0", '
             f'libtorch_version = NULL, language_version = "R", clock = "c"); '
             f'spec <- jsonlite::fromJSON({json.dumps(json.dumps(found["run_spec"]))}); '
             f'cat(record_to_json(make_record(spec, clock(), {fields}, recipe_steps = 3L)))')
@@ -101,7 +101,7 @@ print(json.dumps({"spec": run_spec["dtypes"]["int16"], "decoded": decode("int16"
     if shutil.which("Rscript") is None:
         pytest.skip("R is not installed here: R's dtype names are not checked")
     # dtype_name() reads as.character(dtype): libtorch's name, which a string stands in for here (no torch needed)
-    code = (f'source("r_scripts/common.R"); spec <- jsonlite::fromJSON({json.dumps(json.dumps(found["run_spec"]))}); '
+    code = (f'source("r_scripts/_bootstrap.R"); spec <- jsonlite::fromJSON({json.dumps(json.dumps(found["run_spec"]))}); '
             'cat(dtype_name("Short", spec))')
     done = subprocess.run(["Rscript", "-e", code], cwd=root, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout == "int16", done.stderr[-3000:]

@@ -85,8 +85,7 @@ def test_the_clip_pair_is_a_proven_known_difference(tmp_path: Path, monkeypatch:
 def test_a_clip_called_with_another_max_norm_is_diverged_at_its_own_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                           availability: Availability) -> None:
     """R's clip with max_norm * 1.001 (0.1 % on every clipped gradient) is diverged, naming clip.coef at step 0."""
-    planted = (SCALER_R, "clip_grad_norm(net$parameters, max_norm = spec$clip_max_norm)",
-               "clip_grad_norm(net$parameters, max_norm = spec$clip_max_norm * 1.001)")
+    planted = (SCALER_R, "max_norm = loop$spec$clip_max_norm)", "max_norm = loop$spec$clip_max_norm * 1.001)")
     result = _run(tmp_path, monkeypatch, availability, (CLIP,), ("sgd",), (planted,))
     pair = _pair(result, CLIP, "sgd")
     assert pair.verdict == "diverged", pair.explanation
@@ -102,7 +101,7 @@ def test_a_planted_optimizer_hyperparameter_is_diverged_at_the_optimizer_state(t
     """R's Adam with beta1 one part in 10^4 larger: diverged, naming the optimizer's own point where it begins (the first
     bias correction, 1 - beta1^step, the value R's step used), and its reconciled run (first-moment-lerp's switch on) still
     differs there."""
-    planted = ("r_scripts/common.R", "  opt <- do.call(constructor, c(list(params), r$args))",
+    planted = ("r_scripts/optimizer.R", "  opt <- do.call(constructor, c(list(params), r$args))",
                "  if (!is.null(r$args$betas)) r$args$betas[[1]] <- r$args$betas[[1]] * 1.0001\n"
                "  opt <- do.call(constructor, c(list(params), r$args))")
     result = _run(tmp_path, monkeypatch, availability, ("default",), ("adam",), (planted,))
@@ -136,7 +135,7 @@ def test_a_broad_entry_cannot_approve_a_planted_change(tmp_path: Path, monkeypat
     listed = tmp_path / "broad.toml"
     listed.write_text(BROAD % (", ".join(map(str, range(64))), MAX_DISTANCE))
     known = load_known_differences(listed)
-    planted = ("r_scripts/common.R", "  opt <- do.call(constructor, c(list(params), r$args))",
+    planted = ("r_scripts/optimizer.R", "  opt <- do.call(constructor, c(list(params), r$args))",
                "  r$args$lr <- r$args$lr * (1 + 1e-6)\n  opt <- do.call(constructor, c(list(params), r$args))")
     result = _run(tmp_path / "scripts", monkeypatch, availability, ("default",), ("sgd",), (planted,), known=known)
     pair = _pair(result, "default", "sgd")
@@ -186,11 +185,11 @@ def test_the_same_verdicts_whatever_the_order_and_the_slices(tmp_path: Path, mon
 
 #: Issue 37 (1): the final weights scaled after the loop, where no traced point sees them: only the records show it.
 _AFTER_LOOP = {
-    "r": ("r_scripts/with_autocast.R", "  save_final_weights(net, spec$weights_out)\n",
-          "  torch::with_no_grad(for (p in net$parameters) p$mul_(1.0001))\n  save_final_weights(net, spec$weights_out)\n"),
-    "python": ("py_scripts/with_autocast.py", '    save_final_weights(net, spec["weights_out"])\n',
-               '    torch.no_grad()(lambda: [p.mul_(1.0001) for p in net.parameters()])()\n'
-               '    save_final_weights(net, spec["weights_out"])\n'),
+    "r": ("r_scripts/with_autocast.R", "  run_epochs(loop, train_step)\n",
+          "  run_epochs(loop, train_step)\n  torch::with_no_grad(for (p in loop$net$parameters) p$mul_(1.0001))\n"),
+    "python": ("py_scripts/with_autocast.py", '    run_epochs(loop, train_step)\n',
+               '    run_epochs(loop, train_step)\n'
+               '    torch.no_grad()(lambda: [p.mul_(1.0001) for p in loop.net.parameters()])()\n'),
 }
 
 
@@ -211,8 +210,8 @@ def test_a_change_the_trace_cannot_see_is_diverged_behind_an_entry(
 
 #: Issue 37 (3): GradScaler's backoff factor halved in one language's copy.
 _HALVED_BACKOFF = {
-    "r": ("r_scripts/common.R", "backoff_factor = spec$backoff_factor,", "backoff_factor = spec$backoff_factor / 2,"),
-    "python": ("py_scripts/common.py", 'backoff_factor=spec["backoff_factor"],', 'backoff_factor=spec["backoff_factor"] / 2,'),
+    "r": ("r_scripts/scaler.R", "backoff_factor = spec$backoff_factor,", "backoff_factor = spec$backoff_factor / 2,"),
+    "python": ("py_scripts/scaler.py", 'backoff_factor=spec["backoff_factor"],', 'backoff_factor=spec["backoff_factor"] / 2,'),
 }
 
 

@@ -89,8 +89,8 @@ def test_a_checkpoint_step_off_by_one_in_one_language_is_diverged_where_it_begin
     at the step count read back."""
     require_r_torch(availability)
     copy_scripts(tmp_path)
-    plant(tmp_path, "py_scripts/cuda_amp_grad_scaler.py", "save_checkpoint(spec, prefix, step + 1, net, opts[0], scheduler, scaler)",
-          "save_checkpoint(spec, prefix, step + 2, net, opts[0], scheduler, scaler)")
+    plant(tmp_path, "py_scripts/features.py", "save_checkpoint(loop.spec, prefix, step + 1, loop.net,",
+          "save_checkpoint(loop.spec, prefix, step + 2, loop.net,")
     monkeypatch.setenv(SCRIPTS_ENV, str(tmp_path))
     with MatrixRunner(tiny_spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path) as runner:
         result = runner.run((MODE,), (OPTIMIZER,), measure=False, features=("resume",))

@@ -50,7 +50,7 @@ def test_python_only_result_has_every_cell_and_field(tiny_spec: WorkloadSpec, av
     assert all(c.status is Status.OK for c in result.cells)
     assert result.to_json()["schema_version"] == RESULT_SCHEMA_VERSION == 10 and result.spec == tiny_spec
     assert result.provenance.source == "checkout" and result.provenance.harness_version == harness.__version__
-    assert "r_scripts/common.R" in result.provenance.files and "harness/judge/known_differences.toml" in result.provenance.files
+    assert "r_scripts/loop.R" in result.provenance.files and "harness/judge/known_differences.toml" in result.provenance.files
     assert all(c.weights is not None and set(c.weights.tensors) == {f"layer{k}.{p}" for k in range(3) for p in ("weight", "bias")}
                for c in result.cells)  # kept while the files were there
     assert result.protocol == protocol
@@ -283,7 +283,7 @@ def test_an_r_cell_whose_weights_hit_a_full_disk_is_an_error_in_one_line(
 
     require_r_torch(availability)
     root = copy_scripts(tmp_path / "scripts")  # the disk fills up as safetensors writes: writeBin warns, as R does then
-    plant(root, "r_scripts/common.R", "safetensors::safe_save_file(tensors, path)",
+    plant(root, "r_scripts/record.R", "safetensors::safe_save_file(tensors, path)",
           '{ safetensors::safe_save_file(tensors, path); warning("problem writing to connection") }')
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
     cell = Cell("r", "with_autocast", "default", "sgd", "cpu")
@@ -329,7 +329,7 @@ def test_an_ok_record_with_unreadable_weights_is_an_error_cell_and_the_matrix_fi
     from tests.planting import copy_scripts, plant
 
     root = copy_scripts(tmp_path / "scripts")
-    plant(root, "py_scripts/common.py", "    save_file(tensors, path)\n",
+    plant(root, "py_scripts/record.py", "    save_file(tensors, path)\n",
           '    save_file(tensors, path)\n    if "-default-" in str(path):\n        Path(path).write_bytes(b"not safetensors")\n')
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
     with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:

@@ -110,7 +110,7 @@ def test_debug_shows_the_traceback_and_still_ends_in_the_error_line(frontend: st
 
 
 def test_a_script_run_from_another_folder_finds_its_shared_code(frontend: str, tmp_path: Path) -> None:
-    """Run by its full path from an unrelated folder, a script loads its shared code (R: _bootstrap.R, common.R, shell.R) and runs."""
+    """Run by its full path from an unrelated folder, a script loads its shared code (R: _bootstrap.R, shared files, shell.R) and runs."""
     weights = tmp_path / "w.safetensors"
     done = _shell(frontend, "--mode", "default", *_TINY, "--weights-out", str(weights), cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from harness.cli.outcome import exit_status
-from harness.contract.modes import all_mode_names
+from harness.contract.modes import SCRIPTS, all_mode_names
 from harness.files.paths import SCRIPTS_ENV
 from harness.model.pair_trace import PairTrace
 from harness.model.result import CellResult, MatrixResult
@@ -42,8 +42,8 @@ from tests.planting import copy_scripts, plant
 from tests.support import require_r_torch
 
 SCALER_R = "r_scripts/cuda_amp_grad_scaler.R"
-#: The R pieces every script shares: the gradient scaler (and its CPU lift) and the clip coefficient live here.
-COMMON_R = "r_scripts/common.R"
+#: The R scaler every script that scales shares (and its CPU lift).
+SHARED_SCALER_R = "r_scripts/scaler.R"
 
 Plant = tuple[str, str, str]
 
@@ -62,7 +62,7 @@ def _run(root: Path, spec: WorkloadSpec, modes: tuple[str, ...], availability: A
 
 def _script(mode: str) -> str:
     """The script these tests mean by a mode name: with_autocast's ``default``, and the one script of each other mode."""
-    return "with_autocast" if mode in ("default", "autocast", "lowp_weights", "lowp_weights_scaled") else "cuda_amp_grad_scaler"
+    return "with_autocast" if mode in SCRIPTS["with_autocast"].mode_names else "cuda_amp_grad_scaler"
 
 
 def _pair(result: MatrixResult, mode: str, script: str | None = None) -> PairVerdict:
@@ -91,17 +91,17 @@ SHORTER = {"epochs": 1, "num_batches": 3, "overflow_steps": ()}  # 3 steps: the 
 #: (file, the text as it is, the text planted, mode, first differing (step, point), last identical (step, point)).
 DIVERGING: dict[str, tuple[str, str, str, str, tuple[int, str], tuple[int, str]]] = {
     # nn_leaky_relu(negative_slope = 0.01, inplace = FALSE) in R/nn-activation.R
-    "r-forward-leaky-relu": ("r_scripts/common.R", "torch::nn_relu()", "torch::nn_leaky_relu()", "default",
+    "r-forward-leaky-relu": ("r_scripts/models/mlp.R", "torch::nn_relu()", "torch::nn_leaky_relu()", "default",
                              (0, "forward.relu0"), (0, "forward.layer0")),
     # a sum is 4096 times the mean at tiny (32 x 128): R's loss reaches inf at step 3, so this one runs 3 steps (SHORTER)
-    "r-loss-sum": ("r_scripts/with_autocast.R", "nn_mse_loss()", 'nn_mse_loss(reduction = "sum")', "autocast",
+    "r-loss-sum": ("r_scripts/loop.R", "nn_mse_loss()", 'nn_mse_loss(reduction = "sum")', "autocast",
                    (0, "loss"), (0, "forward.layer2")),
-    # make_optimizer() in py_scripts/common.py builds every script's optimizer from the run spec's row
-    "python-lr-1e-6": ("py_scripts/common.py", 'python["class"])(params, **args)',
+    # make_optimizer() in py_scripts/optimizer.py builds every script's optimizer from the run spec's row
+    "python-lr-1e-6": ("py_scripts/optimizer.py", 'python["class"])(params, **args)',
                        'python["class"])(params, **(args | {"lr": args["lr"] * (1 + 1e-6)}))', "default",
                        (0, "param.stepped.layer0.weight"), (0, "grad.backward.layer2.bias")),
     # tiny: growth_interval 4, so the scale first grows in update() of step 3 (65536 -> 131072, r 196608)
-    "r-growth-factor-1.5x": (COMMON_R, "growth_factor = spec$growth_factor,", "growth_factor = spec$growth_factor * 1.5,",
+    "r-growth-factor-1.5x": (SHARED_SCALER_R, "growth_factor = spec$growth_factor,", "growth_factor = spec$growth_factor * 1.5,",
                              "autocast_scaler", (3, "scaler.scale"), (3, "param.stepped.layer2.bias")),
 }
 
@@ -142,9 +142,9 @@ def test_a_look_alike_of_the_known_difference_is_diverged(
     """R's clip norm times 1.001 first differs where the known difference does, but by more than its 1 ULP: ``diverged``."""
     require_r_torch(availability)
     # both the clip call and the traced coefficient read spec$clip_max_norm: one line changes both
-    use_clip = "  use_clip <- isTRUE(properties$clip)\n"
-    planted = use_clip + "  spec$clip_max_norm <- spec$clip_max_norm * 1.001\n"
-    result = _run(tmp_path, tiny_spec, ("autocast_scaler_clip",), availability, monkeypatch, ((SCALER_R, use_clip, planted),))
+    start = "  loop <- start_loop(spec, mode, with_scaler = TRUE)\n"
+    planted = "  spec$clip_max_norm <- spec$clip_max_norm * 1.001\n" + start
+    result = _run(tmp_path, tiny_spec, ("autocast_scaler_clip",), availability, monkeypatch, ((SCALER_R, start, planted),))
     pair = _pair(result, "autocast_scaler_clip")
     explanation = "\n".join(pair.explanation)
     assert pair.verdict == "diverged", explanation
@@ -212,12 +212,12 @@ def test_a_stale_known_difference_fails(
     The copy patches R's clip itself, as the entry's switch does, without saying so (its record lists no switch): the
     record check cannot see that, but the trace can, and the entry then describes nothing."""
     require_r_torch(availability)
-    cheat = ('  clip_grad_norm <- binding_function(spec, "nn_utils_clip_grad_norm_")\n'
-             '  clip_grad_norm <- tryCatch(patched_function(clip_grad_norm, list(list(id = "cheat", kind = "switch", '
+    cheat = ('  loop$clip_grad_norm <- binding_function(spec, "nn_utils_clip_grad_norm_")\n'
+             '  loop$clip_grad_norm <- tryCatch(patched_function(loop$clip_grad_norm, list(list(id = "cheat", kind = "switch", '
              'target = "nn_utils_clip_grad_norm_", old = "clip_coef <- max_norm/(total_norm + 1e-06)", '
              'new = "clip_coef <- (total_norm + 1e-06)$reciprocal() * max_norm")), "nn_utils_clip_grad_norm_"), '
-             'error = function(err) clip_grad_norm)\n')
-    plants = ((SCALER_R, '  clip_grad_norm <- binding_function(spec, "nn_utils_clip_grad_norm_")\n', cheat),)
+             'error = function(err) loop$clip_grad_norm)\n')
+    plants = (("r_scripts/loop.R", '  loop$clip_grad_norm <- binding_function(spec, "nn_utils_clip_grad_norm_")\n', cheat),)
     result = _run(tmp_path, tiny_spec, ("autocast_scaler_clip",), availability, monkeypatch, plants)
     pair = _pair(result, "autocast_scaler_clip")
     assert pair.verdict == "stale_known_difference", pair.explanation
@@ -260,7 +260,7 @@ def test_an_inf_after_unscale_is_seen_by_r_only(
 def refused_lift(tmp_path_factory: pytest.TempPathFactory, tiny_spec: WorkloadSpec, availability: Availability) -> Iterator[MatrixResult]:
     """The scaler pair from a copy whose ``expected_scale_method`` no longer matches R torch's (its first line changed)."""
     require_r_torch(availability)
-    edit = (COMMON_R, '  "function (outputs) ",', '  "function (outputs, extra) ",')
+    edit = (SHARED_SCALER_R, '  "function (outputs) ",', '  "function (outputs, extra) ",')
     with pytest.MonkeyPatch.context() as monkeypatch:
         yield _run(tmp_path_factory.mktemp("refused"), tiny_spec, ("autocast_scaler",), availability, monkeypatch, (edit,))
 
@@ -272,7 +272,7 @@ def test_the_lift_is_refused_when_r_torchs_method_differs(refused_lift: MatrixRe
     assert r.status.value == "unsupported"
     reason = " ".join((r.reason or "").split())
     assert "its `scale()` method differs from the one the lift was written for (line 1: \"function (outputs) \")" in reason
-    assert "update `expected_scale_method` in r_scripts/common.R" in reason
+    assert "update `expected_scale_method` in r_scripts/scaler.R" in reason
     assert _pair(refused_lift, "autocast_scaler").verdict == "unsupported"
 
 

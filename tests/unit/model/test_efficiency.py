@@ -30,7 +30,7 @@ def test_step_flops_match_torch_flop_counter(overrides: dict[str, int]) -> None:
     """One training step of the recipe's MLP, counted by torch.utils.flop_counter, equals the spec's count."""
     spec = WorkloadSpec.from_preset("tiny", **overrides)
     layers: list[torch.nn.Module] = []
-    for k, (out_features, in_features) in enumerate(spec.layer_shapes):
+    for k, (out_features, in_features) in enumerate(p.shape for p in spec.parameters if p.name.endswith(".weight")):
         layers.append(torch.nn.Linear(in_features, out_features))
         if k < spec.num_layers - 1:
             layers.append(torch.nn.ReLU())

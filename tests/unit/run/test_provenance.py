@@ -30,10 +30,12 @@ def test_every_script_file_is_digested_and_a_new_shared_file_is_covered(tmp_path
 
 
 def test_the_checkouts_scripts_are_all_digested() -> None:
-    """Every R file and every Python script of the checkout is in the digests."""
+    """Every R file and every Python script of the checkout is in the digests, each model's forward among them."""
     digests = file_digests(REPO_ROOT, SCRIPT_FOLDERS)
-    expected = {p.relative_to(REPO_ROOT).as_posix() for folder in SCRIPT_FOLDERS for p in (REPO_ROOT / folder).iterdir() if p.is_file()}
-    assert set(digests) == expected and "r_scripts/_bridge.R" in digests and "py_scripts/common.py" in digests
+    expected = {p.relative_to(REPO_ROOT).as_posix() for folder in SCRIPT_FOLDERS for p in (REPO_ROOT / folder).rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts}
+    assert set(digests) == expected and "r_scripts/_bridge.R" in digests and "py_scripts/loop.py" in digests
+    assert {"py_scripts/models/mlp.py", "r_scripts/models/mlp.R"} <= set(digests)
 
 
 def test_the_harness_data_files_are_digested_and_caches_are_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,12 +15,18 @@ from harness.contract.modes import SCRIPTS
 from harness.files.paths import REPO_ROOT, script_path
 
 R_FILES = sorted((REPO_ROOT / "r_scripts").glob("*.R"))
-#: Files that are not scripts but twins of each other: the workload's pieces and the shell mode.
-#: Shared by every script, in both languages: the common code, the patches of the bindings' functions (switches and
-#: trace points: Python swaps module functions, R rewrites function bodies; harness/workload/patches.toml says what each
-#: does) and the shell mode.
-SHARED_PAIRS = {"common", "patches", "shell"}
-#: Twins that are not training scripts: each runs on its own (no common.R, no run spec), given its input by the harness.
+#: Files that are not scripts but twins of each other, shared by every script in both languages and split by job: what a
+#: script reads of its run spec, the model, the optimizer, the scaler, the loop features' hooks, the checkpoint, the
+#: training loop's frame, the trace, the clock and collector, the record, the patches of the bindings' functions (switches
+#: and trace points: Python swaps module functions, R rewrites function bodies; harness/workload/patches.toml says what
+#: each does) and the shell mode.
+SHARED_PAIRS = {"run_spec", "model", "optimizer", "scaler", "features", "checkpoint", "loop", "tracing", "timing", "record",
+                "patches", "shell"}
+#: No file of the scripts is longer than this, nor a ``run_workload`` longer than RUN_WORKLOAD_LINES (issue 45: files
+#: that grew by accretion are split by job).
+MAX_FILE_LINES = 400
+RUN_WORKLOAD_LINES = 80
+#: Twins that are not training scripts: each runs on its own (none of the shared files, no run spec), given its input by the harness.
 #: nn_init: every nn_init case (harness/contract/nn_init.py), run by ``python -m harness inits``.
 TOOL_PAIRS = {"nn_init"}
 #: What a tool's Python twin defines that R does not: nn_init's switches, which compute a case as R torch does (the proofs
@@ -31,12 +37,12 @@ PY_ONLY_TOOL_NAMES = {"nn_init": {"orthogonal_in_float32", "trunc_normal_by_inve
 #: scripts' bootstrap (Python finds its modules by import).
 R_ONLY_FILES = {"_bridge", "_bytecode", "_bootstrap"}
 #: What R defines that its Python twin does not, because R lacks it: its reason is where each is defined.
-#: R torch's scaler refuses CPU tensors, so common.R alone holds the lift of that one check (shared by every script that
+#: R torch's scaler refuses CPU tensors, so scaler.R alone holds the lift of that one check (shared by every script that
 #: scales; PyTorch's scaler takes CPU tensors itself).
 R_LIFT_HELPERS = {"cuda_only_check", "expected_scale_method", "scaler_takes_cpu_tensors", "scaler_facts", "lift_cuda_only_check",
                   "drop_statement", "lifted_check_name"}
 #: R's collector escalates by counters a full collection does not reset, and cannot be switched off inside the loop as
-#: Python's is (``pause_gc``): common.R alone takes a due escalation before the loop.
+#: Python's is (``pause_gc``): timing.R alone takes a due escalation before the loop.
 R_COLLECTOR_HELPERS = {"gc_counters", "collect_ahead", "gc_reported", "gc_counter_period", "gc_loop_room"}
 R_ONLY_NAMES = {
     # use_trace_names: R names a point inside an optimizer's step by its index in the optimizer's groups, so with two
@@ -44,9 +50,16 @@ R_ONLY_NAMES = {
     # traced_parameters: the parameters make_optimizer() kept for the trace (R reads them in R code, issue 38).
     # number_point, number_bytes: an R number's bytes written by the sink, not by a 0-d tensor (issue 38); Python's points
     # take a Python number as it is.
-    "common": {"clock_source", "abort_cli", "require_r_torch", "libtorch_version", "use_trace_names", "traced_parameters",
-               "number_point", "number_bytes",
-               "json_value", "json_string", "record_keys_json", "exact_json_numbers", *R_LIFT_HELPERS, *R_COLLECTOR_HELPERS},
+    # abort_cli, require_r_torch: R signals cli-formatted conditions and checks R torch is there (Python raises, imports).
+    "run_spec": {"abort_cli", "require_r_torch"},
+    # model_files, model_functions: each model's file sourced once into an environment of its own (Python imports it).
+    "model": {"model_files", "model_functions"},
+    "tracing": {"use_trace_names", "traced_parameters", "number_point", "number_bytes"},
+    "timing": {"clock_source", *R_COLLECTOR_HELPERS},
+    # libtorch_version: read from R torch's namespace (Python's torch says it); R writes its record's JSON itself.
+    "record": {"libtorch_version", "json_value", "json_string", "record_keys_json", "exact_json_numbers"},
+    "scaler": R_LIFT_HELPERS,
+    "optimizer": set(), "features": set(), "checkpoint": set(), "loop": set(),
     # Python's main_cli calls the harness in-process (parse_shell_args, prepare_shell_run_spec, exit_with_error).
     # shell_exit_status: the statuses R ends with before the harness hands them over (Python imports the enum).
     "shell": {"%||%", "amp_parity_r_dir", "shell_exit_status", "prepare_shell_run", "python_library_path", "print_traceback",
@@ -65,7 +78,7 @@ R_ONLY_NAMES = {
 }
 #: What Python defines that R does not: the context manager that swaps PyTorch's module functions for the run, and its
 #: statement normaliser (R compares deparsed code instead).
-PY_ONLY_NAMES: dict[str, set[str]] = {"common": set(), "shell": set(), "patches": {"binding_patches", "statement"}}
+PY_ONLY_NAMES: dict[str, set[str]] = {stem: set() for stem in SHARED_PAIRS} | {"patches": {"binding_patches", "statement"}}
 
 
 def test_every_python_script_has_its_r_partner() -> None:
@@ -100,15 +113,15 @@ def _r_names(stem: str) -> list[str]:
 
 @pytest.mark.parametrize("stem", sorted(SHARED_PAIRS))
 def test_the_shared_files_define_the_same_names_in_the_same_order(stem: str) -> None:
-    """common.R and shell.R define what common.py and shell.py define, in the same order; R's extras are the declared R-only ones."""
+    """Each shared R file defines what its Python twin defines, in the same order; R's extras are the declared R-only ones."""
     py, r = _py_names(stem), _r_names(stem)
     assert [name for name in r if name not in R_ONLY_NAMES[stem]] == [name for name in py if name not in PY_ONLY_NAMES[stem]]
     assert set(R_ONLY_NAMES[stem]) <= set(r) and set(PY_ONLY_NAMES[stem]) <= set(py)
-    if stem == "common":  # shell.R says once, at its top, that all but main_cli() are R-only
+    if stem not in ("shell", "patches"):  # shell.R says once, at its top, that all but main_cli() are R-only; patches.R too
         text = script_path("r", stem).read_text()
         for name in R_ONLY_NAMES[stem]:
             doc = text.split(f"\n{name} <- ")[0].rsplit("\n\n", 1)[-1]  # the roxygen block above the definition
-            assert doc.startswith("#' R-only"), f"{name} in common.R does not say why it is R-only"
+            assert doc.startswith("#' R-only"), f"{name} in {stem}.R does not say why it is R-only"
 
 
 @pytest.mark.parametrize("stem", sorted(TOOL_PAIRS))
@@ -119,19 +132,55 @@ def test_the_tool_twins_define_the_same_names_in_the_same_order(stem: str) -> No
 
 
 def test_only_the_bootstrap_and_the_bridge_load_the_shared_code() -> None:
-    """Each script sources _bootstrap.R and nothing else; _bootstrap.R loads common.R, patches.R and shell.R, _bridge.R
-    _bytecode.R (when sourced by hand) and then common.R and patches.R byte-compiled (the shell mode is not the bridge's)."""
+    """Each script sources _bootstrap.R and nothing else; _bootstrap.R loads the shared files and shell.R, _bridge.R
+    _bytecode.R (when sourced by hand) and then the same shared files, in the same order, byte-compiled (the shell mode is
+    not the bridge's); no shared file sources another (a model's file is loaded by model.R)."""
     def sourced_files(text: str) -> list[str]:  # the first quoted file name in each source(...) call, comments left out
         text = re.sub(r"(?m)^\s*#.*$", "", text)
         windows = (text[call.end():call.end() + 200] for call in re.finditer(r"\bsource(?:_compiled)?\(", text))
         return [m.group(1) for window in windows if (m := re.search(r'"(\w+\.R)"', window))]
 
+    def listed(stem: str) -> list[str]:  # the files a `for (part in c(...))` loads
+        text = script_path("r", stem).read_text()
+        return re.findall(r'"(\w+\.R)"', text[text.index("for (part in c("):].split(")) {")[0])
+
     sourced = {p.stem: sourced_files(p.read_text()) for p in R_FILES}
     for stem in SCRIPTS:
         assert sourced[stem] == ["_bootstrap.R"], sourced[stem]
-    assert re.findall(r'"(\w+\.R)"', script_path("r", "_bootstrap").read_text()) == ["common.R", "patches.R", "shell.R"]
-    assert sourced["_bridge"] == ["_bytecode.R", "common.R", "patches.R"]
-    assert sourced["common"] == sourced["shell"] == sourced["patches"] == sourced["_bytecode"] == []
+    shared = [f"{stem}.R" for stem in SHARED_PAIRS - {"shell"}]
+    assert sorted(listed("_bootstrap")) == sorted([*shared, "shell.R"]) and listed("_bootstrap")[-1] == "shell.R"
+    assert listed("_bridge") == listed("_bootstrap")[:-1]
+    assert sourced["_bridge"] == ["_bytecode.R"]
+    assert all(sourced[stem] == [] for stem in SHARED_PAIRS | {"_bytecode"})
+
+
+def test_no_script_file_is_long() -> None:
+    """Every file of py_scripts/ and r_scripts/ (models included) is at most MAX_FILE_LINES lines, and each script's
+    run_workload at most RUN_WORKLOAD_LINES, in both languages."""
+    files = [*(REPO_ROOT / "py_scripts").rglob("*.py"), *(REPO_ROOT / "r_scripts").rglob("*.R")]
+    long = {str(p.relative_to(REPO_ROOT)): n for p in files if (n := len(p.read_text().splitlines())) > MAX_FILE_LINES}
+    assert not long, long
+    for stem in SCRIPTS:
+        py = ast.parse(script_path("python", stem).read_text())
+        (function,) = (node for node in py.body if isinstance(node, ast.FunctionDef) and node.name == "run_workload")
+        assert function.end_lineno is not None and function.end_lineno - function.lineno + 1 <= RUN_WORKLOAD_LINES, stem
+        r = script_path("r", stem).read_text().split("\nrun_workload <- function(")[1]
+        assert r[:r.index("\n}\n")].count("\n") + 2 <= RUN_WORKLOAD_LINES, stem
+
+
+def test_each_model_has_its_forward_in_both_languages() -> None:
+    """Each model of harness/contract/models.py has a module of py_scripts/models/ and a file of r_scripts/models/ that
+    define its build and forward, and no other file is there."""
+    from harness.contract.models import MODELS
+
+    py = {p.stem for p in (REPO_ROOT / "py_scripts" / "models").glob("*.py") if p.stem != "__init__"}
+    r = {p.stem for p in (REPO_ROOT / "r_scripts" / "models").glob("*.R")}
+    assert py == r == set(MODELS)
+    for name in MODELS:
+        tree = ast.parse((REPO_ROOT / "py_scripts" / "models" / f"{name}.py").read_text())
+        assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)] == ["build", "forward"]
+        text = (REPO_ROOT / "r_scripts" / "models" / f"{name}.R").read_text()
+        assert re.findall(r"^(\w+) <- ", text, re.M) == ["build", "forward"]
 
 
 def _code_lines(path: Path) -> list[str]:
@@ -154,15 +203,14 @@ def test_r_files_find_themselves_in_one_place() -> None:
     assert not [p.name for p in R_FILES if any("sys.frames" in line or "sys.frame(" in line for line in _code_lines(p))]
 
 
-@pytest.mark.parametrize("stem", list(SCRIPTS))
-def test_the_pair_builds_records_with_the_same_field_names(stem: str) -> None:
-    """The names each script passes to make_record are the same in both languages."""
+def test_the_loop_builds_records_with_the_same_field_names() -> None:
+    """The names the loop's frame passes to make_record (for every script: finish_loop) are the same in both languages."""
     def names(text: str, call: str) -> set[str]:
         body = text[text.index(call):]
         return set(re.findall(r"(\w+)\s*=(?!=)", body[: body.index("\n    )") if "\n    )" in body else len(body)]))
 
-    py = names(script_path("python", stem).read_text(), "make_record(")
-    r = names(script_path("r", stem).read_text(), "make_record(")
+    py = names(script_path("python", "loop").read_text(), "make_record(")
+    r = names(script_path("r", "loop").read_text(), "make_record(")
     assert py == r and {"losses", "loss_scale", "skipped", "output_dtype"} <= py
 
 
@@ -188,32 +236,32 @@ def test_each_script_pair_defines_the_same_names_and_names_itself(stem: str) -> 
         assert not re.search(r"(?m)^(MODES|modes) (=|<-)", script_path(lang, stem).read_text()), f"{stem} ({lang}) lists its modes"
 
 
-def test_the_scaler_lift_lives_in_common_r_only() -> None:
-    """The lift of R torch's CUDA-only check is defined once, in common.R (make_grad_scaler() uses it), and in no script."""
-    common = _r_names("common")
-    assert R_LIFT_HELPERS <= set(common) and common.index("make_grad_scaler") < min(common.index(n) for n in R_LIFT_HELPERS)
+def test_the_scaler_lift_lives_in_scaler_r_only() -> None:
+    """The lift of R torch's CUDA-only check is defined once, in scaler.R (make_grad_scaler() uses it), and in no script."""
+    scaler = _r_names("scaler")
+    assert R_LIFT_HELPERS <= set(scaler) and scaler.index("make_grad_scaler") < min(scaler.index(n) for n in R_LIFT_HELPERS)
     for stem in SCRIPTS:
         assert not R_LIFT_HELPERS & set(_r_names(stem)), stem
-    assert "lift_cuda_only_check(scaler)" in script_path("r", "common").read_text().split("\nmake_grad_scaler <- ")[1].split("\n}\n")[0]
+    assert "lift_cuda_only_check(scaler)" in script_path("r", "scaler").read_text().split("\nmake_grad_scaler <- ")[1].split("\n}\n")[0]
 
 
 def test_neither_language_keeps_its_own_copy_of_the_record_fields() -> None:
-    """The record's fields, kinds and version come from the run spec (harness/contract/record.py): common.py and common.R
+    """The record's fields, kinds and version come from the run spec (harness/contract/record.py): record.py and record.R
     define neither, both read ``record_fields`` and ``record_schema_version``, and R names no record field itself (its
     writer keeps arrays by the kinds), nor any dtype (the run spec's ``dtypes``)."""
     from harness.contract.dtypes import DTYPES
     from harness.contract.record import RECORD_FIELD_NAMES
 
     for lang in ("python", "r"):
-        text = script_path(lang, "common").read_text()
-        names = _py_names("common") if lang == "python" else _r_names("common")
+        text = script_path(lang, "record").read_text()
+        names = _py_names("record") if lang == "python" else _r_names("record")
         assert not {"record_fields", "record_schema_version"} & set(names), lang
         assert 'spec["record_fields"]' in text or "spec$record_fields" in text
         assert 'spec["record_schema_version"]' in text or "spec$record_schema_version" in text
-    code = [line.split("#")[0] for line in script_path("r", "common").read_text().splitlines()]
+    code = [line.split("#")[0] for stem in SHARED_PAIRS for line in script_path("r", stem).read_text().splitlines()]
     lists = [line for line in code if len(set(re.findall(r'"(\w+)"', line)) & set(RECORD_FIELD_NAMES)) > 1]
-    assert not lists, f"common.R lists record fields of its own (read their kinds from the run spec): {lists}"
+    assert not lists, f"the shared R files list record fields of their own (read their kinds from the run spec): {lists}"
     libtorch_names = {f'"{d.libtorch}"' for d in DTYPES.values()} | {f"{d.libtorch} =" for d in DTYPES.values()}
     tables = [line for line in code if sum(name in line for name in libtorch_names) > 1]
-    assert not tables, f"common.R keeps a dtype table of its own (read the run spec's dtypes): {tables}"
-    assert "record_keys_json <- local({" in script_path("r", "common").read_text()  # a function, caching the keys it quoted
+    assert not tables, f"the shared R files keep a dtype table of their own (read the run spec's dtypes): {tables}"
+    assert "record_keys_json <- local({" in script_path("r", "record").read_text()  # a function, caching the keys it quoted
