@@ -35,7 +35,7 @@ DEFAULT_PROG = "python -m harness"
 BLAS_THREADS = {"OPENBLAS_NUM_THREADS": "1"}
 
 #: The commands, in the order ``--help`` lists them; each is a module of :mod:`harness.cli.commands`.
-COMMANDS = ("run", "report", "merge", "trace", "inits", "doctor", "prepare")
+COMMANDS = ("run", "report", "merge", "trace", "search", "modules", "inits", "doctor", "prepare")
 
 
 def _command_module(name: str) -> ModuleType:
@@ -127,7 +127,7 @@ def _interrupted_line(args: argparse.Namespace, stop: KeyboardInterrupt) -> str:
     """What an interruption (Ctrl-C or SIGTERM) leaves: what the command had written, and what it had not."""
     how = "terminated (SIGTERM)" if getattr(stop, "signum", None) == signal.SIGTERM else "interrupted"
     missing = {"run": "no result was written", "report": "no report was written", "merge": "no report was written",
-               "prepare": "no run spec was printed"}
+               "prepare": "no run spec was printed", "search": "no finding was written (the example database keeps what it saw)"}
     done = list(WRITTEN)
     if not done:
         return f"{how}; {missing.get(args.command, 'nothing was written')}."

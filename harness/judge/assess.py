@@ -21,7 +21,7 @@ from harness.judge.resumed import resume_mismatches
 from harness.judge.targets import check_targets
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
 from harness.model.result import CellResult, MatrixResult
-from harness.model.verdicts import CellVerdict
+from harness.model.verdicts import CellVerdict, Outcome
 
 __all__ = ["assess_result"]
 
@@ -60,8 +60,8 @@ def _resumed(verdict: CellVerdict, mismatch: str | None) -> CellVerdict:
     """``verdict``, failed where the cell is a resumed run that is not its uninterrupted run (``mismatch`` says where)."""
     if mismatch is None:
         return verdict
-    reason = mismatch if verdict.outcome != "fail" else f"{mismatch}; {verdict.reason}"
-    return dataclasses.replace(verdict, outcome="fail", reason=reason)
+    reason = mismatch if verdict.outcome != Outcome.FAIL else f"{mismatch}; {verdict.reason}"
+    return dataclasses.replace(verdict, outcome=Outcome.FAIL, reason=reason)
 
 
 def _excused(result: MatrixResult, known: Sequence[KnownDifference], resumed: Set[str] = frozenset()) -> tuple[CellResult, ...]:
@@ -75,12 +75,12 @@ def _excused(result: MatrixResult, known: Sequence[KnownDifference], resumed: Se
     for cell in result.cells:
         pair, verdict = why.get(cell.id), cell.verdict
         # A resumed run that is not its uninterrupted run is one binding against itself: no bug between bindings excuses it.
-        if pair is not None and verdict is not None and verdict.outcome == "fail" and cell.id not in resumed:
+        if pair is not None and verdict is not None and verdict.outcome == Outcome.FAIL and cell.id not in resumed:
             bugs = list(pair.details.get("excused_by") or pair.details.get("known_difference") or ())
             unexplained = _unexplained(cell, pair.details, [entries[b] for b in bugs if b in entries])
             if unexplained is None:
                 reason = f"{verdict.reason} (excused: R torch bug {', '.join(bugs)}, proven in pair {pair.pair}; docs/bugs/)"
-                cell = dataclasses.replace(cell, verdict=dataclasses.replace(verdict, outcome="excused", reason=reason))
+                cell = dataclasses.replace(cell, verdict=dataclasses.replace(verdict, outcome=Outcome.EXCUSED, reason=reason))
             else:
                 reason = f"{verdict.reason} (not excused by R torch bug {', '.join(bugs)}: {unexplained})"
                 cell = dataclasses.replace(cell, verdict=dataclasses.replace(verdict, reason=reason))

@@ -23,7 +23,7 @@ from harness.judge.reference import largest_loss_error, relative_loss_errors
 from harness.judge.scaler_oracle import check_scale_history
 from harness.judge.tolerances import float64_bound_for
 from harness.model.result import CellResult, ReferenceSummary, Status
-from harness.model.verdicts import CellVerdict, Float64Bound, Float64Check, ReferenceDistance
+from harness.model.verdicts import CellVerdict, Float64Bound, Float64Check, Outcome, ReferenceDistance
 from harness.workload.features import explicit_scales, micro_batches
 from harness.workload.spec import WorkloadSpec
 
@@ -79,7 +79,7 @@ def judge_cell(cell: CellResult, spec: WorkloadSpec, reference: ReferenceSummary
     reference (and the run measured the cell's distance from it), and the scale history of a scaler cell."""
     record = cell.record
     if cell.status is not Status.OK or record is None:
-        return CellVerdict(cell.id, "not_judged", None, None, f"the cell is {cell.status}: nothing to judge")
+        return CellVerdict(cell.id, Outcome.NOT_JUDGED, None, None, reason=f"the cell is {cell.status}: nothing to judge")
     float64, no_float64 = None, reference.reason or "no float64 reference"
     losses = reference_losses_for(cell, reference)
     if losses is not None and cell.reference_distance is not None:
@@ -93,9 +93,9 @@ def judge_cell(cell: CellResult, spec: WorkloadSpec, reference: ReferenceSummary
               if record.loss_scale is not None else None)
     failures = [c.message for c in (float64, scaler) if c is not None and not c.passed]
     if failures:
-        return CellVerdict(cell.id, "fail", float64, scaler, "; ".join(failures))
+        return CellVerdict(cell.id, Outcome.FAIL, float64, scaler, reason="; ".join(failures))
     if float64 is None and scaler is None:
-        return CellVerdict(cell.id, "not_judged", None, None, no_float64)
+        return CellVerdict(cell.id, Outcome.NOT_JUDGED, None, None, reason=no_float64)
     parts = ["within the float64 bound" if float64 else f"float64 not judged ({no_float64})"]
     parts += ["scale history follows GradScaler's rule"] if scaler else []
-    return CellVerdict(cell.id, "pass", float64, scaler, "; ".join(parts))
+    return CellVerdict(cell.id, Outcome.PASS, float64, scaler, reason="; ".join(parts))

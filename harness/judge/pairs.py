@@ -48,9 +48,9 @@ VERDICTS: tuple[Verdict, ...] = tuple(Verdict)
 #: The verdicts that fail a run (exit status 1).
 FAILING_VERDICTS = frozenset(v for v in Verdict if v.failing)
 #: Which non-ok status decides the verdict when a side did not run: the worst of the two sides first.
-_STATUS_RANK = ("error", "numerical_failure", "unsupported", "skipped")
-_STATUS_VERDICT = {"error": Verdict.ERROR, "numerical_failure": Verdict.ERROR, "unsupported": Verdict.UNSUPPORTED,
-                   "skipped": Verdict.SKIPPED}
+_STATUS_RANK: tuple[str, ...] = (Status.ERROR, Status.NUMERICAL_FAILURE, Status.UNSUPPORTED, Status.SKIPPED)
+_STATUS_VERDICT: dict[str, Verdict] = {Status.ERROR: Verdict.ERROR, Status.NUMERICAL_FAILURE: Verdict.ERROR,
+                                        Status.UNSUPPORTED: Verdict.UNSUPPORTED, Status.SKIPPED: Verdict.SKIPPED}
 
 
 def compare_result(
@@ -480,5 +480,5 @@ def _status_verdict(a: CellResult, names: tuple[str, str], statuses: StatusFindi
 
 
 def _verdict(a: CellResult, names: tuple[str, str], verdict: Verdict, explanation: list[str], details: dict[str, Any]) -> PairVerdict:
-    return PairVerdict(a.pair, a.script, a.mode, a.device, names, verdict, explanation, details, a.optimizer,
-                       a.cell.feature)
+    return PairVerdict(a.pair, a.script, a.mode, a.device, names, verdict, explanation, details, optimizer=a.optimizer,
+                       feature=a.cell.feature)

@@ -1,4 +1,5 @@
-"""The result model: every stored thing, typed and frozen, with ``to_json``/``from_json``.
+"""The result model: every stored thing, typed and frozen, its ``to_json``/``from_json`` derived from its fields by one
+codec (:mod:`~harness.model.codec`), and the shape check derived from the same declaration (:mod:`~harness.model.shape`).
 
 The types a result is made of (:mod:`~harness.model.result`, :mod:`~harness.model.record`,
 :mod:`~harness.model.timing`, :mod:`~harness.model.efficiency`, :mod:`~harness.model.verdicts`,

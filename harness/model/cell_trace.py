@@ -33,6 +33,7 @@ from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
 from harness.errors import ResultError
+from harness.model.codec import Stored
 
 __all__ = ["DIGESTS", "DIGEST_HEX", "MAX_POINTS", "TRACE_SUFFIX", "CellTrace", "Point", "TraceFile", "file_sha256"]
 
@@ -192,7 +193,7 @@ class CellTrace:
 
 
 @dataclass(frozen=True)
-class TraceFile:
+class TraceFile(Stored):
     """Where a cell's trace is (``path``, relative to the result in a stored result), its SHA-256, how many points it
     holds and the switches its run applied (none for the plain run)."""
 
@@ -200,15 +201,6 @@ class TraceFile:
     sha256: str
     points: int
     switches: tuple[str, ...] = ()
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TraceFile:
-        """The inverse of :meth:`to_json`."""
-        return cls(str(data["path"]), str(data["sha256"]), int(data["points"]), tuple(str(s) for s in data.get("switches") or ()))
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain data."""
-        return {"path": self.path, "sha256": self.sha256, "points": self.points, "switches": list(self.switches)}
 
 
 def file_sha256(path: Path) -> str:

@@ -9,12 +9,10 @@ and ``share_note`` says why, rather than a number that cannot be true.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from harness.contract.modes import Mode
+from harness.model.codec import Stored
 from harness.workload.spec import WorkloadSpec
 
 __all__ = ["Efficiency", "gemm_dtype", "step_flops", "workload_flops"]
@@ -38,7 +36,7 @@ def gemm_dtype(mode: Mode, spec: WorkloadSpec) -> str:
 
 
 @dataclass(frozen=True)
-class Efficiency:
+class Efficiency(Stored):
     """A cell against the hardware (:func:`harness.model.cell_efficiency.cell_efficiency` says how each is found)."""
 
     flops: float
@@ -48,13 +46,5 @@ class Efficiency:
     gemm_dtype: str
     peak_tflops: float | None
     share_of_peak: float | None
-    share_note: str | None
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Efficiency:
-        """The inverse of :meth:`to_json` (``share_note`` came with schema 3)."""
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name != "share_note"}, share_note=data.get("share_note"))
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain data."""
-        return dataclasses.asdict(self)
+    #: Why there is no share of the peak (schema 3 added it: an older result has none).
+    share_note: str | None = None

@@ -13,12 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.model.codec import Stored
 from harness.worker_side.tensor_bytes import FLOAT_DTYPES
 
 __all__ = ["PairTrace", "PointDifference"]
 
 @dataclass(frozen=True)
-class PointDifference:
+class PointDifference(Stored):
     """The first point that differs, on both sides: how many elements, how far, and the worst one."""
 
     step: int
@@ -78,36 +79,9 @@ class PointDifference:
             text += f"; largest |Δ| {self.max_abs_difference:.2e}, {share:.1e} of the tensor's largest |value|"
         return text
 
-    def to_json(self) -> dict[str, Any]:
-        """Plain data (tuples as lists)."""
-        return {
-            "step": self.step, "point": self.point, "kind": self.kind, "dtypes": list(self.dtypes),
-            "shapes": [None if s is None else list(s) for s in self.shapes], "elements": self.elements,
-            "differing": self.differing, "max_distance": self.max_distance,
-            "worst_index": None if self.worst_index is None else list(self.worst_index),
-            "worst_values": None if self.worst_values is None else list(self.worst_values),
-            "other": None if self.other is None else list(self.other),
-            "max_abs_difference": self.max_abs_difference, "magnitude": self.magnitude,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PointDifference:
-        """The inverse of :meth:`to_json`."""
-        def shape(s: Any) -> tuple[int, ...] | None:
-            return None if s is None else tuple(int(v) for v in s)
-        return cls(
-            step=int(data["step"]), point=str(data["point"]), kind=str(data["kind"]),
-            dtypes=(data["dtypes"][0], data["dtypes"][1]), shapes=(shape(data["shapes"][0]), shape(data["shapes"][1])),
-            elements=data.get("elements"), differing=data.get("differing"), max_distance=data.get("max_distance"),
-            worst_index=shape(data.get("worst_index")),
-            worst_values=None if data.get("worst_values") is None else (float(data["worst_values"][0]), float(data["worst_values"][1])),
-            other=None if data.get("other") is None else (int(data["other"][0]), str(data["other"][1])),
-            max_abs_difference=data.get("max_abs_difference"), magnitude=data.get("magnitude"),
-        )
-
 
 @dataclass(frozen=True)
-class PairTrace:
+class PairTrace(Stored):
     """A pair traced point by point: where its two runs part (or that they never do), as a result stores it.
 
     ``identical_points``: points equal on both sides before the first difference (all of them when none
@@ -176,34 +150,3 @@ class PairTrace:
                 "so the trace may name noise"
             )
         return lines
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain data for the result's ``traces``."""
-        return {
-            "pair": self.pair, "frontends": list(self.frontends), "points": list(self.points),
-            "identical_points": self.identical_points,
-            "first_difference": None if self.first_difference is None else self.first_difference.to_json(),
-            "last_identical": None if self.last_identical is None else list(self.last_identical),
-            "triggers": {k: list(v) for k, v in self.triggers.items()}, "reproduced": self.reproduced,
-            "seconds": self.seconds, "error": self.error, "switches": list(self.switches),
-            "reconciled_identical": self.reconciled_identical,
-            "reconciled": None if self.reconciled is None else self.reconciled.to_json(),
-            "detail": None if self.detail is None else self.detail.to_json(),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PairTrace:
-        """The inverse of :meth:`to_json`."""
-        first = data.get("first_difference")
-        last = data.get("last_identical")
-        return cls(
-            pair=str(data["pair"]), frontends=(data["frontends"][0], data["frontends"][1]),
-            points=(int(data["points"][0]), int(data["points"][1])), identical_points=int(data["identical_points"]),
-            first_difference=None if first is None else PointDifference.from_json(first),
-            last_identical=None if last is None else (int(last[0]), str(last[1])),
-            triggers={str(k): tuple(int(s) for s in v) for k, v in (data.get("triggers") or {}).items()},
-            reproduced=bool(data.get("reproduced", True)), seconds=float(data.get("seconds", 0.0)), error=data.get("error"),
-            switches=tuple(str(s) for s in data.get("switches") or ()), reconciled_identical=data.get("reconciled_identical"),
-            reconciled=None if data.get("reconciled") is None else PointDifference.from_json(data["reconciled"]),
-            detail=None if data.get("detail") is None else PointDifference.from_json(data["detail"]),
-        )

@@ -16,7 +16,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PHASE_NAMES", "PhaseClock", "Phases"]
+from harness.model.reported import PhaseEntry
+
+__all__ = ["PHASE_NAMES", "PhaseClock", "Phases", "phase_entries", "phases_of"]
 
 #: Every phase a run can have, in the order a run passes through them (one source: the runner, the CLI, the views and the
 #: docs name them so). "writing" is the command's, after the result is made: the file cannot hold the time of its own
@@ -47,14 +49,17 @@ class Phases:
         kept = tuple((n, s) for n, s in self.seconds if n != name)
         return Phases((*kept, (name, seconds)))
 
-    @classmethod
-    def from_json(cls, data: Sequence[Mapping[str, Any]]) -> Phases:
-        """The inverse of :meth:`to_json`."""
-        return cls(tuple((str(p["name"]), float(p["seconds"])) for p in data))
 
-    def to_json(self) -> list[dict[str, Any]]:
-        """Plain data: a list, so the order the run went through them is kept by any JSON reader."""
-        return [{"name": name, "seconds": seconds} for name, seconds in self.seconds]
+
+def phase_entries(phases: Phases) -> list[PhaseEntry]:
+    """How a result stores its phases: a list of ``{"name", "seconds"}`` objects, so the order the run went through them is
+    kept by any JSON reader (an object's keys would be, by Python's, but not by every reader)."""
+    return [{"name": name, "seconds": seconds} for name, seconds in phases.seconds]
+
+
+def phases_of(entries: Sequence[Mapping[str, Any]]) -> Phases:
+    """The inverse of :func:`phase_entries`."""
+    return Phases(tuple((str(p["name"]), float(p["seconds"])) for p in entries))
 
 
 class PhaseClock:

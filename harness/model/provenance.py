@@ -12,7 +12,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
+
+from harness.model.codec import Stored, codec
 
 __all__ = ["Provenance", "UNKNOWN_BEFORE_SCHEMA_9", "script_differences"]
 
@@ -21,7 +23,7 @@ UNKNOWN_BEFORE_SCHEMA_9 = "provenance unknown: written by a harness before resul
 
 
 @dataclass(frozen=True)
-class Provenance:
+class Provenance(Stored):
     """Where a result came from.
 
     ``source``: ``checkout`` (a git checkout: ``commit`` and ``dirty`` say which, when git could tell), ``installed``
@@ -31,13 +33,14 @@ class Provenance:
     data files as ``harness/judge/known_differences.toml``).
     """
 
-    harness_version: str | None
-    source: str
+    harness_version: str | None = field(metadata=codec(optional=True))
+    source: Literal["checkout", "installed", "unknown"]
     commit: str | None = None
     dirty: bool | None = None
     note: str | None = None
     scripts_root: str | None = None
-    files: Mapping[str, str] = field(default_factory=dict)
+    #: Written sorted by path, so two results' provenance diffs file by file whatever order the files were digested in.
+    files: Mapping[str, str] = field(default_factory=dict, metadata=codec(encode=lambda files: dict(sorted(files.items()))))
 
     @classmethod
     def unknown(cls, why: str = UNKNOWN_BEFORE_SCHEMA_9) -> Provenance:
@@ -76,21 +79,6 @@ class Provenance:
             where = self.note or "no commit"
         files = f"{len(self.files)} script and data files, sha256 {self.files_digest}" if self.files else "no file digests"
         return f"{version}; {where}; {files}"
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Provenance:
-        """The inverse of :meth:`to_json`."""
-        return cls(
-            harness_version=data.get("harness_version"), source=str(data["source"]), commit=data.get("commit"),
-            dirty=data.get("dirty"), note=data.get("note"), scripts_root=data.get("scripts_root"), files=dict(data.get("files") or {}),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain data."""
-        return {
-            "harness_version": self.harness_version, "source": self.source, "commit": self.commit, "dirty": self.dirty,
-            "note": self.note, "scripts_root": self.scripts_root, "files": dict(sorted(self.files.items())),
-        }
 
 
 def script_differences(named: Sequence[tuple[str, Provenance]]) -> list[str]:

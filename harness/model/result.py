@@ -23,18 +23,20 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any, NotRequired, TypedDict
 
 from harness.contract.models import DEFAULT_MODEL
 from harness.contract.modes import SCRIPTS
 from harness.errors import ResultError
 from harness.model.cell_trace import TraceFile
+from harness.model.codec import Since, Stored, codec, decode, hints
 from harness.model.efficiency import Efficiency
 from harness.model.pair_trace import PairTrace
-from harness.model.phases import Phases
+from harness.model.phases import Phases, phase_entries, phases_of
 from harness.model.provenance import Provenance
 from harness.model.record import RECORD_SCHEMA_VERSION, RunRecord
-from harness.model.shape import check_result_shape
+from harness.model.reported import Environment, Fixture, GemmProfile, Installation, Peak, PhaseEntry, Trajectory, WorkerStarts
+from harness.model.shape import check_shape, check_upgradable, strip_judged
 from harness.model.timing import MIN_ROUNDS_FOR_SPREAD, Stats, Timing, TimingProtocol, TimingSamples, for_want_of_spread, ratio
 from harness.model.verdicts import CELL_OUTCOMES, CellVerdict, Float64Check, PairVerdict, ReferenceDistance, TargetCheck, Verdict
 from harness.model.weights import FinalWeights
@@ -44,6 +46,11 @@ from harness.workload.spec import WorkloadSpec
 
 __all__ = [
     "CELL_OUTCOMES",
+    "CellKeys",
+    "Source",
+    "check_result_shape",
+    "check_upgradable_shape",
+    "without_verdicts",
     "CellResult",
     "CellVerdict",
     "Efficiency",
@@ -89,16 +96,33 @@ __all__ = [
 #: measurements against its pair's other cells: :class:`~harness.model.weights.FinalWeights`), so a result stays judgeable
 #: without its weights files.
 RESULT_SCHEMA_VERSION = 10
-Json = dict[str, Any]
 
 
-def _tuple(values: Any) -> tuple[Any, ...] | None:
-    return None if values is None else tuple(values)
+class CellKeys(TypedDict):
+    """A cell's key as a result stores it: its id, its pair's id and their parts (a feature only where the cell ran one)."""
+
+    id: str
+    pair: str
+    frontend: str
+    script: str
+    mode: str
+    optimizer: Annotated[str, Since(8)]
+    feature: NotRequired[str]
+    model: NotRequired[str]
+    device: str
 
 
-def _list(values: tuple[Any, ...] | None) -> list[Any] | None:
-    return None if values is None else list(values)
+def _cell_keys(cell: Cell) -> dict[str, str]:
+    """A cell stored as the keys of its result (:class:`CellKeys`): its ids beside their parts, so a reader (or ``grep``)
+    finds a cell by its id, and no feature where it ran none, no model where it trained the default (results from before
+    features and models read back byte for byte)."""
+    left_out = {"feature": NO_FEATURE, "model": DEFAULT_MODEL}
+    return {name: getattr(cell, name) for name in hints(CellKeys) if getattr(cell, name) != left_out.get(name)}
 
+
+def _cell_of(data: Mapping[str, Any]) -> Cell:
+    """The inverse of :func:`_cell_keys` (the ids are the parts', never read back)."""
+    return Cell(**{f.name: data[f.name] for f in dataclasses.fields(Cell) if f.name in data})
 
 
 class Status(StrEnum):
@@ -117,14 +141,14 @@ class Status(StrEnum):
 
 
 @dataclass(frozen=True)
-class CellResult:
+class CellResult(Stored):
     """One cell of the matrix: how it ended, what it recorded, how fast it ran, and how it stands on its own.
 
     ``time_vs_default``: this cell's median loop time ÷ its frontend's ``default`` cell's (1.8 means
     1.8× the default's time), or ``None`` with ``time_vs_default_note`` saying why.
     """
 
-    cell: Cell
+    cell: Cell = field(metadata=codec(flatten=CellKeys, encode=_cell_keys, decode=_cell_of))
     status: Status
     reason: str | None = None
     record: RunRecord | None = None
@@ -133,22 +157,22 @@ class CellResult:
     memory: Memory | None = None
     timing: Timing | None = None
     efficiency: Efficiency | None = None
-    gemm_profile: Mapping[str, Any] | None = None
+    gemm_profile: Mapping[str, Any] | None = field(default=None, metadata=codec(json=GemmProfile | None))
     gemm_problem: str | None = None
-    verdict: CellVerdict | None = None
-    time_vs_default: float | None = None
-    time_vs_default_note: str | None = None
+    verdict: CellVerdict | None = field(default=None, metadata=codec(judged=True))
+    time_vs_default: float | None = field(default=None, metadata=codec(since=4))
+    time_vs_default_note: str | None = field(default=None, metadata=codec(since=4))
     #: The installation that ran it: how the user named it (language, interpreter, R library or activation
     #: script) and what its worker reported (libtorch version and build, CPU, host; :mod:`harness.worker_side.installation_facts`).
     #: Kept per cell, so a result merged from many machines still says what ran each one.
-    installation: Mapping[str, Any] | None = None
+    installation: Mapping[str, Any] | None = field(default=None, metadata=codec(since=7, json=Installation | None))
     #: The record call's trace (every named point, digested: :mod:`harness.model.cell_trace`), beside the weights; and
     #: the trace of the cell run again with the switches of the known differences that cover it on its side.
-    trace: TraceFile | None = None
-    reconciled: TraceFile | None = None
+    trace: TraceFile | None = field(default=None, metadata=codec(since=8))
+    reconciled: TraceFile | None = field(default=None, metadata=codec(since=8))
     #: What the result keeps of the final weights (tensor digests, measurements against the pair's other cells), so the cell
     #: is judged when its weights file is gone; ``None`` where nothing was kept (no weights, or a result before schema 9).
-    weights: FinalWeights | None = None
+    weights: FinalWeights | None = field(default=None, metadata=codec(since=9))
 
     @property
     def id(self) -> str:
@@ -208,74 +232,22 @@ class CellResult:
         not run). What tracing adds is measured over it, and the matrix's limit adds it up (:meth:`MatrixResult.limit`)."""
         return self.timing.workload.median if self.timing else self.wall_seconds
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CellResult:
-        """A stored cell (this schema; :func:`harness.store.result_file.load_result` upgrades older ones)."""
-
-        def optional(name: str, build: Any) -> Any:
-            value = data.get(name)
-            return None if value is None else build(value)
-
-        return cls(
-            cell=Cell(data["frontend"], data["script"], data["mode"], data["optimizer"], data["device"], data.get("feature", NO_FEATURE),
-                      data.get("model", DEFAULT_MODEL)),
-            status=Status(data["status"]), reason=data.get("reason"),
-            record=optional("record", RunRecord.from_json),
-            reference_distance=optional("reference_distance", ReferenceDistance.from_json),
-            wall_seconds=data.get("wall_seconds"), memory=optional("memory", Memory.from_json),
-            timing=optional("timing", Timing.from_json), efficiency=optional("efficiency", Efficiency.from_json),
-            gemm_profile=optional("gemm_profile", dict), gemm_problem=data.get("gemm_problem"),
-            verdict=optional("verdict", CellVerdict.from_json),
-            time_vs_default=data.get("time_vs_default"), time_vs_default_note=data.get("time_vs_default_note"),
-            installation=optional("installation", dict), trace=optional("trace", TraceFile.from_json),
-            reconciled=optional("reconciled", TraceFile.from_json),
-            weights=optional("weights", FinalWeights.from_json),
-        )
-
-    def to_json(self) -> Json:
-        """The cell as stored (key order kept from schema 3, so files diff well across versions)."""
-
-        def optional(value: Any) -> Any:
-            return None if value is None else value.to_json()
-
-        return {
-            "id": self.id, "pair": self.pair, "frontend": self.frontend, "script": self.script, "mode": self.mode,
-            "optimizer": self.optimizer, **({} if self.cell.feature == NO_FEATURE else {"feature": self.cell.feature}),
-            **({} if self.cell.model == DEFAULT_MODEL else {"model": self.cell.model}),
-            "device": self.device, "status": str(self.status), "reason": self.reason,
-            "record": optional(self.record),
-            "reference_distance": optional(self.reference_distance), "wall_seconds": self.wall_seconds,
-            "memory": optional(self.memory), "timing": optional(self.timing), "efficiency": optional(self.efficiency),
-            "gemm_profile": None if self.gemm_profile is None else dict(self.gemm_profile),
-            "gemm_problem": self.gemm_problem, "verdict": None if self.verdict is None else self.verdict.to_json(),
-            "time_vs_default": self.time_vs_default, "time_vs_default_note": self.time_vs_default_note,
-            "installation": None if self.installation is None else dict(self.installation),
-            "trace": optional(self.trace), "reconciled": optional(self.reconciled),
-            "weights": optional(self.weights),
-        }
-
-
 @dataclass(frozen=True)
-class Peaks:
+class Peaks(Stored):
     """This machine's matmul throughput per GEMM dtype, measured in the run (a dtype maps to ``None`` when it failed)."""
 
     device: str
     threads: int
-    by_dtype: Mapping[str, Mapping[str, Any] | None]
-    reason: str | None
+    by_dtype: Mapping[str, Mapping[str, Any] | None] = field(metadata=codec(json=Mapping[str, Peak | None]))
+    reason: str | None = None
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Peaks:
-        """The inverse of :meth:`to_json`."""
-        return cls(data["device"], data["threads"], dict(data["by_dtype"]), data.get("reason"))
-
-    def to_json(self) -> Json:
-        """Plain data."""
-        return {"device": self.device, "threads": self.threads, "by_dtype": dict(self.by_dtype), "reason": self.reason}
+def _no_trajectories(reference: ReferenceSummary) -> bool:
+    """An unavailable reference stores only why (results from before trajectories read back byte for byte)."""
+    return not reference.available
 
 
 @dataclass(frozen=True)
-class ReferenceSummary:
+class ReferenceSummary(Stored):
     """The float64 trajectories (losses only), or why there are none.
 
     ``trajectories``: one per optimizer, clipped or not, and replayed over a run's skipped steps where one skipped:
@@ -283,8 +255,8 @@ class ReferenceSummary:
     """
 
     available: bool
-    reason: str | None
-    trajectories: tuple[Mapping[str, Any], ...] = ()
+    reason: str | None = None
+    trajectories: tuple[Mapping[str, Any], ...] = field(default=(), metadata=codec(omit=_no_trajectories, json=tuple[Trajectory, ...]))
 
     def losses_for(self, optimizer: str, clip: bool, skipped: Collection[int] = (),
                    feature: str = NO_FEATURE) -> tuple[float | None, ...] | None:
@@ -297,18 +269,6 @@ class ReferenceSummary:
         return next((tuple(t["losses"]) for t in self.trajectories
                      if t["optimizer"] == optimizer and bool(t["clip"]) == clip and list(t["skipped_steps"]) == steps
                      and t.get("feature", NO_FEATURE) == feature), None)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ReferenceSummary:
-        """The inverse of :meth:`to_json`."""
-        return cls(bool(data["available"]), data.get("reason"), tuple(dict(t) for t in data.get("trajectories") or ()))
-
-    def to_json(self) -> Json:
-        """Plain data (an unavailable reference stores only why)."""
-        if not self.available:
-            return {"available": False, "reason": self.reason}
-        return {"available": True, "reason": self.reason, "trajectories": [dict(t) for t in self.trajectories]}
-
 
 @dataclass(frozen=True)
 class RunOf:
@@ -339,39 +299,64 @@ def _same_crash(pair: PairVerdict, by_side: Mapping[tuple[str, str], CellResult]
     return a.language == b.language and anonymous(a) == anonymous(b)
 
 
-@dataclass(frozen=True)
-class MatrixResult:
-    """A whole run: the spec, every cell, the pair verdicts and performance targets, and the machine it ran on."""
+class Source(TypedDict):
+    """A merged input (:mod:`harness.store.merge`): the result file it was, what it ran, and what it was run under."""
 
+    file: str
+    created: NotRequired[str]
+    host: NotRequired[str]
+    frontends: list[str]
+    devices: list[str]
+    cells: list[str]
+    environment: NotRequired[Environment]
+    spec: NotRequired[WorkloadSpec]
+    peaks: NotRequired[Peaks]
+    protocol: NotRequired[TimingProtocol]
+    provenance: NotRequired[Provenance]
+    reference: NotRequired[ReferenceSummary]
+
+
+@dataclass(frozen=True)
+class MatrixResult(Stored):
+    """A whole run: the spec, every cell, the pair verdicts and performance targets, and the machine it ran on.
+
+    Its fields are the result file's, in the file's order (:mod:`harness.model.codec`); a field added to the file is one
+    line here (its ``since``, and a default an older file meant) and its upgrade step in
+    :mod:`harness.store.result_file` (docs/development.md).
+    """
+
+    #: The file's schema: always this harness's (older files are upgraded before they are read).
+    schema_version: int = field(default=RESULT_SCHEMA_VERSION, init=False, compare=False)
     created: str
     wall_seconds: float
     spec: WorkloadSpec
     spec_digest: str
-    fixture: Mapping[str, Any]
-    environment: Mapping[str, Any]
+    fixture: Mapping[str, Any] = field(metadata=codec(json=Fixture))
+    environment: Mapping[str, Any] = field(metadata=codec(json=Environment))
     protocol: TimingProtocol
-    workers: Mapping[str, Any]
+    workers: Mapping[str, Any] = field(metadata=codec(json=Mapping[str, WorkerStarts]))
     peaks: Peaks
     reference: ReferenceSummary
     reference_seconds: float
     warnings: tuple[str, ...]
-    cells: tuple[CellResult, ...]
-    judging: str
-    pairs: tuple[PairVerdict, ...] = ()
-    targets: tuple[TargetCheck, ...] = ()
+    cells: tuple[CellResult, ...] = field(metadata=codec(non_empty=True))
+    judging: str = field(metadata=codec(since=4))
+    pairs: tuple[PairVerdict, ...] = field(default=(), metadata=codec(judged=True))
+    targets: tuple[TargetCheck, ...] = field(default=(), metadata=codec(judged=True))
     #: The traced pairs (every pair that was not identical, and those a known difference covers).
-    traces: tuple[PairTrace, ...] = ()
+    traces: tuple[PairTrace, ...] = field(default=(), metadata=codec(since=5, optional=False))
     #: The frontends (installations) in the order the user gave them; every view lists them so.
-    frontends: tuple[str, ...] = ("python", "r")
+    frontends: tuple[str, ...] = field(default=("python", "r"), metadata=codec(since=7, optional=False, non_empty=True))
     #: The frontend every other one is paired with (where it has no cell of a pair, the first frontend that has one).
-    baseline: str = "python"
+    baseline: str = field(default="python", metadata=codec(since=7, optional=False))
     #: The results a ``harness merge`` was made of (file, created, host, cells, provenance), oldest first; empty for a run.
-    sources: tuple[Mapping[str, Any], ...] = ()
+    sources: tuple[Mapping[str, Any], ...] = field(default=(), metadata=codec(since=7, optional=False, json=tuple[Source, ...]))
     #: Where the result came from: the harness's version, the checkout's commit, every script's digest (a merged result:
     #: its first input's; each input's is in ``sources``).
-    provenance: Provenance = field(default_factory=Provenance.unknown)
+    provenance: Provenance = field(default_factory=Provenance.unknown, metadata=codec(since=9, optional=False))
     #: Where the run's time went (:mod:`harness.model.phases`); none recorded before schema 10, or for a merged result.
-    phases: Phases = field(default_factory=Phases)
+    phases: Phases = field(default_factory=Phases, metadata=codec(since=10, optional=False, encode=phase_entries, decode=phases_of,
+                                                                 json=list[PhaseEntry]))
 
     def limit(self) -> tuple[float, float, float]:
         """The least wall time this matrix could take here, and its two parts: ``(limit, start, rounds)``.
@@ -496,60 +481,24 @@ class MatrixResult:
             raise ResultError(f"{source} has result schema version {data.get('schema_version')!r}, not {RESULT_SCHEMA_VERSION}: "
                               "read it with harness.store.result_file.load_result, which upgrades older versions.")
         try:
-            return cls(
-                created=data["created"], wall_seconds=data["wall_seconds"], spec=WorkloadSpec.from_json(data["spec"]),
-                spec_digest=data["spec_digest"], fixture=dict(data["fixture"]), environment=dict(data["environment"]),
-                protocol=TimingProtocol.from_json(data["protocol"]),
-                workers=dict(data["workers"]), peaks=Peaks.from_json(data["peaks"]),
-                reference=ReferenceSummary.from_json(data["reference"]), reference_seconds=data["reference_seconds"],
-                warnings=tuple(data["warnings"]), cells=tuple(CellResult.from_json(c) for c in data["cells"]),
-                judging=data["judging"], pairs=tuple(PairVerdict.from_json(p) for p in data.get("pairs") or ()),
-                targets=tuple(TargetCheck.from_json(t) for t in data.get("targets") or ()),
-                traces=tuple(PairTrace.from_json(t) for t in data["traces"]),
-                frontends=tuple(data["frontends"]), baseline=data["baseline"], sources=tuple(dict(s) for s in data["sources"]),
-                provenance=Provenance.from_json(data["provenance"]), phases=Phases.from_json(data["phases"]),
-            )
+            result: MatrixResult = decode(cls, data)
+            return result
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:  # a stored verdict (never shape-checked)
             what = f"no field {err}" if isinstance(err, KeyError) else str(err)
             raise ResultError(
                 f"{source} is not a complete amp-parity result ({what}). Re-run `python -m harness run --json` to write one."
             ) from err
 
-    def to_json(self) -> Json:
-        """The result as stored (weights paths as they are in memory; :func:`harness.store.result_file.save_result` relativizes them)."""
-        return {
-            "schema_version": RESULT_SCHEMA_VERSION, "created": self.created, "wall_seconds": self.wall_seconds,
-            "spec": self.spec.to_json(), "spec_digest": self.spec_digest, "fixture": dict(self.fixture),
-            "environment": dict(self.environment), "protocol": self.protocol.to_json(), "workers": dict(self.workers),
-            "peaks": self.peaks.to_json(), "reference": self.reference.to_json(), "reference_seconds": self.reference_seconds,
-            "warnings": list(self.warnings), "cells": [c.to_json() for c in self.cells], "judging": self.judging,
-            "pairs": [p.to_json() for p in self.pairs], "targets": [t.to_json() for t in self.targets],
-            "traces": [t.to_json() for t in self.traces], "frontends": list(self.frontends), "baseline": self.baseline,
-            "sources": [dict(s) for s in self.sources], "provenance": self.provenance.to_json(), "phases": self.phases.to_json(),
-        }
-
-
 @dataclass(frozen=True)
-class Memory:
+class Memory(Stored):
     """The record call's memory: the worker's resident set (``scope``: what it covers) and the device's peak."""
 
     peak_rss_bytes: int | None = None
     rss_before_bytes: int | None = None
     scope: str | None = None
+    #: What a worker reports beyond the known fields, stored before ``cuda_peak_bytes`` (the worker's report came first).
+    extra: Mapping[str, Any] = field(default_factory=dict, metadata=codec(extra=True))
     cuda_peak_bytes: int | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Memory:
-        """The inverse of :meth:`to_json`; what a worker reports beyond the known fields is kept in ``extra``."""
-        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
-        return cls(**{k: data.get(k) for k in known}, extra={k: v for k, v in data.items() if k not in known})
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain data (``extra`` before ``cuda_peak_bytes``, as the worker's report came first)."""
-        head = {"peak_rss_bytes": self.peak_rss_bytes, "rss_before_bytes": self.rss_before_bytes, "scope": self.scope}
-        return head | dict(self.extra) | {"cuda_peak_bytes": self.cuda_peak_bytes}
-
 
 #: Why a cell of a run timed side by side has no time against its default (``tiny``'s one round per cell, issue 38): by design, not noise.
 SIDE_BY_SIDE_NOTE = (f"not timed for a ratio: fewer than {MIN_ROUNDS_FOR_SPREAD} timed rounds, run side by side for each cell's "
@@ -584,3 +533,29 @@ def with_time_vs_default(cells: Sequence[CellResult], paired: bool = False, side
                 note = SIDE_BY_SIDE_NOTE
         out.append(dataclasses.replace(c, time_vs_default=value, time_vs_default_note=note))
     return out
+
+
+def check_result_shape(result: object, source: str) -> None:
+    """Refuse a result of the current schema that anything would trip over, naming the first field that is missing or wrong
+    (:func:`harness.model.shape.check_shape` of :class:`MatrixResult`'s declaration).
+
+    Raises:
+        ResultError: one line: where in ``source`` the problem is, what was expected, what it is, and what to do.
+    """
+    check_shape(MatrixResult, result, source)
+
+
+def check_upgradable_shape(result: object, source: str) -> None:
+    """Refuse a result of any schema version whose shared fields an upgrade step would trip over (those every version has:
+    :func:`harness.model.shape.check_upgradable`).
+
+    Raises:
+        ResultError: one line naming the field, as :func:`check_result_shape`.
+    """
+    check_upgradable(MatrixResult, result, source)
+
+
+def without_verdicts(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` without its stored verdicts (pairs, performance targets, each cell's verdict: the fields declared ``judged``):
+    they are judged again on load, never read back, so a hand edit there cannot stop a result from loading, nor count."""
+    return strip_judged(MatrixResult, data)

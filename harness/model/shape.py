@@ -1,37 +1,39 @@
 """The shape a result must have before anything reads it: every field the harness reads, one clear line for the first
 that is missing or of the wrong JSON type, never a ``KeyError``, ``TypeError`` or ``unexpected …`` line.
 
-``report``, ``merge`` and ``load_result`` read files a user may have edited, merged or truncated. Every field the
-model's ``from_json`` builds from, the judges compute with and the views print is declared here once, as data
-(:data:`RESULT`), and checked before any of them runs: a non-list ``traces``, a trace without its two frontends,
-``frontends`` given as a string, a baseline no cell ran, installation facts of the wrong type, ``cells: []``.
-What a field's *value* must agree with (a final loss with its last loss, a reference as long as the run, a
-weights file named by one cell only) is :mod:`harness.store.consistency`'s, which runs next, on the typed result.
+``report``, ``merge`` and ``load_result`` read files a user may have edited, merged or truncated. The check is derived
+from the declaration the JSON form is derived from (:mod:`harness.model.codec`): each stored dataclass's fields and type
+hints, and the ``TypedDict``s of what workers report (:mod:`harness.model.reported`), so no field is listed here. A field
+with a default may be absent (unless it says ``optional=False``); ``X | None`` may be null; ``tuple[X, Y]`` is a list of
+two; a type that checks its own values (the workload spec, the timing protocol) is built, and the field it refuses is
+named. What a field's *value* must agree with (a final loss with its last loss, a reference as long as the run, a weights
+file named by one cell only) is :mod:`harness.store.consistency`'s, which runs next, on the typed result.
 
-Stored verdicts (``pairs``, ``targets``, each cell's ``verdict``) are not checked: they are never read back, only
-judged again (:mod:`harness.judge.assess`), and :func:`without_verdicts` drops them before a result is built.
+Stored verdicts (fields declared ``judged``: ``pairs``, ``targets``, each cell's ``verdict``) are not checked: they are
+never read back, only judged again (:mod:`harness.judge.assess`), and :func:`strip_judged` drops them before a result is
+built.
 
-Two checks: :func:`check_result_shape`, the whole current schema (what ``MatrixResult.from_json`` reads), and
-:func:`check_upgradable_shape`, the fields every schema version shares, checked before an older file is upgraded
-(an upgrade step reads them).
+Two checks: :func:`check_shape`, the whole current schema (what ``from_json`` reads), and :func:`check_upgradable`, the
+fields every schema version shares (no ``since``, no default), checked before an older file is upgraded (an upgrade step
+reads them).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import functools
 import math
-from collections.abc import Callable, Collection, Mapping
-from typing import Any, NoReturn
+import types
+import typing
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, NoReturn, Union
 
-from harness.contract.record import RECORD_FIELDS
 from harness.errors import ResultError, SpecError, UsageError
-from harness.model.timing import TimingProtocol
-from harness.workload.installations import LANGUAGES
-from harness.workload.spec import WorkloadSpec
+from harness.model.codec import Since, decode, field_options, hints
+from harness.model.reported import Peak
 
-__all__ = ["RESULT", "VERDICT_FIELDS", "check_result_shape", "check_upgradable_shape", "without_verdicts"]
-
-#: The fields of a stored result that are verdicts: judged again on every load, never read back.
-VERDICT_FIELDS = ("pairs", "targets")
+__all__ = ["check_shape", "check_upgradable", "judged_fields", "strip_judged"]
 
 _FIX = "Re-run `python -m harness run --json` to write a complete one."
 
@@ -118,6 +120,7 @@ def _object(fields: Mapping[str, Check], optional: Collection[str] = (), expecte
                 raise _Refused(f"{where}.{name}" if where else name, _expected(field_check), None, missing=True)
             field_check(value[name], f"{where}.{name}" if where else name)
     check.expected = expected  # type: ignore[attr-defined]
+    check.fields, check.optional = dict(fields), set(optional)  # type: ignore[attr-defined]
     return check
 
 
@@ -129,271 +132,259 @@ def _anything(value: object, where: str) -> None:
     """Any JSON value: kept and shown as it is, never computed with."""
 
 
+
 _INT = _scalar(_is_int, "a whole number")
 _NUMBER = _scalar(_is_number, "a number")
 _STR = _scalar(lambda v: isinstance(v, str), "a string")
 _BOOL = _scalar(lambda v: isinstance(v, bool), "true or false")
-_OBJECT = _values(_anything, "an object")
-_NUMBERS = _list(_nullable(_NUMBER), "a list of numbers")
-_STRINGS = _list(_STR, "a list of strings")
-_INTS = _list(_INT, "a list of whole numbers")
-
-
-def _spec(value: object, where: str) -> None:
-    """The spec validates itself (:class:`harness.workload.spec.WorkloadSpec`), naming the field it refuses."""
-    if not isinstance(value, Mapping):
-        raise _Refused(where, "an object with the run's spec fields", value)
-    for name, (valid, expected) in _SPEC_FIELDS.items():
-        if name not in value or not valid(value[name]):
-            raise _Refused(f"{where}.{name}", expected, value.get(name), missing=name not in value)
-    try:
-        WorkloadSpec.from_json(value)
-    except SpecError as err:
-        raise _Refused(f"{where}.{err.field}", err.allowed, err.value) from err
-    except (TypeError, ValueError) as err:  # an unknown field: the spec's constructor names it
-        raise _Refused(where, "an object of the spec's fields only", _Said(str(err))) from err
-
-
-_spec.expected = "an object with the run's spec fields"  # type: ignore[attr-defined]
-
-
-def _protocol(value: object, where: str) -> None:
-    _object({"warmup_rounds": _INT, "rounds": _INT, "max_seconds": _NUMBER, "interleave": _BOOL})(value, where)
-    assert isinstance(value, Mapping)
-    try:
-        TimingProtocol.from_json(value)
-    except UsageError as err:
-        raise _Refused(f"{where}.{err.option}", err.allowed, err.value) from err
-
-
-_protocol.expected = "an object (the timing protocol)"  # type: ignore[attr-defined]
+#: The check of each JSON scalar type, and how a list of them is named.
+_SCALARS: dict[type, tuple[Check, str]] = {
+    bool: (_BOOL, "true or false"), int: (_INT, "whole numbers"), float: (_NUMBER, "numbers"), str: (_STR, "strings"),
+}
+_NUMBER_WORDS = {2: "two", 3: "three"}
 
 
 class _Said(str):
     """A description shown as it is, not as a value's repr."""
 
 
-#: The spec fields the report prints or computes with, and what each must be (checked before the spec's own checks,
-#: so a missing one is named as missing).
-_SPEC_FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
-    "preset": (lambda v: isinstance(v, str), "a string"), "device": (lambda v: isinstance(v, str), "a string"),
-    "amp_dtype": (lambda v: isinstance(v, str), "a string"),
-    "batch_size": (_is_int, "a whole number"), "in_size": (_is_int, "a whole number"),
-    "out_size": (_is_int, "a whole number"), "num_layers": (_is_int, "a whole number"),
-    "num_batches": (_is_int, "a whole number"), "epochs": (_is_int, "a whole number"),
-    "seed": (_is_int, "a whole number"), "threads": (_is_int, "a whole number"), "lr": (_is_number, "a number"),
-}
-
-_PEAK_FIELDS = _object({"tflops": _NUMBER, "n": _INT, "samples_tflops": _NUMBERS, "layout": _nullable(_STR),
-                        "layouts_tflops": _nullable(_OBJECT)}, optional={"layout", "layouts_tflops"},
-                       expected="an object (a measured peak)")
+def _noun(kind: type) -> str:
+    """What a declared type is, in words: its docstring's first phrase (``Statistics of one clock's samples``)."""
+    first = (kind.__doc__ or kind.__name__).strip().split("\n")[0]
+    for stop in (". ", ": ", "; ", " (", "`"):
+        first = first.split(stop)[0]
+    first = first.rstrip(".,:;")
+    return first[:1].lower() + first[1:] if first[1:2].islower() or first[1:2] == " " or first[1:2] == "'" else first
 
 
-def _peak(value: object, where: str) -> None:
-    """A measured peak; one that names its fastest layout lists every layout's rate (the report prints them)."""
-    _PEAK_FIELDS(value, where)
-    assert isinstance(value, Mapping)
+def _unwrap(hint: Any) -> Any:
+    """``hint`` without ``Annotated``, ``NotRequired`` or ``Required`` around it."""
+    while typing.get_origin(hint) in (typing.Annotated, typing.NotRequired, typing.Required):
+        hint = typing.get_args(hint)[0]
+    return hint
+
+
+def _since(hint: Any) -> int | None:
+    while typing.get_origin(hint) in (typing.Annotated, typing.NotRequired, typing.Required):
+        found = [a.version for a in typing.get_args(hint)[1:] if isinstance(a, Since)]
+        if found:
+            return found[0]
+        hint = typing.get_args(hint)[0]
+    return None
+
+
+def _union_parts(hint: Any) -> tuple[list[Any], bool]:
+    """A union's types other than None, and whether None is one of them (any other type: itself, and no)."""
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        args = typing.get_args(hint)
+        return [a for a in args if a is not type(None)], type(None) in args
+    return [hint], False
+
+
+def _plural(hint: Any) -> str:
+    """How a list of ``hint``'s values is named: ``a list of {this}``."""
+    hint = _unwrap(hint)
+    inner, _ = _union_parts(hint)
+    hint = inner[0] if len(inner) == 1 else hint
+    origin = typing.get_origin(hint)
+    if hint in _SCALARS:
+        return _SCALARS[hint][1]
+    if origin in (tuple, list, Sequence):
+        return "lists"
+    if origin in (dict, Mapping):
+        return "objects"
+    if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or typing.is_typeddict(hint)):
+        return f"objects ({_noun(hint)})"
+    return "values"
+
+
+def _check_of(hint: Any, non_empty: bool = False, shallow: bool = False) -> Check:
+    """The check of a value of type ``hint`` (``shallow``: of an older schema, only the fields every version has)."""
+    hint = _unwrap(hint)
+    inner, nullable = _union_parts(hint)
+    if nullable:
+        return _nullable(_check_of(inner[0] if len(inner) == 1 else Any, non_empty, shallow))
+    if len(inner) > 1 or hint is Any or hint is object:
+        return _anything
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return _one_of([str(a) for a in args], "one of")
+    if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+        if len(set(args)) == 1:
+            expected = f"a list of {_NUMBER_WORDS.get(len(args), len(args))} {_plural(args[0])}"
+            return _list(_check_of(args[0], shallow=shallow), expected, length=len(args))
+        return _list(_anything, f"a list of {len(args)} values", length=len(args))
+    if origin in (tuple, list, Sequence):
+        expected = f"a {'non-empty ' if non_empty else ''}list of {_plural(args[0])}"
+        return _list(_check_of(args[0], shallow=shallow), expected, non_empty=non_empty)
+    if origin in (dict, Mapping):
+        value = _unwrap(args[1])
+        return _values(_check_of(value, shallow=shallow), "an object" if value is Any else f"an object of {_plural(value)}")
+    if hint in _SCALARS:
+        return _SCALARS[hint][0]
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return _one_of([str(m.value) for m in hint], "one of")
+    if isinstance(hint, type) and typing.is_typeddict(hint):
+        return _typeddict(hint, shallow)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _dataclass(hint, shallow)
+    return _anything
+
+
+@functools.cache
+def _typeddict(kind: type, shallow: bool = False) -> Check:
+    """A ``TypedDict``'s keys (``NotRequired``: may be absent, as in a ``total=False`` one), each checked by its type."""
+    checks: dict[str, Check] = {}
+    optional: set[str] = set()
+    for name, hint in hints(kind).items():
+        if shallow and _since(hint) is not None:
+            continue
+        checks[name] = _check_of(hint, shallow=shallow)
+        if typing.get_origin(hint) is typing.NotRequired or not getattr(kind, "__total__", True):
+            optional.add(name)
+    check = _object(checks, optional, expected=f"an object ({_noun(kind)})")
+    rule = _RULES.get(kind)
+    if rule is None:
+        return check
+
+    def with_rule(value: object, where: str) -> None:
+        check(value, where)
+        assert isinstance(value, Mapping)
+        rule(value, where)
+    with_rule.expected = _expected(check)  # type: ignore[attr-defined]
+    return with_rule
+
+
+def _optional(field: dataclasses.Field[Any]) -> bool:
+    """A field a stored object may lack: one with a default (unless it says ``optional=False``), or ``optional=True``, or one
+    written for readers only (``init=False``)."""
+    has_default = field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+    flag = field_options(field).get("optional")
+    return bool(flag) or (has_default and flag is not False) or not field.init
+
+
+@functools.cache
+def _dataclass(kind: type, shallow: bool = False) -> Check:
+    """A stored dataclass: each of its fields by its type (or the JSON form it declares), those in ``judged`` left out."""
+    checks: dict[str, Check] = {}
+    optional: set[str] = set()
+    types_of = hints(kind)
+    for field in dataclasses.fields(kind):
+        options = field_options(field)
+        if options.get("judged") or options.get("extra"):
+            continue
+        if shallow and (options.get("since") is not None or _optional(field)):
+            continue
+        if options.get("flatten") is not None:
+            flattened = _typeddict(options["flatten"], shallow)
+            checks |= flattened.fields  # type: ignore[attr-defined]
+            optional |= flattened.optional  # type: ignore[attr-defined]
+            continue
+        field_check = _check_of(options.get("json", types_of[field.name]), bool(options.get("non_empty")), shallow)
+        if options.get("optional") and not _union_parts(_unwrap(types_of[field.name]))[1]:
+            field_check = _nullable(field_check)
+        checks[field.name] = field_check
+        if _optional(field):
+            optional.add(field.name)
+    expected = f"an object ({_noun(kind)})"
+    fields_check = _object(checks, optional, expected=expected)
+    builds = hasattr(kind, "__post_init__") or not hasattr(kind, "VERSION_FIELD")  # a type that checks its own values
+
+    def check(value: object, where: str) -> None:
+        fields_check(value, where)
+        if not builds:
+            return
+        at = f"{where}." if where else ""
+        try:
+            decode(kind, value)
+        except SpecError as err:
+            raise _Refused(f"{at}{err.field}", err.allowed, err.value) from err
+        except UsageError as err:
+            raise _Refused(f"{at}{err.option}", err.allowed, err.value) from err
+        except (TypeError, ValueError) as err:  # a key it has no field for: its constructor names it
+            raise _Refused(where, f"{expected}, of its fields only", _Said(str(err))) from err
+    check.expected = expected  # type: ignore[attr-defined]
+    check.fields, check.optional = checks, optional  # type: ignore[attr-defined]
+    return check
+
+
+def _peak_names_its_layouts(value: Mapping[str, Any], where: str) -> None:
+    """A measured peak that names its fastest layout lists every layout's rate (the report prints them): a rule between two
+    keys, which no type says."""
     if value.get("layout") and not isinstance(value.get("layouts_tflops"), Mapping):
         raise _Refused(f"{where}.layouts_tflops", "an object of each layout's TFLOP/s (the peak names its layout)",
                        value.get("layouts_tflops"), missing="layouts_tflops" not in value)
 
 
-_peak.expected = "an object (a measured peak)"  # type: ignore[attr-defined]
-_PEAK = _peak
-_PEAKS = _object({"device": _STR, "threads": _INT, "by_dtype": _values(_nullable(_PEAK), "an object of peaks by dtype"),
-                  "reason": _nullable(_STR)}, optional={"reason"}, expected="an object (the measured matmul peaks)")
-
-_STATS = _object({"n": _INT, "median": _NUMBER, "q1": _NUMBER, "q3": _NUMBER, "iqr": _nullable(_NUMBER), "min": _NUMBER,
-                  "max": _NUMBER, "mean": _NUMBER, "cv": _nullable(_NUMBER)}, expected="an object (a clock's statistics)")
-_SAMPLES = _object({"call_seconds": _NUMBERS, "loop_seconds": _NUMBERS, "workload_seconds": _NUMBERS, "gc_seconds": _NUMBERS,
-                    "peak_rss_bytes": _list(_nullable(_NUMBER), "a list of byte counts"), "floor_seconds": _NUMBERS,
-                    "other_cpu_seconds": _list(_nullable(_NUMBER), "a list of CPU seconds"),
-                    "page_faults": _list(_nullable(_NUMBER), "a list of page-fault counts")},
-                   optional={"floor_seconds", "other_cpu_seconds", "page_faults"}, expected="an object (each round's clocks)")
-_TIMING = _object({
-    "rounds": _INT, "warmup_calls": _INT, "call": _STATS, "loop": _STATS, "workload": _STATS,
-    "overhead_seconds": _nullable(_NUMBER), "overhead_share": _nullable(_NUMBER), "setup_seconds": _nullable(_NUMBER),
-    "setup_share": _nullable(_NUMBER), "bridge_seconds": _nullable(_NUMBER), "gc_seconds": _nullable(_NUMBER),
-    "reproducible": _BOOL, "differing_rounds": _INT, "samples": _SAMPLES, "floor": _nullable(_STATS),
-}, optional={"floor"}, expected="an object (the cell's timed rounds)")
-_EFFICIENCY = _object({
-    "flops": _NUMBER, "step_flops": _NUMBER, "seconds": _NUMBER, "tflops": _nullable(_NUMBER), "gemm_dtype": _STR,
-    "peak_tflops": _nullable(_NUMBER), "share_of_peak": _nullable(_NUMBER), "share_note": _nullable(_STR),
-}, optional={"share_note"}, expected="an object (the cell's efficiency)")
-_MEMORY = _object({"peak_rss_bytes": _nullable(_NUMBER), "rss_before_bytes": _nullable(_NUMBER), "scope": _nullable(_STR),
-                   "cuda_peak_bytes": _nullable(_NUMBER)},
-                  optional={"peak_rss_bytes", "rss_before_bytes", "scope", "cuda_peak_bytes"}, expected="an object (the cell's memory)")
-_DISTANCE = _object({"max_rel_loss_error": _nullable(_NUMBER), "final_weights_rel_error": _nullable(_NUMBER),
-                     "worst_tensor": _nullable(_STR), "worst_tensor_rel_error": _nullable(_NUMBER)},
-                    optional={"worst_tensor", "worst_tensor_rel_error"}, expected="an object (the cell's distance from float64)")
-_GEMM_PROFILE = _object({"half_share": _nullable(_NUMBER), "gemm_seconds": _nullable(_NUMBER)},
-                        optional={"half_share", "gemm_seconds"}, expected="an object (a GEMM profile)")
-#: A record field's check, by its kind (:data:`harness.contract.record.KINDS`).
-_KIND_CHECK: dict[str, Check] = {
-    "int": _INT, "number": _NUMBER, "string": _STR, "list of numbers": _NUMBERS, "list of ints": _INTS,
-    "list of flags": _list(_BOOL, "a list of true or false"), "list of strings": _STRINGS,
-}
-#: Every record field (:mod:`harness.contract.record`): a record is stored as its script wrote it, and read by the record
-#: check, the judges and the views. A stored record may lack, or hold null in, any field but those every version has.
-_RECORD_FIELDS: dict[str, Check] = {
-    f.name: _KIND_CHECK[f.kind] if f.always else _nullable(_KIND_CHECK[f.kind]) for f in RECORD_FIELDS
-}
-_RECORD = _object(_RECORD_FIELDS, optional={f.name for f in RECORD_FIELDS if not f.always},
-                  expected="an object (the cell's run record)")
-#: What a cell's installation holds: how the user named it (:class:`harness.workload.installations.Installation`) and what
-#: its worker reported (:func:`harness.worker_side.installation_facts.installation_facts`); pairs are judged by these facts.
-_INSTALLATION_TEXT = ("python", "r_libs", "activate", "torch_version", "libtorch_version", "libtorch_path", "libtorch_build",
-                      "interpreter", "host", "cpu", "machine", "language_version", "device_name", "cuda", "r_library",
-                      "torch_package")
-_INSTALLATION = _object(
-    {"name": _STR, "language": _one_of(LANGUAGES, "a language"), "env": _values(_STR, "an object of strings"),
-     **{name: _nullable(_STR) for name in _INSTALLATION_TEXT}},
-    optional={"env", *_INSTALLATION_TEXT}, expected="an object (the installation that ran the cell)",
-)
-#: A cell's trace file (:class:`harness.model.cell_trace.TraceFile`), beside its weights.
-_TRACE_FILE = _object({"path": _STR, "sha256": _STR, "points": _INT, "switches": _STRINGS}, optional={"switches"},
-                      expected="an object (a cell's trace file)")
-_PAIR = _list(_INTS, "a list of two shapes", length=2)
-#: What a cell keeps of its final weights (:class:`harness.model.weights.FinalWeights`).
-_COMPARISON = _object({
-    "name": _STR, "shapes": _PAIR, "dtypes": _list(_STR, "a list of two dtypes", length=2), "identical": _BOOL,
-    "max_abs": _NUMBER, "rel_l2": _NUMBER, "max_ulps": _INT, "worst_index": _nullable(_INTS),
-    "worst_values": _nullable(_list(_NUMBER, "a list of two numbers", length=2)), "diff_sq": _NUMBER, "norm_sq": _NUMBER,
-}, expected="an object (a tensor measured against its pair)")
-_WEIGHTS = _object({
-    "tensors": _values(_object({"dtype": _STR, "shape": _INTS, "sha256": _STR}, expected="an object (a tensor's digest)"),
-                       "an object of tensor digests"),
-    "compared": _values(_list(_COMPARISON, "a list of measured tensors"), "an object of measured tensors by cell"),
-}, expected="an object (what the cell keeps of its final weights)")
-_STATUSES = ("ok", "unsupported", "skipped", "numerical_failure", "error")
-_CELL_FIELDS: dict[str, Check] = {
-    "id": _STR, "pair": _STR, "script": _STR, "mode": _STR, "frontend": _STR, "device": _STR,
-    "status": _one_of(_STATUSES, "a cell status"), "reason": _nullable(_STR), "record": _nullable(_RECORD),
-    "reference_distance": _nullable(_DISTANCE), "wall_seconds": _nullable(_NUMBER), "memory": _nullable(_MEMORY),
-    "timing": _nullable(_TIMING), "efficiency": _nullable(_EFFICIENCY), "gemm_profile": _nullable(_GEMM_PROFILE),
-    "gemm_problem": _nullable(_STR), "time_vs_default": _nullable(_NUMBER), "time_vs_default_note": _nullable(_STR),
-    "installation": _nullable(_INSTALLATION), "optimizer": _STR, "trace": _nullable(_TRACE_FILE),
-    "reconciled": _nullable(_TRACE_FILE), "weights": _nullable(_WEIGHTS), "feature": _STR,
-}
-_CELL = _object(_CELL_FIELDS, optional=set(_CELL_FIELDS) - {"id", "pair", "script", "mode", "optimizer", "frontend", "device",
-                                                            "status"},
-                expected="an object (a cell)")
-_TRAJECTORY = _object({"optimizer": _STR, "clip": _BOOL, "skipped_steps": _INTS, "losses": _list(_nullable(_NUMBER), "a list of losses"),
-                       "feature": _STR}, optional={"feature"}, expected="an object (a float64 trajectory)")
-_REFERENCE = _object({"available": _BOOL, "reason": _nullable(_STR), "trajectories": _list(_TRAJECTORY, "a list of float64 trajectories")},
-                     optional={"reason", "trajectories"}, expected="an object (the float64 reference)")
-_POINT_DIFFERENCE = _object({
-    "step": _INT, "point": _STR, "kind": _STR, "dtypes": _list(_nullable(_STR), "a list of two dtypes", length=2),
-    "shapes": _list(_nullable(_INTS), "a list of two shapes", length=2), "elements": _nullable(_INT),
-    "differing": _nullable(_INT), "max_distance": _nullable(_INT), "worst_index": _nullable(_INTS),
-    "worst_values": _nullable(_list(_NUMBER, "a list of two numbers", length=2)),
-    "other": _nullable(_list(_anything, "a step and a point name", length=2)), "max_abs_difference": _nullable(_NUMBER),
-    "magnitude": _nullable(_NUMBER),
-}, optional={"elements", "differing", "max_distance", "worst_index", "worst_values", "other", "max_abs_difference", "magnitude"},
-    expected="an object (the first differing point)")
-_STEP_AND_POINT = _list(_anything, "a step and a point name ([step, name])", length=2)
-_TRACE = _object({
-    "pair": _STR, "frontends": _list(_STR, "a list of the pair's two frontends", length=2),
-    "points": _list(_INT, "a list of two point counts", length=2), "identical_points": _INT,
-    "first_difference": _nullable(_POINT_DIFFERENCE), "last_identical": _nullable(_STEP_AND_POINT),
-    "triggers": _nullable(_values(_INTS, "an object of step lists")), "reproduced": _BOOL, "seconds": _NUMBER, "error": _nullable(_STR),
-    "switches": _STRINGS, "reconciled_identical": _nullable(_BOOL), "reconciled": _nullable(_POINT_DIFFERENCE),
-    "detail": _nullable(_POINT_DIFFERENCE),
-}, optional={"first_difference", "last_identical", "triggers", "reproduced", "seconds", "error", "switches", "reconciled_identical",
-             "reconciled", "detail"}, expected="an object (a traced pair)")
-_WORKER = _object({"startup_seconds": _nullable(_NUMBER), "starts": _nullable(_INT), "ready_seconds": _NUMBER},
-                  optional={"startup_seconds", "starts", "ready_seconds"},
-                  expected="an object (a worker's start-ups)")
-#: What the run found of this machine (:meth:`harness.run.availability.Availability.to_json`); the report prints it.
-_ENVIRONMENT = _object({
-    **{name: _nullable(_STR) for name in ("python_version", "platform", "torch_version", "rscript", "rpy2_version",
-                                           "python_unavailable", "r_unavailable")},
-    "r": _nullable(_values(_anything, "an object (what the probe of R found)")),
-}, optional={"python_version", "platform", "torch_version", "rscript", "rpy2_version", "python_unavailable", "r_unavailable", "r"},
-    expected="an object (the machine the run found)")
-#: Where a result came from (:class:`harness.model.provenance.Provenance`).
-_PROVENANCE = _object({
-    "harness_version": _nullable(_STR), "source": _one_of(("checkout", "installed", "unknown"), "a provenance source"),
-    "commit": _nullable(_STR), "dirty": _nullable(_BOOL), "note": _nullable(_STR), "scripts_root": _nullable(_STR),
-    "files": _values(_STR, "an object of file digests"),
-}, optional={"harness_version", "commit", "dirty", "note", "scripts_root", "files"}, expected="an object (the result's provenance)")
-_SOURCE = _object({
-    "file": _STR, "created": _STR, "host": _STR, "frontends": _STRINGS, "devices": _STRINGS, "cells": _STRINGS,
-    "environment": _ENVIRONMENT, "spec": _spec, "peaks": _PEAKS, "protocol": _protocol, "provenance": _PROVENANCE,
-    "reference": _REFERENCE,
-}, optional={"spec", "peaks", "protocol", "environment", "host", "created", "provenance", "reference"},
-   expected="an object (a merged input)")
-_FIXTURE = _object({"digest": _nullable(_STR), "sha256": _nullable(_STR), "path": _nullable(_STR)},
-                   optional={"digest", "sha256", "path"}, expected="an object (the fixture file)")
-
-#: The current schema, field by field (what ``MatrixResult.from_json`` reads; ``pairs`` and ``targets`` are verdicts).
-RESULT: dict[str, Check] = {
-    "schema_version": _INT, "created": _STR, "wall_seconds": _NUMBER, "spec": _spec, "spec_digest": _STR, "fixture": _FIXTURE,
-    "environment": _ENVIRONMENT, "protocol": _protocol, "workers": _values(_WORKER, "an object of workers"), "peaks": _PEAKS,
-    "reference": _REFERENCE, "reference_seconds": _NUMBER, "warnings": _STRINGS,
-    "cells": _list(_CELL, "a non-empty list of cells (a run has one cell at least)", non_empty=True),
-    "judging": _STR, "traces": _list(_TRACE, "a list of traced pairs"),
-    "frontends": _list(_STR, "a non-empty list of frontend names", non_empty=True), "baseline": _STR,
-    "sources": _list(_SOURCE, "a list of merged inputs"), "provenance": _PROVENANCE,
-    "phases": _list(_object({"name": _STR, "seconds": _NUMBER}, expected="an object (a phase: name and seconds)"), "a list of phases"),
-}
-
-#: The fields every schema version holds, checked before an older file is upgraded (the upgrade steps read them).
-_UPGRADABLE: dict[str, Check] = {
-    "spec": _spec, "cells": _list(_object({"id": _STR, "pair": _STR, "script": _STR, "mode": _STR, "frontend": _STR,
-                                           "device": _STR, "status": _CELL_FIELDS["status"], "record": _nullable(_OBJECT),
-                                           "timing": _nullable(_OBJECT)}, optional={"record", "timing"}, expected="an object (a cell)"),
-                                  _expected(RESULT["cells"])),
-    "reference": _nullable(_OBJECT), "protocol": _nullable(_OBJECT), "peaks": _nullable(_OBJECT),
-    "environment": _nullable(_OBJECT), "fixture": _nullable(_OBJECT), "warnings": _nullable(_STRINGS),
-}
+#: The rules between keys of a reported object that its types cannot say, each with why (in its docstring).
+_RULES: dict[type, Callable[[Mapping[str, Any], str], None]] = {Peak: _peak_names_its_layouts}
 
 
-def check_result_shape(result: object, source: str) -> None:
-    """Refuse a result of the current schema that anything would trip over, naming the first field that is missing or wrong.
+def _guard(kind: type, data: object, source: str, shallow: bool) -> None:
+    try:
+        check = _dataclass(kind, shallow)
+        _object({}, expected="a JSON object")(data, "")
+        check(data, "")
+        if not shallow:
+            _check_frontends(data)
+    except _Refused as refused:
+        _refuse(source, refused)
 
-    Besides each field's type: every cell's frontend is one of ``frontends``, ``baseline`` is one of them, and no
-    frontend is named twice.
+
+def _check_frontends(result: object) -> None:
+    """Besides each field's type: every cell's frontend is one of ``frontends``, ``baseline`` is one of them, and no frontend
+    is named twice (a rule between fields)."""
+    assert isinstance(result, Mapping)
+    frontends = result.get("frontends")
+    if not isinstance(frontends, list) or not isinstance(result.get("cells"), list):
+        return
+    twice = next((f for k, f in enumerate(frontends) if f in frontends[:k]), None)
+    if twice is not None:
+        raise _Refused("frontends", "a list naming each frontend once", frontends)
+    for k, cell in enumerate(result["cells"]):
+        if cell["frontend"] not in frontends:
+            raise _Refused(f"cells[{k}].frontend", f"one of the result's frontends ({', '.join(frontends)})", cell["frontend"])
+    if "baseline" in result and result["baseline"] not in frontends:
+        raise _Refused("baseline", f"one of the result's frontends ({', '.join(frontends)})", result["baseline"])
+
+
+def check_shape(kind: type, result: object, source: str) -> None:
+    """Refuse a stored ``kind`` (a result) of the current schema that anything would trip over, naming the first field that
+    is missing or wrong.
 
     Raises:
         ResultError: one line: where in ``source`` the problem is, what was expected, what it is, and what to do.
     """
-    try:
-        _object(RESULT, expected="a JSON object")(result, "")
-        assert isinstance(result, Mapping)
-        frontends = result["frontends"]
-        twice = next((f for k, f in enumerate(frontends) if f in frontends[:k]), None)
-        if twice is not None:
-            raise _Refused("frontends", "a list naming each frontend once", frontends)
-        for k, cell in enumerate(result["cells"]):
-            if cell["frontend"] not in frontends:
-                raise _Refused(f"cells[{k}].frontend", f"one of the result's frontends ({', '.join(frontends)})", cell["frontend"])
-        if result["baseline"] not in frontends:
-            raise _Refused("baseline", f"one of the result's frontends ({', '.join(frontends)})", result["baseline"])
-    except _Refused as refused:
-        _refuse(source, refused)
+    _guard(kind, result, source, shallow=False)
 
 
-def check_upgradable_shape(result: object, source: str) -> None:
-    """Refuse a result of any schema version whose shared fields an upgrade step would trip over.
+def check_upgradable(kind: type, result: object, source: str) -> None:
+    """Refuse a stored ``kind`` of any schema version whose fields every version has (no ``since``, no default: what an
+    upgrade step reads) an upgrade step would trip over.
 
     Raises:
-        ResultError: one line naming the field, as :func:`check_result_shape`.
+        ResultError: one line naming the field, as :func:`check_shape`.
     """
-    try:
-        _object(_UPGRADABLE, optional={"reference", "protocol", "peaks", "environment", "fixture", "warnings"},
-                expected="a JSON object")(result, "")
-    except _Refused as refused:
-        _refuse(source, refused)
+    _guard(kind, result, source, shallow=True)
 
 
-def without_verdicts(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` without its stored verdicts (pairs, performance targets, each cell's verdict): they are judged again on load,
-    never read back, so a hand edit there cannot stop a result from loading, nor count."""
-    cells = data.get("cells")
-    stripped = {k: v for k, v in data.items() if k not in VERDICT_FIELDS}
-    if isinstance(cells, list):
-        stripped["cells"] = [{k: v for k, v in c.items() if k != "verdict"} if isinstance(c, Mapping) else c for c in cells]
+def judged_fields(kind: type) -> tuple[str, ...]:
+    """The fields of ``kind`` declared ``judged``: verdicts, judged again on every load, never read back."""
+    return tuple(f.name for f in dataclasses.fields(kind) if field_options(f).get("judged"))
+
+
+def strip_judged(kind: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` (a stored ``kind``) without its stored verdicts, at every level where its fields' types declare some (a
+    result's ``pairs`` and ``targets``, each cell's ``verdict``), so a hand edit there cannot stop it from loading."""
+    judged = set(judged_fields(kind))
+    stripped = {k: v for k, v in data.items() if k not in judged}
+    types_of = hints(kind)
+    for field in dataclasses.fields(kind):
+        value = stripped.get(field.name)
+        args = typing.get_args(_unwrap(types_of[field.name]))
+        inner = args[0] if typing.get_origin(types_of[field.name]) is tuple and len(args) == 2 and args[1] is Ellipsis else None
+        if isinstance(value, list) and isinstance(inner, type) and dataclasses.is_dataclass(inner) and judged_fields(inner):
+            stripped[field.name] = [strip_judged(inner, v) if isinstance(v, Mapping) else v for v in value]
     return stripped
 
 

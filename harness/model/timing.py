@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from harness.errors import UsageError
+from harness.model.codec import Stored, codec
 
 __all__ = [
     "BENCH_ROUNDS",
@@ -187,7 +188,7 @@ def ratio(numerator: Timing | None, denominator: Timing | None, paired: bool = F
 
 
 @dataclass(frozen=True)
-class Stats:
+class Stats(Stored):
     """Statistics of one clock's samples; ``iqr`` and ``cv`` are ``None`` below three samples."""
 
     n: int
@@ -200,24 +201,15 @@ class Stats:
     mean: float
     cv: float | None
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Stats:
-        """The inverse of :meth:`to_json`."""
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
 
-    def to_json(self) -> dict[str, Any]:
-        """Plain data."""
-        return dataclasses.asdict(self)
-
-
-#: The samples a result may lack, because it was written before they were measured.
-_LATER_SAMPLES = frozenset({"floor_seconds", "other_cpu_seconds", "page_faults"})
-#: The rounds' load (harness.run.machine_load), written only where it was measured.
-_LOAD_SAMPLES = frozenset({"other_cpu_seconds", "page_faults"})
+def _unmeasured(name: str) -> Callable[[TimingSamples], bool]:
+    """Whether a round-load sample (harness.run.machine_load) was not measured: it is written only where it was, so a result
+    from before it reads back byte for byte."""
+    return lambda samples: not getattr(samples, name)
 
 
 @dataclass(frozen=True)
-class TimingSamples:
+class TimingSamples(Stored):
     """Every timed round's value, in the order the rounds ran."""
 
     call_seconds: tuple[float, ...]
@@ -229,23 +221,12 @@ class TimingSamples:
     floor_seconds: tuple[float, ...] = ()
     #: Other processes' CPU seconds and the worker's page faults during each round (:class:`RoundLog`); empty in older
     #: results, ``None`` for a round where they could not be read.
-    other_cpu_seconds: tuple[float | None, ...] = ()
-    page_faults: tuple[int | None, ...] = ()
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TimingSamples:
-        """The inverse of :meth:`to_json`; a result written before the floor or the rounds' load was measured lacks them."""
-        return cls(**{f.name: tuple(data[f.name]) if f.name in data or f.name not in _LATER_SAMPLES else ()
-                      for f in dataclasses.fields(cls)})
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain data; the rounds' load only where it was measured (so a result from before it reads back byte for byte)."""
-        return {f.name: list(getattr(self, f.name)) for f in dataclasses.fields(self)
-                if getattr(self, f.name) or f.name not in _LOAD_SAMPLES}
+    other_cpu_seconds: tuple[float | None, ...] = field(default=(), metadata=codec(omit=_unmeasured("other_cpu_seconds")))
+    page_faults: tuple[int | None, ...] = field(default=(), metadata=codec(omit=_unmeasured("page_faults")))
 
 
 @dataclass(frozen=True)
-class Timing:
+class Timing(Stored):
     """A cell's timed rounds (see :mod:`harness.model.timing` for the three clocks and the overhead split)."""
 
     rounds: int
@@ -265,25 +246,6 @@ class Timing:
     #: The calibration rounds' statistics: their CV is the machine's noise floor while this cell was timed. ``None``: not
     #: measured (a cell the spread target does not check, or a result written before the floor was measured).
     floor: Stats | None = None
-
-    _STATS = ("call", "loop", "workload")
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Timing:
-        """The inverse of :meth:`to_json`; a result written before the floor was measured has none."""
-        values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name != "floor"}
-        values.update({name: Stats.from_json(data[name]) for name in cls._STATS})
-        values["samples"] = TimingSamples.from_json(data["samples"])
-        floor = data.get("floor")
-        return cls(**values, floor=None if floor is None else Stats.from_json(floor))
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain data, in the stored key order."""
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        data.update({name: getattr(self, name).to_json() for name in self._STATS})
-        data["samples"] = self.samples.to_json()
-        data["floor"] = None if self.floor is None else self.floor.to_json()
-        return data
 
 
 #: Untimed calls per cell, the record call included: the record call loads the fixtures and writes
@@ -335,14 +297,21 @@ PRESET_PROTOCOLS: dict[str, tuple[int, int]] = {"tiny": (1, 1), "bench": (DEFAUL
 MIN_ROUNDS_FOR_SPREAD = 3
 
 
+#: What a stored protocol says of how GC and the clocks were handled: written for its readers, never read back.
+_GC_NOTE = "python: collector off inside the loop; r: collected before the loop, seconds in GC recorded"
+_CLOCKS_NOTE = "loop and workload: the script's own clock, device synchronised; call: the harness's, around the bridge"
+
+
 @dataclasses.dataclass(frozen=True)
-class TimingProtocol:
+class TimingProtocol(Stored):
     """How many rounds, how long, and in which order (``interleave``: A, B, A, B … across the cells)."""
 
     warmup_rounds: int = DEFAULT_WARMUP_ROUNDS
     rounds: int = DEFAULT_ROUNDS
     max_seconds: float = DEFAULT_MAX_SECONDS
     interleave: bool = False
+    gc: str = field(default=_GC_NOTE, init=False, compare=False)
+    clocks: str = field(default=_CLOCKS_NOTE, init=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.warmup_rounds, bool) or not isinstance(self.warmup_rounds, int) or self.warmup_rounds < 1:
@@ -369,15 +338,3 @@ class TimingProtocol:
         own_warmup, own_rounds = PRESET_PROTOCOLS.get(preset, (DEFAULT_WARMUP_ROUNDS, DEFAULT_ROUNDS))
         return cls(own_warmup if warmup_rounds is None else warmup_rounds, own_rounds if rounds is None else rounds,
                    DEFAULT_MAX_SECONDS if max_seconds is None else max_seconds, interleave)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TimingProtocol:
-        """The protocol a result stored (what :meth:`to_json` adds for readers is not read back)."""
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain data for the result, with how GC and threads were handled."""
-        return dataclasses.asdict(self) | {
-            "gc": "python: collector off inside the loop; r: collected before the loop, seconds in GC recorded",
-            "clocks": "loop and workload: the script's own clock, device synchronised; call: the harness's, around the bridge",
-        }

@@ -9,39 +9,25 @@ folder beside a result may then drop its ``.safetensors`` files (docs/results/RE
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from harness.model.codec import Stored
 
 __all__ = ["FinalWeights", "TensorComparison", "TensorDigest"]
 
 
-def _number(value: Any) -> float:
-    """A stored float; JSON keeps ``Infinity``/``NaN`` (the harness writes them), ``None`` stands for NaN."""
-    return math.nan if value is None else float(value)
-
-
 @dataclass(frozen=True)
-class TensorDigest:
+class TensorDigest(Stored):
     """One tensor of one cell's final weights: its dtype, shape and the SHA-256 of its bytes."""
 
     dtype: str
     shape: tuple[int, ...]
     sha256: str
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TensorDigest:
-        """The inverse of :meth:`to_json`."""
-        return cls(str(data["dtype"]), tuple(int(n) for n in data["shape"]), str(data["sha256"]))
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain data."""
-        return {"dtype": self.dtype, "shape": list(self.shape), "sha256": self.sha256}
-
 
 @dataclass(frozen=True)
-class TensorComparison:
+class TensorComparison(Stored):
     """One final-weights tensor of two cells, measured (side 0 is the cell that keeps it): what a tolerance is applied to."""
 
     name: str
@@ -56,38 +42,15 @@ class TensorComparison:
     diff_sq: float
     norm_sq: float
 
+
     def swapped(self) -> TensorComparison:
         """The same measurement with the sides exchanged (every distance is symmetric; shapes, dtypes and values swap)."""
         values = None if self.worst_values is None else (self.worst_values[1], self.worst_values[0])
         return TensorComparison(self.name, (self.shapes[1], self.shapes[0]), (self.dtypes[1], self.dtypes[0]), self.identical,
                                 self.max_abs, self.rel_l2, self.max_ulps, self.worst_index, values, self.diff_sq, self.norm_sq)
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TensorComparison:
-        """The inverse of :meth:`to_json`."""
-        index, values = data.get("worst_index"), data.get("worst_values")
-        shapes = data["shapes"]
-        return cls(
-            name=str(data["name"]), shapes=(tuple(shapes[0]), tuple(shapes[1])), dtypes=(str(data["dtypes"][0]), str(data["dtypes"][1])),
-            identical=bool(data["identical"]), max_abs=_number(data["max_abs"]), rel_l2=_number(data["rel_l2"]),
-            max_ulps=int(data["max_ulps"]), worst_index=None if index is None else tuple(int(i) for i in index),
-            worst_values=None if values is None else (_number(values[0]), _number(values[1])),
-            diff_sq=_number(data["diff_sq"]), norm_sq=_number(data["norm_sq"]),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain data."""
-        return {
-            "name": self.name, "shapes": [list(s) for s in self.shapes], "dtypes": list(self.dtypes), "identical": self.identical,
-            "max_abs": self.max_abs, "rel_l2": self.rel_l2, "max_ulps": self.max_ulps,
-            "worst_index": None if self.worst_index is None else list(self.worst_index),
-            "worst_values": None if self.worst_values is None else list(self.worst_values),
-            "diff_sq": self.diff_sq, "norm_sq": self.norm_sq,
-        }
-
-
 @dataclass(frozen=True)
-class FinalWeights:
+class FinalWeights(Stored):
     """One cell's final weights as the result keeps them: each tensor's digest, and its comparisons with the other cells
     of its pair (``compared``, by the other cell's id; each pair of cells is kept once, by the cell listed first)."""
 
@@ -97,18 +60,3 @@ class FinalWeights:
     def comparison(self, other_id: str) -> tuple[TensorComparison, ...] | None:
         """This cell's tensors measured against cell ``other_id``'s (this cell side 0), or ``None``: not kept here."""
         return self.compared.get(other_id)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> FinalWeights:
-        """The inverse of :meth:`to_json`."""
-        return cls(
-            tensors={str(k): TensorDigest.from_json(v) for k, v in (data.get("tensors") or {}).items()},
-            compared={str(k): tuple(TensorComparison.from_json(t) for t in v) for k, v in (data.get("compared") or {}).items()},
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain data."""
-        return {
-            "tensors": {k: v.to_json() for k, v in self.tensors.items()},
-            "compared": {k: [t.to_json() for t in v] for k, v in self.compared.items()},
-        }

@@ -82,6 +82,7 @@ class MatrixRunner:
         trace: bool = True,
         known: tuple[KnownDifference, ...] | None = None,
         baseline: str | None = None,
+        fixture_cache: Path | None = None,
     ) -> None:
         """``staging``: the folder the scripts write their final weights into (see :class:`harness.run.pool.WorkerPool`), which
         must outlive the runner, since the result names the files in it: a :class:`harness.store.result_claim.ResultClaim`'s
@@ -93,7 +94,8 @@ class MatrixRunner:
         differences the pairs are judged against (default: the committed list).
 
         ``frontends``: installations (:mod:`harness.workload.installations`), or the names ``python`` and ``r`` (this
-        harness's own). ``baseline``: the frontend every other is paired with (default: the first).
+        harness's own). ``baseline``: the frontend every other is paired with (default: the first). ``fixture_cache``: where
+        the fixtures go (default: the harness's fixture cache).
 
         Raises:
             UsageError: no ``staging`` folder, or a baseline that is not one of the frontends.
@@ -119,8 +121,9 @@ class MatrixRunner:
         self.ready_seconds: dict[str, float] = {}
         self.trace = trace
         self.known = load_known_differences() if known is None else known
+        self._fixture_cache = fixture_cache
         with self._clock.phase("fixtures"):
-            self.fixture: FixtureFile = ensure_fixtures(spec)
+            self.fixture: FixtureFile = ensure_fixtures(spec, fixture_cache)
         self.pool = WorkerPool(spec, self.fixture, lambda: self.availability, timeout, staging, scaler_lift,
                                {i.name: frontend_for(i) for i in self.installations})
         self._arrays: dict[str, Any] | None = None
@@ -143,6 +146,22 @@ class MatrixRunner:
         #: The loop features the last run ran (harness/workload/features.py; ``none``: the plain loop).
         self._features: tuple[str, ...] = (NO_FEATURE,)
 
+    def use_spec(self, spec: WorkloadSpec) -> None:
+        """Run the next cells with ``spec``, in the workers already started (``harness search``: an example a spec, each a
+        fraction of a second, where a worker's start takes seconds). A worker holds nothing of a spec between calls: each
+        request carries its run spec and fixture file. The threads are the workers' own, fixed when they started.
+
+        Raises:
+            UsageError: ``spec`` asks for another thread count or device than the workers run.
+        """
+        if (spec.threads, spec.device) != (self.spec.threads, self.spec.device):
+            raise UsageError("spec", spec.summary(), f"the runner's threads ({self.spec.threads}) and device ({self.spec.device})")
+        self.spec = self.pool.spec = spec
+        self.fixture = self.pool.fixture = ensure_fixtures(spec, self._fixture_cache)
+        self._arrays, self._references, self._baseline_traces = None, {}, {}
+        self.reference_reason = reference_skip_reason(spec)
+        self.reconcile_problems = {}
+
     def __enter__(self) -> MatrixRunner:
         return self
 
@@ -163,6 +182,7 @@ class MatrixRunner:
         judging: str = DEFAULT_JUDGING,
         measure: bool = True,
         features: tuple[str, ...] | None = None,
+        only_cells: Sequence[Cell] | None = None,
     ) -> MatrixResult:
         """Run every cell of the matrix (``modes`` × ``optimizers``, default the preset's optimizers, and each of
         ``features`` where its covering design runs it, default the plain loop alone: the CLI passes the preset's,
@@ -173,7 +193,8 @@ class MatrixRunner:
         result keeps it, so ``report`` judges the result the same way. ``measure=False`` runs the record
         calls only (no timed rounds, peaks or profiles: ``harness trace``). ``on_progress``: what the run says as it goes
         (:class:`harness.model.progress.RunProgress`: each phase as it begins and ends, each cell or round done), or a
-        function of one string (each cell or round done).
+        function of one string (each cell or round done). ``only_cells``: these cells instead of the matrix's (``harness
+        search``: one pair wherever it drew it, a feature's covering design or not).
         """
         check_judging(judging)
         self.reconcile_problems.clear()  # what a run of this runner warns of is its own (a session's runner runs many)
@@ -200,7 +221,8 @@ class MatrixRunner:
         self._optimizers = optimizers
         features = features or (NO_FEATURE,)
         self._features = features
-        matrix = cells_for(self.frontends, modes, optimizers, self.spec.device, features, self.spec.model)
+        matrix = (list(only_cells) if only_cells is not None
+                  else cells_for(self.frontends, modes, optimizers, self.spec.device, features, self.spec.model))
         # Each frontend's cells in its own worker, the workers side by side (one thread each; the spec's threads per worker):
         # a record call's numbers do not depend on what the other worker does, and its time is not what is timed.
         with phase("record calls", len(matrix)):

@@ -28,6 +28,7 @@ import sys
 import time
 from typing import Any
 
+from harness.contract.replies import Reply
 from harness.errors import ScriptError, WorkerCannotStart, WorkerCrashed, WorkerError, WorkerTimeout
 from harness.files.paths import worker_import_root
 from harness.run.process_group import end_group, running, start_group
@@ -108,7 +109,7 @@ class Worker:
             if len(self._start_errors) == START_ATTEMPTS and len(set(self._start_errors)) == 1:
                 self.cannot_start = self._start_errors[-1]
                 log.info("%s worker: its start failed %d times with the same error; it is not started again: %s",
-                            self.name, START_ATTEMPTS, " ".join(self.cannot_start.split()))
+                         self.name, START_ATTEMPTS, " ".join(self.cannot_start.split()))
             raise
         self._start_errors = []
 
@@ -191,7 +192,7 @@ class Worker:
                 raise self._crashed(what) from err
             if not self.alive:
                 raise self._crashed(what)
-        failed = reply["status"] != "ok"
+        failed = reply["status"] != Reply.OK
         for name, level, message in reply.get("logs", ()):
             # A failed call's error is its message, below: what the child logged of it (R echoes its error to the console)
             # is shown with -v, not as a second WARNING line beside the one error line.

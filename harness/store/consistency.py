@@ -153,8 +153,8 @@ class _Checker:
         for key, k in skipped.items():
             if key in ran:
                 j = ran[key]
-                self.refuse(f"cells[{k}].status", "skipped", f"cells[{j}] ({self.result.cells[j].id}), of the same frontend in the "
-                            f"same run, is {self.result.cells[j].status}: a frontend that cannot run skips every cell")
+                self.refuse(f"cells[{k}].status", str(Status.SKIPPED), f"cells[{j}] ({self.result.cells[j].id}), of the same "
+                            f"frontend in the same run, is {self.result.cells[j].status}: a frontend that cannot run skips every cell")
 
     def trace(self, where: str, trace: PairTrace) -> None:
         """A stored pair trace is one its cells' traces give (the same first difference), and its distances are possible:

@@ -34,8 +34,7 @@ from harness.judge.kept_weights import keep_weights
 from harness.judge.known_differences import KnownDifference
 from harness.judge.tolerances import DEFAULT_JUDGING
 from harness.model.provenance import Provenance
-from harness.model.result import RESULT_SCHEMA_VERSION, MatrixResult
-from harness.model.shape import check_upgradable_shape, without_verdicts
+from harness.model.result import RESULT_SCHEMA_VERSION, MatrixResult, Status, check_upgradable_shape, without_verdicts
 from harness.store.consistency import check_consistency
 from harness.workload.matrix import Cell
 
@@ -371,7 +370,7 @@ def _update_to_8(data: dict[str, Any], path: Path) -> dict[str, Any]:
         renamed[str(cell.get("id"))] = new.id
         cell |= {"id": new.id, "pair": new.pair}
         # Every ratio or note of a scaler cell that ran spoke of with_autocast's default (a spread too wide, say): none is kept.
-        if cell["script"] == "cuda_amp_grad_scaler" and (cell.get("time_vs_default") is not None or cell.get("status") == "ok"):
+        if cell["script"] == "cuda_amp_grad_scaler" and (cell.get("time_vs_default") is not None or cell.get("status") == Status.OK):
             cell |= {"time_vs_default": None,
                      "time_vs_default_note": "not shown: before schema 8 it divided by with_autocast's default cell"}
         cells.append(cell)

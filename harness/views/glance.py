@@ -19,8 +19,8 @@ __all__ = ["SYMBOLS", "Glance", "column_key", "fold_key", "glance", "legend_of",
 
 #: One symbol per pair verdict (``known_difference`` says whether the entries are proven and whether one is a bug).
 SYMBOLS: dict[str, str] = {
-    "identical": "=", "within_tolerance": "≈", "known": "K", "bug": "B", "matched": "k", "diverged": "✗",
-    "stale_known_difference": "S", "error": "E", "unsupported": "U", "skipped": "·",
+    Verdict.IDENTICAL: "=", Verdict.WITHIN_TOLERANCE: "≈", "known": "K", "bug": "B", "matched": "k", Verdict.DIVERGED: "✗",
+    Verdict.STALE_KNOWN_DIFFERENCE: "S", Verdict.ERROR: "E", Verdict.UNSUPPORTED: "U", Verdict.SKIPPED: "·",
 }
 LEGEND = ("= identical · ≈ within tolerance · K known difference (proven) · B R torch bug (proven) · k known difference "
           "matched, not proven (identity not expected) · ✗ diverged · S stale known difference · E error · U unsupported · "

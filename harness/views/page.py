@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 from harness.files.paths import CHECKOUT
 from harness.model.pair_trace import PairTrace, PointDifference
 from harness.model.result import MatrixResult
-from harness.model.verdicts import PairVerdict, TargetCheck
+from harness.model.verdicts import PairVerdict, TargetCheck, Verdict
 from harness.views.formatting import num, provenance_lines
 from harness.views.glance import LEGEND, glance, proven_known, symbol
 from harness.views.plots import figure_png, loss_diff_figure, losses_figure, timing_figure
@@ -50,7 +50,7 @@ PAGE_FIGURES: dict[str, Callable[[MatrixResult], Figure]] = {
 }
 #: The verdicts a page lists in one line each (identical, or a pair a side did not run: its reason is in the summary); the
 #: others in full.
-_QUIET = ("identical", "skipped", "unsupported")
+_QUIET = (Verdict.IDENTICAL, Verdict.SKIPPED, Verdict.UNSUPPORTED)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from harness.model.provenance import Provenance, script_differences
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.timing import ratio
-from harness.model.verdicts import CELL_OUTCOMES, PairVerdict
+from harness.model.verdicts import CELL_OUTCOMES, Outcome, PairVerdict, Verdict
 from harness.views.formatting import cell_text, frontend_order, lift_footnote, num, provenance_lines, status_text
 from harness.views.glance import LEGEND, glance, proven_known
 from harness.views.page import PAGE_FIGURES, PAGE_FILE, EntryText, entry_ids, first_difference, render_page
@@ -189,18 +189,19 @@ def _cells_table(result: MatrixResult) -> list[str]:
 
 
 #: How a cell's own verdict reads in the tracker.
-_OWN_TEXT = {"pass": "pass", "fail": "**FAIL**", "excused": "fail: R torch bug (excused)", "not_judged": "—"}
+_OWN_TEXT: dict[str, str] = {Outcome.PASS: Outcome.PASS, Outcome.FAIL: "**FAIL**", Outcome.EXCUSED: "fail: R torch bug (excused)",
+                             Outcome.NOT_JUDGED: "—"}
 
 
 def _own(cell: CellResult) -> str:
-    return cell.verdict.outcome if cell.verdict else "not_judged"
+    return cell.verdict.outcome if cell.verdict else Outcome.NOT_JUDGED
 
 
 def _cell_details(result: MatrixResult) -> list[str]:
     """Why each cell that does not pass its own check stands as it does (a cell that passes: its row in the tracker)."""
     lines = []
     for cell in result.cells:
-        if cell.verdict and cell.verdict.outcome not in ("not_judged", "pass"):
+        if cell.verdict and cell.verdict.outcome not in (Outcome.NOT_JUDGED, Outcome.PASS):
             verdict = cell.verdict
             lines += [f"### {cell.id}: {verdict.outcome}", "", "```text", *(line.strip() for line in verdict.lines()[1:]), "```", ""]
     return ["## Cell details", "", "Each cell that does not pass its own check (those that pass are rows of the tracker above).", "",
@@ -337,7 +338,7 @@ def _pair_details(verdicts: list[PairVerdict]) -> list[str]:
     known difference is told under its entry (:func:`_known_details`): the main job's 340 explanations were 1.1 MB."""
     lines = []
     for v in verdicts:
-        if v.verdict not in ("identical", "skipped", "unsupported") and not proven_known(v):
+        if v.verdict not in (Verdict.IDENTICAL, Verdict.SKIPPED, Verdict.UNSUPPORTED) and not proven_known(v):
             lines += [f"### {v.pair} ({' vs '.join(v.frontends)}): {v.verdict}", "", "```text", v.explain(), "```", ""]
     return ["## Pairs that need a look", "", *(lines or ["None.", ""])] if verdicts else []
 
@@ -347,7 +348,7 @@ def _known_details(verdicts: list[PairVerdict], entries: Mapping[str, EntryText]
     first parts (its verdict and why are its row of the pairs table)."""
     groups: dict[tuple[str, ...], list[PairVerdict]] = {}
     for v in verdicts:
-        if v.verdict not in ("skipped", "unsupported") and proven_known(v):
+        if v.verdict not in (Verdict.SKIPPED, Verdict.UNSUPPORTED) and proven_known(v):
             groups.setdefault(entry_ids(v), []).append(v)
     if not groups:
         return []

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from harness.model.result import SIDE_BY_SIDE_NOTE, CellResult, MatrixResult, Status
 from harness.model.timing import for_want_of_spread
-from harness.model.verdicts import TargetCheck, Verdict
+from harness.model.verdicts import Outcome, TargetCheck, Verdict
 from harness.views.formatting import lift_footnote, num, provenance_lines, status_text
 from harness.views.glance import glance, legend_of, proven_known
 from harness.views.reasons import Reason, reasons
@@ -29,16 +29,18 @@ from harness.views.timing_sections import bf16_note, frontend_costs
 
 __all__ = ["FULL_PAIR_ROWS", "FULL_TABLE_CELLS", "RUN_MAX_LINES", "make_console", "print_result", "print_trace"]
 
-_STATUS_STYLE = {"ok": "green", "skipped": "yellow", "unsupported": "magenta", "numerical_failure": "red", "error": "bold red"}
+_STATUS_STYLE: dict[str, str] = {Status.OK: "green", Status.SKIPPED: "yellow", Status.UNSUPPORTED: "magenta",
+                                 Status.NUMERICAL_FAILURE: "red", Status.ERROR: "bold red"}
 
 
 #: The columns shown whole whatever the terminal's width.
 _WHOLE = ("script · mode", "optimizer", "frontend", "status", "final loss")
-_OWN_STYLE = {"pass": "green", "fail": "bold red", "excused": "cyan", "not_judged": "dim"}
-_OWN_TEXT = {"pass": "pass", "fail": "FAIL", "excused": "fail: R bug", "not_judged": "—"}
+_OWN_STYLE: dict[str, str] = {Outcome.PASS: "green", Outcome.FAIL: "bold red", Outcome.EXCUSED: "cyan", Outcome.NOT_JUDGED: "dim"}
+_OWN_TEXT: dict[str, str] = {Outcome.PASS: Outcome.PASS, Outcome.FAIL: "FAIL", Outcome.EXCUSED: "fail: R bug", Outcome.NOT_JUDGED: "—"}
 
-_VERDICT_STYLE = {"identical": "green", "within_tolerance": "green", "known_difference": "cyan", "skipped": "yellow",
-                  "unsupported": "magenta", "diverged": "bold red", "stale_known_difference": "bold red", "error": "bold red"}
+_VERDICT_STYLE: dict[str, str] = {Verdict.IDENTICAL: "green", Verdict.WITHIN_TOLERANCE: "green", Verdict.KNOWN_DIFFERENCE: "cyan",
+                  Verdict.SKIPPED: "yellow", Verdict.UNSUPPORTED: "magenta", Verdict.DIVERGED: "bold red",
+                  Verdict.STALE_KNOWN_DIFFERENCE: "bold red", Verdict.ERROR: "bold red"}
 
 
 #: Up to this many cells the terminal lists every one (the four-mode matrix of one optimizer is eight); past it, the
@@ -75,8 +77,8 @@ def print_result(result: MatrixResult, console: Console | None = None, verbose: 
         # its reason's line: a row of it says nothing more (a worker that cannot start made 340 such rows)
         shown = [c for c in cells if (c.record is not None and not c.ok and c.id not in excused)
                  or (c.verdict is not None and c.verdict.failed)]
-        passing = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == "pass")
-        off = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == "excused")
+        passing = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == Outcome.PASS)
+        off = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == Outcome.EXCUSED)
         crashed = sum(1 for c in cells if not c.ok and c.id in excused)
         failed = sum(1 for c in cells if c.status in (Status.ERROR, Status.NUMERICAL_FAILURE) and c.id not in excused)
         ok = sum(1 for c in cells if c.ok)
@@ -180,7 +182,7 @@ _COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("% peak", "right", 6),
 )
 #: Statuses told by their reason alone (a line per reason), never by a row: nothing of the cell ran.
-_TOLD_BY_REASON = ("skipped",)
+_TOLD_BY_REASON = (Status.SKIPPED,)
 
 
 def _cell_table(cells: list[CellResult], title: str, console: Console) -> Table:
@@ -204,7 +206,7 @@ def _cell_row(cell: CellResult) -> list[str | Text]:
     record, distance, efficiency = cell.record, cell.reference_distance, cell.efficiency
     loop = cell.timing.loop if cell.timing else None
     floor = cell.timing.floor if cell.timing else None
-    own = cell.verdict.outcome if cell.verdict else "not_judged"
+    own = cell.verdict.outcome if cell.verdict else Outcome.NOT_JUDGED
     return [
         Text(f"{cell.script} · {cell.mode}"), Text(cell.optimizer), Text(cell.frontend),
         Text(status_text(cell), style=_STATUS_STYLE.get(cell.status, "")),

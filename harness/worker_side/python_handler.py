@@ -17,6 +17,10 @@ from harness.files.paths import scripts_root
 __all__ = ["PythonHandler"]
 
 
+#: The module sweep's requests (harness/run/modules.py) and the function of ``py_scripts/modules.py`` that answers each.
+_MODULE_KINDS = {"module_entries": "module_entries", "module_prepare": "prepare_module"}
+
+
 class PythonHandler:
     """Imports ``py_scripts.<stem>`` once and answers requests by their ``kind``.
 
@@ -27,6 +31,8 @@ class PythonHandler:
     a cell request → :func:`harness.worker_side.gemm_profiler.profile_gemms` of one step. ``trace``: a cell request
     with ``trace: {"keep": [[step, name], ...]}`` → the call's points (:class:`harness.worker_side.trace_recorder.TraceRecorder`).
     ``calibrate``: ``{"device", "dtype", "threads", "iterations"}`` → :func:`harness.worker_side.calibration.calibrate`.
+    ``module_entries``, ``module_prepare``: the module sweep's calls (``py_scripts/modules.py``); ``module_compare``:
+    :func:`harness.worker_side.module_compare.compare_module`.
     Peaks, profiles, traces and calibrations run here, in the process and with the torch that runs the cells.
     """
 
@@ -61,6 +67,12 @@ class PythonHandler:
                 from harness.worker_side.calibration import calibrate
 
                 return calibrate(request["device"], request["dtype"], request["threads"], request["iterations"])
+            if kind in _MODULE_KINDS:  # the module sweep (py_scripts/modules.py): plain data in, plain data out
+                return getattr(self._script("modules"), _MODULE_KINDS[kind])(request)
+            if kind == "module_compare":  # the two languages' files of one entry (the worker's measurement)
+                from harness.worker_side.module_compare import compare_module
+
+                return compare_module(request)
             module = self._script(request["script"])
             if kind == "gemm_profile":
                 from harness.worker_side.gemm_profiler import profile_gemms

@@ -13,6 +13,7 @@ import logging
 import os
 from typing import Any
 
+from harness.contract.replies import Reply
 from harness.files.paths import bytecode_dir, script_path
 from harness.worker_side.trace_recorder import TraceRecorder, recorder_arguments
 
@@ -60,7 +61,8 @@ class RHandler:
     ``trace: {"keep": [[step, name], ...]}`` → the call's points, recorded by
     :class:`harness.worker_side.trace_recorder.TraceRecorder` (as in the Python worker). ``calibrate``:
     ``{"device", "dtype", "threads", "iterations"}`` → ``{"seconds", "iterations"}`` from ``amp_parity_calibrate()``
-    in _bridge.R, the twin of :func:`harness.worker_side.calibration.calibrate`.
+    in _bridge.R, the twin of :func:`harness.worker_side.calibration.calibrate`. ``module_run``: one entry of the module
+    sweep (``amp_parity_modules_reply()`` in r_scripts/modules.R).
     """
 
     def __init__(self) -> None:
@@ -92,19 +94,22 @@ class RHandler:
         self._trace_call = ro.globalenv["amp_parity_reply_trace_call"]
         self._calibrate = ro.globalenv["amp_parity_reply_calibrate"]
         self._paths: dict[str, str] = {}
+        self._modules_reply: Any = None
 
     def __call__(self, request: dict[str, Any]) -> Any:
         """Run one cell (or a test script given by path) and return the parsed record (or, for a trace, the points)."""
         if request.get("kind") == "describe":
             return self._describe(request.get("device", "cpu"), request.get("threads"))
+        if request.get("kind") == "module_run":
+            return self._module_run(request)
         if request.get("kind") == "calibrate":
             return self._calibration(request["device"], request["dtype"], request["threads"], request["iterations"])
         path = request.get("script_path") or self._script_path(request["script"])
         if request.get("kind") == "trace":
             return self._trace(path, request)
         kind, text = self._call(path, json.dumps(request["run_spec"]), request["mode"])
-        if kind != "ok":
-            raise RScriptFailed(text, refused=kind == "refused")
+        if kind != Reply.OK:
+            raise RScriptFailed(text, refused=kind == Reply.REFUSED)
         return json.loads(text)
 
     def _describe(self, device: str, threads: int | None = None) -> dict[str, Any]:
@@ -131,13 +136,24 @@ class RHandler:
             return facts
         return facts | {"r_probe": json.loads(str(self._ro.r(_PROBE)(str(path))[0]))}
 
+    def _module_run(self, request: dict[str, Any]) -> Any:
+        """One entry of the module sweep in R (r_scripts/modules.R, loaded byte-compiled on the first such call)."""
+        if self._modules_reply is None:
+            path = script_path("r", "modules")
+            self._ro.r["source_compiled"](str(path), self._ro.globalenv)
+            self._modules_reply = self._ro.globalenv["amp_parity_modules_reply"]
+        kind, text = self._modules_reply(json.dumps(request))
+        if kind != "ok":
+            raise RScriptFailed(text)
+        return json.loads(text)
+
     def _calibration(self, device: str, dtype: str, threads: int, iterations: int) -> dict[str, Any]:
         """The noise-floor loop in R torch: checked here, with the matrices' size from the one place it is kept."""
         from harness.worker_side.calibration import CALIBRATION_N, check_calibration
 
         check_calibration(device, dtype, threads, iterations)
         kind, *values = self._calibrate(device, dtype, threads, iterations, CALIBRATION_N)
-        if kind != "ok":
+        if kind != Reply.OK:
             raise RScriptFailed(values[0])
         return {"seconds": float(values[0]), "iterations": int(float(values[1]))}
 
@@ -172,8 +188,8 @@ class RHandler:
             return ri.StrSexpVector(["go"])
 
         kind, text = self._trace_call(path, json.dumps(request["run_spec"]), request["mode"], record_points)
-        if kind != "ok":
-            raise RScriptFailed(text, refused=kind == "refused")
+        if kind != Reply.OK:
+            raise RScriptFailed(text, refused=kind == Reply.REFUSED)
         return recorder.reply(json.loads(text))
 
     def _script_path(self, script: str) -> str:

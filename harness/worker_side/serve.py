@@ -18,6 +18,8 @@ import tempfile
 import traceback
 from typing import Any
 
+from harness.contract.replies import Reply
+
 __all__ = ["main", "serve"]
 
 log = logging.getLogger(__name__)
@@ -55,9 +57,9 @@ def serve(conn: multiprocessing.connection.Connection, handler_path: str, env: d
         module_name, class_name = handler_path.split(":")
         handler = getattr(importlib.import_module(module_name), class_name)()
     except BaseException as err:
-        _reply(conn, {"status": "error", "message": f"{type(err).__name__}: {err}", "logs": collector.drain()})
+        _reply(conn, {"status": Reply.ERROR.value, "message": f"{type(err).__name__}: {err}", "logs": collector.drain()})
         return
-    if not _reply(conn, {"status": "ok", "value": None, "logs": collector.drain()}):
+    if not _reply(conn, {"status": Reply.OK.value, "value": None, "logs": collector.drain()}):
         return
     memory = _MemoryProbe()
     while True:
@@ -70,11 +72,11 @@ def serve(conn: multiprocessing.connection.Connection, handler_path: str, env: d
         rss_before, scope = memory.start()
         try:
             value = handler(request)
-            reply = {"status": "ok", "value": value}
+            reply = {"status": Reply.OK.value, "value": value}
         except Exception as err:
             message = getattr(err, "frontend_message", None) or f"{type(err).__name__}: {err}"
             log.debug("handler error:\n%s", traceback.format_exc())
-            reply = {"status": "error", "message": message, "refused": bool(getattr(err, "refused", False))}
+            reply = {"status": Reply.ERROR.value, "message": message, "refused": bool(getattr(err, "refused", False))}
         reply["logs"] = collector.drain()
         reply["memory"] = {"peak_rss_bytes": memory.peak_rss_bytes(scope), "rss_before_bytes": rss_before, "scope": scope}
         if not _reply(conn, reply):

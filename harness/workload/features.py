@@ -23,6 +23,7 @@ from typing import Any
 from harness.contract.modes import SCRIPTS
 from harness.errors import UsageError
 from harness.workload.optimizers import OPTIMIZERS
+from harness.workload.space import Space, between, choice
 
 __all__ = ["FEATURES", "KINDS", "LOOP_ARGS", "LR_LAMBDA_ARGS", "NO_FEATURE", "PRESET_FEATURES", "Cover", "Feature",
            "check_feature", "epoch_factor", "explicit_scales", "micro_batches", "parse_features"]
@@ -119,6 +120,9 @@ class Feature:
     #: For a ``resume`` row, the feature whose run a resumed run must equal bitwise (the plain loop, or the scheduler row
     #: with the same scheduler): :mod:`harness.judge.resumed` compares the two cells where both ran.
     uninterrupted: str = NO_FEATURE
+    #: Where ``harness search`` may move each of ``args`` (:mod:`harness.workload.space`; :data:`_SPACES` below the table).
+    #: An argument without one stays at the row's value; a row without any is searched at its point.
+    space: Mapping[str, Space] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -129,6 +133,8 @@ class Feature:
             raise ValueError(f"feature {self.name}: lr_args must name arguments of the row")
         if set(self.args) != set(self.reasons):
             raise ValueError(f"feature {self.name}: every hyperparameter needs a reason, and every reason a hyperparameter")
+        if not set(self.space) <= set(self.args):
+            raise ValueError(f"feature {self.name}: a space is declared for an argument of the row only")
         for cover in self.covers:
             for script, mode in cover.modes:
                 SCRIPTS[script].mode(mode)  # raises on a mode the script does not declare
@@ -316,6 +322,10 @@ _MULTI_REASONS = {
                  "the explicit scale must not",
 }
 
+
+#: Why R's resume cells with the dynamic scaler are refused: one spelling for every feature that checkpoints.
+_R_SCALER_NOT_SAVED = ("R torch's cuda_amp_grad_scaler() has no state_dict() (R/autocast.R): its scale and growth tracker "
+                       "cannot be saved, and a resumed run would restart them")
 
 FEATURES: dict[str, Feature] = {
     f.name: f
@@ -530,8 +540,7 @@ FEATURES: dict[str, Feature] = {
                         "second growth is the next step, decided by the growth tracker carried over, and the preset's "
                         "overflow (step 9) comes after; 13 steps left for a state read back wrong to show"},
             _resume_covers(),
-            unsupported={("r", "dynamic"): "R torch's cuda_amp_grad_scaler() has no state_dict() (R/autocast.R): its scale "
-                                           "and growth tracker cannot be saved, and a resumed run would restart them"},
+            unsupported={("r", "dynamic"): _R_SCALER_NOT_SAVED},
         ),
         Feature(
             "resume_lr_step", "resume", "resume, with lr_step's scheduler checkpointed and loaded too",
@@ -545,11 +554,48 @@ FEATURES: dict[str, Feature] = {
                    "R-code optimizer's param groups (Adagrad, identical in the plain loop) and in libtorch's C++ options "
                    "(ignite Adam); with the scaler disabled and enabled"),),
             python="StepLR", r="lr_step",
-            unsupported={("r", "dynamic"): "R torch's cuda_amp_grad_scaler() has no state_dict() (R/autocast.R)"},
+            unsupported={("r", "dynamic"): _R_SCALER_NOT_SAVED},
             uninterrupted="lr_step",
         ),
     )
 }
+
+#: The search's spaces of the rows' arguments (harness/workload/space.py). The search runs at most 12 steps (its spec
+#: space, harness/workload/spec.py), hence the step counts' ranges. ``accumulate`` and ``custom_function`` declare none:
+#: an ``every`` that does not divide an epoch leaves micro-batches unstepped, which the reference does not follow.
+_STEPS = "; the search's runs have at most 12 steps"
+_GAMMA = between(0.1, 0.99, "both accept any multiplicative factor; below 1 the lr decays")
+_LAMBDA = {"warmup": between(1, 6, "a whole number >= 1 (the declared factor divides by it)" + _STEPS, dtype="int"),
+           "decay": between(0.0, 0.5, "any decay >= 0 keeps the factor positive and finite")}
+_CYCLE = {"max_lr": between(0.1, 2.0, "a factor of the row's lr; any positive max_lr is accepted by both"),
+          "total_steps": between(12, 40, "both raise when stepped past total_steps: at least the search's 12 steps", dtype="int"),
+          "pct_start": between(0.1, 0.9, "both require 0 <= pct_start <= 1, and a rise of at least one step")}
+_USED = {"every": between(2, 4, "the layer is used every `every` steps; any whole number >= 1 in both", dtype="int")}
+_MULTI = {"second_loss_weight": between(0.0, 1.0, "any weight of the second loss"),
+          "new_scale_step": between(0, 11, "a step of the run" + _STEPS, dtype="int"),
+          "new_scale": choice(1048576.0, 1024.0, 8.0, why="a power of two: the scale stays exact in both")}
+_CLIP = between(1e-4, 1.0, "any positive bound is accepted by both; below 1e-4 every gradient is clipped", log=True)
+_AT_STEP = between(1, 11, "a step inside the run" + _STEPS, dtype="int")
+_SPACES: dict[str, dict[str, Space]] = {
+    "lr_step": {"step_size": between(1, 6, "a whole number >= 1 in both" + _STEPS, dtype="int"), "gamma": _GAMMA},
+    "lr_cosine": {"T_max": between(1, 12, "a whole number >= 1 in both" + _STEPS, dtype="int"),
+                  "eta_min": between(0.0, 1e-3, "below every row's lr (the least is 1e-4 in the search)")},
+    "lr_multiplicative": _LAMBDA, "lr_lambda": _LAMBDA, "lr_lambda_groups": _LAMBDA,
+    "lr_one_cycle": _CYCLE, "lr_one_cycle_groups": _CYCLE,
+    "lr_reduce_on_plateau": {"factor": between(0.1, 0.9, "both require factor < 1"),
+                             "patience": between(0, 4, "a whole number >= 0 in both", dtype="int"),
+                             "threshold": between(0.0, 0.1, "any relative threshold >= 0")},
+    "param_groups": {"bias_lr_factor": between(0.1, 2.0, "any positive lr for the second group"),
+                     "bias_weight_decay": between(0.0, 0.1, "any weight_decay >= 0 for the second group")},
+    "frozen": {"layer": choice(0, 1, why="a layer of every searched model (2 or 3 layers)")},
+    "clip_value": {"clip_value": _CLIP}, "clip_norm_inf": {"max_norm": _CLIP}, "clip_lowp": {"max_norm": _CLIP},
+    "sometimes_used": _USED, "sometimes_used_zeros": _USED, "sometimes_used_default": _USED,
+    "multi_optimizer": _MULTI, "multi_optimizer_list": _MULTI,
+    "penalty": {"weight": between(0.0, 1.0, "any weight of the penalty")},
+    "resume": {"at_step": _AT_STEP}, "resume_lr_step": {"at_step": _AT_STEP, "step_size": between(1, 6, "as lr_step's", dtype="int"),
+                                                         "gamma": _GAMMA},
+}
+FEATURES = {name: dataclasses.replace(row, space=_SPACES.get(name, {})) for name, row in FEATURES.items()}
 
 #: The features each preset runs by default beside the plain loop: ``tiny`` (CI's and the main job's) runs them all;
 #: the timing presets run the plain loop only (their float64 reference and rounds are sized for it).

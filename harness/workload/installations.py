@@ -21,18 +21,19 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from harness.errors import UsageError
 from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_toml_file
 
 __all__ = [
-    "DEFAULT_INSTALLATIONS", "INSTALLATIONS_MAX_BYTES", "Installation", "LANGUAGES", "MAX_NAME_LENGTH", "check_name",
+    "DEFAULT_INSTALLATIONS", "INSTALLATIONS_MAX_BYTES", "Installation", "LANGUAGES", "Language", "MAX_NAME_LENGTH", "check_name",
     "load_installations", "parse_frontends",
 ]
 
 #: The languages a frontend can speak: each has its scripts (``py_scripts``, ``r_scripts``) and its worker handler.
-LANGUAGES = ("python", "r")
+Language = Literal["python", "r"]
+LANGUAGES: tuple[str, ...] = get_args(Language)
 #: A name is part of every cell id (``with_autocast-autocast-py28-cpu``), and so of every weights file's name
 #: (``<cell id>.safetensors``, and the longer temporary names beside it): the file system's 255 bytes must hold the
 #: longest script and mode (42 characters), a device, a merge label and a name (40 each) with room to spare. A name of

@@ -23,6 +23,7 @@ from typing import Any
 from harness.contract.optimizers import DEFAULT_OPTIMIZER, EPS_UNDER_SQRT_CLASSES, UPDATE_KIND_OF_CLASS
 from harness.errors import SpecError
 from harness.workload.choices import parse_choices
+from harness.workload.space import Space, between, flag, pair
 
 __all__ = [
     "FAMILIES",
@@ -91,6 +92,9 @@ class Optimizer:
     state: tuple[StateEntry, ...] = ()
     python_names: Mapping[str, str] = field(default_factory=dict)
     title: str = ""
+    #: Where ``harness search`` may move each hyperparameter (:mod:`harness.workload.space`): the row's own and any other
+    #: argument both bindings' constructors take (absent from ``args``: each binding's default). Empty: searched at ``args``.
+    space: Mapping[str, Space] = field(default_factory=dict)
 
     @property
     def kind(self) -> str | None:
@@ -135,6 +139,35 @@ _ADAPTIVE_LR = 1e-3
 #: enough that a weight-decay term computed wrongly moves the trajectory (R torch's SGD and RMSprop did).
 _WEIGHT_DECAY = 0.01
 _WD_REASON = "non-zero so the weight-decay term acts; small against the gradient"
+
+#: The search's spaces (harness/workload/space.py), shared by the rows of one PyTorch class in both families: each range is
+#: inside what both constructors accept (PyTorch's checks and R torch's ``optim_*`` / ``optim_ignite_*``, whose formals
+#: take the same names), and 0 is drawn where 0 switches a term off, a region no row sets.
+_LR_SPACE = between(1e-4, 0.5, "any positive lr is accepted by both; above 0.5 tiny-sized runs overshoot into inf", log=True)
+_WD_SPACE = between(1e-4, 0.1, "both accept any weight_decay >= 0; 0 switches the term off", log=True, zero=True)
+_EPS_SPACE = between(1e-10, 1e-2, "both accept any eps >= 0; from 1e-10 eps meets the denominator", log=True)
+_MOMENTUM_SPACE = between(0.1, 0.99, "both accept 0 <= momentum; below 1 the buffer stays bounded", zero=True)
+_SPACES: dict[str, dict[str, Space]] = {
+    "SGD": {"lr": _LR_SPACE, "momentum": _MOMENTUM_SPACE,
+            "dampening": between(0.05, 0.9, "both accept any dampening; nesterov needs it 0 in both", zero=True),
+            "weight_decay": _WD_SPACE, "nesterov": flag("both need momentum > 0 and dampening 0 for it, and refuse otherwise")},
+    "RMSprop": {"lr": _LR_SPACE, "alpha": between(0.5, 0.999, "both accept alpha >= 0; below 1 the average decays"),
+                "eps": _EPS_SPACE, "weight_decay": _WD_SPACE, "momentum": _MOMENTUM_SPACE, "centered": flag("both take it")},
+    "Adam": {"lr": _LR_SPACE, "betas": pair((0.0, 0.99), (0.5, 0.9999), "both require 0 <= beta < 1"), "eps": _EPS_SPACE,
+             "weight_decay": _WD_SPACE, "amsgrad": flag("both take it")},
+    "Adagrad": {"lr": _LR_SPACE, "lr_decay": between(1e-4, 0.5, "both accept lr_decay >= 0", log=True, zero=True),
+                "weight_decay": _WD_SPACE, "eps": _EPS_SPACE,
+                "initial_accumulator_value": between(0.01, 1.0, "both accept >= 0; 0 with a zero gradient is 0/eps", zero=True)},
+    "Adadelta": {"lr": between(0.1, 2.0, "both accept lr >= 0; 1 is the default"), "rho": between(0.5, 0.99, "both need 0 <= rho <= 1"),
+                 "eps": _EPS_SPACE, "weight_decay": _WD_SPACE},
+    "ASGD": {"lr": _LR_SPACE, "lambda": between(1e-6, 1e-2, "both accept any lambda >= 0", log=True),
+             "alpha": between(0.5, 1.0, "both accept alpha >= 0; the rate decays as step^-alpha"),
+             "t0": between(0, 12, "both accept t0 >= 0; the search's runs have at most 12 steps", dtype="int"),
+             "weight_decay": _WD_SPACE},
+    "Rprop": {"lr": _LR_SPACE, "etas": pair((0.1, 0.9), (1.05, 2.0), "both require 0 < eta- < 1 < eta+"),
+              "step_sizes": pair((1e-8, 1e-4), (0.01, 50.0), "both take any 0 <= min <= max")},
+}
+_SPACES["AdamW"] = _SPACES["Adam"]
 
 OPTIMIZERS: dict[str, Optimizer] = {
     o.name: o
@@ -261,6 +294,10 @@ OPTIMIZERS: dict[str, Optimizer] = {
     )
 }
 
+# Each row's space is its PyTorch class's (R torch's R-code and ignite constructors of a class take the same arguments:
+# formals() of each, R torch 0.17): the row's own values are where a drawn argument shrinks back to.
+OPTIMIZERS = {name: dataclasses.replace(row, space=row.space or _SPACES.get(row.python, {})) for name, row in OPTIMIZERS.items()}
+
 #: Which optimizers a preset runs unless ``--optimizer`` says otherwise. ``tiny`` is the parity job: every row, in every
 #: mode, both frontends (a cell costs milliseconds). ``bench`` and ``recipe`` time the recipe's workload: plain SGD only,
 #: as their earlier results did (every row at ``bench`` would take the timing job from minutes to most of an hour).
@@ -300,9 +337,11 @@ def check_optimizer_args(overrides: object) -> dict[str, dict[str, Value]]:
             raise SpecError(f"optimizer_args.{name}", args, "a table of argument → value")
         checked: dict[str, Value] = {}
         for arg, value in args.items():
-            if arg not in row.args:
-                raise SpecError(f"optimizer_args.{name}", arg, f"one of {name}'s arguments: {', '.join(row.args)}")
-            checked[arg] = _check_value(f"optimizer_args.{name}.{arg}", row.args[arg], value)
+            if arg not in row.args and arg not in row.space:
+                known = ", ".join(dict.fromkeys([*row.args, *row.space]))
+                raise SpecError(f"optimizer_args.{name}", arg, f"one of {name}'s arguments: {known}")
+            default = row.args[arg] if arg in row.args else row.space[arg].blank
+            checked[arg] = _check_value(f"optimizer_args.{name}.{arg}", default, value)
         out[str(name)] = checked
     return out
 

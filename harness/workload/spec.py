@@ -22,6 +22,7 @@ from harness.contract.modes import all_mode_names
 from harness.errors import SpecError
 from harness.workload.choices import parse_choices
 from harness.workload.optimizers import OPTIMIZERS, R_MAX_INT, check_optimizer_args
+from harness.workload.space import Space, between, choice
 
 __all__ = [
     "AMP_DTYPES",
@@ -30,6 +31,7 @@ __all__ = [
     "default_overflow_steps",
     "OVERFLOW_POINTS",
     "PRESETS",
+    "SEARCH_SPACE",
     "SizeWarning",
     "WorkloadSpec",
     "available_cores",
@@ -253,6 +255,20 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 
+#: Where ``harness search`` draws the workload's own fields (harness/workload/space.py); the others keep ``tiny``'s. Small,
+#: so an example of both languages takes a fraction of a second, and a finding shrinks to sizes a reproducer can print.
+#: Every value is a valid spec field in both scripts; the first choice is where a finding shrinks to.
+SEARCH_SPACE: dict[str, Space] = {
+    "batch_size": choice(1, 2, 4, 8, 16, why="any batch >= 1; 1 is a batch no preset runs"),
+    "in_size": choice(2, 4, 8, 16, 32, why="any width >= 1: the hidden layers are in_size wide"),
+    "out_size": choice(1, 2, 4, 8, 16, why="any width >= 1"),
+    "num_layers": choice(2, 3, why="the features name layers 0 and 1 (frozen, sometimes_used, custom_function)"),
+    "num_batches": between(1, 6, "any number of batches >= 1", dtype="int"),
+    "epochs": between(1, 2, "two epochs cross an epoch boundary (a scheduler's, the data's)", dtype="int"),
+    "seed": between(0, 2**16, "any seed draws other fixtures: data, targets and initial weights", dtype="int"),
+    "growth_interval": between(1, 4, "any interval >= 1; a short one makes the scaler grow within the run", dtype="int"),
+}
+
 
 def default_overflow_steps(steps: int) -> tuple[int, ...]:
     """Where a spec that names none puts its one overflow: the middle step (0-based; tiny's 20 steps: step 9).
@@ -346,7 +362,8 @@ def _check_optimizer_ranges(spec: WorkloadSpec) -> None:
     float32's."""
     for name, args in spec.optimizer_args.items():
         for arg, value in args.items():
-            default = OPTIMIZERS[name].args[arg]
+            row = OPTIMIZERS[name]
+            default = row.args[arg] if arg in row.args else row.space[arg].blank  # an argument only the search's space has
             if isinstance(default, int) and not isinstance(default, bool):
                 continue  # a whole number: 0 to R_MAX_INT, refused in those words where it came in
             where = f"optimizer_args.{name}.{arg}"

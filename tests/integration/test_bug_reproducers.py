@@ -21,6 +21,7 @@ import pytest
 from harness.files.paths import REPO_ROOT
 from harness.judge.init_parity import INIT_EXPLANATIONS
 from harness.judge.known_differences import load_known_differences
+from harness.judge.modules import load_module_differences
 from harness.run.availability import probe
 from tests.support import require_r_torch
 
@@ -32,20 +33,19 @@ def test_every_bug_entry_has_its_folder_and_every_folder_is_a_bug() -> None:
     with no effect a trace could see."""
     entries = {k.id for k in load_known_differences() if k.kind == "bug"}
     entries |= {e.id for e in INIT_EXPLANATIONS if e.kind == "bug"}  # the nn_init comparison's (harness/judge/init_parity.py)
+    entries |= {d.bug for d in load_module_differences() if d.bug is not None}  # the module sweep's (harness/judge/module_differences.toml)
     assert entries <= set(BUGS)
     # docs/known-differences.md: adam-grad-mutated, no traced value differs; ignite-adagrad-param-group-state and
     # ignite-zero-grad-set-to-none, crashes with no switch to prove them by, so the matrix leaves their cells out
     # (harness/workload/features.py); optim-load-state-dict-no-cast, the harness's checkpoints hold each state in its
     # parameter's dtype and device; backward-threads-stale, each worker sets its threads once, before its first backward
-    # (docs/determinism.md), and stores what its backward ran on; batchnorm-momentum-null, conv-same-padding-mode,
-    # cross-entropy-probability-targets, embedding-padding-idx, gumbel-softmax-sign, mha-add-zero-attn and
-    # multilabel-soft-margin-dim, nnf-loss-default-reduction, in modules and functions the
-    # training matrix does not build (each report names the module and the option, for the module sweep)
+    # (docs/determinism.md), and stores what its backward ran on; conv-same-padding-mode, embedding-padding-idx,
+    # gumbel-softmax-sign, mha-add-zero-attn and nnf-loss-default-reduction, in modules, options and functions neither the
+    # training matrix nor module_db's samples reach (each report names the module and the option)
     assert set(BUGS) - entries == {"adam-grad-mutated", "ignite-adagrad-param-group-state", "ignite-zero-grad-set-to-none",
-                                   "optim-load-state-dict-no-cast", "backward-threads-stale", "batchnorm-momentum-null",
-                                   "conv-same-padding-mode", "cross-entropy-probability-targets", "gumbel-softmax-sign",
-                                   "mha-add-zero-attn", "multilabel-soft-margin-dim", "embedding-padding-idx",
-                                   "nnf-loss-default-reduction"}
+                                   "optim-load-state-dict-no-cast", "backward-threads-stale",
+                                   "conv-same-padding-mode", "gumbel-softmax-sign",
+                                   "mha-add-zero-attn", "embedding-padding-idx", "nnf-loss-default-reduction"}
 
 
 #: Reproducers that need a process of their own: backward-threads-stale shows a count kept by R torch's backward threads,

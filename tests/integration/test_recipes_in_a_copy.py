@@ -18,7 +18,7 @@ from harness.files.paths import REPO_ROOT
 from tests.planting import plant
 
 #: The recipe's example field: a list, so R's writer must keep one element an array.
-_FIELD = '    _f("recipe_steps", "list of ints", "the steps of the recipe\'s example", since=6),\n'
+_FIELD = '    recipe_steps: tuple[int, ...] | None = _f("the steps of the recipe\'s example", since=6, default=None)\n'
 
 
 def _copy(dest: Path) -> Path:
@@ -35,11 +35,9 @@ def _python(root: Path, code: str) -> str:
 
 
 def _add_record_field(root: Path) -> None:
-    """The recipe: one declaration, one typed field of the stored record."""
-    end = "cannot prove an entry\", since=5),\n"
-    plant(root, "harness/contract/record.py", end + ")", end + _FIELD + ")")
-    plant(root, "harness/model/record.py", "    switches: tuple[str, ...] = ()\n",
-          "    switches: tuple[str, ...] = ()\n    recipe_steps: tuple[int, ...] | None = None\n")
+    """The recipe: one typed, documented field of the record's declaration (the stored record is that class)."""
+    end = "cannot prove an entry\", since=5, default=())\n"
+    plant(root, "harness/contract/record.py", end, end + _FIELD)
 
 
 def test_a_record_field_is_one_declaration(tmp_path: Path) -> None:
@@ -59,7 +57,7 @@ record = RunRecord.from_json({name: None for name in run_spec["record_fields"]} 
                               "recipe_steps": [3], "switches": []})
 print(json.dumps({"version": RECORD_SCHEMA_VERSION, "kind": run_spec["record_fields"]["recipe_steps"],
                   "typed": list(record.recipe_steps), "extra": list(record.extra), "stored": record.to_json()["recipe_steps"],
-                  "checked": "recipe_steps" in shape._RECORD_FIELDS, "run_spec": run_spec}))
+                  "checked": "recipe_steps" in shape._dataclass(RunRecord).fields, "run_spec": run_spec}))
 """)
     found = json.loads(out)
     assert (found["version"], found["kind"], found["typed"], found["extra"], found["stored"], found["checked"]) == (

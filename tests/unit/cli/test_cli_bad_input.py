@@ -200,7 +200,7 @@ _OPTIMIZERS = ("'sgd', 'sgd_momentum', 'sgd_nesterov', 'rmsprop', 'rmsprop_cente
         (["run", "--optimizer-arg", "nadam.eps=1e-6"], "error: optimizer_args must be an optimizer: one of "
                                                        f"{_OPTIMIZERS.replace(chr(39), '')}, got 'nadam'."),
         (["run", "--optimizer-arg", "adam.rho=0.9"],
-         "error: optimizer_args.adam must be one of adam's arguments: lr, betas, eps, weight_decay, got 'rho'."),
+         "error: optimizer_args.adam must be one of adam's arguments: lr, betas, eps, weight_decay, amsgrad, got 'rho'."),
         (["run", "--optimizer-arg", "adam.betas=0.9"],
          "error: optimizer_args.adam.betas must be two finite numbers >= 0, e.g. [0.9, 0.99], got 0.9."),
         (["run", "--optimizer-arg", "sgd_nesterov.nesterov=1"],

@@ -8,7 +8,7 @@ import dataclasses
 from harness.judge.assess import _excused
 from harness.judge.known_differences import load_known_differences
 from harness.model.result import CellResult, MatrixResult
-from harness.model.verdicts import CellVerdict, PairVerdict, ScalerCheck
+from harness.model.verdicts import CellVerdict, Outcome, PairVerdict, ScalerCheck
 from tests.twins import golden
 
 BUG = "sgd-weight-decay-index"
@@ -27,7 +27,7 @@ def _failed(cell: CellResult, scaler_ok: bool, float64_from: int | None) -> Cell
         float64 = dataclasses.replace(float64, passed=False, first_step_beyond=float64_from)
     scaler = ScalerCheck(scaler_ok, 20, (), None if scaler_ok else 19, None if scaler_ok else 1.0, None if scaler_ok else 2.0,
                          "follows" if scaler_ok else "breaks GradScaler's rule at step 19")
-    return dataclasses.replace(cell, verdict=CellVerdict(cell.id, "fail", float64, scaler, "failed"))
+    return dataclasses.replace(cell, verdict=CellVerdict(cell.id, Outcome.FAIL, float64, scaler, reason="failed"))
 
 
 def _result(cells: list[CellResult], excused_in: CellResult, acts_from: int = 0, extra: tuple[PairVerdict, ...] = ()) -> MatrixResult:

@@ -29,6 +29,9 @@ RUN_WORKLOAD_LINES = 80
 #: Twins that are not training scripts: each runs on its own (none of the shared files, no run spec), given its input by the harness.
 #: nn_init: every nn_init case (harness/contract/nn_init.py), run by ``python -m harness inits``.
 TOOL_PAIRS = {"nn_init"}
+#: The module sweep's sides (py_scripts/modules.py, r_scripts/modules.R; ``python -m harness modules``): twins with a test
+#: of their own below (R builds, Python draws and compares, so each has names of its own).
+SWEEP_PAIRS = {"modules"}
 #: What a tool's Python twin defines that R does not: nn_init's switches, which compute a case as R torch does (the proofs
 #: of harness/judge/init_parity.py's explanations), and their table; R computes as it does.
 PY_ONLY_TOOL_NAMES = {"nn_init": {"orthogonal_in_float32", "trunc_normal_by_inverse_cdf", "switches"}}
@@ -87,8 +90,8 @@ def test_every_python_script_has_its_r_partner() -> None:
         assert script_path("python", stem).exists() and script_path("r", stem).exists()
     py_stems = {p.stem for p in (REPO_ROOT / "py_scripts").glob("*.py") if not p.stem.startswith("_")}
     r_stems = {p.stem for p in R_FILES if not p.stem.startswith("_")}
-    assert py_stems == set(SCRIPTS) | SHARED_PAIRS | TOOL_PAIRS
-    assert r_stems == set(SCRIPTS) | SHARED_PAIRS | TOOL_PAIRS
+    assert py_stems == set(SCRIPTS) | SHARED_PAIRS | TOOL_PAIRS | SWEEP_PAIRS
+    assert r_stems == set(SCRIPTS) | SHARED_PAIRS | TOOL_PAIRS | SWEEP_PAIRS
     assert R_ONLY_FILES <= {p.stem for p in R_FILES}  # R-only files start with "_": no twin is expected
 
 
@@ -265,3 +268,22 @@ def test_neither_language_keeps_its_own_copy_of_the_record_fields() -> None:
     tables = [line for line in code if sum(name in line for name in libtorch_names) > 1]
     assert not tables, f"the shared R files keep a dtype table of their own (read the run spec's dtypes): {tables}"
     assert "record_keys_json <- local({" in script_path("r", "record").read_text()  # a function, caching the keys it quoted
+
+
+#: What the module sweep's R side defines that Python's does not (each says why where it is defined: R copies PyTorch's
+#: weights in by name and maps the names back, reads one request in and writes one answer out; Python draws the samples,
+#: encodes them and compares the two sides' files, which R never does).
+MODULES_R_ONLY = {"load_weights", "python_names", "run_module", "run_sample", "amp_parity_modules_reply"}
+
+
+def test_the_module_sweep_sides_share_their_names_in_the_same_order() -> None:
+    """What both sides of the sweep define comes in the same order (R's extras are the declared R-only ones, each saying
+    so); Python's extras (drawing, encoding and comparing the samples) are Python's alone."""
+    py, r = _py_names("modules"), _r_names("modules")
+    shared = [name for name in r if name not in MODULES_R_ONLY]
+    assert shared == [name for name in py if name in shared]
+    assert {"script", "flatten", "decode", "build", "run_mode", "one_line"} <= set(shared)
+    text = script_path("r", "modules").read_text()
+    for name in MODULES_R_ONLY:
+        doc = text.split(f"\n{name} <- ")[0].rsplit("\n\n", 1)[-1]
+        assert doc.startswith("#' R-only"), f"{name} in modules.R does not say why it is R-only"

@@ -15,7 +15,7 @@ from tests.twins import golden
 
 def _pair(verdict: str, **details: object) -> PairVerdict:
     return PairVerdict("with_autocast-default-sgd-cpu", "with_autocast", "default", "cpu", ("python", "r"), verdict, [], dict(details),
-                       "sgd")
+                       optimizer="sgd")
 
 
 def test_each_verdict_has_its_symbol_and_a_proven_bug_is_told_from_a_difference() -> None:

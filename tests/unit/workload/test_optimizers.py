@@ -94,7 +94,7 @@ def test_overrides_are_checked_and_pairs_become_tuples() -> None:
         ([1, 2], "optimizer_args must be a table of optimizer name → {argument: value}, e.g. {\"adam\": {\"eps\": 1e-6}}, got [1, 2]."),
         ({"nadam": {"eps": 1.0}}, f"optimizer_args must be an optimizer: one of {', '.join(OPTIMIZERS)}, got 'nadam'."),
         ({"adam": 0.1}, "optimizer_args.adam must be a table of argument → value, got 0.1."),
-        ({"adam": {"rho": 0.9}}, "optimizer_args.adam must be one of adam's arguments: lr, betas, eps, weight_decay, got 'rho'."),
+        ({"adam": {"rho": 0.9}}, "optimizer_args.adam must be one of adam's arguments: lr, betas, eps, weight_decay, amsgrad, got 'rho'."),
         ({"adam": {"eps": -1.0}}, "optimizer_args.adam.eps must be a finite number >= 0, got -1.0."),
         ({"adam": {"eps": float("nan")}}, "optimizer_args.adam.eps must be a finite number >= 0, got nan."),
         ({"adam": {"eps": True}}, "optimizer_args.adam.eps must be a finite number >= 0, got True."),
