@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from py_scripts.features import hook
-from py_scripts.model import forward, make_model
+from py_scripts.model import forward, make_model, model_loss
 from py_scripts.patches import applied_switches, binding_patches
 from py_scripts.record import device_name, make_record, save_final_weights
 from py_scripts.run_spec import dtype_name, load_fixtures, mode_properties, torch_dtype
@@ -115,7 +115,7 @@ def forward_loss(loop: Loop, step: int) -> tuple[torch.Tensor, torch.Tensor | No
     loss1 = None
     with torch.autocast(device_type=loop.device, dtype=loop.amp_dtype, enabled=loop.properties["autocast"]):
         output = forward(loop.net, inputs, step, unused, custom)
-        loss = loop.loss_fn(output, target)
+        loss = model_loss(output, target, loop.loss_fn)
         if second is not None:
             loss1 = second(loop, output)
     trace_point(step, "loss", loss)

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["forward", "layer_parameters", "make_model", "named_parameters"]
+__all__ = ["forward", "layer_parameters", "make_model", "model_loss", "named_parameters"]
 
 #: The model of the call in progress: its module (``build``, ``forward``), its parameters' names and each one's layer, in
 #: the optimizer's order (the run spec's ``model``). Set by :func:`make_model`, read by everything that names a parameter.
@@ -32,7 +32,7 @@ def make_model(spec: dict[str, Any], fixtures: dict[str, torch.Tensor]) -> torch
     row = spec["model"]
     module = importlib.import_module(f"py_scripts.models.{row['name']}")
     net: torch.nn.Module = module.build(spec)
-    params = list(net.parameters())
+    params = _in_contract_order(net, row["parameters"])
     if len(params) != len(row["parameters"]) or any(p.shape != fixtures[n].shape for n, p in zip(row["parameters"], params, strict=False)):
         raise ValueError(f"model {row['name']}: py_scripts/models/{row['name']}.py builds other parameters than "
                          f"harness/contract/models.py declares ({', '.join(row['parameters'])})")
@@ -41,6 +41,14 @@ def make_model(spec: dict[str, Any], fixtures: dict[str, torch.Tensor]) -> torch
             param.copy_(fixtures[name])
     _model_state.update(module=module, names=list(row["parameters"]), layers=list(row["parameter_layers"]))
     return net
+
+
+def _in_contract_order(net: torch.nn.Module, names: list[str]) -> list[torch.nn.Parameter]:
+    """The module's parameters in the contract's order: by name where the module names them as the contract does (a
+    model whose modules are named, as its PyTorch users name them), else in the module's own order (the MLP's
+    ``Sequential`` names them ``0.weight``, ...)."""
+    own = dict(net.named_parameters())
+    return [own[n] for n in names] if set(names) <= set(own) else list(net.parameters())
 
 
 def forward(net: torch.nn.Module, x: torch.Tensor, step: int, unused: int = -1, custom: Any = None) -> torch.Tensor:
@@ -52,13 +60,21 @@ def forward(net: torch.nn.Module, x: torch.Tensor, step: int, unused: int = -1, 
     return output
 
 
+def model_loss(output: torch.Tensor, target: torch.Tensor, default: torch.nn.Module) -> torch.Tensor:
+    """The model's loss of a batch: its module's ``loss`` where it has one (a classifier's cross-entropy), else
+    ``default`` (the loop's MSE)."""
+    own = getattr(_model_state["module"], "loss", None)
+    value: torch.Tensor = own(output, target) if own is not None else default(output, target)
+    return value
+
+
 def named_parameters(net: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:
     """Every parameter with the name the fixtures, the final weights and the trace give it (``layer0.weight``, ...), in
     the order the optimizer steps them (``net.parameters()``'s, the contract's)."""
-    return list(zip(_model_state["names"], net.parameters(), strict=True))
+    return list(zip(_model_state["names"], _in_contract_order(net, _model_state["names"]), strict=True))
 
 
 def layer_parameters(net: torch.nn.Module, layers: range | list[int]) -> list[torch.nn.Parameter]:
     """The parameters of ``layers`` (0-based, as the contract numbers a model's layers), in the optimizer's order."""
     chosen = set(layers)
-    return [p for layer, p in zip(_model_state["layers"], net.parameters(), strict=True) if layer in chosen]
+    return [p for layer, p in zip(_model_state["layers"], _in_contract_order(net, _model_state["names"]), strict=True) if layer in chosen]

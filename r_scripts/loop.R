@@ -92,7 +92,7 @@ forward_loss <- function(loop, step) {
   loss1 <- NULL
   torch::with_autocast(device_type = loop$device, dtype = loop$amp_dtype, enabled = loop$properties$autocast, {
     output <- forward(loop$net, inputs, step, options$unused, options$custom)
-    loss <- loop$loss_fn(output, target)
+    loss <- model_loss(output, target, loop$loss_fn)
     if (!is.null(second)) {
       loss1 <- second(loop, output)
     }

@@ -36,8 +36,8 @@ make_model <- function(spec, fixtures) {
   row <- spec$model
   functions <- model_functions(row$name)
   net <- functions$build(spec)
-  params <- net$parameters
   names <- as.character(unlist(row$parameters))
+  params <- in_contract_order(net, names)
   same <- length(params) == length(names) && all(vapply(seq_along(params), function(k) {
     identical(params[[k]]$shape, fixtures[[names[[k]]]]$shape)
   }, NA))
@@ -53,6 +53,14 @@ make_model <- function(spec, fixtures) {
   net
 }
 
+#' The module's parameters in the contract's order: by name where the module names them as the contract does (R torch
+#' may register them in another order: its multi-head attention puts `out_proj` before `in_proj_weight`), else in the
+#' module's own order (the MLP's `nn_sequential()` names them `0.weight`, ...).
+in_contract_order <- function(net, names) {
+  params <- net$parameters
+  if (all(names %in% names(params))) params[names] else params
+}
+
 #' The model's own forward (its file's `forward()`), each intermediate a trace point; `unused`: a layer (0-based) left
 #' out this step (loop feature `sometimes_used`; -1: none); `custom`: a layer computed by a function of the input and
 #' that layer (loop feature `custom_function`), as `list(layer, fn)`.
@@ -60,10 +68,17 @@ forward <- function(net, x, step, unused = -1L, custom = NULL) {
   model_state$functions$forward(net, x, step, unused, custom)
 }
 
+#' The model's loss of a batch: its file's `loss()` where it has one (a classifier's cross-entropy), else `default` (the
+#' loop's MSE).
+model_loss <- function(output, target, default) {
+  own <- model_state$functions$loss
+  if (!is.null(own)) own(output, target) else default(output, target)
+}
+
 #' Every parameter with the name the fixtures, the final weights and the trace give it (`layer0.weight`, ...), in the
 #' order the optimizer steps them (`net$parameters`', the contract's), as a named list.
 named_parameters <- function(net) {
-  params <- net$parameters
+  params <- in_contract_order(net, model_state$names)
   names(params) <- model_state$names
   params
 }

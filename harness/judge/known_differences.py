@@ -54,9 +54,10 @@ KINDS = ("difference", "bug")
 #: a bound at or past it would allow any difference at all. An entry's bound is what it measured, rounded up, never
 #: "anything": reconciliation, not the bound, is what proves an entry explains a difference.
 MAX_DISTANCE = 2**32 - 1
-#: The one pattern a first point may hold: ``{param}``, any parameter of the model as the trace names them.
+#: The one pattern a first point may hold: ``{param}``, any parameter of the model as the trace names them: a dotted
+#: name, as every model names its parameters (``layer0.weight``, ``encoder.self_attn.in_proj_weight``, ``conv1.bias``).
 _PARAM = "{param}"
-_PARAM_PATTERN = r"layer\d+\.(?:weight|bias)"
+_PARAM_PATTERN = r"[A-Za-z_]\w*(?:\.\w+)*"
 #: The trigger of a mechanism that acts at every step (:data:`harness.judge.divergence.TRIGGERS`).
 _ALWAYS = "always"
 #: A bug's reproducers and report live here, one folder per entry (``docs/bugs/<id>/``): in the project's checkout. An

@@ -48,7 +48,9 @@ def record_points(record: RunRecord, weights: Mapping[str, TensorDigest] | None)
     for field in _DTYPES:
         text = str(getattr(record, field))
         points.append((last, f"{RECORD_PREFIX}{field}", "str", (), hashlib.sha256(text.encode()).hexdigest()[:DIGEST_HEX], None))
-    for name, digest in (weights or {}).items():
+    # by name: each binding's safetensors writer orders a file's tensors its own way (R's put the conv net's conv1.bias
+    # where Python's put bn.bias); the MLP's names were in this order in both files already
+    for name, digest in sorted((weights or {}).items()):
         points.append((last, f"{RECORD_PREFIX}weights.{name}", digest.dtype, digest.shape, digest.sha256[:DIGEST_HEX], None))
     return tuple(points)
 

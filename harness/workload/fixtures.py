@@ -115,10 +115,12 @@ def iter_fixture_arrays(spec: WorkloadSpec) -> Iterator[tuple[str, np.ndarray]]:
     """
     rng = np.random.default_rng(spec.seed)
     for param in spec.parameters:  # the model's (harness/contract/models.py), in its order
-        yield param.name, rng.uniform(-param.bound, param.bound, param.shape).astype(np.float32)
+        yield param.name, (param.center + rng.uniform(-param.bound, param.bound, param.shape)).astype(np.float32)
     model = spec.model_row
-    yield "data", rng.standard_normal((spec.num_batches, *model.inputs(spec.sizes)), dtype=np.float32)
-    yield "targets", rng.standard_normal((spec.num_batches, *model.targets(spec.sizes)), dtype=np.float32)
+    for name, shape, draw in (("data", model.inputs(spec.sizes), model.draw_inputs),
+                              ("targets", model.targets(spec.sizes), model.draw_targets)):
+        shape = (spec.num_batches, *shape)
+        yield name, rng.standard_normal(shape, dtype=np.float32) if draw is None else draw(rng, shape)
 
 
 def tensor_sha256(array: np.ndarray) -> str:

@@ -58,7 +58,8 @@ _PARENT = """
 import importlib, io, json, pkgutil, sys
 from pathlib import Path
 import harness
-handlers = ("harness.worker_side.python_handler", "harness.worker_side.r_handler")  # they run in workers only
+handlers = ("harness.worker_side.python_handler", "harness.worker_side.r_handler",  # they run in workers only
+            "harness.worker_side.float64_autograd")  # as does a float64 reference by autograd (its own process)
 parent = [m.name for m in pkgutil.walk_packages(harness.__path__, "harness.") if m.name not in handlers]
 for name in parent:
     importlib.import_module(name)

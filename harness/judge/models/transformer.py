@@ -1,0 +1,15 @@
+"""The transformer classifier's float64 reference (harness/contract/models.py, ``transformer``), beside its forwards
+``py_scripts/models/transformer.py`` and ``r_scripts/models/transformer.R``.
+
+Its forward is written by formula in float64 and its backward taken from torch's autograd, in a worker process of its own
+(:mod:`harness.worker_side.float64_autograd` says why): a hand-written backward of attention, two layer norms and two
+cross-entropies would be long and a maintenance risk of its own, and the parent process never imports torch.
+"""
+
+from __future__ import annotations
+
+from harness.judge.models.autograd_client import model_reference
+
+__all__ = ["gradients", "penalized"]
+
+gradients, penalized = model_reference("transformer")

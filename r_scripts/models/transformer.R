@@ -1,0 +1,54 @@
+#' The transformer text classifier (harness/contract/models.py, `transformer`): token and position embeddings (padding
+#' index 0, as PyTorch counts), one `nn_transformer_encoder_layer()` with a key-padding mask, masked mean pooling, a
+#' Linear head, and `nn_cross_entropy_loss()` on class indices plus on class probabilities. The twin of
+#' `py_scripts/models/transformer.py`; its float64 reference is `harness/judge/models/transformer.py`.
+
+#' The four modules, named as the contract names their parameters, on the spec's device. Dropout 0 (a dropout mask is
+#' each binding's own RNG). R counts tokens from 1, so the padding token, PyTorch's 0, is R's 1: `padding_idx = 1`, as
+#' an R user writes it (R/nn-sparse.R, `nn_embedding`, zeroes row 1 at init).
+build <- function(spec) {
+  dims <- spec$model$dims
+  width <- dims$WIDTH
+  net <- torch::nn_module_dict(list(
+    embed = torch::nn_embedding(dims$VOCAB, width, padding_idx = 1L),
+    position = torch::nn_embedding(dims$SEQ, width),
+    encoder = torch::nn_transformer_encoder_layer(width, dims$HEADS, dims$FEEDFORWARD, dropout = 0, batch_first = TRUE),
+    head = torch::nn_linear(width, dims$CLASSES)
+  ))
+  net$to(device = spec$device)
+  net
+}
+
+#' Each module's output a trace point (`forward.embed`, `forward.position`, `forward.encoder`, `forward.pool`,
+#' `forward.head`); `unused`: 1 leaves the encoder layer out this step; `custom`: `list(2, fn)`, the head computed by
+#' `fn(pooled, head)`.
+forward <- function(net, x, step, unused, custom) {
+  if (!unused %in% c(-1L, 1L) || (!is.null(custom) && custom$layer != 2L)) {
+    stop("the transformer can leave out layer 1 (its encoder layer) and replace layer 2 (its head) only")
+  }
+  tokens <- x$to(dtype = torch::torch_long()) + 1L # the fixture's ids are whole numbers from 0; R's indices start at 1
+  padding <- tokens == 1L
+  h <- net$embed(tokens)
+  trace_point(step, "forward.embed", h)
+  positions <- net$position(torch::torch_arange(1L, tokens$shape[[2]], dtype = torch::torch_long(), device = tokens$device))
+  trace_point(step, "forward.position", positions)
+  h <- h + positions
+  if (unused != 1L) {
+    h <- net$encoder(h, src_key_padding_mask = padding)
+    trace_point(step, "forward.encoder", h)
+  }
+  keep <- (!padding)$unsqueeze(-1)$to(dtype = h$dtype)
+  pooled <- (h * keep)$sum(dim = 2) / keep$sum(dim = 2)
+  trace_point(step, "forward.pool", pooled)
+  out <- if (!is.null(custom)) custom$fn(pooled, net$head) else net$head(pooled)
+  trace_point(step, "forward.head", out)
+  out
+}
+
+#' Cross-entropy on the class indices (the target's first column, made 1-based as R counts classes) plus cross-entropy
+#' on the class probabilities (the other columns), each with `nn_cross_entropy_loss()` as its users call it.
+loss <- function(output, target) {
+  classes <- target[, 1]$to(dtype = torch::torch_long()) + 1L
+  probs <- target[, 2:target$shape[[2]]]
+  torch::nn_cross_entropy_loss()(output, classes) + torch::nn_cross_entropy_loss()(output, probs)
+}
