@@ -13,7 +13,8 @@ Hierarchy (each also subclasses the builtin a caller would naturally catch)::
     └── WorkerError(RuntimeError)       a frontend worker did not return a record
         ├── ScriptError                 the script raised: carries the frontend's own message
         ├── WorkerCrashed               the worker process died (signal, segfault, exit)
-        └── WorkerTimeout               the worker did not answer within its timeout
+        ├── WorkerTimeout               the worker did not answer within its timeout
+        └── WorkerCannotStart           its start failed twice with one error: it is not started again
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "ScriptError",
     "SpecError",
     "UsageError",
+    "WorkerCannotStart",
     "WorkerCrashed",
     "WorkerError",
     "WorkerTimeout",
@@ -183,3 +185,9 @@ class WorkerCrashed(WorkerError):
 
 class WorkerTimeout(WorkerError):
     """The worker did not answer within its timeout and was stopped."""
+
+
+class WorkerCannotStart(WorkerError):
+    """The worker's start failed twice in a row with the same error (a module its interpreter lacks, an R that does not
+    load): it is not started again, and every later call fails at once with that error's own message (so the cells it
+    fails are told by one reason, not restarted one by one: :class:`harness.run.worker.Worker`)."""

@@ -35,6 +35,19 @@ class BrokenStartHandler:
         raise ImportError("no module named 'imaginary_frontend'")
 
 
+class FailOnceStartHandler:
+    """Fails its first start (while the file ``AMP_PARITY_TEST_FAIL_ONCE`` names exists: it removes it), then echoes."""
+
+    def __init__(self) -> None:
+        flag = os.environ.get("AMP_PARITY_TEST_FAIL_ONCE", "")
+        if flag and os.path.exists(flag):
+            os.remove(flag)
+            raise ImportError("a start that fails once")
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        return {"echo": request.get("value")}
+
+
 class EnvHandler:
     """Answers with the value of an environment variable in the worker."""
 

@@ -57,7 +57,7 @@ def write_report_or_say_why(result: MatrixResult, claim: ReportClaim, entries: M
     from harness.views.report import write_report
 
     try:
-        write_report(result, claim.staging, entries)
+        write_report(result, claim.staging, entries, page_dir=claim.folder)
         written = claim.publish()
         return f"report written to {written[0]}; {report_files_line(written)}"
     except AmpParityError as err:

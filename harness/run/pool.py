@@ -121,6 +121,11 @@ class WorkerPool:
         worker = self._workers.get(frontend)
         return None if worker is None else worker.startup_seconds
 
+    def cannot_start(self, frontend: str) -> str | None:
+        """Why ``frontend``'s worker is not started again (:class:`harness.errors.WorkerCannotStart`), or ``None``."""
+        worker = self._workers.get(frontend)
+        return None if worker is None else worker.cannot_start
+
     def helper_started(self, frontend: str) -> bool:
         """Whether ``frontend``'s helper worker has started (the runner weighs the cost of starting one)."""
         return frontend in self._helpers

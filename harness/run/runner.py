@@ -262,8 +262,7 @@ class MatrixRunner:
                             *(f"{cell_id}: no reconciled run: {why}" for cell_id, why in self.reconcile_problems.items()),
                             *(f"{cell_id}: its trace was not kept: {why}; its pairs are judged untraced (trace fewer steps "
                               "to see where they part: docs/tracing.md)" for cell_id, why in self.trace_problems.items()),
-                            *(f"{name}: its worker did not describe itself at the start, so the result lacks its build and CPU "
-                              f"facts; its cells ran in a worker started again ({why})" for name, why in self.start_problems.items())]),
+                            *(self._start_warning(name, why) for name, why in self.start_problems.items())]),
             cells=tuple(cells), judging=judging,
             frontends=self.frontends, baseline=self.baseline, provenance=provenance,
         )
@@ -368,6 +367,14 @@ class MatrixRunner:
             if installation.name not in self.facts:
                 self.pool.stop(installation.name)
         return self.facts
+
+    def _start_warning(self, name: str, why: str) -> str:
+        """What the result says of a default installation whose worker did not describe itself at the start."""
+        if self.pool.cannot_start(name) is not None:
+            return (f"{name}: its worker could not start, twice with the same error, so it was not started again and each of its "
+                    f"cells failed at once with that error ({why})")
+        return (f"{name}: its worker did not describe itself at the start, so the result lacks its build and CPU facts; its cells "
+                f"ran in a worker started again ({why})")
 
     def _probed_by(self, installation: Installation, facts: dict[str, Any] | None) -> dict[str, Any] | None:
         """The installation's facts (``facts``: its worker's describe answer; ``None``: it could not start), without the probe's

@@ -29,11 +29,11 @@ import time
 from typing import Any
 
 from harness.contract.replies import Reply
-from harness.errors import ScriptError, WorkerCrashed, WorkerError, WorkerTimeout
+from harness.errors import ScriptError, WorkerCannotStart, WorkerCrashed, WorkerError, WorkerTimeout
 from harness.files.paths import worker_import_root
 from harness.run.process_group import end_group, running, start_group
 
-__all__ = ["Worker"]
+__all__ = ["START_ATTEMPTS", "Worker"]
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,10 @@ log = logging.getLogger(__name__)
 _START_TIMEOUT_S = 120.0
 #: How long a worker asked to stop (or one that died) may take to exit by itself before its process group is killed.
 _EXIT_GRACE_S = 5.0
+#: A worker whose start failed this many times in a row with the same error is not started again (:class:`WorkerCannotStart`):
+#: a frontend whose interpreter lacks a module started its worker for each of its 340 cells, 1.5 s each, to fail the same way.
+#: Twice, not once: a start can fail once by chance (a timeout on a loaded machine), and the second one says it was not.
+START_ATTEMPTS = 2
 
 
 class Worker:
@@ -67,6 +71,10 @@ class Worker:
         self._conn: multiprocessing.connection.Connection | None = None
         self._asked_to_stop = False
         self.starts = 0
+        #: The errors of the starts that failed since the last that did not, in order (one line each).
+        self._start_errors: list[str] = []
+        #: Why it is not started again (:data:`START_ATTEMPTS` starts failed with this error), or ``None``.
+        self.cannot_start: str | None = None
         #: Seconds the last start took (interpreter, imports, R's start-up and ``library(torch)``).
         self.startup_seconds: float | None = None
         #: Resident memory of the last call (see :class:`_MemoryProbe`): its peak, what the process held
@@ -84,9 +92,28 @@ class Worker:
         return self._process.pid if self.alive and self._process is not None else None
 
     def start(self) -> None:
-        """Start the process and wait until its handler is ready (raises what the handler raised)."""
+        """Start the process and wait until its handler is ready (raises what the handler raised).
+
+        Raises:
+            WorkerCannotStart: its last :data:`START_ATTEMPTS` starts failed with one error (that error's message, at once).
+            WorkerError: this start failed (the handler's error, a crash, a timeout).
+        """
         if self.alive:
             return
+        if self.cannot_start is not None:
+            raise WorkerCannotStart(self.cannot_start)
+        try:
+            self._start()
+        except WorkerError as err:
+            self._start_errors = [*self._start_errors, str(err)][-START_ATTEMPTS:]
+            if len(self._start_errors) == START_ATTEMPTS and len(set(self._start_errors)) == 1:
+                self.cannot_start = self._start_errors[-1]
+                log.info("%s worker: its start failed %d times with the same error; it is not started again: %s",
+                         self.name, START_ATTEMPTS, " ".join(self.cannot_start.split()))
+            raise
+        self._start_errors = []
+
+    def _start(self) -> None:
         # The harness first on the path: the child imports harness.worker_side (and nothing else of the harness)
         # from it, whatever the interpreter; everything else (torch, numpy, safetensors, blake3) is the interpreter's own.
         try:

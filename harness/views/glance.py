@@ -15,7 +15,7 @@ from harness.model.result import CellResult, MatrixResult
 from harness.model.verdicts import PairVerdict, Verdict
 from harness.workload.features import NO_FEATURE
 
-__all__ = ["SYMBOLS", "Glance", "column_key", "glance", "row_key", "symbol"]
+__all__ = ["SYMBOLS", "Glance", "column_key", "fold_key", "glance", "legend_of", "proven_known", "row_key", "symbol"]
 
 #: One symbol per pair verdict (``known_difference`` says whether the entries are proven and whether one is a bug).
 SYMBOLS: dict[str, str] = {
@@ -25,6 +25,19 @@ SYMBOLS: dict[str, str] = {
 LEGEND = ("= identical · ≈ within tolerance · K known difference (proven) · B R torch bug (proven) · k known difference "
           "matched, not proven (identity not expected) · ✗ diverged · S stale known difference · E error · U unsupported · "
           "· skipped")
+
+
+def legend_of(grid: Glance) -> str:
+    """The legend of the symbols ``grid`` shows, in :data:`SYMBOLS`' order (the whole :data:`LEGEND` was two lines of a
+    terminal, most of it for verdicts the run did not have)."""
+    shown = {ch for _, texts in grid.rows for text in texts for ch in text}
+    return " · ".join(part for part in LEGEND.split(" · ") if part[:1] in shown and part[1:2] == " ")
+
+
+def proven_known(pair: PairVerdict) -> bool:
+    """Whether ``pair`` is a known difference (an R torch bug among them) proven by reconciliation: nothing to look at
+    beyond its entry, so the views tell it in a line under that entry (or count it), not in an article of its own."""
+    return pair.verdict == Verdict.KNOWN_DIFFERENCE and bool(pair.details.get("proven"))
 
 
 def symbol(pair: PairVerdict) -> str:
@@ -49,6 +62,17 @@ def row_key(item: CellResult | PairVerdict) -> str:
     return f"{item.optimizer} · {feature}" if feature and feature != NO_FEATURE else item.optimizer
 
 
+def fold_key(item: CellResult | PairVerdict) -> str | None:
+    """The folded row a cell or pair belongs to where a view folds the grid (the terminal by default, the plots): its loop
+    feature, or ``None`` for a plain optimizer row (shown as it is).
+
+    A loop feature covers a few optimizers in a few modes (the main job's 120 feature rows are 65 % empty), so a view that
+    must stay short tells each feature in one row with its counts; the report's grid keeps every row.
+    """
+    feature = getattr(item, "feature", None) or getattr(getattr(item, "cell", None), "feature", None)
+    return feature if feature and feature != NO_FEATURE else None
+
+
 def column_key(item: CellResult | PairVerdict, several_devices: bool) -> str:
     """The grid column of a cell or pair: ``script · mode``, and its device where the result ran on several."""
     return f"{item.script} · {item.mode}" + (f" · {item.device}" if several_devices else "")
@@ -66,18 +90,42 @@ class Glance:
     pairs: dict[tuple[str, str], tuple[PairVerdict, ...]] = field(default_factory=dict)
 
 
-def glance(result: MatrixResult) -> Glance:
-    """The grid of ``result``'s pairs, in matrix order (scripts, their modes, optimizers as the cells ran them)."""
+#: How a folded row is named: the loop feature, marked as cell ids mark it (``sgd+lr_step``).
+FOLDED_ROW = "+{}"
+
+
+def glance(result: MatrixResult, folded: bool = False) -> Glance:
+    """The grid of ``result``'s pairs, in matrix order (scripts, their modes, optimizers as the cells ran them).
+
+    ``folded``: each loop feature's rows are one row (:data:`FOLDED_ROW`), each entry its pairs' symbols counted
+    (``16= 1B``): the main job's grid is 137 rows, 120 of them a feature's, most of them empty.
+    """
     several = len({c.device for c in result.cells}) > 1
     columns = tuple(dict.fromkeys(column_key(c, several) for c in result.cells))
-    keys = tuple(dict.fromkeys(row_key(c) for c in result.cells))
+
+    def key_of(item: CellResult | PairVerdict) -> str:
+        feature = fold_key(item) if folded else None
+        return FOLDED_ROW.format(feature) if feature is not None else row_key(item)
+
+    keys = tuple(dict.fromkeys(key_of(c) for c in result.cells))
+    counted = {key_of(c) for c in result.cells if folded and fold_key(c) is not None}
     pairs: dict[tuple[str, str], tuple[PairVerdict, ...]] = {}
     for pair in result.pairs:
-        key = (row_key(pair), column_key(pair, several))
+        key = (key_of(pair), column_key(pair, several))
         pairs[key] = (*pairs.get(key, ()), pair)
-    rows = tuple((key, tuple("".join(symbol(p) for p in pairs.get((key, col), ())) for col in columns)) for key in keys)
+    rows = tuple((key, tuple(_entry([symbol(p) for p in pairs.get((key, col), ())], key in counted) for col in columns))
+                 for key in keys)
     counts: dict[str, int] = {}
     for pair in result.pairs:
         counts[pair.verdict] = counts.get(pair.verdict, 0) + 1
     return Glance(columns, rows, counts, pairs)
 
+
+
+def _entry(symbols: list[str], counted: bool) -> str:
+    """A grid entry: its pairs' symbols, or (a folded row's) each symbol once with how many pairs have it (``16= 1B``)."""
+    if not counted:
+        return "".join(symbols)
+    order = list(SYMBOLS.values())
+    counts = {s: symbols.count(s) for s in sorted(set(symbols), key=lambda s: order.index(s) if s in order else len(order))}
+    return " ".join(f"{n}{s}" for s, n in counts.items())

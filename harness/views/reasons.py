@@ -24,6 +24,8 @@ class Reason:
     text: str
     cells: tuple[str, ...]
     statuses: tuple[str, ...]
+    #: The proven R torch bugs that excuse these cells (their crash is the bug's), joined; empty for any other reason.
+    bugs: str = ""
 
     @property
     def who(self) -> str:
@@ -50,14 +52,14 @@ def reasons(result: MatrixResult) -> list[Reason]:
     """Every reason a cell of ``result`` did not end ``ok``, with its cells; a crash a proven R torch bug explains is told
     as that bug's (one line per bug, not one per cell). Reasons that differ only in the cell they name are one."""
     excused = result.excused()
-    groups: dict[str, tuple[str, list[str], list[str]]] = {}
+    groups: dict[str, tuple[str, list[str], list[str], str]] = {}
     for cell in result.cells:
         if cell.ok or not cell.reason:
             continue
         pair = excused.get(cell.id)
         bug = ", ".join(pair.details.get("excused_by") or ()) if pair is not None else ""
         text = f"R torch bug {bug}, proven (excused): {cell.reason}" if bug else cell.reason
-        _, ids, statuses = groups.setdefault(_CELL_NAMED.sub("", text), (text, [], []))
+        _, ids, statuses, _ = groups.setdefault(_CELL_NAMED.sub("", text), (text, [], [], bug))
         ids.append(cell.id)
         statuses.append(str(cell.status))
-    return [Reason(text, tuple(ids), tuple(statuses)) for text, ids, statuses in groups.values()]
+    return [Reason(text, tuple(ids), tuple(statuses), bug) for text, ids, statuses, bug in groups.values()]

@@ -21,17 +21,23 @@ from harness.model.provenance import Provenance, script_differences
 from harness.model.record import RunRecord
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.timing import ratio
-from harness.model.verdicts import CELL_OUTCOMES, Outcome, PairVerdict
+from harness.model.verdicts import CELL_OUTCOMES, Outcome, PairVerdict, Verdict
 from harness.views.formatting import cell_text, frontend_order, lift_footnote, num, provenance_lines, status_text
-from harness.views.glance import LEGEND, glance
-from harness.views.page import PAGE_FIGURES, PAGE_FILE, EntryText, render_page
-from harness.views.plots import figure_svg, save_png
+from harness.views.glance import LEGEND, glance, proven_known
+from harness.views.page import PAGE_FIGURES, PAGE_FILE, EntryText, entry_ids, first_difference, render_page
+from harness.views.plots import figure_png
 from harness.views.summary import SUMMARY_FILE, render_summary
 from harness.views.timing_sections import efficiency_section, phases_section, targets_section, timing_section
 
-__all__ = ["PLOT_FILES", "REPORT_FILE", "REPORT_FILES", "render_markdown", "write_report"]
+__all__ = ["PLOT_FILES", "REPORT_FILE", "REPORT_FILES", "REPORT_MAX_BYTES", "REPORT_MAX_SECONDS", "render_markdown", "write_report"]
 
 REPORT_FILE = "report.md"
+#: ``report.md`` of the main job stays below this (issue 47: it was 2.1 MB, a whole explanation per pair): every cell and
+#: pair is a row, and what repeats (a known difference's text, a target's) is said once. A test holds it on a result of
+#: the main job's shape (``tests/unit/views/test_report_sizes.py``).
+REPORT_MAX_BYTES = 1_000_000
+#: The seconds writing the main job's report may take (issue 47: 36 s): ``tests/benchmarks/test_report.py`` measures it.
+REPORT_MAX_SECONDS = 5.0
 #: How the summary names each judging policy (harness/judge/tolerances.py).
 _JUDGING_TEXT = {
     "strict": "`strict`: a pair expected bitwise identical (one libtorch, CPU) that is not is diverged",
@@ -43,24 +49,34 @@ PLOT_FILES = {"losses.png": "losses", "loss_diff.png": "loss_diff", "timing.png"
 REPORT_FILES = (REPORT_FILE, PAGE_FILE, SUMMARY_FILE, *PLOT_FILES)
 
 
-def write_report(result: MatrixResult, out_dir: Path, entries: Mapping[str, EntryText] | None = None) -> list[Path]:
+def write_report(result: MatrixResult, out_dir: Path, entries: Mapping[str, EntryText] | None = None,
+                 page_dir: Path | None = None) -> list[Path]:
     """Write ``report.md``, ``report.html``, ``summary.md`` and the plots of a judged ``result`` into ``out_dir`` (created if
-    absent); return their paths, the markdown report first. ``entries`` gives the page each known difference's text.
+    absent); return their paths, the markdown report first. ``entries`` gives each known difference's text; ``page_dir`` is
+    where the page will be opened, if not ``out_dir`` (a claim's staging folder inside it): the page's links to the bugs'
+    folders are relative to it.
+
+    Each plot is drawn once, as PNG: the file, and the page's picture. The main job's report took 36 s and 21 MB when
+    every plot was drawn twice (PNG and SVG) in one panel per optimizer × mode (:mod:`harness.views.plots`).
 
     Raises:
         ResultError: ``out_dir`` cannot be created or written.
     """
     out_dir = Path(out_dir)
     # before any file: a result it cannot render leaves nothing behind
-    figures = {name: build(result) for name, build in PAGE_FIGURES.items()}
+    images = {name: figure_png(build(result)) for name, build in PAGE_FIGURES.items()}
     texts = {
-        REPORT_FILE: render_markdown(result),
-        PAGE_FILE: render_page(result, entries, {name: figure_svg(fig) for name, fig in figures.items()}),
+        REPORT_FILE: render_markdown(result, entries),
+        PAGE_FILE: render_page(result, entries, images, page_dir or out_dir),
         SUMMARY_FILE: render_summary(result, PAGE_FILE, REPORT_FILE, tuple(PLOT_FILES)),
     }
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        written = [save_png(figures[figure], out_dir / name) for name, figure in PLOT_FILES.items()]
+        written = []
+        for name, figure in PLOT_FILES.items():
+            with atomic_path(out_dir / name) as tmp:
+                tmp.write_bytes(images[figure])
+            written.append(out_dir / name)
         for name, text in texts.items():
             with atomic_path(out_dir / name) as tmp:
                 tmp.write_text(text, encoding="utf-8")
@@ -71,7 +87,7 @@ def write_report(result: MatrixResult, out_dir: Path, entries: Mapping[str, Entr
     return [*(out_dir / name for name in texts), *written]
 
 
-def render_markdown(result: MatrixResult) -> str:
+def render_markdown(result: MatrixResult, entries: Mapping[str, EntryText] | None = None) -> str:
     """The report of a judged result as markdown text."""
     verdicts = list(result.pairs)
     spec = result.spec
@@ -102,6 +118,7 @@ def render_markdown(result: MatrixResult) -> str:
             "report cut to what a CI job summary holds.", ""] + [f"![{name}]({name})" for name in PLOT_FILES] + [""]
     out += _cell_details(result)
     out += _pair_details(verdicts)
+    out += _known_details(verdicts, entries or {})
     return "\n".join(out)
 
 
@@ -181,12 +198,14 @@ def _own(cell: CellResult) -> str:
 
 
 def _cell_details(result: MatrixResult) -> list[str]:
+    """Why each cell that does not pass its own check stands as it does (a cell that passes: its row in the tracker)."""
     lines = []
     for cell in result.cells:
-        if cell.verdict and cell.verdict.outcome != Outcome.NOT_JUDGED:
+        if cell.verdict and cell.verdict.outcome not in (Outcome.NOT_JUDGED, Outcome.PASS):
             verdict = cell.verdict
             lines += [f"### {cell.id}: {verdict.outcome}", "", "```text", *(line.strip() for line in verdict.lines()[1:]), "```", ""]
-    return ["## Cell details", "", *lines] if lines else []
+    return ["## Cell details", "", "Each cell that does not pass its own check (those that pass are rows of the tracker above).", "",
+            *lines] if lines else []
 
 
 def _pairs_table(result: MatrixResult, verdicts: list[PairVerdict]) -> list[str]:
@@ -315,10 +334,47 @@ def _provenance(result: MatrixResult) -> list[str]:
 
 
 def _pair_details(verdicts: list[PairVerdict]) -> list[str]:
-    lines = ["## Pair details", ""]
+    """Each pair that needs a look, with its whole explanation. An identical pair is its row of the table above; a proven
+    known difference is told under its entry (:func:`_known_details`): the main job's 340 explanations were 1.1 MB."""
+    lines = []
     for v in verdicts:
-        lines += [f"### {v.pair} ({' vs '.join(v.frontends)}): {v.verdict}", "", "```text", v.explain(), "```", ""]
-    return lines if verdicts else []
+        if v.verdict not in (Verdict.IDENTICAL, Verdict.SKIPPED, Verdict.UNSUPPORTED) and not proven_known(v):
+            lines += [f"### {v.pair} ({' vs '.join(v.frontends)}): {v.verdict}", "", "```text", v.explain(), "```", ""]
+    return ["## Pairs that need a look", "", *(lines or ["None.", ""])] if verdicts else []
+
+
+def _known_details(verdicts: list[PairVerdict], entries: Mapping[str, EntryText]) -> list[str]:
+    """The proven known differences by the entries that explain them: each entry's text once, then each pair and where it
+    first parts (its verdict and why are its row of the pairs table)."""
+    groups: dict[tuple[str, ...], list[PairVerdict]] = {}
+    for v in verdicts:
+        if v.verdict not in (Verdict.SKIPPED, Verdict.UNSUPPORTED) and proven_known(v):
+            groups.setdefault(entry_ids(v), []).append(v)
+    if not groups:
+        return []
+    lines = ["## Known differences and R torch bugs, proven", "",
+             "Each pair below parts where its entries say, and is bitwise identical for the whole run once their switches remove "
+             "their mechanisms (docs/known-differences.md).", ""]
+    told: set[str] = set()
+    for ids, members in groups.items():
+        lines += [f"### {' + '.join(ids)} ({len(members)} pair{'' if len(members) == 1 else 's'})", ""]
+        for entry_id in ids:
+            entry = entries.get(entry_id)
+            if entry is None or entry_id in told:
+                continue
+            told.add(entry_id)
+            kind = "R torch bug" if entry.kind == "bug" else "known difference"
+            folder = f" Its report and reproducers: `docs/bugs/{entry_id}/`." if entry.kind == "bug" else ""
+            lines += [f"**{kind} {entry_id}**: {cell_text(entry.title)}. {cell_text(entry.mechanism)} Upstream: "
+                      f"{cell_text(entry.upstream)}.{folder}", ""]
+        lines += ["| pair | frontends | first differs | distance |", "|---|---|---|---:|"]
+        for v in members:
+            point = first_difference(v)
+            where = f"step {point.step}, `{point.point}`" if point is not None else "—"
+            distance = f"{point.max_distance} ULP" if point is not None and point.max_distance is not None else "—"
+            lines.append(f"| `{v.pair}` | {' vs '.join(v.frontends)} | {where} | {distance} |")
+        lines.append("")
+    return lines
 
 
 def _sources(result: MatrixResult) -> list[str]:

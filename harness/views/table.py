@@ -2,7 +2,14 @@
 
 Everything the result holds (names, paths, reasons, a libtorch message) is shown as plain text: it goes into rich's markup
 only through :func:`escape` and into a table only as :class:`~rich.text.Text`, so a ``[/b]`` in an installation's path
-is printed, never parsed (issue 48: it crashed the run's output)."""
+is printed, never parsed (issue 48: it crashed the run's output).
+
+Past :data:`FULL_TABLE_CELLS` cells it is for people: the main job printed 1,398 lines where 6 cells needed a look (a grid
+of 137 rows, a table of 236 proven known differences, a line per note that holds by design). By default it prints the
+verdict counts, the cells and pairs that need a look, the grid with each loop feature folded into one row, one line per
+reason a cell did not run (the proven R torch bugs' in one), and one line for what holds by design; ``-v`` (``verbose``)
+prints every row and note. The report has everything either way.
+"""
 
 from __future__ import annotations
 
@@ -12,15 +19,15 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from harness.model.result import CellResult, MatrixResult, Status
+from harness.model.result import SIDE_BY_SIDE_NOTE, CellResult, MatrixResult, Status
 from harness.model.timing import for_want_of_spread
 from harness.model.verdicts import Outcome, TargetCheck, Verdict
 from harness.views.formatting import lift_footnote, num, provenance_lines, status_text
-from harness.views.glance import LEGEND, glance
-from harness.views.reasons import reasons
+from harness.views.glance import glance, legend_of, proven_known
+from harness.views.reasons import Reason, reasons
 from harness.views.timing_sections import bf16_note, frontend_costs
 
-__all__ = ["make_console", "print_result", "print_trace"]
+__all__ = ["FULL_PAIR_ROWS", "FULL_TABLE_CELLS", "RUN_MAX_LINES", "make_console", "print_result", "print_trace"]
 
 _STATUS_STYLE: dict[str, str] = {Status.OK: "green", Status.SKIPPED: "yellow", Status.UNSUPPORTED: "magenta",
                                  Status.NUMERICAL_FAILURE: "red", Status.ERROR: "bold red"}
@@ -41,6 +48,10 @@ _VERDICT_STYLE: dict[str, str] = {Verdict.IDENTICAL: "green", Verdict.WITHIN_TOL
 FULL_TABLE_CELLS = 24
 #: Likewise for pairs: past this many, the terminal lists the pairs that are not identical; the grid shows them all.
 FULL_PAIR_ROWS = 12
+#: What ``run`` prints by default where no cell needs a look, its own lines included (issue 47: the main job printed 1,398):
+#: the verdict counts, the grid with each loop feature folded, a line per reason and one for what holds by design, where
+#: the result and the page are. ``tests/unit/views/test_quiet_terminal.py`` holds it on a result of the main job's shape.
+RUN_MAX_LINES = 60
 
 
 def make_console() -> Console:
@@ -48,29 +59,36 @@ def make_console() -> Console:
     return Console(width=None if Console().is_terminal else 150)
 
 
-def print_result(result: MatrixResult, console: Console | None = None) -> None:
+def print_result(result: MatrixResult, console: Console | None = None, verbose: bool = False) -> None:
     """Print the cells of ``result``: status, its own verdict (float64 bound, scaler rule), final loss,
     distance from float64, seconds, time ÷ default; then why any cell failed.
 
     A cell that did not run is told by its reason, one line per reason (:mod:`harness.views.reasons`), not by a row; the
-    table is cut to the console's width by leaving out the columns that matter least (:data:`_COLUMNS`)."""
+    table is cut to the console's width by leaving out the columns that matter least (:data:`_COLUMNS`). Past
+    :data:`FULL_TABLE_CELLS` cells, what holds by design is counted, not listed, unless ``verbose``."""
     console = console or make_console()
     spec = result.spec
     cells = [c for c in result.cells if c.status not in _TOLD_BY_REASON]
     title = f"amp-parity · preset {spec.preset} · {spec.device} · {spec.amp_dtype} · {result.steps} steps"
     excused = result.excused()
-    if len(result.cells) > FULL_TABLE_CELLS:
-        shown = [c for c in cells if (not c.ok and c.id not in excused) or (c.verdict is not None and c.verdict.failed)]
+    large = len(result.cells) > FULL_TABLE_CELLS
+    if large:
+        # a row is a cell that ran and needs a look; one that did not run (unsupported, or stopped before a record) is
+        # its reason's line: a row of it says nothing more (a worker that cannot start made 340 such rows)
+        shown = [c for c in cells if (c.record is not None and not c.ok and c.id not in excused)
+                 or (c.verdict is not None and c.verdict.failed)]
         passing = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == Outcome.PASS)
         off = sum(1 for c in cells if c.verdict is not None and c.verdict.outcome == Outcome.EXCUSED)
         crashed = sum(1 for c in cells if not c.ok and c.id in excused)
+        failed = sum(1 for c in cells if c.status in (Status.ERROR, Status.NUMERICAL_FAILURE) and c.id not in excused)
         ok = sum(1 for c in cells if c.ok)
-        not_run = len(result.cells) - len(cells)
+        not_run = len(result.cells) - ok - crashed - failed
         console.print(f"[bold]{escape(title)}[/]: {len(result.cells)} cells, {ok} ran"
                       + (f" ({not_run} did not: why below)" if not_run else "")
                       + f", {passing} pass their own check (float64 bound, scaler rule)"
                       + (f", {off} fail it by a proven R torch bug (excused)" if off else "")
                       + (f", {crashed} stopped by one (excused)" if crashed else "")
+                      + (f", {failed} failed (why below)" if failed else "")
                       + (f"; the {len(shown)} that need a look:" if shown else "; the report lists each one"), soft_wrap=True)
         cells = shown
         title = ""
@@ -85,7 +103,7 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
     if footnote:
         console.print(footnote, style="magenta", soft_wrap=True, markup=False)
     costs = frontend_costs(result.cells)
-    if costs:
+    if costs and (verbose or not large):
         console.print(
             "per call: " + "; ".join(f"{name} script set-up {setup * 1e3:.2f} ms (its own cost), harness bridge "
                                      f"{bridge * 1e3:.2f} ms" for name, (setup, bridge) in costs.items()),
@@ -93,45 +111,65 @@ def print_result(result: MatrixResult, console: Console | None = None) -> None:
         )
     if not result.reference.available:
         console.print(result.reference.reason, style="dim", markup=False)
-    for reason in reasons(result):
-        more = " (the report has the rest)" if reason.detail else ""
-        console.print(f"[yellow]{escape(reason.who)} {escape(str(reason.status))}[/]: {escape(reason.headline)}{more}", soft_wrap=True)
+    _print_reasons(reasons(result), console, fold_bugs=large and not verbose)
     for cell in result.cells:
         if cell.verdict and cell.verdict.failed:
             console.print(f"[bold red]{escape(cell.id)} FAIL[/]: {escape(str(cell.verdict.reason))}", soft_wrap=True)
-    _print_pairs(result, console)
+    _print_pairs(result, console, quiet=large and not verbose)
     noisy = [c.id for c in result.cells if c.ok and not c.time_vs_default and for_want_of_spread(c.time_vs_default_note)]
     if noisy:
         console.print(
             f"[yellow]×default noisy[/] for {len(noisy)} cell(s): the rounds' spread is too wide for a ratio "
             f"(the report says why per cell); use {_noise_fixes(result)}.", soft_wrap=True,
         )
-    for note, ids in _other_notes(result).items():
-        who = ids[0] if len(ids) == 1 else f"{len(ids)} cells ({ids[0]}, ...)"
-        console.print(f"[yellow]×default[/] {escape(who)}: {escape(note)}", soft_wrap=True)
+    _print_other_notes(result, console, one_line=large and not verbose)
     for cell in result.cells:  # "% peak" is blank there, not a share above 100 %
         if cell.efficiency and cell.efficiency.share_note:
             console.print(f"[yellow]% peak[/] {escape(cell.id)}: {escape(cell.efficiency.share_note)}", soft_wrap=True)
-    checks = result.targets
-    if checks:
-        met = sum(c.met for c in checks)
-        by_machine = sum(c.machine_noise for c in checks)
-        machine = f" ({by_machine} missed only by the machine's noise)" if by_machine else ""
-        console.print(f"targets: {met} of {len(checks)} met{machine}", style="green" if met == len(checks) else "yellow")
+    _print_targets(result.targets, console, one_line=large and not verbose)
+    for warning in result.warnings:
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", soft_wrap=True)
+
+
+def _print_reasons(found: list[Reason], console: Console, fold_bugs: bool) -> None:
+    """A line per reason a cell did not run; ``fold_bugs``: the crashes proven R torch bugs explain in one line, by bug."""
+    bugs = [r for r in found if r.bugs] if fold_bugs else []
+    if len(bugs) > 1:
+        counts = ", ".join(f"{r.bugs} {len(r.cells)}" for r in bugs)
+        console.print(f"[yellow]{sum(len(r.cells) for r in bugs)} cells stopped by a proven R torch bug (excused)[/]: {escape(counts)} "
+                      "(-v or the report: each one's error)", soft_wrap=True)
+    for reason in found:
+        if len(bugs) > 1 and reason in bugs:
+            continue
+        more = " (the report has the rest)" if reason.detail else ""
+        console.print(f"[yellow]{escape(reason.who)} {escape(str(reason.status))}[/]: {escape(reason.headline)}{more}", soft_wrap=True)
+
+
+def _print_targets(checks: tuple[TargetCheck, ...], console: Console, one_line: bool) -> None:
+    """How many targets were met; each one missed in a line (``one_line``: counted in the same line)."""
+    if not checks:
+        return
+    met = sum(c.met for c in checks)
+    by_machine = sum(c.machine_noise for c in checks)
+    machine = f" ({by_machine} missed only by the machine's noise)" if by_machine else ""
     groups: dict[tuple[str, bool], list[TargetCheck]] = {}
     for check in (c for c in checks if not c.met):  # one line per target missed (the main job missed one on 137 cells)
         groups.setdefault((check.name, check.machine_noise), []).append(check)
+    if one_line and groups:
+        missed = "; ".join(f"{name}{' (the machine’s noise)' if noise else ''} on {len(group)}" for (name, noise), group in groups.items())
+        console.print(f"[yellow]targets: {met} of {len(checks)} met{machine}[/]; missed: {escape(missed)} (-v or the report: each one)",
+                      soft_wrap=True)
+        return
+    console.print(f"targets: {met} of {len(checks)} met{machine}", style="green" if met == len(checks) else "yellow")
     for (name, noise), group in groups.items():
-        missed = "[yellow]target missed, the machine's noise[/]" if noise else "[bold red]target missed[/]"
+        missed_text = "[yellow]target missed, the machine's noise[/]" if noise else "[bold red]target missed[/]"
         check = group[0]
         if len(group) == 1:
-            console.print(f"{missed}: {escape(f'{name} ({check.subject}): {check.measured}; target {check.target}; {check.why}')}",
+            console.print(f"{missed_text}: {escape(f'{name} ({check.subject}): {check.measured}; target {check.target}; {check.why}')}",
                           soft_wrap=True)
         else:
-            console.print(f"{missed}: " + escape(f"{name}, on {len(group)} ({check.subject}, ...; the report lists each): the first "
-                                                 f"{check.measured}; target {check.target}"), soft_wrap=True)
-    for warning in result.warnings:
-        console.print(f"[bold yellow]warning:[/] {escape(warning)}", soft_wrap=True)
+            console.print(f"{missed_text}: " + escape(f"{name}, on {len(group)} ({check.subject}, ...; the report lists each): the first "
+                                                      f"{check.measured}; target {check.target}"), soft_wrap=True)
 
 
 #: The cell table's columns, most needed first: (name, justify, priority). A terminal too narrow for all of them leaves out
@@ -205,15 +243,46 @@ def _other_notes(result: MatrixResult) -> dict[str, list[str]]:
     return notes
 
 
-def _print_pairs(result: MatrixResult, console: Console) -> None:
-    """The stored pair verdicts, those a skipped frontend left uncompared counted on one line."""
+def _print_other_notes(result: MatrixResult, console: Console, one_line: bool) -> None:
+    """Each note on why a cell has no ×default by design, with its cells; ``one_line``: all of them counted in one line (the
+    main job printed 20: a loop feature's covering design leaves out its default cell, and ``tiny`` times one round)."""
+    notes = _other_notes(result)
+    if not one_line:
+        for note, ids in notes.items():
+            who = ids[0] if len(ids) == 1 else f"{len(ids)} cells ({ids[0]}, ...)"
+            console.print(f"[yellow]×default[/] {escape(who)}: {escape(note)}", soft_wrap=True)
+        return
+    if not notes:
+        return
+    side_by_side = len(notes.get(SIDE_BY_SIDE_NOTE, ()))
+    others = sum(len(ids) for note, ids in notes.items() if note != SIDE_BY_SIDE_NOTE)
+    parts = [*([f"{side_by_side} not timed for a ratio (one round each, side by side)"] if side_by_side else []),
+             *([f"{others} without a default cell to divide by (no default cell of their script, optimizer and loop feature ran)"]
+               if others else [])]
+    console.print(f"×default: none, by design, for {'; '.join(parts)} (-v or the report: each cell)", style="dim", soft_wrap=True,
+                  markup=False)
+
+
+def _print_pairs(result: MatrixResult, console: Console, quiet: bool = False) -> None:
+    """The stored pair verdicts, those a skipped frontend left uncompared counted on one line. ``quiet``: the grid with each
+    loop feature folded into a row, and the pairs that are identical, a proven known difference or unsupported counted,
+    not listed (the page and the report list them)."""
     compared = [p for p in result.pairs if p.verdict != Verdict.SKIPPED]
     not_compared = len(result.pairs) - len(compared)
     if not_compared:
         console.print(f"[yellow]parity:[/] {not_compared} pair(s) not compared: a frontend was skipped (reason above)")
     if len({p.optimizer for p in compared}) > 1 or len(compared) > FULL_PAIR_ROWS:
-        _print_glance(result, console)
-    if len(compared) > FULL_PAIR_ROWS:
+        _print_glance(result, console, folded=quiet)
+    if quiet:
+        told = [p for p in compared if p.verdict in (Verdict.IDENTICAL, Verdict.UNSUPPORTED) or proven_known(p)]
+        counts = {"bitwise identical": sum(p.verdict == Verdict.IDENTICAL for p in told),
+                  "a proven known difference or R torch bug": sum(proven_known(p) for p in told),
+                  "unsupported (why above)": sum(p.verdict == Verdict.UNSUPPORTED for p in told)}
+        compared = [p for p in compared if p not in told]
+        if told:
+            console.print("parity: " + ", ".join(f"{n} {what}" for what, n in counts.items() if n)
+                          + ("; the others:" if compared else ""), soft_wrap=True, markup=False)
+    elif len(compared) > FULL_PAIR_ROWS:
         identical = [p for p in compared if p.verdict == Verdict.IDENTICAL]
         compared = [p for p in compared if p.verdict != Verdict.IDENTICAL]
         console.print(f"parity: {len(identical)} pair(s) bitwise identical" + (", the others:" if compared else ""))
@@ -230,15 +299,19 @@ def _print_pairs(result: MatrixResult, console: Console) -> None:
             first, second = pair.frontends
             vs = ([second if first == result.baseline else f"{first} vs {second}"]) if many else []
             pairs.add_row(Text(pair.pair), *(Text(v) for v in vs), Text(str(pair.verdict), style=_VERDICT_STYLE.get(pair.verdict, "")),
-                      Text(pair.cause))
+                          Text(pair.cause))
         console.print(pairs)
 
 
-def _print_glance(result: MatrixResult, console: Console) -> None:
-    """Every pair at a glance: optimizer × (script · mode), one symbol per pair (:mod:`harness.views.glance`)."""
-    grid = glance(result)
-    table = Table(title="parity at a glance (optimizer × script · mode)", header_style="bold", caption=LEGEND)
-    table.add_column("optimizer", no_wrap=True)
+def _print_glance(result: MatrixResult, console: Console, folded: bool = False) -> None:
+    """Every pair at a glance: optimizer × (script · mode), one symbol per pair (:mod:`harness.views.glance`); ``folded``:
+    each loop feature's rows one row, its entries counted."""
+    grid = glance(result, folded=folded)
+    caption = legend_of(grid) + ("; +feature: a loop feature's pairs, counted" if folded and any(k.startswith("+") for k, _ in grid.rows)
+                                 else "")
+    table = Table(title=None if folded else "parity at a glance (optimizer × script · mode)", header_style="bold",
+                  caption=Text(caption))
+    table.add_column("parity at a glance" if folded else "optimizer", no_wrap=True)
     for column in grid.columns:
         table.add_column(Text(column.replace(" · ", "\n")), justify="center")
     for optimizer, entries in grid.rows:

@@ -199,15 +199,26 @@ def _met_text(check: TargetCheck) -> str:
 
 
 def targets_section(result: MatrixResult) -> list[str]:
-    """The performance targets that apply to this result: met, or missed by how much and why."""
+    """The performance targets that apply to this result, each once with what it asks and on how many subjects it was
+    met, then every miss (its subject, what was measured, why). One row per check repeated each target's text: 1,340 rows,
+    0.3 MB of the main job's report."""
     checks = result.targets
     lines = ["## Performance targets", ""]
     if not checks:
         return [*lines, "No performance target applies to this preset and device.", ""]
-    lines += ["| target | subject | asks | measured | met | why missed |", "|---|---|---|---|---|---|"]
-    for c in checks:
-        lines.append(
-            f"| {c.name} | `{c.subject}` | {cell_text(c.target)} | {cell_text(c.measured)} | {_met_text(c)} | "
-            f"{cell_text(c.why)} |"
-        )
-    return [*lines, ""]
+    groups: dict[tuple[str, str], list[TargetCheck]] = {}
+    for check in checks:
+        groups.setdefault((check.name, check.target), []).append(check)
+    for (name, target), group in groups.items():
+        missed = [c for c in group if not c.met]
+        met = [c for c in group if c.met]
+        lines += [f"### {name}: met on {len(met)} of {len(group)}", "", f"Asks: {cell_text(target)}.", ""]
+        if len(met) == 1:
+            lines += [f"Met on `{met[0].subject}`: {cell_text(met[0].measured)}.", ""]
+        elif met:
+            lines += [f"Met on {', '.join(f'`{c.subject}`' for c in met)} (each cell's measurements: the timing table).", ""]
+        if missed:
+            lines += ["| missed on | measured | why |", "|---|---|---|"]
+            lines += [f"| `{c.subject}` | {cell_text(c.measured)} | {_met_text(c)}: {cell_text(c.why)} |" for c in missed]
+            lines.append("")
+    return lines

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from harness.views.page import PAGE_FILE, REPOSITORY, pair_anchor
+from harness.files.paths import CHECKOUT
+from harness.views.page import PAGE_FILE, pair_anchor
 from harness.views.report import write_report
 from tests.wide_results import wide, with_bug
 
@@ -45,7 +46,7 @@ _CHECK = """<script>
     grid_links: grid ? grid.querySelectorAll('a[href^="#"]').length : 0, broken, fetching,
     outside_links: [...document.querySelectorAll("a[href]")].map(a => a.getAttribute("href")).filter(h => !h.startsWith("#")),
     resources: performance.getEntriesByType("resource").map(e => e.name),
-    svgs: [...document.querySelectorAll("figure svg")].map(s => s.getBoundingClientRect().height),
+    pictures: [...document.querySelectorAll("figure img")].map(i => i.complete ? i.naturalHeight : 0),
   };
   const pre = document.createElement("pre");
   pre.id = "amp-parity-check";
@@ -100,6 +101,9 @@ def _screenshot(browser: str, page: Path, work: Path) -> Path:
 
 
 def test_the_page_renders_its_grid_links_every_pair_and_reaches_nothing_outside(tmp_path: Path) -> None:
+    """The page opened where it was written: its grid drawn, its in-page links resolving, its three pictures decoded from
+    the page itself, nothing fetched; its links out of the page are report.md and the bug's files in the checkout's
+    docs/bugs/<id>/, by paths that resolve from the page's folder (it linked a host the project does not own)."""
     browser = _chromium()
     result, bug = with_bug(wide(("sgd", "sgd_momentum", "adam", "rprop")))
     write_report(result, tmp_path / "report")
@@ -108,8 +112,13 @@ def test_the_page_renders_its_grid_links_every_pair_and_reaches_nothing_outside(
     assert found["rows"] == 4 and found["width"] > 300 and found["height"] > 60, found
     assert found["grid_links"] == len(result.pairs)
     assert found["broken"] == [] and found["fetching"] == [] and found["resources"] == [] and requests == []
-    assert found["outside_links"] and all(h.startswith(REPOSITORY) for h in found["outside_links"])
-    assert len(found["svgs"]) == 3 and min(found["svgs"]) > 100, "a plot did not render"
+    outside = found["outside_links"]
+    assert "report.md" in outside and (page.parent / "report.md").is_file()
+    bugs = [h for h in outside if h != "report.md"]
+    assert bugs and CHECKOUT is not None
+    assert all((page.parent / h).resolve().parent == CHECKOUT / "docs" / "bugs" / "sgd-weight-decay-index" for h in bugs), bugs
+    assert all((page.parent / h).resolve().is_file() for h in bugs)
+    assert len(found["pictures"]) == 3 and min(found["pictures"]) > 100, "a plot did not render"
     assert pair_anchor(bug) in page.read_text(encoding="utf-8")
     _screenshot(browser, page, tmp_path)
 

@@ -183,6 +183,46 @@ def test_an_r_worker_that_cannot_start_is_probed_for_its_reason(
     assert "r" not in result.workers or not result.workers["r"].get("ready_seconds")
 
 
+def test_a_worker_that_cannot_start_fails_its_frontends_cells_at_once_with_its_reason(
+    tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 47: a worker whose interpreter cannot import a module (here a blake3 on PYTHONPATH that raises at import) was
+    started again for each of its frontend's cells (340 × 1.5 s to say the same thing). After two starts fail with one
+    error (its describe, its first cell) it is not started again: every cell ends in that error at once, the cells are one
+    reason, and the result says why its cells did not run."""
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / "blake3.py").write_text('raise ModuleNotFoundError("No module named \'blake3\' (planted)")\n', encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(planted))  # the workers' path: the harness first, then this folder
+    modes, optimizers = ("default", "autocast"), ("sgd", "adam", "rprop")
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path / "staging") as runner:
+        result = runner.run(modes, optimizers, protocol=TimingProtocol(1, 1))
+        starts = runner.pool.worker("python").starts
+    assert len(result.cells) == 3 * len(optimizers)  # "default" is a mode of both script pairs
+    assert {c.status for c in result.cells} == {Status.ERROR}
+    reasons = {c.reason for c in result.cells}
+    assert len(reasons) == 1 and "ModuleNotFoundError: No module named 'blake3' (planted)" in str(next(iter(reasons))), reasons
+    assert starts == 2, "started for its describe and its first cell only"
+    assert any(w.startswith("python: its worker could not start, twice with the same error") for w in result.warnings), result.warnings
+
+
+def test_a_worker_whose_start_fails_once_is_started_again(tmp_path: Path) -> None:
+    """One failed start is not enough to give up (a start may time out once on a loaded machine): the next call starts it."""
+    from harness.errors import WorkerCannotStart, WorkerError
+    from harness.run.worker import Worker
+
+    flag = tmp_path / "fail-once"
+    flag.write_text("", encoding="utf-8")
+    worker = Worker("flaky", "tests.worker_handlers:FailOnceStartHandler", env={"AMP_PARITY_TEST_FAIL_ONCE": str(flag)})
+    try:
+        with pytest.raises(WorkerError, match="could not start") as first:
+            worker.start()
+        assert not isinstance(first.value, WorkerCannotStart)
+        assert worker.call({"value": 1}, timeout=30)["echo"] == 1 and worker.starts == 2 and worker.cannot_start is None
+    finally:
+        worker.close()
+
+
 def test_require_r_turns_the_skip_into_an_error(
     tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.errors import ScriptError, WorkerCrashed, WorkerError, WorkerTimeout
+from harness.errors import ScriptError, WorkerCannotStart, WorkerCrashed, WorkerError, WorkerTimeout
 from harness.run.frontends import open_worker
 from harness.run.worker import Worker
 
@@ -59,6 +59,18 @@ def test_a_handler_that_cannot_start_is_a_clear_error() -> None:
     with pytest.raises(WorkerError, match="could not start: ImportError: no module named 'imaginary_frontend'"):
         w.start()
     assert not w.alive
+
+
+def test_a_worker_whose_start_fails_twice_the_same_way_is_not_started_again() -> None:
+    """After two starts fail with one error, a call fails at once with that error's message (no third process)."""
+    w = Worker("imaginary", "tests.worker_handlers:BrokenStartHandler")
+    for _ in range(2):
+        with pytest.raises(WorkerError, match="could not start: ImportError") as failed:
+            w.start()
+        assert not isinstance(failed.value, WorkerCannotStart)
+    with pytest.raises(WorkerCannotStart) as refused:
+        w.call({"value": 1}, timeout=30)
+    assert str(refused.value) == str(failed.value) and w.starts == 2 and w.cannot_start == str(failed.value)
 
 
 def test_python_worker_loads_torch_in_its_own_process() -> None:

@@ -54,7 +54,7 @@ def command(args: argparse.Namespace) -> ExitCode:
     inputs = [*paths, *([args.json] if args.json is not None else [])]
     with ReportClaim(args.out, REPORT_FILES, args.overwrite, flag="--out", inputs=inputs) as claim:
         result = merge_results(paths, args.baseline, rejudging_of(args), known_differences_of(args), labels)
-        write_report(result, claim.staging, entry_texts_of(args))
+        write_report(result, claim.staging, entry_texts_of(args), page_dir=claim.folder)
         if args.json is None:
             written = claim.publish()
         else:
@@ -63,7 +63,7 @@ def command(args: argparse.Namespace) -> ExitCode:
     if args.json is not None:
         WRITTEN.append(f"the merged result was written to {args.json}")
     console = make_console()
-    print_result(result, console)
+    print_result(result, console, verbose=getattr(args, "verbose", False))
     console.print(f"merged {len(paths)} results ({len(result.cells)} cells); report written to {written[0]}"
                   + (f"; merged result written to {args.json}" if args.json is not None else ""), markup=False)
     failed = uncompared(result)

@@ -33,7 +33,7 @@ def command(args: argparse.Namespace) -> ExitCode:
 
     with ReportClaim(args.out, REPORT_FILES, args.overwrite, flag="--out", inputs=[args.result]) as claim:
         result = load_result(args.result, rejudging_of(args), known_differences_of(args))
-        write_report(result, claim.staging, entry_texts_of(args))
+        write_report(result, claim.staging, entry_texts_of(args), page_dir=claim.folder)
         written = claim.publish()
     WRITTEN.append(f"the report was written to {written[0]}")
     print_or_go_quiet(f"report written to {written[0]}; {report_files_line(written)}")

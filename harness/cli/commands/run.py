@@ -118,7 +118,7 @@ def command(args: argparse.Namespace) -> ExitCode:
     if getattr(args, "verbose", False):
         lines.append(phases_line(result) or "phases: none recorded")
     try:
-        print_result(result, console)
+        print_result(result, console, verbose=getattr(args, "verbose", False))
         for line in lines:
             if not line.startswith("error:"):
                 console.print(line, soft_wrap=True, markup=False)  # one line each, whatever the width: grep finds it whole

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.files.paths import CHECKOUT
 from harness.model.result import MatrixResult
 from harness.model.verdicts import TargetCheck
-from harness.views.page import PAGE_FIGURES, PAGE_FILE, REPOSITORY, EntryText, pair_anchor, render_page
+from harness.views.page import PAGE_FIGURES, PAGE_FILE, EntryText, pair_anchor, render_page
 from harness.views.report import REPORT_FILES, write_report
 from harness.views.summary import SUMMARY_FILE, SUMMARY_MAX_BYTES, render_summary
 from harness.workload.optimizers import OPTIMIZERS
@@ -52,15 +53,17 @@ def _parsed(page: str) -> _Links:
     return links
 
 
-#: The plots stand in as empty SVGs where a test reads the page's text (drawing 17 by 4 panels takes seconds; the plots
-#: have their own tests, and test_write_report_writes_the_page_and_the_summary draws them into a page).
-_NO_PLOTS = {name: "<svg></svg>" for name in PAGE_FIGURES}
+#: The plots stand in as a few bytes where a test reads the page's text (the plots have their own tests, and
+#: test_write_report_writes_the_page_and_the_summary draws them into a page).
+_NO_PLOTS = {name: b"not a png" for name in PAGE_FIGURES}
+#: Where the module's page is opened from: a folder of the checkout (the bugs' links are relative to it).
+_PAGE_DIR = (CHECKOUT or Path.cwd()) / "reports" / "main-job"
 
 
 @pytest.fixture(scope="module")
 def page() -> str:
     result, _ = with_bug(wide())
-    return render_page(result, {_ENTRY.id: _ENTRY}, _NO_PLOTS)
+    return render_page(result, {_ENTRY.id: _ENTRY}, _NO_PLOTS, _PAGE_DIR)
 
 
 def test_every_grid_symbol_links_to_its_pair_and_every_link_resolves(page: str) -> None:
@@ -75,30 +78,68 @@ def test_every_grid_symbol_links_to_its_pair_and_every_link_resolves(page: str) 
 
 
 def test_nothing_outside_the_page_is_referenced(page: str) -> None:
-    """No script, stylesheet, image or font from anywhere: the plots are inline SVG; the only outside links are a bug's
-    report and reproducers in the project's repository (links, never fetched)."""
+    """No script, stylesheet or font from anywhere, and no image but the plots' own bytes (data: URIs); the only links out
+    of the page are report.md beside it and a bug's report and reproducers, by a path relative to the page that finds them
+    in the checkout (never a host: the page linked a github.com repository that does not exist)."""
     links = _parsed(page)
-    assert "script" not in links.tags and "img" not in links.tags and "link" not in links.tags and "iframe" not in links.tags
+    assert "script" not in links.tags and "link" not in links.tags and "iframe" not in links.tags
     assert [f for f in links.fetching if not f[2].startswith(("#", "data:"))] == []
-    assert "@import" not in page and "url(http" not in page
+    assert "@import" not in page and "url(http" not in page and "http://" not in page and "https://" not in page
     outside = [h for h in links.hrefs if not h.startswith("#")]
-    assert outside and all(h.startswith(REPOSITORY) for h in outside)
+    assert "report.md" in outside
+    bugs = [h for h in outside if h != "report.md"]
+    assert bugs and all((_PAGE_DIR / h).resolve().is_file() for h in bugs), bugs
+    assert {(_PAGE_DIR / h).resolve().parent for h in bugs} == {CHECKOUT / "docs" / "bugs" / _ENTRY.id} if CHECKOUT else True
 
 
-def test_a_pair_that_needs_a_look_says_where_it_parts_and_which_entry_explains_it(page: str) -> None:
-    """The first differing point with both values and its step, the entry's title, mechanism and sources, the bug's links."""
+def test_a_bug_links_its_folder_relative_to_where_the_page_is_opened(tmp_path: Path) -> None:
+    """Wherever the report folder is, the links lead to the checkout's docs/bugs/<id>/ files; without a folder to resolve
+    from (or for an id with no folder) the page names the folder and links nothing."""
+    from harness.views.page import BUG_FILES, bug_links
+
+    elsewhere = tmp_path / "ci" / "artifacts" / "report"
+    links = bug_links(_ENTRY.id, elsewhere)
+    assert [name for name, _ in links] == list(BUG_FILES)
+    assert all((elsewhere / href).resolve() == CHECKOUT / "docs" / "bugs" / _ENTRY.id / name for name, href in links)  # type: ignore[operator]
+    assert not any(href.startswith(("/", "http")) for _, href in links)
+    assert bug_links(_ENTRY.id, None) == [] and bug_links("no-such-bug", elsewhere) == []
+    result, _ = with_bug(wide(("sgd",)))
+    unlinked = render_page(result, {_ENTRY.id: _ENTRY}, _NO_PLOTS)
+    assert "docs/bugs/sgd-weight-decay-index/</code> in the amp-parity source" in unlinked and "reproducer.R" not in unlinked
+
+
+def test_a_proven_bug_is_told_once_with_every_pair_it_explains(page: str) -> None:
+    """A proven known difference is no article of its own: its entry (title, mechanism, sources, the bug's links) once, then
+    a row per pair with where it first parts; the grid's symbol links to that row."""
     _, bug = with_bug(wide())
+    start = page.index('id="known-sgd-weight-decay-index"')
+    article = page[start:page.index("</article>", start)]
+    assert _ENTRY.title.replace("'", "&#39;") in article and _ENTRY.mechanism in article and "R/optim-sgd.R:95" in article
+    assert 'reproducer.R</a>' in article and "(1 pair)" in article
+    row = article[article.index(f'<tr id="{pair_anchor(bug)}">'):]
+    row = row[:row.index("</tr>")]
+    assert "step 3, <code>param.layer0.weight</code>" in row and "1 ULP" in row
+    assert page.count('id="known-') == 1 and "Pairs that need a look (0)" in page
+
+
+def test_a_pair_that_needs_a_look_says_where_it_parts_and_which_entry_explains_it() -> None:
+    """A pair a known difference matched without proof: its article has the first differing point with both values and
+    its step, the entry's title and mechanism, and the whole explanation."""
+    result, bug = with_bug(wide(("sgd", "adam")))
+    unproven = dataclasses.replace(bug, details={**bug.details, "proven": False})
+    result = dataclasses.replace(result, pairs=tuple(unproven if p.pair == bug.pair else p for p in result.pairs))
+    page = render_page(result, {_ENTRY.id: _ENTRY}, _NO_PLOTS, _PAGE_DIR)
     start = page.index(f'id="{pair_anchor(bug)}"')
     article = page[start:page.index("</article>", start)]
     assert "param.layer0.weight</code> at step 3" in article
     assert "0.852758825" in article and "0.852758765" in article and "1 ULP" in article
-    assert _ENTRY.title.replace("'", "&#39;") in article and _ENTRY.mechanism in article and "R/optim-sgd.R:95" in article
-    assert f'href="{REPOSITORY}docs/bugs/sgd-weight-decay-index/reproducer.R"' in article
+    assert _ENTRY.title.replace("'", "&#39;") in article and _ENTRY.mechanism in article and "reproducer.R</a>" in article
+    assert "Pairs that need a look (1)" in page and 'id="known-' not in page
 
 
 def test_without_r_torch_the_page_tells_the_skip_once() -> None:
     """Every R cell skipped: one line with the count and the install line, not a row per cell."""
-    page = render_page(without_r(wide()), svgs=_NO_PLOTS)
+    page = render_page(without_r(wide()), images=_NO_PLOTS)
     assert page.count(R_MISSING.replace('"', "&#34;")) == 1
     assert f"{len(OPTIMIZERS) * 4} cells (" in page
 
@@ -126,7 +167,7 @@ def test_write_report_writes_the_page_and_the_summary(tmp_path: Path) -> None:
     written = write_report(wide(("sgd", "adam")), tmp_path)
     assert sorted(p.name for p in written) == sorted(REPORT_FILES)
     page = (tmp_path / PAGE_FILE).read_text(encoding="utf-8")
-    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") >= 3 and "<?xml" not in page
+    assert page.startswith("<!DOCTYPE html>") and page.count('<img src="data:image/png;base64,iVBORw0KGgo') == 3
     assert (tmp_path / SUMMARY_FILE).stat().st_size <= SUMMARY_MAX_BYTES
 
 
@@ -146,7 +187,7 @@ def test_a_cell_failing_its_own_check_is_named_in_the_page_and_the_summary() -> 
     failing = dataclasses.replace(cell, verdict=dataclasses.replace(cell.verdict, outcome="fail", reason="loss 3 times its bound"))
     result = dataclasses.replace(result, cells=tuple(failing if c.id == cell.id else c for c in result.cells))
     assert f"- **`{cell.id}` fails on its own**: loss 3 times its bound" in render_summary(result, PAGE_FILE, "report.md")
-    assert f"<strong>{cell.id} fails on its own</strong>: loss 3 times its bound" in render_page(result, svgs=_NO_PLOTS)
+    assert f"<strong>{cell.id} fails on its own</strong>: loss 3 times its bound" in render_page(result, images=_NO_PLOTS)
 
 
 def test_an_error_with_a_backtrace_shows_its_first_line_and_folds_the_rest() -> None:
@@ -156,7 +197,7 @@ def test_an_error_with_a_backtrace_shows_its_first_line_and_folds_the_rest() -> 
     base = wide()
     cell = next(c for c in base.cells if c.frontend == "r")
     reason = "r script failed: tensor does not have a device\nException raised from device_default\nframe #0: c10::Error"
-    page = render_page(replace_cells(base, {cell.id: with_status(cell, "error", reason)}), svgs=_NO_PLOTS)
+    page = render_page(replace_cells(base, {cell.id: with_status(cell, "error", reason)}), images=_NO_PLOTS)
     assert "error: r script failed: tensor does not have a device</p>" in page
     assert "<details><summary>the rest of the message</summary><pre>Exception raised from device_default\nframe #0" in page
 

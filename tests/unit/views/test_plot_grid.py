@@ -1,6 +1,7 @@
-"""The plots scale with the matrix: one panel per optimizer × script · mode (the grid's layout), each naming what it
-shows and what did not run in it; the time ratios as a heatmap whose every entry has its number, spread or reason.
-The main job drew 17 optimizers into one panel per mode, and cut its timing plot after 55 of 238 cells."""
+"""The plots scale with the matrix: the loss plots a panel per optimizer family × script · mode where a cell ran, each
+optimizer its colour, each panel naming what did not run in it; the time ratios as a heatmap whose every entry has its
+number, spread or reason, each loop feature one row. The main job once drew 17 optimizers into one panel per mode, then
+959 panels (one per optimizer and feature × mode, 65 % empty: tests/unit/views/test_report_sizes.py)."""
 
 from __future__ import annotations
 
@@ -21,18 +22,21 @@ def _texts(fig: Figure) -> list[str]:
     return [t.get_text() for ax in fig.axes for t in ax.texts]
 
 
-def test_the_loss_curves_have_one_panel_per_optimizer_and_mode() -> None:
+def test_the_loss_curves_have_a_panel_per_family_and_mode_and_a_colour_per_optimizer() -> None:
+    """Three R-code optimizers, R skipped: one row, a panel per script · mode with each optimizer's line in its colour; each
+    panel counts the R cells that did not run in it; the legend names the optimizers, then the frontend and float64."""
     result = without_r(wide(_OPTIMIZERS))
     grid = glance(result)
     fig = plots.losses_figure(result)
-    assert len(fig.axes) == len(_OPTIMIZERS) * len(grid.columns)
-    rows = [ax.get_ylabel().splitlines()[0] for ax in fig.axes if ax.get_ylabel()]
-    assert rows == list(_OPTIMIZERS)
-    assert [ax.get_title().replace("\n", " · ") for ax in fig.axes if ax.get_title()] == list(grid.columns)
-    # every panel says R did not run in it; the reference exists for sgd only (the golden result's), and says so elsewhere
-    assert _texts(fig).count("r skipped") == len(fig.axes)
-    assert _texts(fig).count("no float64 reference") == (len(_OPTIMIZERS) - 1) * len(grid.columns)
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["python", "float64"]
+    assert len(fig.axes) == len(grid.columns)
+    assert [ax.get_ylabel() for ax in fig.axes if ax.get_ylabel()] == ["R-code optimizers"]
+    assert [ax.get_title().replace("\n", " · ") for ax in fig.axes] == list(grid.columns)
+    assert _texts(fig).count(f"r skipped ×{len(_OPTIMIZERS)}") == len(fig.axes)
+    colours = {tuple(color) for ax in fig.axes for collection in ax.collections for color in collection.get_colors()}
+    assert len(colours - {(0.0, 0.0, 0.0, 1.0)}) == len(_OPTIMIZERS), "one colour per optimizer (float64 is black)"
+    # the reference exists for sgd only (the golden result's): the other optimizers' panels say there is none
+    assert _texts(fig).count("no float64 reference") == len(grid.columns)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [*_OPTIMIZERS, "python", "float64"]
 
 
 def test_the_ratio_heatmap_gives_every_entry_its_ratio_and_spread_or_its_reason() -> None:

@@ -5,18 +5,22 @@ terminal's width, and a target missed on many cells is one line. Without R torch
 from __future__ import annotations
 
 import dataclasses
+import io
+import re
 
+import pytest
 from rich.console import Console
 
 from harness.model.verdicts import TargetCheck
-from harness.views.table import print_result
-from tests.twins import golden
-from tests.wide_results import R_MISSING, wide, without_r
+from harness.views.table import RUN_MAX_LINES, print_result
+from harness.workload.features import FEATURES
+from tests.twins import golden, replace_cells, with_status
+from tests.wide_results import R_MISSING, main_job, wide, without_r
 
 
-def _printed(result: object, width: int = 120) -> list[str]:
-    console = Console(record=True, width=width)
-    print_result(result, console)  # type: ignore[arg-type]
+def _printed(result: object, width: int = 120, verbose: bool = False) -> list[str]:
+    console = Console(record=True, width=width, file=io.StringIO())
+    print_result(result, console, verbose=verbose)  # type: ignore[arg-type]
     return console.export_text().splitlines()
 
 
@@ -69,3 +73,49 @@ def test_an_error_with_a_backtrace_is_its_first_line_on_the_terminal() -> None:
     lines = _printed(replace_cells(base, {cell.id: with_status(cell, "error", reason)}))
     assert any("tensor does not have a device (the report has the rest)" in line for line in lines), lines
     assert not any("frame #0" in line or "Exception raised" in line for line in lines)
+
+
+#: What ``run`` prints around the table: its header, the result's and the report's places, the matrix's line.
+_RUN_OWN_LINES = 4
+
+
+@pytest.mark.parametrize("with_r", [True, False], ids=["with R torch", "without R torch"])
+def test_the_main_job_prints_at_most_its_budget_by_default(with_r: bool) -> None:
+    """Issue 47: the main job printed 1,398 lines for 6 cells that needed a look (a grid of 137 rows, a table of 236 proven
+    known differences, a line per note that holds by design). Now: the verdict counts, the grid of optimizers × modes with
+    each loop feature one row, its entries counted, and one line for the notes that hold by design."""
+    result = main_job() if with_r else without_r(main_job())
+    lines = _printed(result, width=150)
+    assert len(lines) + _RUN_OWN_LINES <= RUN_MAX_LINES, "\n".join(lines)
+    assert not any("sgd · lr_step" in line for line in lines), "a feature's rows are folded"
+    assert not any(re.search(r"no default cell of \w+ with \w+ to compare with", line) for line in lines), "one line, not one per note"
+    if with_r:
+        assert sum(line.startswith("│ +") for line in lines) == len(FEATURES)
+        folded = next(line for line in lines if line.startswith("│ +lr_step "))
+        assert re.search(r"\d+B \d+U", folded), folded
+        assert any(line.startswith("parity: ") and "bitwise identical" in line and "proven known difference" in line for line in lines)
+        assert not any("known_difference" in line for line in lines), "no row per proven known difference"
+    assert sum("×default: none, by design" in line for line in lines) == 1
+
+
+def test_minus_v_prints_every_row_and_note() -> None:
+    """-v: every grid row (a feature's per optimizer), every pair that is not identical, each note with its cells."""
+    result = main_job()
+    lines = _printed(result, verbose=True, width=150)
+    assert any(line.startswith("│ sgd · lr_step ") for line in lines)
+    known = [p for p in result.pairs if p.verdict == "known_difference"]
+    assert sum(1 for line in lines if "known_difference" in line) >= len(known)
+    assert any(line.startswith("×default ") and "no default cell of" in line for line in lines)
+    assert any(line.startswith("per call: ") for line in lines)
+
+
+def test_a_worker_that_cannot_start_is_one_line_not_a_row_per_cell() -> None:
+    """Every Python cell of the main job ended in the same error before a record (its worker could not start): one reason
+    line with their count, no table row for each."""
+    result = main_job()
+    reason = "python worker could not start: ModuleNotFoundError: No module named 'blake3'"
+    failed = replace_cells(result, {c.id: with_status(c, "error", reason) for c in result.cells if c.frontend == "python"})
+    lines = _printed(failed, width=150)
+    assert [line for line in lines if reason in line] == [f"340 cells (with_autocast-default-sgd-python-cpu, ...) error: {reason}"]
+    assert not any(line.startswith("│ with_autocast") for line in lines)
+    assert len(lines) + _RUN_OWN_LINES <= RUN_MAX_LINES

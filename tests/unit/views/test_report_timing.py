@@ -129,8 +129,10 @@ def test_figures_met_and_missed_by_how_much() -> None:
     matrix = checks[("whole tiny CPU matrix", "matrix")]
     assert not matrix.met and matrix.measured.startswith("50.0 s, ")  # over 3 times a limit of python's start and the cells' rounds
     text = report_text(planted)
-    assert f"| overhead per call | `{slow.id}` | bridge ≤ 5 ms per call (the script's own set-up not counted) |" in text
-    assert "| **no** | missed by 3.00 ms" in text
+    overhead_section = text.split("### overhead per call: ")[1].split("### ")[0]
+    assert "Asks: bridge ≤ 5 ms per call (the script's own set-up not counted)." in overhead_section
+    assert f"| `{slow.id}` | bridge 8.00 ms" in overhead_section and "| **no**: missed by 3.00 ms" in overhead_section
+    assert f"`{steady.id}`" in overhead_section.split("| missed on |")[0], "a met subject is named once, in the met line"
 
 
 def test_the_tiny_matrix_figure_is_within_twice_its_limit_and_names_the_longest_phases_when_missed() -> None:
@@ -210,7 +212,7 @@ def test_report_of_a_result_without_timing_still_renders() -> None:
     untimed = dataclasses.replace(golden(), cells=tuple(dataclasses.replace(c, timing=None) for c in golden().cells))
     text = report_text(untimed)
     assert "| no cell was timed |" in text
-    assert "No performance target applies" not in text and "| whole tiny CPU matrix |" in text
+    assert "No performance target applies" not in text and "### whole tiny CPU matrix: met on 1 of 1" in text
 
 
 def test_the_phases_are_a_line_with_v_and_a_section_of_the_report() -> None:
