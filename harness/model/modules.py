@@ -6,9 +6,11 @@ Judged by :mod:`harness.judge.modules` from what the workers measured; read by :
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from harness.model.codec import Stored
 
 __all__ = ["COVERAGE_COLUMNS", "EntryCoverage", "InitVerdict", "ModuleSweepResult", "ModuleVerdict", "SampleVerdict", "VERDICTS"]
 
@@ -37,7 +39,7 @@ COVERAGE_COLUMNS = ("entry", "r", "samples", *VERDICTS, "init_identical", "init_
 
 
 @dataclass(frozen=True)
-class SampleVerdict:
+class SampleVerdict(Stored):
     """One sample in one mode: its verdict, and why (the first differing tensor, R's refusal, the bug's id)."""
 
     entry: str
@@ -61,7 +63,7 @@ class SampleVerdict:
 
 
 @dataclass(frozen=True)
-class InitVerdict:
+class InitVerdict(Stored):
     """One sample's module as built after the same seed in both languages: its initial parameters and buffers, the
     order of its parameters and its state_dict's names."""
 
@@ -72,7 +74,7 @@ class InitVerdict:
 
 
 @dataclass(frozen=True)
-class EntryCoverage:
+class EntryCoverage(Stored):
     """One ``module_db`` entry's line of the coverage table."""
 
     entry: str
@@ -91,17 +93,13 @@ class EntryCoverage:
 
 
 @dataclass(frozen=True)
-class ModuleSweepResult:
+class ModuleSweepResult(Stored):
     """The whole sweep judged: every sample verdict, every same-seed verdict, each entry's coverage, the modes run."""
 
     modes: list[str]
     samples: list[SampleVerdict]
     inits: list[InitVerdict]
     coverage: list[EntryCoverage]
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain data (the sweep's ``--json``)."""
-        return asdict(self)
 
     def count(self, verdict: str) -> int:
         """How many sample-mode verdicts are ``verdict``."""
