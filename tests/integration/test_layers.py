@@ -50,7 +50,8 @@ def test_a_planted_import_breaks_a_contract(tmp_path: Path, module: str, planted
     assert named in done.stdout, done.stdout[-3000:]
 
 
-#: A fresh interpreter imports every module but the two handlers (the worker side's matmul peak and GEMM profiler
+#: A fresh interpreter imports every module but those that run in workers only (the handlers, the float64 autograd
+#: reference, the module sweep's comparison; the worker side's matmul peak and GEMM profiler
 #: included: they import torch only when called), runs a whole matrix in-process (cells, timed rounds, peaks,
 #: GEMM profiles), loads the result back (judged on load), writes its report and prints its table; then it says
 #: which torch modules it imported. None may be: torch lives in the workers only.
@@ -59,7 +60,8 @@ import importlib, io, json, pkgutil, sys
 from pathlib import Path
 import harness
 handlers = ("harness.worker_side.python_handler", "harness.worker_side.r_handler",  # they run in workers only
-            "harness.worker_side.float64_autograd")  # as does a float64 reference by autograd (its own process)
+            "harness.worker_side.float64_autograd",  # as does a float64 reference by autograd (its own process)
+            "harness.worker_side.module_compare")  # and the module sweep's comparison (the Python handler imports it on use)
 parent = [m.name for m in pkgutil.walk_packages(harness.__path__, "harness.") if m.name not in handlers]
 for name in parent:
     importlib.import_module(name)

@@ -87,8 +87,9 @@ def test_the_wheel_holds_the_scripts_the_r_files_the_manifests_and_its_metadata(
     assert {"harness/py.typed", "harness/judge/known_differences.toml", f"amp_parity-{__version__}.dist-info/licenses/LICENSE"} <= names
     assert not any(n.startswith(("py_scripts/", "r_scripts/", "tests/")) for n in names)  # nothing stray at the top level
     assert "amp-parity = harness.cli.main:console_main" in entry_points
-    for field in ("License-Expression: MIT", "Author: ", "Project-URL: Repository, ", "Classifier: Typing :: Typed", "Keywords: "):
+    for field in ("License-Expression: MIT", "Author: ", "Classifier: Typing :: Typed", "Keywords: "):
         assert field in metadata, field
+    assert "Project-URL" not in metadata  # no link to a host the project does not own (issue 47)
 
 
 def test_the_installed_command_runs_the_tiny_python_cells_from_an_empty_folder(installed: Installed) -> None:
