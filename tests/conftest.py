@@ -53,10 +53,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Skip ``slow`` tests, with the flag that runs them, unless ``--run-slow`` was given."""
     if config.getoption("--run-slow"):
         return
-    skip = pytest.mark.skip(reason="slow (a minute, a gigabyte of fixture): run with --run-slow")
     for item in items:
         if item.get_closest_marker("slow") is not None:
-            item.add_marker(skip)
+            item.add_marker(pytest.mark.skip(reason=f"slow ({_slow_reason(item)}): run with --run-slow"))
+
+
+def _slow_reason(item: pytest.Item) -> str:
+    """Why the test is slow, as its marker says (``@pytest.mark.slow("300 examples and their shrinking")``), so a skip names
+    the test's own cost rather than another test's."""
+    marker = item.get_closest_marker("slow")
+    if marker is not None and marker.args:
+        return str(marker.args[0])
+    return "minutes, or a gigabyte of fixture"
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -63,7 +63,7 @@ def _the_finding(findings: list[dict[str, Any]], optimizer: str, moved: str) -> 
     return found[0]
 
 
-@pytest.mark.slow  # 300 examples and their shrinking: 2-6 minutes on the shared 2 vCPUs (CHANGELOG.md, issue 49)
+@pytest.mark.slow("300 examples and their shrinking: minutes")  # 2-6 minutes on the shared 2 vCPUs (CHANGELOG.md, issue 49)
 def test_a_planted_r_change_where_dampening_is_above_one_half_is_found_and_shrunk(
         availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """R's SGD gets 0.01 more dampening where dampening > 0.5: the rows set 0.1 (sgd_momentum, ignite_sgd) or none."""
@@ -76,7 +76,7 @@ def test_a_planted_r_change_where_dampening_is_above_one_half_is_found_and_shrun
     assert re.match(r"step \d+, (optim\.momentum_buffer|param)\.", finding["first_difference"]), finding
 
 
-@pytest.mark.slow
+@pytest.mark.slow("300 examples and their shrinking: minutes")
 def test_a_planted_r_change_where_adams_eps_is_above_1e_4_is_found_and_shrunk(
         availability: Availability, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """R's Adam gets twice the eps where eps > 1e-4: every row's eps is 1e-8."""
@@ -98,7 +98,7 @@ def _without(entry: str, path: Path) -> Path:
     return path
 
 
-@pytest.mark.slow
+@pytest.mark.slow("300 examples and their shrinking: minutes")
 def test_a_bug_taken_off_the_list_is_found_again_and_its_reproducers_show_it(availability: Availability, tmp_path: Path) -> None:
     """sgd-weight-decay-index (R torch's optim_sgd adds the parameter's index, not the parameter): the sgd_momentum row
     decays its weights, so the search finds it at the row's own point, and the optimizer-alone reproducers show it."""

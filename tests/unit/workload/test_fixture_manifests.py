@@ -55,7 +55,7 @@ def test_recipe_spec_and_first_tensors_match_its_committed_manifest() -> None:
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.slow
+@pytest.mark.slow("the whole recipe fixture: a gigabyte, a minute")
 def test_recipe_fixture_whole(tmp_path: Path) -> None:
     """The whole ``recipe`` fixture (1 GB), built afresh, matches its committed manifest tensor by tensor."""
     problems = manifest_differences("recipe", committed_manifest("recipe"), built_manifest("recipe", tmp_path))
