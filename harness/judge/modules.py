@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.contract.replies import Reply
 from harness.errors import KnownDifferencesError
-from harness.model.modules import EntryCoverage, InitVerdict, ModuleSweepResult, ModuleVerdict, SampleVerdict
+from harness.model.modules import EntryCoverage, ModuleSweepResult, ModuleVerdict, SameSeedVerdict, SampleVerdict
 
 __all__ = ["ModuleDifference", "judge_sweep", "load_module_differences", "switch_candidates"]
 
@@ -137,7 +137,7 @@ def judge_sweep(facts: Any, differences: list[ModuleDifference] | None = None) -
     """Every verdict of a sweep (:class:`harness.run.modules.SweepFacts`)."""
     differences = load_module_differences() if differences is None else differences
     samples: list[SampleVerdict] = []
-    inits: list[InitVerdict] = []
+    inits: list[SameSeedVerdict] = []
     coverage = []
     modes = [m.name for m in facts.modes]
     for entry_info in facts.entries:
@@ -149,7 +149,7 @@ def judge_sweep(facts: Any, differences: list[ModuleDifference] | None = None) -
         switched = {name: {c["index"]: c for c in answer.get("samples", [])}
                     for name, answer in getattr(facts, "switched", {}).get(entry, {}).items()}
         mine: list[SampleVerdict] = []
-        my_inits: list[InitVerdict] = []
+        my_inits: list[SameSeedVerdict] = []
         for sample in prepared:
             index, desc = sample["index"], sample.get("desc", "")
             if "python_error" in sample:
@@ -247,17 +247,17 @@ def _excusing(differences: list[ModuleDifference], entry: str, mode: str, differ
 
 
 def _init(entry: str, index: int, sample: dict[str, Any], answer: dict[str, Any], compared: dict[str, Any],
-          differences: list[ModuleDifference]) -> InitVerdict:
+          differences: list[ModuleDifference]) -> SameSeedVerdict:
     differing = [f"init.{n}" for n in _differing(compared)]
     if _as_list(answer.get("parameters")) != sample["parameters"]:
         differing.append("order.parameters")
     if _as_list(answer.get("state_dict")) != [n for n in sample["state_dict"]]:
         differing.append("order.state_dict")
     if not differing:
-        return InitVerdict(entry, index, ModuleVerdict.IDENTICAL)
+        return SameSeedVerdict(entry, index, ModuleVerdict.IDENTICAL)
     bugs = _excusing(differences, entry, "init", differing, sample.get("desc", ""))
     if bugs:
-        return InitVerdict(entry, index, ModuleVerdict.EXCUSED, bugs)
+        return SameSeedVerdict(entry, index, ModuleVerdict.EXCUSED, bugs)
     first = differing[0]
     name = first.removeprefix("init.")
     if first in ("order.parameters", "order.state_dict"):
@@ -265,7 +265,7 @@ def _init(entry: str, index: int, sample: dict[str, Any], answer: dict[str, Any]
         why = f"{key.replace('_', ' ')} order: " + _first_apart(sample[key], _as_list(answer.get(key)))
     else:
         why = "initial " + _describe(name, compared.get("tensors", {}).get(name))
-    return InitVerdict(entry, index, ModuleVerdict.DIVERGED, why)
+    return SameSeedVerdict(entry, index, ModuleVerdict.DIVERGED, why)
 
 
 def _first_apart(python: list[str], r: list[str]) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.model.codec import Stored
 
-__all__ = ["COVERAGE_COLUMNS", "EntryCoverage", "InitVerdict", "ModuleSweepResult", "ModuleVerdict", "SampleVerdict", "VERDICTS"]
+__all__ = ["COVERAGE_COLUMNS", "EntryCoverage", "ModuleSweepResult", "ModuleVerdict", "SameSeedVerdict", "SampleVerdict", "VERDICTS"]
 
 #: A sample's verdict in one mode. ``identical``: every output, gradient and buffer bitwise equal, dtypes too.
 #: ``proven``: a known difference whose switch makes it identical. ``excused``: it differs where an R torch bug with a
@@ -63,7 +63,7 @@ class SampleVerdict(Stored):
 
 
 @dataclass(frozen=True)
-class InitVerdict(Stored):
+class SameSeedVerdict(Stored):
     """One sample's module as built after the same seed in both languages: its initial parameters and buffers, the
     order of its parameters and its state_dict's names."""
 
@@ -98,7 +98,7 @@ class ModuleSweepResult(Stored):
 
     modes: list[str]
     samples: list[SampleVerdict]
-    inits: list[InitVerdict]
+    inits: list[SameSeedVerdict]
     coverage: list[EntryCoverage]
 
     def count(self, verdict: str) -> int:
