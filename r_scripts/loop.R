@@ -83,8 +83,11 @@ run_epochs <- function(loop, train_step) {
 #' `list(loss, loss1)`.
 forward_loss <- function(loop, step) {
   i <- step %% loop$spec$num_batches + 1L
-  inputs <- loop$fixtures$data[i, , ]$to(dtype = loop$weights_dtype) # float32: the tensor itself
-  target <- loop$fixtures$targets[i, , ]$to(dtype = loop$weights_dtype)
+  # A copy of its own ($clone()): a GEMM's result depends on where its input lies (MKL's small-matrix kernels round
+  # otherwise at an address not 16-byte aligned), and the two bindings' safetensors loaders place the file's tensors
+  # differently; a fresh tensor lies where libtorch's allocator puts it (64-byte aligned) in both.
+  inputs <- loop$fixtures$data[i, , ]$to(dtype = loop$weights_dtype)$clone()
+  target <- loop$fixtures$targets[i, , ]$to(dtype = loop$weights_dtype)$clone()
   trace_point(step, "batch.data", inputs)
   trace_point(step, "batch.targets", target)
   options <- hook(loop, "forward")(loop, step)
