@@ -119,8 +119,10 @@ class KnownDifference:
     acts_only_with: tuple[str, ...] = ()
 
     def inert(self, args: Mapping[str, Any]) -> str | None:
-        """Why the entry cannot act on a run with the optimizer arguments ``args`` (one it needs is 0), or ``None``."""
-        off = [a for a in self.acts_only_with if a in args and not isinstance(args[a], bool) and args[a] == 0]
+        """Why the entry cannot act on a run with the optimizer arguments ``args`` (one it needs is 0), or ``None``. An
+        argument ``args`` lacks is at both constructors' default, 0 for those an entry names (plain SGD's weight_decay:
+        the row sets none, the search may draw one)."""
+        off = [a for a in self.acts_only_with if not isinstance(args.get(a, 0), bool) and args.get(a, 0) == 0]
         return f"{off[0]} = 0, so its mechanism cannot act" if off else None
 
     #: The loop features (harness/workload/features.py) it covers: ``None``, every one (the plain loop included), as an
@@ -299,9 +301,10 @@ def _entry(path: Path, index: int, data: Any) -> KnownDifference:
     if "acts_only_with" in data:
         acts_only_with = texts("acts_only_with")
         for arg in acts_only_with:
-            lacking = [o for o in optimizers if arg not in OPTIMIZERS[o].args]
+            lacking = [o for o in optimizers if arg not in OPTIMIZERS[o].args and arg not in OPTIMIZERS[o].space]
             if lacking:
-                raise fail("acts_only_with", arg, f"an argument of every optimizer the entry covers ({lacking[0]} has none)")
+                raise fail("acts_only_with", arg, f"an argument of every optimizer the entry covers, set by its row or in its "
+                                                  f"space ({lacking[0]} has none)")
     signature = _signature(data.get("signature"), where, trigger)
     entry = KnownDifference(
         id=text("id"), kind=kind, title=text("title"), languages=frozenset(languages), scripts=scripts, modes=modes,

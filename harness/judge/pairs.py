@@ -240,7 +240,9 @@ def compare_cells(
     if trace is None:
         return _verdict(a, names, judged.verdict, lines, details)
     identity_required = judging == "strict" and found.tolerance.expected_identical
-    drafted = _with_trace(PairEvidence(a, b, trace, known, identity_required, optimizer_args or {}),
+    # the row's arguments under those given (a caller may pass only what moved); what neither sets is at its default
+    args = {**OPTIMIZERS[a.optimizer].args, **(optimizer_args or {})}
+    drafted = _with_trace(PairEvidence(a, b, trace, known, identity_required, args),
                           Draft(judged.verdict, lines, details))
     return _verdict(a, names, drafted.verdict, drafted.lines, drafted.details)
 
@@ -352,7 +354,7 @@ def _with_trace(evidence: PairEvidence, draft: Draft) -> Draft:
         ids = ", ".join(k.id for k in matched)
         at = f"first differs at step {first.step}, {first.point}"
         at += f" ({first.max_distance} ULP)" if first.max_distance is not None else ""
-        proven, why_not = _reconciled(trace, applicable, a, b)
+        proven, why_not = _reconciled(trace, active, a, b)  # an inert entry's switch is not run (harness/run/runner.py)
         if proven:
             verdict = Verdict.KNOWN_DIFFERENCE
             # A bug the reconciliation switched off (its trigger held) carries its side's cell from float64 too: that cell's
@@ -401,7 +403,7 @@ def _matched_by_proof(trace: PairTrace, active: Sequence[KnownDifference], appli
     acting = [k for k in active if k.expected_switches(a.optimizer, languages) and k.trigger_steps(trace)]
     if not acting or trace.first_difference is None:
         return []
-    proven, _ = _reconciled(trace, applicable, a, b)
+    proven, _ = _reconciled(trace, active, a, b)
     return acting if proven else []
 
 

@@ -58,7 +58,7 @@ from harness.workload.features import NO_FEATURE
 from harness.workload.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
 from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation
 from harness.workload.matrix import Cell, cells_for
-from harness.workload.optimizers import PRESET_OPTIMIZERS
+from harness.workload.optimizers import OPTIMIZERS, PRESET_OPTIMIZERS
 from harness.workload.patches import switch_names
 from harness.workload.refusals import refusal
 from harness.workload.spec import WorkloadSpec, default_overflow_steps
@@ -429,7 +429,9 @@ class MatrixRunner:
         A run that fails or does not apply its switches leaves no reconciled trace (its pairs then cannot be proven),
         and a warning says why."""
         language = self.pool.language(cell.frontend)
-        switches = switch_names([s for k in self.known for s in k.reconciling(cell, language)])
+        # not an entry that cannot act on the cell's arguments (inert: a weight-decay bug where weight_decay is 0 or unset)
+        args = {**OPTIMIZERS[cell.optimizer].args, **self.spec.optimizer_args.get(cell.optimizer, {})}
+        switches = switch_names([s for k in self.known if k.inert(args) is None for s in k.reconciling(cell, language)])
         if not switches:
             return None
         # Its final weights too (in a file of its own, read and removed): a proof compares everything the cells record.

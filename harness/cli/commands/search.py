@@ -81,6 +81,10 @@ def command(args: argparse.Namespace) -> ExitCode:
     features = parse_features(args.feature or ["all"], "tiny")
     modes = parse_modes(args.mode)
     pairs = [(pair.stem, mode.name) for pair in SCRIPTS.values() for mode in pair.modes if mode.name in modes]
+    try:
+        strategy = examples(pairs, optimizers, features)
+    except ValueError as err:
+        raise UsageError("--feature", ",".join(features), f"a feature the search can draw with these modes and optimizers ({err})") from None
     known = known_differences_of(args)
     out = _claim_out(Path(args.out), args.overwrite)
     database = args.database or default_database()
@@ -95,7 +99,7 @@ def command(args: argparse.Namespace) -> ExitCode:
             raise UsageError("search", "python,r", f"both languages installed here, to compare them ({'; '.join(missing)})")
         progress = _Progress(budget.describe())
         seen = _Seen(out)
-        search = Search(runner, examples(pairs, optimizers, features), budget, args.seed, database,
+        search = Search(runner, strategy, budget, args.seed, database,
                         on_example=progress.example, on_seen=seen.add, stop_at_first=args.stop_at_first)
         print(f"amp-parity search: {budget.describe()}, seed {args.seed}, {len(optimizers)} optimizer(s), {len(features)} "
               f"loop feature(s) (none: the plain loop), {len(pairs)} mode(s); findings into {out}, database {database}",
@@ -220,6 +224,8 @@ def _finding_line(folder: Path, finding: Finding, shows: str) -> str:
 
 def _summary(report: SearchReport, seed: int, fixed: list[str]) -> list[str]:
     """What the search did and covered (the last lines printed, and summary.txt)."""
+    from harness.workload.features import UNRUNNABLE_IN_R
+
     def counted(counter: dict[str, int]) -> str:
         return ", ".join(f"{k} {v}" for k, v in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
@@ -234,6 +240,9 @@ def _summary(report: SearchReport, seed: int, fixed: list[str]) -> list[str]:
              f"  hyperparameters moved from the rows' points: {counted(report.moved) or 'none'}"]
     if fixed:
         lines.append(f"  searched at their fixed points (no space declared): {', '.join(fixed)}")
+    lines.append("  not drawn: a clip feature in a mode that clips already; "
+                 + "; ".join(f"{', '.join(u.optimizers)} with {', '.join(u.features)} (R torch bug {u.bug}, no switch)"
+                             for u in UNRUNNABLE_IN_R))
     for why, example in list(report.unjudged.items())[:5]:
         lines.append(f"  not judged (the harness's own float64 reference could not run it): {why}; e.g. {example.describe()}")
     return lines

@@ -267,7 +267,7 @@ def test_a_difference_its_switch_proves_is_known_wherever_it_first_shows(tmp_pat
     assert verdict.details["known_difference"] == ["sgd-weight-decay-index"] and verdict.details["excused"] == [b.id]
     assert "not where its signature says; proven: with the switches r-sgd-weight-decay-param on" in verdict.summary
     assert ("R torch bug sgd-weight-decay-index: its signature is not met (it first differs at param.layer0.weight, not "
-            "optim.momentum_buffer.{param}), but its switches prove it") in verdict.explain()
+            f"{entry.signature.first_point}), but its switches prove it") in verdict.explain()
 
 
 @pytest.mark.parametrize(("reconciled", "switches"), [(False, ("r-sgd-weight-decay-param",)), (True, ()),
