@@ -84,7 +84,8 @@ def command(args: argparse.Namespace) -> ExitCode:
     try:
         strategy = examples(pairs, optimizers, features)
     except ValueError as err:
-        raise UsageError("--feature", ",".join(features), f"a feature the search can draw with these modes and optimizers ({err})") from None
+        raise UsageError("--feature", ",".join(features),
+                         f"a feature the search can draw with these modes and optimizers ({err})") from None
     known = known_differences_of(args)
     out = _claim_out(Path(args.out), args.overwrite)
     database = args.database or default_database()

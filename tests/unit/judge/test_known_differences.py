@@ -15,6 +15,7 @@ from harness.model.cell_trace import CellTrace
 from harness.model.pair_trace import PairTrace, PointDifference
 from harness.model.record_points import record_points as points_of_record
 from harness.model.result import CellResult
+from harness.workload.optimizers import OPTIMIZERS
 from tests.twins import by_mode, golden, nudge_one_ulp, twin_cell, with_record
 
 CLIP = "cuda_amp_grad_scaler-autocast_scaler_clip-sgd-cpu"
@@ -227,6 +228,20 @@ def test_a_bug_that_cannot_act_is_inert_not_stale(tmp_path: Path) -> None:
     assert "inert: R torch bug sgd-weight-decay-index cannot act here: weight_decay = 0" in inert.explain()
     stale = compare_cells(cell, twin, trace=trace, known=[entry], optimizer_args={"weight_decay": 1e-2, "momentum": 0.9})
     assert stale.verdict == "stale_known_difference", stale.explain()
+
+
+def test_an_argument_the_run_does_not_set_is_at_its_default_so_plain_sgd_is_inert(tmp_path: Path) -> None:
+    """Issue 49: sgd-weight-decay-index covers plain SGD (the search gives it weight decay), whose row sets none: there the
+    entry cannot act (neither matched nor stale, and its switch is not run), and with weight decay it acts."""
+    entry = _entry("sgd-weight-decay-index")
+    assert entry.covers("with_autocast", "default", "sgd", "cpu")
+    assert entry.inert(OPTIMIZERS["sgd"].args) == "weight_decay = 0, so its mechanism cannot act"
+    assert entry.inert({**OPTIMIZERS["sgd"].args, "weight_decay": 0.1}) is None
+    cell = next(c for c in golden().cells if c.frontend == "python" and c.mode == "default")
+    twin = twin_cell(cell, tmp_path)
+    trace = PairTrace(cell.pair, ("python", "r"), (300, 300), 300, None, (19, "param.stepped.layer2.bias"), {"always": (0, 1)})
+    identical = compare_cells(cell, twin, trace=trace, known=[entry], optimizer_args=dict(OPTIMIZERS["sgd"].args))
+    assert identical.verdict == "identical" and identical.details["inert"] == ["sgd-weight-decay-index"], identical.explain()
 
 
 def test_an_entry_names_the_loop_features_it_covers() -> None:
