@@ -221,7 +221,7 @@ def compare_cells(
         (str(a.status), str(b.status)), (a.reason, b.reason), (not a.ok or a.record is None, not b.ok or b.record is None),
     )
     if any(statuses.failed):
-        proven = _proven_crash(a, b, statuses, trace, known)
+        proven = _proven_crash(a, b, statuses, trace, known, {**OPTIMIZERS[a.optimizer].args, **(optimizer_args or {})})
         return proven if proven is not None else _status_verdict(a, names, statuses)
     ra, rb = a.record, b.record
     assert ra is not None and rb is not None
@@ -439,13 +439,15 @@ def _reconciled(trace: PairTrace, applicable: Sequence[KnownDifference], a: Cell
 
 def _proven_crash(
     a: CellResult, b: CellResult, statuses: StatusFindings, trace: PairTrace | None, known: Sequence[KnownDifference],
+    args: Mapping[str, Any],
 ) -> PairVerdict | None:
     """The verdict of a pair one side of which crashed the way a known R torch bug does, and which the bug's switch
-    reconciles: ``known_difference`` (proven), with the crashed cell excused; ``None`` where that is not so."""
+    reconciles: ``known_difference`` (proven), with the crashed cell excused; ``None`` where that is not so. ``args``: the
+    optimizer's arguments (an entry that cannot act on them is not applicable: its switch is not run)."""
     failed = [c for c, f in zip((a, b), statuses.failed, strict=True) if f]
     if len(failed) != 1 or failed[0].status is not Status.ERROR or trace is None:
         return None
-    applicable = [k for k in known if k.applies(a, b)]
+    applicable = [k for k in known if k.applies(a, b) and k.inert(args) is None]
     matched = [k for k in applicable if k.error_mismatch(failed[0].reason) is None]
     if not matched:
         return None

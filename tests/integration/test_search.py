@@ -122,17 +122,18 @@ def test_a_bug_taken_off_the_list_is_found_again_and_its_reproducers_show_it(ava
 #: harness fixes now, each with the verdict it has: the harness's own (the batch read where the loaders put it, resume
 #: without a scaler), and known differences whose scope stopped at the rows' points. The fields: batch_size, in_size,
 #: out_size, num_layers, num_batches, epochs, seed, growth_interval.
-FOUND_BY_SEED_0: list[tuple[str, str, str, str, list[int], dict[str, Any], str]] = [
-    ("with_autocast", "default", "sgd", "none", [2, 4, 1, 2, 3, 1, 0, 1], {}, "identical"),  # forward.layer0: alignment
-    ("with_autocast", "default", "sgd", "resume", [1, 2, 1, 2, 4, 2, 0, 1], {}, "identical"),  # Python's resume, no scaler
-    ("with_autocast", "default", "sgd", "none", [1, 2, 1, 2, 1, 1, 0, 1], {"weight_decay": 0.1}, "known_difference"),
-    ("with_autocast", "default", "rmsprop", "none", [1, 2, 2, 2, 2, 1, 0, 1], {"centered": True}, "known_difference"),
-    ("with_autocast", "default", "sgd", "lr_one_cycle_groups", [1, 2, 1, 2, 1, 2, 0, 1], {}, "known_difference"),
-    ("with_autocast", "default", "sgd_momentum", "clip_norm_inf", [4, 2, 1, 2, 1, 1, 0, 1], {}, "known_difference"),
+FOUND_BY_SEED_0: list[tuple[str, str, str, str, list[int], dict[str, Any], dict[str, Any], str]] = [
+    ("with_autocast", "default", "sgd", "none", [2, 4, 1, 2, 3, 1, 0, 1], {}, {}, "identical"),  # forward.layer0: alignment
+    ("with_autocast", "default", "sgd", "resume", [1, 2, 1, 2, 4, 2, 0, 1], {}, {}, "identical"),  # Python's resume, no scaler
+    ("with_autocast", "default", "asgd", "resume", [1, 2, 1, 2, 1, 2, 0, 1], {}, {"at_step": 1}, "identical"),  # R's eta, mu
+    ("with_autocast", "default", "sgd", "none", [1, 2, 1, 2, 1, 1, 0, 1], {"weight_decay": 0.1}, {}, "known_difference"),
+    ("with_autocast", "default", "rmsprop", "none", [1, 2, 2, 2, 2, 1, 0, 1], {"centered": True}, {}, "known_difference"),
+    ("with_autocast", "default", "sgd", "lr_one_cycle_groups", [1, 2, 1, 2, 1, 2, 0, 1], {}, {}, "known_difference"),
+    ("with_autocast", "default", "sgd_momentum", "clip_norm_inf", [4, 2, 1, 2, 1, 1, 0, 1], {}, {}, "known_difference"),
 ]
 
 
-@pytest.mark.slow("six pairs beside the workers' start: a minute")
+@pytest.mark.slow("seven pairs beside the workers' start: a minute")
 def test_the_findings_of_the_seed_0_search_are_entries_or_fixed(availability: Availability, tmp_path: Path) -> None:
     """Each finding of the 1,000-example seed-0 search, at its minimal spec, is now identical (the harness's own error,
     fixed) or a known difference proven by its switches: none is a finding."""
@@ -144,8 +145,8 @@ def test_the_findings_of_the_seed_0_search_are_entries_or_fixed(availability: Av
     from harness.workload.spec import SEARCH_SPACE
 
     require_r_torch(availability)
-    found = [Example(script, mode, optimizer, feature, dict(zip(SEARCH_SPACE, fields, strict=True)), args)
-             for script, mode, optimizer, feature, fields, args, _ in FOUND_BY_SEED_0]
+    found = [Example(script, mode, optimizer, feature, dict(zip(SEARCH_SPACE, fields, strict=True)), args, feature_args)
+             for script, mode, optimizer, feature, fields, args, feature_args, _ in FOUND_BY_SEED_0]
     with MatrixRunner(found[0].spec(), ("python", "r"), timeout=120, staging=tmp_path, fixture_cache=tmp_path / "fixtures") as runner:
         search = Search(runner, st.just(found[0]), Budget(examples=1), 0, tmp_path / "db")
         judged = [search.judge(example) for example in found]
