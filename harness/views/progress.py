@@ -1,9 +1,10 @@
 """A run's progress as the command line shows it: a bar on a terminal, one line per phase in a log (CI).
 
 On a terminal, rich's bar: the phase, its units done out of its total (cells, rounds), the time it has taken and an
-estimate of the time it has left, and what just ended. Without one, nothing is redrawn, and nothing is printed as it goes:
-the run's one ``phases:`` line says where the time went (issue 47: a log of a run where no cell needs a look is at most
-60 lines); under ``-v`` each phase also prints one line as it ends (its name, its units, its seconds).
+estimate of the time it has left, and what just ended. Without one, nothing is redrawn, and nothing is printed as it goes
+(issue 47: a log of a run where no cell needs a look is at most 60 lines; its ``matrix:`` line and the report say where
+the time went); under ``-v`` each phase prints one line as it ends (its name, its units, its seconds), and the run one
+``phases:`` line at its end.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class LineProgress(RunProgress):
 
 
 class QuietProgress(RunProgress):
-    """Nothing as the run goes (a log without ``-v``): its ``phases:`` line at the end says where the time went."""
+    """Nothing as the run goes (a log without ``-v``): the ``matrix:`` line and the report say where the time went."""
 
     def __enter__(self) -> QuietProgress:
         return self

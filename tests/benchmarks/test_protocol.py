@@ -130,7 +130,7 @@ def test_the_four_mode_tiny_matrix_runs_within_its_bound(benchmark: BenchmarkFix
 def test_the_whole_tiny_matrix_runs_within_its_bound(benchmark: BenchmarkFixture, tmp_path: Path) -> None:
     """``run --preset tiny``, every optimizer and mode (the main job, issues 38 and 47): within 2× the limit it states
     (:data:`~harness.judge.targets.TINY_MATRIX_LIMIT_FACTOR`), so its time grows with its cells and the reconciled runs they
-    need; the run says how far it was from its limit (its ``matrix:`` line) and its phases, in one line.
+    need; the run says how far it was from its limit (its ``matrix:`` line).
 
     Issue 47: without ``-v``, a run in which no cell needs a look prints at most :data:`MAIN_JOB_MAX_LINES` lines to a log;
     a reconciled run is traced only where its records part from its partner's (``extra_info`` counts them)."""
@@ -139,7 +139,6 @@ def test_the_whole_tiny_matrix_runs_within_its_bound(benchmark: BenchmarkFixture
     MISSED_TARGETS.extend(f"whole tiny: {line}" for line in _missed(result))
     lines = (done.stdout + done.stderr).splitlines()
     assert len(lines) <= MAIN_JOB_MAX_LINES, "\n".join(lines)
-    assert [line for line in done.stdout.splitlines() if line.startswith("phases: ")], done.stdout[-2000:]
     reconciled = [c.reconciled for c in load_result(tmp_path / "whole.json").cells if c.reconciled is not None]
     traced = [t for t in reconciled if not records_only(read_cell_trace(t))]
     benchmark.extra_info.update({"lines": len(lines), "reconciled_runs": len(reconciled), "reconciled_traced": len(traced)})

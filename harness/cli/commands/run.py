@@ -114,9 +114,9 @@ def command(args: argparse.Namespace) -> ExitCode:
             if reports is not None and reports.published:
                 WRITTEN.append(f"the report was written to {reports.folder}")
             result = dataclasses.replace(result, phases=result.phases.with_phase("writing", time.perf_counter() - writing))
-    # The phases in one line, -v or not (it folds the per-phase lines a log gets under -v).
-    lines = [line for line in (saved, written, nothing_ran(result), limit_line(result), phases_line(result) or "phases: none recorded")
-             if line is not None]
+    lines = [line for line in (saved, written, nothing_ran(result), limit_line(result)) if line is not None]
+    if getattr(args, "verbose", False):  # where the time went, phase by phase (the report has it too)
+        lines.append(phases_line(result) or "phases: none recorded")
     try:
         print_result(result, console, verbose=getattr(args, "verbose", False))
         for line in lines:

@@ -17,8 +17,8 @@ from tests.twins import golden
 
 
 def test_without_a_terminal_nothing_is_printed_as_it_goes_but_under_verbose() -> None:
-    """Issue 47: in a log without -v, no line per phase (the run's one ``phases:`` line folds them), so a run where no cell
-    needs a look stays within 60 lines."""
+    """Issue 47: in a log without -v, no line per phase (``-v`` prints them, and the run's ``phases:`` line), so a run where
+    no cell needs a look stays within 60 lines."""
     stream = io.StringIO()
     progress = progress_for(Console(file=stream, force_terminal=False, width=40))
     assert isinstance(progress, QuietProgress)
