@@ -144,9 +144,9 @@ def _answer(model: str, kind: str, arrays: dict[str, np.ndarray], x: np.ndarray,
 
 def _reached(total: torch.Tensor, params: Tensors) -> set[str]:
     """The parameters the loss depends on (a layer left out this step has none: its gradient is ``None``): one walk of
-    the backward graph, each node once. A walk of every path instead grows with the paths, not the nodes: a GRU's hidden
-    state feeds each step by four paths, so its 5 steps cost 4^5 times a step's walk, and the transformer's 17,000 nodes
-    visited per walk were 150 nodes."""
+    the backward graph, each node once. A walk of every path grows with the paths, not the nodes: the GRU's hidden state
+    feeds the next step by several paths, so at tiny its 111 nodes were 142,945 visits (the transformer's 115 were
+    17,279), once per parameter, about a second per request."""
     found: set[int] = set()
     seen: set[Any] = set()
     stack = [total.grad_fn]
