@@ -29,9 +29,9 @@ from harness.judge.cells import judge_cell
 from harness.judge.divergence import TRIGGER_POINTS, read_cell_trace
 from harness.judge.kept_weights import keep_weights
 from harness.judge.known_differences import KnownDifference, load_known_differences
+from harness.judge.models import start_reference
 from harness.judge.pairs import compare_result, needs_detail, reconciliation_needed
 from harness.judge.record_check import judge_record
-from harness.judge.models import start_reference
 from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference
 from harness.judge.resumed import check_resumed
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
