@@ -44,16 +44,17 @@ def refusal(cell: Cell, spec: WorkloadSpec) -> str | None:
     it is not this run's and its smallest number holds the eps (a bfloat16 run with ``eps=0`` is told to raise the eps,
     never to run in bfloat16)."""
     feature = FEATURES.get(cell.feature)
-    never = feature.never_acts(spec.steps, spec.model_row.layers(spec.sizes)) if feature is not None else None  # the model's layers
-    if feature is not None and never is not None:
-        return (f"loop feature {feature.name} cannot act in this spec: it {never} (--num-batches {spec.num_batches} × --epochs "
-                f"{spec.epochs}, --num-layers {spec.num_layers}); its cells would pass as the plain loop does, having tested "
-                f"nothing of it. Give the run what it needs, or leave {feature.name} out (--feature)")
+    # the model's fact first: no spec can change it (a GRU has no layer to leave out, at any --num-layers)
     cannot = feature.cannot_run_on(MODELS[cell.model]) if feature is not None else None
     if feature is not None and cannot is not None:
         others = [name for name, row in MODELS.items() if feature.cannot_run_on(row) is None]
         return (f"loop feature {feature.name} cannot run on the {cell.model} model: {cannot}; its cells would only fail. "
                 f"Run it with --model {' or '.join(others)}, or leave {feature.name} out (--feature)")
+    never = feature.never_acts(spec.steps, spec.model_row.layers(spec.sizes)) if feature is not None else None  # the model's layers
+    if feature is not None and never is not None:
+        return (f"loop feature {feature.name} cannot act in this spec: it {never} (--num-batches {spec.num_batches} × --epochs "
+                f"{spec.epochs}, --num-layers {spec.num_layers}); its cells would pass as the plain loop does, having tested "
+                f"nothing of it. Give the run what it needs, or leave {feature.name} out (--feature)")
     if cell.properties.weights != "amp" or not OPTIMIZERS[cell.optimizer].eps_under_sqrt:
         return None
     dtype = DTYPES[str(spec.amp_dtype)]  # resolved for the device when the spec was made

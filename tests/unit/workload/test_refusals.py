@@ -118,9 +118,11 @@ def test_a_feature_is_refused_below_what_its_mechanism_needs(feature: str, steps
 
 #: The feature x model cells that failed at run time before the model rows said where a feature can act (the Python half
 #: of ``--feature all`` with each ``--model``): the transformer's fused attention has no double backward, and
-#: custom_function's layer 1 is a Linear only in the MLP (the GRU's head is its layer 1).
+#: custom_function's layer 1 is a Linear only in the MLP (the GRU's head is its layer 1); the GRU, which has no layer to
+#: leave out, was refused for a layer count no --num-layers could change.
 _CANNOT_RUN = {("transformer", "penalty"): "has no double backward", ("transformer", "custom_function"): "only layer 2",
-               ("convnet", "custom_function"): "only layer 2"}
+               ("convnet", "custom_function"): "only layer 2",
+               **{("gru", f"sometimes_used{kind}"): "no layer can be left out" for kind in ("", "_zeros", "_default")}}
 
 
 @pytest.mark.parametrize("model", list(MODELS))
