@@ -29,6 +29,7 @@ from harness.judge.cells import judge_cell
 from harness.judge.divergence import TRIGGER_POINTS, read_cell_trace
 from harness.judge.kept_weights import keep_weights
 from harness.judge.known_differences import KnownDifference, load_known_differences
+from harness.judge.models import start_reference
 from harness.judge.pairs import compare_result, needs_detail, reconciled_records_differ, reconciliation_needed
 from harness.judge.record_check import judge_record
 from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference
@@ -133,8 +134,6 @@ class MatrixRunner:
         self.reference_reason = reference_skip_reason(spec)
         #: Cells whose reconciled run failed or did not apply its switches: why (a warning of the result).
         self.reconcile_problems: dict[str, str] = {}
-        #: How many reconciled runs the last run traced (those whose records parted from their partner's; the rest ran untraced).
-        self.retraced = 0
         #: Cells whose trace was too long to keep (:meth:`harness.model.cell_trace.CellTrace.too_long`): why (a warning).
         self.trace_problems: dict[str, str] = {}
         #: The plain traces of the baseline's cells that ended ok, by cell id, as their record calls end (written by the
@@ -218,6 +217,8 @@ class MatrixRunner:
         with clock.phase("provenance"):
             provenance = describe_provenance()  # the files as they are when the cells start
         with phase("worker starts"):
+            if self.reference_reason is None:  # a model reference's worker imports torch beside the frontends' workers
+                start_reference(self.spec.model)
             self.describe_installations(progress)
         optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, (DEFAULT_OPTIMIZER,))
         self._optimizers = optimizers
@@ -239,7 +240,6 @@ class MatrixRunner:
                 reconciled = {c.id: c for c in self._per_frontend(chosen, self._with_untraced_reconciled, progress)}
                 cells = [reconciled.get(c.id, c) for c in cells]
                 again = reconciled_records_differ(cells, self.baseline, self.frontends)
-                self.retraced = len(again)
                 retraced = {c.id: c for c in self._per_frontend([c for c in cells if c.id in again], self._with_reconciled, progress)}
             cells = [retraced.get(c.id, c) for c in cells]
         cells = check_resumed(cells)  # a resumed cell is bitwise its uninterrupted cell, where that ran too
