@@ -151,3 +151,24 @@ def test_the_findings_of_the_seed_0_search_are_entries_or_fixed(availability: Av
         search = Search(runner, st.just(found[0]), Budget(examples=1), 0, tmp_path / "db")
         judged = [search.judge(example) for example in found]
     assert [j.outcome for j in judged] == [row[-1] for row in FOUND_BY_SEED_0], [(j.outcome, j.summary) for j in judged]
+
+
+def test_a_scheduler_findings_reproducers_are_standalone_and_show_it_in_both_languages(availability: Availability,
+                                                                                        tmp_path: Path) -> None:
+    """A loop-level finding (R torch's lr_one_cycle with two param groups, bug one-cycle-max-momentum-index): the folder's
+    reproducers group the parameters and step the scheduler as the row does; PyTorch's prints each step's lrs, R's stops
+    where R torch does."""
+    from harness.search.engine import Finding
+    from harness.search.example import Example
+    from harness.search.findings import write_finding
+    from harness.search.verdict import Judged
+    from harness.workload.spec import SEARCH_SPACE
+
+    require_r_torch(availability)
+    fields = dict(zip(SEARCH_SPACE, [1, 2, 1, 2, 1, 2, 0, 1], strict=True))
+    example = Example("with_autocast", "default", "sgd", "lr_one_cycle_groups", fields)
+    shows = write_finding(tmp_path, Finding(example, Judged("crash", "crash in r: subscript out of bounds", "r failed")))
+    assert "reproducer.R failed in R torch where PyTorch ran" in shows and "subscript out of bounds" in shows, shows
+    python = subprocess.run([sys.executable, "reproducer.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert python.returncode == 0 and python.stdout.startswith("step 0 lr: "), python
+    assert "lr_one_cycle(opt, max_lr = " in (tmp_path / "reproducer.R").read_text()
