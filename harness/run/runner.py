@@ -407,7 +407,9 @@ class MatrixRunner:
         """Run one cell (the record call); its ``status`` says how it ended (it never raises), its ``verdict``
         how it stands on its own (:mod:`harness.judge.cells`)."""
         outcome = self._with_distance(self._with_reconciled(self._called(cell)))
-        return dataclasses.replace(outcome, verdict=judge_cell(outcome, self.spec, self.reference_summary()))
+        # Judged against its own trajectory only (computed above): a runner that runs cells one by one does not compute
+        # every row's, plain and clipped (34 at ``tiny``, 15-20 s of a core, which every test's runner paid).
+        return dataclasses.replace(outcome, verdict=judge_cell(outcome, self.spec, self.reference_summary(every_optimizer=False)))
 
     def _called(self, cell: Cell) -> CellResult:
         """The record call, with the facts of the installation that ran it."""
@@ -592,12 +594,13 @@ class MatrixRunner:
             self.reference_seconds += time.perf_counter() - started
         return self._references[key]
 
-    def reference_summary(self) -> ReferenceSummary:
+    def reference_summary(self, every_optimizer: bool = True) -> ReferenceSummary:
         """The reference trajectories for the result file (losses only; weights stay in memory): each optimizer's that
-        ran, plain and clipped, and each one replayed over a run's skipped steps."""
+        ran, plain and clipped, and each one replayed over a run's skipped steps. ``every_optimizer=False``: only those
+        already computed (a cell's own, by :meth:`_with_distance`), which is all that judging one cell reads."""
         if self.reference_reason is not None:
             return ReferenceSummary(available=False, reason=self.reference_reason)
-        for optimizer in self._optimizers:
+        for optimizer in self._optimizers if every_optimizer else ():
             for clip in (False, True):
                 self.reference(optimizer, clip)
         trajectories = tuple(
