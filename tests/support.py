@@ -13,6 +13,8 @@ import fcntl
 import functools
 import io
 import json
+import os
+import platform
 import signal
 import subprocess
 import sys
@@ -32,13 +34,24 @@ from harness.run.availability import Availability, r_required
 from harness.workload.matrix import Cell, cells_for
 
 __all__ = [
-    "CELLS", "FRONTENDS", "GOLDEN_RESULT", "KNOWN_DIFFERENCE_ENTRY", "MATRIX_OPTIMIZERS", "PAIRS", "SharedRun", "golden_result",
+    "CELLS", "COLLECTED", "DURATIONS", "FRONTENDS", "GOLDEN_RESULT", "KNOWN_DIFFERENCE_ENTRY", "MATRIX_OPTIMIZERS", "PAIRS",
+    "PYTHON_RUN_GROUP", "ROOT", "SharedRun", "golden_result",
     "Edit", "harness_command", "set_field",
     "require_frontend", "require_r_torch",
-    "run_cli", "shared_run",
+    "run_cli", "shared_run", "write_durations",
 ]
 
 FRONTENDS = ("python", "r")
+
+#: The checkout's root, and the whole suite's measured seconds per test (``--store-durations``; tests/unit/test_row_costs.py
+#: reads them).
+ROOT = Path(__file__).resolve().parent.parent
+DURATIONS = ROOT / "tests" / "data" / "durations.json"
+#: The tests that read the session's ``python_run``: one xdist group, so one worker runs them all and the other never waits
+#: on the lock while the first runs it (pyproject's ``--dist loadgroup``).
+PYTHON_RUN_GROUP = pytest.mark.xdist_group("python-run")
+#: Every collected test's node id and parameters, kept by conftest.py before ``-k`` or ``-m`` deselect any.
+COLLECTED = pytest.StashKey[list[tuple[str, dict[str, object]]]]()
 
 #: A known-differences entry as the list writes one (the committed clip entry, its texts cut short): tests edit a copy.
 KNOWN_DIFFERENCE_ENTRY = '''
@@ -158,6 +171,17 @@ def shared_run(root: Path, name: str, *args: str) -> SharedRun:
     returncode, stdout, stderr = json.loads(outcome.read_text(encoding="utf-8"))
     command = [sys.executable, "-m", "harness", "run", *args]
     return dataclasses.replace(paths, done=subprocess.CompletedProcess(command, returncode, stdout, stderr))
+
+
+def write_durations(path: Path, seconds: Mapping[str, float], workers: object) -> None:
+    """Each test's seconds, by node id, with what was measured: a whole suite's run (``--store-durations``)."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    document = {
+        "measured": {"workers": workers, "cpus": os.cpu_count(), "machine": platform.processor() or platform.machine(),
+                     "load_at_end": load, "tests": len(seconds), "seconds": round(sum(seconds.values()), 2)},
+        "seconds": {node: round(value, 3) for node, value in sorted(seconds.items())},
+    }
+    path.write_text(json.dumps(document, indent=0) + "\n", encoding="utf-8")
 
 
 def require_r_torch(availability: Availability) -> None:

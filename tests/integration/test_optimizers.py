@@ -142,5 +142,5 @@ def test_every_rows_cell_passes_its_own_check(optimizer: str, frontend: str, run
     outcome = runner.run_cell(Cell(frontend, "with_autocast", "default", optimizer, "cpu"))
     assert outcome.status is Status.OK, outcome.reason
     assert outcome.record is not None and outcome.record.optimizer == optimizer
-    verdict = judge_cell(outcome, runner.spec, runner.reference_summary(every_optimizer=False))  # as the run judges it: the row's trajectory
+    verdict = judge_cell(outcome, runner.spec, runner.reference_summary(every_optimizer=False))  # as the run judges it: its own trajectory
     assert verdict.float64 is not None and verdict.outcome == "pass", verdict.reason
