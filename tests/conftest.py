@@ -28,7 +28,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-slow", action="store_true", help="also run tests marked slow (e.g. the whole recipe fixture)")
     parser.addoption("--store-durations", metavar="PATH", nargs="?", const=str(DURATIONS), default=None,
                      help=f"write each test's seconds (setup, call and teardown) to PATH (default {DURATIONS.relative_to(ROOT)}), "
-                          "for tests/unit/test_row_costs.py: run the whole suite with it (python -m pytest -n 2 --store-durations)")
+                          "for tests/unit/test_row_costs.py: run the whole suite with it "
+                          "(python -m pytest -n 2 --dist loadgroup --store-durations)")
     parser.getgroup("benchmark").addoption(
         OPTION, default="auto", metavar="POLICY",
         help=f"with --benchmark-compare, compare each cell's per-step losses and final weights digest with the saved run's: "

@@ -1,8 +1,8 @@
 """Each new optimizer, loop feature, model or module row adds at most a second to the suite (issue 47).
 
 Read, not timed: speed is checked by measurement, never by a timed unit test. The whole suite's seconds per test are
-measured once (``python -m pytest -n 2 --store-durations``, written to ``tests/data/durations.json``), and this test
-reads them beside the session's own collection. A test function parametrized over a table's rows (it has a case for at
+measured once (``python -m pytest -n 2 --dist loadgroup --store-durations``, written to ``tests/data/durations.json``),
+and this test reads them beside the session's own collection. A test function parametrized over a table's rows (it has a case for at
 least half of them, so a new row gets one too) charges each row the seconds of that row's cases. A row's charge, as a
 share of the whole suite's seconds, times the suite's budget, is what the row costs in a suite that takes its budget:
 at most :data:`ROW_BUDGET_S`. A share, so a measurement taken on a busy machine (every test slowed alike) still reads
@@ -91,12 +91,13 @@ def test_each_new_row_adds_at_most_a_second_to_the_suite(kind: str, request: pyt
     seconds, total = _measured()
     items = request.config.stash.get(COLLECTED, [])
     if not _whole_suite(items, seconds):
-        pytest.skip("reads the whole suite's collection: run it with the suite (python -m pytest -n 2, or -k row_costs)")
+        pytest.skip("reads the whole suite's collection: run it with the suite (python -m pytest -n 2 --dist loadgroup), "
+                    "or -k row_costs")
     rows, attribute = TABLES[kind]
     charges, unmeasured = row_charges(items, seconds, rows, attribute)
     assert not unmeasured, (f"{len(unmeasured)} test function(s) parametrized by every {kind} row have no measured seconds in "
                             f"{DURATIONS.relative_to(ROOT)}: {', '.join(unmeasured)}; measure them: python -m pytest -n 2 "
-                            "--store-durations (the whole suite)")
+                            "--dist loadgroup --store-durations (the whole suite)")
     over = {name: charge / total * SUITE_BUDGET_S for name, charge in charges.items()
             if charge / total * SUITE_BUDGET_S > ROW_BUDGET_S}
     assert not over, (f"{kind} rows over {ROW_BUDGET_S:g} s of a {SUITE_BUDGET_S:g} s suite: "
