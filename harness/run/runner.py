@@ -29,6 +29,7 @@ from harness.judge.cells import judge_cell
 from harness.judge.divergence import TRIGGER_POINTS, read_cell_trace
 from harness.judge.kept_weights import keep_weights
 from harness.judge.known_differences import KnownDifference, load_known_differences
+from harness.judge.models import start_reference
 from harness.judge.pairs import compare_result, needs_detail, reconciliation_needed
 from harness.judge.record_check import judge_record
 from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference
@@ -216,6 +217,8 @@ class MatrixRunner:
         with clock.phase("provenance"):
             provenance = describe_provenance()  # the files as they are when the cells start
         with phase("worker starts"):
+            if self.reference_reason is None:  # a model reference's worker imports torch beside the frontends' workers
+                start_reference(self.spec.model)
             self.describe_installations(progress)
         optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, (DEFAULT_OPTIMIZER,))
         self._optimizers = optimizers
