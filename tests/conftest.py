@@ -54,18 +54,19 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("filterwarnings", f"ignore:{message}:pytest_benchmark.logger.PytestBenchmarkWarning")
 
 
-#: Each test's seconds, summed over its phases, as the reports reach this process (under xdist, the controller sees every
-#: worker's): what ``--store-durations`` writes at the end of the session.
-_SECONDS: dict[str, float] = {}
+#: Each test's seconds per phase (setup, call, teardown), as the reports reach this process (under xdist, the controller
+#: sees every worker's): what ``--store-durations`` writes at the end of the session.
+_SECONDS: dict[str, list[float]] = {}
+_PHASES = ("setup", "call", "teardown")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Add up a test's setup, call and teardown seconds (for ``--store-durations``)."""
+    """Keep a test's setup, call and teardown seconds (for ``--store-durations``)."""
     node = report.nodeid
     head, _, group = node.rpartition("@")
     if head and "]" not in group and "::" not in group:  # pytest-xdist's loadgroup appends ``@<xdist_group>`` to the node id
         node = head
-    _SECONDS[node] = _SECONDS.get(node, 0.0) + report.duration
+    _SECONDS.setdefault(node, [0.0, 0.0, 0.0])[_PHASES.index(report.when)] += report.duration
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -121,6 +122,7 @@ def runner(tiny_spec: WorkloadSpec, availability: Availability, tmp_path_factory
     """Both frontends' workers, alive for the whole session (R's start-up is paid once; the weights in a folder of its own)."""
     weights = tmp_path_factory.mktemp("weights")
     with MatrixRunner(tiny_spec, FRONTENDS, timeout=300, availability=availability, staging=weights) as matrix_runner:
+        matrix_runner.describe_installations()  # the workers start here: the fixture's setup, not the first test's call
         yield matrix_runner
 
 

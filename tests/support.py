@@ -38,7 +38,7 @@ __all__ = [
     "PYTHON_RUN_GROUP", "ROOT", "SharedRun", "golden_result",
     "Edit", "harness_command", "python_shell", "set_field",
     "require_frontend", "require_r_torch",
-    "run_cli", "shared_run", "write_durations",
+    "run_cli", "shared_run", "write_durations", "write_durations_file",
 ]
 
 FRONTENDS = ("python", "r")
@@ -200,15 +200,20 @@ def shared_run(root: Path, name: str, *args: str) -> SharedRun:
     return dataclasses.replace(paths, done=subprocess.CompletedProcess(command, returncode, stdout, stderr))
 
 
-def write_durations(path: Path, seconds: Mapping[str, float], workers: object) -> None:
-    """Each test's seconds, by node id, with what was measured: a whole suite's run (``--store-durations``)."""
+def write_durations(path: Path, seconds: Mapping[str, Sequence[float]], workers: object) -> None:
+    """Each test's seconds, by node id, as ``[setup, call, teardown]``, with what was measured: a whole suite's run
+    (``--store-durations``)."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    document = {
-        "measured": {"workers": workers, "cpus": os.cpu_count(), "machine": platform.processor() or platform.machine(),
-                     "load_at_end": load, "tests": len(seconds), "seconds": round(sum(seconds.values()), 2)},
-        "seconds": {node: round(value, 3) for node, value in sorted(seconds.items())},
-    }
-    path.write_text(json.dumps(document, indent=0) + "\n", encoding="utf-8")
+    measured = {"workers": workers, "cpus": os.cpu_count(), "machine": platform.processor() or platform.machine(),
+                "load_at_end": load, "tests": len(seconds), "seconds": round(sum(sum(v) for v in seconds.values()), 2)}
+    write_durations_file(path, measured, seconds)
+
+
+def write_durations_file(path: Path, measured: Mapping[str, Any], seconds: Mapping[str, Sequence[float]]) -> None:
+    """The durations file: what was measured, then one line per test (a diff shows which tests moved)."""
+    lines = [f"{json.dumps(node)}: {json.dumps([round(x, 3) for x in value])}" for node, value in sorted(seconds.items())]
+    path.write_text(f'{{"measured": {json.dumps(dict(measured))},\n"seconds": {{\n' + ",\n".join(lines) + "\n}}\n",
+                    encoding="utf-8")
 
 
 def require_r_torch(availability: Availability) -> None:
