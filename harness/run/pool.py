@@ -217,7 +217,8 @@ class WorkerPool:
         spec = self.spec.for_model(cell.model)
         return {
             "script": cell.script, "mode": cell.mode, "spec_summary": spec.summary(),
-            "run_spec": prepare_run_spec(spec, cell.script, cell.optimizer, weights_out, self.model_fixture(cell.model), save_weights=save_weights,
+            "run_spec": prepare_run_spec(spec, cell.script, cell.optimizer, weights_out, self.model_fixture(cell.model),
+                                         save_weights=save_weights,
                                          scaler_lift=self.scaler_lift, switches=switches, feature=cell.feature),
             **extra,
         }

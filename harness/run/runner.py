@@ -427,7 +427,8 @@ class MatrixRunner:
         self.model_fixtures((cell.model,))
         outcome = self._with_distance(self._with_reconciled(self._called(cell)))
         spec = self.spec.for_model(cell.model)
-        return dataclasses.replace(outcome, verdict=judge_cell(outcome, spec, self.reference_summary().of_model(cell.model, self.spec.model)))
+        reference = self.reference_summary().of_model(cell.model, self.spec.model)
+        return dataclasses.replace(outcome, verdict=judge_cell(outcome, spec, reference))
 
     def _called(self, cell: Cell) -> CellResult:
         """The record call, with the facts of the installation that ran it."""

@@ -120,6 +120,7 @@ def test_a_worker_that_cannot_start_is_one_line_not_a_row_per_cell() -> None:
     reason = "python worker could not start: ModuleNotFoundError: No module named 'blake3'"
     failed = replace_cells(result, {c.id: with_status(c, "error", reason) for c in result.cells if c.frontend == "python"})
     lines = _printed(failed, width=150)
-    assert [line for line in lines if reason in line] == [f"{len(result.cells) // 2} cells (with_autocast-default-sgd-python-cpu, ...) error: {reason}"]
+    half = len(result.cells) // 2
+    assert [line for line in lines if reason in line] == [f"{half} cells (with_autocast-default-sgd-python-cpu, ...) error: {reason}"]
     assert not any(line.startswith("│ with_autocast") for line in lines)
     assert len(lines) + _RUN_OWN_LINES <= RUN_MAX_LINES

@@ -8,8 +8,8 @@ from harness.contract.models import DEFAULT_MODEL, MODELS
 from harness.contract.modes import SCRIPTS, all_mode_names
 from harness.errors import UsageError
 from harness.run.frontends import FRONTENDS
-from harness.workload.installations import DEFAULT_INSTALLATIONS
 from harness.workload.features import FEATURES, NO_FEATURE, PRESET_FEATURES
+from harness.workload.installations import DEFAULT_INSTALLATIONS
 from harness.workload.matrix import Cell, cells_for, pair_id
 from harness.workload.model_designs import FAMILY_ROTATION, MODEL_FEATURES, design_cells, parse_models
 from harness.workload.optimizers import FAMILIES, OPTIMIZERS
