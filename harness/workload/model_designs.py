@@ -11,7 +11,7 @@ its forward and backward (its modules, their dtypes under autocast, their gradie
   design runs it (a test holds each placement inside it), with the reason beside it.
 
 A run of one model alone (``run --model transformer``) runs that model's whole matrix, as the MLP's; a feature the model's
-modules cannot do is refused up front for it (harness/workload/refusals.py), never placed here for show.
+modules cannot do is refused up front for it (harness/workload/refusals.py): ``unsupported``, in the model row's words.
 """
 
 from __future__ import annotations
@@ -55,9 +55,7 @@ def _place(feature: str, why: str, optimizer: str = "sgd", where: tuple[str, str
 
 #: Why each loop feature runs with the models: what it does to a model that the MLP cannot show. Left out: the
 #: schedulers (they change the lr alone, which a model never reads: the MLP covers them in every optimizer) and the
-#: param groups (split by weight and bias names, whatever the model); a feature a model's modules cannot do (a gradient
-#: penalty through the transformer's attention, a custom function in place of a conv net's or transformer's layer 1:
-#: harness/workload/refusals.py) is not placed for it.
+#: param groups (split by weight and bias names, whatever the model).
 _WHY = {
     "accumulate": "the batch split in two micro-batches: a per-batch module (batch norm's statistics, cross-entropy's mean, "
                   "the key-padding mask of the shorter batch) sees half a batch",
@@ -67,11 +65,13 @@ _WHY = {
                      "in another order)",
     "resume": "the model checkpointed and loaded mid-run: its buffers (batch norm's running statistics) and the optimizer's "
               "state by parameter name",
-    "sometimes_used": "layer 1 (the encoder layer, the second convolution) left out of the forward on odd steps: a module "
-                      "with no gradient there",
+    "sometimes_used": "layer 1 (the encoder layer, the second convolution; the GRU has none to leave out) left out of the "
+                      "forward on odd steps: a module with no gradient there",
     "multi_optimizer": "the head in a second optimizer with a loss of its own: two backwards through the model, one scaler",
-    "penalty": "the gradients' norm through the model with create_graph: a double backward through its modules",
-    "custom_function": "the head computed by a custom autograd function made AMP aware (custom_fwd/custom_bwd)",
+    "penalty": "the gradients' norm through the model with create_graph: a double backward through its modules (the "
+               "transformer's fused attention has none)",
+    "custom_function": "layer 1 computed by a custom autograd function made AMP aware (custom_fwd/custom_bwd): the GRU's "
+                       "head (the transformer's and the conv net's layer 1 is no Linear)",
 }
 
 #: The resume runs with ``ignite_adam`` (a state in C++ to checkpoint by parameter name), every other feature with the
@@ -80,19 +80,18 @@ _OPTIMIZER = {"resume": "ignite_adam"}
 #: Where a feature runs in the AMP loop with the scaler but for the custom function, whose design has it in the autocast
 #: mode of the plain script.
 _WHERE = {"custom_function": ("with_autocast", "autocast")}
-#: Each model's loop features (:data:`_WHY` says why each one means something for a model).
-_FEATURES_OF = {
-    "transformer": ("accumulate", "frozen", "clip_norm_inf", "resume", "sometimes_used", "multi_optimizer"),
-    "convnet": ("accumulate", "frozen", "clip_norm_inf", "resume", "sometimes_used", "multi_optimizer", "penalty"),
-    "gru": ("accumulate", "frozen", "clip_norm_inf", "resume", "multi_optimizer", "penalty", "custom_function"),
-}
+#: The loop features each model beside the MLP runs (:data:`_WHY` says why each one means something for a model): the
+#: same for every model, so a feature a model's modules cannot do is not left out by hand here but refused up front for
+#: that model, in the model row's words (harness/workload/refusals.py): its cell is ``unsupported`` with the reason.
+_MODEL_FEATURE_NAMES = ("accumulate", "frozen", "clip_norm_inf", "resume", "sometimes_used", "multi_optimizer", "penalty",
+                        "custom_function")
 MODEL_FEATURES: Mapping[str, tuple[ModelPlacement, ...]] = {
-    model: tuple(_place(name, _WHY[name], _OPTIMIZER.get(name, "sgd"), _WHERE.get(name, _SCALER)) for name in names)
-    for model, names in _FEATURES_OF.items()
+    model: tuple(_place(name, _WHY[name], _OPTIMIZER.get(name, "sgd"), _WHERE.get(name, _SCALER)) for name in _MODEL_FEATURE_NAMES)
+    for model in MODELS if model != DEFAULT_MODEL
 }
 
 #: The models each preset runs by default. ``tiny`` (the README's main job) all of them, the three beside the MLP by their
-#: designs: 62 pairs (124 cells) beside the MLP's 340. The timing presets time the MLP alone: a ratio is read there.
+#: designs: 66 pairs (132 cells) beside the MLP's 340. The timing presets time the MLP alone: a ratio is read there.
 PRESET_MODELS: Mapping[str, tuple[str, ...]] = {"tiny": tuple(MODELS), "bench": (DEFAULT_MODEL,), "recipe": (DEFAULT_MODEL,)}
 
 
