@@ -68,7 +68,7 @@ _STAND_INS = {("with_autocast", "lowp_weights"): ("with_autocast", "autocast"),
 
 
 def main_job() -> MatrixResult:
-    """A result of the main job's shape (``run --preset tiny``: 804 cells, 402 pairs: the MLP's 680 with 23 loop features, and
+    """A result of the main job's shape (``run --preset tiny``: 800 cells, 400 pairs: the MLP's 680 with 23 loop features, and
     the three models beside it by their covering designs, harness/workload/model_designs.py), each cell and pair
     the golden one of its frontend and script · mode (or :data:`_STAND_INS`'), relabelled; two pairs in three a proven R
     torch bug (:func:`with_bug`'s, one per optimizer; the main job has 236 such pairs), and two targets checked per cell as

@@ -54,20 +54,20 @@ def _place(feature: str, why: str, optimizer: str = "sgd", where: tuple[str, str
 
 
 #: Why each loop feature runs with the models: what it does to a model that the MLP cannot show. Left out: the
-#: schedulers (they change the lr alone, which a model never reads: the MLP covers them in every optimizer) and the
-#: param groups (split by weight and bias names, whatever the model).
+#: schedulers (they change the lr alone, which a model never reads: the MLP covers them in every optimizer), the param
+#: groups (split by weight and bias names, whatever the model), the clips by value and by norm (the clip mode,
+#: ``autocast_scaler_clip``, already clips each model's gradient norm in its parameters' order) and the second optimizer
+#: (optimizer-level: its head is a Linear, as the MLP's). Each model cell costs up to 3 MLP cells (R torch's per-op
+#: cost over a model's many small ops), so the design keeps what only a model can show.
 _WHY = {
     "accumulate": "the batch split in two micro-batches: a per-batch module (batch norm's statistics, cross-entropy's mean, "
                   "the key-padding mask of the shorter batch) sees half a batch",
     "frozen": "layer 0 (the embeddings, the first convolution and its batch norm, the GRU) handed to the optimizer without "
               "gradients, as a fine-tuning loop that freezes what is nearest the data",
-    "clip_norm_inf": "the gradients' norm over the model's parameters, summed in its parameter order (R torch registers some "
-                     "in another order)",
     "resume": "the model checkpointed and loaded mid-run: its buffers (batch norm's running statistics) and the optimizer's "
               "state by parameter name",
     "sometimes_used": "layer 1 (the encoder layer, the second convolution; the GRU has none to leave out) left out of the "
                       "forward on odd steps: a module with no gradient there",
-    "multi_optimizer": "the head in a second optimizer with a loss of its own: two backwards through the model, one scaler",
     "penalty": "the gradients' norm through the model with create_graph: a double backward through its modules (the "
                "transformer's fused attention has none)",
     "custom_function": "layer 1 computed by a custom autograd function made AMP aware (custom_fwd/custom_bwd): the GRU's "
@@ -83,15 +83,14 @@ _WHERE = {"custom_function": ("with_autocast", "autocast")}
 #: The loop features each model beside the MLP runs (:data:`_WHY` says why each one means something for a model): the
 #: same for every model, so a feature a model's modules cannot do is not left out by hand here but refused up front for
 #: that model, in the model row's words (harness/workload/refusals.py): its cell is ``unsupported`` with the reason.
-_MODEL_FEATURE_NAMES = ("accumulate", "frozen", "clip_norm_inf", "resume", "sometimes_used", "multi_optimizer", "penalty",
-                        "custom_function")
+_MODEL_FEATURE_NAMES = ("accumulate", "frozen", "resume", "sometimes_used", "penalty", "custom_function")
 MODEL_FEATURES: Mapping[str, tuple[ModelPlacement, ...]] = {
     model: tuple(_place(name, _WHY[name], _OPTIMIZER.get(name, "sgd"), _WHERE.get(name, _SCALER)) for name in _MODEL_FEATURE_NAMES)
     for model in MODELS if model != DEFAULT_MODEL
 }
 
 #: The models each preset runs by default. ``tiny`` (the README's main job) all of them, the three beside the MLP by their
-#: designs: 66 pairs (132 cells) beside the MLP's 340. The timing presets time the MLP alone: a ratio is read there.
+#: designs: 60 pairs (120 cells) beside the MLP's 340. The timing presets time the MLP alone: a ratio is read there.
 PRESET_MODELS: Mapping[str, tuple[str, ...]] = {"tiny": tuple(MODELS), "bench": (DEFAULT_MODEL,), "recipe": (DEFAULT_MODEL,)}
 
 
