@@ -77,9 +77,11 @@ _WHY = {
 #: The resume runs with ``ignite_adam`` (a state in C++ to checkpoint by parameter name), every other feature with the
 #: stateless ``sgd`` (bitwise identical in the plain loop, so the feature's difference in the model shows first).
 _OPTIMIZER = {"resume": "ignite_adam"}
-#: Where a feature runs in the AMP loop with the scaler but for the custom function, whose design has it in the autocast
-#: mode of the plain script.
-_WHERE = {"custom_function": ("with_autocast", "autocast")}
+#: Where a feature runs: in the AMP loop with the scaler (autocast, a dynamic scale, a skipped step), but the custom
+#: function, whose design has it in the plain script's autocast mode, and the resume, in the scaler script with the scaler
+#: disabled: R torch's scaler cannot be checkpointed (the resume row refuses R's dynamic scaler), so only there does R's
+#: side checkpoint the model's buffers and the optimizer's state at all.
+_WHERE = {"custom_function": ("with_autocast", "autocast"), "resume": ("cuda_amp_grad_scaler", "default")}
 #: The loop features each model beside the MLP runs (:data:`_WHY` says why each one means something for a model): the
 #: same for every model, so a feature a model's modules cannot do is not left out by hand here but refused up front for
 #: that model, in the model row's words (harness/workload/refusals.py): its cell is ``unsupported`` with the reason.
