@@ -233,6 +233,8 @@ class MatrixRunner:
         matrix = (list(only_cells) if only_cells is not None
                   else cells_for(self.frontends, modes, optimizers, self.spec.device, features, models))
         self._models = tuple(dict.fromkeys(c.model for c in matrix)) or (self.spec.model,)
+        if len(self._models) > 1:  # the spec's model by its design (the MLP's: every optimizer): its references, no more
+            self._optimizers = tuple(dict.fromkeys(c.optimizer for c in matrix if c.model == self.spec.model))
         with clock.phase("fixtures"):  # each other model's, once (the spec's were built with the runner)
             self.model_fixtures(self._models)
         # Each frontend's cells in its own worker, the workers side by side (one thread each; the spec's threads per worker):
