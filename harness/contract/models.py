@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -75,6 +75,15 @@ class Model:
     draw_targets: Callable[[np.random.Generator, tuple[int, ...]], np.ndarray] | None = None
     #: The model's own fixed sizes (a vocabulary, a width), handed to both languages' ``build`` in the run spec.
     dims: Mapping[str, int] | None = None
+    #: Where a loop feature that names a layer can act, where the model allows only some layers (``None``: any layer its
+    #: count allows, as the MLP's Linear layers): ``left_out``, the layers a step may go without (``sometimes_used``: what
+    #: remains must still map the input to the output); ``replaced``, the Linear layers a custom autograd function may
+    #: compute (``custom_function``: its function is a Linear's). Each forward refuses any other in both languages.
+    left_out: tuple[int, ...] | None = None
+    replaced: tuple[int, ...] | None = None
+    #: Loop feature kinds (``harness.workload.features.KINDS``) the model's modules cannot run, each with the fact why
+    #: (the binding's error and where it comes from): its cells are refused up front, in these words.
+    cannot_run: Mapping[str, str] = field(default_factory=dict)
     #: How many times the MLP's float64 bound under autocast this model's cells are allowed (its own check), and the
     #: measurement that says why: the MLP's bounds were measured on the MLP's arithmetic; a model whose autocast region
     #: rounds more products per output (a convolution's) lands further from float64 in PyTorch itself.
@@ -215,6 +224,17 @@ def _gru_flops(sizes: Sizes) -> float:
     return 3.0 * (2.0 * b * n * 3 * h * (f + h) + 2.0 * b * h * GRU["OUTPUTS"])
 
 
+#: Why the transformer cannot run a gradient penalty in PyTorch: ``TransformerEncoderLayer``'s attention calls
+#: ``scaled_dot_product_attention``, which on the CPU runs the fused ``_scaled_dot_product_flash_attention_for_cpu``, and
+#: its backward has no derivative of its own (torch/csrc/autograd/generated: "derivative for
+#: aten::_scaled_dot_product_flash_attention_for_cpu_backward is not implemented"), so the penalty's backward through the
+#: ``create_graph`` gradients stops there (seen with torch 2.13.0 on the CPU).
+_NO_DOUBLE_BACKWARD_ATTENTION = (
+    "PyTorch's fused attention (TransformerEncoderLayer's scaled_dot_product_attention, on the CPU "
+    "_scaled_dot_product_flash_attention_for_cpu) has no double backward: the penalty's backward through its create_graph "
+    "gradients stops with \"derivative for aten::_scaled_dot_product_flash_attention_for_cpu_backward is not implemented\""
+)
+
 #: Every model, by name. A new one is a row here, its forward in both languages and its float64 reference
 #: (docs/development.md, "A model").
 MODELS: dict[str, Model] = {
@@ -229,6 +249,7 @@ MODELS: dict[str, Model] = {
         layers=lambda s: 3, parameters=_transformer_parameters,
         inputs=lambda s: (s.batch_size, TRANSFORMER["SEQ"]), targets=lambda s: (s.batch_size, 1 + TRANSFORMER["CLASSES"]),
         step_flops=_transformer_flops, draw_inputs=_draw_tokens, draw_targets=_draw_classes, dims=TRANSFORMER,
+        left_out=(1,), replaced=(2,), cannot_run={"penalty": _NO_DOUBLE_BACKWARD_ATTENTION},
     ),
     "convnet": Model(
         "convnet", "a convolution with reflect padding, batch norm, max pool; one with circular padding, group norm; "
@@ -236,6 +257,7 @@ MODELS: dict[str, Model] = {
         layers=lambda s: 3, parameters=_convnet_parameters,
         inputs=lambda s: (s.batch_size, CONVNET["CHANNELS"], CONVNET["SIZE"], CONVNET["SIZE"]),
         targets=lambda s: (s.batch_size, CONVNET["OUTPUTS"]), step_flops=_convnet_flops, dims=CONVNET,
+        left_out=(1,), replaced=(2,),
         autocast_bound_factor=8.0,
         autocast_bound_why="measured at tiny on CPU: PyTorch's own bfloat16 autocast cells of the conv net are up to 4.8x "
                            "(loss) and 5.9x (weights) the MLP's bound from float64 (ignite_sgd), R torch's bitwise the same",
@@ -244,6 +266,7 @@ MODELS: dict[str, Model] = {
         "gru", "a GRU over a sequence, its last hidden state into a Linear head; MSE",
         layers=lambda s: 2, parameters=_gru_parameters, inputs=lambda s: (s.batch_size, GRU["STEPS"], GRU["FEATURES"]),
         targets=lambda s: (s.batch_size, GRU["OUTPUTS"]), step_flops=_gru_flops, dims=GRU,
+        left_out=(), replaced=(1,),
         autocast_bound_factor=2.0,
         autocast_bound_why="measured at tiny on CPU: PyTorch's own bfloat16 autocast cells of the GRU are up to 1.44x the "
                            "MLP's loss bound from float64 (the gradient penalty, the inf-norm clip), R torch's the same",
