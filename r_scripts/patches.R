@@ -38,6 +38,34 @@ binding_function <- function(spec, name) {
   if (length(patches) == 0L) fun else patched_function(fun, patches, name)
 }
 
+#' The functions of R torch's namespace that its own modules call (targets `torch:::<name>`: a model's layer reaches
+#' them through the namespace, never through the script), replaced there as the run spec patches them, as Python swaps a
+#' function in its module (`binding_patches()`); returns the function that puts R torch's own back (idempotent).
+patch_namespace <- function(spec) {
+  ns <- asNamespace("torch")
+  targets <- unique(vapply(patch_rows(spec$patches$r), function(patch) patch$target, ""))
+  originals <- list()
+  for (target in targets[startsWith(targets, "torch:::")]) {
+    patches <- patches_of(spec, target)
+    if (length(patches) == 0L) next
+    name <- substring(target, nchar("torch:::") + 1L)
+    originals[[name]] <- get(name, envir = ns)
+    replace_binding(ns, name, patched_function(originals[[name]], patches, target))
+  }
+  function() {
+    for (name in names(originals)) replace_binding(ns, name, originals[[name]])
+    originals <<- list()
+  }
+}
+
+#' R-only: `name` in the locked environment `env` bound to `value` (a namespace's bindings are locked; R's own
+#' `assignInNamespace()` does the same).
+replace_binding <- function(env, name, value) {
+  unlockBinding(name, env)
+  assign(name, value, envir = env)
+  lockBinding(name, env)
+}
+
 #' R-only: the optimizer `opt` (built by `make_optimizer()`) with its methods patched as the run spec says: patches
 #' whose target is `<its R function>$<method>`. R6 locks an object's method bindings; this object's are replaced, R
 #' torch's class is not.
