@@ -75,12 +75,16 @@ class Model:
     draw_targets: Callable[[np.random.Generator, tuple[int, ...]], np.ndarray] | None = None
     #: The model's own fixed sizes (a vocabulary, a width), handed to both languages' ``build`` in the run spec.
     dims: Mapping[str, int] | None = None
+    #: The row whose forwards it runs (``py_scripts/models/<files>.py`` ↔ ``r_scripts/models/<files>.R``), where it is
+    #: that model with other ``dims`` (``None``: its own name): a variant is a row, never a copy of a forward.
+    files: str | None = None
 
     def run_spec(self, sizes: Sizes) -> dict[str, Any]:
         """What a script receives (the run spec's ``model``): the name, the layers and each parameter's name and layer."""
         params = self.parameters(sizes)
         row = {"name": self.name, "layers": self.layers(sizes), "parameters": [p.name for p in params],
                "parameter_layers": [p.layer for p in params]}
+        row = row if self.files is None else {**row, "files": self.files}
         return row if self.dims is None else {**row, "dims": dict(self.dims)}
 
     def layer_of(self, sizes: Sizes) -> Mapping[str, int]:
@@ -108,6 +112,12 @@ def _mlp_flops(sizes: Sizes) -> float:
 #: The transformer classifier's sizes: tiny, so its cells cost what an MLP cell costs. ``VOCAB`` counts the padding
 #: token 0; ``SEQ`` tokens per sequence; ``WIDTH`` the model width (two heads of 4); ``CLASSES`` the head's outputs.
 TRANSFORMER = {"VOCAB": 12, "SEQ": 6, "WIDTH": 8, "HEADS": 2, "FEEDFORWARD": 16, "CLASSES": 4}
+
+
+#: The label smoothing the ``transformer_smoothing`` row's cross-entropies are given, in hundredths (dims are whole
+#: numbers): 0.1, the value of PyTorch's examples and of most recipes that smooth (torchvision's classification
+#: references pass ``--label-smoothing 0.1``). The ``transformer`` row passes none, PyTorch's default 0.
+LABEL_SMOOTHING_PERCENT = 10
 
 
 def _transformer_parameters(sizes: Sizes) -> tuple[Parameter, ...]:
@@ -224,6 +234,15 @@ MODELS: dict[str, Model] = {
         layers=lambda s: 3, parameters=_transformer_parameters,
         inputs=lambda s: (s.batch_size, TRANSFORMER["SEQ"]), targets=lambda s: (s.batch_size, 1 + TRANSFORMER["CLASSES"]),
         step_flops=_transformer_flops, draw_inputs=_draw_tokens, draw_targets=_draw_classes, dims=TRANSFORMER,
+    ),
+    "transformer_smoothing": Model(
+        "transformer_smoothing", "the transformer classifier with label_smoothing = 0.1 in both its cross-entropies, as "
+        "PyTorch users pass it (R torch's nn_cross_entropy_loss() has no such argument: its R cells are unsupported, in "
+        "R's words)",
+        layers=lambda s: 3, parameters=_transformer_parameters,
+        inputs=lambda s: (s.batch_size, TRANSFORMER["SEQ"]), targets=lambda s: (s.batch_size, 1 + TRANSFORMER["CLASSES"]),
+        step_flops=_transformer_flops, draw_inputs=_draw_tokens, draw_targets=_draw_classes,
+        dims={**TRANSFORMER, "LABEL_SMOOTHING_PERCENT": LABEL_SMOOTHING_PERCENT}, files="transformer",
     ),
     "convnet": Model(
         "convnet", "a convolution with reflect padding, batch norm, max pool; one with circular padding, group norm; "
