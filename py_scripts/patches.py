@@ -6,8 +6,9 @@ other binding does, for the reconciled run) or a *point* (a trace point of a val
 itself: applied only when the call is traced, so an untimed trace and a timed round run the same arithmetic). Each
 ``old`` statement must occur exactly once in the function's source as installed, so a patch written for one torch
 refuses to touch another. A Python function is replaced in its module for the length of the run (``binding_patches``):
-the functions that call it look it up there (a method, ``module:Class.method``, is swapped on its class); R's twin patches a copy of each function and method the script calls
-instead, because R torch's functions are found through its namespace and its optimizers' methods live on each object.
+the functions that call it look it up there (a method, ``module:Class.method``, is swapped on its class); R's twin
+patches a copy of each function and method the script calls instead, because R torch's functions are found through its
+namespace and its optimizers' methods live on each object (and swaps what R torch's own modules call in its namespace).
 """
 
 from __future__ import annotations

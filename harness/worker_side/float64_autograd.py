@@ -46,7 +46,8 @@ def _cross_entropy(logits: torch.Tensor, probs: torch.Tensor, smoothing: float =
     return -(probs * log_p).sum(dim=-1).mean()
 
 
-def transformer(p: Tensors, x: torch.Tensor, target: torch.Tensor, unused: int, smoothing: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+def transformer(p: Tensors, x: torch.Tensor, target: torch.Tensor, unused: int,
+                smoothing: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     """The transformer classifier (harness/contract/models.py, ``transformer``; ``transformer_smoothing`` with its label
     ``smoothing``): its logits and its loss. Post-norm encoder layer, ReLU feed-forward, the key-padding mask as ``-inf``
     before the softmax, masked mean pooling."""

@@ -31,11 +31,13 @@ def test_the_transformer_pairs_are_proven_by_its_three_entries(availability: Ava
     cross-entropy shifts probability targets by -1, docs/bugs/cross-entropy-probability-targets). Each pair parts at
     step 0 at the encoder layer's output (PyTorch's scaled_dot_product_attention against R torch's written-out
     attention) and is proven: with the attention's switch (Python) and the two bugs' (R: the embedding's padding row,
-    the cross-entropy's probability targets) the whole run is bitwise identical."""
-    result = _run(availability, tmp_path, "transformer", ("default",), ("adam",))
+    the cross-entropy's probability targets) the whole run is bitwise identical; under the gradient-norm clip, with R's
+    modules listing their own parameters first too (the clip's norm sums in PyTorch's order)."""
+    result = _run(availability, tmp_path, "transformer", ("default", "autocast_scaler_clip"), ("adam",))
     assert all(c.ok for c in result.cells), [(c.id, c.status, c.reason) for c in result.cells]
-    assert {c.id for c in result.cells} == {f"{s}-default-adam@transformer-{f}-cpu" for s in ("with_autocast", "cuda_amp_grad_scaler")
-                                            for f in ("python", "r")}
+    assert {c.id for c in result.cells} == {f"{s}-{m}-adam@transformer-{f}-cpu" for s, m in (
+        ("with_autocast", "default"), ("cuda_amp_grad_scaler", "default"), ("cuda_amp_grad_scaler", "autocast_scaler_clip"))
+        for f in ("python", "r")}
     python = [c for c in result.cells if c.frontend == "python"]
     assert all(c.verdict is not None and c.verdict.outcome == "pass" for c in python), [c.verdict for c in python]
     r_cells = [c for c in result.cells if c.frontend == "r"]
@@ -47,13 +49,15 @@ def test_the_transformer_pairs_are_proven_by_its_three_entries(availability: Ava
         assert "attention-sdpa-vs-explicit: first differs at step 0, forward.encoder" in explained, explained
         assert all(s in explained for s in ("py-attention-explicit", "r-embedding-padding-idx-zero-based",
                                             "r-cross-entropy-probability-targets", "the whole run is bitwise identical")), explained
+        assert ("r-module-parameters-own-first" in explained) == (pair.mode == "autocast_scaler_clip"), explained
 
 
-@pytest.mark.parametrize(("left_out", "still_differs"), [
-    ("embedding-padding-idx", "grad.backward.embed.weight"),
-    ("cross-entropy-probability-targets", "step 0, loss"),
+@pytest.mark.parametrize(("left_out", "mode", "still_differs"), [
+    ("embedding-padding-idx", "default", "step 0, grad.backward.embed.weight"),
+    ("cross-entropy-probability-targets", "default", "step 0, loss"),
+    ("multihead-attention-parameter-order", "autocast_scaler_clip", "step 0, clip.total_norm"),
 ])
-def test_each_transformer_entry_is_needed_for_its_proof(availability: Availability, tmp_path: Path, left_out: str,
+def test_each_transformer_entry_is_needed_for_its_proof(availability: Availability, tmp_path: Path, left_out: str, mode: str,
                                                         still_differs: str) -> None:
     """Without one of the bugs' entries (and so its switch) the reconciled runs still differ where that bug acts, and
     the pair is ``diverged``, naming it: each entry explains a part of the difference the others do not."""
@@ -61,8 +65,8 @@ def test_each_transformer_entry_is_needed_for_its_proof(availability: Availabili
     require_r_torch(availability)
     with MatrixRunner(WorkloadSpec.from_preset("tiny", model="transformer"), ("python", "r"), timeout=300,
                       availability=availability, staging=tmp_path, known=known) as runner:
-        result = runner.run(("default",), ("sgd",), measure=False)
-    pair = next(p for p in result.pairs if p.script == "with_autocast")
+        result = runner.run((mode,), ("sgd",), measure=False)
+    pair = next(p for p in result.pairs if p.mode == mode)
     assert pair.verdict == "diverged", pair.explain()
     assert f"the runs still differ at {still_differs}" in pair.explain(), pair.explain()
 
