@@ -78,6 +78,9 @@ class Model:
     #: The row whose forwards it runs (``py_scripts/models/<files>.py`` ↔ ``r_scripts/models/<files>.R``), where it is
     #: that model with other ``dims`` (``None``: its own name): a variant is a row, never a copy of a forward.
     files: str | None = None
+    #: The languages whose binding cannot train it: their script refuses each cell in the binding's own words (a condition
+    #: of its own), and the cell is ``unsupported``, counted, never an error (``transformer_smoothing`` in R).
+    unsupported_in: tuple[str, ...] = ()
 
     def run_spec(self, sizes: Sizes) -> dict[str, Any]:
         """What a script receives (the run spec's ``model``): the name, the layers and each parameter's name and layer."""
@@ -242,7 +245,7 @@ MODELS: dict[str, Model] = {
         layers=lambda s: 3, parameters=_transformer_parameters,
         inputs=lambda s: (s.batch_size, TRANSFORMER["SEQ"]), targets=lambda s: (s.batch_size, 1 + TRANSFORMER["CLASSES"]),
         step_flops=_transformer_flops, draw_inputs=_draw_tokens, draw_targets=_draw_classes,
-        dims={**TRANSFORMER, "LABEL_SMOOTHING_PERCENT": LABEL_SMOOTHING_PERCENT}, files="transformer",
+        dims={**TRANSFORMER, "LABEL_SMOOTHING_PERCENT": LABEL_SMOOTHING_PERCENT}, files="transformer", unsupported_in=("r",),
     ),
     "convnet": Model(
         "convnet", "a convolution with reflect padding, batch norm, max pool; one with circular padding, group norm; "

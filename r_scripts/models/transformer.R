@@ -61,7 +61,8 @@ loss <- function(output, target, dims) {
 #' R-only: `nn_cross_entropy_loss(label_smoothing = smoothing)`, as a PyTorch user writes it; R torch's error, where it
 #' refuses the argument, refuses the cell (`amp_parity_refused`: the harness reports it unsupported, in those words).
 smoothed_cross_entropy <- function(smoothing) {
-  tryCatch(torch::nn_cross_entropy_loss(label_smoothing = smoothing), error = function(e) {
+  # do.call: R's error names the value, as a user's call with the number written in it does
+  tryCatch(do.call(torch::nn_cross_entropy_loss, list(label_smoothing = smoothing)), error = function(e) {
     abort_cli("R torch {packageVersion('torch')}'s {.fn nn_cross_entropy_loss} refuses {.arg label_smoothing}: {conditionMessage(e)}",
               class = "amp_parity_refused")
   })
