@@ -77,7 +77,10 @@ R_ONLY_NAMES = {
                 "is_part", "count_statement",
                 "replace_statement", "with_point_calls",
                 # each patched function made once per process, byte-compiled (issue 38): Python swaps a module function
-                "patched_functions", "rewritten_function"},
+                "patched_functions", "rewritten_function",
+                # what a model's modules call inside R torch: replaced in its locked namespace, or on each module's R6
+                # object (its active bindings), for the run; Python swaps a module's function or a class's method
+                "patch_namespace", "replace_binding", "patch_modules", "replace_active_binding"},
 }
 #: What Python defines that R does not: the context manager that swaps PyTorch's module functions for the run, and its
 #: statement normaliser (R compares deparsed code instead).
