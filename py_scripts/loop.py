@@ -24,7 +24,7 @@ from py_scripts.scaler import make_grad_scaler
 from py_scripts.timing import clock, pause_gc, peak_memory_bytes, reset_peak_memory, resume_gc, sync_device
 from py_scripts.tracing import trace_point
 
-__all__ = ["Loop", "build_loop", "finish_loop", "forward_loss", "run_epochs", "start_loop"]
+__all__ = ["Loop", "build_loop", "finish_loop", "forward_loss", "run_epochs", "set_determinism", "start_loop"]
 
 
 @dataclass
@@ -59,11 +59,23 @@ class Loop:
     gc_seconds: float = 0.0
 
 
+def set_determinism(device: str) -> None:
+    """On CUDA, PyTorch's deterministic algorithms (``torch.use_deterministic_algorithms``; the worker's environment holds
+    the ``CUBLAS_WORKSPACE_CONFIG`` it asks for): without them the conv net's bilinear interpolation differentiates by
+    atomic adds (``upsample_bilinear2d_backward``) and no two runs agree bitwise; with them ``F.interpolate`` takes its
+    decomposition, whose backward is deterministic (torch/nn/functional.py, ``interpolate``: "Use slow decomp whose
+    backward will be in terms of index_put"). ``warn_only``: an operation with no deterministic implementation warns and
+    runs, as it did. Off on the CPU, whose kernels the pairs compare as users run them (docs/determinism.md). R torch has
+    no such switch (``r_scripts/loop.R``)."""
+    torch.use_deterministic_algorithms(device == "cuda", warn_only=True)
+
+
 def start_loop(spec: dict[str, Any], mode: str, with_scaler: bool) -> Loop:
     """The loop of ``mode``: its properties, the fixtures, the dtypes, and everything :func:`build_loop` builds;
     ``with_scaler``: the script scales with a ``GradScaler`` (enabled only where the mode's scaler is ``dynamic``)."""
     properties = mode_properties(spec, mode)
     torch.set_num_threads(spec["threads"])
+    set_determinism(spec["device"])
     amp_dtype = torch_dtype(spec["amp_dtype"])
     loop = Loop(spec, mode, properties, spec["device"], load_fixtures(spec), amp_dtype,
                 amp_dtype if properties["weights"] == "amp" else torch.float32, torch.nn.MSELoss(),

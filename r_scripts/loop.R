@@ -16,6 +16,8 @@ start_loop <- function(spec, mode, with_scaler) {
   loop$properties <- mode_properties(spec, mode)
   require_r_torch()
   torch::torch_set_num_threads(spec$threads)
+  # Python's set_determinism() turns on PyTorch's deterministic algorithms on CUDA; R torch 0.17.0.9000 exports no such
+  # function (nothing named *determin*), so R's CUDA backward kernels run as libtorch picks them.
   loop$device <- spec$device
   loop$fixtures <- load_fixtures(spec)
   loop$amp_dtype <- torch_dtype(spec$amp_dtype)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -81,6 +81,15 @@ class Model:
     #: The languages whose binding cannot train it: their script refuses each cell in the binding's own words (a condition
     #: of its own), and the cell is ``unsupported``, counted, never an error (``transformer_smoothing`` in R).
     unsupported_in: tuple[str, ...] = ()
+    #: Where a loop feature that names a layer can act, where the model allows only some layers (``None``: any layer its
+    #: count allows, as the MLP's Linear layers): ``left_out``, the layers a step may go without (``sometimes_used``: what
+    #: remains must still map the input to the output); ``replaced``, the Linear layers a custom autograd function may
+    #: compute (``custom_function``: its function is a Linear's). Each forward refuses any other in both languages.
+    left_out: tuple[int, ...] | None = None
+    replaced: tuple[int, ...] | None = None
+    #: Loop feature kinds (``harness.workload.features.KINDS``) the model's modules cannot run, each with the fact why
+    #: (the binding's error and where it comes from): its cells are refused up front, in these words.
+    cannot_run: Mapping[str, str] = field(default_factory=dict)
 
     def run_spec(self, sizes: Sizes) -> dict[str, Any]:
         """What a script receives (the run spec's ``model``): the name, the layers and each parameter's name and layer."""
@@ -223,6 +232,17 @@ def _gru_flops(sizes: Sizes) -> float:
     return 3.0 * (2.0 * b * n * 3 * h * (f + h) + 2.0 * b * h * GRU["OUTPUTS"])
 
 
+#: Why the transformer cannot run a gradient penalty in PyTorch: ``TransformerEncoderLayer``'s attention calls
+#: ``scaled_dot_product_attention``, which on the CPU runs the fused ``_scaled_dot_product_flash_attention_for_cpu``, and
+#: its backward has no derivative of its own (torch/csrc/autograd/generated: "derivative for
+#: aten::_scaled_dot_product_flash_attention_for_cpu_backward is not implemented"), so the penalty's backward through the
+#: ``create_graph`` gradients stops there (seen with torch 2.13.0 on the CPU).
+_NO_DOUBLE_BACKWARD_ATTENTION = (
+    "PyTorch's fused attention (TransformerEncoderLayer's scaled_dot_product_attention, on the CPU "
+    "_scaled_dot_product_flash_attention_for_cpu) has no double backward: the penalty's backward through its create_graph "
+    "gradients stops with \"derivative for aten::_scaled_dot_product_flash_attention_for_cpu_backward is not implemented\""
+)
+
 #: Every model, by name. A new one is a row here, its forward in both languages and its float64 reference
 #: (docs/development.md, "A model").
 MODELS: dict[str, Model] = {
@@ -237,6 +257,7 @@ MODELS: dict[str, Model] = {
         layers=lambda s: 3, parameters=_transformer_parameters,
         inputs=lambda s: (s.batch_size, TRANSFORMER["SEQ"]), targets=lambda s: (s.batch_size, 1 + TRANSFORMER["CLASSES"]),
         step_flops=_transformer_flops, draw_inputs=_draw_tokens, draw_targets=_draw_classes, dims=TRANSFORMER,
+        left_out=(1,), replaced=(2,), cannot_run={"penalty": _NO_DOUBLE_BACKWARD_ATTENTION},
     ),
     "transformer_smoothing": Model(
         "transformer_smoothing", "the transformer classifier with label_smoothing = 0.1 in both its cross-entropies, as "
@@ -246,6 +267,7 @@ MODELS: dict[str, Model] = {
         inputs=lambda s: (s.batch_size, TRANSFORMER["SEQ"]), targets=lambda s: (s.batch_size, 1 + TRANSFORMER["CLASSES"]),
         step_flops=_transformer_flops, draw_inputs=_draw_tokens, draw_targets=_draw_classes,
         dims={**TRANSFORMER, "LABEL_SMOOTHING_PERCENT": LABEL_SMOOTHING_PERCENT}, files="transformer", unsupported_in=("r",),
+        left_out=(1,), replaced=(2,), cannot_run={"penalty": _NO_DOUBLE_BACKWARD_ATTENTION},
     ),
     "convnet": Model(
         "convnet", "a convolution with reflect padding, batch norm, max pool; one with circular padding, group norm; "
@@ -253,10 +275,12 @@ MODELS: dict[str, Model] = {
         layers=lambda s: 3, parameters=_convnet_parameters,
         inputs=lambda s: (s.batch_size, CONVNET["CHANNELS"], CONVNET["SIZE"], CONVNET["SIZE"]),
         targets=lambda s: (s.batch_size, CONVNET["OUTPUTS"]), step_flops=_convnet_flops, dims=CONVNET,
+        left_out=(1,), replaced=(2,),
     ),
     "gru": Model(
         "gru", "a GRU over a sequence, its last hidden state into a Linear head; MSE",
         layers=lambda s: 2, parameters=_gru_parameters, inputs=lambda s: (s.batch_size, GRU["STEPS"], GRU["FEATURES"]),
         targets=lambda s: (s.batch_size, GRU["OUTPUTS"]), step_flops=_gru_flops, dims=GRU,
+        left_out=(), replaced=(1,),
     ),
 }

@@ -11,6 +11,7 @@ first difference, the last point still identical, and the facts other checks nee
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -21,7 +22,7 @@ import numpy as np
 
 from harness.model.cell_trace import CellTrace, TraceFile
 from harness.model.pair_trace import PairTrace, PointDifference
-from harness.model.record_points import record_mismatch
+from harness.model.record_points import RECORD_PREFIX, record_mismatch, records_only
 from harness.model.result import CellResult
 from harness.worker_side.tensor_bytes import DTYPES, decode, encode, ulp_distance
 
@@ -213,6 +214,8 @@ def trace_cells(a: CellResult, b: CellResult) -> PairTrace:
         ra, rb = read_cell_trace(sides[0]), read_cell_trace(sides[1])
         if (unlike := CellTrace.comparable(ra, rb)) is not None:
             return PairTrace(a.pair, names, error=unlike, reproduced=reproduced)
+        if records_only(ra) or records_only(rb):  # an untraced reconciled run: what both runs recorded is compared
+            ra, rb = (dataclasses.replace(t, points=tuple(p for p in t.points if p[1].startswith(RECORD_PREFIX))) for t in (ra, rb))
         again = find_divergence(ra.points, rb.points)
         switches = tuple(sorted({*ra.switches, *rb.switches}))
         if cut_refusal(again, (ra, rb), names) is None:  # a cut plain trace standing in for a failed reconciled run proves nothing

@@ -32,7 +32,7 @@ from harness.judge.kept_weights import kept_for
 from harness.judge.known_differences import KnownDifference, load_known_differences
 from harness.judge.tolerances import DEFAULT_JUDGING, Tolerance, check_judging, tolerance_for
 from harness.model.pair_trace import PairTrace
-from harness.model.record_points import RECORD_PREFIX, has_record_points
+from harness.model.record_points import RECORD_PREFIX, has_record_points, records_only
 from harness.model.result import CellResult, MatrixResult, Status
 from harness.model.verdicts import PairVerdict, Verdict
 from harness.workload.features import micro_batches
@@ -40,7 +40,7 @@ from harness.workload.optimizers import OPTIMIZERS
 
 __all__ = [
     "FAILING_VERDICTS", "VERDICTS", "compare_cells", "compare_result", "excused_cells", "judge", "judge_statuses", "needs_detail",
-    "pair_trace", "reconciliation_needed",
+    "pair_trace", "reconciled_records_differ", "reconciliation_needed",
 ]
 
 #: Every pair verdict (:class:`~harness.model.verdicts.Verdict` says what each means).
@@ -174,6 +174,21 @@ def reconciliation_needed(cells: Sequence[CellResult], baseline: str, frontends:
                 needed |= {a.id, b.id}
         needed |= {c.id for c in group if c.id not in compared}
     return frozenset(needed)
+
+
+def reconciled_records_differ(cells: Sequence[CellResult], baseline: str, frontends: Sequence[str]) -> frozenset[str]:
+    """The ids of the cells whose reconciled run ran untraced (its trace holds its record points only:
+    :func:`harness.model.record_points.records_only`) where a comparison it is in is not proven by the records: they
+    part from the partner's (or cannot be compared). Those are run again traced, so the verdict says where the reconciled
+    runs part, as it did when every reconciled run was traced; where the records match, the proof is the same
+    (:func:`_reconciled`: everything the runs record, bitwise identical) and no trace is needed (issue 47)."""
+    again: set[str] = set()
+    for group in _grouped(cells, baseline, frontends).values():
+        for a, b in _comparisons(group):
+            lean = [c.id for c in (a, b) if c.reconciled is not None and records_only(read_cell_trace(c.reconciled))]
+            if lean and trace_cells(a, b).reconciled_identical is not True:
+                again |= set(lean)
+    return frozenset(again)
 
 
 def excused_cells(result: MatrixResult) -> frozenset[str]:

@@ -23,7 +23,7 @@ from harness.model.cell_trace import DIGEST_HEX, CellTrace, Point
 from harness.model.record import RunRecord
 from harness.model.weights import TensorDigest
 
-__all__ = ["RECORD_PREFIX", "has_record_points", "record_mismatch", "record_points", "with_record_points"]
+__all__ = ["RECORD_PREFIX", "has_record_points", "record_mismatch", "record_points", "records_only", "with_record_points"]
 
 #: The names of record points start with it; no point of a script's loop does.
 RECORD_PREFIX = "record."
@@ -63,6 +63,13 @@ def with_record_points(trace: CellTrace, record: RunRecord, weights: Mapping[str
 def has_record_points(trace: CellTrace) -> bool:
     """Whether the trace carries its run's record (traces written before issue 37 do not)."""
     return any(p[1].startswith(RECORD_PREFIX) for p in trace.points)
+
+
+def records_only(trace: CellTrace) -> bool:
+    """Whether the trace holds its run's record points and nothing else: an untraced run's (a reconciled run the matrix
+    did not trace, since its records matched its partner's: issue 47). Compared with another trace, only their record
+    points are (:func:`harness.judge.divergence.trace_cells`)."""
+    return bool(trace.points) and all(p[1].startswith(RECORD_PREFIX) for p in trace.points)
 
 
 def record_mismatch(trace: CellTrace, record: RunRecord | None, weights: Mapping[str, TensorDigest] | None) -> str | None:

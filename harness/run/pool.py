@@ -235,13 +235,21 @@ def thread_env(threads: int) -> dict[str, str]:
     return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
 
 
+#: cuBLAS's workspace setting that PyTorch's deterministic algorithms ask for on CUDA 10.2 and later (without it a cuBLAS
+#: call warns, or raises, under ``torch.use_deterministic_algorithms``: PyTorch's reproducibility notes), set in every
+#: worker's environment before libtorch starts, since cuBLAS reads it when it creates its handle. Python's scripts turn
+#: the deterministic algorithms on for CUDA cells (``set_determinism`` in py_scripts/loop.py); on the CPU it is unread.
+DETERMINISM_ENV = {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
+
+
 #: The environment that fixes them (:data:`harness.model.timing.MALLOC_THRESHOLDS`, where the reason is).
 ALLOCATOR_ENV = {name: str(value) for name, value in MALLOC_THRESHOLDS.items()}
 
 
 def worker_env(threads: int, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """What a worker's environment adds to ``environ`` (default this process's): :func:`thread_env` and, unless the user
-    tuned glibc's allocator there, :data:`ALLOCATOR_ENV`."""
+    """What a worker's environment adds to ``environ`` (default this process's): :func:`thread_env`, unless the user set
+    their own, :data:`DETERMINISM_ENV` and, unless the user tuned glibc's allocator there, :data:`ALLOCATOR_ENV`."""
     environ = os.environ if environ is None else environ
     tuned = any(k in environ for k in ALLOCATOR_ENV) or "glibc.malloc." in environ.get("GLIBC_TUNABLES", "")
-    return {**thread_env(threads), **({} if tuned else ALLOCATOR_ENV)}
+    cublas = {} if "CUBLAS_WORKSPACE_CONFIG" in environ else DETERMINISM_ENV
+    return {**thread_env(threads), **cublas, **({} if tuned else ALLOCATOR_ENV)}

@@ -29,14 +29,15 @@ from harness.judge.cells import judge_cell
 from harness.judge.divergence import TRIGGER_POINTS, read_cell_trace
 from harness.judge.kept_weights import keep_weights
 from harness.judge.known_differences import KnownDifference, load_known_differences
-from harness.judge.pairs import compare_result, needs_detail, reconciliation_needed
+from harness.judge.models import start_reference
+from harness.judge.pairs import compare_result, needs_detail, reconciled_records_differ, reconciliation_needed
 from harness.judge.record_check import judge_record
 from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference
 from harness.judge.resumed import check_resumed
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
 from harness.judge.weight_findings import load_weights, tensor_digests
 from harness.model.cell_efficiency import cell_efficiency
-from harness.model.cell_trace import TRACE_SUFFIX, CellTrace, TraceFile
+from harness.model.cell_trace import DIGESTS, TRACE_SUFFIX, CellTrace, TraceFile
 from harness.model.efficiency import gemm_dtype
 from harness.model.pair_trace import PairTrace
 from harness.model.phases import PhaseClock
@@ -216,6 +217,8 @@ class MatrixRunner:
         with clock.phase("provenance"):
             provenance = describe_provenance()  # the files as they are when the cells start
         with phase("worker starts"):
+            if self.reference_reason is None:  # a model reference's worker imports torch beside the frontends' workers
+                start_reference(self.spec.model)
             self.describe_installations(progress)
         optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, (DEFAULT_OPTIMIZER,))
         self._optimizers = optimizers
@@ -232,8 +235,13 @@ class MatrixRunner:
             needed = reconciliation_needed(cells, self.baseline, self.frontends)
             chosen = [c for c in cells if c.id in needed]
             with phase("reconciled runs", len(chosen)):
-                reconciled = {c.id: c for c in self._per_frontend(chosen, self._with_reconciled, progress)}
-            cells = [reconciled.get(c.id, c) for c in cells]
+                # Untraced first: a run's records (losses, scales, skipped steps, dtypes, final weights) are what a proof
+                # compares; only the runs whose records still part from their partner's are traced, to say where.
+                reconciled = {c.id: c for c in self._per_frontend(chosen, self._with_untraced_reconciled, progress)}
+                cells = [reconciled.get(c.id, c) for c in cells]
+                again = reconciled_records_differ(cells, self.baseline, self.frontends)
+                retraced = {c.id: c for c in self._per_frontend([c for c in cells if c.id in again], self._with_reconciled, progress)}
+            cells = [retraced.get(c.id, c) for c in cells]
         cells = check_resumed(cells)  # a resumed cell is bitwise its uninterrupted cell, where that ran too
         with phase("reference"):  # judged once, with the rest, by assess_result at the end
             cells = [self._with_distance(c) for c in cells]
@@ -416,28 +424,37 @@ class MatrixRunner:
         installation = {**self.pool.frontends[cell.frontend].installation_json(), **self.facts.get(cell.frontend, {})}
         return dataclasses.replace(outcome, installation=installation)
 
-    def _with_reconciled(self, outcome: CellResult) -> CellResult:
+    def _with_reconciled(self, outcome: CellResult, traced: bool = True) -> CellResult:
         """The cell with its reconciled run, where tracing is on and the cell ran (or failed: a switch may be what makes it run)."""
         if not self.trace or outcome.status not in (Status.OK, Status.ERROR):
             return outcome
-        return dataclasses.replace(outcome, reconciled=self._reconciled_call(outcome.cell))
+        self.reconcile_problems.pop(outcome.id, None)  # a run traced again says its own
+        return dataclasses.replace(outcome, reconciled=self._reconciled_call(outcome.cell, traced))
 
-    def _reconciled_call(self, cell: Cell) -> TraceFile | None:
-        """The cell run again, traced, with the switches of the known differences that cover it on its side (none: no
-        run), so a pair is proven bitwise identical for the whole run once every mechanism is removed
-        (docs/known-differences.md). Run even where the record call failed: a switch may be what makes a binding run.
-        A run that fails or does not apply its switches leaves no reconciled trace (its pairs then cannot be proven),
-        and a warning says why."""
+    def _with_untraced_reconciled(self, outcome: CellResult) -> CellResult:
+        """:meth:`_with_reconciled`, its run untraced: its trace holds the run's record points only."""
+        return self._with_reconciled(outcome, traced=False)
+
+    def _reconciled_call(self, cell: Cell, traced: bool = True) -> TraceFile | None:
+        """The cell run again with the switches of the known differences that cover it on its side (none: no run), so a
+        pair is proven bitwise identical for the whole run once every mechanism is removed (docs/known-differences.md).
+        Run even where the record call failed: a switch may be what makes a binding run. A run that fails or does not
+        apply its switches leaves no reconciled trace (its pairs then cannot be proven), and a warning says why.
+
+        ``traced``: every point of its loop, else only its record points (:func:`harness.model.record_points.records_only`),
+        what a proof compares; the matrix traces a reconciled run only where its records part from its partner's, to say
+        where (issue 47: a traced R run costs about two untraced ones)."""
         language = self.pool.language(cell.frontend)
         switches = switch_names([s for k in self.known for s in k.reconciling(cell, language)])
         if not switches:
             return None
         # Its final weights too (in a file of its own, read and removed): a proof compares everything the cells record.
         weights = f"{cell.id}.reconciled.safetensors"
-        request = self.pool.cell_request(cell, kind="trace", trace={"keep": [], "stop": False}, switches=switches, weights_name=weights)
+        extra: dict[str, Any] = {"kind": "trace", "trace": {"keep": [], "stop": False}} if traced else {}
+        request = self.pool.cell_request(cell, switches=switches, weights_name=weights, **extra)
         try:
             reply = self.pool.call(cell.frontend, request)
-            raw = reply.get("record") or {}
+            raw = (reply.get("record") or {}) if traced else reply
             applied = tuple(raw.get("switches") or ())
             if tuple(sorted(applied)) != switches:
                 self.reconcile_problems[cell.id] = f"asked for the switches {', '.join(switches)}, its script applied {list(applied)}"
@@ -448,8 +465,8 @@ class MatrixRunner:
                 self.reconcile_problems[cell.id] = f"its run with the switches {', '.join(switches)} gave no record: {reason}"
                 return None
             record = RunRecord.from_json(raw)
-            traced = with_record_points(CellTrace.from_reply(reply, switches), record, self._digests(record))
-            return self._write_trace(traced, cell, f"{cell.id}.reconciled{TRACE_SUFFIX}")
+            loop = CellTrace.from_reply(reply, switches) if traced else CellTrace((), DIGESTS[0], switches)
+            return self._write_trace(with_record_points(loop, record, self._digests(record)), cell, f"{cell.id}.reconciled{TRACE_SUFFIX}")
         except (WorkerError, ScriptError) as err:
             self.reconcile_problems[cell.id] = f"its run with the switches {', '.join(switches)} failed: {' '.join(str(err).split())}"
             return None

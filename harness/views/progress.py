@@ -1,8 +1,10 @@
 """A run's progress as the command line shows it: a bar on a terminal, one line per phase in a log (CI).
 
 On a terminal, rich's bar: the phase, its units done out of its total (cells, rounds), the time it has taken and an
-estimate of the time it has left, and what just ended. Without one, nothing is redrawn: each phase prints one line as it
-ends (its name, its units, its seconds), so a CI log says where the time went as it goes.
+estimate of the time it has left, and what just ended. Without one, nothing is redrawn, and nothing is printed as it goes
+(issue 47: a log of a run where no cell needs a look is at most 60 lines; its ``matrix:`` line and the report say where
+the time went); under ``-v`` each phase prints one line as it ends (its name, its units, its seconds), and the run one
+``phases:`` line at its end.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from harness.model.progress import RunProgress
 
-__all__ = ["LineProgress", "TerminalProgress", "progress_for"]
+__all__ = ["LineProgress", "QuietProgress", "TerminalProgress", "progress_for"]
 
 
 class TerminalProgress(RunProgress):
@@ -70,8 +72,20 @@ class LineProgress(RunProgress):
         self._console.print(f"amp-parity: {phase} done in {seconds:.1f} s{counted}", soft_wrap=True, markup=False, highlight=False)
 
 
-def progress_for(console: Console) -> TerminalProgress | LineProgress:
-    """The bar where ``console`` is a terminal, else the lines."""
-    return TerminalProgress(console) if console.is_terminal else LineProgress(console)
+class QuietProgress(RunProgress):
+    """Nothing as the run goes (a log without ``-v``): the ``matrix:`` line and the report say where the time went."""
+
+    def __enter__(self) -> QuietProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Nothing to take down."""
+
+
+def progress_for(console: Console, verbose: bool = False) -> TerminalProgress | LineProgress | QuietProgress:
+    """The bar where ``console`` is a terminal, else a line per phase under ``verbose`` (``-v``), else nothing as it goes."""
+    if console.is_terminal:
+        return TerminalProgress(console)
+    return LineProgress(console) if verbose else QuietProgress()
 
 

@@ -136,7 +136,8 @@ def _answer(model: str, kind: str, arrays: dict[str, np.ndarray], x: np.ndarray,
     if kind == "gradients":
         out, loss = forward(params, xt, tt, extra["unused"])
         total = loss / extra["every"] + extra["second"] * (out * out).mean()
-        used = [n for n in params if n in _reached(total, params)]
+        reached = _reached(total, params)
+        used = [n for n in params if n in reached]
         grads = torch.autograd.grad(total, [params[n] for n in used])
         named = dict(zip(used, grads, strict=True))
         return float(loss.detach()), {n: named[n].numpy() if n in named else None for n in params}
@@ -148,13 +149,18 @@ def _answer(model: str, kind: str, arrays: dict[str, np.ndarray], x: np.ndarray,
 
 
 def _reached(total: torch.Tensor, params: Tensors) -> set[str]:
-    """The parameters the loss depends on (a layer left out this step has none: its gradient is ``None``)."""
+    """The parameters the loss depends on (a layer left out this step has none: its gradient is ``None``): one walk of
+    the backward graph, each node once. A walk of every path grows with the paths, not the nodes: the GRU's hidden state
+    feeds the next step by several paths, so at tiny its 111 nodes were 142,945 visits (the transformer's 115 were
+    17,279), once per parameter, about a second per request."""
     found: set[int] = set()
+    seen: set[Any] = set()
     stack = [total.grad_fn]
     while stack:
         fn = stack.pop()
-        if fn is None:
+        if fn is None or fn in seen:
             continue
+        seen.add(fn)
         variable = getattr(fn, "variable", None)
         if variable is not None:
             found.add(id(variable))

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.contract.models import Model
 from harness.contract.modes import SCRIPTS
 from harness.errors import UsageError
 from harness.workload.optimizers import OPTIMIZERS
@@ -174,6 +175,21 @@ class Feature:
         if num_layers < layers:
             return f"needs a model of {layers} layers or more (its layer arguments), and the model has {num_layers}"
         return None
+
+    def cannot_run_on(self, model: Model) -> str | None:
+        """Why this row cannot run on ``model`` (one phrase, the fact from the model's row), or ``None``: a kind the model's
+        modules cannot run (:attr:`Model.cannot_run`), or a layer argument naming a layer the model's forward cannot leave
+        out or compute by a custom function (:attr:`Model.left_out`, :attr:`Model.replaced`). Such a cell would only fail
+        at run time, in the binding's error, having tested nothing of the feature."""
+        if self.kind in model.cannot_run:
+            return model.cannot_run[self.kind]
+        where = {"sometimes_used": (model.left_out, "left out of a step"),
+                 "custom_function": (model.replaced, "computed by a custom function")}.get(self.kind)
+        if where is None or where[0] is None or int(self.args["layer"]) in where[0]:
+            return None
+        layers, what = where
+        can = f"only layer {' or '.join(str(k) for k in layers)} can be" if layers else "no layer can be"
+        return f"its layer argument is {int(self.args['layer'])}, and of the {model.name} model {can} {what}"
 
     def refuses(self, language: str, scaler: str) -> bool:
         """Whether ``language``'s binding is known not to do this row's loop with a scaler of kind ``scaler``."""

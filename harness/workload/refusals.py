@@ -6,6 +6,12 @@ A loop feature whose mechanism never acts in the spec (a resume whose checkpoint
 that never changes the lr, accumulation that never steps: :meth:`harness.workload.features.Feature.never_acts`) is refused
 for every cell of it, so a run of only such cells ends "no cell ran" (exit 4), and a run beside them says why per reason.
 
+A loop feature that cannot run on the cell's model is refused too, in the model row's words
+(:meth:`harness.workload.features.Feature.cannot_run_on`): a kind its modules cannot run (the transformer's fused
+attention has no double backward, so no gradient penalty), or a layer argument naming a layer the model cannot leave out
+or compute by a custom function (``custom_function``'s layer 1 is the MLP's hidden Linear; the transformer's and the conv
+net's Linear is their head, layer 2).
+
 The other refusal is the AMP guide's pure low-precision weights (``../shared/seeds/amp_guide_fp16_cli.md``, modes
 whose ``weights`` are ``amp``) in float16 with an optimizer whose step divides by ``sqrt(second moment) + eps``: its
 default eps of 1e-8 rounds to 0 in float16 state (float16's smallest subnormal is 2^-24 ≈ 5.96e-8), the second moment
@@ -17,6 +23,7 @@ range is float32's, or a representable eps, the same cells train.
 from __future__ import annotations
 
 from harness.contract.dtypes import AMP_DTYPES, DTYPES
+from harness.contract.models import MODELS
 from harness.workload.features import FEATURES
 from harness.workload.matrix import Cell
 from harness.workload.optimizers import OPTIMIZERS
@@ -37,6 +44,12 @@ def refusal(cell: Cell, spec: WorkloadSpec) -> str | None:
     it is not this run's and its smallest number holds the eps (a bfloat16 run with ``eps=0`` is told to raise the eps,
     never to run in bfloat16)."""
     feature = FEATURES.get(cell.feature)
+    # the model's fact first: no spec can change it (a GRU has no layer to leave out, at any --num-layers)
+    cannot = feature.cannot_run_on(MODELS[cell.model]) if feature is not None else None
+    if feature is not None and cannot is not None:
+        others = [name for name, row in MODELS.items() if feature.cannot_run_on(row) is None]
+        return (f"loop feature {feature.name} cannot run on the {cell.model} model: {cannot}; its cells would only fail. "
+                f"Run it with --model {' or '.join(others)}, or leave {feature.name} out (--feature)")
     never = feature.never_acts(spec.steps, spec.model_row.layers(spec.sizes)) if feature is not None else None  # the model's layers
     if feature is not None and never is not None:
         return (f"loop feature {feature.name} cannot act in this spec: it {never} (--num-batches {spec.num_batches} × --epochs "

@@ -26,6 +26,8 @@ import pytest
 
 from harness.cli.outcome import exit_status
 from harness.files.paths import SCRIPTS_ENV
+from harness.judge.divergence import read_cell_trace
+from harness.model.record_points import records_only
 from harness.model.result import MatrixResult
 from harness.model.verdicts import PairVerdict
 from harness.run.availability import Availability
@@ -68,6 +70,9 @@ def test_the_clip_pair_is_a_proven_known_difference(tmp_path: Path, monkeypatch:
     assert pair.details["known_difference"] == ["clip-coef-reciprocal"]
     assert "r-clip-coef-reciprocal" in pair.details["trace"]["switches"]
     assert exit_status(result) == 0
+    # issue 47: its reconciled run's records match python's, so it ran untraced: its trace holds its records only
+    [r_cell] = [c for c in result.cells if c.frontend == "r" and c.pair == pair.pair]
+    assert r_cell.reconciled is not None and records_only(read_cell_trace(r_cell.reconciled))
     # lean (docs/results keeps no .safetensors): without its weights and trace files the result is judged from what it
     # stored (every traced pair's trace with its reconciliation, the weights' digests and measurements), the same
     saved = tmp_path / "lean" / "clip.json"
@@ -110,6 +115,9 @@ def test_a_planted_optimizer_hyperparameter_is_diverged_at_the_optimizer_state(t
     trace = pair.details["trace"]
     assert trace["first_difference"]["point"] == "optim.bias_correction1.layer0.weight" and trace["first_difference"]["step"] == 0
     assert trace["reconciled_identical"] is False and trace["reconciled"]["point"] == "optim.bias_correction1.layer0.weight"
+    # issue 47: its untraced reconciled run's records part from python's, so it ran again traced, to say where (above)
+    [r_cell] = [c for c in result.cells if c.frontend == "r" and c.pair == pair.pair]
+    assert r_cell.reconciled is not None and not records_only(read_cell_trace(r_cell.reconciled))
     assert "first differs at step 0, optim.bias_correction1.layer0.weight" in pair.explanation[0]
     assert "not known difference first-moment-lerp: it first differs at optim.bias_correction1.layer0.weight" in "\n".join(
         pair.explanation)

@@ -62,6 +62,10 @@ def doctor(console: Console | None = None, availability: Availability | None = N
                  "intra-op: the run's threads (OMP_NUM_THREADS, MKL_NUM_THREADS, set_num_threads at worker start, before the "
                  "first backward: R torch's backward threads keep the count they first ran with), measured per cell "
                  "(installation.backward_threads); inter-op: libtorch's default, unused by a CPU backward", None))
+    rows.append(("determinism (CUDA)",
+                 "Python: torch.use_deterministic_algorithms(True, warn_only=True) in each CUDA cell, CUBLAS_WORKSPACE_CONFIG="
+                 ":4096:8 in every worker (the conv net's bilinear backward is atomic adds without them); R torch has no "
+                 "such switch", None))
     table = Table(title="amp-parity doctor", header_style="bold")
     table.add_column("component")
     table.add_column("found")

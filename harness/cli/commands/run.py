@@ -99,7 +99,7 @@ def command(args: argparse.Namespace) -> ExitCode:
             trace=args.trace, known=known_differences_of(args), baseline=args.baseline,
         ) as runner:
             print_header(console, spec, runner, modes, optimizers, features)
-            with progress_for(console) as progress:
+            with progress_for(console, getattr(args, "verbose", False)) as progress:
                 result = runner.run(modes, optimizers, on_progress=progress, protocol=protocol, profile=args.profile,
                                     judging="tolerance_only" if args.tolerance_only else "strict", features=features)
             saved = None
@@ -115,7 +115,7 @@ def command(args: argparse.Namespace) -> ExitCode:
                 WRITTEN.append(f"the report was written to {reports.folder}")
             result = dataclasses.replace(result, phases=result.phases.with_phase("writing", time.perf_counter() - writing))
     lines = [line for line in (saved, written, nothing_ran(result), limit_line(result)) if line is not None]
-    if getattr(args, "verbose", False):
+    if getattr(args, "verbose", False):  # where the time went, phase by phase (the report has it too)
         lines.append(phases_line(result) or "phases: none recorded")
     try:
         print_result(result, console, verbose=getattr(args, "verbose", False))

@@ -8,8 +8,8 @@ a bilinear resize would be long and a maintenance risk of its own, and the paren
 
 from __future__ import annotations
 
-from harness.judge.models.autograd_client import model_reference
+from harness.judge.models.autograd_client import model_reference, start
 
-__all__ = ["gradients", "penalized"]
+__all__ = ["gradients", "penalized", "start"]
 
 gradients, penalized = model_reference("convnet")

@@ -6,8 +6,8 @@ row's label smoothing, beside the forwards it shares, ``py_scripts/models/transf
 
 from __future__ import annotations
 
-from harness.judge.models.autograd_client import model_reference
+from harness.judge.models.autograd_client import model_reference, start
 
-__all__ = ["gradients", "penalized"]
+__all__ = ["gradients", "penalized", "start"]
 
 gradients, penalized = model_reference("transformer_smoothing")

@@ -204,3 +204,38 @@ def test_a_cut_trace_is_compared_only_up_to_its_cut(tmp_path: Path) -> None:
     assert refused.error is not None and "r's trace was cut after step 1" in refused.error
     assert not plain_traces_identical(agreeing, traced("python", whole[:2], 1))
     assert plain_traces_identical(python, traced("r", whole, None))
+
+
+def test_an_untraced_reconciled_run_is_compared_on_its_records_and_traced_again_where_they_part(tmp_path: Path) -> None:
+    """Issue 47: a reconciled run the matrix ran untraced keeps only its record points (losses, scales, dtypes, final
+    weights); against its partner's whole trace, only the two runs' records are compared. Records that match prove the
+    pair as the whole traces did; records that part name the cell, which the run traces again to say where."""
+    from harness.judge.pairs import reconciled_records_differ
+    from harness.model.cell_trace import CellTrace
+    from harness.model.record_points import record_points, records_only
+    from tests.twins import by_mode, golden, split_losses, with_record
+
+    cell = by_mode(golden())["autocast"]
+    assert cell.record is not None
+    loop = ((0, "loss", "float32", (), "0" * 32, 1.0), (1, "grad", "float32", (2,), "1" * 32, None))
+    python_trace = CellTrace((*loop, *record_points(cell.record, None)), "blake3").write(tmp_path / "p.trace.safetensors")
+    python = dataclasses.replace(cell, trace=python_trace, reconciled=None)
+    r_plain = CellTrace(((0, "loss", "float32", (), "9" * 32, 1.5), *record_points(cell.record, None)), "blake3")
+    r_trace = r_plain.write(tmp_path / "r.trace.safetensors")
+
+    def r_cell(reconciled_record: CellResult, name: str) -> CellResult:
+        assert reconciled_record.record is not None
+        lean = CellTrace(record_points(reconciled_record.record, None), "blake3", ("switch",))
+        assert records_only(lean) and not records_only(r_plain)
+        return dataclasses.replace(cell, cell=dataclasses.replace(cell.cell, frontend="r"), trace=r_trace,
+                                   reconciled=lean.write(tmp_path / f"{name}.reconciled.trace.safetensors"))
+
+    matching = r_cell(cell, "same")
+    trace = trace_cells(python, matching)
+    assert trace.error is None and trace.reconciled_identical is True and trace.switches == ("switch",)
+    assert reconciled_records_differ([python, matching], "python", ("python", "r")) == frozenset()
+    parting = r_cell(with_record(cell, losses=split_losses(cell.record, 5)), "parts")
+    trace = trace_cells(python, parting)
+    assert trace.reconciled_identical is False and trace.reconciled is not None
+    assert (trace.reconciled.step, trace.reconciled.point) == (5, "record.losses")
+    assert reconciled_records_differ([python, parting], "python", ("python", "r")) == {parting.id}

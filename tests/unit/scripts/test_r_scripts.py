@@ -84,7 +84,9 @@ R_ONLY_NAMES = {
 }
 #: What Python defines that R does not: the context manager that swaps PyTorch's module functions for the run, and its
 #: statement normaliser (R compares deparsed code instead).
-PY_ONLY_NAMES: dict[str, set[str]] = {stem: set() for stem in SHARED_PAIRS} | {"patches": {"binding_patches", "statement"}}
+#: set_determinism: PyTorch's deterministic algorithms on CUDA; R torch has no such switch (r_scripts/loop.R says so).
+PY_ONLY_NAMES: dict[str, set[str]] = {stem: set() for stem in SHARED_PAIRS} | {"patches": {"binding_patches", "statement"},
+                                                                               "loop": {"set_determinism"}}
 
 
 def test_every_python_script_has_its_r_partner() -> None:

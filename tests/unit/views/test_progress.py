@@ -10,16 +10,29 @@ import pytest
 from rich.console import Console
 
 from harness.model.progress import RunProgress, TextProgress, as_progress
-from harness.views.progress import LineProgress, TerminalProgress, progress_for
+from harness.views.progress import LineProgress, QuietProgress, TerminalProgress, progress_for
 from harness.views.table import print_result
 from harness.views.timing_sections import NO_BF16_NOTE, bf16_note, limit_line, timing_section
 from tests.twins import golden
 
 
-def test_without_a_terminal_each_phase_is_one_line_as_it_ends() -> None:
-    """In a log (CI): nothing per cell, one line per phase with its units and seconds."""
+def test_without_a_terminal_nothing_is_printed_as_it_goes_but_under_verbose() -> None:
+    """Issue 47: in a log without -v, no line per phase (``-v`` prints them, and the run's ``phases:`` line), so a run where
+    no cell needs a look stays within 60 lines."""
     stream = io.StringIO()
     progress = progress_for(Console(file=stream, force_terminal=False, width=40))
+    assert isinstance(progress, QuietProgress)
+    with progress:
+        progress.begin("record calls", 1)
+        progress.advance("a: ok")
+        progress.end("record calls", 1.0)
+    assert stream.getvalue() == ""
+
+
+def test_without_a_terminal_under_verbose_each_phase_is_one_line_as_it_ends() -> None:
+    """In a log (CI) with -v: nothing per cell, one line per phase with its units and seconds."""
+    stream = io.StringIO()
+    progress = progress_for(Console(file=stream, force_terminal=False, width=40), verbose=True)
     assert isinstance(progress, LineProgress)
     with progress:
         progress.begin("record calls", 3)

@@ -1,10 +1,15 @@
-"""The cells no language runs (harness/workload/refusals.py): pure float16 weights with an eps that is 0 in float16."""
+"""The cells no language runs (harness/workload/refusals.py): pure float16 weights with an eps that is 0 in float16, a
+feature whose mechanism cannot act in the spec, a feature that cannot run on the cell's model."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pytest
 
 from harness.contract.dtypes import DTYPES
+from harness.contract.models import MODELS
 from harness.workload.features import FEATURES
 from harness.workload.matrix import Cell
 from harness.workload.refusals import EPS_UNDER_SQRT, refusal
@@ -109,3 +114,75 @@ def test_a_feature_is_refused_below_what_its_mechanism_needs(feature: str, steps
     """The rows' own numbers: resume's checkpoint after 7 iterations, accumulation's 2 micro-batches, lr_step's decay after
     4 scheduler steps, the plateau's patience, multi_optimizer's explicit scale at step 14, a layer left out every 2nd step."""
     assert FEATURES[feature].never_acts(steps, 3) is not None and FEATURES[feature].never_acts(steps + 1, 3) is None
+
+
+#: The feature x model cells that failed at run time before the model rows said where a feature can act (the Python half
+#: of ``--feature all`` with each ``--model``): the transformer's fused attention has no double backward, and
+#: custom_function's layer 1 is a Linear only in the MLP (the GRU's head is its layer 1); the GRU, which has no layer to
+#: leave out, was refused for a layer count no --num-layers could change.
+_CANNOT_RUN = {("transformer", "penalty"): "has no double backward", ("transformer", "custom_function"): "only layer 2",
+               ("convnet", "custom_function"): "only layer 2",
+               **{("gru", f"sometimes_used{kind}"): "no layer can be left out" for kind in ("", "_zeros", "_default")}}
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+@pytest.mark.parametrize("feature", list(FEATURES))
+def test_a_feature_that_cannot_run_on_a_model_is_refused_in_the_model_rows_words(model: str, feature: str) -> None:
+    """Every feature x model cell of tiny runs or is refused up front with the model row's fact and the models it runs
+    on; none is left to fail at run time in the binding's error."""
+    spec = WorkloadSpec.from_preset("tiny", model=model)
+    why = refusal(Cell("python", "cuda_amp_grad_scaler", "default", "sgd", "cpu", feature, model), spec)
+    layers = MODELS[model].layers(spec.sizes)
+    if (model, feature) in _CANNOT_RUN:
+        assert why is not None and f"loop feature {feature} cannot run on the {model} model" in why, why
+        assert _CANNOT_RUN[model, feature] in why and "--model mlp" in why and f"--model {model}" not in why, why
+    elif FEATURES[feature].never_acts(spec.steps, layers) is None:
+        assert why is None, why
+
+
+def _python_net(model: str) -> Any:
+    """The Python forward's modules of ``model`` on the CPU, as the scripts build them."""
+    import importlib
+
+    spec = WorkloadSpec.from_preset("tiny", model=model)
+    return importlib.import_module(f"py_scripts.models.{model}"), spec
+
+
+@pytest.mark.parametrize("model", [m for m, row in MODELS.items() if row.left_out is not None or row.replaced is not None])
+def test_the_model_rows_say_which_layers_the_python_forward_can_leave_out_or_replace(model: str) -> None:
+    """``left_out`` and ``replaced`` are what the forwards do: a layer the row does not list is refused by the forward
+    (``ValueError``), a layer it lists runs."""
+    import torch
+
+    module, spec = _python_net(model)
+    net = module.build({"model": MODELS[model].run_spec(spec.sizes), "device": "cpu"})
+    row = MODELS[model]
+    x = torch.tensor(row.draw_inputs(np.random.default_rng(0), row.inputs(spec.sizes)) if row.draw_inputs else
+                     np.random.default_rng(0).standard_normal(row.inputs(spec.sizes)), dtype=torch.float32)
+    for layer in range(row.layers(spec.sizes)):
+        for listed, call in ((row.left_out, lambda k: module.forward(net, x, 0, k, None)),
+                             (row.replaced, lambda k: module.forward(net, x, 0, -1, (k, lambda h, linear: linear(h))))):
+            if listed is None:
+                continue
+            if layer in listed:
+                call(layer)
+            else:
+                with pytest.raises(ValueError, match="only"):
+                    call(layer)
+
+
+def test_the_transformers_attention_still_has_no_double_backward() -> None:
+    """The fact behind the transformer's penalty refusal, checked against the installed PyTorch: the penalty's backward
+    through the encoder layer's create_graph gradients stops in the fused attention. When a PyTorch release gives it a
+    double backward, this fails: lift the refusal (harness/contract/models.py, ``cannot_run``)."""
+    import torch
+
+    module, spec = _python_net("transformer")
+    net = module.build({"model": MODELS["transformer"].run_spec(spec.sizes), "device": "cpu"})
+    row = MODELS["transformer"]
+    x = torch.tensor(row.draw_inputs(np.random.default_rng(0), row.inputs(spec.sizes)))  # type: ignore[misc]
+    out = module.forward(net, x, 0, -1, None)
+    grads = torch.autograd.grad(out.square().mean(), list(net.parameters()), create_graph=True)
+    norm = torch.stack([g.square().sum() for g in grads]).sum().sqrt()
+    with pytest.raises(RuntimeError, match="derivative for aten::_scaled_dot_product_flash_attention_for_cpu_backward is not implemented"):
+        norm.backward()
