@@ -121,3 +121,16 @@ def test_the_gru_pairs_with_both_optimizer_families(availability: Availability, 
     assert all(p.verdict == "identical" for p in result.pairs if p.optimizer == "sgd"), [p.explain() for p in result.pairs]
     assert all(p.verdict == "known_difference" and "proven" in p.explain() for p in result.pairs if p.optimizer == "ignite_adam")
     assert all(c.weights is not None and "gru.weight_hh_l0" in c.weights.tensors for c in result.cells)
+
+
+def test_two_param_groups_train_every_transformer_parameter(availability: Availability, tmp_path: Path) -> None:
+    """The loop feature ``param_groups`` (weights in one group, every other parameter in a second): the transformer's
+    ``in_proj_weight`` is named neither ``.weight`` nor ``.bias``, and Python's second group once left it out of both
+    (R's twin trained it), so the pair diverged at ``param.stepped.encoder.self_attn.in_proj_weight``; now it is the
+    model's own entries, proven."""
+    require_r_torch(availability)
+    with MatrixRunner(WorkloadSpec.from_preset("tiny", model="transformer"), ("python", "r"), timeout=300,
+                      availability=availability, staging=tmp_path) as runner:
+        result = runner.run(("default",), ("sgd",), measure=False, features=("param_groups",))
+    assert result.pairs and all(p.verdict == "known_difference" and "the whole run is bitwise identical" in p.explain()
+                                for p in result.pairs), [p.explain() for p in result.pairs]
