@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from harness.contract.models import DEFAULT_MODEL, MODELS
 from harness.contract.modes import all_mode_names
 from harness.model.pair_trace import PairTrace, PointDifference
 from harness.model.result import MatrixResult, with_time_vs_default
@@ -67,7 +68,8 @@ _STAND_INS = {("with_autocast", "lowp_weights"): ("with_autocast", "autocast"),
 
 
 def main_job() -> MatrixResult:
-    """A result of the main job's shape (``run --preset tiny``: 680 cells, 340 pairs, 23 loop features), each cell and pair
+    """A result of the main job's shape (``run --preset tiny``: 800 cells, 400 pairs: the MLP's 680 with 23 loop features, and
+    the three models beside it by their covering designs, harness/workload/model_designs.py), each cell and pair
     the golden one of its frontend and script · mode (or :data:`_STAND_INS`'), relabelled; two pairs in three a proven R
     torch bug (:func:`with_bug`'s, one per optimizer; the main job has 236 such pairs), and two targets checked per cell as
     the main job checks them (its overhead per call, its round-to-round spread), half of them missed; the float64 reference
@@ -75,7 +77,7 @@ def main_job() -> MatrixResult:
     base = golden()
     by_key = {(c.frontend, c.script, c.mode): c for c in base.cells}
     pair_of = {(p.script, p.mode): p for p in base.pairs}
-    keys = cells_for(("python", "r"), tuple(all_mode_names()), tuple(OPTIMIZERS), "cpu", (NO_FEATURE, *FEATURES))
+    keys = cells_for(("python", "r"), tuple(all_mode_names()), tuple(OPTIMIZERS), "cpu", (NO_FEATURE, *FEATURES), tuple(MODELS))
     cells = []
     for key in keys:
         stand_in = by_key[(key.frontend, *_STAND_INS.get((key.script, key.mode), (key.script, key.mode)))]
@@ -84,7 +86,7 @@ def main_job() -> MatrixResult:
     for key in keys[::2]:
         pair = pair_of[_STAND_INS.get((key.script, key.mode), (key.script, key.mode))]
         pairs.append(dataclasses.replace(pair, script=key.script, mode=key.mode, optimizer=key.optimizer, feature=key.feature,
-                                         pair=pair_id(key.script, key.mode, key.optimizer, key.device, key.feature)))
+                                         model=key.model, pair=key.pair))
     cells = with_time_vs_default(cells, paired=base.protocol.interleave)  # a loop feature's cell has no default cell to divide by
     result = dataclasses.replace(base, cells=tuple(cells), pairs=tuple(pairs), traces=())
     for index in range(len(pairs)):
@@ -96,7 +98,8 @@ def main_job() -> MatrixResult:
                for name, asks in (("overhead per call", "bridge ≤ 5 ms per call (the script's own set-up not counted)"),
                                   ("round-to-round spread", "CV ≤ max(3%, 1.5× the machine's noise floor)"))]
     # the float64 reference of every optimizer and loop feature, the golden one's (sgd's) relabelled: every panel draws it
-    trajectories = tuple({**t, "optimizer": optimizer, **({} if feature == NO_FEATURE else {"feature": feature})}
-                         for optimizer, feature in dict.fromkeys((c.optimizer, c.feature) for c in keys)
+    trajectories = tuple({**t, "optimizer": optimizer, **({} if feature == NO_FEATURE else {"feature": feature}),
+                          **({} if model == DEFAULT_MODEL else {"model": model})}
+                         for optimizer, feature, model in dict.fromkeys((c.optimizer, c.feature, c.model) for c in keys)
                          for t in base.reference.trajectories)
     return dataclasses.replace(result, targets=tuple(targets), reference=dataclasses.replace(base.reference, trajectories=trajectories))

@@ -98,12 +98,13 @@ def entry_texts_of(args: argparse.Namespace) -> dict[str, EntryText]:
 
 
 class Matrix(NamedTuple):
-    """What ``run`` and ``trace`` run: the spec, and the modes, optimizers and loop features of its cells."""
+    """What ``run`` and ``trace`` run: the spec, and the modes, optimizers, loop features and models of its cells."""
 
     spec: WorkloadSpec
     modes: tuple[str, ...]
     optimizers: tuple[str, ...]
     features: tuple[str, ...]
+    models: tuple[str, ...]
 
 
 def matrix_of(args: argparse.Namespace) -> Matrix:
@@ -113,18 +114,49 @@ def matrix_of(args: argparse.Namespace) -> Matrix:
     Raises:
         SpecError, UsageError: a value the spec, or an axis, does not allow.
     """
+    from harness.contract.models import DEFAULT_MODEL
     from harness.workload.features import parse_features
     from harness.workload.flags import for_optimizers, spec_from_args
+    from harness.workload.model_designs import parse_models
     from harness.workload.optimizers import parse_optimizers
     from harness.workload.spec import parse_modes
 
-    spec = spec_from_args(args)
+    asked_models = getattr(args, "model", None)  # a list here (--model transformer,gru, all), one model in the spec
+    spec = spec_from_args(argparse.Namespace(**{**vars(args), "model": None}))
     modes = parse_modes(args.mode)
     optimizers = parse_optimizers(args.optimizer, spec.preset)
     spec = for_optimizers(spec, args, optimizers)
-    features = parse_features(args.feature, spec.preset, narrowed=bool(args.optimizer or args.mode))
+    narrowed = bool(args.optimizer or args.mode)
+    features = parse_features(args.feature, spec.preset, narrowed=narrowed)
+    models = parse_models([asked_models] if asked_models else None, spec.preset, narrowed, spec.model)
+    # The spec names the MLP where it is among them (its ids and digest as they always were), else the first model.
+    spec = spec.for_model(DEFAULT_MODEL if DEFAULT_MODEL in models else models[0])
     _refuse_empty_features(args, spec.device, modes, optimizers, features)
-    return Matrix(spec, modes, optimizers, features)
+    _refuse_empty_models(asked_models, spec.device, modes, optimizers, features, models)
+    return Matrix(spec, modes, optimizers, features, models)
+
+
+def _refuse_empty_models(asked: str | None, device: str, modes: tuple[str, ...], optimizers: tuple[str, ...],
+                         features: tuple[str, ...], models: tuple[str, ...]) -> None:
+    """Refuse a model named in ``--model`` that has no cell in the asked modes and optimizers (its covering design runs
+    elsewhere): asked for, it would never run. ``all`` (or the preset's) asks for each model where it runs.
+
+    Raises:
+        UsageError: naming the model, its design's optimizers, and the flags that left it out.
+    """
+    from harness.errors import UsageError
+    from harness.workload.matrix import cells_for
+    from harness.workload.model_designs import design_cells
+
+    if not asked or "all" in asked.split(",") or len(models) < 2:
+        return
+    ran = {c.model for c in cells_for(("any",), modes, optimizers, device, features, models)}
+    empty = [m for m in models if m not in ran]
+    if empty:
+        used = sorted({o for _, _, _, o in design_cells(empty[0])})
+        raise UsageError("--model", empty[0], f"a model with a cell in the asked modes and optimizers; beside other models, "
+                         f"{empty[0]} trains with {', '.join(used)} in every mode (harness/workload/model_designs.py): add one "
+                         f"of them to --optimizer, or run {empty[0]} alone (--model {empty[0]}: its whole matrix)")
 
 
 def _refuse_empty_features(args: argparse.Namespace, device: str, modes: tuple[str, ...], optimizers: tuple[str, ...],

@@ -27,7 +27,7 @@ from harness.model.verdicts import CellVerdict, Float64Bound, Float64Check, Outc
 from harness.workload.features import explicit_scales, micro_batches
 from harness.workload.spec import WorkloadSpec
 
-__all__ = ["check_float64", "judge_cell", "reference_losses_for"]
+__all__ = ["bound_for_model", "check_float64", "judge_cell", "reference_losses_for"]
 
 def reference_losses_for(cell: CellResult, reference: ReferenceSummary) -> np.ndarray | None:
     """The float64 losses ``cell`` is judged against: its optimizer's, plain or clipped, replayed over the steps it skipped.
@@ -74,6 +74,17 @@ def check_float64(
     )
 
 
+def bound_for_model(bound: Float64Bound, spec: WorkloadSpec, amp_dtype: str) -> Float64Bound:
+    """``bound`` for the spec's model: under autocast, times the model row's measured factor (the MLP's bounds are the
+    MLP's arithmetic's: :attr:`harness.contract.models.Model.autocast_bound_factor` says why another model's differ)."""
+    model = spec.model_row
+    if bound.precision != amp_dtype or model.autocast_bound_factor == 1.0:
+        return bound
+    factor = model.autocast_bound_factor
+    return Float64Bound(bound.loss_rtol * factor, bound.weight_rtol * factor, bound.precision, bound.steps,
+                        f"{bound.reason}; x{factor:g} for the {model.name} model under autocast ({model.autocast_bound_why})")
+
+
 def judge_cell(cell: CellResult, spec: WorkloadSpec, reference: ReferenceSummary) -> CellVerdict:
     """The verdict for ``cell`` on its own, from what the result stores: its float64 check where the result has a
     reference (and the run measured the cell's distance from it), and the scale history of a scaler cell."""
@@ -84,7 +95,8 @@ def judge_cell(cell: CellResult, spec: WorkloadSpec, reference: ReferenceSummary
     losses = reference_losses_for(cell, reference)
     if losses is not None and cell.reference_distance is not None:
         amp_dtype = (cell.record.amp_dtype if cell.record else None) or spec.amp_dtype  # a merged CUDA cell may differ
-        bound = float64_bound_for(cell.cell.properties, cell.device, str(amp_dtype), spec.steps, cell.cell.optimizer)
+        bound = bound_for_model(float64_bound_for(cell.cell.properties, cell.device, str(amp_dtype), spec.steps, cell.cell.optimizer),
+                           spec, str(amp_dtype))
         float64 = check_float64(list(record.losses), losses, cell.reference_distance, bound, record.skipped_step_indices)
     elif reference.available:
         no_float64 = "the run measured no distance from float64 for this cell"

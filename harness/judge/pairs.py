@@ -496,4 +496,4 @@ def _status_verdict(a: CellResult, names: tuple[str, str], statuses: StatusFindi
 
 def _verdict(a: CellResult, names: tuple[str, str], verdict: Verdict, explanation: list[str], details: dict[str, Any]) -> PairVerdict:
     return PairVerdict(a.pair, a.script, a.mode, a.device, names, verdict, explanation, details, optimizer=a.optimizer,
-                       feature=a.cell.feature)
+                       feature=a.cell.feature, model=a.cell.model)

@@ -68,6 +68,8 @@ class Trajectory(TypedDict):
     skipped_steps: list[int]
     losses: list[float | None]
     feature: NotRequired[str]
+    #: The model trained, where it is not the spec's (a matrix of several models: harness/workload/model_designs.py).
+    model: NotRequired[str]
 
 
 class WorkerStarts(TypedDict, total=False):

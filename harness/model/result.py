@@ -272,8 +272,16 @@ class ReferenceSummary(Stored):
             return None
         steps = sorted(skipped)
         return next((tuple(t["losses"]) for t in self.trajectories
-                     if t["optimizer"] == optimizer and bool(t["clip"]) == clip and list(t["skipped_steps"]) == steps
+                     if "model" not in t and t["optimizer"] == optimizer and bool(t["clip"]) == clip and list(t["skipped_steps"]) == steps
                      and t.get("feature", NO_FEATURE) == feature), None)
+
+    def of_model(self, model: str, spec_model: str) -> ReferenceSummary:
+        """The trajectories of ``model`` alone, as a run of that model would store them (without their ``model``): a
+        trajectory names its model only where it is not the spec's (``spec_model``), so the MLP's result reads as before."""
+        if model == spec_model or not self.available:
+            return dataclasses.replace(self, trajectories=tuple(t for t in self.trajectories if "model" not in t))
+        return dataclasses.replace(self, trajectories=tuple({k: v for k, v in t.items() if k != "model"}
+                                                            for t in self.trajectories if t.get("model") == model))
 
 @dataclass(frozen=True)
 class RunOf:
@@ -419,7 +427,20 @@ class MatrixResult(Stored):
         are kept in its entry of ``sources`` (:mod:`harness.store.merge`), and a cell is checked and judged against
         those of the run it came from. Where an entry lacks one (a merge written before they were kept), the result's own.
         """
-        return self._runs.get(cell.id, self._own_run)
+        run = self._runs.get(cell.id, self._own_run)
+        return run if cell.cell.model == run.spec.model else self._model_run(run, cell.cell.model)
+
+    def _model_run(self, run: RunOf, model: str) -> RunOf:
+        """``run`` for another model's cells (a matrix of several models): the spec training it, and its references."""
+        key = (id(run), model)
+        if key not in self._model_runs:
+            reference = None if run.reference is None else run.reference.of_model(model, run.spec.model)
+            self._model_runs[key] = dataclasses.replace(run, spec=run.spec.for_model(model), reference=reference)
+        return self._model_runs[key]
+
+    @functools.cached_property
+    def _model_runs(self) -> dict[tuple[int, str], RunOf]:
+        return {}
 
     @functools.cached_property
     def _own_run(self) -> RunOf:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from harness.contract.models import DEFAULT_MODEL
 from harness.contract.optimizers import DEFAULT_OPTIMIZER
 from harness.model.codec import Stored, codec
 from harness.workload.features import NO_FEATURE
@@ -106,6 +107,8 @@ class PairVerdict(Stored):
     details: dict[str, Any] = field(default_factory=dict, hash=False)
     #: The loop feature both cells ran (harness/workload/features.py; ``none``, the plain loop, is not stored).
     feature: str = field(default=NO_FEATURE, metadata=codec(omit=lambda pair: pair.feature == NO_FEATURE))
+    #: The model both cells trained (harness/contract/models.py; the default, the MLP, is not stored).
+    model: str = field(default=DEFAULT_MODEL, metadata=codec(omit=lambda pair: pair.model == DEFAULT_MODEL))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "verdict", Verdict(self.verdict))  # a name no verdict has is refused here, not misread later

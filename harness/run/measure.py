@@ -169,7 +169,7 @@ def _one_round(pool: WorkerPool, cell: CellResult, log: RoundLog, failed: dict[s
     except WorkerError as err:
         failed[cell.id] = f"{what} failed: {err}"
         return None
-    status, problem = judge_record(record, pool.spec, cell.cell)
+    status, problem = judge_record(record, pool.spec.for_model(cell.cell.model), cell.cell)
     if status is Status.NUMERICAL_FAILURE:
         problem = f"{problem}, where the record call's losses were finite"
     if status is not Status.OK:

@@ -65,6 +65,8 @@ class WorkerPool:
         self.frontends = dict(FRONTENDS) if frontends is None else frontends
         self.scaler_lift = scaler_lift
         self.fixture = fixture
+        #: Each model's fixtures beside the spec's (a matrix of several models: :meth:`model_fixture`), by model.
+        self.model_fixtures: dict[str, FixtureFile] = {}
         self._availability = availability
         self.timeout = timeout
         if staging is None:
@@ -218,12 +220,22 @@ class WorkerPool:
         """The request a worker answers for ``cell`` (``switches``: the reconciliation switches its script applies;
         ``weights_name``: the final weights' file in staging, default the cell's; ``extra`` adds fields, e.g. another ``kind``)."""
         weights_out = self.staging / (weights_name or f"{cell.id}.safetensors") if save_weights else None
+        spec = self.spec.for_model(cell.model)
         return {
-            "script": cell.script, "mode": cell.mode, "spec_summary": self.spec.summary(),
-            "run_spec": prepare_run_spec(self.spec, cell.script, cell.optimizer, weights_out, self.fixture, save_weights=save_weights,
+            "script": cell.script, "mode": cell.mode, "spec_summary": spec.summary(),
+            "run_spec": prepare_run_spec(spec, cell.script, cell.optimizer, weights_out, self.model_fixture(cell.model),
+                                         save_weights=save_weights,
                                          scaler_lift=self.scaler_lift, switches=switches, feature=cell.feature),
             **extra,
         }
+
+    def model_fixture(self, model: str) -> FixtureFile:
+        """``model``'s fixture file: the spec's, or the one the runner built for another model of its matrix.
+
+        Raises:
+            KeyError: a model whose fixtures were not built (the runner builds each model's before its cells run).
+        """
+        return self.fixture if model == self.spec.model else self.model_fixtures[model]
 
     def last_memory(self, frontend: str) -> dict[str, Any]:
         """What the frontend's worker measured of its memory during its last call (empty before any)."""

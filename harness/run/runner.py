@@ -127,8 +127,10 @@ class MatrixRunner:
             self.fixture: FixtureFile = ensure_fixtures(spec, fixture_cache)
         self.pool = WorkerPool(spec, self.fixture, lambda: self.availability, timeout, staging, scaler_lift,
                                {i.name: frontend_for(i) for i in self.installations})
-        self._arrays: dict[str, Any] | None = None
-        self._references: dict[tuple[str, bool, frozenset[int], str], Reference] = {}
+        #: Each model's fixture tensors, loaded for its float64 reference on first use.
+        self._arrays: dict[str, dict[str, Any]] = {}
+        #: The float64 references by (model, optimizer, clip, skipped steps, feature).
+        self._references: dict[tuple[str, str, bool, frozenset[int], str], Reference] = {}
         #: Seconds spent computing the float64 reference (part of the matrix's wall time).
         self.reference_seconds = 0.0
         self.reference_reason = reference_skip_reason(spec)
@@ -146,6 +148,8 @@ class MatrixRunner:
         self._optimizers: tuple[str, ...] = PRESET_OPTIMIZERS.get(spec.preset, (DEFAULT_OPTIMIZER,))
         #: The loop features the last run ran (harness/workload/features.py; ``none``: the plain loop).
         self._features: tuple[str, ...] = (NO_FEATURE,)
+        #: The models the last run trained (the spec's, and those beside it: harness/workload/model_designs.py).
+        self._models: tuple[str, ...] = (spec.model,)
 
     def use_spec(self, spec: WorkloadSpec) -> None:
         """Run the next cells with ``spec``, in the workers already started (``harness search``: an example a spec, each a
@@ -159,7 +163,8 @@ class MatrixRunner:
             raise UsageError("spec", spec.summary(), f"the runner's threads ({self.spec.threads}) and device ({self.spec.device})")
         self.spec = self.pool.spec = spec
         self.fixture = self.pool.fixture = ensure_fixtures(spec, self._fixture_cache)
-        self._arrays, self._references, self._baseline_traces = None, {}, {}
+        self.pool.model_fixtures = {}
+        self._arrays, self._references, self._baseline_traces = {}, {}, {}
         self.reference_reason = reference_skip_reason(spec)
         self.reconcile_problems = {}
 
@@ -184,6 +189,7 @@ class MatrixRunner:
         measure: bool = True,
         features: tuple[str, ...] | None = None,
         only_cells: Sequence[Cell] | None = None,
+        models: tuple[str, ...] | None = None,
     ) -> MatrixResult:
         """Run every cell of the matrix (``modes`` × ``optimizers``, default the preset's optimizers, and each of
         ``features`` where its covering design runs it, default the plain loop alone: the CLI passes the preset's,
@@ -195,7 +201,9 @@ class MatrixRunner:
         calls only (no timed rounds, peaks or profiles: ``harness trace``). ``on_progress``: what the run says as it goes
         (:class:`harness.model.progress.RunProgress`: each phase as it begins and ends, each cell or round done), or a
         function of one string (each cell or round done). ``only_cells``: these cells instead of the matrix's (``harness
-        search``: one pair wherever it drew it, a feature's covering design or not).
+        search``: one pair wherever it drew it, a feature's covering design or not). ``models``: the models trained
+        (default the spec's alone, its whole matrix); several: the MLP's whole matrix and each other model's covering
+        design (:mod:`harness.workload.model_designs`), each model from its own fixtures, built here once.
         """
         check_judging(judging)
         self.reconcile_problems.clear()  # what a run of this runner warns of is its own (a session's runner runs many)
@@ -218,14 +226,21 @@ class MatrixRunner:
             provenance = describe_provenance()  # the files as they are when the cells start
         with phase("worker starts"):
             if self.reference_reason is None:  # a model reference's worker imports torch beside the frontends' workers
-                start_reference(self.spec.model)
+                for model in models or (self.spec.model,):
+                    start_reference(model)
             self.describe_installations(progress)
         optimizers = optimizers or PRESET_OPTIMIZERS.get(self.spec.preset, (DEFAULT_OPTIMIZER,))
         self._optimizers = optimizers
         features = features or (NO_FEATURE,)
         self._features = features
+        models = models or (self.spec.model,)
         matrix = (list(only_cells) if only_cells is not None
-                  else cells_for(self.frontends, modes, optimizers, self.spec.device, features, self.spec.model))
+                  else cells_for(self.frontends, modes, optimizers, self.spec.device, features, models))
+        self._models = tuple(dict.fromkeys(c.model for c in matrix)) or (self.spec.model,)
+        if len(self._models) > 1:  # the spec's model by its design (the MLP's: every optimizer): its references, no more
+            self._optimizers = tuple(dict.fromkeys(c.optimizer for c in matrix if c.model == self.spec.model))
+        with clock.phase("fixtures"):  # each other model's, once (the spec's were built with the runner)
+            self.model_fixtures(self._models)
         # Each frontend's cells in its own worker, the workers side by side (one thread each; the spec's threads per worker):
         # a record call's numbers do not depend on what the other worker does, and its time is not what is timed.
         with phase("record calls", len(matrix)):
@@ -256,7 +271,7 @@ class MatrixRunner:
             if self.spec.device == "cuda" if profile is None else profile:
                 with phase("profile", sum(c.status is Status.OK for c in cells)):
                     cells = profile_cells(self.pool, cells, progress)
-            cells = [dataclasses.replace(c, efficiency=cell_efficiency(c, self.spec, peaks)) for c in cells]
+            cells = [dataclasses.replace(c, efficiency=cell_efficiency(c, self.spec.for_model(c.cell.model), peaks)) for c in cells]
             cells = with_time_vs_default(cells, paired=protocol.interleave, side_by_side=protocol.side_by_side)
         else:
             peaks = Peaks(self.spec.device, self.spec.threads, {}, "not measured: the record calls only (harness trace)")
@@ -292,6 +307,12 @@ class MatrixRunner:
         self._clock, self._created = PhaseClock(), time.perf_counter()
         return result
 
+    def model_fixtures(self, models: Sequence[str]) -> None:
+        """Build (or find in the cache) the fixtures of each of ``models`` other than the spec's, once per runner."""
+        for model in models:
+            if model != self.spec.model and model not in self.pool.model_fixtures:
+                self.pool.model_fixtures[model] = ensure_fixtures(self.spec.for_model(model), self._fixture_cache)
+
     def worker_info(self) -> dict[str, Any]:
         """Each worker's start-ups (:meth:`harness.run.pool.WorkerPool.worker_info`) and how long it took to answer first."""
         info = self.pool.worker_info()
@@ -319,7 +340,7 @@ class MatrixRunner:
         pairs = []
         for i in measured:
             v = traced[i]
-            a, b = (result.cell(Cell(name, v.script, v.mode, v.optimizer, v.device, v.feature, self.spec.model).id) for name in v.frontends)
+            a, b = (result.cell(Cell(name, v.script, v.mode, v.optimizer, v.device, v.feature, v.model).id) for name in v.frontends)
             pairs.append((a, b, traces[i]))
         def said(side: SecondPass) -> None:
             progress(f"trace {side.cell.id}: again to step {side.point[0]}, {side.point[1]}")
@@ -414,8 +435,11 @@ class MatrixRunner:
     def run_cell(self, cell: Cell) -> CellResult:
         """Run one cell (the record call); its ``status`` says how it ended (it never raises), its ``verdict``
         how it stands on its own (:mod:`harness.judge.cells`)."""
+        self.model_fixtures((cell.model,))
         outcome = self._with_distance(self._with_reconciled(self._called(cell)))
-        return dataclasses.replace(outcome, verdict=judge_cell(outcome, self.spec, self.reference_summary()))
+        spec = self.spec.for_model(cell.model)
+        reference = self.reference_summary().of_model(cell.model, self.spec.model)
+        return dataclasses.replace(outcome, verdict=judge_cell(outcome, spec, reference))
 
     def _called(self, cell: Cell) -> CellResult:
         """The record call, with the facts of the installation that ran it."""
@@ -460,7 +484,7 @@ class MatrixRunner:
                 self.reconcile_problems[cell.id] = f"asked for the switches {', '.join(switches)}, its script applied {list(applied)}"
                 return None
             # Its record is checked as the plain one's, but for the switches it was asked to apply (checked above).
-            status, reason = judge_record({**raw, "switches": []}, self.spec, cell)
+            status, reason = judge_record({**raw, "switches": []}, self.spec.for_model(cell.model), cell)
             if status is Status.ERROR:
                 self.reconcile_problems[cell.id] = f"its run with the switches {', '.join(switches)} gave no record: {reason}"
                 return None
@@ -499,7 +523,7 @@ class MatrixRunner:
                               "free space there (or set TMPDIR) and run again") from err
 
     def _record_call(self, cell: Cell) -> CellResult:
-        refused = refusal(cell, self.spec)  # arithmetic that cannot work in any language: not run, and said why
+        refused = refusal(cell, self.spec.for_model(cell.model))  # arithmetic that cannot work in any language: not run, and said why
         if refused is not None:
             return CellResult(cell, Status.UNSUPPORTED, refused)
         reason = self.pool.unavailable_reason(cell.frontend)
@@ -533,7 +557,7 @@ class MatrixRunner:
             return CellResult(cell, Status.ERROR, str(err))
         wall_seconds = time.perf_counter() - start
         memory = self.pool.last_memory(cell.frontend) | {"cuda_peak_bytes": raw.get("peak_memory_bytes") if isinstance(raw, dict) else None}
-        status, reason = judge_record(raw, self.spec, cell)
+        status, reason = judge_record(raw, self.spec.for_model(cell.model), cell)
         if status is Status.ERROR:
             return CellResult(cell, status, reason, wall_seconds=wall_seconds, memory=Memory.from_json(memory))
         record = RunRecord.from_json(raw)
@@ -582,7 +606,7 @@ class MatrixRunner:
             return outcome
         # A scaler run is judged against the steps it really took: the reference skips its skipped steps too.
         skipped = record.skipped_step_indices
-        reference = self.reference(cell.optimizer, clip=cell.properties.clip, skipped=skipped, feature=cell.feature)
+        reference = self.reference(cell.optimizer, clip=cell.properties.clip, skipped=skipped, feature=cell.feature, model=cell.model)
         if reference is None:
             return outcome
         assert record.weights_path is not None
@@ -595,24 +619,28 @@ class MatrixRunner:
         return dataclasses.replace(outcome, reference_distance=distance)
 
     def reference(self, optimizer: str, clip: bool, skipped: frozenset[int] = frozenset(),
-                  feature: str = NO_FEATURE) -> Reference | None:
+                  feature: str = NO_FEATURE, model: str | None = None) -> Reference | None:
         """The float64 trajectory of ``optimizer`` in the loop of ``feature`` (with or without clipping, replaying
-        ``skipped`` steps), computed once per kind; ``None`` when too costly."""
-        if self.reference_reason is not None:
+        ``skipped`` steps) training ``model`` (default the spec's), computed once per kind; ``None`` when too costly."""
+        model = model or self.spec.model
+        spec = self.spec.for_model(model)
+        if (self.reference_reason if model == self.spec.model else reference_skip_reason(spec)) is not None:
             return None
-        key = (optimizer, clip, skipped, feature)
+        key = (model, optimizer, clip, skipped, feature)
         if key not in self._references:
             started = time.perf_counter()
-            if self._arrays is None:
-                self._arrays = load_fixture_arrays(self.fixture)
-            self._references[key] = run_reference(self.spec, self._arrays, clip=clip, skipped=skipped, optimizer=optimizer,
+            if model not in self._arrays:
+                self.model_fixtures((model,))
+                self._arrays[model] = load_fixture_arrays(self.pool.model_fixture(model))
+            self._references[key] = run_reference(spec, self._arrays[model], clip=clip, skipped=skipped, optimizer=optimizer,
                                                   feature=feature)
             self.reference_seconds += time.perf_counter() - started
         return self._references[key]
 
     def reference_summary(self) -> ReferenceSummary:
         """The reference trajectories for the result file (losses only; weights stay in memory): each optimizer's that
-        ran, plain and clipped, and each one replayed over a run's skipped steps."""
+        ran with the spec's model, plain and clipped, and each one replayed over a run's skipped steps; another model's
+        (a matrix of several) those its cells were judged against, each naming its model."""
         if self.reference_reason is not None:
             return ReferenceSummary(available=False, reason=self.reference_reason)
         for optimizer in self._optimizers:
@@ -620,8 +648,8 @@ class MatrixRunner:
                 self.reference(optimizer, clip)
         trajectories = tuple(
             {"optimizer": optimizer, "clip": clip, "skipped_steps": sorted(skipped), "losses": ref.losses.tolist(),
-             **({} if feature == NO_FEATURE else {"feature": feature})}
-            for (optimizer, clip, skipped, feature), ref in self._references.items()
+             **({} if feature == NO_FEATURE else {"feature": feature}), **({} if model == self.spec.model else {"model": model})}
+            for (model, optimizer, clip, skipped, feature), ref in self._references.items()
         )
         return ReferenceSummary(True, None, trajectories)
 

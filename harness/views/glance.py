@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.contract.models import DEFAULT_MODEL
 from harness.model.result import CellResult, MatrixResult
 from harness.model.verdicts import PairVerdict, Verdict
 from harness.workload.features import NO_FEATURE
 
-__all__ = ["SYMBOLS", "Glance", "column_key", "fold_key", "glance", "legend_of", "proven_known", "row_key", "symbol"]
+__all__ = ["SYMBOLS", "Glance", "column_key", "fold_key", "folded_label", "glance", "legend_of", "proven_known", "row_key",
+           "symbol"]
 
 #: One symbol per pair verdict (``known_difference`` says whether the entries are proven and whether one is a bug).
 SYMBOLS: dict[str, str] = {
@@ -52,25 +54,42 @@ def symbol(pair: PairVerdict) -> str:
     return SYMBOLS.get(pair.verdict, "?")
 
 
-def row_key(item: CellResult | PairVerdict) -> str:
-    """The grid row of a cell or pair: its optimizer, with its loop feature where it has one (``adam · accumulation``).
+def _part(item: CellResult | PairVerdict, name: str) -> str | None:
+    """``item``'s ``feature`` or ``model``, read by attribute (its own, or its :class:`~harness.workload.matrix.Cell`'s)."""
+    value = getattr(item, name, None) or getattr(getattr(item, "cell", None), name, None)
+    return None if value is None else str(value)
 
-    Read by attribute (the item's own, or its :class:`~harness.workload.matrix.Cell`'s), so a result whose cells name no
-    feature (every one before loop features) has one row per optimizer.
+
+def row_key(item: CellResult | PairVerdict) -> str:
+    """The grid row of a cell or pair: its optimizer, with its loop feature where it has one (``adam · accumulation``) and
+    its model where it is not the default (``adam@transformer``), as its id names it.
+
+    Read by attribute, so a result whose cells name no feature or model (every one before them) has one row per optimizer.
     """
-    feature = getattr(item, "feature", None) or getattr(getattr(item, "cell", None), "feature", None)
-    return f"{item.optimizer} · {feature}" if feature and feature != NO_FEATURE else item.optimizer
+    feature, model = _part(item, "feature"), _part(item, "model")
+    key = f"{item.optimizer} · {feature}" if feature and feature != NO_FEATURE else item.optimizer
+    return f"{key}@{model}" if model and model != DEFAULT_MODEL else key
 
 
 def fold_key(item: CellResult | PairVerdict) -> str | None:
-    """The folded row a cell or pair belongs to where a view folds the grid (the terminal by default, the plots): its loop
-    feature, or ``None`` for a plain optimizer row (shown as it is).
+    """The folded row a cell or pair belongs to where a view folds the grid (the terminal by default, the plots): its model
+    where it is not the default (all its pairs, its loop features' too), else its loop feature; ``None`` for a plain
+    optimizer row of the default model (shown as it is). :func:`folded_label` names the row.
 
-    A loop feature covers a few optimizers in a few modes (the main job's 120 feature rows are 65 % empty), so a view that
-    must stay short tells each feature in one row with its counts; the report's grid keeps every row.
+    A loop feature covers a few optimizers in a few modes (the main job's 120 feature rows are 65 % empty), and a model
+    beside the MLP a few of each (its covering design), so a view that must stay short tells each in one row with its
+    counts; the report's grid keeps every row.
     """
-    feature = getattr(item, "feature", None) or getattr(getattr(item, "cell", None), "feature", None)
-    return feature if feature and feature != NO_FEATURE else None
+    model = _part(item, "model")
+    if model and model != DEFAULT_MODEL:
+        return FOLDED_MODEL_ROW.format(model)
+    feature = _part(item, "feature")
+    return FOLDED_ROW.format(feature) if feature and feature != NO_FEATURE else None
+
+
+def folded_label(key: str) -> str:
+    """What a folded row (:func:`fold_key`) is, in words: ``transformer (model)``, ``lr_step (loop feature)``."""
+    return f"{key[1:]} ({'model' if key.startswith('@') else 'loop feature'})"
 
 
 def column_key(item: CellResult | PairVerdict, several_devices: bool) -> str:
@@ -90,22 +109,24 @@ class Glance:
     pairs: dict[tuple[str, str], tuple[PairVerdict, ...]] = field(default_factory=dict)
 
 
-#: How a folded row is named: the loop feature, marked as cell ids mark it (``sgd+lr_step``).
+#: How a folded row is named: the loop feature, or the model, marked as cell ids mark them (``sgd+lr_step@gru``).
 FOLDED_ROW = "+{}"
+FOLDED_MODEL_ROW = "@{}"
 
 
 def glance(result: MatrixResult, folded: bool = False) -> Glance:
     """The grid of ``result``'s pairs, in matrix order (scripts, their modes, optimizers as the cells ran them).
 
-    ``folded``: each loop feature's rows are one row (:data:`FOLDED_ROW`), each entry its pairs' symbols counted
-    (``16= 1B``): the main job's grid is 137 rows, 120 of them a feature's, most of them empty.
+    ``folded``: each loop feature's rows are one row (:data:`FOLDED_ROW`), and each model's beside the MLP one row
+    (:data:`FOLDED_MODEL_ROW`), each entry its pairs' symbols counted (``16= 1B``): the main job's grid is 137 rows, 120 of
+    them a feature's, most of them empty.
     """
     several = len({c.device for c in result.cells}) > 1
     columns = tuple(dict.fromkeys(column_key(c, several) for c in result.cells))
 
     def key_of(item: CellResult | PairVerdict) -> str:
-        feature = fold_key(item) if folded else None
-        return FOLDED_ROW.format(feature) if feature is not None else row_key(item)
+        fold = fold_key(item) if folded else None
+        return fold if fold is not None else row_key(item)
 
     keys = tuple(dict.fromkeys(key_of(c) for c in result.cells))
     counted = {key_of(c) for c in result.cells if folded and fold_key(c) is not None}

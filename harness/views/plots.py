@@ -33,11 +33,12 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import LogLocator, MaxNLocator, NullLocator
 from PIL import Image
 
+from harness.contract.models import DEFAULT_MODEL
 from harness.files.atomic import atomic_path
 from harness.model.result import CellResult, MatrixResult
 from harness.model.timing import ratio
 from harness.views.formatting import frontend_order
-from harness.views.glance import column_key, fold_key, row_key
+from harness.views.glance import column_key, fold_key, folded_label, row_key
 from harness.workload.optimizers import OPTIMIZERS
 
 __all__ = [
@@ -174,7 +175,7 @@ def timing_figure(result: MatrixResult) -> Figure:
     others = frontends[1:]
     shown = others[:RATIO_MAX_PANELS]
     rows, columns = _axes_keys(result)
-    folded = {row_key(c): f"{feature} (loop feature)" for c in result.cells if (feature := fold_key(c)) is not None}
+    folded = {row_key(c): folded_label(fold) for c in result.cells if (fold := fold_key(c)) is not None}
     rows = list(dict.fromkeys(folded.get(row, row) for row in rows))
     width = max(6.0, 1.6 + 1.35 * len(columns))
     height = 1.6 + 0.42 * max(len(rows), 1)
@@ -319,8 +320,11 @@ def panel_row(item: CellResult) -> str:
 
     One panel per optimizer (and loop feature) × mode drew 959 panels for the main job, 65 % of them empty (a feature
     covers a few optimizers in a few modes): 9 MB of pictures and most of the time its report took. A row per family,
-    each optimizer its colour and each loop feature's cells thin lines in it, draws every line in 14 panels.
+    each optimizer its colour and each loop feature's cells thin lines in it, draws every line in 14 panels. A model beside
+    the MLP (its covering design) is a row of its own: small multiples by family, then by model.
     """
+    if item.cell.model != DEFAULT_MODEL:  # a model beside the MLP: a row of its own (its few cells, every family)
+        return f"{item.cell.model} (model)"
     row = OPTIMIZERS.get(item.optimizer)
     return _FAMILY_ROWS.get(row.family, f"{row.family} optimizers") if row is not None else "other optimizers"
 
@@ -391,11 +395,11 @@ class _Look:
         return handles, names
 
 
-def _by_optimizer(cells: Sequence[CellResult]) -> dict[tuple[str, str], list[CellResult]]:
-    """A panel's cells by optimizer and loop feature (a float64 reference each), in the order drawn."""
-    out: dict[tuple[str, str], list[CellResult]] = {}
+def _by_optimizer(cells: Sequence[CellResult]) -> dict[tuple[str, str, str], list[CellResult]]:
+    """A panel's cells by optimizer, loop feature and model (a float64 reference each), in the order drawn."""
+    out: dict[tuple[str, str, str], list[CellResult]] = {}
     for cell in cells:
-        out.setdefault((cell.optimizer, cell.cell.feature), []).append(cell)
+        out.setdefault((cell.optimizer, cell.cell.feature, cell.cell.model), []).append(cell)
     return out
 
 
@@ -541,7 +545,8 @@ def _reference(result: MatrixResult, cells: list[CellResult]) -> np.ndarray | No
     """The float64 losses of ``cells`` (one optimizer, loop feature and script · mode), or ``None`` where the result has none."""
     if not cells:
         return None
-    reference, clip, optimizer, feature = result.reference, cells[0].cell.properties.clip, cells[0].optimizer, cells[0].cell.feature
+    reference = result.run_of(cells[0]).reference or result.reference  # the cells' model's (a matrix of several models)
+    clip, optimizer, feature = cells[0].cell.properties.clip, cells[0].optimizer, cells[0].cell.feature
     # A scaler run that skipped steps is drawn against the reference replayed over those steps.
     skipped = next((c.record.skipped_step_indices for c in cells if c.record), frozenset())
     losses = reference.losses_for(optimizer, clip, skipped, feature) or reference.losses_for(optimizer, clip, (), feature)

@@ -23,7 +23,7 @@ from harness.model.result import SIDE_BY_SIDE_NOTE, CellResult, MatrixResult, St
 from harness.model.timing import for_want_of_spread
 from harness.model.verdicts import Outcome, TargetCheck, Verdict
 from harness.views.formatting import lift_footnote, num, provenance_lines, status_text
-from harness.views.glance import glance, legend_of, proven_known
+from harness.views.glance import glance, legend_of, proven_known, row_key
 from harness.views.reasons import Reason, reasons
 from harness.views.timing_sections import bf16_note, frontend_costs
 
@@ -208,7 +208,7 @@ def _cell_row(cell: CellResult) -> list[str | Text]:
     floor = cell.timing.floor if cell.timing else None
     own = cell.verdict.outcome if cell.verdict else Outcome.NOT_JUDGED
     return [
-        Text(f"{cell.script} · {cell.mode}"), Text(cell.optimizer), Text(cell.frontend),
+        Text(f"{cell.script} · {cell.mode}"), Text(row_key(cell)), Text(cell.frontend),
         Text(status_text(cell), style=_STATUS_STYLE.get(cell.status, "")),
         f"[{_OWN_STYLE.get(own, '')}]{_OWN_TEXT.get(own, own)}[/]",
         num(record and record.final_loss, ".7g"), num(distance and distance.max_rel_loss_error, ".1e"),
@@ -308,7 +308,8 @@ def _print_glance(result: MatrixResult, console: Console, folded: bool = False) 
     each loop feature's rows one row, its entries counted."""
     grid = glance(result, folded=folded)
     caption = legend_of(grid) + ("; +feature: a loop feature's pairs, counted" if folded and any(k.startswith("+") for k, _ in grid.rows)
-                                 else "")
+                                 else "") + ("; @model: a model's pairs, counted" if folded and any(k.startswith("@") for k, _ in grid.rows)
+                                             else "")
     table = Table(title=None if folded else "parity at a glance (optimizer × script · mode)", header_style="bold",
                   caption=Text(caption))
     table.add_column("parity at a glance" if folded else "optimizer", no_wrap=True)

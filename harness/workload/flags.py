@@ -88,7 +88,9 @@ _HELP = {
                       "default: the preset's middle step, tiny 9; \"\" for none)",
     "overflow_point": "where --overflow-steps put the inf: backward (after backward(), default) or unscale (after unscale_())",
     "static_loss_scale": "the static loss scale of mode lowp_weights_scaled (the AMP guide's -s)",
-    "model": f"the model trained: one of {', '.join(MODELS)} (harness/contract/models.py; default {DEFAULT_MODEL})",
+    "model": f"the model trained: one of {', '.join(MODELS)} (harness/contract/models.py; default {DEFAULT_MODEL}); run and "
+             "trace take several, comma-separated, or all (the tiny preset's default: each beside the MLP by its covering "
+             "design, harness/workload/model_designs.py)",
 }
 
 

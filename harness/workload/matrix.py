@@ -2,7 +2,8 @@
 
 The loop feature (harness/workload/features.py) is an axis of its own, but not a product: each feature runs where its
 covering design says. A cell of the plain loop (feature ``none``) keeps the id it always had, and so does a cell of the
-default model (harness/contract/models.py); another model's cells carry its name (``adam@toy``).
+default model (harness/contract/models.py); another model's cells carry its name (``adam@toy``). The model is an axis too:
+in a matrix of several, each model beside the MLP runs its own covering design (harness/workload/model_designs.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from harness.contract.models import DEFAULT_MODEL
 from harness.contract.modes import SCRIPTS, Mode
 from harness.workload.features import FEATURES, NO_FEATURE
+from harness.workload.model_designs import design_applies
 
 __all__ = ["Cell", "cells_for", "pair_id"]
 
@@ -56,17 +58,23 @@ def pair_id(script: str, mode: str, optimizer: str, device: str, feature: str = 
 
 
 def cells_for(frontends: tuple[str, ...], modes: tuple[str, ...], optimizers: tuple[str, ...], device: str,
-              features: tuple[str, ...] = (NO_FEATURE,), model: str = DEFAULT_MODEL) -> list[Cell]:
-    """Cells in matrix order: feature, script, mode, optimizer, then frontend, so a pair's cells sit side by side.
+              features: tuple[str, ...] = (NO_FEATURE,), model: str | tuple[str, ...] = DEFAULT_MODEL) -> list[Cell]:
+    """Cells in matrix order: model, feature, script, mode, optimizer, then frontend, so a pair's cells sit side by side.
     ``modes`` names modes; a name selects that mode in every script that declares it. A feature's cells are those of
-    its covering design within ``modes`` and ``optimizers`` (the plain loop: all of them). ``model``: the spec's."""
+    its covering design within ``modes`` and ``optimizers`` (the plain loop: all of them). ``model``: one model, whose
+    whole matrix runs, or several: the MLP's whole matrix and each other model's covering design within the same axes
+    (:func:`harness.workload.model_designs.design_applies`)."""
+    models = (model,) if isinstance(model, str) else model
+    designed = len(models) > 1
     return [
-        Cell(frontend, script.stem, mode.name, optimizer, device, feature, model)
+        Cell(frontend, script.stem, mode.name, optimizer, device, feature, name)
+        for name in models
         for feature in features
         for script in SCRIPTS.values()
         for mode in script.modes
         if mode.name in modes
         for optimizer in optimizers
         if feature == NO_FEATURE or FEATURES[feature].applies(script.stem, mode.name, optimizer)
+        if not designed or design_applies(name, script.stem, mode.name, optimizer, feature)
         for frontend in frontends
     ]

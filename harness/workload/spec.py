@@ -174,6 +174,10 @@ class WorkloadSpec:
             del values["model"]
         return values
 
+    def for_model(self, model: str) -> WorkloadSpec:
+        """This spec training ``model`` (a matrix of several models: each cell's own, its fixtures and reference by it)."""
+        return self if model == self.model else dataclasses.replace(self, model=model)
+
     @property
     def steps(self) -> int:
         """Optimizer steps in one run."""

@@ -77,7 +77,7 @@ def command(args: argparse.Namespace) -> ExitCode:
     from harness.views.table import make_console, print_result
     from harness.views.timing_sections import limit_line, phases_line
 
-    spec, modes, optimizers, features = matrix_of(args)
+    spec, modes, optimizers, features, models = matrix_of(args)
     protocol = TimingProtocol.for_preset(spec.preset, args.warmup_rounds, args.rounds, args.max_seconds, args.interleave)
     frontends = frontends_of(args)
     require_device(spec)
@@ -98,10 +98,11 @@ def command(args: argparse.Namespace) -> ExitCode:
             spec, frontends, timeout=args.timeout, staging=staging, scaler_lift=args.scaler_lift,
             trace=args.trace, known=known_differences_of(args), baseline=args.baseline,
         ) as runner:
-            print_header(console, spec, runner, modes, optimizers, features)
+            print_header(console, spec, runner, modes, optimizers, features, models)
             with progress_for(console, getattr(args, "verbose", False)) as progress:
                 result = runner.run(modes, optimizers, on_progress=progress, protocol=protocol, profile=args.profile,
-                                    judging="tolerance_only" if args.tolerance_only else "strict", features=features)
+                                    judging="tolerance_only" if args.tolerance_only else "strict", features=features,
+                                models=models)
             saved = None
             writing = time.perf_counter()
             if claim is not None:
@@ -131,7 +132,8 @@ def command(args: argparse.Namespace) -> ExitCode:
 
 
 def print_header(console: Console, spec: WorkloadSpec, runner: MatrixRunner, modes: tuple[str, ...],
-                  optimizers: tuple[str, ...], features: tuple[str, ...] | None = None) -> None:
+                  optimizers: tuple[str, ...], features: tuple[str, ...] | None = None,
+                  models: tuple[str, ...] | None = None) -> None:
     """The run's header, before its first cell: what runs, on how many cores, and (once) what this CPU cannot do."""
     from rich.markup import escape
 
@@ -139,9 +141,11 @@ def print_header(console: Console, spec: WorkloadSpec, runner: MatrixRunner, mod
     from harness.views.timing_sections import bf16_note
     from harness.workload.matrix import cells_for
 
-    cells = len(cells_for(runner.frontends, modes, optimizers, spec.device, *((features,) if features else ())))
-    console.print(f"amp-parity run: preset {spec.preset}, {cells} cells ({', '.join(runner.frontends)}), {spec.device}, "
-                  f"{usable_cpus()} cores", soft_wrap=True, highlight=False, markup=False)
+    matrix = cells_for(runner.frontends, modes, optimizers, spec.device, features or ("none",), models or spec.model)
+    per_model = {m: sum(c.model == m for c in matrix) for m in dict.fromkeys(c.model for c in matrix)}
+    models_said = f" ({', '.join(f'{m} {n}' for m, n in per_model.items())})" if len(per_model) > 1 else ""
+    console.print(f"amp-parity run: preset {spec.preset}, {len(matrix)} cells{models_said} ({', '.join(runner.frontends)}), "
+                  f"{spec.device}, {usable_cpus()} cores", soft_wrap=True, highlight=False, markup=False)
     note = bf16_note(cpu_has_bf16()) if spec.device == "cpu" else None
     if note:
         console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)

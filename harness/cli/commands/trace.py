@@ -37,7 +37,7 @@ def command(args: argparse.Namespace) -> ExitCode:
     from harness.run.runner import MatrixRunner
     from harness.views.table import make_console, print_trace
 
-    spec, modes, optimizers, features = matrix_of(args)
+    spec, modes, optimizers, features, models = matrix_of(args)
     frontends = frontends_of(args)
     if len(frontends) < 2:  # a trace is of pairs: one frontend ran its cells, traced nothing and said nothing
         raise UsageError("--frontend", ",".join(args.frontend or ()), "two frontends or more for trace (it traces pairs)")
@@ -50,6 +50,7 @@ def command(args: argparse.Namespace) -> ExitCode:
         with console.status("running cells...") as status:
             # plain text: a unit names installations by their paths, which rich would read as markup
             result = runner.run(modes, optimizers, on_progress=lambda text: status.update(Text(text)),
-                                judging="tolerance_only" if args.tolerance_only else "strict", measure=False, features=features)
+                                judging="tolerance_only" if args.tolerance_only else "strict", measure=False, features=features,
+                                models=models)
     print_trace(result, console)
     return exit_status(result)
