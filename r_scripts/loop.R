@@ -66,6 +66,10 @@ run_epochs <- function(loop, train_step) {
   gc_state <- pause_gc(spec)
   reset_peak_memory(loop$device)
   sync_device(loop$device)
+  restore <- patch_namespace(spec) # R torch's functions its modules call, as the run spec patches them (Python: binding_patches)
+  on.exit(restore(), add = TRUE)
+  restore_modules <- patch_modules(loop$net, spec) # and the bindings its modules inherit
+  on.exit(restore_modules(), add = TRUE)
   epoch_start <- clock()
   for (epoch in seq_len(spec$epochs)) {
     for (b in seq_len(spec$num_batches)) {
@@ -76,6 +80,8 @@ run_epochs <- function(loop, train_step) {
     loop$seconds_per_epoch <- c(loop$seconds_per_epoch, epoch_end - epoch_start)
     epoch_start <- epoch_end
   }
+  restore_modules()
+  restore()
   loop$gc_seconds <- resume_gc(gc_state)
   invisible(NULL)
 }

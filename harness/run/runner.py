@@ -549,10 +549,11 @@ class MatrixRunner:
                 raw = self.pool.call_cell(cell)
         except ScriptError as err:
             # Unsupported: the binding refused a cell it is declared not to support (R torch's own error, the lift off),
-            # or the script refused to lift its check (a condition of its own), or a loop feature the binding cannot do
-            # (Feature.unsupported: the script's refusal names the binding's missing piece); any other failure is an error.
+            # or the script refused to lift its check (a condition of its own), or a loop feature or a model the binding
+            # cannot do (Feature.unsupported, Model.unsupported_in: the script's refusal names the binding's missing piece);
+            # any other failure is an error.
             known = ((self.pool.declared_unsupported(cell) and (err.refused or not self.pool.expected_to_run(cell)))
-                     or (err.refused and self.pool.feature_refused(cell)))
+                     or (err.refused and (self.pool.feature_refused(cell) or self.pool.model_refused(cell))))
             # One line: R's cli messages carry their hints (the 'i' bullets) on lines of their own.
             reason = " ".join(err.frontend_message.split()) if known else str(err)
             return CellResult(cell, Status.UNSUPPORTED if known else Status.ERROR, reason)

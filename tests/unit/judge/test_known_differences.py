@@ -255,6 +255,31 @@ def test_an_entry_names_the_loop_features_it_covers() -> None:
     assert sgd.features is None and sgd.covers("with_autocast", "default", "sgd_momentum", "cpu", "accumulate")
 
 
+def test_an_entry_names_the_models_it_covers(clip_cell: CellResult) -> None:
+    """``models`` narrows an entry to those models (a module of theirs is its mechanism): the transformer's attention
+    entry covers its cells and no MLP cell, and asks for its switch only there; an entry without it (an optimizer's)
+    covers every model."""
+    attention = _entry("attention-sdpa-vs-explicit")
+    assert attention.models == ("transformer",)
+    assert attention.covers("with_autocast", "default", "adam", "cpu", model="transformer")
+    assert not attention.covers("with_autocast", "default", "adam", "cpu")
+    assert not attention.covers("with_autocast", "default", "adam", "cpu", model="transformer_smoothing")
+    mlp = dataclasses.replace(clip_cell.cell, frontend="python")
+    assert attention.reconciling(mlp, "python") == ()
+    assert attention.reconciling(dataclasses.replace(mlp, model="transformer"), "python") == ("py-attention-explicit",)
+    assert _entry("first-moment-lerp").models is None
+    assert _entry("first-moment-lerp").covers("with_autocast", "default", "adam", "cpu", model="gru")
+
+
+def test_an_entry_naming_an_unknown_model_is_refused(tmp_path: Path) -> None:
+    """A model that is not a row of harness/contract/models.py is refused in one line, as any other field."""
+    path = tmp_path / "known.toml"
+    path.write_text(DEFAULT_LIST.read_text().replace('models = ["transformer"]', 'models = ["transfromer"]', 1))
+    with pytest.raises(KnownDifferencesError, match="`models` must be one of") as refused:
+        load_known_differences(path)
+    assert "\n" not in str(refused.value)
+
+
 def _momentum_pair(tmp_path: Path) -> tuple[CellResult, CellResult]:
     """An sgd_momentum pair whose R side differs (1 ULP in a weight), each cell with a reconciled trace of its run."""
     cell = next(c for c in golden().cells if c.frontend == "python" and c.mode == "default")
