@@ -138,8 +138,15 @@ def _print_reasons(found: list[Reason], console: Console, fold_bugs: bool) -> No
         counts = ", ".join(f"{r.bugs} {len(r.cells)}" for r in bugs)
         console.print(f"[yellow]{sum(len(r.cells) for r in bugs)} cells stopped by a proven R torch bug (excused)[/]: {escape(counts)} "
                       "(-v or the report: each one's error)", soft_wrap=True)
+    # the same fold for what a matrix cannot run by design (a binding's missing API, a model a feature cannot act on):
+    # one line with each reason's first clause and its count; -v and the report give each reason in full, with its fix
+    unsupported = [r for r in found if set(r.statuses) == {Status.UNSUPPORTED}] if fold_bugs else []
+    if len(unsupported) > 1:
+        counts = "; ".join(f"{r.headline.partition(': ')[0]} {len(r.cells)}" for r in unsupported)
+        console.print(f"[yellow]{sum(len(r.cells) for r in unsupported)} cells unsupported[/]: {escape(counts)} "
+                      "(-v or the report: each one's reason and fix)", soft_wrap=True)
     for reason in found:
-        if len(bugs) > 1 and reason in bugs:
+        if (len(bugs) > 1 and reason in bugs) or (len(unsupported) > 1 and reason in unsupported):
             continue
         more = " (the report has the rest)" if reason.detail else ""
         console.print(f"[yellow]{escape(reason.who)} {escape(str(reason.status))}[/]: {escape(reason.headline)}{more}", soft_wrap=True)
@@ -307,9 +314,11 @@ def _print_glance(result: MatrixResult, console: Console, folded: bool = False) 
     """Every pair at a glance: optimizer × (script · mode), one symbol per pair (:mod:`harness.views.glance`); ``folded``:
     each loop feature's rows one row, its entries counted."""
     grid = glance(result, folded=folded)
-    caption = legend_of(grid) + ("; +feature: a loop feature's pairs, counted" if folded and any(k.startswith("+") for k, _ in grid.rows)
-                                 else "") + ("; @model: a model's pairs, counted" if folded and any(k.startswith("@") for k, _ in grid.rows)
-                                             else "")
+    kinds = {k[0] for k, _ in grid.rows if k[:1] in "+@"} if folded else set()
+    folds = {"+": ("+feature", "a loop feature's"), "@": ("@model", "a model's")}
+    named = [folds[k] for k in "+@" if k in kinds]  # one clause for both, so the legend stays one line under the grid
+    caption = legend_of(grid) + (f"; {', '.join(n for n, _ in named)}: {', '.join(w for _, w in named)} pairs, counted"
+                                 if named else "")
     table = Table(title=None if folded else "parity at a glance (optimizer × script · mode)", header_style="bold",
                   caption=Text(caption))
     table.add_column("parity at a glance" if folded else "optimizer", no_wrap=True)

@@ -115,6 +115,8 @@ def command(args: argparse.Namespace) -> ExitCode:
             if reports is not None and reports.published:
                 WRITTEN.append(f"the report was written to {reports.folder}")
             result = dataclasses.replace(result, phases=result.phases.with_phase("writing", time.perf_counter() - writing))
+    if saved is not None and written is not None and not written.startswith("error:"):
+        saved, written = f"{saved}; {written}", None  # where the run's files are, on one line
     lines = [line for line in (saved, written, nothing_ran(result), limit_line(result)) if line is not None]
     if getattr(args, "verbose", False):  # where the time went, phase by phase (the report has it too)
         lines.append(phases_line(result) or "phases: none recorded")

@@ -11,10 +11,11 @@ import re
 import pytest
 from rich.console import Console
 
-from harness.contract.models import DEFAULT_MODEL, MODELS
+from harness.contract.models import DEFAULT_MODEL
 from harness.model.verdicts import TargetCheck
 from harness.views.table import RUN_MAX_LINES, print_result
 from harness.workload.features import FEATURES
+from harness.workload.model_designs import PRESET_MODELS
 from tests.twins import golden, replace_cells, with_status
 from tests.wide_results import R_MISSING, main_job, wide, without_r
 
@@ -93,7 +94,8 @@ def test_the_main_job_prints_at_most_its_budget_by_default(with_r: bool) -> None
     if with_r:
         assert sum(line.startswith("│ +") for line in lines) == len(FEATURES)
         # each model beside the MLP one row, its pairs counted (issue 47: feature and model rows folded)
-        assert [line.split()[1] for line in lines if line.startswith("│ @")] == [f"@{m}" for m in MODELS if m != DEFAULT_MODEL]
+        models = [f"@{m}" for m in PRESET_MODELS["tiny"] if m != DEFAULT_MODEL]
+        assert [line.split()[1] for line in lines if line.startswith("│ @")] == models
         assert not any("@transformer " in line and not line.startswith("│ @") for line in lines)
         folded = next(line for line in lines if line.startswith("│ +lr_step "))
         assert re.search(r"\d+B \d+U", folded), folded
