@@ -127,3 +127,26 @@ def test_a_worker_that_cannot_start_is_one_line_not_a_row_per_cell() -> None:
     assert not any(line.startswith("│ with_autocast") for line in lines)
     # its reason line and no other beside what the main job prints where no cell needs a look (within RUN_MAX_LINES)
     assert len(lines) <= len(_printed(result, width=150)) + 1
+
+
+def test_the_reasons_cells_are_unsupported_by_fold_into_one_line_unless_verbose() -> None:
+    """Two reasons a matrix cannot run some cells by design (a binding's missing API, a feature a model cannot do) are one
+    line with each reason's first clause counted; -v (no fold) prints each reason whole, with its fix."""
+    from harness.model.result import Status
+    from harness.views.reasons import Reason
+    from harness.views.table import _print_reasons
+
+    found = [Reason("R torch cannot checkpoint its scaler: run it with --feature none", ("a-r-cpu", "b-r-cpu"),
+                    (Status.UNSUPPORTED, Status.UNSUPPORTED)),
+             Reason("loop feature penalty cannot run on the transformer model: leave it out", ("c-python-cpu",),
+                    (Status.UNSUPPORTED,))]
+    for fold, expected in ((True, 1), (False, 2)):
+        out = io.StringIO()
+        _print_reasons(found, Console(file=out, width=300), fold_bugs=fold)
+        lines = out.getvalue().splitlines()
+        assert len(lines) == expected, lines
+    assert lines[0].startswith("2 cells (a-r-cpu, ...) unsupported: R torch cannot checkpoint its scaler: run it with")
+    out = io.StringIO()
+    _print_reasons(found, Console(file=out, width=300), fold_bugs=True)
+    assert out.getvalue().startswith("3 cells unsupported: R torch cannot checkpoint its scaler 2; loop feature penalty "
+                                     "cannot run on the transformer model 1 (-v or the report")
