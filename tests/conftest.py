@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,7 @@ from harness.run.availability import Availability, probe
 from harness.run.runner import MatrixRunner
 from harness.workload.spec import WorkloadSpec
 from tests.benchmarks.loss_compare import OPTION, POLICY_CHOICES
-from tests.support import CELLS, FRONTENDS, PAIRS, SharedRun, shared_run
+from tests.support import CELLS, COLLECTED, DURATIONS, FRONTENDS, PAIRS, ROOT, SharedRun, shared_run, write_durations
 
 #: ``pytester`` runs a planted session in-process (the unit tests' guard is tested by what it catches).
 pytest_plugins = ["pytester"]
@@ -25,6 +26,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     what a cell's changed loss does under ``--benchmark-compare`` (tests/benchmarks/loss_compare.py); declared here, at the
     root, so pytest knows it whichever folder it is run on."""
     parser.addoption("--run-slow", action="store_true", help="also run tests marked slow (e.g. the whole recipe fixture)")
+    parser.addoption("--store-durations", metavar="PATH", nargs="?", const=str(DURATIONS), default=None,
+                     help=f"write each test's seconds (setup, call and teardown) to PATH (default {DURATIONS.relative_to(ROOT)}), "
+                          "for tests/unit/test_row_costs.py: run the whole suite with it "
+                          "(python -m pytest -n 2 --dist loadgroup --store-durations)")
     parser.getgroup("benchmark").addoption(
         OPTION, default="auto", metavar="POLICY",
         help=f"with --benchmark-compare, compare each cell's per-step losses and final weights digest with the saved run's: "
@@ -49,8 +54,33 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("filterwarnings", f"ignore:{message}:pytest_benchmark.logger.PytestBenchmarkWarning")
 
 
+#: Each test's seconds per phase (setup, call, teardown), as the reports reach this process (under xdist, the controller
+#: sees every worker's): what ``--store-durations`` writes at the end of the session.
+_SECONDS: dict[str, list[float]] = {}
+_PHASES = ("setup", "call", "teardown")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Keep a test's setup, call and teardown seconds (for ``--store-durations``)."""
+    node = report.nodeid
+    head, _, group = node.rpartition("@")
+    if head and "]" not in group and "::" not in group:  # pytest-xdist's loadgroup appends ``@<xdist_group>`` to the node id
+        node = head
+    _SECONDS.setdefault(node, [0.0, 0.0, 0.0])[_PHASES.index(report.when)] += report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """``--store-durations``: write what every test took, once, from the process that saw every report (not an xdist
+    worker)."""
+    path = session.config.getoption("--store-durations")
+    if path and not hasattr(session.config, "workerinput") and _SECONDS:
+        write_durations(Path(path), _SECONDS, workers=session.config.getoption("numprocesses", None))
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-k`` and ``-m`` deselect
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip ``slow`` tests, with the flag that runs them, unless ``--run-slow`` was given."""
+    """Keep what was collected (``COLLECTED``); skip ``slow`` tests, with the flag that runs them, unless ``--run-slow``."""
+    config.stash[COLLECTED] = [(item.nodeid, dict(getattr(getattr(item, "callspec", None), "params", {}))) for item in items]
     if config.getoption("--run-slow"):
         return
     for item in items:
@@ -92,6 +122,7 @@ def runner(tiny_spec: WorkloadSpec, availability: Availability, tmp_path_factory
     """Both frontends' workers, alive for the whole session (R's start-up is paid once; the weights in a folder of its own)."""
     weights = tmp_path_factory.mktemp("weights")
     with MatrixRunner(tiny_spec, FRONTENDS, timeout=300, availability=availability, staging=weights) as matrix_runner:
+        matrix_runner.describe_installations()  # the workers start here: the fixture's setup, not the first test's call
         yield matrix_runner
 
 

@@ -13,6 +13,8 @@ import fcntl
 import functools
 import io
 import json
+import os
+import platform
 import signal
 import subprocess
 import sys
@@ -32,13 +34,24 @@ from harness.run.availability import Availability, r_required
 from harness.workload.matrix import Cell, cells_for
 
 __all__ = [
-    "CELLS", "FRONTENDS", "GOLDEN_RESULT", "KNOWN_DIFFERENCE_ENTRY", "MATRIX_OPTIMIZERS", "PAIRS", "SharedRun", "golden_result",
-    "Edit", "harness_command", "set_field",
+    "CELLS", "COLLECTED", "DURATIONS", "FRONTENDS", "GOLDEN_RESULT", "KNOWN_DIFFERENCE_ENTRY", "MATRIX_OPTIMIZERS", "PAIRS",
+    "PYTHON_RUN_GROUP", "ROOT", "SharedRun", "golden_result",
+    "Edit", "harness_command", "python_shell", "set_field",
     "require_frontend", "require_r_torch",
-    "run_cli", "shared_run",
+    "run_cli", "shared_run", "write_durations", "write_durations_file",
 ]
 
 FRONTENDS = ("python", "r")
+
+#: The checkout's root, and the whole suite's measured seconds per test (``--store-durations``; tests/unit/test_row_costs.py
+#: reads them).
+ROOT = Path(__file__).resolve().parent.parent
+DURATIONS = ROOT / "tests" / "data" / "durations.json"
+#: The tests that read the session's ``python_run``: one xdist group, so one worker runs them all and the other never waits
+#: on the lock while the first runs it (pyproject's ``--dist loadgroup``).
+PYTHON_RUN_GROUP = pytest.mark.xdist_group("python-run")
+#: Every collected test's node id and parameters, kept by conftest.py before ``-k`` or ``-m`` deselect any.
+COLLECTED = pytest.StashKey[list[tuple[str, dict[str, object]]]]()
 
 #: A known-differences entry as the list writes one (the committed clip entry, its texts cut short): tests edit a copy.
 KNOWN_DIFFERENCE_ENTRY = '''
@@ -115,6 +128,33 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(["python", "-m", "harness", *args], int(code or 0), out.getvalue(), err.getvalue())
 
 
+def python_shell(script: str, argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    """``python py_scripts/<script>.py ARGV`` from the checkout, run through the script's own ``main_cli`` in this process
+    (what the script's ``__main__`` block calls): exit status, stdout and stderr, without a new interpreter's torch import
+    (about 2 s a call on 2 busy cores). A test of what only a process shows (the folder it is run from) runs the script."""
+    import importlib
+
+    from harness.files.paths import REPO_ROOT
+    from py_scripts.shell import main_cli
+
+    module = importlib.import_module(f"py_scripts.{script}")
+    out, err = io.StringIO(), io.StringIO()
+    code: int | str | None = 0
+    old_argv = sys.argv
+    sys.argv = [str(REPO_ROOT / "py_scripts" / f"{script}.py"), *argv]
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main_cli(module.SCRIPT, module.run_workload)
+    except SystemExit as done:
+        code = done.code
+    finally:
+        sys.argv = old_argv
+    if isinstance(code, str):  # sys.exit("text") prints the text and exits 1
+        err.write(code + "\n")
+        code = 1
+    return subprocess.CompletedProcess(["python", f"py_scripts/{script}.py", *argv], int(code or 0), out.getvalue(), err.getvalue())
+
+
 def harness_command(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
                     timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """The real command, ``python -m harness ARGS``, in a new process (from the checkout unless ``cwd`` says otherwise)."""
@@ -158,6 +198,22 @@ def shared_run(root: Path, name: str, *args: str) -> SharedRun:
     returncode, stdout, stderr = json.loads(outcome.read_text(encoding="utf-8"))
     command = [sys.executable, "-m", "harness", "run", *args]
     return dataclasses.replace(paths, done=subprocess.CompletedProcess(command, returncode, stdout, stderr))
+
+
+def write_durations(path: Path, seconds: Mapping[str, Sequence[float]], workers: object) -> None:
+    """Each test's seconds, by node id, as ``[setup, call, teardown]``, with what was measured: a whole suite's run
+    (``--store-durations``)."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    measured = {"workers": workers, "cpus": os.cpu_count(), "machine": platform.processor() or platform.machine(),
+                "load_at_end": load, "tests": len(seconds), "seconds": round(sum(sum(v) for v in seconds.values()), 2)}
+    write_durations_file(path, measured, seconds)
+
+
+def write_durations_file(path: Path, measured: Mapping[str, Any], seconds: Mapping[str, Sequence[float]]) -> None:
+    """The durations file: what was measured, then one line per test (a diff shows which tests moved)."""
+    lines = [f"{json.dumps(node)}: {json.dumps([round(x, 3) for x in value])}" for node, value in sorted(seconds.items())]
+    path.write_text(f'{{"measured": {json.dumps(dict(measured))},\n"seconds": {{\n' + ",\n".join(lines) + "\n}}\n",
+                    encoding="utf-8")
 
 
 def require_r_torch(availability: Availability) -> None:

@@ -1,20 +1,26 @@
 """``--benchmark-compare`` compares losses too: a planted change fails the session naming the cell, a rerun passes.
 
-One Python cell of ``tiny`` (``with_autocast`` ``default``, 2 rounds), three sessions on one temporary
-storage: save a run, compare an unchanged rerun, compare a run of a copy of the scripts with the Python
-lr ×(1 + 1e-6) (:mod:`tests.planting`). On one libtorch on CPU the Python cell repeats bitwise, so the
-default policy (``auto``, same build) must fail the planted run and pass the unchanged one.
+One Python cell of ``tiny`` (``with_autocast`` ``default``, 2 rounds), five sessions on one temporary storage, one
+sequence both tests read: save a run on empty storage, compare an unchanged rerun, compare a run of a copy of the
+scripts with the Python lr ×(1 + 1e-6) (:mod:`tests.planting`), ask for a saved run that is not there, compare with
+truncated saves. On one libtorch on CPU the Python cell repeats bitwise, so the default policy (``auto``, same build)
+must fail the planted run and pass the unchanged one. The module is one xdist group, so the sequence runs once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV
 from tests.planting import copy_scripts, plant
+
+pytestmark = pytest.mark.xdist_group("benchmark-losses")
 
 CELL = "test_cell_time[with_autocast-default-sgd-python-cpu]"
 
@@ -31,28 +37,61 @@ def bench(storage: Path, *args: str, scripts: Path | None = None) -> subprocess.
     )
 
 
-def test_a_planted_change_fails_the_compare_and_an_unchanged_rerun_passes(tmp_path: Path) -> None:
-    """The planted lr fails the session with the cell's loss change and weights digest; an unchanged rerun says identical."""
+@dataclasses.dataclass(frozen=True)
+class Sessions:
+    """Five benchmark sessions, in this order, on one storage (each a Python worker's start and a cell: one sequence
+    that both tests below read, rather than three sessions each).
+
+    ``first``: empty storage, ``--benchmark-compare --benchmark-autosave`` (saves 0001). ``same``: an unchanged rerun
+    compared with it. ``changed``: the planted copy compared with 0001. ``missing``: ``--benchmark-compare=0042``, autosaved
+    (0002). ``truncated``: every saved run cut to 300 characters, then compared.
+    """
+
+    storage: Path
+    first: subprocess.CompletedProcess[str]
+    same: subprocess.CompletedProcess[str]
+    changed: subprocess.CompletedProcess[str]
+    missing: subprocess.CompletedProcess[str]
+    saved_after_missing: list[str]
+    truncated: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory: pytest.TempPathFactory) -> Sessions:
+    """The five sessions (see :class:`Sessions`)."""
+    tmp_path = tmp_path_factory.mktemp("bench-losses")
     storage = tmp_path / "storage"
-    saved = bench(storage, "--benchmark-save=base")
-    assert saved.returncode == 0, saved.stdout[-2000:] + saved.stderr[-2000:]
-
+    first = bench(storage, "--benchmark-compare", "--benchmark-autosave")
     same = bench(storage, "--benchmark-compare")
-    assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-2000:]
-    assert "losses vs saved run 0001_base.json (--benchmark-compare-losses=auto)" in same.stdout
-    assert f"{CELL}: losses identical (20 steps), weights digest identical\n" in same.stdout  # the same scripts: nothing added
-
     root = copy_scripts(tmp_path / "planted")
     plant(root, "py_scripts/optimizer.py", 'python["class"])(params, **args)',
           'python["class"])(params, **(args | {"lr": args["lr"] * (1 + 1e-6)}))')
     changed = bench(storage, "--benchmark-compare=0001", scripts=root)
+    missing = bench(storage, "--benchmark-compare=0042", "--benchmark-autosave")
+    saved_after_missing = _saved(storage)
+    for path in storage.glob("*/*.json"):
+        path.write_text(path.read_text()[:300])
+    truncated = bench(storage, "--benchmark-compare")
+    return Sessions(storage, first, same, changed, missing, saved_after_missing, truncated)
+
+
+def test_a_planted_change_fails_the_compare_and_an_unchanged_rerun_passes(sessions: Sessions) -> None:
+    """The planted lr fails the session with the cell's loss change and weights digest; an unchanged rerun says identical."""
+    assert sessions.first.returncode == 0, sessions.first.stdout[-2000:] + sessions.first.stderr[-2000:]
+    same = sessions.same
+    assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-2000:]
+    saved = next(sessions.storage.glob("*/0001_*.json")).name
+    assert f"losses vs saved run {saved} (--benchmark-compare-losses=auto)" in same.stdout
+    assert f"{CELL}: losses identical (20 steps), weights digest identical\n" in same.stdout  # the same scripts: nothing added
+
+    changed = sessions.changed
     assert changed.returncode == 1, changed.stdout[-3000:] + changed.stderr[-2000:]
     line = next((ln for ln in changed.stdout.splitlines() if ln.startswith(f"{CELL}: ")), "")
     assert "losses changed at step " in line and "weights digest changed" in line, changed.stdout[-3000:]
     assert "FAILED: same libtorch build" in line
     assert line.endswith("; ran different scripts than the saved run: py_scripts/optimizer.py")  # the planted copy, named
     assert "losses changed in 1 of 1 benchmarks: the session fails" in changed.stdout
-    assert "0001_base" in changed.stdout  # beside pytest-benchmark's own timing comparison
+    assert saved.removesuffix(".json") in changed.stdout  # beside pytest-benchmark's own timing comparison
 
 
 def _section(done: subprocess.CompletedProcess[str]) -> list[str]:
@@ -66,23 +105,19 @@ def _saved(storage: Path) -> list[str]:
     return sorted(p.name[:4] for p in storage.glob("*/*.json"))
 
 
-def test_no_loadable_saved_run_is_one_line_and_the_run_is_saved(tmp_path: Path) -> None:
+def test_no_loadable_saved_run_is_one_line_and_the_run_is_saved(sessions: Sessions) -> None:
     """Empty storage, a number that is not there, a truncated save: each was a 20-40 line INTERNALERROR (exit 3, nothing
     saved). Now one line each; the run is saved; the first run on empty storage passes, the others fail."""
-    storage = tmp_path / "storage"
-    first = bench(storage, "--benchmark-compare", "--benchmark-autosave")
+    storage, first = sessions.storage, sessions.first
     assert first.returncode == 0 and "INTERNALERROR" not in first.stdout + first.stderr, first.stdout[-2000:] + first.stderr[-2000:]
     assert _section(first)[0] == f"losses not compared: no saved run in {storage} yet; this run is saved: compare with it next time"
-    assert _saved(storage) == ["0001"]
 
-    missing = bench(storage, "--benchmark-compare=0042", "--benchmark-autosave")
+    missing = sessions.missing
     assert missing.returncode != 0 and "INTERNALERROR" not in missing.stdout + missing.stderr
     assert _section(missing)[0].startswith(f"losses not compared: no saved run matches --benchmark-compare=0042 in {storage}")
-    assert _saved(storage) == ["0001", "0002"]
+    assert sessions.saved_after_missing == ["0001", "0002"]
 
-    for path in storage.glob("*/*.json"):
-        path.write_text(path.read_text()[:300])
-    truncated = bench(storage, "--benchmark-compare")
+    truncated = sessions.truncated
     assert truncated.returncode != 0 and "INTERNALERROR" not in truncated.stdout + truncated.stderr
     line = _section(truncated)[0]
     assert line.startswith("losses not compared: the saved runs 0001_") and "could not be read (truncated?)" in line

@@ -25,7 +25,7 @@ from harness.run.runner import MatrixRunner
 from harness.workload.fixtures import load_fixture_arrays
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
-from tests.support import SharedRun, float64_check, require_r_torch, run_cli
+from tests.support import PYTHON_RUN_GROUP, SharedRun, float64_check, require_r_torch, run_cli
 
 _SCALER = "py_scripts/cuda_amp_grad_scaler.py"
 _CLIP_CELL = "cuda_amp_grad_scaler-autocast_scaler_clip-sgd-python-cpu"
@@ -50,6 +50,7 @@ def _verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["id"]: c["verdict"] for c in result["cells"]}
 
 
+@PYTHON_RUN_GROUP
 def test_clean_scripts_pass_every_cell_and_exit_0(python_run: SharedRun) -> None:
     """The real scripts: every Python cell passes its float64 bound (and scaler rule), exit status 0."""
     done, result = python_run.done, python_run.result()
@@ -90,7 +91,7 @@ def test_injected_overflows_back_off_skip_exactly_there_and_the_replay_agrees(av
     """Overflows injected at steps 3 and 7: two back-offs, exactly those steps skipped, oracle and replayed float64 pass."""
     spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
     with MatrixRunner(spec, ("python",), availability=availability, staging=tmp_path) as runner:
-        result = runner.run(("autocast_scaler", "autocast_scaler_clip"), _SGD).to_json()
+        result = runner.run(("autocast_scaler", "autocast_scaler_clip"), _SGD, measure=False).to_json()
         arrays = load_fixture_arrays(runner.fixture)
         for cell in result["cells"]:
             record, verdict = cell["record"], cell["verdict"]
@@ -173,7 +174,7 @@ def test_natural_fp16_overflows_are_replayed_and_follow_the_rule(availability: A
     """fp16 autocast from a 2**30 scale overflows by itself: the back-offs follow the rule and the replayed reference agrees."""
     spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16", init_scale=2.0**30)
     with MatrixRunner(spec, ("python",), availability=availability, staging=tmp_path) as runner:
-        result = runner.run(("autocast_scaler",), _SGD).to_json()
+        result = runner.run(("autocast_scaler",), _SGD, measure=False).to_json()
     cell = result["cells"][0]
     skipped = [i for i, s in enumerate(cell["record"]["skipped"]) if s]
     assert len(skipped) >= 3, "the scale must back off several times for this test to mean anything"

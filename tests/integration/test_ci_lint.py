@@ -25,7 +25,7 @@ def _tree(dest: Path) -> Path:
 def test_ci_runs_the_lint_before_the_tests() -> None:
     """``.ci/run`` runs ``.ci/lint`` (and tox's lint is the same script), before the test command."""
     run = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    assert run.index("bash .ci/lint") < run.index("python3 -m pytest -n 2")
+    assert run.index("bash .ci/lint") < run.index("python3 -m pytest -n 2 --dist loadgroup")
     assert "    bash .ci/lint" in (REPO_ROOT / "tox.ini").read_text(encoding="utf-8")
     assert [line for line in (REPO_ROOT / ".ci" / "lint").read_text().splitlines() if not line.startswith(("#", "echo", "set", "cd"))] == [
         "ruff check harness py_scripts tests", "mypy --strict", "lint-imports",

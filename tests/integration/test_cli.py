@@ -17,9 +17,10 @@ from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT
 from harness.model.result import RESULT_SCHEMA_VERSION
 from harness.run.availability import Availability
-from tests.support import SharedRun, harness_command, run_cli
+from tests.support import PYTHON_RUN_GROUP, SharedRun, harness_command, run_cli
 
 
+@PYTHON_RUN_GROUP
 def test_run_writes_a_complete_result_and_refuses_to_overwrite(python_run: SharedRun) -> None:
     """``run --json`` prints the table and writes a versioned result with weights beside it; a second run refuses."""
     done, path = python_run.done, python_run.json
@@ -83,6 +84,7 @@ def test_interrupted_run_leaves_nothing_behind(tmp_path: Path, signum: int) -> N
     assert list(staging.iterdir()) == []  # the workers' torchinductor_root and Rtmp* went with their folder
 
 
+@PYTHON_RUN_GROUP
 def test_report_command_and_run_report_write_the_report(python_run: SharedRun, tmp_path: Path) -> None:
     """``run --report DIR`` and ``report RESULT --out DIR`` both write report.md, the page, the summary and three plots with the
     run's numbers, and say where the page is."""
@@ -99,6 +101,7 @@ def test_report_command_and_run_report_write_the_report(python_run: SharedRun, t
         assert f"{result['cells'][0]['record']['final_loss']:.7g}" in text
 
 
+@PYTHON_RUN_GROUP
 def test_run_records_its_judging_policy(python_run: SharedRun, tmp_path: Path) -> None:
     """``run --tolerance-only`` records ``tolerance_only`` in the result; without the flag ``strict``."""
     assert python_run.result()["judging"] == "strict"
@@ -122,6 +125,7 @@ def test_sizes_off_multiples_of_8_run_with_a_one_line_warning() -> None:
     assert done.stderr.strip() == "warning: batch_size=30 not a multiple of 8: it runs, but tensor cores may not engage on a GPU."
 
 
+@PYTHON_RUN_GROUP
 def test_run_interleaved_with_profile_records_the_protocol(python_run: SharedRun) -> None:
     """``--rounds 3 --interleave --profile`` is what the result's protocol, timing and GEMM profile say ran."""
     assert python_run.done.returncode == 0, python_run.done.stderr

@@ -10,12 +10,8 @@ A new row adds only its own check below (one cell per language), not a shell.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import subprocess
-import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -29,7 +25,7 @@ from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
 from harness.workload.matrix import Cell
 from harness.workload.optimizers import OPTIMIZERS
-from tests.support import require_r_torch
+from tests.support import python_shell, require_r_torch
 
 #: The first row of each optimizer family (``Optimizer.family``): shell mode builds it in with_autocast's default and in the
 #: scaler script's autocast_scaler (R's scaler on CPU with its CUDA-only check lifted, as shell mode does by default).
@@ -41,23 +37,8 @@ _SHORT = ("--preset", "tiny", "--num-batches", "2", "--epochs", "1", "--device",
 
 def _python_shell(script: str, argv: list[str]) -> tuple[int, str, str]:
     """``python py_scripts/<script>.py ARGV``, run through the script's own ``main_cli`` in this process."""
-    import importlib
-
-    from py_scripts.shell import main_cli
-
-    module = importlib.import_module(f"py_scripts.{script}")
-    out, err = io.StringIO(), io.StringIO()
-    code: int | str | None = 0
-    old_argv = sys.argv
-    sys.argv = [str(REPO_ROOT / "py_scripts" / f"{script}.py"), *argv]
-    try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            main_cli(module.SCRIPT, module.run_workload)
-    except SystemExit as done:
-        code = done.code
-    finally:
-        sys.argv = old_argv
-    return int(code or 0), out.getvalue(), err.getvalue()
+    done = python_shell(script, argv)
+    return done.returncode, done.stdout, done.stderr
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -142,5 +123,5 @@ def test_every_rows_cell_passes_its_own_check(optimizer: str, frontend: str, run
     outcome = runner.run_cell(Cell(frontend, "with_autocast", "default", optimizer, "cpu"))
     assert outcome.status is Status.OK, outcome.reason
     assert outcome.record is not None and outcome.record.optimizer == optimizer
-    verdict = judge_cell(outcome, runner.spec, runner.reference_summary())  # as the run judges it, against the row's trajectory
+    verdict = judge_cell(outcome, runner.spec, runner.reference_summary(every_optimizer=False))  # as the run judges it: its own trajectory
     assert verdict.float64 is not None and verdict.outcome == "pass", verdict.reason

@@ -17,13 +17,17 @@ import pytest
 from harness.errors import ExitCode
 from harness.files.paths import REPO_ROOT
 from harness.run.availability import Availability
-from tests.support import require_r_torch
+from tests.support import python_shell, require_r_torch
 
 FRONTENDS = ("python", "r")
 _TINY = ["--num-batches", "1", "--epochs", "1"]
 
 
 def _shell(frontend: str, *args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:
+    """The script run by hand: R's through ``Rscript``; Python's through its ``main_cli`` in this process (what its
+    ``__main__`` block runs), but from another folder, which only a process of its own shows."""
+    if frontend == "python" and cwd == REPO_ROOT:
+        return python_shell("with_autocast", args)
     script = REPO_ROOT / ("py_scripts/with_autocast.py" if frontend == "python" else "r_scripts/with_autocast.R")
     command = [sys.executable, str(script)] if frontend == "python" else ["Rscript", str(script)]
     return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True, timeout=300)

@@ -6,10 +6,12 @@ baseline's points (:meth:`harness.run.runner.MatrixRunner._compared_with`); once
 are kept. These tests run real pairs in both directions (R cut against Python, Python cut against R), each cell by
 ``run_cell`` (so the baseline's trace is in before the other's record call starts), and compare the pair's trace with
 the one its whole traces give: the first difference, the last identical point, the triggers and the reconciled proof.
+Where Python is the baseline they run in the session's runner (``conftest.py``), whose workers every other test shares.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from pathlib import Path
@@ -44,8 +46,8 @@ def _whole(runner: MatrixRunner, outcome: CellResult, tmp_path: Path) -> CellRes
     ("python", "r", "cuda_amp_grad_scaler", "autocast_scaler_clip", "sgd", 0),
 ])
 def test_a_cut_trace_traces_its_pair_as_the_whole_one_does(
-    tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path, baseline: str, cut_side: str, script: str, mode: str,
-    optimizer: str, step: int,
+    tiny_spec: WorkloadSpec, runner: MatrixRunner, availability: Availability, tmp_path: Path, baseline: str, cut_side: str,
+    script: str, mode: str, optimizer: str, step: int,
 ) -> None:
     """``first-moment-lerp`` parts ``autocast`` Adam at step 1 (an R switch) and ignite Adam (a Python switch);
     ``clip-coef-reciprocal`` parts the SGD clip cell at step 0, which keeps its clip points after the cut: the clip engages
@@ -55,11 +57,15 @@ def test_a_cut_trace_traces_its_pair_as_the_whole_one_does(
     traces' in every field but the point count (the triggers too); the reconciled runs still prove the entries."""
     require_r_torch(availability)
     frontends = (baseline, cut_side)
-    with MatrixRunner(tiny_spec, frontends, staging=tmp_path, availability=availability) as runner:
-        first, second = (runner.run_cell(Cell(f, script, mode, optimizer, "cpu")) for f in frontends)
+    # The session's runner where Python is the baseline (its workers are started once); R as the baseline needs its own.
+    with (contextlib.nullcontext(runner) if frontends == runner.frontends
+          else MatrixRunner(tiny_spec, frontends, staging=tmp_path, availability=availability)) as running:
+        first, second = (running.run_cell(Cell(f, script, mode, optimizer, "cpu")) for f in frontends)
         assert first.status is Status.OK and second.status is Status.OK and first.trace and second.trace
         cut = CellTrace.read(second.trace)
-        whole = _whole(runner, second, tmp_path)
+        whole = _whole(running, second, tmp_path)
+        if running is not runner:  # a runner that runs cells one by one computes only their own float64 trajectories
+            assert {key[1] for key in running._references} == {optimizer}  # (model, optimizer, clip, skipped, feature)
     assert CellTrace.read(first.trace).cut is None  # the baseline is never cut
     assert cut.cut == step and len(cut.points) < len(CellTrace.read(whole.trace).points) / 2
     from_cut, from_whole = trace_cells(first, second), trace_cells(first, whole)
@@ -73,18 +79,25 @@ def test_a_cut_trace_traces_its_pair_as_the_whole_one_does(
 
 
 def test_a_pair_with_a_third_frontend_or_no_switch_on_its_side_keeps_its_whole_trace(
-    tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path,
+    tiny_spec: WorkloadSpec, runner: MatrixRunner, availability: Availability, tmp_path: Path,
 ) -> None:
     """Only a cell with a reconciled run of its own is cut: plain SGD in ``autocast`` parts nowhere and has no switch (whole
-    trace), and a run of three installations compares a cell with more than one other (nothing is cut)."""
+    trace), and a run of three installations compares a cell with more than one other (nothing is cut, though the
+    baseline's trace is there)."""
     require_r_torch(availability)
-    with MatrixRunner(tiny_spec, ("python", "r"), staging=tmp_path, availability=availability) as runner:
-        cells = [runner.run_cell(Cell(f, "with_autocast", "autocast", "sgd", "cpu")) for f in ("python", "r")]
-        assert runner._compared_with(Cell("r", "with_autocast", "autocast", "sgd", "cpu")) == {}
-        assert runner._compared_with(Cell("python", "with_autocast", "autocast", "adam", "cpu")) == {}  # the baseline
-        assert runner._compared_with(Cell("r", "with_autocast", "autocast", "adam", "cpu")) == {}  # its partner has not run
+    cells = [runner.run_cell(Cell(f, "with_autocast", "autocast", "sgd", "cpu")) for f in ("python", "r")]
+    assert runner._compared_with(Cell("r", "with_autocast", "autocast", "sgd", "cpu")) == {}
+    assert runner._compared_with(Cell("python", "with_autocast", "autocast", "adam", "cpu")) == {}  # the baseline
     assert all(c.trace is not None and CellTrace.read(c.trace).cut is None for c in cells)
+    adam = Cell("python", "with_autocast", "autocast", "adam", "cpu")
+    if adam.id not in runner._baseline_traces:  # the cut test above may have run it in this worker's runner
+        runner.run_cell(adam)
+    assert runner._compared_with(Cell("r", "with_autocast", "autocast", "adam", "cpu"))  # two frontends: R's cell is cut
+    # Runners that run nothing start no worker: one whose partner has not run, one of three installations given the
+    # baseline's trace as the record call would leave it.
+    with MatrixRunner(tiny_spec, ("python", "r"), staging=tmp_path / "two", availability=availability) as fresh:
+        assert fresh._compared_with(Cell("r", "with_autocast", "autocast", "adam", "cpu")) == {}  # its partner has not run
     three = parse_frontends(["python,r,r2=r"])
-    with MatrixRunner(tiny_spec, three, staging=tmp_path / "three", availability=availability) as runner:
-        runner.run_cell(Cell("python", "with_autocast", "autocast", "adam", "cpu"))
-        assert runner._compared_with(Cell("r", "with_autocast", "autocast", "adam", "cpu")) == {}
+    with MatrixRunner(tiny_spec, three, staging=tmp_path / "three", availability=availability) as matrix_runner:
+        matrix_runner._baseline_traces.update(runner._baseline_traces)
+        assert matrix_runner._compared_with(Cell("r", "with_autocast", "autocast", "adam", "cpu")) == {}
