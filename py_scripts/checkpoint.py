@@ -40,7 +40,7 @@ def _optimizer_order(opt: torch.optim.Optimizer, net: torch.nn.Module) -> list[s
 
 
 def save_checkpoint(spec: dict[str, Any], prefix: str, step: int, net: torch.nn.Module, opt: torch.optim.Optimizer,
-                    scheduler: torch.optim.lr_scheduler.LRScheduler | None, scaler: torch.amp.GradScaler) -> None:
+                    scheduler: torch.optim.lr_scheduler.LRScheduler | None, scaler: torch.amp.GradScaler | None) -> None:
     """The training state after ``step`` iterations in the contract's layout (docs/contract.md#checkpoint), from each
     object's own ``state_dict()``: the parameters, the optimizer row's state entries (PyTorch numbers them 0-based in
     ``opt.state_dict()["state"]``; the layout names them), each group's lr, the scheduler's last epoch, step count and
@@ -58,7 +58,8 @@ def save_checkpoint(spec: dict[str, Any], prefix: str, step: int, net: torch.nn.
             elif value is not None:
                 tensors[f"optim.{key}"] = value.detach().contiguous()
     scheduled = scheduler.state_dict() if scheduler is not None else {}
-    scaled = scaler.state_dict()  # empty where the scaler is disabled
+    # empty where the scaler is disabled; with_autocast's loop has none (None, as R's NULL: r_scripts/checkpoint.R)
+    scaled = scaler.state_dict() if scaler is not None else {}
     meta = {
         "layout": CHECKPOINT_LAYOUT, "step": step, "lr": [group["lr"] for group in state["param_groups"]],
         "count_names": list(counts), "count_values": list(counts.values()),
@@ -70,7 +71,7 @@ def save_checkpoint(spec: dict[str, Any], prefix: str, step: int, net: torch.nn.
 
 
 def load_checkpoint(spec: dict[str, Any], prefix: str, net: torch.nn.Module, opt: torch.optim.Optimizer,
-                    scheduler: torch.optim.lr_scheduler.LRScheduler | None, scaler: torch.amp.GradScaler, at: int) -> int:
+                    scheduler: torch.optim.lr_scheduler.LRScheduler | None, scaler: torch.amp.GradScaler | None, at: int) -> int:
     """Read a checkpoint in the contract's layout (either language's) into freshly built objects through their own
     ``load_state_dict()``, and return the iterations it was taken after. What was read back is traced at step ``at``
     (``resume.*`` points), so a first difference names the state that came back wrong.
@@ -104,7 +105,7 @@ def load_checkpoint(spec: dict[str, Any], prefix: str, net: torch.nn.Module, opt
         scheduled = scheduler.state_dict()
         scheduled.update(last_epoch=meta["last_epoch"], _step_count=meta["scheduler_step_count"], _last_lr=meta["last_lr"])
         scheduler.load_state_dict(scheduled)
-    if meta["scale"] is not None:
+    if meta["scale"] is not None and scaler is not None:
         scaler.load_state_dict({"scale": meta["scale"], "growth_factor": spec["growth_factor"], "backoff_factor": spec["backoff_factor"],
                                 "growth_interval": spec["growth_interval"], "_growth_tracker": meta["growth_tracker"]})
     if spec["weights_out"] is None:
@@ -115,7 +116,7 @@ def load_checkpoint(spec: dict[str, Any], prefix: str, net: torch.nn.Module, opt
     trace_optimizer_state(at, opt, net, spec, stage="resume.optim")
     if scheduler is not None:
         trace_scheduler(at, spec, opt, scheduler, prefix="resume.")
-    if scaler.is_enabled():
+    if scaler is not None and scaler.is_enabled():
         read_back = scaler.state_dict()  # before the next scale() the scaler holds them as its initial values
         trace_point(at, "resume.scaler.scale", torch.tensor(float(read_back["scale"]), dtype=torch.float32))
         trace_point(at, "resume.scaler.growth_tracker", torch.tensor(int(read_back["_growth_tracker"]), dtype=torch.int32))

@@ -119,7 +119,11 @@ def forward_loss(loop: Loop, step: int) -> tuple[torch.Tensor, torch.Tensor | No
     """The step's batch (it follows the step, which a resumed run takes from its checkpoint) in the weights' dtype, the
     model's forward and the loss under the mode's autocast (and a feature's second loss beside it), traced."""
     i = step % loop.spec["num_batches"]
-    inputs, target = loop.fixtures["data"][i].to(loop.weights_dtype), loop.fixtures["targets"][i].to(loop.weights_dtype)
+    # A copy of its own (clone): a GEMM's result depends on where its input lies (MKL's small-matrix kernels round
+    # otherwise at an address not 16-byte aligned), and the two bindings' safetensors loaders place the file's tensors
+    # differently; a fresh tensor lies where libtorch's allocator puts it (64-byte aligned) in both.
+    inputs = loop.fixtures["data"][i].to(loop.weights_dtype).clone()
+    target = loop.fixtures["targets"][i].to(loop.weights_dtype).clone()
     trace_point(step, "batch.data", inputs)
     trace_point(step, "batch.targets", target)
     unused, custom = hook(loop, "forward")(loop, step)

@@ -19,7 +19,7 @@ __all__ = ["forward", "layer_parameters", "make_model", "model_loss", "named_par
 
 #: The model of the call in progress: its module (``build``, ``forward``), its parameters' names and each one's layer, in
 #: the optimizer's order (the run spec's ``model``). Set by :func:`make_model`, read by everything that names a parameter.
-_model_state: dict[str, Any] = {"module": None, "names": [], "layers": []}
+_model_state: dict[str, Any] = {"module": None, "names": [], "layers": [], "dims": {}}
 
 
 def make_model(spec: dict[str, Any], fixtures: dict[str, torch.Tensor]) -> torch.nn.Module:
@@ -30,7 +30,7 @@ def make_model(spec: dict[str, Any], fixtures: dict[str, torch.Tensor]) -> torch
             row and its forward disagree.
     """
     row = spec["model"]
-    module = importlib.import_module(f"py_scripts.models.{row['name']}")
+    module = importlib.import_module(f"py_scripts.models.{row.get('files', row['name'])}")  # a variant runs its row's forward
     net: torch.nn.Module = module.build(spec)
     params = _in_contract_order(net, row["parameters"])
     if len(params) != len(row["parameters"]) or any(p.shape != fixtures[n].shape for n, p in zip(row["parameters"], params, strict=False)):
@@ -39,7 +39,7 @@ def make_model(spec: dict[str, Any], fixtures: dict[str, torch.Tensor]) -> torch
     with torch.no_grad():
         for name, param in zip(row["parameters"], params, strict=True):
             param.copy_(fixtures[name])
-    _model_state.update(module=module, names=list(row["parameters"]), layers=list(row["parameter_layers"]))
+    _model_state.update(module=module, names=list(row["parameters"]), layers=list(row["parameter_layers"]), dims=row.get("dims", {}))
     return net
 
 
@@ -61,10 +61,10 @@ def forward(net: torch.nn.Module, x: torch.Tensor, step: int, unused: int = -1, 
 
 
 def model_loss(output: torch.Tensor, target: torch.Tensor, default: torch.nn.Module) -> torch.Tensor:
-    """The model's loss of a batch: its module's ``loss`` where it has one (a classifier's cross-entropy), else
-    ``default`` (the loop's MSE)."""
+    """The model's loss of a batch: its module's ``loss`` where it has one (a classifier's cross-entropy, given the
+    model's ``dims``: a variant's options), else ``default`` (the loop's MSE)."""
     own = getattr(_model_state["module"], "loss", None)
-    value: torch.Tensor = own(output, target) if own is not None else default(output, target)
+    value: torch.Tensor = own(output, target, _model_state["dims"]) if own is not None else default(output, target)
     return value
 
 

@@ -26,7 +26,9 @@ def make_optimizer(spec: dict[str, Any], net: torch.nn.Module, layers: range | N
     params: Any = net.parameters() if layers is None else layer_parameters(net, layers)
     if groups is not None:  # weights in the first group, biases in a second with their own lr (and weight decay)
         named = named_parameters(net)
-        biases = {"params": [p for n, p in named if n.endswith(".bias")], "lr": args["lr"] * groups["bias_lr_factor"]}
+        # the second group is every other parameter, as R's twin makes it: a parameter named neither `.weight` nor `.bias`
+        # (the transformer's in_proj_weight, the GRU's weight_ih_l0) is trained there, never left out of both groups
+        biases = {"params": [p for n, p in named if not n.endswith(".weight")], "lr": args["lr"] * groups["bias_lr_factor"]}
         if "weight_decay" in args:
             biases["weight_decay"] = groups["bias_weight_decay"]
         params = [{"params": [p for n, p in named if n.endswith(".weight")]}, biases]

@@ -6,8 +6,9 @@ other binding does, for the reconciled run) or a *point* (a trace point of a val
 itself: applied only when the call is traced, so an untimed trace and a timed round run the same arithmetic). Each
 ``old`` statement must occur exactly once in the function's source as installed, so a patch written for one torch
 refuses to touch another. A Python function is replaced in its module for the length of the run (``binding_patches``):
-the functions that call it look it up there; R's twin patches a copy of each function and method the script calls
-instead, because R torch's functions are found through its namespace and its optimizers' methods live on each object.
+the functions that call it look it up there (a method, ``module:Class.method``, is swapped on its class); R's twin
+patches a copy of each function and method the script calls instead, because R torch's functions are found through its
+namespace and its optimizers' methods live on each object (and swaps what R torch's own modules call in its namespace).
 """
 
 from __future__ import annotations
@@ -46,15 +47,21 @@ def binding_patches(spec: dict[str, Any]) -> Iterator[None]:
     replaced: list[tuple[Any, str, Any]] = []
     try:
         for target, group in targets.items():
-            module_name, _, name = target.partition(":")
+            module_name, _, path = target.partition(":")
             module = importlib.import_module(module_name)
-            original = getattr(module, name)
-            setattr(module, name, patched_function(original, group, module.__dict__, target))
-            replaced.append((module, name, original))
+            # "module:function", or "module:Class.method": a method of a module's class (a model's layer, whose forward
+            # calls it through ``self``), swapped on its class
+            *owners, name = path.split(".")
+            owner: Any = module
+            for part in owners:
+                owner = getattr(owner, part)
+            original = getattr(owner, name)
+            setattr(owner, name, patched_function(original, group, module.__dict__, target))
+            replaced.append((owner, name, original))
         yield
     finally:
-        for module, name, original in reversed(replaced):
-            setattr(module, name, original)
+        for owner, name, original in reversed(replaced):
+            setattr(owner, name, original)
 
 
 def patched_function(function: Any, patches: list[dict[str, Any]], namespace: dict[str, Any], target: str) -> Any:

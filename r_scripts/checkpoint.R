@@ -51,6 +51,8 @@ save_checkpoint <- function(spec, prefix, step, net, opt, scheduler, scaler) {
       if (!is.null(value) && isTRUE(entries$count[[e]])) {
         counts[[key]] <- as.numeric(value) # an R double (R code) or a one-element int64 tensor (ignite)
       } else if (!is.null(value)) {
+        # R torch's optim_asgd keeps eta and mu as R doubles (PyTorch as one-element tensors): saved exactly, as float64
+        if (is.numeric(value)) value <- torch::torch_tensor(value, dtype = torch::torch_float64())
         tensors[[paste0("optim.", key)]] <- value$detach()$contiguous()
       }
     }
@@ -95,7 +97,11 @@ load_checkpoint <- function(spec, prefix, net, opt, scheduler, scaler, at) {
         value <- meta$count_values[[count]]
         loaded[[entries$r[[e]]]] <- if (ignite) torch::torch_tensor(value, dtype = torch::torch_int64()) else as.numeric(value)
       } else if (!is.null(tensors[[paste0("optim.", key)]])) {
-        loaded[[entries$r[[e]]]] <- tensors[[paste0("optim.", key)]]$to(device = spec$device)
+        value <- tensors[[paste0("optim.", key)]]$to(device = spec$device)
+        # an entry compared in a declared dtype (asgd's eta and mu) is an R double in R code: back to one
+        dtype <- entries$dtype[[e]]
+        number <- !ignite && length(dtype) == 1L && !is.na(dtype) && nzchar(dtype)
+        loaded[[entries$r[[e]]]] <- if (number) as.numeric(value$item()) else value
       }
     }
     if (length(loaded) > 0L && ignite) {

@@ -66,6 +66,10 @@ run_epochs <- function(loop, train_step) {
   gc_state <- pause_gc(spec)
   reset_peak_memory(loop$device)
   sync_device(loop$device)
+  restore <- patch_namespace(spec) # R torch's functions its modules call, as the run spec patches them (Python: binding_patches)
+  on.exit(restore(), add = TRUE)
+  restore_modules <- patch_modules(loop$net, spec) # and the bindings its modules inherit
+  on.exit(restore_modules(), add = TRUE)
   epoch_start <- clock()
   for (epoch in seq_len(spec$epochs)) {
     for (b in seq_len(spec$num_batches)) {
@@ -76,6 +80,8 @@ run_epochs <- function(loop, train_step) {
     loop$seconds_per_epoch <- c(loop$seconds_per_epoch, epoch_end - epoch_start)
     epoch_start <- epoch_end
   }
+  restore_modules()
+  restore()
   loop$gc_seconds <- resume_gc(gc_state)
   invisible(NULL)
 }
@@ -85,8 +91,11 @@ run_epochs <- function(loop, train_step) {
 #' `list(loss, loss1)`.
 forward_loss <- function(loop, step) {
   i <- step %% loop$spec$num_batches + 1L
-  inputs <- loop$fixtures$data[i, , ]$to(dtype = loop$weights_dtype) # float32: the tensor itself
-  target <- loop$fixtures$targets[i, , ]$to(dtype = loop$weights_dtype)
+  # A copy of its own ($clone()): a GEMM's result depends on where its input lies (MKL's small-matrix kernels round
+  # otherwise at an address not 16-byte aligned), and the two bindings' safetensors loaders place the file's tensors
+  # differently; a fresh tensor lies where libtorch's allocator puts it (64-byte aligned) in both.
+  inputs <- loop$fixtures$data[i, , ]$to(dtype = loop$weights_dtype)$clone()
+  target <- loop$fixtures$targets[i, , ]$to(dtype = loop$weights_dtype)$clone()
   trace_point(step, "batch.data", inputs)
   trace_point(step, "batch.targets", target)
   options <- hook(loop, "forward")(loop, step)

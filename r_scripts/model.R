@@ -34,7 +34,7 @@ model_functions <- function(name) {
 #' other parameters than the contract declares (their count or a shape) is refused.
 make_model <- function(spec, fixtures) {
   row <- spec$model
-  functions <- model_functions(row$name)
+  functions <- model_functions(if (is.null(row$files)) row$name else row$files) # a variant runs its row's forward
   net <- functions$build(spec)
   names <- as.character(unlist(row$parameters))
   params <- in_contract_order(net, names)
@@ -50,6 +50,7 @@ make_model <- function(spec, fixtures) {
   model_state$functions <- functions
   model_state$names <- names
   model_state$layers <- as.integer(unlist(row$parameter_layers))
+  model_state$dims <- if (is.null(row$dims)) list() else row$dims
   net
 }
 
@@ -68,11 +69,11 @@ forward <- function(net, x, step, unused = -1L, custom = NULL) {
   model_state$functions$forward(net, x, step, unused, custom)
 }
 
-#' The model's loss of a batch: its file's `loss()` where it has one (a classifier's cross-entropy), else `default` (the
-#' loop's MSE).
+#' The model's loss of a batch: its file's `loss()` where it has one (a classifier's cross-entropy, given the model's
+#' `dims`: a variant's options), else `default` (the loop's MSE).
 model_loss <- function(output, target, default) {
   own <- model_state$functions$loss
-  if (!is.null(own)) own(output, target) else default(output, target)
+  if (!is.null(own)) own(output, target, model_state$dims) else default(output, target)
 }
 
 #' Every parameter with the name the fixtures, the final weights and the trace give it (`layer0.weight`, ...), in the

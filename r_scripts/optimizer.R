@@ -19,7 +19,10 @@ make_optimizer <- function(spec, net, layers = NULL, groups = NULL) {
   # what {param} points are named by: each param group's names, in the order the optimizer holds them (Python's twin
   # keys them by the tensor, which R cannot)
   assign("groups", list(names(named)), envir = trace_state)
-  params <- if (is.null(layers)) net$parameters else unname(named)
+  # in the contract's order, PyTorch's, which names the {param} points and orders them: `net$parameters` lists a module's
+  # children's parameters before its own (the transformer's out_proj before in_proj_weight, docs/bugs/
+  # multihead-attention-parameter-order); an optimizer's update of each does not depend on it
+  params <- unname(named)
   if (!is.null(groups)) { # weights in the first group, biases in a second with their own lr (and weight decay)
     weights <- endsWith(names(named), ".weight")
     biases <- list(params = unname(named[!weights]), lr = r$args$lr * groups$bias_lr_factor)

@@ -38,6 +38,71 @@ binding_function <- function(spec, name) {
   if (length(patches) == 0L) fun else patched_function(fun, patches, name)
 }
 
+#' The functions of R torch's namespace that its own modules call (targets `torch:::<name>`: a model's layer reaches
+#' them through the namespace, never through the script), replaced there as the run spec patches them, as Python swaps a
+#' function in its module (`binding_patches()`); returns the function that puts R torch's own back (idempotent).
+patch_namespace <- function(spec) {
+  ns <- asNamespace("torch")
+  targets <- unique(vapply(patch_rows(spec$patches$r), function(patch) patch$target, ""))
+  originals <- list()
+  for (target in targets[startsWith(targets, "torch:::") & !grepl("$", targets, fixed = TRUE)]) { # not a module's binding
+    patches <- patches_of(spec, target)
+    if (length(patches) == 0L) next
+    name <- substring(target, nchar("torch:::") + 1L)
+    originals[[name]] <- get(name, envir = ns)
+    replace_binding(ns, name, patched_function(originals[[name]], patches, target))
+  }
+  function() {
+    for (name in names(originals)) replace_binding(ns, name, originals[[name]])
+    originals <<- list()
+  }
+}
+
+#' R-only: the model `net` (built by `make_model()`) with the active bindings every module inherits from R torch's
+#' `nn_Module` (targets `torch:::nn_Module$<binding>`: `parameters`) patched on each of its modules as the run spec
+#' says; R6 made each module's binding when the module was built, so the class cannot be patched for it (Python swaps a
+#' method on its class). Returns the function that puts R torch's own back (idempotent).
+patch_modules <- function(net, spec) {
+  prefix <- "torch:::nn_Module$"
+  targets <- unique(vapply(patch_rows(spec$patches$r), function(patch) patch$target, ""))
+  originals <- list()
+  for (target in targets[startsWith(targets, prefix)]) {
+    patches <- patches_of(spec, target)
+    if (length(patches) == 0L) next
+    name <- substring(target, nchar(prefix) + 1L)
+    patched <- patched_function(asNamespace("torch")$nn_Module$active[[name]], patches, target)
+    for (module in net$modules) {
+      object <- attr(module, "module")
+      original <- activeBindingFunction(name, object)
+      own <- patched
+      environment(own) <- environment(original) # this module's self and private
+      replace_active_binding(object, name, own)
+      originals[[length(originals) + 1L]] <- list(object = object, name = name, fun = original)
+    }
+  }
+  function() {
+    for (kept in rev(originals)) replace_active_binding(kept$object, kept$name, kept$fun)
+    originals <<- list()
+  }
+}
+
+#' R-only: the active binding `name` of `object` made anew from `fun`.
+replace_active_binding <- function(object, name, fun) {
+  locked <- bindingIsLocked(name, object)
+  if (locked) unlockBinding(name, object)
+  rm(list = name, envir = object)
+  makeActiveBinding(name, fun, object)
+  if (locked) lockBinding(name, object)
+}
+
+#' R-only: `name` in the locked environment `env` bound to `value` (a namespace's bindings are locked; R's own
+#' `assignInNamespace()` does the same).
+replace_binding <- function(env, name, value) {
+  unlockBinding(name, env)
+  assign(name, value, envir = env)
+  lockBinding(name, env)
+}
+
 #' R-only: the optimizer `opt` (built by `make_optimizer()`) with its methods patched as the run spec says: patches
 #' whose target is `<its R function>$<method>`. R6 locks an object's method bindings; this object's are replaced, R
 #' torch's class is not.

@@ -75,6 +75,12 @@ class Model:
     draw_targets: Callable[[np.random.Generator, tuple[int, ...]], np.ndarray] | None = None
     #: The model's own fixed sizes (a vocabulary, a width), handed to both languages' ``build`` in the run spec.
     dims: Mapping[str, int] | None = None
+    #: The row whose forwards it runs (``py_scripts/models/<files>.py`` ↔ ``r_scripts/models/<files>.R``), where it is
+    #: that model with other ``dims`` (``None``: its own name): a variant is a row, never a copy of a forward.
+    files: str | None = None
+    #: The languages whose binding cannot train it: their script refuses each cell in the binding's own words (a condition
+    #: of its own), and the cell is ``unsupported``, counted, never an error (``transformer_smoothing`` in R).
+    unsupported_in: tuple[str, ...] = ()
     #: Where a loop feature that names a layer can act, where the model allows only some layers (``None``: any layer its
     #: count allows, as the MLP's Linear layers): ``left_out``, the layers a step may go without (``sometimes_used``: what
     #: remains must still map the input to the output); ``replaced``, the Linear layers a custom autograd function may
@@ -95,6 +101,7 @@ class Model:
         params = self.parameters(sizes)
         row = {"name": self.name, "layers": self.layers(sizes), "parameters": [p.name for p in params],
                "parameter_layers": [p.layer for p in params]}
+        row = row if self.files is None else {**row, "files": self.files}
         return row if self.dims is None else {**row, "dims": dict(self.dims)}
 
     def layer_of(self, sizes: Sizes) -> Mapping[str, int]:
@@ -122,6 +129,12 @@ def _mlp_flops(sizes: Sizes) -> float:
 #: The transformer classifier's sizes: tiny, so its cells cost what an MLP cell costs. ``VOCAB`` counts the padding
 #: token 0; ``SEQ`` tokens per sequence; ``WIDTH`` the model width (two heads of 4); ``CLASSES`` the head's outputs.
 TRANSFORMER = {"VOCAB": 12, "SEQ": 6, "WIDTH": 8, "HEADS": 2, "FEEDFORWARD": 16, "CLASSES": 4}
+
+
+#: The label smoothing the ``transformer_smoothing`` row's cross-entropies are given, in hundredths (dims are whole
+#: numbers): 0.1, the value of PyTorch's examples and of most recipes that smooth (torchvision's classification
+#: references pass ``--label-smoothing 0.1``). The ``transformer`` row passes none, PyTorch's default 0.
+LABEL_SMOOTHING_PERCENT = 10
 
 
 def _transformer_parameters(sizes: Sizes) -> tuple[Parameter, ...]:
@@ -249,6 +262,16 @@ MODELS: dict[str, Model] = {
         layers=lambda s: 3, parameters=_transformer_parameters,
         inputs=lambda s: (s.batch_size, TRANSFORMER["SEQ"]), targets=lambda s: (s.batch_size, 1 + TRANSFORMER["CLASSES"]),
         step_flops=_transformer_flops, draw_inputs=_draw_tokens, draw_targets=_draw_classes, dims=TRANSFORMER,
+        left_out=(1,), replaced=(2,), cannot_run={"penalty": _NO_DOUBLE_BACKWARD_ATTENTION},
+    ),
+    "transformer_smoothing": Model(
+        "transformer_smoothing", "the transformer classifier with label_smoothing = 0.1 in both its cross-entropies, as "
+        "PyTorch users pass it (R torch's nn_cross_entropy_loss() has no such argument: its R cells are unsupported, in "
+        "R's words)",
+        layers=lambda s: 3, parameters=_transformer_parameters,
+        inputs=lambda s: (s.batch_size, TRANSFORMER["SEQ"]), targets=lambda s: (s.batch_size, 1 + TRANSFORMER["CLASSES"]),
+        step_flops=_transformer_flops, draw_inputs=_draw_tokens, draw_targets=_draw_classes,
+        dims={**TRANSFORMER, "LABEL_SMOOTHING_PERCENT": LABEL_SMOOTHING_PERCENT}, files="transformer", unsupported_in=("r",),
         left_out=(1,), replaced=(2,), cannot_run={"penalty": _NO_DOUBLE_BACKWARD_ATTENTION},
     ),
     "convnet": Model(

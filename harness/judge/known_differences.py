@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.contract.models import DEFAULT_MODEL, MODELS
 from harness.contract.modes import SCRIPTS
 from harness.errors import KnownDifferencesError
 from harness.files.bounded_read import FileFormatError, FileSyntaxError, read_toml_file
@@ -119,34 +120,40 @@ class KnownDifference:
     acts_only_with: tuple[str, ...] = ()
 
     def inert(self, args: Mapping[str, Any]) -> str | None:
-        """Why the entry cannot act on a run with the optimizer arguments ``args`` (one it needs is 0), or ``None``."""
-        off = [a for a in self.acts_only_with if a in args and not isinstance(args[a], bool) and args[a] == 0]
+        """Why the entry cannot act on a run with the optimizer arguments ``args`` (one it needs is 0), or ``None``. An
+        argument ``args`` lacks is at both constructors' default, 0 for those an entry names (plain SGD's weight_decay:
+        the row sets none, the search may draw one)."""
+        off = [a for a in self.acts_only_with if not isinstance(args.get(a, 0), bool) and args.get(a, 0) == 0]
         return f"{off[0]} = 0, so its mechanism cannot act" if off else None
 
     #: The loop features (harness/workload/features.py) it covers: ``None``, every one (the plain loop included), as an
     #: optimizer's mechanism acts whatever the loop; an entry about a feature's own mechanism names it.
     features: tuple[str, ...] | None = None
+    #: The models (harness/contract/models.py) it covers: ``None``, every one, as an optimizer's or the loop's mechanism
+    #: acts whatever the model; an entry about a model's own modules (its attention, its embedding, its loss) names it.
+    models: tuple[str, ...] | None = None
 
     def switches_for(self, optimizer: str, language: str) -> tuple[str, ...]:
         """The entry's switches a run of ``optimizer`` in ``language``'s script applies (those of its side that patch a
         function that run calls)."""
         return tuple(s for s in self.switches if SWITCHES[s].side == language and SWITCHES[s].acts_on(optimizer))
 
-    def covers(self, script: str, mode: str, optimizer: str, device: str, feature: str = NO_FEATURE) -> bool:
-        """Whether the entry's scope holds this script × mode × optimizer × device (× loop feature)."""
+    def covers(self, script: str, mode: str, optimizer: str, device: str, feature: str = NO_FEATURE,
+               model: str = DEFAULT_MODEL) -> bool:
+        """Whether the entry's scope holds this script × mode × optimizer × device (× loop feature × model)."""
         return (script in self.scripts and mode in self.modes and optimizer in self.optimizers and device in self.devices
-                and (self.features is None or feature in self.features))
+                and (self.features is None or feature in self.features) and (self.models is None or model in self.models))
 
     def applies(self, a: CellResult, b: CellResult) -> bool:
         """Whether this entry covers the pair of ``a`` and ``b``: its scope, and the two sides' languages in either order
         (whatever the installations are named: R torch on any libtorch is covered)."""
-        return (self.covers(a.script, a.mode, a.optimizer, a.device, a.feature)
+        return (self.covers(a.script, a.mode, a.optimizer, a.device, a.feature, a.model)
                 and frozenset((a.language, b.language)) == self.languages)
 
     def reconciling(self, cell: CellResult | Any, language: str) -> tuple[str, ...]:
         """The switches ``cell`` (of ``language``) runs in its reconciled run for this entry: none where the entry does not
         cover it (or nothing of the entry's mechanism is on its side)."""
-        covered = self.covers(cell.script, cell.mode, cell.optimizer, cell.device, cell.feature)
+        covered = self.covers(cell.script, cell.mode, cell.optimizer, cell.device, cell.feature, cell.model)
         return self.switches_for(cell.optimizer, language) if covered else ()
 
     def expected_switches(self, optimizer: str, languages: frozenset[str] | None = None) -> tuple[str, ...]:
@@ -228,7 +235,8 @@ def load_known_differences(path: Path = DEFAULT_LIST) -> tuple[KnownDifference, 
 
 #: Every field an entry may have (anything else is a typo, refused rather than ignored).
 _FIELDS = frozenset({"id", "kind", "title", "languages", "scripts", "modes", "optimizers", "devices", "trigger", "switches",
-                     "seen_on", "signature", "mechanism", "sources", "upstream", "acts_only_with", "features"})
+                     "seen_on", "signature", "mechanism", "sources", "upstream", "acts_only_with", "features",
+                     "models"})
 _SIGNATURE_FIELDS = frozenset({"first_point", "first_step", "max_distance", "error", "kind"})
 #: What a first difference may be (:class:`harness.judge.divergence.Split`): another value, or another dtype.
 _SIGNATURE_KINDS = ("bytes", "dtype", "order")
@@ -299,9 +307,10 @@ def _entry(path: Path, index: int, data: Any) -> KnownDifference:
     if "acts_only_with" in data:
         acts_only_with = texts("acts_only_with")
         for arg in acts_only_with:
-            lacking = [o for o in optimizers if arg not in OPTIMIZERS[o].args]
+            lacking = [o for o in optimizers if arg not in OPTIMIZERS[o].args and arg not in OPTIMIZERS[o].space]
             if lacking:
-                raise fail("acts_only_with", arg, f"an argument of every optimizer the entry covers ({lacking[0]} has none)")
+                raise fail("acts_only_with", arg, f"an argument of every optimizer the entry covers, set by its row or in its "
+                                                  f"space ({lacking[0]} has none)")
     signature = _signature(data.get("signature"), where, trigger)
     entry = KnownDifference(
         id=text("id"), kind=kind, title=text("title"), languages=frozenset(languages), scripts=scripts, modes=modes,
@@ -309,6 +318,7 @@ def _entry(path: Path, index: int, data: Any) -> KnownDifference:
         mechanism=text("mechanism"), sources=texts("sources"), upstream=text("upstream"), source=_shown(path),
         acts_only_with=acts_only_with,
         features=None if data.get("features") is None else texts("features", tuple(FEATURES)),
+        models=None if data.get("models") is None else texts("models", tuple(MODELS)),
     )
     if kind == "bug" and BUGS_DIR is not None:
         missing = [name for name in ("reproducer.R", "reproducer.py", "report.md") if not (BUGS_DIR / entry.id / name).is_file()]

@@ -236,7 +236,7 @@ def compare_cells(
         (str(a.status), str(b.status)), (a.reason, b.reason), (not a.ok or a.record is None, not b.ok or b.record is None),
     )
     if any(statuses.failed):
-        proven = _proven_crash(a, b, statuses, trace, known)
+        proven = _proven_crash(a, b, statuses, trace, known, {**OPTIMIZERS[a.optimizer].args, **(optimizer_args or {})})
         return proven if proven is not None else _status_verdict(a, names, statuses)
     ra, rb = a.record, b.record
     assert ra is not None and rb is not None
@@ -255,7 +255,9 @@ def compare_cells(
     if trace is None:
         return _verdict(a, names, judged.verdict, lines, details)
     identity_required = judging == "strict" and found.tolerance.expected_identical
-    drafted = _with_trace(PairEvidence(a, b, trace, known, identity_required, optimizer_args or {}),
+    # the row's arguments under those given (a caller may pass only what moved); what neither sets is at its default
+    args = {**OPTIMIZERS[a.optimizer].args, **(optimizer_args or {})}
+    drafted = _with_trace(PairEvidence(a, b, trace, known, identity_required, args),
                           Draft(judged.verdict, lines, details))
     return _verdict(a, names, drafted.verdict, drafted.lines, drafted.details)
 
@@ -367,7 +369,7 @@ def _with_trace(evidence: PairEvidence, draft: Draft) -> Draft:
         ids = ", ".join(k.id for k in matched)
         at = f"first differs at step {first.step}, {first.point}"
         at += f" ({first.max_distance} ULP)" if first.max_distance is not None else ""
-        proven, why_not = _reconciled(trace, applicable, a, b)
+        proven, why_not = _reconciled(trace, active, a, b)  # an inert entry's switch is not run (harness/run/runner.py)
         if proven:
             verdict = Verdict.KNOWN_DIFFERENCE
             # A bug the reconciliation switched off (its trigger held) carries its side's cell from float64 too: that cell's
@@ -416,7 +418,7 @@ def _matched_by_proof(trace: PairTrace, active: Sequence[KnownDifference], appli
     acting = [k for k in active if k.expected_switches(a.optimizer, languages) and k.trigger_steps(trace)]
     if not acting or trace.first_difference is None:
         return []
-    proven, _ = _reconciled(trace, applicable, a, b)
+    proven, _ = _reconciled(trace, active, a, b)
     return acting if proven else []
 
 
@@ -452,13 +454,15 @@ def _reconciled(trace: PairTrace, applicable: Sequence[KnownDifference], a: Cell
 
 def _proven_crash(
     a: CellResult, b: CellResult, statuses: StatusFindings, trace: PairTrace | None, known: Sequence[KnownDifference],
+    args: Mapping[str, Any],
 ) -> PairVerdict | None:
     """The verdict of a pair one side of which crashed the way a known R torch bug does, and which the bug's switch
-    reconciles: ``known_difference`` (proven), with the crashed cell excused; ``None`` where that is not so."""
+    reconciles: ``known_difference`` (proven), with the crashed cell excused; ``None`` where that is not so. ``args``: the
+    optimizer's arguments (an entry that cannot act on them is not applicable: its switch is not run)."""
     failed = [c for c, f in zip((a, b), statuses.failed, strict=True) if f]
     if len(failed) != 1 or failed[0].status is not Status.ERROR or trace is None:
         return None
-    applicable = [k for k in known if k.applies(a, b)]
+    applicable = [k for k in known if k.applies(a, b) and k.inert(args) is None]
     matched = [k for k in applicable if k.error_mismatch(failed[0].reason) is None]
     if not matched:
         return None

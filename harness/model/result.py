@@ -226,6 +226,11 @@ class CellResult(Stored):
         return self.cell.device
 
     @property
+    def model(self) -> str:
+        """The model it trained (harness/contract/models.py)."""
+        return self.cell.model
+
+    @property
     def ok(self) -> bool:
         """Whether a usable record came back."""
         return self.status is Status.OK

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.contract.models import MODELS
 from harness.errors import WorkerError
 from harness.files.staging import StagingDir
 from harness.model.timing import MALLOC_THRESHOLDS
@@ -184,6 +185,11 @@ class WorkerPool:
         (``Feature.unsupported``): its script refuses it in the binding's own words, and the cell is unsupported."""
         row = FEATURES.get(cell.feature)
         return row is not None and row.refuses(self.language(cell.frontend), cell.properties.scaler)
+
+    def model_refused(self, cell: Cell) -> bool:
+        """Whether the cell's model declares this frontend's binding unable to train it (``Model.unsupported_in``): its
+        script refuses it in the binding's own words, and the cell is unsupported."""
+        return self.language(cell.frontend) in MODELS[cell.model].unsupported_in
 
     def expected_to_run(self, cell: Cell) -> bool:
         """Whether the cell should run: supported, or declared unsupported but run with one check lifted (``scaler_lift``)."""

@@ -59,7 +59,7 @@ from harness.workload.features import NO_FEATURE
 from harness.workload.fixtures import FixtureFile, ensure_fixtures, load_fixture_arrays
 from harness.workload.installations import DEFAULT_INSTALLATIONS, Installation
 from harness.workload.matrix import Cell, cells_for
-from harness.workload.optimizers import PRESET_OPTIMIZERS
+from harness.workload.optimizers import OPTIMIZERS, PRESET_OPTIMIZERS
 from harness.workload.patches import switch_names
 from harness.workload.refusals import refusal
 from harness.workload.spec import WorkloadSpec, default_overflow_steps
@@ -479,7 +479,9 @@ class MatrixRunner:
         Returns its trace (``None``: no run, or it failed, the warning said why) and the script's own workload seconds
         (``None`` where it gave no record)."""
         language = self.pool.language(cell.frontend)
-        switches = switch_names([s for k in self.known for s in k.reconciling(cell, language)])
+        # not an entry that cannot act on the cell's arguments (inert: a weight-decay bug where weight_decay is 0 or unset)
+        args = {**OPTIMIZERS[cell.optimizer].args, **self.spec.optimizer_args.get(cell.optimizer, {})}
+        switches = switch_names([s for k in self.known if k.inert(args) is None for s in k.reconciling(cell, language)])
         if not switches:
             return None, None
         # Its final weights too (in a file of its own, read and removed): a proof compares everything the cells record.
@@ -557,10 +559,11 @@ class MatrixRunner:
                 raw = self.pool.call_cell(cell)
         except ScriptError as err:
             # Unsupported: the binding refused a cell it is declared not to support (R torch's own error, the lift off),
-            # or the script refused to lift its check (a condition of its own), or a loop feature the binding cannot do
-            # (Feature.unsupported: the script's refusal names the binding's missing piece); any other failure is an error.
+            # or the script refused to lift its check (a condition of its own), or a loop feature or a model the binding
+            # cannot do (Feature.unsupported, Model.unsupported_in: the script's refusal names the binding's missing piece);
+            # any other failure is an error.
             known = ((self.pool.declared_unsupported(cell) and (err.refused or not self.pool.expected_to_run(cell)))
-                     or (err.refused and self.pool.feature_refused(cell)))
+                     or (err.refused and (self.pool.feature_refused(cell) or self.pool.model_refused(cell))))
             # One line: R's cli messages carry their hints (the 'i' bullets) on lines of their own.
             reason = " ".join(err.frontend_message.split()) if known else str(err)
             return CellResult(cell, Status.UNSUPPORTED if known else Status.ERROR, reason)

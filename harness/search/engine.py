@@ -6,7 +6,8 @@ search runs in rounds: each a Hypothesis run with the examples left, a seed of i
 draws the same examples), and the findings of earlier rounds counted as passes. The first round replays the example
 database first (the findings of earlier searches, kept where :func:`default_database` says or ``--database``). A
 seconds budget ends the round in progress at the first example past it that no pending finding needs (shrinking a
-finding runs to its end).
+finding runs to its end). ``stop_at_first`` ends the search once its first finding is shrunk, and shrinks that one alone
+(another finding met while shrinking counts as a pass): a maintainer chasing one change, and the planted tests.
 """
 
 from __future__ import annotations
@@ -136,8 +137,11 @@ class Search:
 
     def __init__(self, runner: MatrixRunner, strategy: SearchStrategy[Example], budget: Budget, seed: int, database: Path,
                  on_example: Callable[[SearchReport, Example, Judged], None] | None = None,
-                 on_seen: Callable[[Example, Judged], None] | None = None) -> None:
+                 on_seen: Callable[[Example, Judged], None] | None = None, stop_at_first: bool = False) -> None:
         self.runner, self.strategy, self.budget, self.seed = runner, strategy, budget, seed
+        #: End the search once the first finding is shrunk; while it shrinks, other findings count as passes (the
+        #: shrinker follows that one alone).
+        self.stop_at_first = stop_at_first
         self.database = DirectoryBasedExampleDatabase(database)
         self.report = SearchReport()
         self._on_example = on_example or (lambda report, example, judged: None)
@@ -146,6 +150,8 @@ class Search:
         #: Each example's verdict by its plain data: an example met again is not run again.
         self._judged: dict[str, Judged] = {}
         self._pending = False
+        #: The signature being shrunk (the first finding of a round).
+        self._chasing: str | None = None
         self._started = 0.0
 
     def run(self) -> SearchReport:
@@ -158,6 +164,8 @@ class Search:
                 if left <= 0 or self._out_of_time():
                     break
                 found = self._round(number, left)
+                if found and self.stop_at_first:
+                    break
                 if not found and self.budget.examples is None and self._out_of_time():
                     break
                 if not found and self.budget.examples is not None:
@@ -176,9 +184,10 @@ class Search:
     def _round(self, number: int, examples: int) -> list[Finding]:
         """One Hypothesis run of at most ``examples`` examples: the findings it shrank (new signatures only)."""
         phases = [Phase.explicit, *([Phase.reuse] if number == 0 else []), Phase.generate, Phase.shrink]
-        self._pending = False
+        self._pending, self._chasing = False, None
 
-        @settings(database=self.database, max_examples=examples, deadline=None, phases=phases, report_multiple_bugs=True,
+        @settings(database=self.database, max_examples=examples, deadline=None, phases=phases,
+                  report_multiple_bugs=not self.stop_at_first,
                   suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, print_blob=False)
         @hypothesis_seed(self.seed * 1_000_003 + number)
         @given(self.strategy)
@@ -224,8 +233,9 @@ class Search:
             report.moved.update([f"{example.optimizer}.{k}" for k in example.optimizer_args]
                                 + [f"{example.feature}.{k}" for k in example.feature_args])
         self._on_example(report, example, judged)
-        if judged.finding and judged.signature not in self._reported:
-            self._pending = True
+        chased = not self.stop_at_first or self._chasing in (None, judged.signature)
+        if judged.finding and judged.signature not in self._reported and chased:
+            self._pending, self._chasing = True, judged.signature
             self._on_seen(example, judged)
             raise _found_class(judged.signature)(example, judged)
 

@@ -15,13 +15,14 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from harness.contract.modes import SCRIPTS
 from harness.search.example import Example
-from harness.workload.features import FEATURES, NO_FEATURE
+from harness.workload.features import FEATURES, NO_FEATURE, stopped_in_r
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.space import Space
 from harness.workload.spec import SEARCH_SPACE
 
-__all__ = ["examples", "value_of"]
+__all__ = ["CLIP_KINDS", "drawable", "examples", "value_of"]
 
 #: Significant digits a drawn float keeps: a minimal spec reads 0.0316, not 0.031622776601683794.
 _DIGITS = 3
@@ -60,14 +61,39 @@ def _moved(draw: st.DrawFn, spaces: Any) -> dict[str, Any]:
     return {name: draw(value_of(space)) for name, space in spaces.items() if draw(st.booleans())}
 
 
+#: The loop features that clip the gradients: a row clips in place of the clip mode's own norm clip (the covering designs
+#: run them in the scaler's default and autocast_scaler modes), so the search does not draw them in a mode that clips.
+CLIP_KINDS: tuple[str, ...] = ("clip_value", "clip_norm")
+
+
+def drawable(pairs: Sequence[tuple[str, str]], optimizers: Sequence[str],
+             feature: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """The pairs and optimizers the search draws with ``feature``: not a clip feature in a mode that clips already
+    (:data:`CLIP_KINDS`), not an optimizer R torch cannot run with it (a reported bug no switch reconciles,
+    :data:`harness.workload.features.UNRUNNABLE_IN_R`)."""
+    clips = feature != NO_FEATURE and FEATURES[feature].kind in CLIP_KINDS
+    return ([(s, m) for s, m in pairs if not (clips and SCRIPTS[s].mode(m).clip)],
+            [o for o in optimizers if stopped_in_r(o, feature) is None])
+
+
 def examples(pairs: Sequence[tuple[str, str]], optimizers: Sequence[str], features: Sequence[str]) -> st.SearchStrategy[Example]:
-    """Examples over ``pairs`` ((script, mode)), ``optimizers`` and ``features`` (``none``, the plain loop, among them)."""
+    """Examples over ``pairs`` ((script, mode)), ``optimizers`` and ``features`` (``none``, the plain loop, among them),
+    as far as :func:`drawable` allows (a feature left with no pair or no optimizer is not drawn).
+
+    Raises:
+        ValueError: nothing is drawable (every feature asked for is left with none).
+    """
+    allowed = {f: drawable(pairs, optimizers, f) for f in features}
+    features = [f for f in features if all(allowed[f])]
+    if not features:
+        raise ValueError("no example can be drawn: every feature asked for clips in a clip mode or stops R torch with the "
+                         "optimizers asked for (a reported bug)")
 
     @st.composite
     def draw(draw: st.DrawFn) -> Example:
         feature = draw(st.sampled_from(features))
-        script, mode = draw(st.sampled_from(pairs))
-        optimizer = draw(st.sampled_from(optimizers))
+        script, mode = draw(st.sampled_from(allowed[feature][0]))
+        optimizer = draw(st.sampled_from(allowed[feature][1]))
         fields = {name: draw(value_of(space)) for name, space in SEARCH_SPACE.items()}
         optimizer_args = _moved(draw, OPTIMIZERS[optimizer].space)
         feature_args = {} if feature == NO_FEATURE else _moved(draw, FEATURES[feature].space)

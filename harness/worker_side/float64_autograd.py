@@ -14,6 +14,7 @@ on stdout until stdin closes. A request is ``(model, kind, params, x, target, ex
 
 from __future__ import annotations
 
+import functools
 import math
 import pickle
 import sys
@@ -23,7 +24,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import torch
 
-from harness.contract.models import CONVNET, TRANSFORMER
+from harness.contract.models import CONVNET, LABEL_SMOOTHING_PERCENT, TRANSFORMER
 
 __all__ = ["main"]
 
@@ -37,15 +38,19 @@ def _layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: 
     return (x - mean) / torch.sqrt(var + eps) * weight + bias
 
 
-def _cross_entropy(logits: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
-    """The mean over the batch of ``-sum(p * log_softmax(logits))`` (a class index is the one-hot ``p``)."""
+def _cross_entropy(logits: torch.Tensor, probs: torch.Tensor, smoothing: float = 0.0) -> torch.Tensor:
+    """The mean over the batch of ``-sum(p * log_softmax(logits))`` (a class index is the one-hot ``p``); with label
+    smoothing ``s``, of ``p (1 - s) + s / classes`` (``CrossEntropyLoss``'s documented definition, for both target forms)."""
     log_p = logits - torch.logsumexp(logits, dim=-1, keepdim=True)
+    probs = probs * (1 - smoothing) + smoothing / logits.shape[-1]
     return -(probs * log_p).sum(dim=-1).mean()
 
 
-def transformer(p: Tensors, x: torch.Tensor, target: torch.Tensor, unused: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The transformer classifier (harness/contract/models.py, ``transformer``): its logits and its loss. Post-norm
-    encoder layer, ReLU feed-forward, the key-padding mask as ``-inf`` before the softmax, masked mean pooling."""
+def transformer(p: Tensors, x: torch.Tensor, target: torch.Tensor, unused: int,
+                smoothing: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The transformer classifier (harness/contract/models.py, ``transformer``; ``transformer_smoothing`` with its label
+    ``smoothing``): its logits and its loss. Post-norm encoder layer, ReLU feed-forward, the key-padding mask as ``-inf``
+    before the softmax, masked mean pooling."""
     tokens = x.long()
     padding = tokens == 0
     embed = p["embed.weight"]
@@ -69,7 +74,7 @@ def transformer(p: Tensors, x: torch.Tensor, target: torch.Tensor, unused: int) 
     pooled = (h * keep).sum(dim=1) / keep.sum(dim=1)
     logits = pooled @ p["head.weight"].T + p["head.bias"]
     classes = torch.nn.functional.one_hot(target[:, 0].long(), logits.shape[-1]).to(logits.dtype)
-    return logits, _cross_entropy(logits, classes) + _cross_entropy(logits, target[:, 1:])
+    return logits, _cross_entropy(logits, classes, smoothing) + _cross_entropy(logits, target[:, 1:], smoothing)
 
 
 def _norm(x: torch.Tensor, dims: tuple[int, ...], eps: float = 1e-5) -> torch.Tensor:
@@ -118,6 +123,7 @@ def gru(p: Tensors, x: torch.Tensor, target: torch.Tensor, unused: int) -> tuple
 #: Each model's float64 forward by name: ``(params, x, target, unused) -> (output, loss)``.
 MODELS: dict[str, Callable[[Tensors, torch.Tensor, torch.Tensor, int], tuple[torch.Tensor, torch.Tensor]]] = {
     "transformer": transformer,
+    "transformer_smoothing": functools.partial(transformer, smoothing=LABEL_SMOOTHING_PERCENT / 100),
     "convnet": convnet,
     "gru": gru,
 }

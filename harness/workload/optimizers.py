@@ -143,7 +143,8 @@ _WD_REASON = "non-zero so the weight-decay term acts; small against the gradient
 #: The search's spaces (harness/workload/space.py), shared by the rows of one PyTorch class in both families: each range is
 #: inside what both constructors accept (PyTorch's checks and R torch's ``optim_*`` / ``optim_ignite_*``, whose formals
 #: take the same names), and 0 is drawn where 0 switches a term off, a region no row sets.
-_LR_SPACE = between(1e-4, 0.5, "any positive lr is accepted by both; above 0.5 tiny-sized runs overshoot into inf", log=True)
+_LR_SPACE = between(1e-4, 0.1, "any positive lr is accepted by both; above 0.1 the search's widest runs (width 32, 3 "
+                    "layers, momentum 0.9) overshoot into inf (an lr of 0.42 did), which the harness's own check stops", log=True)
 _WD_SPACE = between(1e-4, 0.1, "both accept any weight_decay >= 0; 0 switches the term off", log=True, zero=True)
 _EPS_SPACE = between(1e-10, 1e-2, "both accept any eps >= 0; from 1e-10 eps meets the denominator", log=True)
 _MOMENTUM_SPACE = between(0.1, 0.99, "both accept 0 <= momentum; below 1 the buffer stays bounded", zero=True)

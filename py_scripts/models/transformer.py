@@ -1,6 +1,7 @@
 """The transformer text classifier (harness/contract/models.py, ``transformer``): token and position embeddings (padding
 index 0), one ``TransformerEncoderLayer`` with a key-padding mask, masked mean pooling, a Linear head, and
-``CrossEntropyLoss`` on class indices plus on class probabilities. The twin of ``r_scripts/models/transformer.R``; its
+``CrossEntropyLoss`` on class indices plus on class probabilities (with ``label_smoothing`` in the ``transformer_smoothing``
+row, which runs these files). The twin of ``r_scripts/models/transformer.R``; its
 float64 reference is ``harness/judge/models/transformer.py``.
 """
 
@@ -57,9 +58,12 @@ def forward(net: torch.nn.ModuleDict, x: torch.Tensor, step: int, unused: int, c
     return out
 
 
-def loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+def loss(output: torch.Tensor, target: torch.Tensor, dims: dict[str, int]) -> torch.Tensor:
     """Cross-entropy on the class indices (the target's column 0) plus cross-entropy on the class probabilities (the
-    other columns), each with ``CrossEntropyLoss`` as its users call it."""
+    other columns), each with ``CrossEntropyLoss`` as its users call it: with ``label_smoothing`` where the model's row
+    gives one (``LABEL_SMOOTHING_PERCENT``, the ``transformer_smoothing`` row), else without."""
     classes = target[:, 0].long()
     probs = target[:, 1:]
-    return torch.nn.CrossEntropyLoss()(output, classes) + torch.nn.CrossEntropyLoss()(output, probs)
+    smoothing = dims.get("LABEL_SMOOTHING_PERCENT", 0) / 100
+    criterion = torch.nn.CrossEntropyLoss(label_smoothing=smoothing) if smoothing else torch.nn.CrossEntropyLoss()
+    return criterion(output, classes) + criterion(output, probs)

@@ -1,6 +1,7 @@
 #' The transformer text classifier (harness/contract/models.py, `transformer`): token and position embeddings (padding
 #' index 0, as PyTorch counts), one `nn_transformer_encoder_layer()` with a key-padding mask, masked mean pooling, a
-#' Linear head, and `nn_cross_entropy_loss()` on class indices plus on class probabilities. The twin of
+#' Linear head, and `nn_cross_entropy_loss()` on class indices plus on class probabilities (with `label_smoothing` in the
+#' `transformer_smoothing` row, which runs these files). The twin of
 #' `py_scripts/models/transformer.py`; its float64 reference is `harness/judge/models/transformer.py`.
 
 #' The four modules, named as the contract names their parameters, on the spec's device. Dropout 0 (a dropout mask is
@@ -46,9 +47,23 @@ forward <- function(net, x, step, unused, custom) {
 }
 
 #' Cross-entropy on the class indices (the target's first column, made 1-based as R counts classes) plus cross-entropy
-#' on the class probabilities (the other columns), each with `nn_cross_entropy_loss()` as its users call it.
-loss <- function(output, target) {
+#' on the class probabilities (the other columns), each with `nn_cross_entropy_loss()` as its users call it: with
+#' `label_smoothing` where the model's row gives one (`LABEL_SMOOTHING_PERCENT`, the `transformer_smoothing` row), else
+#' without. R torch's `nn_cross_entropy_loss()` takes no `label_smoothing` (R/nn-loss.R): the cell is refused in R's words.
+loss <- function(output, target, dims) {
   classes <- target[, 1]$to(dtype = torch::torch_long()) + 1L
   probs <- target[, 2:target$shape[[2]]]
-  torch::nn_cross_entropy_loss()(output, classes) + torch::nn_cross_entropy_loss()(output, probs)
+  smoothing <- if (is.null(dims$LABEL_SMOOTHING_PERCENT)) 0 else dims$LABEL_SMOOTHING_PERCENT / 100
+  criterion <- if (smoothing != 0) smoothed_cross_entropy(smoothing) else torch::nn_cross_entropy_loss()
+  criterion(output, classes) + criterion(output, probs)
+}
+
+#' R-only: `nn_cross_entropy_loss(label_smoothing = smoothing)`, as a PyTorch user writes it; R torch's error, where it
+#' refuses the argument, refuses the cell (`amp_parity_refused`: the harness reports it unsupported, in those words).
+smoothed_cross_entropy <- function(smoothing) {
+  # do.call: R's error names the value, as a user's call with the number written in it does
+  tryCatch(do.call(torch::nn_cross_entropy_loss, list(label_smoothing = smoothing)), error = function(e) {
+    abort_cli("R torch {packageVersion('torch')}'s {.fn nn_cross_entropy_loss} refuses {.arg label_smoothing}: {conditionMessage(e)}",
+              class = "amp_parity_refused")
+  })
 }

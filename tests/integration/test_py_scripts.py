@@ -226,3 +226,29 @@ def test_the_script_builds_the_run_specs_optimizer(tmp_path: Path, optimizer: st
     sgd, _ = _run(with_autocast, "default", tmp_path)
     assert (record["optimizer"], sgd["optimizer"]) == (optimizer, "sgd")
     assert record["losses"][0] == sgd["losses"][0] and record["losses"][1:] != sgd["losses"][1:]
+
+
+def test_a_switch_on_a_method_is_swapped_on_its_class_for_the_run_only() -> None:
+    """A Python switch's target ``module:Class.method`` (py-attention-explicit: ``TransformerEncoderLayer._sa_block``) is
+    the method rebuilt with its statement replaced, on the class, for the ``with`` block, then PyTorch's own again: inside,
+    the layer's attention is the written-out one (``need_weights=True``), so its output is not the fused one's."""
+    import torch
+
+    from harness.workload.patches import patches_for
+    from py_scripts.patches import binding_patches
+
+    layer_class = torch.nn.TransformerEncoderLayer
+    own = layer_class._sa_block
+    spec = {"patches": patches_for("sgd", ("py-attention-explicit",))}
+    switches = [p["target"] for p in spec["patches"]["python"] if p["kind"] == "switch"]
+    assert switches == ["torch.nn.modules.transformer:TransformerEncoderLayer._sa_block"]
+    torch.manual_seed(0)
+    layer = layer_class(8, 2, 16, dropout=0.0, batch_first=True)
+    x = torch.randn(4, 6, 8)
+    padding = torch.arange(6)[None, :] >= torch.tensor([1, 3, 6, 4])[:, None]
+    fused = layer(x, src_key_padding_mask=padding)
+    with binding_patches(spec):
+        assert layer_class._sa_block is not own
+        written_out = layer(x, src_key_padding_mask=padding)
+    assert layer_class._sa_block is own
+    assert not torch.equal(fused, written_out) and torch.allclose(fused, written_out, atol=1e-5)

@@ -55,6 +55,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], sw
     search.add_argument("--database", type=path_argument, default=None, metavar="DIR",
                         help="Hypothesis's example database, whose findings are replayed first (default: the user cache's "
                              "search-db/, $AMP_PARITY_CACHE)")
+    search.add_argument("--stop-at-first", action="store_true",
+                        help="end the search once its first finding is shrunk (a maintainer chasing one change; CI's plants)")
     add_known_differences_argument(search)
 
 
@@ -79,6 +81,11 @@ def command(args: argparse.Namespace) -> ExitCode:
     features = parse_features(args.feature or ["all"], "tiny")
     modes = parse_modes(args.mode)
     pairs = [(pair.stem, mode.name) for pair in SCRIPTS.values() for mode in pair.modes if mode.name in modes]
+    try:
+        strategy = examples(pairs, optimizers, features)
+    except ValueError as err:
+        raise UsageError("--feature", ",".join(features),
+                         f"a feature the search can draw with these modes and optimizers ({err})") from None
     known = known_differences_of(args)
     out = _claim_out(Path(args.out), args.overwrite)
     database = args.database or default_database()
@@ -92,16 +99,16 @@ def command(args: argparse.Namespace) -> ExitCode:
         if missing:
             raise UsageError("search", "python,r", f"both languages installed here, to compare them ({'; '.join(missing)})")
         progress = _Progress(budget.describe())
-        seen: dict[str, tuple[Example, Judged]] = {}
-        search = Search(runner, examples(pairs, optimizers, features), budget, args.seed, database,
-                        on_example=progress.example, on_seen=lambda e, j: seen.__setitem__(j.signature, (e, j)))
+        seen = _Seen(out)
+        search = Search(runner, strategy, budget, args.seed, database,
+                        on_example=progress.example, on_seen=seen.add, stop_at_first=args.stop_at_first)
         print(f"amp-parity search: {budget.describe()}, seed {args.seed}, {len(optimizers)} optimizer(s), {len(features)} "
               f"loop feature(s) (none: the plain loop), {len(pairs)} mode(s); findings into {out}, database {database}",
               file=sys.stderr)
         report = search.run()
         progress.done()
         fixed = [f for f in features if f != NO_FEATURE and not FEATURES[f].space]
-        lines = _write_findings(out, report, seen)
+        lines = _write_findings(report, seen)
     lines += _summary(report, args.seed, fixed)
     _write_summary(out, lines)
     print("\n".join(lines))
@@ -165,24 +172,48 @@ class _Progress:
             print(file=sys.stderr)
 
 
-def _write_findings(out: Path, report: SearchReport, seen: dict[str, tuple[Example, Judged]]) -> list[str]:
+class _Seen:
+    """The findings as they are seen: each gets its folder's number when first seen, and its ``example.json`` is written
+    then and again each time it shrinks, so a search that is stopped in any way (Ctrl-C, a kill, a crash) keeps every
+    finding it saw, as far as it shrank."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.latest: dict[str, tuple[Example, Judged]] = {}
+        self.numbers: dict[str, int] = {}
+
+    def add(self, example: Example, judged: Judged) -> None:
+        from harness.search.engine import Finding
+        from harness.search.findings import write_example
+
+        self.numbers.setdefault(judged.signature, len(self.numbers) + 1)
+        self.latest[judged.signature] = (example, judged)
+        write_example(self.folder(judged.signature), Finding(example, judged))
+
+    def folder(self, signature: str) -> Path:
+        from harness.search.findings import finding_folder
+
+        return finding_folder(self.out, self.numbers.setdefault(signature, len(self.numbers) + 1), signature)
+
+
+def _write_findings(report: SearchReport, seen: _Seen) -> list[str]:
     """Each finding's folder (an interrupted search: the pending ones' examples as far as they shrank, no reproducers)."""
     from harness.search.engine import Finding
-    from harness.search.findings import finding_folder, write_example, write_finding
+    from harness.search.findings import write_example, write_finding
 
     lines = []
     done = {f.judged.signature for f in report.findings}
-    for number, finding in enumerate(report.findings, 1):
-        folder = finding_folder(out, number, finding.judged.signature)
+    for finding in report.findings:
+        folder = seen.folder(finding.judged.signature)
         shows = write_finding(folder, finding) if not report.interrupted else "not run (the search was interrupted)"
         if report.interrupted:
             write_example(folder, finding)
         lines.append(_finding_line(folder, finding, shows))
-    pending = [(s, e, j) for s, (e, j) in seen.items() if s not in done]
-    for number, (signature, example, judged) in enumerate(pending, len(report.findings) + 1):
-        folder = finding_folder(out, number, signature)
-        write_example(folder, Finding(example, judged))
-        lines.append(_finding_line(folder, Finding(example, judged), "not shrunk to its end (the search stopped first)"))
+    for signature, (example, judged) in seen.latest.items():
+        if signature not in done:
+            folder = seen.folder(signature)
+            write_example(folder, Finding(example, judged))
+            lines.append(_finding_line(folder, Finding(example, judged), "not shrunk to its end (the search stopped first)"))
     return lines
 
 
@@ -194,6 +225,8 @@ def _finding_line(folder: Path, finding: Finding, shows: str) -> str:
 
 def _summary(report: SearchReport, seed: int, fixed: list[str]) -> list[str]:
     """What the search did and covered (the last lines printed, and summary.txt)."""
+    from harness.workload.features import UNRUNNABLE_IN_R
+
     def counted(counter: dict[str, int]) -> str:
         return ", ".join(f"{k} {v}" for k, v in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
@@ -208,6 +241,9 @@ def _summary(report: SearchReport, seed: int, fixed: list[str]) -> list[str]:
              f"  hyperparameters moved from the rows' points: {counted(report.moved) or 'none'}"]
     if fixed:
         lines.append(f"  searched at their fixed points (no space declared): {', '.join(fixed)}")
+    lines.append("  not drawn: a clip feature in a mode that clips already; "
+                 + "; ".join(f"{', '.join(u.optimizers)} with {', '.join(u.features)} (R torch bug {u.bug}, no switch)"
+                             for u in UNRUNNABLE_IN_R))
     for why, example in list(report.unjudged.items())[:5]:
         lines.append(f"  not judged (the harness's own float64 reference could not run it): {why}; e.g. {example.describe()}")
     return lines

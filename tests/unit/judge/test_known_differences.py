@@ -15,6 +15,7 @@ from harness.model.cell_trace import CellTrace
 from harness.model.pair_trace import PairTrace, PointDifference
 from harness.model.record_points import record_points as points_of_record
 from harness.model.result import CellResult
+from harness.workload.optimizers import OPTIMIZERS
 from tests.twins import by_mode, golden, nudge_one_ulp, twin_cell, with_record
 
 CLIP = "cuda_amp_grad_scaler-autocast_scaler_clip-sgd-cpu"
@@ -229,6 +230,20 @@ def test_a_bug_that_cannot_act_is_inert_not_stale(tmp_path: Path) -> None:
     assert stale.verdict == "stale_known_difference", stale.explain()
 
 
+def test_an_argument_the_run_does_not_set_is_at_its_default_so_plain_sgd_is_inert(tmp_path: Path) -> None:
+    """Issue 49: sgd-weight-decay-index covers plain SGD (the search gives it weight decay), whose row sets none: there the
+    entry cannot act (neither matched nor stale, and its switch is not run), and with weight decay it acts."""
+    entry = _entry("sgd-weight-decay-index")
+    assert entry.covers("with_autocast", "default", "sgd", "cpu")
+    assert entry.inert(OPTIMIZERS["sgd"].args) == "weight_decay = 0, so its mechanism cannot act"
+    assert entry.inert({**OPTIMIZERS["sgd"].args, "weight_decay": 0.1}) is None
+    cell = next(c for c in golden().cells if c.frontend == "python" and c.mode == "default")
+    twin = twin_cell(cell, tmp_path)
+    trace = PairTrace(cell.pair, ("python", "r"), (300, 300), 300, None, (19, "param.stepped.layer2.bias"), {"always": (0, 1)})
+    identical = compare_cells(cell, twin, trace=trace, known=[entry], optimizer_args=dict(OPTIMIZERS["sgd"].args))
+    assert identical.verdict == "identical" and identical.details["inert"] == ["sgd-weight-decay-index"], identical.explain()
+
+
 def test_an_entry_names_the_loop_features_it_covers() -> None:
     """``features`` narrows an entry to those loop features; without it an entry covers every feature and the plain loop."""
     entries = {k.id: k for k in load_known_differences()}
@@ -238,6 +253,31 @@ def test_an_entry_names_the_loop_features_it_covers() -> None:
     assert not scaler.covers("cuda_amp_grad_scaler", "autocast_scaler", "sgd", "cpu", "lr_step")
     sgd = entries["sgd-weight-decay-index"]
     assert sgd.features is None and sgd.covers("with_autocast", "default", "sgd_momentum", "cpu", "accumulate")
+
+
+def test_an_entry_names_the_models_it_covers(clip_cell: CellResult) -> None:
+    """``models`` narrows an entry to those models (a module of theirs is its mechanism): the transformer's attention
+    entry covers its cells and no MLP cell, and asks for its switch only there; an entry without it (an optimizer's)
+    covers every model."""
+    attention = _entry("attention-sdpa-vs-explicit")
+    assert attention.models == ("transformer",)
+    assert attention.covers("with_autocast", "default", "adam", "cpu", model="transformer")
+    assert not attention.covers("with_autocast", "default", "adam", "cpu")
+    assert not attention.covers("with_autocast", "default", "adam", "cpu", model="transformer_smoothing")
+    mlp = dataclasses.replace(clip_cell.cell, frontend="python")
+    assert attention.reconciling(mlp, "python") == ()
+    assert attention.reconciling(dataclasses.replace(mlp, model="transformer"), "python") == ("py-attention-explicit",)
+    assert _entry("first-moment-lerp").models is None
+    assert _entry("first-moment-lerp").covers("with_autocast", "default", "adam", "cpu", model="gru")
+
+
+def test_an_entry_naming_an_unknown_model_is_refused(tmp_path: Path) -> None:
+    """A model that is not a row of harness/contract/models.py is refused in one line, as any other field."""
+    path = tmp_path / "known.toml"
+    path.write_text(DEFAULT_LIST.read_text().replace('models = ["transformer"]', 'models = ["transfromer"]', 1))
+    with pytest.raises(KnownDifferencesError, match="`models` must be one of") as refused:
+        load_known_differences(path)
+    assert "\n" not in str(refused.value)
 
 
 def _momentum_pair(tmp_path: Path) -> tuple[CellResult, CellResult]:
@@ -267,7 +307,7 @@ def test_a_difference_its_switch_proves_is_known_wherever_it_first_shows(tmp_pat
     assert verdict.details["known_difference"] == ["sgd-weight-decay-index"] and verdict.details["excused"] == [b.id]
     assert "not where its signature says; proven: with the switches r-sgd-weight-decay-param on" in verdict.summary
     assert ("R torch bug sgd-weight-decay-index: its signature is not met (it first differs at param.layer0.weight, not "
-            "optim.momentum_buffer.{param}), but its switches prove it") in verdict.explain()
+            f"{entry.signature.first_point}), but its switches prove it") in verdict.explain()
 
 
 @pytest.mark.parametrize(("reconciled", "switches"), [(False, ("r-sgd-weight-decay-param",)), (True, ()),

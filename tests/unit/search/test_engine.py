@@ -162,3 +162,37 @@ def test_an_interrupted_search_keeps_what_it_saw(tmp_path: Path) -> None:
     assert report.interrupted and not report.findings and list(seen) == ["pair: optim.momentum_buffer.{param}"]
     again = FakeSearch(_dampening_plant, "1", 3, tmp_path / "db")
     assert [f.judged.signature for f in again.run().findings] == list(seen)
+
+
+def test_the_search_does_not_draw_what_r_cannot_run_nor_a_clip_feature_in_a_clip_mode() -> None:
+    """ignite_adagrad with a second param group, an ignite optimizer's zero_grad(set_to_none) (R torch bugs no switch
+    reconciles: UNRUNNABLE_IN_R), a clip feature where the mode clips already: never drawn; the rest still is."""
+    pairs = [("with_autocast", "default"), ("cuda_amp_grad_scaler", "autocast_scaler_clip")]
+    strategy = examples(pairs, ("sgd", "ignite_adagrad", "ignite_sgd"), ("param_groups", "sometimes_used", "clip_norm_inf"))
+    seen: list[Example] = []
+
+    @settings(max_examples=150, database=None, derandomize=True)
+    @given(strategy)
+    def draw(example: Example) -> None:
+        seen.append(example)
+
+    draw()
+    assert not [e for e in seen if e.optimizer == "ignite_adagrad" and e.feature == "param_groups"]
+    assert not [e for e in seen if e.optimizer.startswith("ignite") and e.feature == "sometimes_used"]
+    assert not [e for e in seen if e.feature == "clip_norm_inf" and e.mode == "autocast_scaler_clip"]
+    assert {e.optimizer for e in seen} == {"sgd", "ignite_adagrad", "ignite_sgd"} and {e.mode for e in seen} == {m for _, m in pairs}
+
+
+def test_stop_at_first_ends_the_search_with_the_first_finding_shrunk_alone(tmp_path: Path) -> None:
+    """Two planted differences: ``stop_at_first`` reports one, shrunk, and stops; without it both are reported."""
+    def two(example: Example) -> Judged:
+        if example.optimizer == "adam":
+            return Judged("pair", "pair: optim.exp_avg.{param}", "planted adam", "step 0, optim.exp_avg.layer0.weight")
+        return _dampening_plant(example)
+
+    both = FakeSearch(two, "300", 0, tmp_path / "db1").run()
+    first = FakeSearch(two, "300", 0, tmp_path / "db2")
+    first.stop_at_first = True
+    one = first.run()
+    assert len(both.findings) == 2 and len(one.findings) == 1, (both.findings, one.findings)
+    assert one.searched < both.searched

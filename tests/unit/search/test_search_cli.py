@@ -18,6 +18,7 @@ from tests.support import run_cli
     (["--feature", "warmup"], "feature must be one of"),
     (["--mode", "fp8"], "mode must be one of"),
     (["--seed", "-1"], "--seed must be a whole number >= 0, got -1."),
+    (["--optimizer", "ignite_adagrad", "--feature", "param_groups"], "--feature must be a feature the search can draw"),
 ])
 def test_a_bad_option_is_one_line_and_exit_4(args: list[str], says: str, tmp_path: Path) -> None:
     done = run_cli("search", *args, "--out", str(tmp_path / "out"), "--database", str(tmp_path / "db"))
