@@ -146,10 +146,11 @@ def _gpu_autocast(result: MatrixResult) -> list[TargetCheck]:
 
 def _trace_cost(result: MatrixResult) -> list[TargetCheck]:
     """What tracing added to each traced cell's record call (its wall time over its own run,
-    :attr:`~harness.model.result.CellResult.own_run_seconds`): ≤ 2 s at ``tiny``, else ≤ 3× the cell's own run."""
+    :attr:`~harness.model.result.CellResult.own_run_seconds`: a timed round, or its untraced reconciled run): ≤ 2 s at
+    ``tiny``, else ≤ 3× the cell's own run."""
     checks = []
     for cell in result.cells:
-        run = cell.own_run_seconds if cell.timing is not None else None
+        run = cell.own_run_seconds if cell.timing is not None or cell.untraced_seconds is not None else None
         if cell.trace is None or cell.wall_seconds is None or run is None:
             continue
         added = max(cell.wall_seconds - run, 0.0)

@@ -173,6 +173,10 @@ class CellResult(Stored):
     #: What the result keeps of the final weights (tensor digests, measurements against the pair's other cells), so the cell
     #: is judged when its weights file is gone; ``None`` where nothing was kept (no weights, or a result before schema 9).
     weights: FinalWeights | None = field(default=None, metadata=codec(since=9))
+    #: The script's own workload seconds of an untraced warm run of the cell's workload that a proof made anyway (its
+    #: untraced reconciled run: the same workload, the switches on), kept where the run timed no round of the cell for it
+    #: (issue 47: a run timed side by side, ``tiny``, times only the cells that have no such run); ``None`` elsewhere.
+    untraced_seconds: float | None = field(default=None, metadata=codec(optional=True, omit=lambda c: c.untraced_seconds is None))
 
     @property
     def id(self) -> str:
@@ -233,9 +237,12 @@ class CellResult(Stored):
 
     @property
     def own_run_seconds(self) -> float | None:
-        """One run of the cell: its median timed workload (a warm call), else its record call's wall time (``None``: it did
-        not run). What tracing adds is measured over it, and the matrix's limit adds it up (:meth:`MatrixResult.limit`)."""
-        return self.timing.workload.median if self.timing else self.wall_seconds
+        """One run of the cell: its median timed workload (a warm call), else the workload of the untraced run a proof made
+        of it (:attr:`untraced_seconds`), else its record call's wall time (``None``: it did not run). What tracing adds is
+        measured over it, and the matrix's limit adds it up (:meth:`MatrixResult.limit`)."""
+        if self.timing:
+            return self.timing.workload.median
+        return self.untraced_seconds if self.untraced_seconds is not None else self.wall_seconds
 
 @dataclass(frozen=True)
 class Peaks(Stored):
@@ -527,8 +534,10 @@ class Memory(Stored):
     cuda_peak_bytes: int | None = None
 
 #: Why a cell of a run timed side by side has no time against its default (``tiny``'s one round per cell, issue 38): by design, not noise.
+#: Its own time is one untraced run: a round timed side by side, or its untraced reconciled run where it had one (issue 47).
 SIDE_BY_SIDE_NOTE = (f"not timed for a ratio: fewer than {MIN_ROUNDS_FOR_SPREAD} timed rounds, run side by side for each cell's "
-                     f"own time (--rounds {MIN_ROUNDS_FOR_SPREAD} or more times them one at a time, for a ratio)")
+                     "own time, or its untraced reconciled run's where it had one "
+                     f"(--rounds {MIN_ROUNDS_FOR_SPREAD} or more times them one at a time, for a ratio)")
 
 
 def with_time_vs_default(cells: Sequence[CellResult], paired: bool = False, side_by_side: bool = False) -> list[CellResult]:
@@ -555,7 +564,8 @@ def with_time_vs_default(cells: Sequence[CellResult], paired: bool = False, side
             value, note = None, f"no {baseline} cell of {c.script} with {c.optimizer} to compare with"
         else:
             value, note = ratio(c.timing, base[key(c)], paired)
-            if side_by_side and value is None and for_want_of_spread(note):
+            # side by side, a cell or its default may have no timed round at all (its untraced reconciled run timed it)
+            if side_by_side and value is None and (for_want_of_spread(note) or not (c.timing and base[key(c)])):
                 note = SIDE_BY_SIDE_NOTE
         out.append(dataclasses.replace(c, time_vs_default=value, time_vs_default_note=note))
     return out

@@ -27,7 +27,7 @@ from harness.run.lanes import run_in_lanes
 from harness.run.machine_load import read_load, round_load
 from harness.run.pool import WorkerPool
 
-__all__ = ["FLOOR_SIZING_PRODUCTS", "PROFILED_STEP", "measure_peaks", "profile_cells", "time_cells"]
+__all__ = ["FLOOR_SIZING_PRODUCTS", "PROFILED_STEP", "measure_peaks", "profile_cells", "time_cells", "timed_cells"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,8 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
     target can rest on them): each frontend's cells in a lane of their own,
     the lanes on the cores at once (:func:`harness.run.lanes.run_in_lanes`, as the record calls run), since all such
     rounds can give is each cell's own time (the run's limit adds them up) and its bridge; ``facts``: the workers'
-    descriptions (which frontends may have a helper worker). Otherwise one at a time: a timed round has the machine to itself.
+    descriptions (which frontends may have a helper worker). Only the cells that have no untraced run already are timed
+    so (:func:`timed_cells`). Otherwise one at a time: a timed round has the machine to itself.
 
     A cell the spread target checks (:func:`harness.judge.spread.spread_checked`, over its last untimed call's loop) has
     the machine's noise floor timed beside it: one calibration round right after each of its timed rounds, in the same
@@ -66,7 +67,7 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
     cell's loop. Other cells get none, nor any cell with too few rounds for a spread (side by side): floors only where a
     spread is judged.
     """
-    timed = [c for c in cells if c.status is Status.OK]
+    timed = timed_cells(cells, protocol)
     logs = {c.id: RoundLog() for c in timed}
     failed: dict[str, str] = {}
     products: dict[str, int] = {}  # the checked cells' products per floor round
@@ -100,6 +101,15 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
             if not _floor_round(pool, c, log, products[c.id]):
                 del products[c.id]
     return [_with_timing(c, logs.get(c.id), failed.get(c.id)) for c in cells]
+
+
+def timed_cells(cells: Sequence[CellResult], protocol: TimingProtocol) -> list[CellResult]:
+    """The cells ``protocol`` times: every ``ok`` one, but side by side (too few rounds for a ratio) only those without an
+    untraced run of their workload already (:attr:`CellResult.untraced_seconds`: an untraced reconciled run made for a
+    proof). Such a round could give only the cell's own time, and that run gave it (issue 47: at ``tiny``, 40 % of the
+    timed rounds repeated a run the proofs had made)."""
+    ok = [c for c in cells if c.status is Status.OK]
+    return [c for c in ok if c.untraced_seconds is None] if protocol.side_by_side else ok
 
 
 def _warm_up(pool: WorkerPool, c: CellResult, protocol: TimingProtocol, log: RoundLog, failed: dict[str, str],

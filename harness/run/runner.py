@@ -51,7 +51,7 @@ from harness.model.weights import TensorDigest
 from harness.run.availability import Availability, probe, probe_host, r_required
 from harness.run.frontends import check_described, frontend_for
 from harness.run.lanes import run_in_lanes
-from harness.run.measure import measure_peaks, profile_cells, time_cells
+from harness.run.measure import measure_peaks, profile_cells, time_cells, timed_cells
 from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
 from harness.run.provenance import describe_provenance
 from harness.run.tracer import SecondPass, measure_first_differences
@@ -262,8 +262,9 @@ class MatrixRunner:
             cells = [self._with_distance(c) for c in cells]
             reference = self.reference_summary()  # every optimizer's, plain and clipped: the result keeps their losses
         if measure:
-            ok = sum(c.status is Status.OK for c in cells)
-            # one at a time where a ratio rests on them (a timed round has the machine to itself), else side by side
+            ok = len(timed_cells(cells, protocol))
+            # one at a time where a ratio rests on them (a timed round has the machine to itself), else side by side: only
+            # the cells without an untraced run already (their untraced reconciled run gave their own time)
             with phase("timed rounds", ok if protocol.side_by_side else ok * (protocol.warmup_rounds - 1 + protocol.rounds)):
                 cells = time_cells(self.pool, cells, protocol, progress, self.facts)
             with phase("peaks", len({gemm_dtype(c.cell.properties, self.spec) for c in cells if c.status is Status.OK})):
@@ -455,13 +456,17 @@ class MatrixRunner:
         if not self.trace or outcome.status not in (Status.OK, Status.ERROR):
             return outcome
         self.reconcile_problems.pop(outcome.id, None)  # a run traced again says its own
-        return dataclasses.replace(outcome, reconciled=self._reconciled_call(outcome.cell, traced))
+        reconciled, seconds = self._reconciled_call(outcome.cell, traced)
+        if traced or seconds is None or outcome.status is not Status.OK:
+            return dataclasses.replace(outcome, reconciled=reconciled)
+        # An untraced run of the cell's workload: its time is the cell's own run (what the limit adds up), untimed again.
+        return dataclasses.replace(outcome, reconciled=reconciled, untraced_seconds=seconds)
 
     def _with_untraced_reconciled(self, outcome: CellResult) -> CellResult:
         """:meth:`_with_reconciled`, its run untraced: its trace holds the run's record points only."""
         return self._with_reconciled(outcome, traced=False)
 
-    def _reconciled_call(self, cell: Cell, traced: bool = True) -> TraceFile | None:
+    def _reconciled_call(self, cell: Cell, traced: bool = True) -> tuple[TraceFile | None, float | None]:
         """The cell run again with the switches of the known differences that cover it on its side (none: no run), so a
         pair is proven bitwise identical for the whole run once every mechanism is removed (docs/known-differences.md).
         Run even where the record call failed: a switch may be what makes a binding run. A run that fails or does not
@@ -469,13 +474,16 @@ class MatrixRunner:
 
         ``traced``: every point of its loop, else only its record points (:func:`harness.model.record_points.records_only`),
         what a proof compares; the matrix traces a reconciled run only where its records part from its partner's, to say
-        where (issue 47: a traced R run costs about two untraced ones)."""
+        where (issue 47: a traced R run costs about two untraced ones).
+
+        Returns its trace (``None``: no run, or it failed, the warning said why) and the script's own workload seconds
+        (``None`` where it gave no record)."""
         language = self.pool.language(cell.frontend)
         # not an entry that cannot act on the cell's arguments (inert: a weight-decay bug where weight_decay is 0 or unset)
         args = {**OPTIMIZERS[cell.optimizer].args, **self.spec.optimizer_args.get(cell.optimizer, {})}
         switches = switch_names([s for k in self.known if k.inert(args) is None for s in k.reconciling(cell, language)])
         if not switches:
-            return None
+            return None, None
         # Its final weights too (in a file of its own, read and removed): a proof compares everything the cells record.
         weights = f"{cell.id}.reconciled.safetensors"
         extra: dict[str, Any] = {"kind": "trace", "trace": {"keep": [], "stop": False}} if traced else {}
@@ -486,18 +494,20 @@ class MatrixRunner:
             applied = tuple(raw.get("switches") or ())
             if tuple(sorted(applied)) != switches:
                 self.reconcile_problems[cell.id] = f"asked for the switches {', '.join(switches)}, its script applied {list(applied)}"
-                return None
+                return None, None
             # Its record is checked as the plain one's, but for the switches it was asked to apply (checked above).
             status, reason = judge_record({**raw, "switches": []}, self.spec.for_model(cell.model), cell)
             if status is Status.ERROR:
                 self.reconcile_problems[cell.id] = f"its run with the switches {', '.join(switches)} gave no record: {reason}"
-                return None
+                return None, None
             record = RunRecord.from_json(raw)
             loop = CellTrace.from_reply(reply, switches) if traced else CellTrace((), DIGESTS[0], switches)
-            return self._write_trace(with_record_points(loop, record, self._digests(record)), cell, f"{cell.id}.reconciled{TRACE_SUFFIX}")
+            trace = self._write_trace(with_record_points(loop, record, self._digests(record)), cell, f"{cell.id}.reconciled{TRACE_SUFFIX}")
+            seconds = raw.get("seconds_workload")
+            return trace, float(seconds) if isinstance(seconds, int | float) else None
         except (WorkerError, ScriptError) as err:
             self.reconcile_problems[cell.id] = f"its run with the switches {', '.join(switches)} failed: {' '.join(str(err).split())}"
-            return None
+            return None, None
         finally:
             (self.pool.staging / weights).unlink(missing_ok=True)
 

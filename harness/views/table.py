@@ -263,7 +263,8 @@ def _print_other_notes(result: MatrixResult, console: Console, one_line: bool) -
         return
     side_by_side = len(notes.get(SIDE_BY_SIDE_NOTE, ()))
     others = sum(len(ids) for note, ids in notes.items() if note != SIDE_BY_SIDE_NOTE)
-    parts = [*([f"{side_by_side} not timed for a ratio (one round each, side by side)"] if side_by_side else []),
+    own = "one untraced run each: a round side by side, or its reconciled run"
+    parts = [*([f"{side_by_side} not timed for a ratio ({own})"] if side_by_side else []),
              *([f"{others} without a default cell to divide by (no default cell of their script, optimizer and loop feature ran)"]
                if others else [])]
     console.print(f"×default: none, by design, for {'; '.join(parts)} (-v or the report: each cell)", style="dim", soft_wrap=True,

@@ -73,6 +73,8 @@ def test_the_clip_pair_is_a_proven_known_difference(tmp_path: Path, monkeypatch:
     # issue 47: its reconciled run's records match python's, so it ran untraced: its trace holds its records only
     [r_cell] = [c for c in result.cells if c.frontend == "r" and c.pair == pair.pair]
     assert r_cell.reconciled is not None and records_only(read_cell_trace(r_cell.reconciled))
+    # ... and its time is the cell's own untraced run (what the limit adds up; side by side, no round times it again)
+    assert r_cell.untraced_seconds is not None and 0 < r_cell.untraced_seconds == r_cell.own_run_seconds
     # lean (docs/results keeps no .safetensors): without its weights and trace files the result is judged from what it
     # stored (every traced pair's trace with its reconciliation, the weights' digests and measurements), the same
     saved = tmp_path / "lean" / "clip.json"
@@ -118,6 +120,7 @@ def test_a_planted_optimizer_hyperparameter_is_diverged_at_the_optimizer_state(t
     # issue 47: its untraced reconciled run's records part from python's, so it ran again traced, to say where (above)
     [r_cell] = [c for c in result.cells if c.frontend == "r" and c.pair == pair.pair]
     assert r_cell.reconciled is not None and not records_only(read_cell_trace(r_cell.reconciled))
+    assert r_cell.untraced_seconds is not None  # its first, untraced run's time: the one a limit may add up
     assert "first differs at step 0, optim.bias_correction1.layer0.weight" in pair.explanation[0]
     assert "not known difference first-moment-lerp: it first differs at optim.bias_correction1.layer0.weight" in "\n".join(
         pair.explanation)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from harness.model.result import CellResult, Status, with_time_vs_default
@@ -72,3 +74,7 @@ def test_a_run_timed_side_by_side_says_so_rather_than_noisy() -> None:
     assert labelled == [SIDE_BY_SIDE_NOTE] * 2 and not for_want_of_spread(SIDE_BY_SIDE_NOTE)
     cut = [c.time_vs_default_note for c in with_time_vs_default(cells)]
     assert cut == ["too few timed rounds (1 < 3) to know the spread"] * 2
+    # issue 47: side by side, a cell (or its default) whose own time came from its untraced reconciled run has no round
+    untimed = [dataclasses.replace(cells[0], timing=None, untraced_seconds=0.1), cells[1]]
+    labelled = [c.time_vs_default_note for c in with_time_vs_default(untimed, side_by_side=True)]
+    assert labelled == [SIDE_BY_SIDE_NOTE] * 2

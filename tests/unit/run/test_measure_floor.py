@@ -142,3 +142,20 @@ def test_too_few_rounds_for_a_spread_run_side_by_side_without_floors(rounds: int
     python = [what for frontend, what in pool.calls if frontend == "python"]
     assert python == [cells[0].id] * (1 + rounds) + [cells[1].id] * (1 + rounds)  # a warm-up call, then the rounds, cell by cell
     assert sorted(line for line in said if line.endswith(": timed")) == sorted(f"{c.id}: timed" for c in cells)
+
+
+def test_side_by_side_a_cell_whose_untraced_reconciled_run_gave_its_own_time_is_not_timed_again() -> None:
+    """Issue 47: side by side, a round can give only a cell's own time, and a cell whose reconciled run ran untraced has
+    it (:attr:`CellResult.untraced_seconds`): no call for it, no timing; its own run, for the limit, is that run's. One
+    at a time (a ratio rests on the rounds), every cell is timed still."""
+    cells, loops = _cells()
+    cells = [dataclasses.replace(c, timing=None) for c in cells]  # as the record calls leave them
+    cells[1] = dataclasses.replace(cells[1], untraced_seconds=0.25)
+    pool = _FakePool(dataclasses.replace(golden().spec, preset="bench"), cells, loops)
+    timed = time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=1, rounds=1), lambda _: None)
+    assert cells[1].id not in {what for _, what in pool.calls}
+    assert timed[1].timing is None and timed[1].own_run_seconds == 0.25
+    assert timed[0].timing is not None and timed[2].timing is not None
+    pool = _FakePool(dataclasses.replace(golden().spec, preset="bench"), cells, loops)
+    timed = time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=1, rounds=3), lambda _: None)
+    assert all(c.timing is not None and c.timing.rounds == 3 for c in timed)
