@@ -19,7 +19,7 @@ from harness.model.timing import (
     ratio,
     summarize,
 )
-from harness.run.pool import ALLOCATOR_ENV, thread_env, worker_env
+from harness.run.pool import ALLOCATOR_ENV, DETERMINISM_ENV, thread_env, worker_env
 
 
 def test_summarize_gives_median_quartiles_and_cv() -> None:
@@ -125,7 +125,7 @@ def test_workers_run_with_glibcs_thresholds_fixed_unless_the_user_set_them(envir
     32 and 64 MiB (what glibc's dynamic rule reaches in a long-lived process), so a worker's timings do not depend on what
     it ran before."""
     env = worker_env(2, environ)
-    assert env == {**thread_env(2), **(ALLOCATOR_ENV if fixed else {})}
+    assert env == {**thread_env(2), **DETERMINISM_ENV, **(ALLOCATOR_ENV if fixed else {})}
     assert ALLOCATOR_ENV == {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(64 * 2**20)}
 
 
