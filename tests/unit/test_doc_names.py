@@ -30,6 +30,7 @@ _ELSEWHERE = {
     "harness/_project/": "inside an installed package only (harness/files/paths.py: INSTALLED_PROJECT)",
     "fixtures/cache/": "made by the first run in a checkout, and ignored by git (.gitignore): a fresh clone has none",
     "cache/": "fixtures/cache/, as above",
+    "torch/optim/": "in the installed PyTorch package (its optimizers' source, read beside R torch's)",
 }
 
 
