@@ -478,10 +478,7 @@ class MatrixRunner:
 
         Returns its trace (``None``: no run, or it failed, the warning said why) and the script's own workload seconds
         (``None`` where it gave no record)."""
-        language = self.pool.language(cell.frontend)
-        # not an entry that cannot act on the cell's arguments (inert: a weight-decay bug where weight_decay is 0 or unset)
-        args = {**OPTIMIZERS[cell.optimizer].args, **self.spec.optimizer_args.get(cell.optimizer, {})}
-        switches = switch_names([s for k in self.known if k.inert(args) is None for s in k.reconciling(cell, language)])
+        switches = self._active_switches(cell)
         if not switches:
             return None, None
         # Its final weights too (in a file of its own, read and removed): a proof compares everything the cells record.
@@ -588,6 +585,13 @@ class MatrixRunner:
         return CellResult(cell, status, reason, record=record, wall_seconds=wall_seconds, memory=Memory.from_json(memory),
                           trace=trace)
 
+    def _active_switches(self, cell: Cell) -> tuple[str, ...]:
+        """The switches, in ``cell``'s language, of the entries that can act on it: not one inert on its arguments (a
+        weight-decay bug where weight_decay is 0 or unset), whose switch is neither run nor expected (harness/judge/pairs.py)."""
+        args = {**OPTIMIZERS[cell.optimizer].args, **self.spec.optimizer_args.get(cell.optimizer, {})}
+        language = self.pool.language(cell.frontend)
+        return switch_names([s for k in self.known if k.inert(args) is None for s in k.reconciling(cell, language)])
+
     def _compared_with(self, cell: Cell) -> dict[str, Any]:
         """What the recorder needs to compare ``cell``'s record call, as it runs, with its baseline partner's trace, and to
         cut it after the step where the two part (:class:`harness.worker_side.trace_recorder.TraceRecorder`'s ``against``
@@ -603,7 +607,7 @@ class MatrixRunner:
         """
         if len(self.frontends) != 2 or cell.frontend == self.baseline:
             return {}
-        if not switch_names([s for k in self.known for s in k.reconciling(cell, self.pool.language(cell.frontend))]):
+        if not self._active_switches(cell):
             return {}
         partner = self._baseline_traces.get(dataclasses.replace(cell, frontend=self.baseline).id)
         if partner is None:

@@ -16,7 +16,7 @@ needs the run the finding's ``example.json`` holds, and the finding's README say
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.contract.modes import SCRIPTS
 from harness.search.example import Example, drawn_feature
@@ -54,19 +54,38 @@ def _scheduler(example: Example) -> dict[str, Any] | None:
         return FEATURES[example.feature].run_spec(float(_args(example)["lr"]))
 
 
-def _python_schedule(example: Example) -> tuple[str, str, str, str]:
-    """The Python lines before the optimizer (the parameters' names), its parameters (the groups), the scheduler, and its
-    step (plain ``params`` and nothing else where there is no scheduler)."""
+class _Schedule(NamedTuple):
+    """A scheduler finding's row (its run spec), the parameters' names, and the second group's options as number literals
+    (``lr``, ``weight_decay``; ``None``: one group), which both languages' reproducers write in their own syntax."""
+
+    feature: dict[str, Any]
+    names: list[str]
+    bias: dict[str, str] | None
+
+
+def _schedule(example: Example) -> _Schedule | None:
+    """The example's scheduler as both reproducers build it; ``None`` where its feature is no scheduler."""
     feature = _scheduler(example)
     if feature is None:
-        return "", "params", "", ""
-    names = [p.name for p in example.spec().parameters]
+        return None
     groups = feature["param_groups"]
-    grouped = "params"
+    bias = None
     if groups is not None:
         bias = {"lr": f"{_args(example)['lr']!r} * {groups['bias_lr_factor']!r}"}
         if "weight_decay" in _args(example):
             bias["weight_decay"] = repr(groups["bias_weight_decay"])
+    return _Schedule(feature, [p.name for p in example.spec().parameters], bias)
+
+
+def _python_schedule(example: Example) -> tuple[str, str, str, str]:
+    """The Python lines before the optimizer (the parameters' names), its parameters (the groups), the scheduler, and its
+    step (plain ``params`` and nothing else where there is no scheduler)."""
+    schedule = _schedule(example)
+    if schedule is None:
+        return "", "params", "", ""
+    feature, names, bias = schedule
+    grouped = "params"
+    if bias is not None:
         extra = "".join(f", {k!r}: {v}" for k, v in bias.items())
         grouped = (f"[{{'params': [p for n, p in zip(names, params) if n.endswith('.weight')]}},\n"
                    f"     {{'params': [p for n, p in zip(names, params) if n.endswith('.bias')]{extra}}}]")
@@ -74,7 +93,7 @@ def _python_schedule(example: Example) -> tuple[str, str, str, str]:
     if feature["lr_lambda"] is not None:
         declared = feature["lr_lambda"]
         args = f"lr_lambda=lambda epoch: min(1.0, (epoch + 1) / {declared['warmup']!r}) / (1 + {declared['decay']!r} * epoch)"
-    prelude = f"names = {names}\n" if groups is not None else ""
+    prelude = f"names = {names}\n" if bias is not None else ""
     build_scheduler = f"scheduler = torch.optim.lr_scheduler.{feature['python']['class']}(opt{', ' + args if args else ''})\n"
     step = ("    scheduler.step(1.0)  # a constant metric\n" if feature["on_loss"] else "    scheduler.step()\n") + \
         '    print(f"step {s} lr:", " ".join(f"{g[\'lr\']:.9g}" for g in opt.param_groups))\n'
@@ -83,18 +102,15 @@ def _python_schedule(example: Example) -> tuple[str, str, str, str]:
 
 def _r_schedule(example: Example) -> tuple[str, str, str, str]:
     """R's twin of :func:`_python_schedule`."""
-    feature = _scheduler(example)
-    if feature is None:
+    schedule = _schedule(example)
+    if schedule is None:
         return "", "params", "", ""
-    names = [p.name for p in example.spec().parameters]
-    groups = feature["param_groups"]
+    feature, names, bias = schedule
     grouped = "params"
     prelude = ""
-    if groups is not None:
+    if bias is not None:
         prelude = "names <- c(" + ", ".join(f'"{n}"' for n in names) + ")\n"
-        extra = f", lr = {_args(example)['lr']!r} * {groups['bias_lr_factor']!r}"
-        if "weight_decay" in _args(example):
-            extra += f", weight_decay = {groups['bias_weight_decay']!r}"
+        extra = "".join(f", {k} = {v}" for k, v in bias.items())
         grouped = ('list(list(params = params[endsWith(names, ".weight")]),\n'
                    f'  list(params = params[endsWith(names, ".bias")]{extra}))')
     args = ", ".join(f"{k} = {_r_value(v)}" for k, v in feature["r"]["args"].items())

@@ -81,12 +81,13 @@ def test_a_cut_trace_traces_its_pair_as_the_whole_one_does(
 def test_a_pair_with_a_third_frontend_or_no_switch_on_its_side_keeps_its_whole_trace(
     tiny_spec: WorkloadSpec, runner: MatrixRunner, availability: Availability, tmp_path: Path,
 ) -> None:
-    """Only a cell with a reconciled run of its own is cut: plain SGD in ``autocast`` parts nowhere and has no switch (whole
-    trace), and a run of three installations compares a cell with more than one other (nothing is cut, though the
+    """Only a cell with a reconciled run of its own is cut: plain SGD in ``lowp_weights`` parts nowhere and has no active
+    switch (the weight-decay entry is inert on it: no weight decay; the clip entry's modes are float32 gradients'): whole
+    trace; and a run of three installations compares a cell with more than one other (nothing is cut, though the
     baseline's trace is there)."""
     require_r_torch(availability)
-    cells = [runner.run_cell(Cell(f, "with_autocast", "autocast", "sgd", "cpu")) for f in ("python", "r")]
-    assert runner._compared_with(Cell("r", "with_autocast", "autocast", "sgd", "cpu")) == {}
+    cells = [runner.run_cell(Cell(f, "with_autocast", "lowp_weights", "sgd", "cpu")) for f in ("python", "r")]
+    assert runner._compared_with(Cell("r", "with_autocast", "lowp_weights", "sgd", "cpu")) == {}
     assert runner._compared_with(Cell("python", "with_autocast", "autocast", "adam", "cpu")) == {}  # the baseline
     assert all(c.trace is not None and CellTrace.read(c.trace).cut is None for c in cells)
     adam = Cell("python", "with_autocast", "autocast", "adam", "cpu")

@@ -64,8 +64,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     # --without-pip: the venv's own (older) setuptools would hide this interpreter's, which torch's metadata requires;
     # this interpreter's pip installs into it.
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True, timeout=300)
+    # from its own folder and without PYTHONPATH: a checkout on the path (``python -m`` puts the working folder first) is
+    # amp-parity of the wheel's version, "already installed", and pip would install nothing
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     subprocess.run([str(venv / "bin" / "python"), *pip[1:], "install", "--no-index", str(wheel)], check=True, capture_output=True,
-                   text=True, timeout=600)
+                   text=True, timeout=600, cwd=root, env=clean)
     home = root / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AMP_PARITY_") and k not in ("PYTHONPATH", "XDG_CACHE_HOME")}
