@@ -13,6 +13,8 @@ prints every row and note. The report has everything either way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
@@ -111,7 +113,7 @@ def print_result(result: MatrixResult, console: Console | None = None, verbose: 
         )
     if not result.reference.available:
         console.print(result.reference.reason, style="dim", markup=False)
-    _print_reasons(reasons(result), console, fold_bugs=large and not verbose)
+    _print_reasons(reasons(result), console, fold=large and not verbose)
     for cell in result.cells:
         if cell.verdict and cell.verdict.failed:
             console.print(f"[bold red]{escape(cell.id)} FAIL[/]: {escape(str(cell.verdict.reason))}", soft_wrap=True)
@@ -131,22 +133,24 @@ def print_result(result: MatrixResult, console: Console | None = None, verbose: 
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", soft_wrap=True)
 
 
-def _print_reasons(found: list[Reason], console: Console, fold_bugs: bool) -> None:
-    """A line per reason a cell did not run; ``fold_bugs``: the crashes proven R torch bugs explain in one line, by bug."""
-    bugs = [r for r in found if r.bugs] if fold_bugs else []
-    if len(bugs) > 1:
-        counts = ", ".join(f"{r.bugs} {len(r.cells)}" for r in bugs)
-        console.print(f"[yellow]{sum(len(r.cells) for r in bugs)} cells stopped by a proven R torch bug (excused)[/]: {escape(counts)} "
-                      "(-v or the report: each one's error)", soft_wrap=True)
-    # the same fold for what a matrix cannot run by design (a binding's missing API, a model a feature cannot act on):
-    # one line with each reason's first clause and its count; -v and the report give each reason in full, with its fix
-    unsupported = [r for r in found if set(r.statuses) == {Status.UNSUPPORTED}] if fold_bugs else []
-    if len(unsupported) > 1:
-        counts = "; ".join(f"{r.headline.partition(': ')[0]} {len(r.cells)}" for r in unsupported)
-        console.print(f"[yellow]{sum(len(r.cells) for r in unsupported)} cells unsupported[/]: {escape(counts)} "
-                      "(-v or the report: each one's reason and fix)", soft_wrap=True)
+def _print_reasons(found: list[Reason], console: Console, fold: bool) -> None:
+    """A line per reason a cell did not run; ``fold``: the crashes proven R torch bugs explain, and what a matrix cannot run
+    by design (a binding's missing API, a model a feature cannot act on), each kind one line with its reasons counted (by
+    bug; by the reason's first clause): -v and the report give each reason in full, with its error or its fix."""
+    kinds: tuple[tuple[Callable[[Reason], bool], str, Callable[[Reason], str], str, str], ...] = (
+        (lambda r: bool(r.bugs), "stopped by a proven R torch bug (excused)", lambda r: r.bugs, ", ", "each one's error"),
+        (lambda r: set(r.statuses) == {Status.UNSUPPORTED}, "unsupported", lambda r: r.headline.partition(": ")[0], "; ",
+         "each one's reason and fix"))
+    folded: list[Reason] = []
+    for belongs, what, label, separator, where in kinds if fold else ():
+        group = [r for r in found if belongs(r)]
+        if len(group) > 1:
+            counts = separator.join(f"{label(r)} {len(r.cells)}" for r in group)
+            console.print(f"[yellow]{sum(len(r.cells) for r in group)} cells {what}[/]: {escape(counts)} (-v or the report: {where})",
+                          soft_wrap=True)
+            folded += group
     for reason in found:
-        if (len(bugs) > 1 and reason in bugs) or (len(unsupported) > 1 and reason in unsupported):
+        if reason in folded:
             continue
         more = " (the report has the rest)" if reason.detail else ""
         console.print(f"[yellow]{escape(reason.who)} {escape(str(reason.status))}[/]: {escape(reason.headline)}{more}", soft_wrap=True)

@@ -142,11 +142,11 @@ def test_the_reasons_cells_are_unsupported_by_fold_into_one_line_unless_verbose(
                     (Status.UNSUPPORTED,))]
     for fold, expected in ((True, 1), (False, 2)):
         out = io.StringIO()
-        _print_reasons(found, Console(file=out, width=300), fold_bugs=fold)
+        _print_reasons(found, Console(file=out, width=300), fold=fold)
         lines = out.getvalue().splitlines()
         assert len(lines) == expected, lines
     assert lines[0].startswith("2 cells (a-r-cpu, ...) unsupported: R torch cannot checkpoint its scaler: run it with")
     out = io.StringIO()
-    _print_reasons(found, Console(file=out, width=300), fold_bugs=True)
+    _print_reasons(found, Console(file=out, width=300), fold=True)
     assert out.getvalue().startswith("3 cells unsupported: R torch cannot checkpoint its scaler 2; loop feature penalty "
                                      "cannot run on the transformer model 1 (-v or the report")
