@@ -139,7 +139,7 @@ def _print_reasons(found: list[Reason], console: Console, fold: bool) -> None:
     bug; by the reason's first clause): -v and the report give each reason in full, with its error or its fix."""
     kinds: tuple[tuple[Callable[[Reason], bool], str, Callable[[Reason], str], str, str], ...] = (
         (lambda r: bool(r.bugs), "stopped by a proven R torch bug (excused)", lambda r: r.bugs, ", ", "each one's error"),
-        (lambda r: set(r.statuses) == {Status.UNSUPPORTED}, "unsupported", lambda r: r.headline.partition(": ")[0], "; ",
+        (lambda r: set(r.statuses) == {Status.UNSUPPORTED}, str(Status.UNSUPPORTED), lambda r: r.headline.partition(": ")[0], "; ",
          "each one's reason and fix"))
     folded: list[Reason] = []
     for belongs, what, label, separator, where in kinds if fold else ():
