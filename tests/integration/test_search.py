@@ -135,11 +135,11 @@ FOUND_BY_SEED_0: list[tuple[str, str, str, str, list[int], dict[str, Any], dict[
     ("with_autocast", "lowp_weights", "sgd", "clip_norm_inf", [1, 32, 1, 2, 1, 1, 0, 1], {}, {}, "known_difference"),
     # ... and each binding's zero_grad() default (zero-grad-default) beyond the scaler mode and its three optimizers, R's
     # cell judged against R's default (before: R's own check failed, judged against PyTorch's)
-    ("cuda_amp_grad_scaler", "autocast_scaler_clip", "sgd", "sometimes_used_default", [1, 16, 1, 3, 6, 1, 0, 1], {}, {},
-     "known_difference"),
+    # (its pair proven; both cells off the float64 bound calibrated at the presets' sizes: not a finding, "bound")
+    ("cuda_amp_grad_scaler", "autocast_scaler_clip", "sgd", "sometimes_used_default", [1, 16, 1, 3, 6, 1, 0, 1], {}, {}, "bound"),
     ("with_autocast", "default", "sgd_momentum", "sometimes_used_default", [1, 2, 1, 3, 1, 2, 0, 1], {"weight_decay": 0.0}, {},
      "known_difference"),
-    ("with_autocast", "autocast", "sgd", "sometimes_used_default", [1, 2, 1, 3, 2, 1, 0, 1], {"momentum": 0.5}, {},
+    ("with_autocast", "default", "sgd", "sometimes_used_default", [1, 2, 1, 3, 2, 1, 0, 1], {"momentum": 0.5}, {},
      "known_difference"),
 ]
 
