@@ -590,7 +590,7 @@ class MatrixRunner:
         weight-decay bug where weight_decay is 0 or unset), whose switch is neither run nor expected (harness/judge/pairs.py)."""
         args = {**OPTIMIZERS[cell.optimizer].args, **self.spec.optimizer_args.get(cell.optimizer, {})}
         language = self.pool.language(cell.frontend)
-        return switch_names([s for k in self.known if k.inert(args) is None for s in k.reconciling(cell, language)])
+        return switch_names([s for k in self.known if k.inert(args, cell.feature) is None for s in k.reconciling(cell, language)])
 
     def _compared_with(self, cell: Cell) -> dict[str, Any]:
         """What the recorder needs to compare ``cell``'s record call, as it runs, with its baseline partner's trace, and to

@@ -141,10 +141,13 @@ FOUND_BY_SEED_0: list[tuple[str, str, str, str, list[int], dict[str, Any], dict[
      "known_difference"),
     ("with_autocast", "default", "sgd", "sometimes_used_default", [1, 2, 1, 3, 2, 1, 0, 1], {"momentum": 0.5}, {},
      "known_difference"),
+    # ... and plain sgd given momentum in bf16 weights (mul-scalar-overload-plain-sgd): by the row, and by OneCycleLR
+    ("with_autocast", "lowp_weights", "sgd", "none", [1, 2, 1, 2, 3, 1, 0, 1], {"momentum": 0.188}, {}, "known_difference"),
+    ("with_autocast", "lowp_weights", "sgd", "lr_one_cycle", [1, 2, 1, 2, 1, 2, 2, 1], {}, {}, "known_difference"),
 ]
 
 
-@pytest.mark.slow("eleven pairs beside the workers' start: a minute")
+@pytest.mark.slow("thirteen pairs beside the workers' start: a minute")
 def test_the_findings_of_the_seed_0_search_are_entries_or_fixed(availability: Availability, tmp_path: Path) -> None:
     """Each finding of the 1,000-example seed-0 search, at its minimal spec, is now identical (the harness's own error,
     fixed) or a known difference proven by its switches: none is a finding."""

@@ -100,3 +100,8 @@ def test_the_seed_0_searchs_findings_are_in_their_entries_scope() -> None:
                 assert zero_grad.switches_for(optimizer, "r") == ("r-zero-grad-default-set-to-none",), optimizer
     assert not zero_grad.covers("cuda_amp_grad_scaler", "autocast_scaler", "ignite_adam", "cpu", "sometimes_used_default")
     assert not zero_grad.covers("cuda_amp_grad_scaler", "autocast_scaler", "sgd_momentum", "cpu", "sometimes_used")
+    # plain sgd given momentum in bf16 weights: by its arguments, or by a scheduler that cycles momentum (OneCycleLR)
+    plain = known["mul-scalar-overload-plain-sgd"]
+    assert plain.covers("with_autocast", "lowp_weights", "sgd", "cpu", "lr_one_cycle")
+    assert plain.inert({"lr": 0.05}) == "momentum = 0, so its mechanism cannot act"
+    assert plain.inert({"lr": 0.05, "momentum": 0.188}) is None and plain.inert({"lr": 0.05}, "lr_one_cycle") is None

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from harness.judge.reference import REFERENCE_MAX_FLOPS, Reference, reference_skip_reason, run_reference, zero_grad_default_zeroes
-from harness.model.result import ReferenceSummary
 from harness.model.efficiency import workload_flops
+from harness.model.result import ReferenceSummary
 from harness.workload.features import FEATURES
 from harness.workload.fixtures import ensure_fixtures, load_fixture_arrays
 from harness.workload.spec import WorkloadSpec
@@ -116,7 +116,7 @@ def test_a_loop_at_each_bindings_zero_grad_default_is_judged_against_that_bindin
     assert np.array_equal(python.losses, runs["sometimes_used", False].losses)
     assert not np.array_equal(r.weights["layer1.weight"], python.weights["layer1.weight"])
     stored = ReferenceSummary(True, None, tuple(
-        {"optimizer": "sgd_momentum", "clip": False, "skipped_steps": [], "losses": ref.losses.tolist(), "feature": "sometimes_used_default",
-         **({"zero_grad_zeroes": True} if zeroes else {})} for (_, zeroes), ref in list(runs.items())[:2]))
+        {"optimizer": "sgd_momentum", "clip": False, "skipped_steps": [], "losses": ref.losses.tolist(),
+         "feature": "sometimes_used_default", **({"zero_grad_zeroes": True} if zeroes else {})} for (_, zeroes), ref in list(runs.items())[:2]))
     assert stored.losses_for("sgd_momentum", False, (), "sometimes_used_default", zero_grad_zeroes=True) == tuple(r.losses.tolist())
     assert stored.losses_for("sgd_momentum", False, (), "sometimes_used_default") == tuple(python.losses.tolist())
