@@ -117,6 +117,7 @@ def test_a_loop_at_each_bindings_zero_grad_default_is_judged_against_that_bindin
     assert not np.array_equal(r.weights["layer1.weight"], python.weights["layer1.weight"])
     stored = ReferenceSummary(True, None, tuple(
         {"optimizer": "sgd_momentum", "clip": False, "skipped_steps": [], "losses": ref.losses.tolist(),
-         "feature": "sometimes_used_default", **({"zero_grad_zeroes": True} if zeroes else {})} for (_, zeroes), ref in list(runs.items())[:2]))
+         "feature": "sometimes_used_default", **({"zero_grad_zeroes": True} if zeroes else {})}
+        for (_, zeroes), ref in list(runs.items())[:2]))
     assert stored.losses_for("sgd_momentum", False, (), "sometimes_used_default", zero_grad_zeroes=True) == tuple(r.losses.tolist())
     assert stored.losses_for("sgd_momentum", False, (), "sometimes_used_default") == tuple(python.losses.tolist())
