@@ -65,7 +65,7 @@ def test_a_cut_trace_traces_its_pair_as_the_whole_one_does(
         cut = CellTrace.read(second.trace)
         whole = _whole(running, second, tmp_path)
         if running is not runner:  # a runner that runs cells one by one computes only their own float64 trajectories
-            assert {key[1] for key in running._references} == {optimizer}  # (model, optimizer, clip, skipped, feature)
+            assert {key[1] for key in running._references} == {optimizer}  # (model, optimizer, clip, skipped, feature, zeroes)
     assert CellTrace.read(first.trace).cut is None  # the baseline is never cut
     assert cut.cut == step and len(cut.points) < len(CellTrace.read(whole.trace).points) / 2
     from_cut, from_whole = trace_cells(first, second), trace_cells(first, whole)
