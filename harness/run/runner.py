@@ -50,6 +50,7 @@ from harness.model.verdicts import PairVerdict
 from harness.model.weights import TensorDigest
 from harness.run.availability import Availability, probe, probe_host, r_required
 from harness.run.frontends import check_described, frontend_for
+from harness.run.kept_workers import KeptWorkers
 from harness.run.lanes import run_in_lanes
 from harness.run.measure import measure_peaks, profile_cells, time_cells, timed_cells
 from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
@@ -84,6 +85,7 @@ class MatrixRunner:
         known: tuple[KnownDifference, ...] | None = None,
         baseline: str | None = None,
         fixture_cache: Path | None = None,
+        kept: KeptWorkers | None = None,
     ) -> None:
         """``staging``: the folder the scripts write their final weights into (see :class:`harness.run.pool.WorkerPool`), which
         must outlive the runner, since the result names the files in it: a :class:`harness.store.result_claim.ResultClaim`'s
@@ -96,7 +98,8 @@ class MatrixRunner:
 
         ``frontends``: installations (:mod:`harness.workload.installations`), or the names ``python`` and ``r`` (this
         harness's own). ``baseline``: the frontend every other is paired with (default: the first). ``fixture_cache``: where
-        the fixtures go (default: the harness's fixture cache).
+        the fixtures go (default: the harness's fixture cache). ``kept``: workers kept across runners, which this one borrows
+        instead of starting its own (:class:`harness.run.kept_workers.KeptWorkers`: the test suite's planted copies).
 
         Raises:
             UsageError: no ``staging`` folder, or a baseline that is not one of the frontends.
@@ -126,7 +129,7 @@ class MatrixRunner:
         with self._clock.phase("fixtures"):
             self.fixture: FixtureFile = ensure_fixtures(spec, fixture_cache)
         self.pool = WorkerPool(spec, self.fixture, lambda: self.availability, timeout, staging, scaler_lift,
-                               {i.name: frontend_for(i) for i in self.installations})
+                               {i.name: frontend_for(i) for i in self.installations}, kept=kept)
         #: Each model's fixture tensors, loaded for its float64 reference on first use.
         self._arrays: dict[str, dict[str, Any]] = {}
         #: The float64 references by (model, optimizer, clip, skipped steps, feature).

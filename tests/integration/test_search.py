@@ -24,7 +24,7 @@ import pytest
 from harness.files.paths import REPO_ROOT, SCRIPTS_ENV
 from harness.run.availability import Availability
 from tests.planting import copy_scripts, plant
-from tests.support import require_r_torch, run_cli
+from tests.support import kept_workers, require_r_torch, run_cli
 
 #: The issue's bar for a planted change: found within 300 examples (and 3 minutes on 2 vCPUs: speed is the benchmarks'
 #: to check, never a test's; CHANGELOG.md has the times measured).
@@ -161,7 +161,8 @@ def test_the_findings_of_the_seed_0_search_are_entries_or_fixed(availability: Av
     require_r_torch(availability)
     found = [Example(script, mode, optimizer, feature, dict(zip(SEARCH_SPACE, fields, strict=True)), args, feature_args)
              for script, mode, optimizer, feature, fields, args, feature_args, _ in FOUND_BY_SEED_0]
-    with MatrixRunner(found[0].spec(), ("python", "r"), timeout=120, staging=tmp_path, fixture_cache=tmp_path / "fixtures") as runner:
+    with MatrixRunner(found[0].spec(), ("python", "r"), timeout=120, staging=tmp_path, fixture_cache=tmp_path / "fixtures",
+                      kept=kept_workers()) as runner:
         search = Search(runner, st.just(found[0]), Budget(examples=1), 0, tmp_path / "db")
         judged = [search.judge(example) for example in found]
     assert [j.outcome for j in judged] == [row[-1] for row in FOUND_BY_SEED_0], [(j.outcome, j.summary) for j in judged]

@@ -28,7 +28,7 @@ from harness.run.runner import MatrixRunner
 from harness.workload.installations import parse_frontends
 from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
-from tests.support import require_r_torch
+from tests.support import kept_workers, require_r_torch
 
 
 def _whole(runner: MatrixRunner, outcome: CellResult, tmp_path: Path) -> CellResult:
@@ -59,7 +59,7 @@ def test_a_cut_trace_traces_its_pair_as_the_whole_one_does(
     frontends = (baseline, cut_side)
     # The session's runner where Python is the baseline (its workers are started once); R as the baseline needs its own.
     with (contextlib.nullcontext(runner) if frontends == runner.frontends
-          else MatrixRunner(tiny_spec, frontends, staging=tmp_path, availability=availability)) as running:
+          else MatrixRunner(tiny_spec, frontends, staging=tmp_path, availability=availability, kept=kept_workers())) as running:
         first, second = (running.run_cell(Cell(f, script, mode, optimizer, "cpu")) for f in frontends)
         assert first.status is Status.OK and second.status is Status.OK and first.trace and second.trace
         cut = CellTrace.read(second.trace)
