@@ -8,8 +8,9 @@ workers from it and gives them back when it closes, and the worker follows the s
 ``scripts_root`` request: :mod:`harness.worker_side.python_handler`, :mod:`harness.worker_side.r_handler`).
 
 A worker is lent only to a run that would have started the same one: the same frontend and the same environment (every
-variable the child would get, but the scripts root, which it follows, and ``TMPDIR``, which is the keeper's). A run whose
-environment differs in anything else gets a worker of its own, kept beside the first.
+variable the child would get, but the scripts root, which it follows, ``TMPDIR``, which is the keeper's, and what no worker
+reads: :data:`UNREAD_ENV`). A run whose environment differs in anything else gets a worker of its own, kept beside the first,
+and at most :data:`MAX_IDLE` idle workers are kept.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from harness.files.staging import StagingDir
 from harness.run.frontends import Frontend, open_worker
 from harness.run.worker import Worker
 
-__all__ = ["FOLLOWED_ENV", "KeptWorkers"]
+__all__ = ["FOLLOWED_ENV", "MAX_IDLE", "UNREAD_ENV", "KeptWorkers"]
 
 #: How long a worker may take to follow another scripts root where the run names no timeout: R sources its dozen shared
 #: files again (byte code from the cache: well under a second).
@@ -36,6 +37,15 @@ DEFAULT_FOLLOW_TIMEOUT_S = 60.0
 #: What a kept worker may differ in from the run it is lent to: the scripts root (the worker follows it: a
 #: ``scripts_root`` request) and its temporary folder (the keeper's, alive as long as its workers are).
 FOLLOWED_ENV = (SCRIPTS_ENV, "TMPDIR")
+
+#: What differs from test to test without reaching a worker: pytest names the running test in ``PYTEST_CURRENT_TEST``. In the
+#: key, it gave every test a worker pair of its own, never lent again: 40 idle pairs in one pytest process, 350-750 MB each.
+UNREAD_ENV = ("PYTEST_CURRENT_TEST",)
+
+#: At most this many idle workers are kept (the oldest is stopped first): a kind of worker no run asks for again must not
+#: hold its memory for the rest of the session. Four kinds in use at a time is the test suite's most (python and r, at
+#: the tiny spec's threads and at the module sweep's).
+MAX_IDLE = 6
 
 #: The workers' temporary folders ($TMPDIR), one per keeper, removed when it closes (a killed session's are swept by the next).
 KEPT_TMP_PREFIX = "amp-parity-kept-tmp-"
@@ -56,6 +66,8 @@ class KeptWorkers:
         self._kinds: dict[int, _Key] = {}
         #: The scripts root each worker follows, by identity.
         self._roots: dict[int, Path] = {}
+        #: The idle workers, oldest first (:data:`MAX_IDLE`).
+        self._order: list[Worker] = []
         self._lock = threading.Lock()
         self._closed = False
         #: Workers lent, and workers started for a lending (a new one when none of its kind was idle).
@@ -80,6 +92,8 @@ class KeptWorkers:
                 raise RuntimeError("KeptWorkers is closed: no worker is lent")
             idle = self._idle.get(key, [])
             worker = idle.pop() if idle else None
+            if worker is not None:
+                self._order.remove(worker)
             self.lent += 1
             self.started += worker is None
         if worker is not None and self._roots.get(id(worker)) != root:
@@ -100,12 +114,20 @@ class KeptWorkers:
         with self._lock:
             key = self._kinds.pop(id(worker), None)
             keep = not self._closed and key is not None and worker.alive and worker.cannot_start is None
+            stopped = [] if keep else [worker]
             if keep and key is not None:
                 self._idle.setdefault(key, []).append(worker)
-            else:
-                self._roots.pop(id(worker), None)
-        if not keep:
-            worker.close()
+                self._order.append(worker)
+                while len(self._order) > MAX_IDLE:
+                    oldest = self._order.pop(0)
+                    for idle in self._idle.values():
+                        if oldest in idle:
+                            idle.remove(oldest)
+                    stopped.append(oldest)
+            for gone in stopped:
+                self._roots.pop(id(gone), None)
+        for gone in stopped:
+            gone.close()
 
     def close(self) -> None:
         """Stop every idle worker (side by side) and remove their temporary folder."""
@@ -113,6 +135,7 @@ class KeptWorkers:
             self._closed = True
             workers = [w for idle in self._idle.values() for w in idle]
             self._idle.clear()
+            self._order.clear()
         for worker in workers:
             worker.ask_to_stop()
         for worker in workers:
@@ -131,4 +154,4 @@ def _key(frontend: Frontend, env: Mapping[str, str | None]) -> _Key:
     would get but :data:`FOLLOWED_ENV`."""
     effective = {**os.environ, **env}
     return frontend.name, frontend.handler, repr(frontend.installation), tuple(sorted((k, v) for k, v in effective.items()
-                                                          if v is not None and k not in FOLLOWED_ENV))
+                                                          if v is not None and k not in FOLLOWED_ENV + UNREAD_ENV))

@@ -76,9 +76,25 @@ def test_a_worker_is_lent_only_to_a_run_of_its_environment_and_only_while_it_liv
         kept.give_back(first)
         other = kept.take(python, {"AMP_PARITY_TEST_KIND": "b"}, 120, tmp_path)
         assert other is not first and not other.alive
-        again = kept.take(python, {"AMP_PARITY_TEST_KIND": "a"}, 120, tmp_path)
-        assert again is first and again.alive
+        again = kept.take(python, {"AMP_PARITY_TEST_KIND": "a", "PYTEST_CURRENT_TEST": "another test"}, 120, tmp_path)
+        assert again is first and again.alive  # the test's name is no worker's business (each test had a pair of its own)
         again.close()  # died (or was stopped) while lent
         kept.give_back(again)
         assert kept.take(python, {"AMP_PARITY_TEST_KIND": "a"}, 120, tmp_path) is not first
         assert kept.started == 3 and kept.lent == 4
+
+
+def test_the_oldest_idle_worker_is_stopped_past_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kinds no run asks for again do not pile up: past :data:`MAX_IDLE` the oldest idle worker is stopped."""
+    monkeypatch.setattr("harness.run.kept_workers.MAX_IDLE", 1)
+    python = FRONTENDS["python"]
+    with KeptWorkers() as kept:
+        older, newer = (kept.take(python, {"AMP_PARITY_TEST_KIND": kind}, 120, tmp_path) for kind in ("a", "b"))
+        for worker in (older, newer):
+            worker.start()
+        kept.give_back(older)
+        kept.give_back(newer)
+        assert not older.alive and newer.alive
+        again = kept.take(python, {"AMP_PARITY_TEST_KIND": "b"}, 120, tmp_path)
+        kept.give_back(again)  # stopped with the keeper
+        assert again is newer
