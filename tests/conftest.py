@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from harness.run.availability import Availability, probe
+from harness.run.kept_workers import KeptWorkers
 from harness.run.runner import MatrixRunner
 from harness.workload.spec import WorkloadSpec
+from tests import support
 from tests.benchmarks.loss_compare import OPTION, POLICY_CHOICES
 from tests.support import CELLS, COLLECTED, DURATIONS, FRONTENDS, PAIRS, ROOT, SharedRun, shared_run, write_durations
 
@@ -125,6 +127,17 @@ def runner(tiny_spec: WorkloadSpec, availability: Availability, tmp_path_factory
         matrix_runner.describe_installations()  # the workers start here: the fixture's setup, not the first test's call
         yield matrix_runner
 
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _kept_workers() -> Iterator[None]:
+    """The session's kept workers (:func:`tests.support.kept_workers`), stopped at its end."""
+    with KeptWorkers() as kept:
+        support._KEPT.append(kept)
+        try:
+            yield
+        finally:
+            support._KEPT.remove(kept)
 
 
 @pytest.fixture(scope="session")

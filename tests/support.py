@@ -31,6 +31,7 @@ from harness.judge.reference import Reference, measure_distance
 from harness.model.result import MatrixResult
 from harness.model.verdicts import Float64Bound, Float64Check
 from harness.run.availability import Availability, r_required
+from harness.run.kept_workers import KeptWorkers
 from harness.workload.matrix import Cell, cells_for
 
 __all__ = [
@@ -38,7 +39,7 @@ __all__ = [
     "PYTHON_RUN_GROUP", "ROOT", "SharedRun", "golden_result",
     "Edit", "harness_command", "python_shell", "set_field",
     "require_frontend", "require_r_torch",
-    "run_cli", "shared_run", "write_durations", "write_durations_file",
+    "kept_workers", "run_cli", "shared_run", "write_durations", "write_durations_file",
 ]
 
 FRONTENDS = ("python", "r")
@@ -87,6 +88,18 @@ PAIRS = sorted({cell.pair for cell in CELLS}, key=[c.pair for c in CELLS].index)
 #: (``golden.weights/``), written by ``python -m harness run``; stored in schema 7, it loads through the upgrade to 8
 #: (plain SGD, the only optimizer then): ``tests/data/README.md`` says how it was made.
 GOLDEN_RESULT = Path(__file__).resolve().parent / "data" / "golden.json"
+
+
+#: The session's kept workers (tests/conftest.py opens them for the session and closes them at its end).
+_KEPT: list[KeptWorkers] = []
+
+
+def kept_workers() -> KeptWorkers | None:
+    """The session's kept workers (:mod:`harness.run.kept_workers`), for a runner that only runs cells of another copy of
+    the scripts: it borrows a started pair instead of starting and stopping its own (about 3 s a runner on 2 cores, most
+    of a planted test's time). ``None`` outside a session that opened them (a ``pytester`` run): the runner starts its own.
+    Tests of a worker's start, crash, environment or memory never take them."""
+    return _KEPT[-1] if _KEPT else None
 
 
 def golden_result() -> MatrixResult:

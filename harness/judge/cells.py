@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.judge.reference import largest_loss_error, relative_loss_errors
+from harness.judge.reference import largest_loss_error, relative_loss_errors, zero_grad_default_zeroes
 from harness.judge.scaler_oracle import check_scale_history
 from harness.judge.tolerances import float64_bound_for
 from harness.model.result import CellResult, ReferenceSummary, Status
@@ -36,7 +36,8 @@ def reference_losses_for(cell: CellResult, reference: ReferenceSummary) -> np.nd
     """
     if cell.record is None:
         return None
-    losses = reference.losses_for(cell.optimizer, cell.cell.properties.clip, cell.record.skipped_step_indices, cell.cell.feature)
+    losses = reference.losses_for(cell.optimizer, cell.cell.properties.clip, cell.record.skipped_step_indices, cell.cell.feature,
+                                  zero_grad_default_zeroes(cell.language, cell.optimizer, cell.cell.feature))
     return None if losses is None else np.array([math.nan if v is None else float(v) for v in losses], dtype=np.float64)
 
 

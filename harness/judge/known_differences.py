@@ -119,11 +119,15 @@ class KnownDifference:
     #: entry is inert there, neither matched nor stale.
     acts_only_with: tuple[str, ...] = ()
 
-    def inert(self, args: Mapping[str, Any]) -> str | None:
-        """Why the entry cannot act on a run with the optimizer arguments ``args`` (one it needs is 0), or ``None``. An
-        argument ``args`` lacks is at both constructors' default, 0 for those an entry names (plain SGD's weight_decay:
-        the row sets none, the search may draw one)."""
-        off = [a for a in self.acts_only_with if not isinstance(args.get(a, 0), bool) and args.get(a, 0) == 0]
+    def inert(self, args: Mapping[str, Any], feature: str = NO_FEATURE) -> str | None:
+        """Why the entry cannot act on a run with the optimizer arguments ``args`` in the loop of ``feature`` (one it needs
+        is 0), or ``None``. An argument ``args`` lacks is at both constructors' default, 0 for those an entry names (plain
+        SGD's weight_decay: the row sets none, the search may draw one). A scheduler that cycles momentum (OneCycleLR)
+        sets each group's momentum at every step, whatever the row gave: there momentum is never 0."""
+        row = FEATURES.get(feature)
+        looped = {"momentum"} if row is not None and row.cycles_momentum else set()
+        off = [a for a in self.acts_only_with
+               if a not in looped and not isinstance(args.get(a, 0), bool) and args.get(a, 0) == 0]
         return f"{off[0]} = 0, so its mechanism cannot act" if off else None
 
     #: The loop features (harness/workload/features.py) it covers: ``None``, every one (the plain loop included), as an

@@ -333,7 +333,7 @@ def _with_trace(evidence: PairEvidence, draft: Draft) -> Draft:
     first = trace.first_difference
     extra = trace.lines()
     # An entry whose mechanism needs an argument these cells set to 0 cannot act: neither matched nor stale (issue 37).
-    inert = {k.id: why for k in applicable if (why := k.inert(optimizer_args)) is not None}
+    inert = {k.id: why for k in applicable if (why := k.inert(optimizer_args, a.feature)) is not None}
     extra += [f"inert: {_label(k)} {k.id} cannot act here: {inert[k.id]}" for k in applicable if k.id in inert]
     active = [k for k in applicable if k.id not in inert]
     matched: list[KnownDifference] = []
@@ -462,7 +462,7 @@ def _proven_crash(
     failed = [c for c, f in zip((a, b), statuses.failed, strict=True) if f]
     if len(failed) != 1 or failed[0].status is not Status.ERROR or trace is None:
         return None
-    applicable = [k for k in known if k.applies(a, b) and k.inert(args) is None]
+    applicable = [k for k in known if k.applies(a, b) and k.inert(args, a.feature) is None]
     matched = [k for k in applicable if k.error_mismatch(failed[0].reason) is None]
     if not matched:
         return None

@@ -32,6 +32,7 @@ __all__ = [
     "reference_skip_reason",
     "relative_loss_errors",
     "run_reference",
+    "zero_grad_default_zeroes",
 ]
 
 #: Above this many float64 operations the reference is skipped: NumPy float64 runs at roughly
@@ -39,6 +40,18 @@ __all__ = [
 REFERENCE_MAX_FLOPS = 2e11
 #: ``torch.nn.utils.clip_grad_norm_`` (and R's twin) add this to the norm before dividing.
 _CLIP_EPS = 1e-6
+
+
+def zero_grad_default_zeroes(language: str, optimizer: str, feature: str) -> bool:
+    """Whether the loop of ``feature`` calls ``zero_grad()`` with no argument (a ``sometimes_used`` row whose
+    ``set_to_none`` is -1) and ``language``'s binding then zeroes ``optimizer``'s grads instead of setting them to None:
+    R torch's R-code optimizers inherit ``Optimizer$zero_grad(set_to_none = FALSE)`` (R/optim.R:91-93 at mlverse/torch
+    e4de110); PyTorch's default is ``set_to_none=True`` and R torch's ignite optimizers' is libtorch's (true). Each
+    binding's default is defensible (known difference ``zero-grad-default``), so each cell is judged against its own
+    binding's: a layer unused at a step steps on zero in R."""
+    row = FEATURES.get(feature)
+    return (row is not None and row.args.get("set_to_none") == -1 and language == "r"
+            and OPTIMIZERS[optimizer].family == "r")
 
 
 @dataclass(frozen=True)
@@ -62,7 +75,7 @@ def reference_skip_reason(spec: WorkloadSpec) -> str | None:
 
 def run_reference(
     spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int] = frozenset(),
-    optimizer: str = DEFAULT_OPTIMIZER, feature: str = NO_FEATURE,
+    optimizer: str = DEFAULT_OPTIMIZER, feature: str = NO_FEATURE, default_zeroes: bool = False,
 ) -> Reference:
     """Train in float64 from the fixture ``arrays`` with ``optimizer`` (a row of
     :data:`harness.workload.optimizers.OPTIMIZERS`, with the spec's ``optimizer_args`` for it) in the loop of ``feature``
@@ -85,11 +98,14 @@ def run_reference(
     ``GradScaler.step`` does when the gradients held inf/NaN; a scheduler still steps, as the loop steps it. So an fp16
     run that skipped is judged against the steps it really took, not against a trajectory it could never follow.
 
+    ``default_zeroes``: the binding's ``zero_grad()`` with no argument zeroes the grads (:func:`zero_grad_default_zeroes`),
+    so a ``sometimes_used`` row at each binding's default (``set_to_none`` -1) steps its unused layer on zero.
+
     A spec that diverges (a huge learning rate) diverges here too: the losses become inf/NaN, quietly,
     as they do in the frontends, rather than raising NumPy's overflow warnings.
     """
     with np.errstate(over="ignore", invalid="ignore"):
-        return _train(spec, arrays, clip, skipped, optimizer, FEATURES.get(feature))
+        return _train(spec, arrays, clip, skipped, optimizer, FEATURES.get(feature), default_zeroes)
 
 
 def _norm_clipped(grads: list[np.ndarray | None], max_norm: float, inf_norm: bool) -> list[np.ndarray | None]:
@@ -105,7 +121,7 @@ def _norm_clipped(grads: list[np.ndarray | None], max_norm: float, inf_norm: boo
 
 
 def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skipped: frozenset[int], optimizer: str,
-           feature: Feature | None) -> Reference:
+           feature: Feature | None, default_zeroes: bool = False) -> Reference:
     overrides: Mapping[str, Mapping[str, Any]] = getattr(spec, "optimizer_args", None) or {}  # a field the spec is gaining
     update = make_update(optimizer, spec.lr, overrides.get(optimizer))
     loop = reference_loop(feature)  # what the feature's kind changes (harness/judge/loop_kinds.py)
@@ -141,7 +157,8 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
             losses[step], named = model.gradients(params, data[i], targets[i], unused, loop.every, second)
             if loop.penalty:
                 named = model.penalized(params, data[i], targets[i], named, loop.penalty)
-            if unused >= 0 and used is not None and used["set_to_none"] == 0:  # zero_grad(set_to_none=False): zeros
+            # zero_grad(set_to_none=False), or zero_grad() where the binding's default zeroes: zeros
+            if unused >= 0 and used is not None and (used["set_to_none"] == 0 or (used["set_to_none"] < 0 and default_zeroes)):
                 named |= {p.name: np.zeros_like(params[p.name]) for p in rows if p.layer == unused}
             grads = [named[name] for name in trained]
             accumulated = grads if accumulated is None else [

@@ -70,6 +70,9 @@ class Trajectory(TypedDict):
     feature: NotRequired[str]
     #: The model trained, where it is not the spec's (a matrix of several models: harness/workload/model_designs.py).
     model: NotRequired[str]
+    #: The loop's zero_grad() with no argument zeroes the unused layer's grads, as R torch's R-code optimizers' default
+    #: does (harness/judge/reference.py, zero_grad_default_zeroes): that binding's cells' trajectory.
+    zero_grad_zeroes: NotRequired[bool]
 
 
 class WorkerStarts(TypedDict, total=False):

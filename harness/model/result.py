@@ -271,16 +271,18 @@ class ReferenceSummary(Stored):
     trajectories: tuple[Mapping[str, Any], ...] = field(default=(), metadata=codec(omit=_no_trajectories, json=tuple[Trajectory, ...]))
 
     def losses_for(self, optimizer: str, clip: bool, skipped: Collection[int] = (),
-                   feature: str = NO_FEATURE) -> tuple[float | None, ...] | None:
+                   feature: str = NO_FEATURE, zero_grad_zeroes: bool = False) -> tuple[float | None, ...] | None:
         """The float64 losses a run is compared with: ``optimizer``'s in the loop of ``feature``, plain or clipped
         (``clip``), replayed over the steps it ``skipped``; ``None`` where the result has none (no reference, or none
-        for exactly those). A trajectory stored without a feature is the plain loop's."""
+        for exactly those). A trajectory stored without a feature is the plain loop's; ``zero_grad_zeroes``: the one whose
+        zero_grad() zeroes the unused layer's grads (an R-code optimizer's cell at R torch's default)."""
         if not self.available:
             return None
         steps = sorted(skipped)
         return next((tuple(t["losses"]) for t in self.trajectories
                      if "model" not in t and t["optimizer"] == optimizer and bool(t["clip"]) == clip and list(t["skipped_steps"]) == steps
-                     and t.get("feature", NO_FEATURE) == feature), None)
+                     and t.get("feature", NO_FEATURE) == feature and bool(t.get("zero_grad_zeroes", False)) == zero_grad_zeroes),
+                    None)
 
     def of_model(self, model: str, spec_model: str) -> ReferenceSummary:
         """The trajectories of ``model`` alone, as a run of that model would store them (without their ``model``): a

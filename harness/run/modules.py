@@ -19,8 +19,10 @@ from typing import Any
 
 from harness.contract.replies import Reply
 from harness.errors import UsageError, WorkerError
+from harness.files.paths import scripts_root
 from harness.judge.modules import switch_candidates
-from harness.run.frontends import open_worker
+from harness.run.frontends import FRONTENDS, open_worker
+from harness.run.kept_workers import KeptWorkers
 from harness.run.pool import worker_env
 from harness.run.worker import Worker
 from harness.workload.modules import MODULE_MODES, MODULE_ROWS, ModuleMode, ModuleRow, conventional_r_name, r_sample
@@ -56,11 +58,12 @@ class SweepFacts:
 
 def run_sweep(folder: Path | None = None, entries: Sequence[str] | None = None, modes: Sequence[ModuleMode] = MODULE_MODES,
               limit: int | None = None, rows: dict[str, ModuleRow] | None = None,
-              progress: Callable[[str], None] | None = None) -> SweepFacts:
+              progress: Callable[[str], None] | None = None, kept: KeptWorkers | None = None) -> SweepFacts:
     """Run the sweep over ``entries`` (``module_db`` names; default all), in ``modes``, at most ``limit`` samples each.
 
     ``folder``: where the sample files go (default: a temporary folder, removed at the end). ``rows``: the mapping
-    (default the table's; a test plants a changed row here).
+    (default the table's; a test plants a changed row here). ``kept``: workers kept across sweeps, borrowed instead of
+    started (:mod:`harness.run.kept_workers`: the test suite's, whose Python worker imports ``module_db`` once).
 
     Raises:
         UsageError: an entry ``module_db`` does not have.
@@ -69,10 +72,10 @@ def run_sweep(folder: Path | None = None, entries: Sequence[str] | None = None, 
     rows = MODULE_ROWS if rows is None else rows
     if folder is None:
         with tempfile.TemporaryDirectory(prefix="amp-parity-modules-") as tmp:
-            return run_sweep(Path(tmp), entries, modes, limit, rows, progress)
+            return run_sweep(Path(tmp), entries, modes, limit, rows, progress, kept)
     env = {**worker_env(SWEEP_THREADS)}
-    python = open_worker("python", env)
-    r = open_worker("r", env)
+    python, r = (open_worker(name, env) if kept is None else kept.take(FRONTENDS[name], env, None, scripts_root())
+                 for name in ("python", "r"))
     try:
         starter = threading.Thread(target=_start_quietly, args=(r,), daemon=True)
         starter.start()
@@ -86,8 +89,11 @@ def run_sweep(folder: Path | None = None, entries: Sequence[str] | None = None, 
         starter.join()
         return _sweep(python, r, folder, chosen, classes, tuple(modes), limit, rows, progress)
     finally:
-        python.close()
-        r.close()
+        for worker in (python, r):
+            if kept is None:
+                worker.close()
+            else:
+                kept.give_back(worker)
 
 
 def _start_quietly(worker: Worker) -> None:

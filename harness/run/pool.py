@@ -16,10 +16,12 @@ from typing import Any
 
 from harness.contract.models import MODELS
 from harness.errors import WorkerError
+from harness.files.paths import scripts_root
 from harness.files.staging import StagingDir
 from harness.model.timing import MALLOC_THRESHOLDS
 from harness.run.availability import Availability
 from harness.run.frontends import FRONTENDS, Frontend, open_worker
+from harness.run.kept_workers import KeptWorkers
 from harness.run.prepare import prepare_run_spec
 from harness.run.worker import Worker
 from harness.workload.features import FEATURES
@@ -48,6 +50,8 @@ class WorkerPool:
     ``scaler_lift``: whether R's scaler script may lift R torch's CUDA-only check on CPU (every request says so).
     ``frontends``: the frontends by name (:func:`harness.run.frontends.frontend_for` of each installation).
     ``availability``: the probe's answer, or what waits for it (the runner probes while the workers start).
+    ``kept``: where its own workers come from and go back to when it closes (:class:`harness.run.kept_workers.KeptWorkers`:
+    started once for many runs), instead of starting and stopping its own; helpers are always its own.
 
     Each worker is called from one thread at a time (the runner gives each frontend a thread of its own). A frontend may
     also have a *helper*: a second worker of the same installation, started on first use by a thread that runs inside
@@ -59,8 +63,13 @@ class WorkerPool:
         self, spec: WorkloadSpec, fixture: FixtureFile, availability: Availability | Callable[[], Availability],
         timeout: float = DEFAULT_TIMEOUT_S,
         staging: Path | None = None, scaler_lift: bool = True, frontends: dict[str, Frontend] | None = None,
+        kept: KeptWorkers | None = None,
     ) -> None:
         self.spec = spec
+        self.kept = kept
+        #: The scripts this pool's workers run (the root of this process's environment when the pool is made): a kept
+        #: worker follows it.
+        self.scripts_root = scripts_root()
         #: The frontends by name (default: python and r, this harness's own).
         self.frontends = dict(FRONTENDS) if frontends is None else frontends
         self.scaler_lift = scaler_lift
@@ -94,6 +103,10 @@ class WorkerPool:
         """
         self._closed = True
         everyone = [*self._workers.values(), *self._helpers.values()]
+        if self.kept is not None:
+            for worker in self._workers.values():
+                self.kept.give_back(worker)
+            everyone = list(self._helpers.values())
         for worker in everyone:
             worker.ask_to_stop()
         for worker in everyone:
@@ -143,8 +156,12 @@ class WorkerPool:
             raise WorkerError(f"{frontend} worker: the run is stopping, no worker starts again")
         workers = self._helpers if getattr(self._helping, "frontend", None) == frontend else self._workers
         if frontend not in workers:
-            env = {**worker_env(self.spec.threads), "TMPDIR": str(self._worker_tmp.path)}
-            workers[frontend] = open_worker(self.frontends[frontend], env, timeout=self.timeout)
+            env = worker_env(self.spec.threads)
+            if self.kept is not None and workers is self._workers:
+                workers[frontend] = self.kept.take(self.frontends[frontend], env, self.timeout, self.scripts_root)
+            else:
+                workers[frontend] = open_worker(self.frontends[frontend], {**env, "TMPDIR": str(self._worker_tmp.path)},
+                                                timeout=self.timeout)
         return workers[frontend]
 
     def worker_pid(self, frontend: str) -> int | None:

@@ -32,7 +32,7 @@ from harness.judge.known_differences import KnownDifference, load_known_differen
 from harness.judge.models import start_reference
 from harness.judge.pairs import compare_result, needs_detail, reconciled_records_differ, reconciliation_needed
 from harness.judge.record_check import judge_record
-from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference
+from harness.judge.reference import Reference, measure_distance, reference_skip_reason, run_reference, zero_grad_default_zeroes
 from harness.judge.resumed import check_resumed
 from harness.judge.tolerances import DEFAULT_JUDGING, check_judging
 from harness.judge.weight_findings import load_weights, tensor_digests
@@ -50,6 +50,7 @@ from harness.model.verdicts import PairVerdict
 from harness.model.weights import TensorDigest
 from harness.run.availability import Availability, probe, probe_host, r_required
 from harness.run.frontends import check_described, frontend_for
+from harness.run.kept_workers import KeptWorkers
 from harness.run.lanes import run_in_lanes
 from harness.run.measure import measure_peaks, profile_cells, time_cells, timed_cells
 from harness.run.pool import DEFAULT_TIMEOUT_S, WorkerPool
@@ -84,6 +85,7 @@ class MatrixRunner:
         known: tuple[KnownDifference, ...] | None = None,
         baseline: str | None = None,
         fixture_cache: Path | None = None,
+        kept: KeptWorkers | None = None,
     ) -> None:
         """``staging``: the folder the scripts write their final weights into (see :class:`harness.run.pool.WorkerPool`), which
         must outlive the runner, since the result names the files in it: a :class:`harness.store.result_claim.ResultClaim`'s
@@ -96,7 +98,8 @@ class MatrixRunner:
 
         ``frontends``: installations (:mod:`harness.workload.installations`), or the names ``python`` and ``r`` (this
         harness's own). ``baseline``: the frontend every other is paired with (default: the first). ``fixture_cache``: where
-        the fixtures go (default: the harness's fixture cache).
+        the fixtures go (default: the harness's fixture cache). ``kept``: workers kept across runners, which this one borrows
+        instead of starting its own (:class:`harness.run.kept_workers.KeptWorkers`: the test suite's planted copies).
 
         Raises:
             UsageError: no ``staging`` folder, or a baseline that is not one of the frontends.
@@ -126,11 +129,11 @@ class MatrixRunner:
         with self._clock.phase("fixtures"):
             self.fixture: FixtureFile = ensure_fixtures(spec, fixture_cache)
         self.pool = WorkerPool(spec, self.fixture, lambda: self.availability, timeout, staging, scaler_lift,
-                               {i.name: frontend_for(i) for i in self.installations})
+                               {i.name: frontend_for(i) for i in self.installations}, kept=kept)
         #: Each model's fixture tensors, loaded for its float64 reference on first use.
         self._arrays: dict[str, dict[str, Any]] = {}
         #: The float64 references by (model, optimizer, clip, skipped steps, feature).
-        self._references: dict[tuple[str, str, bool, frozenset[int], str], Reference] = {}
+        self._references: dict[tuple[str, str, bool, frozenset[int], str, bool], Reference] = {}
         #: Seconds spent computing the float64 reference (part of the matrix's wall time).
         self.reference_seconds = 0.0
         self.reference_reason = reference_skip_reason(spec)
@@ -590,7 +593,7 @@ class MatrixRunner:
         weight-decay bug where weight_decay is 0 or unset), whose switch is neither run nor expected (harness/judge/pairs.py)."""
         args = {**OPTIMIZERS[cell.optimizer].args, **self.spec.optimizer_args.get(cell.optimizer, {})}
         language = self.pool.language(cell.frontend)
-        return switch_names([s for k in self.known if k.inert(args) is None for s in k.reconciling(cell, language)])
+        return switch_names([s for k in self.known if k.inert(args, cell.feature) is None for s in k.reconciling(cell, language)])
 
     def _compared_with(self, cell: Cell) -> dict[str, Any]:
         """What the recorder needs to compare ``cell``'s record call, as it runs, with its baseline partner's trace, and to
@@ -624,7 +627,8 @@ class MatrixRunner:
             return outcome
         # A scaler run is judged against the steps it really took: the reference skips its skipped steps too.
         skipped = record.skipped_step_indices
-        reference = self.reference(cell.optimizer, clip=cell.properties.clip, skipped=skipped, feature=cell.feature, model=cell.model)
+        reference = self.reference(cell.optimizer, clip=cell.properties.clip, skipped=skipped, feature=cell.feature, model=cell.model,
+                                   default_zeroes=zero_grad_default_zeroes(self.pool.language(cell.frontend), cell.optimizer, cell.feature))
         if reference is None:
             return outcome
         assert record.weights_path is not None
@@ -637,21 +641,22 @@ class MatrixRunner:
         return dataclasses.replace(outcome, reference_distance=distance)
 
     def reference(self, optimizer: str, clip: bool, skipped: frozenset[int] = frozenset(),
-                  feature: str = NO_FEATURE, model: str | None = None) -> Reference | None:
+                  feature: str = NO_FEATURE, model: str | None = None, default_zeroes: bool = False) -> Reference | None:
         """The float64 trajectory of ``optimizer`` in the loop of ``feature`` (with or without clipping, replaying
-        ``skipped`` steps) training ``model`` (default the spec's), computed once per kind; ``None`` when too costly."""
+        ``skipped`` steps) training ``model`` (default the spec's), computed once per kind; ``None`` when too costly.
+        ``default_zeroes``: the cell's binding's ``zero_grad()`` zeroes the grads (:func:`run_reference`)."""
         model = model or self.spec.model
         spec = self.spec.for_model(model)
         if (self.reference_reason if model == self.spec.model else reference_skip_reason(spec)) is not None:
             return None
-        key = (model, optimizer, clip, skipped, feature)
+        key = (model, optimizer, clip, skipped, feature, default_zeroes)
         if key not in self._references:
             started = time.perf_counter()
             if model not in self._arrays:
                 self.model_fixtures((model,))
                 self._arrays[model] = load_fixture_arrays(self.pool.model_fixture(model))
             self._references[key] = run_reference(spec, self._arrays[model], clip=clip, skipped=skipped, optimizer=optimizer,
-                                                  feature=feature)
+                                                  feature=feature, default_zeroes=default_zeroes)
             self.reference_seconds += time.perf_counter() - started
         return self._references[key]
 
@@ -667,8 +672,9 @@ class MatrixRunner:
                 self.reference(optimizer, clip)
         trajectories = tuple(
             {"optimizer": optimizer, "clip": clip, "skipped_steps": sorted(skipped), "losses": ref.losses.tolist(),
-             **({} if feature == NO_FEATURE else {"feature": feature}), **({} if model == self.spec.model else {"model": model})}
-            for (model, optimizer, clip, skipped, feature), ref in self._references.items()
+             **({} if feature == NO_FEATURE else {"feature": feature}), **({} if model == self.spec.model else {"model": model}),
+             **({"zero_grad_zeroes": True} if zeroes else {})}
+            for (model, optimizer, clip, skipped, feature, zeroes), ref in self._references.items()
         )
         return ReferenceSummary(True, None, trajectories)
 

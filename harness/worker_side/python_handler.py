@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import sys
 from types import ModuleType
 from typing import Any
 
-from harness.files.paths import scripts_root
+from harness.contract.requests import FOLLOW_REQUEST
+from harness.files.paths import SCRIPTS_ENV, scripts_root
 
 __all__ = ["PythonHandler"]
 
@@ -32,16 +34,16 @@ class PythonHandler:
     with ``trace: {"keep": [[step, name], ...]}`` → the call's points (:class:`harness.worker_side.trace_recorder.TraceRecorder`).
     ``calibrate``: ``{"device", "dtype", "threads", "iterations"}`` → :func:`harness.worker_side.calibration.calibrate`.
     ``module_entries``, ``module_prepare``: the module sweep's calls (``py_scripts/modules.py``); ``module_compare``:
-    :func:`harness.worker_side.module_compare.compare_module`.
+    :func:`harness.worker_side.module_compare.compare_module`. ``scripts_root`` (:data:`FOLLOW_REQUEST`): ``{"root"}`` →
+    ``None``, the scripts imported anew from ``root`` from the next request on.
     Peaks, profiles, traces and calibrations run here, in the process and with the torch that runs the cells.
     """
 
     def __init__(self) -> None:
-        # First on the path, so ``py_scripts`` is the scripts root's (a planted copy under $AMP_PARITY_SCRIPTS).
-        root = str(scripts_root())
-        if root in sys.path:
-            sys.path.remove(root)
-        sys.path.insert(0, root)
+        self._root: str | None = None
+        self._modules: dict[str, ModuleType] = {}
+        self._path = list(sys.path)  # the path before any scripts root was put first (the harness's import folder is on it)
+        self._follow(str(scripts_root()))
         import torch  # paid once, at start-up, not inside the first timed call
 
         # And what the trace recorder needs (blake3): an interpreter without it fails to start, with the fix, not at its
@@ -49,12 +51,28 @@ class PythonHandler:
         importlib.import_module("harness.worker_side.trace_recorder")
 
         self.torch_version = torch.__version__
-        self._modules: dict[str, ModuleType] = {}
+
+    def _follow(self, root: str) -> None:
+        """Import ``py_scripts`` from ``root`` from now on (a planted copy under $AMP_PARITY_SCRIPTS, or the next run's):
+        first on the path, and every module of the scripts imported before forgotten, so each is imported anew from there.
+        The environment follows too, for what reads the root there (:func:`harness.files.paths.scripts_root`)."""
+        if root == self._root:
+            return
+        sys.path[:] = [root, *(p for p in self._path if p != root)]
+        for name in [n for n in sys.modules if n == "py_scripts" or n.startswith("py_scripts.")]:
+            del sys.modules[name]
+        importlib.invalidate_caches()
+        self._modules.clear()
+        os.environ[SCRIPTS_ENV] = root
+        self._root = root
 
     def __call__(self, request: dict[str, Any]) -> Any:
         """Answer one request (see the class docstring)."""
         kind = request.get("kind", "cell")
         try:
+            if kind == FOLLOW_REQUEST:
+                self._follow(str(request["root"]))
+                return None
             if kind == "describe":
                 _set_threads(request.get("threads"))
                 _first_step()

@@ -14,7 +14,8 @@ import os
 from typing import Any
 
 from harness.contract.replies import Reply
-from harness.files.paths import bytecode_dir, script_path
+from harness.contract.requests import FOLLOW_REQUEST
+from harness.files.paths import SCRIPTS_ENV, bytecode_dir, script_path, scripts_root
 from harness.worker_side.trace_recorder import TraceRecorder, recorder_arguments
 
 __all__ = ["RHandler"]
@@ -62,7 +63,8 @@ class RHandler:
     :class:`harness.worker_side.trace_recorder.TraceRecorder` (as in the Python worker). ``calibrate``:
     ``{"device", "dtype", "threads", "iterations"}`` → ``{"seconds", "iterations"}`` from ``amp_parity_calibrate()``
     in _bridge.R, the twin of :func:`harness.worker_side.calibration.calibrate`. ``module_run``: one entry of the module
-    sweep (``amp_parity_modules_reply()`` in r_scripts/modules.R).
+    sweep (``amp_parity_modules_reply()`` in r_scripts/modules.R). ``scripts_root`` (:data:`FOLLOW_REQUEST`): ``{"root"}``
+    → ``None``, the bridge and the shared files sourced anew from ``root`` (:meth:`_follow`).
     """
 
     def __init__(self) -> None:
@@ -80,14 +82,25 @@ class RHandler:
         # measured 1-3 % faster at bench (R, autocast, medians of 20 rounds). R checks the hook for NULL (src/unix/sys-std.c).
         openrlib.rlib.ptr_R_ProcessEvents = openrlib.ffi.NULL
         self._ro = ro
-        # The bridge loads the shared files from the folder named here (the checkout's or $AMP_PARITY_SCRIPTS's): R has no
-        # __file__, and the harness already knows where the scripts are.
-        bridge = script_path("r", "_bridge")
-        ro.globalenv["amp_parity_r_dir"] = ro.StrVector([str(bridge.parent)])
         # Our R files byte-compiled, the bridge too, from this cache (r_scripts/_bytecode.R): a script's first call would
         # otherwise spend most of its time in R's JIT compiling them.
         ro.globalenv["amp_parity_bytecode_dir"] = ro.StrVector([str(bytecode_dir())])
-        ro.r["source"](str(bridge.parent / "_bytecode.R"))
+        ro.r["source"](str(script_path("r", "_bytecode")))
+        self._root: str | None = None
+        self._follow(str(scripts_root()))
+
+    def _follow(self, root: str) -> None:
+        """Source the bridge, and through it the shared files, from ``root``'s ``r_scripts/`` (the checkout's, a planted copy
+        under $AMP_PARITY_SCRIPTS, or the next run's: a kept worker's ``scripts_root`` request), over what an earlier root
+        defined; each script is then sourced from there on its first call (the bridge keeps them by path)."""
+        if root == self._root:
+            return
+        ro = self._ro
+        os.environ[SCRIPTS_ENV] = root  # what reads the root in this process (script_path) follows it
+        # The bridge loads the shared files from the folder named here: R has no __file__, and the harness already knows
+        # where the scripts are.
+        bridge = script_path("r", "_bridge")
+        ro.globalenv["amp_parity_r_dir"] = ro.StrVector([str(bridge.parent)])
         ro.r["source_compiled"](str(bridge), ro.globalenv)
         # Each returns c(kind, text), an R error as R's own message (_bridge.R says why).
         self._call = ro.globalenv["amp_parity_reply_call"]
@@ -95,9 +108,13 @@ class RHandler:
         self._calibrate = ro.globalenv["amp_parity_reply_calibrate"]
         self._paths: dict[str, str] = {}
         self._modules_reply: Any = None
+        self._root = root
 
     def __call__(self, request: dict[str, Any]) -> Any:
         """Run one cell (or a test script given by path) and return the parsed record (or, for a trace, the points)."""
+        if request.get("kind") == FOLLOW_REQUEST:
+            self._follow(str(request["root"]))
+            return None
         if request.get("kind") == "describe":
             return self._describe(request.get("device", "cpu"), request.get("threads"))
         if request.get("kind") == "module_run":
@@ -193,8 +210,8 @@ class RHandler:
         return recorder.reply(json.loads(text))
 
     def _script_path(self, script: str) -> str:
-        # The scripts' folder is fixed for the worker's life (its environment is set at start), and
-        # resolving it costs a timed round's bridge 0.04 ms.
+        # The scripts' folder changes only with a ``scripts_root`` request (which empties this), and resolving it costs a
+        # timed round's bridge 0.04 ms.
         if script not in self._paths:
             self._paths[script] = str(script_path("r", script))
         return self._paths[script]

@@ -25,7 +25,7 @@ from harness.run.runner import MatrixRunner
 from harness.workload.fixtures import load_fixture_arrays
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
-from tests.support import PYTHON_RUN_GROUP, SharedRun, float64_check, require_r_torch, run_cli
+from tests.support import PYTHON_RUN_GROUP, SharedRun, float64_check, kept_workers, require_r_torch, run_cli
 
 _SCALER = "py_scripts/cuda_amp_grad_scaler.py"
 _CLIP_CELL = "cuda_amp_grad_scaler-autocast_scaler_clip-sgd-python-cpu"
@@ -90,7 +90,7 @@ def test_another_growth_interval_fails_the_run(tmp_path: Path, monkeypatch: pyte
 def test_injected_overflows_back_off_skip_exactly_there_and_the_replay_agrees(availability: Availability, tmp_path: Path) -> None:
     """Overflows injected at steps 3 and 7: two back-offs, exactly those steps skipped, oracle and replayed float64 pass."""
     spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
-    with MatrixRunner(spec, ("python",), availability=availability, staging=tmp_path) as runner:
+    with MatrixRunner(spec, ("python",), availability=availability, staging=tmp_path, kept=kept_workers()) as runner:
         result = runner.run(("autocast_scaler", "autocast_scaler_clip"), _SGD, measure=False).to_json()
         arrays = load_fixture_arrays(runner.fixture)
         for cell in result["cells"]:
@@ -119,13 +119,13 @@ def test_r_scaler_with_injection_skips_exactly_the_injected_steps(availability: 
     without the lift it ends unsupported with R's own message, not an injection error."""
     require_r_torch(availability)
     spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
-    with MatrixRunner(spec, ("r",), availability=availability, staging=tmp_path) as runner:
+    with MatrixRunner(spec, ("r",), availability=availability, staging=tmp_path, kept=kept_workers()) as runner:
         lifted = runner.run(("autocast_scaler", "autocast_scaler_clip"), _SGD, measure=False)
     for cell in lifted.cells:
         assert cell.status.value == "ok" and cell.record is not None and cell.record.lifted_check, cell.reason
         assert sorted(cell.record.skipped_step_indices) == [3, 7]
         assert cell.verdict is not None and cell.verdict.outcome == "pass", cell.verdict
-    with MatrixRunner(spec, ("r",), availability=availability, scaler_lift=False, staging=tmp_path) as runner:
+    with MatrixRunner(spec, ("r",), availability=availability, scaler_lift=False, staging=tmp_path, kept=kept_workers()) as runner:
         result = runner.run(("autocast_scaler", "autocast_scaler_clip"), _SGD, measure=False).to_json()
     for cell in result["cells"]:
         assert cell["status"] == "unsupported", cell["reason"]
@@ -173,7 +173,7 @@ def test_scale_history_copied_after_the_loop_is_the_rule_exactly(mode: str, runn
 def test_natural_fp16_overflows_are_replayed_and_follow_the_rule(availability: Availability, tmp_path: Path) -> None:
     """fp16 autocast from a 2**30 scale overflows by itself: the back-offs follow the rule and the replayed reference agrees."""
     spec = WorkloadSpec.from_preset("tiny", amp_dtype="float16", init_scale=2.0**30)
-    with MatrixRunner(spec, ("python",), availability=availability, staging=tmp_path) as runner:
+    with MatrixRunner(spec, ("python",), availability=availability, staging=tmp_path, kept=kept_workers()) as runner:
         result = runner.run(("autocast_scaler",), _SGD, measure=False).to_json()
     cell = result["cells"][0]
     skipped = [i for i, s in enumerate(cell["record"]["skipped"]) if s]
@@ -205,7 +205,7 @@ def test_a_script_that_ignores_the_overflow_steps_is_an_error_naming_the_injecti
     plant(root, *_IGNORED_INJECTION[frontend])
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
     spec = WorkloadSpec.from_preset("tiny", overflow_steps=(3, 7))
-    with MatrixRunner(spec, (frontend,), timeout=300, availability=availability, staging=tmp_path) as runner:
+    with MatrixRunner(spec, (frontend,), timeout=300, availability=availability, staging=tmp_path, kept=kept_workers()) as runner:
         result = runner.run(("default", "autocast_scaler"), _SGD, measure=False)
     scaler = next(c for c in result.cells if c.script == "cuda_amp_grad_scaler" and c.mode == "autocast_scaler")
     assert scaler.status.value == "error", scaler.reason

@@ -29,7 +29,7 @@ from harness.store.merge import merge_results
 from harness.store.result_file import save_result
 from harness.workload.installations import Installation
 from harness.workload.spec import WorkloadSpec
-from tests.support import require_r_torch, run_cli
+from tests.support import kept_workers, require_r_torch, run_cli
 
 #: A real difference inside an installation: its torch's SGD steps with lr * (1 + 1e-6).
 _PLANTED_SITECUSTOMIZE = """
@@ -62,7 +62,8 @@ def _run(spec: WorkloadSpec, frontends: tuple[Installation | str, ...], availabi
         weights.mkdir()
     with contextlib.ExitStack() as stack:
         staging = weights if weights is not None else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="amp-parity-test-")))
-        with MatrixRunner(spec, frontends, timeout=300, availability=availability, trace=trace, staging=staging) as runner:
+        with MatrixRunner(spec, frontends, timeout=300, availability=availability, trace=trace, staging=staging,
+                          kept=kept_workers()) as runner:
             return runner.run(("default",), ("sgd",), measure=False)  # the record calls: what the verdicts and facts read
 
 

@@ -25,7 +25,7 @@ from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
-from tests.support import require_r_torch
+from tests.support import kept_workers, require_r_torch
 
 Plant = tuple[str, str, str]
 
@@ -37,7 +37,7 @@ def _run(root: Path, spec: WorkloadSpec, modes: tuple[str, ...], features: tuple
     for relative, old, new in plants:
         plant(root, relative, old, new)
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
-    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, staging=root) as runner:
+    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, staging=root, kept=kept_workers()) as runner:
         return runner.run(modes, ("sgd",), measure=False, features=features)
 
 
@@ -181,7 +181,7 @@ def test_the_schedulers_that_stop_r_are_their_proven_bugs(
     require_r_torch(availability)
     copy_scripts(tmp_path)
     monkeypatch.setenv(SCRIPTS_ENV, str(tmp_path))
-    with MatrixRunner(tiny_spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path) as runner:
+    with MatrixRunner(tiny_spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path, kept=kept_workers()) as runner:
         result = runner.run(("lowp_weights", "autocast_scaler"), ("sgd", "ignite_sgd"), measure=False,
                             features=("lr_reduce_on_plateau", "lr_one_cycle_groups"))
     assert _pair(result, "cuda_amp_grad_scaler", "autocast_scaler", "lr_reduce_on_plateau").verdict == "identical"
@@ -204,7 +204,7 @@ def test_param_groups_with_adam_are_the_known_first_moment_difference(
     require_r_torch(availability)
     copy_scripts(tmp_path)
     monkeypatch.setenv(SCRIPTS_ENV, str(tmp_path))
-    with MatrixRunner(tiny_spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path) as runner:
+    with MatrixRunner(tiny_spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path, kept=kept_workers()) as runner:
         result = runner.run(("autocast_scaler",), ("sgd", "adam"), measure=False, features=("param_groups",))
     by_optimizer = {p.optimizer: p for p in result.pairs}
     assert by_optimizer["sgd"].verdict == "identical", by_optimizer["sgd"].explain()

@@ -17,13 +17,13 @@ from harness.model.result import MatrixResult
 from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
 from harness.workload.spec import FIXTURE_FIELDS, WorkloadSpec
-from tests.support import require_r_torch
+from tests.support import kept_workers, require_r_torch
 
 
 def _run(availability: Availability, tmp_path: Path, model: str, modes: tuple[str, ...], optimizers: tuple[str, ...]) -> MatrixResult:
     require_r_torch(availability)
     with MatrixRunner(WorkloadSpec.from_preset("tiny", model=model), ("python", "r"), timeout=300, availability=availability,
-                      staging=tmp_path) as runner:
+                      staging=tmp_path, kept=kept_workers()) as runner:
         return runner.run(modes, optimizers, measure=False)
 
 
@@ -65,7 +65,7 @@ def test_each_transformer_entry_is_needed_for_its_proof(availability: Availabili
     known = tuple(k for k in load_known_differences() if k.id != left_out)
     require_r_torch(availability)
     with MatrixRunner(WorkloadSpec.from_preset("tiny", model="transformer"), ("python", "r"), timeout=300,
-                      availability=availability, staging=tmp_path, known=known) as runner:
+                      availability=availability, staging=tmp_path, known=known, kept=kept_workers()) as runner:
         result = runner.run((mode,), ("sgd",), measure=False)
     pair = next(p for p in result.pairs if p.mode == mode)
     assert pair.verdict == "diverged", pair.explain()
@@ -131,7 +131,7 @@ def test_two_param_groups_train_every_transformer_parameter(availability: Availa
     model's own entries, proven."""
     require_r_torch(availability)
     with MatrixRunner(WorkloadSpec.from_preset("tiny", model="transformer"), ("python", "r"), timeout=300,
-                      availability=availability, staging=tmp_path) as runner:
+                      availability=availability, staging=tmp_path, kept=kept_workers()) as runner:
         result = runner.run(("default",), ("sgd",), measure=False, features=("param_groups",))
     assert result.pairs and all(p.verdict == "known_difference" and "the whole run is bitwise identical" in p.explain()
                                 for p in result.pairs), [p.explain() for p in result.pairs]
@@ -144,7 +144,7 @@ def test_a_matrix_of_several_models_trains_each_from_its_own_fixtures(tmp_path: 
     GRU's trajectories with their model, reads back byte for byte, and judges each cell with its model's spec."""
     spec = WorkloadSpec.from_preset("tiny", num_batches=4, epochs=1)  # 4 steps: the float64 references cost little
     cache = tmp_path / "fixtures"
-    with MatrixRunner(spec, ("python",), staging=tmp_path, fixture_cache=cache) as runner:
+    with MatrixRunner(spec, ("python",), staging=tmp_path, fixture_cache=cache, kept=kept_workers()) as runner:
         result = runner.run(("default",), ("sgd",), models=("mlp", "gru"), measure=False)
         assert runner.fixture.digest == spec.digest(FIXTURE_FIELDS)
         assert set(runner.pool.model_fixtures) == {"gru"}

@@ -21,14 +21,15 @@ from harness.run.availability import Availability
 from harness.run.modules import run_sweep
 from harness.workload.modules import MODULE_MODES, MODULE_ROWS, ModuleRow
 from tests.planting import copy_scripts, plant
-from tests.support import require_r_torch
+from tests.support import kept_workers, require_r_torch
 
 FLOAT32 = MODULE_MODES[:1]
 
 
 def _sweep(tmp_path: Path, entries: list[str], rows: dict[str, ModuleRow] | None = None, limit: int | None = 2,
            modes: tuple[object, ...] = FLOAT32) -> ModuleSweepResult:
-    facts = run_sweep(tmp_path / "sweep", entries=entries, modes=modes, limit=limit, rows=rows)  # type: ignore[arg-type]
+    facts = run_sweep(tmp_path / "sweep", entries=entries, modes=modes, limit=limit, rows=rows,  # type: ignore[arg-type]
+                      kept=kept_workers())
     return judge_sweep(facts, [])
 
 

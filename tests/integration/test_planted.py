@@ -23,7 +23,7 @@ from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
-from tests.support import require_r_torch, run_cli
+from tests.support import kept_workers, require_r_torch, run_cli
 
 #: Where each language builds the run spec's optimizer (make_optimizer(), shared by every script): the plants change it.
 _R_OPTIMIZER = "do.call(constructor, c(list(params), r$args))"
@@ -50,7 +50,7 @@ def _run_copy(root: Path, spec: WorkloadSpec, modes: tuple[str, ...], availabili
               monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The matrix of ``modes`` with plain SGD, both frontends, run from the scripts under ``root``."""
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
-    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, staging=root) as runner:
+    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, staging=root, kept=kept_workers()) as runner:
         return runner.run(modes, ("sgd",), measure=False).to_json()  # the record calls only: the verdict reads nothing else
 
 

@@ -29,7 +29,7 @@ from harness.workload.features import FEATURES, Cover, Feature
 from harness.workload.optimizers import OPTIMIZERS, SPEC_LR, Optimizer, StateEntry
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
-from tests.support import require_r_torch
+from tests.support import kept_workers, require_r_torch
 
 #: The recipe's example row: SGD with heavy-ball momentum and no weight decay (a row the table does not have).
 HEAVY_BALL = Optimizer(
@@ -43,7 +43,7 @@ def _run(availability: Availability, tmp_path: Path, modes: tuple[str, ...], opt
          features: tuple[str, ...] | None = None) -> MatrixResult:
     require_r_torch(availability)
     with MatrixRunner(WorkloadSpec.from_preset("tiny"), ("python", "r"), timeout=300, availability=availability,
-                      staging=tmp_path) as runner:
+                      staging=tmp_path, kept=kept_workers()) as runner:
         return runner.run(modes, optimizers, measure=False, features=features)
 
 
@@ -205,7 +205,8 @@ def test_a_new_model_is_one_row_and_a_forward_per_language(availability: Availab
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
     require_r_torch(availability)
     spec = WorkloadSpec.from_preset("tiny", model="toy")
-    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path / "out") as runner:
+    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path / "out",
+                      kept=kept_workers()) as runner:
         result = runner.run(("default", "autocast"), ("sgd",), measure=False)
     _assert_ran_and_passed(result, pairs=3)
     assert {c.id for c in result.cells} == {f"{s}-{m}-sgd@toy-{f}-cpu" for s, m in (("with_autocast", "default"), (

@@ -36,7 +36,7 @@ from harness.store.merge import merge_results
 from harness.store.result_file import load_result, save_result
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
-from tests.support import KNOWN_DIFFERENCE_ENTRY, require_r_torch
+from tests.support import KNOWN_DIFFERENCE_ENTRY, kept_workers, require_r_torch
 
 SCALER_R = "r_scripts/cuda_amp_grad_scaler.R"
 CLIP = "autocast_scaler_clip"
@@ -54,7 +54,8 @@ def _run(root: Path, monkeypatch: pytest.MonkeyPatch, availability: Availability
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
     staging = options.setdefault("staging", root / "staging")
     staging.mkdir(parents=True, exist_ok=True)
-    with MatrixRunner(WorkloadSpec.from_preset("tiny"), frontends, timeout=300, availability=availability, **options) as runner:
+    with MatrixRunner(WorkloadSpec.from_preset("tiny"), frontends, timeout=300, availability=availability, **options,
+                      kept=kept_workers()) as runner:
         return runner.run(modes, optimizers, measure=False)
 
 

@@ -26,7 +26,7 @@ from harness.run.runner import MatrixRunner
 from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
-from tests.support import require_r_torch
+from tests.support import kept_workers, require_r_torch
 
 SCRIPT, MODE, OPTIMIZER = "cuda_amp_grad_scaler", "default", "adagrad"
 
@@ -92,7 +92,7 @@ def test_a_checkpoint_step_off_by_one_in_one_language_is_diverged_where_it_begin
     plant(tmp_path, "py_scripts/features.py", "save_checkpoint(loop.spec, prefix, step + 1, loop.net,",
           "save_checkpoint(loop.spec, prefix, step + 2, loop.net,")
     monkeypatch.setenv(SCRIPTS_ENV, str(tmp_path))
-    with MatrixRunner(tiny_spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path) as runner:
+    with MatrixRunner(tiny_spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path, kept=kept_workers()) as runner:
         result = runner.run((MODE,), (OPTIMIZER,), measure=False, features=("resume",))
     pair = next(p for p in result.pairs if p.feature == "resume")
     assert pair.verdict == "diverged", pair.explain()

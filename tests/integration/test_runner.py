@@ -20,7 +20,7 @@ from harness.run.pool import worker_env
 from harness.run.runner import MatrixRunner
 from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
-from tests.support import require_r_torch
+from tests.support import kept_workers, require_r_torch
 
 NO_R_TORCH = {"torch_installed": False, "libtorch_installed": False, "libtorch_loads": False}
 
@@ -95,7 +95,7 @@ def test_budget_limits_rounds_and_profile_flags_nothing_on_true_amp(
 ) -> None:
     """With a tiny time budget each cell gets one timed round and no extra warm-up, so no ratio; profiling finds bf16 GEMMs."""
     protocol = TimingProtocol(warmup_rounds=3, rounds=5, max_seconds=1e-9)
-    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path, kept=kept_workers()) as runner:
         result = runner.run(("default", "autocast"), ("sgd",), protocol=protocol, profile=True)
     default, autocast, scaler_default = result.cells
     assert scaler_default.script == "cuda_amp_grad_scaler" and scaler_default.gemm_profile is not None
@@ -110,7 +110,7 @@ def test_budget_limits_rounds_and_profile_flags_nothing_on_true_amp(
 def test_a_failing_timed_round_makes_the_cell_an_error(tiny_spec: WorkloadSpec, availability: Availability, tmp_path: Path) -> None:
     """A script that works for the record call but breaks in a timed round ends as an error naming the round."""
     fixture_path = tmp_path / "fixture.safetensors"
-    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path, kept=kept_workers()) as runner:
         cell = runner.run_cell(Cell("python", "with_autocast", "default", "sgd", "cpu"))
         assert cell.status is Status.OK
         fixture_path.write_bytes(b"not a safetensors file")
@@ -239,7 +239,7 @@ def test_nan_loss_in_default_mode_is_a_numerical_failure_with_its_step(availabil
     if frontend == "r":
         require_r_torch(availability)
     spec = WorkloadSpec.from_preset("tiny", lr=1e6)
-    with MatrixRunner(spec, (frontend,), availability=availability, staging=tmp_path) as runner:
+    with MatrixRunner(spec, (frontend,), availability=availability, staging=tmp_path, kept=kept_workers()) as runner:
         result = runner.run(("default", "autocast_scaler") if frontend == "python" else ("default",), ("sgd",),
                             protocol=TimingProtocol(1, 1))
     default = result.cells[0]
@@ -261,7 +261,7 @@ def test_a_timed_round_whose_autocast_loss_turns_nan_is_an_error(
     tiny_spec: WorkloadSpec, availability: Availability, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Outside the scaler modes a non-finite loss fails the cell in a timed round as in the record call (autocast too)."""
-    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path, kept=kept_workers()) as runner:
         cell = runner.run_cell(Cell("python", "with_autocast", "autocast", "sgd", "cpu"))
         assert cell.status is Status.OK and cell.record is not None
         losses = list(cell.record.losses)
@@ -289,7 +289,7 @@ def test_an_r_cell_whose_weights_hit_a_full_disk_is_an_error_in_one_line(
     cell = Cell("r", "with_autocast", "default", "sgd", "cpu")
     staging = tmp_path / "staging"
     staging.mkdir()
-    with MatrixRunner(tiny_spec, ("r",), timeout=300, availability=availability, staging=staging) as runner:
+    with MatrixRunner(tiny_spec, ("r",), timeout=300, availability=availability, staging=staging, kept=kept_workers()) as runner:
         outcome = runner.run_cell(cell)
     target = staging / f"{cell.id}.safetensors"
     assert outcome.status is Status.ERROR
@@ -332,7 +332,7 @@ def test_an_ok_record_with_unreadable_weights_is_an_error_cell_and_the_matrix_fi
     plant(root, "py_scripts/record.py", "    save_file(tensors, path)\n",
           '    save_file(tensors, path)\n    if "-default-" in str(path):\n        Path(path).write_bytes(b"not safetensors")\n')
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
-    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path, kept=kept_workers()) as runner:
         result = runner.run(("default", "autocast"), ("sgd",), protocol=TimingProtocol(1, 1))
     default, autocast = (next(c for c in result.cells if c.script == "with_autocast" and c.mode == m) for m in ("default", "autocast"))
     assert default.status is Status.ERROR and default.reason is not None and "\n" not in default.reason
@@ -361,7 +361,7 @@ def test_a_full_disk_while_writing_a_cell_trace_is_that_cells_error(
         return real_write(self, path)
 
     monkeypatch.setattr(CellTrace, "write", full_disk)
-    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path) as runner:
+    with MatrixRunner(tiny_spec, ("python",), availability=availability, staging=tmp_path, kept=kept_workers()) as runner:
         first = runner.run_cell(Cell("python", "with_autocast", "default", "sgd", "cpu"))
         second = runner.run_cell(Cell("python", "with_autocast", "autocast", "sgd", "cpu"))
     assert first.status is Status.ERROR and "cannot write its trace to" in str(first.reason), first.reason

@@ -28,7 +28,7 @@ from harness.run.runner import MatrixRunner
 from harness.workload.installations import parse_frontends
 from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
-from tests.support import require_r_torch
+from tests.support import kept_workers, require_r_torch
 
 
 def _whole(runner: MatrixRunner, outcome: CellResult, tmp_path: Path) -> CellResult:
@@ -59,13 +59,13 @@ def test_a_cut_trace_traces_its_pair_as_the_whole_one_does(
     frontends = (baseline, cut_side)
     # The session's runner where Python is the baseline (its workers are started once); R as the baseline needs its own.
     with (contextlib.nullcontext(runner) if frontends == runner.frontends
-          else MatrixRunner(tiny_spec, frontends, staging=tmp_path, availability=availability)) as running:
+          else MatrixRunner(tiny_spec, frontends, staging=tmp_path, availability=availability, kept=kept_workers())) as running:
         first, second = (running.run_cell(Cell(f, script, mode, optimizer, "cpu")) for f in frontends)
         assert first.status is Status.OK and second.status is Status.OK and first.trace and second.trace
         cut = CellTrace.read(second.trace)
         whole = _whole(running, second, tmp_path)
         if running is not runner:  # a runner that runs cells one by one computes only their own float64 trajectories
-            assert {key[1] for key in running._references} == {optimizer}  # (model, optimizer, clip, skipped, feature)
+            assert {key[1] for key in running._references} == {optimizer}  # (model, optimizer, clip, skipped, feature, zeroes)
     assert CellTrace.read(first.trace).cut is None  # the baseline is never cut
     assert cut.cut == step and len(cut.points) < len(CellTrace.read(whole.trace).points) / 2
     from_cut, from_whole = trace_cells(first, second), trace_cells(first, whole)

@@ -39,7 +39,7 @@ from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
-from tests.support import require_r_torch
+from tests.support import kept_workers, require_r_torch
 
 SCALER_R = "r_scripts/cuda_amp_grad_scaler.R"
 #: The R scaler every script that scales shares (and its CPU lift).
@@ -56,7 +56,8 @@ def _run(root: Path, spec: WorkloadSpec, modes: tuple[str, ...], availability: A
     for relative, old, new in plants:
         plant(root, relative, old, new)
     monkeypatch.setenv(SCRIPTS_ENV, str(root))
-    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, staging=root, **runner_options) as runner:
+    with MatrixRunner(spec, ("python", "r"), timeout=300, availability=availability, staging=root, **runner_options,
+                      kept=kept_workers()) as runner:
         return runner.run(modes, ("sgd",), measure=False)
 
 

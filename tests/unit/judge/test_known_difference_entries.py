@@ -72,3 +72,36 @@ def test_a_bug_needs_its_reproducers_and_report(tmp_path: Path) -> None:
     """A bug entry without docs/bugs/<id>/ (reproducers in both languages and the report) is refused."""
     with pytest.raises(KnownDifferencesError, match="needs docs/bugs/clip-coef-reciprocal/reproducer.R"):
         load(tmp_path, ENTRY.replace('kind = "difference"', 'kind = "bug"'))
+
+
+#: R torch's R-code optimizer rows: each inherits Optimizer$zero_grad (R/optim.R:91-93), the mechanism of zero-grad-default.
+_R_CODE = ("sgd", "sgd_momentum", "sgd_nesterov", "rmsprop", "rmsprop_centered", "adam", "adam_amsgrad", "adamw", "adagrad",
+           "adadelta", "asgd", "rprop")
+
+
+def test_the_seed_0_searchs_findings_are_in_their_entries_scope() -> None:
+    """The 1,000-example seed-0 search (issue 49) found clip_norm_inf in bf16 weights (R's infinity norm float32, then
+    its division float32: both entries and their switches) and sometimes_used_default beyond the scaler mode and the main
+    job's three optimizers (each binding's zero_grad() default acts in every script, mode and R-code optimizer)."""
+    load_known_differences.cache_clear()
+    known = {k.id: k for k in load_known_differences()}
+    for mode in ("lowp_weights", "lowp_weights_scaled"):
+        for entry in ("clip-inf-norm-float32", "clip-coef-number-divide"):
+            assert known[entry].covers("with_autocast", mode, "sgd", "cpu", "clip_norm_inf"), (entry, mode)
+    assert set(known["clip-inf-norm-float32"].switches_for("sgd", "r")) == {"r-clip-inf-norm-grad-dtype", "r-clip-coef-reciprocal"}
+    assert not known["clip-inf-norm-float32"].covers("with_autocast", "default", "sgd", "cpu", "clip_norm_inf")
+    zero_grad = known["zero-grad-default"]
+    modes = {"with_autocast": ("default", "autocast", "lowp_weights", "lowp_weights_scaled"),
+             "cuda_amp_grad_scaler": ("default", "autocast_scaler", "autocast_scaler_clip")}
+    for script, script_modes in modes.items():
+        for mode in script_modes:
+            for optimizer in _R_CODE:
+                assert zero_grad.covers(script, mode, optimizer, "cpu", "sometimes_used_default"), (script, mode, optimizer)
+                assert zero_grad.switches_for(optimizer, "r") == ("r-zero-grad-default-set-to-none",), optimizer
+    assert not zero_grad.covers("cuda_amp_grad_scaler", "autocast_scaler", "ignite_adam", "cpu", "sometimes_used_default")
+    assert not zero_grad.covers("cuda_amp_grad_scaler", "autocast_scaler", "sgd_momentum", "cpu", "sometimes_used")
+    # plain sgd given momentum in bf16 weights: by its arguments, or by a scheduler that cycles momentum (OneCycleLR)
+    plain = known["mul-scalar-overload-plain-sgd"]
+    assert plain.covers("with_autocast", "lowp_weights", "sgd", "cpu", "lr_one_cycle")
+    assert plain.inert({"lr": 0.05}) == "momentum = 0, so its mechanism cannot act"
+    assert plain.inert({"lr": 0.05, "momentum": 0.188}) is None and plain.inert({"lr": 0.05}, "lr_one_cycle") is None

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.judge.reference import REFERENCE_MAX_FLOPS, Reference, reference_skip_reason, run_reference
+from harness.judge.reference import REFERENCE_MAX_FLOPS, Reference, reference_skip_reason, run_reference, zero_grad_default_zeroes
 from harness.model.efficiency import workload_flops
+from harness.model.result import ReferenceSummary
 from harness.workload.features import FEATURES
 from harness.workload.fixtures import ensure_fixtures, load_fixture_arrays
 from harness.workload.spec import WorkloadSpec
@@ -93,3 +94,30 @@ def test_an_accumulated_skip_replays_the_group_update(tmp_path_factory: pytest.T
     losses, weights = torch_float64_run(spec, arrays, "sgd", skipped=frozenset({3}), feature="accumulate")
     np.testing.assert_allclose(ref.losses, losses, rtol=1e-12)
     np.testing.assert_allclose(ref.weights["layer2.bias"], weights["layer2.bias"], rtol=1e-10, atol=1e-14)
+
+
+def test_a_loop_at_each_bindings_zero_grad_default_is_judged_against_that_bindings_default(
+    tiny_plain: tuple[WorkloadSpec, dict[str, np.ndarray], dict[str, Reference]],
+) -> None:
+    """sometimes_used_default calls zero_grad() with no argument: an R-code optimizer's R cell steps the unused layer on
+    zero (R torch's set_to_none = FALSE, the loop of sometimes_used_zeros), PyTorch's and an ignite optimizer's skip it (the
+    loop of sometimes_used); the result keeps the two trajectories apart (the search's seed 0 found R's cell judged
+    against PyTorch's default)."""
+    assert zero_grad_default_zeroes("r", "sgd_momentum", "sometimes_used_default")
+    assert not zero_grad_default_zeroes("python", "sgd_momentum", "sometimes_used_default")
+    assert not zero_grad_default_zeroes("r", "ignite_sgd", "sometimes_used_default")
+    assert not zero_grad_default_zeroes("r", "sgd_momentum", "sometimes_used")
+    spec, arrays, _ = tiny_plain
+    runs = {(feature, zeroes): run_reference(spec, arrays, clip=False, optimizer="sgd_momentum", feature=feature, default_zeroes=zeroes)
+            for feature, zeroes in (("sometimes_used_default", True), ("sometimes_used_default", False),
+                                    ("sometimes_used_zeros", False), ("sometimes_used", False))}
+    r, python = runs["sometimes_used_default", True], runs["sometimes_used_default", False]
+    assert np.array_equal(r.losses, runs["sometimes_used_zeros", False].losses)
+    assert np.array_equal(python.losses, runs["sometimes_used", False].losses)
+    assert not np.array_equal(r.weights["layer1.weight"], python.weights["layer1.weight"])
+    stored = ReferenceSummary(True, None, tuple(
+        {"optimizer": "sgd_momentum", "clip": False, "skipped_steps": [], "losses": ref.losses.tolist(),
+         "feature": "sometimes_used_default", **({"zero_grad_zeroes": True} if zeroes else {})}
+        for (_, zeroes), ref in list(runs.items())[:2]))
+    assert stored.losses_for("sgd_momentum", False, (), "sometimes_used_default", zero_grad_zeroes=True) == tuple(r.losses.tolist())
+    assert stored.losses_for("sgd_momentum", False, (), "sometimes_used_default") == tuple(python.losses.tolist())
