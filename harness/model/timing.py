@@ -279,7 +279,8 @@ DEFAULT_MAX_SECONDS = 60.0
 #: show for it (docs/timing.md). The slowing is a share of the round, not a fixed stall (the rate of rounds over 5 % slow
 #: is 2.7-3.2 % for rounds of 0.13 s and of 0.5 s alike), so longer rounds do not dilute it; more rounds do: one round
 #: 8 % slow gives a CV of 2.5 % over 10 rounds and 1.8 % over 20 (the misses of ``tox -e bench`` runs 9 and 10 were each one
-#: round 13-14 % slow among 10). It costs about 85 s per ``bench`` run (14 cells of 0.13-0.47 s loops and their floor rounds).
+#: round 13-14 % slow among 10). They are most of a ``bench`` spread run (93 % of its wall in issue 47's measurement: 14
+#: cells of 0.13-0.47 s loops idle, and each round's floor round, half as long: harness.run.measure.FLOOR_SHARE_OF_LOOP).
 BENCH_ROUNDS = 20
 
 

@@ -27,7 +27,7 @@ from harness.run.lanes import run_in_lanes
 from harness.run.machine_load import read_load, round_load
 from harness.run.pool import WorkerPool
 
-__all__ = ["FLOOR_SIZING_PRODUCTS", "PROFILED_STEP", "measure_peaks", "profile_cells", "time_cells", "timed_cells"]
+__all__ = ["FLOOR_SHARE_OF_LOOP", "FLOOR_SIZING_PRODUCTS", "PROFILED_STEP", "measure_peaks", "profile_cells", "time_cells", "timed_cells"]
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +36,14 @@ logger = logging.getLogger(__name__)
 PROFILED_STEP = 3
 #: Products in the one untimed calibration call that sizes a cell's floor rounds (its seconds per product): 50 of
 #: harness/worker_side/calibration.py's 256³ take 2-15 ms on CPU, a fraction of one ``bench`` round, and average over the
-#: first product's extra cost (the timed rounds then run about as long as the cell's loop, within a few tens of percent).
+#: first product's extra cost (the floor rounds then run about as long as they are sized to, within a few tens of percent).
 FLOOR_SIZING_PRODUCTS = 50
+#: How long a floor round runs, as a share of the cell's loop. The floor's CV is what the spread target reads, and the
+#: machine's slowing on this VM is a share of the round, not a fixed stall (harness.model.timing.BENCH_ROUNDS: 2.7-3.2 % of
+#: rounds over 5 % slow at 0.13 s and at 0.5 s alike), so a floor round half as long reads about the same noise (measured below).
+#: The floor rounds were 42 % of a ``bench`` spread run's timed rounds at the loop's length (issue 47: ``tox -e bench``
+#: within 10 minutes); at half of it they are 26 %.
+FLOOR_SHARE_OF_LOOP = 0.5
 
 Progress = Callable[[str], None]
 
@@ -63,9 +69,9 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
 
     A cell the spread target checks (:func:`harness.judge.spread.spread_checked`, over its last untimed call's loop) has
     the machine's noise floor timed beside it: one calibration round right after each of its timed rounds, in the same
-    worker, so a drift of the machine lands on both (:mod:`harness.worker_side.calibration`), each about as long as the
-    cell's loop. Other cells get none, nor any cell with too few rounds for a spread (side by side): floors only where a
-    spread is judged.
+    worker, so a drift of the machine lands on both (:mod:`harness.worker_side.calibration`), each
+    :data:`FLOOR_SHARE_OF_LOOP` of the cell's loop. Other cells get none, nor any cell with too few rounds for a spread
+    (side by side): floors only where a spread is judged.
     """
     timed = timed_cells(cells, protocol)
     logs = {c.id: RoundLog() for c in timed}
@@ -134,15 +140,15 @@ def _calibration_request(pool: WorkerPool, cell: CellResult, iterations: int) ->
 
 
 def _floor_products(pool: WorkerPool, cell: CellResult, loop_seconds: float) -> int | None:
-    """How many products make a floor round as long as the cell's loop, from one untimed calibration call; ``None``
-    (no floor for this cell, said in the log) if the call failed."""
+    """How many products make a floor round :data:`FLOOR_SHARE_OF_LOOP` of the cell's loop, from one untimed calibration
+    call; ``None`` (no floor for this cell, said in the log) if the call failed."""
     try:
         reply = pool.call(cell.frontend, _calibration_request(pool, cell, FLOOR_SIZING_PRODUCTS))
     except WorkerError as err:
         logger.warning("%s: the machine's noise floor is not measured beside it: %s", cell.id, err)
         return None
     per_product = float(reply["seconds"]) / int(reply["iterations"])
-    return max(1, round(loop_seconds / per_product)) if per_product > 0 else FLOOR_SIZING_PRODUCTS
+    return max(1, round(FLOOR_SHARE_OF_LOOP * loop_seconds / per_product)) if per_product > 0 else FLOOR_SIZING_PRODUCTS
 
 
 def _floor_round(pool: WorkerPool, cell: CellResult, log: RoundLog, iterations: int) -> bool:

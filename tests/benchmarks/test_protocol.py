@@ -155,8 +155,9 @@ def test_the_whole_tiny_matrix_runs_within_its_bound(benchmark: BenchmarkFixture
 
 #: The ``bench`` spread runs take the preset's two epochs. One epoch (tried for issue 47's 10 minutes) made the rounds
 #: 0.08-0.2 s, and both spread tests then missed the 3 % bound on 3-6 cells each (CVs 3.8-7.2 % idle, the floor about 1 %):
-#: a round that short is not what the target assumes, so the whole run (6.5 min) failed. Kept at two until the rounds can
-#: be made cheaper without that.
+#: a round that short is not what the target assumes, so the whole run (6.5 min) failed. The rounds were made cheaper
+#: instead where the cell's own time is not what is measured: each floor round runs half the cell's loop
+#: (:data:`harness.run.measure.FLOOR_SHARE_OF_LOOP`), the floors' CVs the same (the machine's slowing is a share of a round).
 SPREAD_EPOCHS = 2
 
 
@@ -166,7 +167,7 @@ def test_every_bench_cell_is_as_quiet_as_the_machine(benchmark: BenchmarkFixture
     spread within max(3 %, 1.5 × the noise floor measured beside it) or missed only by the machine's noise (no larger than
     the run's noisiest floor), the overhead per call and the trace cost within theirs, and the run exits 0.
 
-    The floor is each cell's own (a matmul loop of its length in its own worker, after each of its rounds), so a busy
+    The floor is each cell's own (a matmul loop half its length in its own worker, after each of its rounds), so a busy
     machine raises the bound with the noise it causes; what it cannot explain is the harness's (or the binding's) own.
     Misses the floor pins on the machine are listed at the end of the session, marked, never hidden.
     """

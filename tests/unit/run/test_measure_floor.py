@@ -17,7 +17,7 @@ from harness.judge.record_check import expected_injections
 from harness.model.record import RECORD_SCHEMA_VERSION
 from harness.model.result import CellResult, Status
 from harness.model.timing import TimingProtocol
-from harness.run.measure import FLOOR_SIZING_PRODUCTS, time_cells
+from harness.run.measure import FLOOR_SHARE_OF_LOOP, FLOOR_SIZING_PRODUCTS, time_cells
 from harness.run.pool import WorkerPool
 from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
@@ -72,13 +72,15 @@ def _cells() -> tuple[list[CellResult], dict[str, float]]:
 
 
 def _calibration(dtype: str, loop: float) -> str:
-    return f"calibrate {dtype} ×{round(loop / _PER_PRODUCT)}"
+    """The calibration round beside a cell of a ``loop``-second loop: :data:`FLOOR_SHARE_OF_LOOP` of it."""
+    return f"calibrate {dtype} ×{round(FLOOR_SHARE_OF_LOOP * loop / _PER_PRODUCT)}"
 
 
 @pytest.mark.parametrize("interleave", [True, False], ids=["interleaved", "back-to-back"])
 def test_a_checked_cell_gets_a_calibration_round_after_each_timed_round_in_its_worker(interleave: bool) -> None:
     """Each checked cell is sized once after its warm-up, then each of its timed rounds is followed at once by a calibration
-    round as long as its loop in its own worker, in its GEMM dtype; the unchecked cell gets none. Its timing keeps the floor."""
+    round in its own worker, in its GEMM dtype, :data:`FLOOR_SHARE_OF_LOOP` of its loop (issue 47: half as long, the floor
+    rounds cost half as much); the unchecked cell gets none. Its timing keeps the floor."""
     cells, loops = _cells()
     default, autocast, r_autocast = cells
     pool = _FakePool(golden().spec, cells, loops)
@@ -95,7 +97,8 @@ def test_a_checked_cell_gets_a_calibration_round_after_each_timed_round_in_its_w
     for cell in (default, r_autocast):
         timing = by_id[cell.id].timing
         assert timing is not None and timing.floor is not None
-        assert timing.samples.floor_seconds == pytest.approx([loops[cell.id]] * 3) and timing.floor.cv == pytest.approx(0.0)
+        assert timing.samples.floor_seconds == pytest.approx([FLOOR_SHARE_OF_LOOP * loops[cell.id]] * 3, abs=_PER_PRODUCT)
+        assert timing.floor.cv == pytest.approx(0.0) and max(timing.samples.floor_seconds) < loops[cell.id]
     unchecked = by_id[autocast.id].timing
     assert unchecked is not None and unchecked.floor is None and unchecked.samples.floor_seconds == ()
 
@@ -111,7 +114,7 @@ def test_every_cpu_cell_of_bench_is_checked_whatever_its_loop() -> None:
 
 
 def test_without_a_warm_up_call_the_record_calls_loop_sizes_the_floor() -> None:
-    """With one untimed call (the record call) the floor rounds are as long as the record call's loop."""
+    """With one untimed call (the record call) the floor rounds are sized by the record call's loop."""
     cells, loops = _cells()
     pool = _FakePool(dataclasses.replace(golden().spec, preset="bench"), cells, loops)
     time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=1, rounds=3), lambda _: None)
