@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from harness.run.availability import Availability, probe
-from harness.run.kept_workers import KeptWorkers
 from harness.run.runner import MatrixRunner
 from harness.workload.spec import WorkloadSpec
 from tests import support
@@ -72,8 +71,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """``--store-durations``: write what every test took, once, from the process that saw every report (not an xdist
-    worker)."""
+    """Stop the session's kept workers (:func:`tests.support.kept_workers`) here, not in a fixture's teardown, which pytest
+    charges to the session's last test (5 s on a unit test's row in ``--store-durations``). ``--store-durations``: write
+    what every test took, once, from the process that saw every report (not an xdist worker)."""
+    support.close_kept_workers()
     path = session.config.getoption("--store-durations")
     if path and not hasattr(session.config, "workerinput") and _SECONDS:
         write_durations(Path(path), _SECONDS, workers=session.config.getoption("numprocesses", None))
@@ -127,17 +128,6 @@ def runner(tiny_spec: WorkloadSpec, availability: Availability, tmp_path_factory
         matrix_runner.describe_installations()  # the workers start here: the fixture's setup, not the first test's call
         yield matrix_runner
 
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _kept_workers() -> Iterator[None]:
-    """The session's kept workers (:func:`tests.support.kept_workers`), stopped at its end."""
-    with KeptWorkers() as kept:
-        support._KEPT.append(kept)
-        try:
-            yield
-        finally:
-            support._KEPT.remove(kept)
 
 
 @pytest.fixture(scope="session")

@@ -39,7 +39,7 @@ __all__ = [
     "PYTHON_RUN_GROUP", "ROOT", "SharedRun", "golden_result",
     "Edit", "harness_command", "python_shell", "set_field",
     "require_frontend", "require_r_torch",
-    "kept_workers", "run_cli", "shared_run", "write_durations", "write_durations_file",
+    "close_kept_workers", "kept_workers", "run_cli", "shared_run", "write_durations", "write_durations_file",
 ]
 
 FRONTENDS = ("python", "r")
@@ -90,16 +90,23 @@ PAIRS = sorted({cell.pair for cell in CELLS}, key=[c.pair for c in CELLS].index)
 GOLDEN_RESULT = Path(__file__).resolve().parent / "data" / "golden.json"
 
 
-#: The session's kept workers (tests/conftest.py opens them for the session and closes them at its end).
+#: The session's kept workers, made on first use (tests/conftest.py's ``pytest_sessionfinish`` stops them).
 _KEPT: list[KeptWorkers] = []
 
 
-def kept_workers() -> KeptWorkers | None:
+def kept_workers() -> KeptWorkers:
     """The session's kept workers (:mod:`harness.run.kept_workers`), for a runner that only runs cells of another copy of
     the scripts: it borrows a started pair instead of starting and stopping its own (about 3 s a runner on 2 cores, most
-    of a planted test's time). ``None`` outside a session that opened them (a ``pytester`` run): the runner starts its own.
-    Tests of a worker's start, crash, environment or memory never take them."""
-    return _KEPT[-1] if _KEPT else None
+    of a planted test's time). Tests of a worker's start, crash, environment or memory never take them."""
+    if not _KEPT:
+        _KEPT.append(KeptWorkers())
+    return _KEPT[0]
+
+
+def close_kept_workers() -> None:
+    """Stop the session's kept workers, if it made them."""
+    while _KEPT:
+        _KEPT.pop().close()
 
 
 def golden_result() -> MatrixResult:
