@@ -61,13 +61,10 @@ class KeptWorkers:
 
     def __init__(self) -> None:
         self._tmp = StagingDir(Path(tempfile.gettempdir()), KEPT_TMP_PREFIX)
-        self._idle: dict[_Key, list[Worker]] = {}
-        #: Each worker lent, by identity, with its kind: where it goes back.
-        self._kinds: dict[int, _Key] = {}
-        #: The scripts root each worker follows, by identity.
-        self._roots: dict[int, Path] = {}
-        #: The idle workers, oldest first (:data:`MAX_IDLE`).
-        self._order: list[Worker] = []
+        #: The idle workers, oldest first (:data:`MAX_IDLE`), each with its kind and the scripts root it follows.
+        self._idle: list[tuple[_Key, Path, Worker]] = []
+        #: Each worker lent, by identity, with its kind and root: where it goes back.
+        self._lent: dict[int, tuple[_Key, Path]] = {}
         self._lock = threading.Lock()
         self._closed = False
         #: Workers lent, and workers started for a lending (a new one when none of its kind was idle).
@@ -90,13 +87,11 @@ class KeptWorkers:
         with self._lock:
             if self._closed:
                 raise RuntimeError("KeptWorkers is closed: no worker is lent")
-            idle = self._idle.get(key, [])
-            worker = idle.pop() if idle else None
-            if worker is not None:
-                self._order.remove(worker)
+            found = next((k for k in range(len(self._idle) - 1, -1, -1) if self._idle[k][0] == key), None)
+            _, followed, worker = self._idle.pop(found) if found is not None else (key, root, None)
             self.lent += 1
             self.started += worker is None
-        if worker is not None and self._roots.get(id(worker)) != root:
+        if worker is not None and followed != root:
             try:
                 worker.call({"kind": FOLLOW_REQUEST, "root": str(root)}, timeout=timeout or DEFAULT_FOLLOW_TIMEOUT_S)
             except WorkerError:
@@ -105,27 +100,18 @@ class KeptWorkers:
         if worker is None:
             worker = open_worker(frontend, {**env, "TMPDIR": str(self.tmp)}, timeout=timeout)
         with self._lock:
-            self._kinds[id(worker)] = key
-            self._roots[id(worker)] = root
+            self._lent[id(worker)] = (key, root)
         return worker
 
     def give_back(self, worker: Worker) -> None:
         """Keep ``worker`` for the next run of its kind (one that died or cannot start is stopped instead)."""
         with self._lock:
-            key = self._kinds.pop(id(worker), None)
-            keep = not self._closed and key is not None and worker.alive and worker.cannot_start is None
-            stopped = [] if keep else [worker]
-            if keep and key is not None:
-                self._idle.setdefault(key, []).append(worker)
-                self._order.append(worker)
-                while len(self._order) > MAX_IDLE:
-                    oldest = self._order.pop(0)
-                    for idle in self._idle.values():
-                        if oldest in idle:
-                            idle.remove(oldest)
-                    stopped.append(oldest)
-            for gone in stopped:
-                self._roots.pop(id(gone), None)
+            lent = self._lent.pop(id(worker), None)
+            stopped = [worker]
+            if lent is not None and not self._closed and worker.alive and worker.cannot_start is None:
+                self._idle.append((*lent, worker))
+                stopped = [w for _, _, w in self._idle[:-MAX_IDLE]]
+                del self._idle[:-MAX_IDLE]
         for gone in stopped:
             gone.close()
 
@@ -133,9 +119,8 @@ class KeptWorkers:
         """Stop every idle worker (side by side) and remove their temporary folder."""
         with self._lock:
             self._closed = True
-            workers = [w for idle in self._idle.values() for w in idle]
+            workers = [w for _, _, w in self._idle]
             self._idle.clear()
-            self._order.clear()
         for worker in workers:
             worker.ask_to_stop()
         for worker in workers:
