@@ -32,7 +32,7 @@ from harness.contract.modes import all_mode_names
 from harness.judge.weight_findings import weights_digest
 from harness.model.efficiency import workload_flops
 from harness.model.timing import DEFAULT_WARMUP_ROUNDS
-from harness.run.availability import Availability
+from harness.run.availability import probe_host
 from harness.run.provenance import describe_provenance
 from harness.run.runner import MatrixRunner
 from harness.workload.matrix import Cell, cells_for
@@ -52,19 +52,28 @@ PROVENANCE = describe_provenance()
 
 
 @pytest.fixture(scope="module")
-def bench_runner(availability: Availability, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MatrixRunner]:
-    """Workers for the benchmark preset, kept alive across every round of every cell (their weights in a folder of the session's)."""
+def bench_runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MatrixRunner]:
+    """Workers for the benchmark preset, kept alive across every round of every cell (their weights in a folder of the session's).
+
+    Only the installations whose cells this session times (after ``-k``), and the host's probe only, as ``run`` does: the
+    R worker answers R's questions when it starts, and an R cell asks the session's full probe first
+    (:func:`test_cell_time`). So a session of Python cells alone (the benchmark-loss tests' five) starts neither an
+    Rscript nor an R worker: 4.5 s of each."""
+    timed = {item.callspec.params["bench_cell"].frontend for item in request.session.items
+             if isinstance(item, pytest.Function) and hasattr(item, "callspec") and "bench_cell" in item.callspec.params}
     spec = WorkloadSpec.from_preset(settings.preset("tiny"))
-    with MatrixRunner(spec, INSTALLATIONS, timeout=3600, availability=availability, staging=tmp_path_factory.mktemp("weights")) as runner:
+    installations = tuple(i for i in INSTALLATIONS if i.name in timed) or INSTALLATIONS
+    with MatrixRunner(spec, installations, timeout=3600, availability=probe_host(),
+                      staging=tmp_path_factory.mktemp("weights")) as runner:
         yield runner
 
 
 @pytest.mark.parametrize("bench_cell", BENCH_CELLS, ids=[c.id for c in BENCH_CELLS])
-def test_cell_time(benchmark: BenchmarkFixture, bench_cell: Cell, bench_runner: MatrixRunner, availability: Availability) -> None:
+def test_cell_time(benchmark: BenchmarkFixture, bench_cell: Cell, bench_runner: MatrixRunner, request: pytest.FixtureRequest) -> None:
     """Time one cell's training run through its worker; keep the loop times and the overhead in extra_info."""
     cell = bench_cell
     if bench_runner.pool.language(cell.frontend) == "r":
-        require_r_torch(availability)
+        require_r_torch(request.getfixturevalue("availability"))  # the session's probe of R, only where an R cell runs
     if not bench_runner.pool.expected_to_run(cell):  # R's scaler on CPU runs, with its CUDA-only check lifted
         pytest.skip(f"{cell.frontend} does not support {cell.script} on {cell.device} (see test_parity)")
     bench_runner.pool.worker(cell.frontend).start()  # start-up is not part of any round
