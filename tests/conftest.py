@@ -55,6 +55,18 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("filterwarnings", f"ignore:{message}:pytest_benchmark.logger.PytestBenchmarkWarning")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Where this process runs tests (not an xdist controller), torch and NumPy's BLAS run them on
+    :data:`~tests.support.TEST_PROCESS_THREADS` threads: the suite's processes share the cores."""
+    config = session.config
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        import torch  # here, not at the top: the controller of an xdist session never needs it
+        from threadpoolctl import threadpool_limits
+
+        torch.set_num_threads(support.TEST_PROCESS_THREADS)
+        threadpool_limits(limits=support.TEST_PROCESS_THREADS, user_api="blas")
+
+
 #: Each test's seconds per phase (setup, call, teardown), as the reports reach this process (under xdist, the controller
 #: sees every worker's): what ``--store-durations`` writes at the end of the session.
 _SECONDS: dict[str, list[float]] = {}

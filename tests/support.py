@@ -48,6 +48,16 @@ FRONTENDS = ("python", "r")
 #: reads them).
 ROOT = Path(__file__).resolve().parent.parent
 DURATIONS = ROOT / "tests" / "data" / "durations.json"
+#: Torch's intra-op threads and NumPy's BLAS (OpenBLAS) threads in a process that runs tests (each xdist worker, or a
+#: session without xdist). The suite's processes share 2 cores: two xdist workers, and the workers and shells their tests
+#: start. An op on 2 threads then waits at its barrier for a core another process holds: in the whole suite, 12 cases of
+#: ``test_every_row_matches_torch_optim_in_float64`` took 2.4-2.7 s each (0.03-0.14 s alone) with torch on 2 threads, and
+#: with torch on 1, 10 cases of ``test_reference_follows_each_loop_feature_as_torch_does`` took 1.3-2.7 s (0.03-0.09 s
+#: alone): NumPy's float64 references on OpenBLAS's 2 threads. Beside two busy loops, its Adam cases take 18.4 s with
+#: OpenBLAS's threads and 9.2 s on one. Rows were charged over the 1 s a row may cost (tests/unit/test_row_costs.py).
+#: Cells' workers set their own (the spec's ``threads``); a harness command's process sets its BLAS the same way
+#: (:data:`harness.cli.main.BLAS_THREADS`, issue 38).
+TEST_PROCESS_THREADS = 1
 #: The tests that read the session's ``python_run``: one xdist group, so one worker runs them all and the other never waits
 #: on the lock while the first runs it (pyproject's ``--dist loadgroup``).
 PYTHON_RUN_GROUP = pytest.mark.xdist_group("python-run")

@@ -97,17 +97,7 @@ def _measured() -> tuple[dict[str, list[float]], float]:
     return seconds, sum(sum(v) for v in seconds.values())
 
 
-#: What the measurement in tests/data/durations.json says today (the whole suite on 7d84f4b, before issue 47's changes to
-#: it, under load): optimizer rows over their second, sgd 6.76 s (its own-check case started the session's runner and
-#: computed every row's 34 float64 trajectories: both are gone, the runner starts in its fixture's setup and run_cell
-#: computes its cell's only), rprop 1.12 s, rmsprop 1.08 s, asgd 1.04 s and ignite_adam 1.03 s (about 0.9 s of it
-#: tests/unit/judge/test_optimizer_updates.py, whose plain reference per row is now computed once). Strict: once the
-#: suite is measured again (idle, --store-durations) and every row fits, this mark fails and must go.
-_OPTIMIZERS_OVER = pytest.mark.xfail(strict=True, raises=AssertionError, reason="measured before the suite's changes: five "
-                                     "optimizer rows over 1 s (tests/unit/test_row_costs.py: _OPTIMIZERS_OVER)")
-
-
-@pytest.mark.parametrize("kind", [pytest.param(k, marks=[_OPTIMIZERS_OVER] if k == "optimizer" else []) for k in sorted(TABLES)])
+@pytest.mark.parametrize("kind", sorted(TABLES))
 def test_each_new_row_adds_at_most_a_second_to_the_suite(kind: str, request: pytest.FixtureRequest) -> None:
     """Every row of the table costs at most :data:`ROW_BUDGET_S` of a suite that takes :data:`SUITE_BUDGET_S`."""
     seconds, total = _measured()
