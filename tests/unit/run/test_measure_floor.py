@@ -80,19 +80,23 @@ def _calibration(dtype: str, loop: float) -> str:
 def test_a_checked_cell_gets_a_calibration_round_after_each_timed_round_in_its_worker(interleave: bool) -> None:
     """Each checked cell is sized once after its warm-up, then each of its timed rounds is followed at once by a calibration
     round in its own worker, in its GEMM dtype, :data:`FLOOR_SHARE_OF_LOOP` of its loop (issue 47: half as long, the floor
-    rounds cost half as much); the unchecked cell gets none. Its timing keeps the floor."""
+    rounds cost half as much); the unchecked cell gets none. Its timing keeps the floor. Back to back, a cell's warm-up
+    comes right before its own rounds (its worker ran the other cells since); interleaved, every warm-up comes first."""
     cells, loops = _cells()
     default, autocast, r_autocast = cells
     pool = _FakePool(golden().spec, cells, loops)
     timed = time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=2, rounds=3, interleave=interleave), lambda _: None)
     sizing = f"calibrate {{}} ×{FLOOR_SIZING_PRODUCTS}"
-    warmups = [("python", default.id), ("python", sizing.format("float32")), ("python", autocast.id),
-               ("r", r_autocast.id), ("r", sizing.format("bfloat16"))]
+    warmups = {default.id: [("python", default.id), ("python", sizing.format("float32"))], autocast.id: [("python", autocast.id)],
+               r_autocast.id: [("r", r_autocast.id), ("r", sizing.format("bfloat16"))]}
     rounds = {default.id: [("python", default.id), ("python", _calibration("float32", 0.6))],
               autocast.id: [("python", autocast.id)],
               r_autocast.id: [("r", r_autocast.id), ("r", _calibration("bfloat16", 0.8))]}
-    order = [c.id for _ in range(3) for c in cells] if interleave else [c.id for c in cells for _ in range(3)]
-    assert pool.calls == warmups + [call for cell_id in order for call in rounds[cell_id]]
+    if interleave:
+        expected = [call for c in cells for call in warmups[c.id]] + [call for _ in range(3) for c in cells for call in rounds[c.id]]
+    else:
+        expected = [call for c in cells for call in [*warmups[c.id], *rounds[c.id] * 3]]
+    assert pool.calls == expected
     by_id = {c.id: c for c in timed}
     for cell in (default, r_autocast):
         timing = by_id[cell.id].timing
@@ -119,7 +123,8 @@ def test_without_a_warm_up_call_the_record_calls_loop_sizes_the_floor() -> None:
     pool = _FakePool(dataclasses.replace(golden().spec, preset="bench"), cells, loops)
     time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=1, rounds=3), lambda _: None)
     record = cells[0].record
-    assert record is not None and pool.calls[3:5] == [("python", cells[0].id), ("python", _calibration("float32", record.seconds_total))]
+    assert record is not None and pool.calls[:3] == [("python", f"calibrate float32 ×{FLOOR_SIZING_PRODUCTS}"),
+                                                     ("python", cells[0].id), ("python", _calibration("float32", record.seconds_total))]
 
 
 def test_a_failed_calibration_leaves_the_cell_timed_without_a_floor() -> None:
