@@ -54,7 +54,8 @@ class _RoundFailed(Exception):
 
 def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingProtocol, progress: Progress,
                facts: Mapping[str, Mapping[str, Any]] | None = None) -> list[CellResult]:
-    """Warm-up calls, then the timed rounds of every ``ok`` cell: back to back, interleaved, or side by side.
+    """Warm-up calls, then the timed rounds of every ``ok`` cell: back to back (each cell's warm-up right before its own
+    rounds), interleaved (every warm-up first), or side by side.
 
     Interleaved, round k of every cell runs before round k+1 of any (A, B, A, B …), so a slow drift
     of the machine (heat, a neighbour's load) lands on both sides of a comparison alike. A cell whose
