@@ -98,6 +98,16 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
             if sized is not None:
                 products[c.id] = sized
 
+    def timed_round(k: int, c: CellResult) -> None:
+        """The cell's round ``k`` and, where the spread target checks it, the floor round after it."""
+        log = logs[c.id]
+        if c.id in failed or (k > 0 and log.spent >= protocol.max_seconds):
+            return
+        progress(f"{c.id}: round {k + 1}/{protocol.rounds}")
+        if _one_round(pool, c, log, failed, timed=True) is not None and c.id in products:
+            if not _floor_round(pool, c, log, products[c.id]):
+                del products[c.id]
+
     # Back to back, each cell's untimed calls come right before its own rounds: a worker serves every cell of its frontend,
     # so with every warm-up first, a cell's first timed round followed the other cells' rounds, not its own warm-up (in an
     # idle back-to-back ``bench`` run so warmed, R's scaler cell's rounds 1-4 ran 4-11 % over its median and R's
@@ -106,19 +116,14 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
     if protocol.interleave:
         for c in timed:
             warm(c)
-        order = [(k, c) for k in range(protocol.rounds) for c in timed]
+        for k in range(protocol.rounds):
+            for c in timed:
+                timed_round(k, c)
     else:
-        order = [(k, c) for c in timed for k in range(protocol.rounds)]
-    for k, c in order:
-        if k == 0 and not protocol.interleave:
+        for c in timed:
             warm(c)
-        log = logs[c.id]
-        if c.id in failed or (k > 0 and log.spent >= protocol.max_seconds):
-            continue
-        progress(f"{c.id}: round {k + 1}/{protocol.rounds}")
-        if _one_round(pool, c, log, failed, timed=True) is not None and c.id in products:
-            if not _floor_round(pool, c, log, products[c.id]):
-                del products[c.id]
+            for k in range(protocol.rounds):
+                timed_round(k, c)
     return [_with_timing(c, logs.get(c.id), failed.get(c.id)) for c in cells]
 
 
