@@ -102,11 +102,7 @@ class WorkerPool:
         worker again: a thread that outlived its run (Ctrl-C) gets an error, not a new process.
         """
         self._closed = True
-        everyone = [*self._workers.values(), *self._helpers.values()]
-        if self.kept is not None:
-            for worker in self._workers.values():
-                self.kept.give_back(worker)
-            everyone = list(self._helpers.values())
+        everyone = [*(w for w in self._workers.values() if not self._given_back(w, own=True)), *self._helpers.values()]
         for worker in everyone:
             worker.ask_to_stop()
         for worker in everyone:
@@ -116,11 +112,22 @@ class WorkerPool:
         self._worker_tmp.close()
 
     def stop(self, frontend: str) -> None:
-        """Stop one frontend's worker, if it started (one started before the probe said it cannot run here)."""
+        """Stop one frontend's worker, if it started (one started before the probe said it cannot run here), or give it back
+        to the keeper it was borrowed from."""
         for workers in (self._workers, self._helpers):
             worker = workers.pop(frontend, None)
-            if worker is not None:
+            if worker is not None and not self._given_back(worker, own=workers is self._workers):
                 worker.close()
+
+    def _given_back(self, worker: Worker, own: bool) -> bool:
+        """Give ``worker`` back to the keeper it was borrowed from (``kept``; the keeper stops it if it died or cannot
+        start) rather than stop it; whether it was borrowed. ``own``: one of the frontends' workers (helpers are never
+        borrowed). Stopped here instead, it would stay on the keeper's list of lent workers, under an id a later worker may
+        get."""
+        if self.kept is None or not own:
+            return False
+        self.kept.give_back(worker)
+        return True
 
     @contextlib.contextmanager
     def helping(self, frontend: str) -> Iterator[None]:

@@ -16,6 +16,7 @@ from harness.model.result import MatrixResult, Status
 from harness.run.availability import Availability
 from harness.run.frontends import FRONTENDS
 from harness.run.kept_workers import KeptWorkers
+from harness.run.pool import worker_env
 from harness.run.runner import MatrixRunner
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
@@ -98,3 +99,17 @@ def test_the_oldest_idle_worker_is_stopped_past_the_limit(tmp_path: Path, monkey
         again = kept.take(python, {"AMP_PARITY_TEST_KIND": "b"}, 120, tmp_path)
         kept.give_back(again)  # stopped with the keeper
         assert again is newer
+
+
+def test_a_pool_that_stops_a_borrowed_worker_gives_it_back(tmp_path: Path, availability: Availability) -> None:
+    """A runner stops a frontend the probe says cannot run here (``WorkerPool.stop``): a borrowed worker goes back to its
+    keeper, which lends it again, rather than being stopped while the keeper still counts it lent."""
+    spec = WorkloadSpec.from_preset("tiny")
+    with KeptWorkers() as kept:
+        with MatrixRunner(spec, ("python",), timeout=120, availability=availability, staging=tmp_path, kept=kept) as runner:
+            borrowed = runner.pool.worker("python")
+            borrowed.start()
+            runner.pool.stop("python")
+        again = kept.take(FRONTENDS["python"], worker_env(spec.threads), 120, tmp_path)
+        assert again is borrowed and again.alive and kept.started == 1
+        kept.give_back(again)
