@@ -236,29 +236,61 @@ amp_parity_backward_threads <- function(n, max_threads, calls) {
 #' What the harness's rpy2 worker calls to measure the machine's noise floor: the twin of `calibrate()` in
 #' harness/worker_side/calibration.py (same names, same order; that file says why the loop is what it is).
 #'
-#' `iterations` products of two fixed `n` × `n` matrices in `dtype` on `device` with `threads` threads, timed by `clock()`
-#' (the clock a script's `seconds_total` reads) around the loop only; returns `c(seconds, iterations)`. The worker checks
-#' the request and passes `n` (`CALIBRATION_N`, kept in that file). Every matrix is `1/n` everywhere, so every product
-#' is too. R torch's `torch_mm()` has no `out` (its `torch_mm_out()` is not exported, R/gen-namespace.R), so the product
-#' is written in place with the tensor method `addmm_(beta = 0)`: per product, only the R object wrapping the returned
-#' tensor is allocated. R's collector cannot be switched off as Python's is: a minor collection first (`pause_gc()`),
-#' as a script does before its loop.
-amp_parity_calibrate <- function(device, dtype, threads, iterations, n) {
+#' `iterations` bare training steps of a fixed MLP (`num_layers` linear layers, `in_size` wide but the last, ReLU between)
+#' with `batch_size` rows, under autocast in `dtype` (off for float32) on `device` with `threads` threads, timed by `clock()`
+#' (the clock a script's `seconds_total` reads) around the loop only; returns `c(seconds, iterations)`. Plain weight
+#' tensors, every one `1/fan_in` everywhere, and an input of ones: the same work every step. A step is the forward, the sum
+#' of squares in float32 as the loss, its backward, and each weight updated in place by `lr` times its gradient, the
+#' gradient then dropped. No `nn_module`, no optimizer, no scaler: none of R torch's R code beyond the tensor ops. The worker
+#' checks the request and passes `lr` (`FLOOR_LR`, kept in that file). R's collector cannot be switched off as Python's is:
+#' a minor collection first (`pause_gc()`), as a script does before its loop.
+amp_parity_calibrate <- function(device, dtype, threads, iterations, batch_size, in_size, out_size, num_layers, lr) {
   previous_threads <- torch::torch_get_num_threads()
   on.exit(torch::torch_set_num_threads(previous_threads), add = TRUE)
   torch::torch_set_num_threads(threads)
-  left <- torch::torch_full(c(n, n), 1 / n, dtype = torch_dtype(dtype), device = device)
-  right <- torch::torch_full(c(n, n), 1 / n, dtype = torch_dtype(dtype), device = device)
-  product <- torch::torch_mm(left, right)
-  pause_gc(list(collect_before_loop = "young")) # nothing of a call is left to free: the loop allocates nothing
+  widths <- c(rep(in_size, num_layers), out_size)
+  weights <- lapply(seq_len(num_layers), function(k) {
+    torch::torch_full(c(widths[k + 1], widths[k]), 1 / widths[k], device = device, requires_grad = TRUE)
+  })
+  inputs <- torch::torch_ones(batch_size, in_size, device = device)
+  step <- function() {
+    torch::with_autocast(device_type = device, dtype = torch_dtype(dtype), enabled = dtype != "float32", {
+      hidden <- inputs
+      for (k in seq_len(num_layers)) {
+        hidden <- torch::nnf_linear(hidden, weights[[k]])
+        if (k < num_layers) {
+          hidden <- torch::torch_relu(hidden)
+        }
+      }
+      loss <- hidden$to(dtype = torch::torch_float())$pow(2)$sum()
+    })
+    loss$backward()
+    torch::with_no_grad({
+      for (weight in weights) {
+        weight$sub_(weight$grad, alpha = lr)
+        weight$grad <- NULL
+      }
+    })
+  }
+  step()
+  pause_gc(list(collect_before_loop = "young")) # what the step before the clock left is freed before the loop
   sync_device(device)
   start <- clock()
-  for (k in seq_len(iterations)) {
-    product$addmm_(left, right, beta = 0)
+  for (i in seq_len(iterations)) {
+    step()
   }
   sync_device(device)
   seconds <- clock() - start
   c(seconds, iterations)
+}
+
+#' The same for the noise-floor loop (`amp_parity_calibrate()`): `c("ok", seconds, iterations)` as text, the seconds with
+#' every digit a double holds.
+amp_parity_reply_calibrate <- function(device, dtype, threads, iterations, batch_size, in_size, out_size, num_layers, lr) {
+  tryCatch(
+    c("ok", sprintf("%.17g", amp_parity_calibrate(device, dtype, threads, iterations, batch_size, in_size, out_size, num_layers, lr))),
+    error = function(e) c("error", paste(conditionMessage(e), collapse = "\n"))
+  )
 }
 
 #' What the harness's rpy2 worker calls (harness/worker_side/r_handler.py): `amp_parity_call()`, its reply one character
@@ -284,11 +316,3 @@ amp_parity_reply_trace_call <- function(script_path, spec_json, mode, record_poi
   )
 }
 
-#' The same for the noise-floor loop (`amp_parity_calibrate()`): `c("ok", seconds, iterations)` as text, the seconds with
-#' every digit a double holds.
-amp_parity_reply_calibrate <- function(device, dtype, threads, iterations, n) {
-  tryCatch(
-    c("ok", sprintf("%.17g", amp_parity_calibrate(device, dtype, threads, iterations, n))),
-    error = function(e) c("error", paste(conditionMessage(e), collapse = "\n"))
-  )
-}

@@ -47,8 +47,8 @@ CV_MAX = 0.03
 CV_MIN_LOOP_SECONDS = 0.5
 #: A cell's spread is judged against the machine's noise floor measured beside it (its calibration rounds, one after each
 #: timed round in the same worker: :mod:`harness.worker_side.calibration`): the bound is the larger of CV_MAX and this
-#: many times the floor's CV. A cell's spread cannot be quieter than the machine's at that moment; 1.5 times allows for the
-#: cell's own work (allocations, many small ops, R's interpreter between them) being less regular than a matmul loop.
+#: many times the floor's CV. A cell's spread cannot be quieter than the machine's at that moment; 1.5 times allows for
+#: what the cell adds to the floor's bare training step (its data, its optimizer and scaler, R's interpreter between them).
 FLOOR_FACTOR = 1.5
 #: Other processes' CPU time during a round that names them as its cause: two of /proc's 10 ms ticks, above the tick
 #: rounding of one reading (an idle 2-vCPU VM shows 0.00-0.02 s per ``bench`` round).

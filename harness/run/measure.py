@@ -26,18 +26,20 @@ from harness.model.timing import RoundLog, TimingProtocol
 from harness.run.lanes import run_in_lanes
 from harness.run.machine_load import read_load, round_load
 from harness.run.pool import WorkerPool
+from harness.worker_side.calibration import SHAPE_FIELDS
 
-__all__ = ["FLOOR_SHARE_OF_LOOP", "FLOOR_SIZING_PRODUCTS", "PROFILED_STEP", "measure_peaks", "profile_cells", "time_cells", "timed_cells"]
+__all__ = ["FLOOR_SHARE_OF_LOOP", "FLOOR_SIZING_STEPS", "PROFILED_STEP", "measure_peaks", "profile_cells", "time_cells", "timed_cells"]
 
 logger = logging.getLogger(__name__)
 
 #: The step profiled: the third, so the first two (allocator growth, kernel selection, the scaler's
 #: first scale tensor) are behind it.
 PROFILED_STEP = 3
-#: Products in the one untimed calibration call that sizes a cell's floor rounds (its seconds per product): 50 of
-#: harness/worker_side/calibration.py's 256³ take 2-15 ms on CPU, a fraction of one ``bench`` round, and average over the
-#: first product's extra cost (the floor rounds then run about as long as they are sized to, within a few tens of percent).
-FLOOR_SIZING_PRODUCTS = 50
+#: Steps in the one untimed calibration call that sizes a cell's floor rounds (its seconds per step): 10 of
+#: harness/worker_side/calibration.py's bare training steps at ``bench`` take 20-60 ms on CPU, a fifth of one ``bench``
+#: round or less, and come after the call's own untimed first step (the floor rounds then run about as long as they are
+#: sized to, within a few tens of percent).
+FLOOR_SIZING_STEPS = 10
 #: How long a floor round runs, as a share of the cell's loop. The floor's CV is what the spread target reads, and the
 #: machine's slowing on this VM is a share of the round, not a fixed stall (harness.model.timing.BENCH_ROUNDS: 2.7-3.2 % of
 #: rounds over 5 % slow at 0.13 s and at 0.5 s alike), so a floor round half as long reads about the same noise (measured below).
@@ -77,7 +79,7 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
     timed = timed_cells(cells, protocol)
     logs = {c.id: RoundLog() for c in timed}
     failed: dict[str, str] = {}
-    products: dict[str, int] = {}  # the checked cells' products per floor round
+    steps: dict[str, int] = {}  # the checked cells' steps per floor round
     if protocol.side_by_side:
         def all_rounds(c: CellResult) -> CellResult:
             _warm_up(pool, c, protocol, logs[c.id], failed, progress)
@@ -94,9 +96,9 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
         """The cell's untimed calls, then its floor rounds' size where the spread target checks it."""
         loop_seconds = _warm_up(pool, c, protocol, logs[c.id], failed, progress)
         if c.id not in failed and spread_checked(c.device, pool.spec.preset, loop_seconds):
-            sized = _floor_products(pool, c, loop_seconds)
+            sized = _floor_steps(pool, c, loop_seconds)
             if sized is not None:
-                products[c.id] = sized
+                steps[c.id] = sized
 
     def timed_round(k: int, c: CellResult) -> None:
         """The cell's round ``k`` and, where the spread target checks it, the floor round after it."""
@@ -104,9 +106,9 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
         if c.id in failed or (k > 0 and log.spent >= protocol.max_seconds):
             return
         progress(f"{c.id}: round {k + 1}/{protocol.rounds}")
-        if _one_round(pool, c, log, failed, timed=True) is not None and c.id in products:
-            if not _floor_round(pool, c, log, products[c.id]):
-                del products[c.id]
+        if _one_round(pool, c, log, failed, timed=True) is not None and c.id in steps:
+            if not _floor_round(pool, c, log, steps[c.id]):
+                del steps[c.id]
 
     # Back to back, each cell's untimed calls come right before its own rounds: a worker serves every cell of its frontend,
     # so with every warm-up first, a cell's first timed round followed the other cells' rounds, not its own warm-up (in an
@@ -151,22 +153,23 @@ def _warm_up(pool: WorkerPool, c: CellResult, protocol: TimingProtocol, log: Rou
 
 
 def _calibration_request(pool: WorkerPool, cell: CellResult, iterations: int) -> dict[str, object]:
-    """The request for the noise-floor loop in the cell's GEMM dtype (float32, or the AMP dtype under autocast)."""
+    """The request for the noise-floor loop: the cell's MLP shapes (its run spec's fields) in its GEMM dtype (float32, or
+    the AMP dtype under autocast)."""
     spec = pool.spec
     return {"kind": "calibrate", "device": cell.device, "dtype": gemm_dtype(cell.cell.properties, spec), "threads": spec.threads,
-            "iterations": iterations}
+            "iterations": iterations, **{name: getattr(spec, name) for name in SHAPE_FIELDS}}
 
 
-def _floor_products(pool: WorkerPool, cell: CellResult, loop_seconds: float) -> int | None:
-    """How many products make a floor round :data:`FLOOR_SHARE_OF_LOOP` of the cell's loop, from one untimed calibration
+def _floor_steps(pool: WorkerPool, cell: CellResult, loop_seconds: float) -> int | None:
+    """How many steps make a floor round :data:`FLOOR_SHARE_OF_LOOP` of the cell's loop, from one untimed calibration
     call; ``None`` (no floor for this cell, said in the log) if the call failed."""
     try:
-        reply = pool.call(cell.frontend, _calibration_request(pool, cell, FLOOR_SIZING_PRODUCTS))
+        reply = pool.call(cell.frontend, _calibration_request(pool, cell, FLOOR_SIZING_STEPS))
     except WorkerError as err:
         logger.warning("%s: the machine's noise floor is not measured beside it: %s", cell.id, err)
         return None
-    per_product = float(reply["seconds"]) / int(reply["iterations"])
-    return max(1, round(FLOOR_SHARE_OF_LOOP * loop_seconds / per_product)) if per_product > 0 else FLOOR_SIZING_PRODUCTS
+    per_step = float(reply["seconds"]) / int(reply["iterations"])
+    return max(1, round(FLOOR_SHARE_OF_LOOP * loop_seconds / per_step)) if per_step > 0 else FLOOR_SIZING_STEPS
 
 
 def _floor_round(pool: WorkerPool, cell: CellResult, log: RoundLog, iterations: int) -> bool:

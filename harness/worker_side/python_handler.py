@@ -32,7 +32,8 @@ class PythonHandler:
     ``{"device", "dtype", "threads"}`` → :func:`harness.worker_side.matmul_peak.measure_matmul_peak`. ``gemm_profile``:
     a cell request → :func:`harness.worker_side.gemm_profiler.profile_gemms` of one step. ``trace``: a cell request
     with ``trace: {"keep": [[step, name], ...]}`` → the call's points (:class:`harness.worker_side.trace_recorder.TraceRecorder`).
-    ``calibrate``: ``{"device", "dtype", "threads", "iterations"}`` → :func:`harness.worker_side.calibration.calibrate`.
+    ``calibrate``: ``{"device", "dtype", "threads", "iterations"}`` and the MLP's shapes (``SHAPE_FIELDS``) →
+    :func:`harness.worker_side.calibration.calibrate`.
     ``module_entries``, ``module_prepare``: the module sweep's calls (``py_scripts/modules.py``); ``module_compare``:
     :func:`harness.worker_side.module_compare.compare_module`. ``scripts_root`` (:data:`FOLLOW_REQUEST`): ``{"root"}`` →
     ``None``, the scripts imported anew from ``root`` from the next request on.
@@ -82,9 +83,9 @@ class PythonHandler:
 
                 return measure_matmul_peak(request["device"], request["dtype"], request["threads"])
             if kind == "calibrate":
-                from harness.worker_side.calibration import calibrate
+                from harness.worker_side.calibration import calibrate, check_calibration
 
-                return calibrate(request["device"], request["dtype"], request["threads"], request["iterations"])
+                return calibrate(**check_calibration(request))
             if kind in _MODULE_KINDS:  # the module sweep (py_scripts/modules.py): plain data in, plain data out
                 return getattr(self._script("modules"), _MODULE_KINDS[kind])(request)
             if kind == "module_compare":  # the two languages' files of one entry (the worker's measurement)

@@ -61,7 +61,7 @@ class RHandler:
     (:func:`harness.worker_side.installation_facts.installation_facts`). ``trace``: a cell request with
     ``trace: {"keep": [[step, name], ...]}`` → the call's points, recorded by
     :class:`harness.worker_side.trace_recorder.TraceRecorder` (as in the Python worker). ``calibrate``:
-    ``{"device", "dtype", "threads", "iterations"}`` → ``{"seconds", "iterations"}`` from ``amp_parity_calibrate()``
+    ``{"device", "dtype", "threads", "iterations"}`` and the MLP's shapes → ``{"seconds", "iterations"}`` from ``amp_parity_calibrate()``
     in _bridge.R, the twin of :func:`harness.worker_side.calibration.calibrate`. ``module_run``: one entry of the module
     sweep (``amp_parity_modules_reply()`` in r_scripts/modules.R). ``scripts_root`` (:data:`FOLLOW_REQUEST`): ``{"root"}``
     → ``None``, the bridge and the shared files sourced anew from ``root`` (:meth:`_follow`).
@@ -120,7 +120,7 @@ class RHandler:
         if request.get("kind") == "module_run":
             return self._module_run(request)
         if request.get("kind") == "calibrate":
-            return self._calibration(request["device"], request["dtype"], request["threads"], request["iterations"])
+            return self._calibration(request)
         path = request.get("script_path") or self._script_path(request["script"])
         if request.get("kind") == "trace":
             return self._trace(path, request)
@@ -164,12 +164,13 @@ class RHandler:
             raise RScriptFailed(text)
         return json.loads(text)
 
-    def _calibration(self, device: str, dtype: str, threads: int, iterations: int) -> dict[str, Any]:
-        """The noise-floor loop in R torch: checked here, with the matrices' size from the one place it is kept."""
-        from harness.worker_side.calibration import CALIBRATION_N, check_calibration
+    def _calibration(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The noise-floor loop in R torch: checked here, with its learning rate from the one place it is kept."""
+        from harness.worker_side.calibration import FLOOR_LR, SHAPE_FIELDS, check_calibration
 
-        check_calibration(device, dtype, threads, iterations)
-        kind, *values = self._calibrate(device, dtype, threads, iterations, CALIBRATION_N)
+        arguments = check_calibration(request)
+        kind, *values = self._calibrate(arguments["device"], arguments["dtype"], arguments["threads"], arguments["iterations"],
+                                        *(arguments[name] for name in SHAPE_FIELDS), FLOOR_LR)
         if kind != Reply.OK:
             raise RScriptFailed(values[0])
         return {"seconds": float(values[0]), "iterations": int(float(values[1]))}

@@ -146,12 +146,13 @@ def test_a_script_is_sourced_once_until_it_changes(r_worker: Worker, tmp_path: A
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_the_r_worker_times_the_calibration_loop(r_worker: Worker, availability: Availability, dtype: str) -> None:
-    """A calibrate request gets R torch's loop's seconds and its product count; more products take longer; a request the loop
+    """A calibrate request gets R torch's loop's seconds and its step count; more steps take longer; a request the loop
     would misread is refused in one line, and the worker lives on (the twin of tests/unit/worker_side/test_calibration.py)."""
     from tests.support import require_r_torch
 
     require_r_torch(availability)
-    request = {"kind": "calibrate", "device": "cpu", "dtype": dtype, "threads": 1, "iterations": 3}
+    request = {"kind": "calibrate", "device": "cpu", "dtype": dtype, "threads": 1, "iterations": 3,
+               "batch_size": 8, "in_size": 16, "out_size": 4, "num_layers": 3}
     reply = r_worker.call(request, timeout=120)
     assert set(reply) == {"seconds", "iterations"} and reply["iterations"] == 3
     assert isinstance(reply["seconds"], float) and 0 < reply["seconds"] < 10

@@ -17,18 +17,19 @@ from harness.judge.record_check import expected_injections
 from harness.model.record import RECORD_SCHEMA_VERSION
 from harness.model.result import CellResult, Status
 from harness.model.timing import TimingProtocol
-from harness.run.measure import FLOOR_SHARE_OF_LOOP, FLOOR_SIZING_PRODUCTS, time_cells
+from harness.run.measure import FLOOR_SHARE_OF_LOOP, FLOOR_SIZING_STEPS, time_cells
 from harness.run.pool import WorkerPool
+from harness.worker_side.calibration import SHAPE_FIELDS
 from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
 from tests.twins import by_mode, golden
 
-#: What one calibration product takes in the fake workers.
-_PER_PRODUCT = 0.001
+#: What one calibration step takes in the fake workers.
+_PER_STEP = 0.001
 
 
 class _FakePool:
-    """Answers cell calls with the golden cell's record at a given loop time, and calibrations at ``_PER_PRODUCT`` a product;
+    """Answers cell calls with the golden cell's record at a given loop time, and calibrations at ``_PER_STEP`` a step;
     keeps every call, in order, as ``(frontend, what)``."""
 
     def __init__(self, spec: WorkloadSpec, cells: list[CellResult], loops: dict[str, float], failing_calibration: bool = False):
@@ -50,10 +51,12 @@ class _FakePool:
 
     def call(self, frontend: str, request: dict[str, Any]) -> Any:
         assert request["kind"] == "calibrate" and request["device"] == "cpu" and request["threads"] == self.spec.threads
+        # the floor is a training step of the cell's own MLP: its run spec's shapes
+        assert {name: request[name] for name in SHAPE_FIELDS} == {name: getattr(self.spec, name) for name in SHAPE_FIELDS}
         self.calls.append((frontend, f"calibrate {request['dtype']} ×{request['iterations']}"))
         if self._failing:
             raise WorkerError(f"{frontend} worker could not answer its calibrate request: planted")
-        return {"seconds": _PER_PRODUCT * request["iterations"], "iterations": request["iterations"]}
+        return {"seconds": _PER_STEP * request["iterations"], "iterations": request["iterations"]}
 
     def last_memory(self, frontend: str) -> dict[str, Any]:
         return {}
@@ -73,7 +76,7 @@ def _cells() -> tuple[list[CellResult], dict[str, float]]:
 
 def _calibration(dtype: str, loop: float) -> str:
     """The calibration round beside a cell of a ``loop``-second loop: :data:`FLOOR_SHARE_OF_LOOP` of it."""
-    return f"calibrate {dtype} ×{round(FLOOR_SHARE_OF_LOOP * loop / _PER_PRODUCT)}"
+    return f"calibrate {dtype} ×{round(FLOOR_SHARE_OF_LOOP * loop / _PER_STEP)}"
 
 
 @pytest.mark.parametrize("interleave", [True, False], ids=["interleaved", "back-to-back"])
@@ -86,7 +89,7 @@ def test_a_checked_cell_gets_a_calibration_round_after_each_timed_round_in_its_w
     default, autocast, r_autocast = cells
     pool = _FakePool(golden().spec, cells, loops)
     timed = time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=2, rounds=3, interleave=interleave), lambda _: None)
-    sizing = f"calibrate {{}} ×{FLOOR_SIZING_PRODUCTS}"
+    sizing = f"calibrate {{}} ×{FLOOR_SIZING_STEPS}"
     warmups = {default.id: [("python", default.id), ("python", sizing.format("float32"))], autocast.id: [("python", autocast.id)],
                r_autocast.id: [("r", r_autocast.id), ("r", sizing.format("bfloat16"))]}
     rounds = {default.id: [("python", default.id), ("python", _calibration("float32", 0.6))],
@@ -101,7 +104,7 @@ def test_a_checked_cell_gets_a_calibration_round_after_each_timed_round_in_its_w
     for cell in (default, r_autocast):
         timing = by_id[cell.id].timing
         assert timing is not None and timing.floor is not None
-        assert timing.samples.floor_seconds == pytest.approx([FLOOR_SHARE_OF_LOOP * loops[cell.id]] * 3, abs=_PER_PRODUCT)
+        assert timing.samples.floor_seconds == pytest.approx([FLOOR_SHARE_OF_LOOP * loops[cell.id]] * 3, abs=_PER_STEP)
         assert timing.floor.cv == pytest.approx(0.0) and max(timing.samples.floor_seconds) < loops[cell.id]
     unchecked = by_id[autocast.id].timing
     assert unchecked is not None and unchecked.floor is None and unchecked.samples.floor_seconds == ()
@@ -123,7 +126,7 @@ def test_without_a_warm_up_call_the_record_calls_loop_sizes_the_floor() -> None:
     pool = _FakePool(dataclasses.replace(golden().spec, preset="bench"), cells, loops)
     time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=1, rounds=3), lambda _: None)
     record = cells[0].record
-    assert record is not None and pool.calls[:3] == [("python", f"calibrate float32 ×{FLOOR_SIZING_PRODUCTS}"),
+    assert record is not None and pool.calls[:3] == [("python", f"calibrate float32 ×{FLOOR_SIZING_STEPS}"),
                                                      ("python", cells[0].id), ("python", _calibration("float32", record.seconds_total))]
 
 
