@@ -268,7 +268,12 @@ def resume_from_checkpoint(loop: Loop, step: int) -> int:
         return step
     prefix = checkpoint_prefix(loop.spec)
     save_checkpoint(loop.spec, prefix, step + 1, loop.net, loop.opts[0], loop.scheduler, loop.scaler)  # resume runs one optimizer
-    loop.build()
+    # Imported here: py_scripts.loop imports this module for its hooks. Called, not kept on the loop (a bound
+    # functools.partial there was a reference cycle that kept every call's model, optimizer and tensors alive until the
+    # cyclic collector ran: a worker's heap grew by a call's memory, and the next call faulted it in).
+    from py_scripts.loop import build_loop
+
+    build_loop(loop)
     return load_checkpoint(loop.spec, loop.spec["resume_from"] or prefix, loop.net, loop.opts[0], loop.scheduler, loop.scaler, step) - 1
 
 

@@ -8,7 +8,6 @@ A script's ``run_workload`` starts a loop (:func:`start_loop`), runs its epochs 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,7 +41,6 @@ class Loop:
     loss_fn: torch.nn.Module
     use_scaler: bool
     with_scaler: bool
-    build: Callable[[], None] = lambda: None
     net: Any = None
     opts: list[torch.optim.Optimizer] = field(default_factory=list)
     scheduler: Any = None
@@ -80,7 +78,6 @@ def start_loop(spec: dict[str, Any], mode: str, with_scaler: bool) -> Loop:
     loop = Loop(spec, mode, properties, spec["device"], load_fixtures(spec), amp_dtype,
                 amp_dtype if properties["weights"] == "amp" else torch.float32, torch.nn.MSELoss(),
                 properties["scaler"] == "dynamic", with_scaler)
-    loop.build = functools.partial(build_loop, loop)
     build_loop(loop)
     return loop
 

@@ -32,8 +32,9 @@ def pause_gc(spec: Mapping[str, Any]) -> bool:
 
     No collection first, whatever ``spec["collect_before_loop"]`` says (R's twin reads it): with torch
     imported a full collection takes ~0.1 s, which every call would pay, and it would free nothing the
-    loop could reuse, since tensors are freed by reference counting at once. R cannot switch its
-    collector off, and frees tensors only when it collects (see timing.R).
+    loop could reuse, since tensors are freed by reference counting at once: a call leaves no reference cycles
+    (tests/integration/test_py_reference_cycles.py). R cannot switch its collector off, and frees tensors only when it
+    collects (see timing.R).
     """
     was_enabled = gc.isenabled()
     gc.disable()
