@@ -4,8 +4,8 @@ The noise floor is a bare training step the worker runs beside each round (harne
 R twin): the cell's kind of work, so that it feels the machine as the cell does, but none of a script's code, so that
 what a script (or the harness, or the binding's R code) adds to a cell is never in its floor. A floor that ran the
 script's own loop would excuse the noise planted here; these tests fail then. Each plant makes every other call of the
-script's loop 0.1 s slower, inside the loop's clock: a spread of tens of percent, far beyond any floor this VM has shown
-(at most about 10 %, docs/timing.md).
+script's loop 0.3 s slower, inside the loop's clock (about three times the loop): a spread near 100 %, far beyond any floor
+this VM has shown (about 10 % idle, docs/timing.md; 22 % beside the suite's other tests).
 """
 
 from __future__ import annotations
@@ -21,20 +21,20 @@ from tests.planting import copy_scripts, plant
 from tests.support import require_r_torch, run_cli
 
 #: Where each language's loop starts its clock (run_epochs(), shared by every script), and the same place planted:
-#: every other call sleeps 0.1 s inside the timed loop.
+#: every other call sleeps 0.3 s inside the timed loop.
 PLANTS: dict[str, tuple[str, str, str]] = {
     "python": (
         "py_scripts/loop.py",
         '        epoch_start = clock()\n        for _epoch in range(spec["epochs"]):\n',
         '        epoch_start = clock()\n        run_epochs.calls = getattr(run_epochs, "calls", 0) + 1  # planted\n'
-        '        __import__("time").sleep(0.1 * (run_epochs.calls % 2))\n        for _epoch in range(spec["epochs"]):\n',
+        '        __import__("time").sleep(0.3 * (run_epochs.calls % 2))\n        for _epoch in range(spec["epochs"]):\n',
     ),
     "r": (
         "r_scripts/loop.R",
         "  epoch_start <- clock()\n  for (epoch in seq_len(spec$epochs)) {\n",
         "  epoch_start <- clock()\n"
         '  assign("planted_calls", get0("planted_calls", envir = globalenv(), ifnotfound = 0) + 1, envir = globalenv())\n'
-        "  Sys.sleep(0.1 * (planted_calls %% 2))\n  for (epoch in seq_len(spec$epochs)) {\n",
+        "  Sys.sleep(0.3 * (planted_calls %% 2))\n  for (epoch in seq_len(spec$epochs)) {\n",
     ),
 }
 #: The smallest run the target checks: ``bench`` (the preset it judges), its quickest mode, one epoch, six timed rounds
@@ -61,5 +61,7 @@ def test_noise_planted_in_a_scripts_loop_misses_the_spread_target(
     (cell,) = result["cells"]
     (spread,) = [t for t in result["targets"] if t["name"] == "round-to-round spread"]
     assert spread["subject"] == cell["id"] and not spread["met"] and not spread.get("machine_noise"), spread
+    # The floor, timed after each of those rounds, does not carry the plant: a floor that did would read about the cell's
+    # spread, while the machine alone (even beside the suite's other tests) keeps it a fraction of it.
     loop, floor = cell["timing"]["loop"], cell["timing"]["floor"]
-    assert loop["cv"] > 0.25 and floor["cv"] < 0.15, (loop, floor)
+    assert loop["cv"] > 0.5 and floor["cv"] < loop["cv"] / 2, (loop, floor)
