@@ -241,7 +241,8 @@ amp_parity_backward_threads <- function(n, max_threads, calls) {
 #' (the clock a script's `seconds_total` reads) around the loop only; returns `c(seconds, iterations)`. Plain weight
 #' tensors, every one `1/fan_in` everywhere, and an input of ones: the same work every step. A step is the forward, the sum
 #' of squares in float32 as the loss, its backward, and each weight updated in place by `lr` times its gradient, the
-#' gradient then dropped. No `nn_module`, no optimizer, no scaler: none of R torch's R code beyond the tensor ops. The worker
+#' gradient then dropped. No `nn_module`, no optimizer, no scaler: none of R torch's R code beyond the tensor ops (and
+#' `nnf_linear()`, R torch's one-line call of `torch_linear()`, which it does not export). The worker
 #' checks the request and passes `lr` (`FLOOR_LR`, kept in that file). R's collector cannot be switched off as Python's is:
 #' a minor collection first (`pause_gc()`), as a script does before its loop.
 amp_parity_calibrate <- function(device, dtype, threads, iterations, batch_size, in_size, out_size, num_layers, lr) {
