@@ -52,10 +52,10 @@ CV_MIN_LOOP_SECONDS = 0.5
 #: which feels the machine's slow spells somewhat more. Measured with that floor (issue 47, 2026-11-28, eight ``bench``
 #: spread runs, both protocols, 112 cell series): a cell's CV over the larger of its floor's and the run's median floor
 #: was at most 1.72, over 1.5 in 5 series (Python's clip cell in 3: its unscale and clip are Python between the ops), so
-#: 1.5 (issue 29's, set against the product floor, over which cells read 2-4.2) failed a run in about two on the
-#: machine's noise alone. 2 leaves room above the measured worst; the plant of tests/integration/test_spread_planted.py
-#: (a spread near 100 % over floors of at most ~10 %) and R's collector escalating in a round (a 21-27 % round over
-#: floors of ~1.5 %, CV over 5 %) still miss.
+#: 1.5 (issue 29's, set against the product floor, over which cells read 2-4.2) failed 2 of the 4 such runs (one on the
+#: page faults of a reference cycle since removed, one on the machine's noise alone, by 0.01 points). 2 leaves room
+#: above the measured worst; the plant of tests/integration/test_spread_planted.py (a spread near 100 % over floors of at
+#: most ~10 %) and R's collector escalating in a round (a 21-27 % round over floors of ~1.5 %, CV over 5 %) still miss.
 FLOOR_FACTOR = 2.0
 #: Other processes' CPU time during a round that names them as its cause: two of /proc's 10 ms ticks, above the tick
 #: rounding of one reading (an idle 2-vCPU VM shows 0.00-0.02 s per ``bench`` round).

@@ -36,9 +36,9 @@ logger = logging.getLogger(__name__)
 #: first scale tensor) are behind it.
 PROFILED_STEP = 3
 #: Steps in the one untimed calibration call that sizes a cell's floor rounds (its seconds per step): 10 of
-#: harness/worker_side/calibration.py's bare training steps at ``bench`` take 20-60 ms on CPU, a fifth of one ``bench``
-#: round or less, and come after the call's own untimed first step (the floor rounds then run about as long as they are
-#: sized to, within a few tens of percent).
+#: harness/worker_side/calibration.py's bare training steps at ``bench`` take 40 ms (bfloat16) to 114 ms (float32) in
+#: Python on CPU, R's about 1.5 times as long, a quarter of one ``bench`` round or less, and come after the call's own
+#: untimed first step (the floor rounds then run about as long as they are sized to, within a few tens of percent).
 FLOOR_SIZING_STEPS = 10
 #: How long a floor round runs, as a share of the cell's loop. The floor's CV is what the spread target reads, and the
 #: machine's slowing on this VM is a share of the round, not a fixed stall (harness.model.timing.BENCH_ROUNDS: 2.7-3.2 % of
