@@ -69,7 +69,9 @@ def _overhead(result: MatrixResult) -> list[TargetCheck]:
               + " (the script's own set-up not counted)")
     checks = []
     for cell, t in _timed(result):
-        over, share = t.overhead_seconds, t.overhead_share
+        # side by side, a bridge over the bound is read again with the machine to itself, and that one is judged
+        over = t.judged_bridge_seconds
+        share = over / t.call.median
         met = over <= OVERHEAD_MAX_SECONDS and (not recipe or share <= OVERHEAD_MAX_SHARE)
         why = None
         if not met:
@@ -79,7 +81,9 @@ def _overhead(result: MatrixResult) -> list[TargetCheck]:
                 f"missed by {' and '.join(by)}: the bridge (pipe, serialization, rpy2) takes {over * 1e3:.2f} ms per call "
                 f"around a {t.call.median:.3g} s call"
             )
-        measured = (f"bridge {over * 1e3:.2f} ms ({share:.2%} of the call); {cell.frontend} script set-up "
+        alone = ("" if t.bridge_alone_seconds is None else
+                 f" with the machine to itself ({t.bridge_seconds * 1e3:.2f} ms side by side, beside the other lanes' calls)")
+        measured = (f"bridge {over * 1e3:.2f} ms{alone} ({share:.2%} of the call); {cell.frontend} script set-up "
                     f"{t.setup_seconds * 1e3:.2f} ms, the frontend's own cost")
         checks.append(TargetCheck("overhead per call", cell.id, target, measured, met, why))
     return checks

@@ -87,6 +87,10 @@ class RoundLog:
     #: page faults, ``None`` where they could not be read.
     other_cpu_seconds: list[float | None] = dataclasses.field(default_factory=list)
     page_faults: list[int | None] = dataclasses.field(default_factory=list)
+    #: Side by side only: the call and workload seconds of the round that read again, with the machine to itself, a bridge
+    #: read over its bound beside the other lanes' calls (:func:`harness.run.measure.time_cells`); empty elsewhere.
+    alone_call_seconds: list[float] = dataclasses.field(default_factory=list)
+    alone_workload_seconds: list[float] = dataclasses.field(default_factory=list)
     #: Rounds whose losses differed from the record call's (0 on a deterministic build).
     differing_rounds: int = 0
     #: Untimed calls made, the record call included.
@@ -104,6 +108,18 @@ class RoundLog:
         self.page_faults.append(None if load is None else load.page_faults)
         self.differing_rounds += 0 if same_losses else 1
 
+    def add_alone(self, call_seconds: float, record: Mapping[str, Any], same_losses: bool) -> None:
+        """Keep the round that read the bridge again with the machine to itself (not one of the timed rounds: the cell's
+        own time and spread are theirs)."""
+        self.alone_call_seconds.append(call_seconds)
+        self.alone_workload_seconds.append(float(record["seconds_workload"]))
+        self.differing_rounds += 0 if same_losses else 1
+
+    @property
+    def bridge_seconds(self) -> float:
+        """The timed rounds' bridge so far: the median of their call − workload."""
+        return float(np.median(np.subtract(self.call_seconds, self.workload_seconds)))
+
     def add_floor(self, seconds: float) -> None:
         """Keep one calibration round (run right after a timed round, in the same worker)."""
         self.floor_seconds.append(seconds)
@@ -115,8 +131,10 @@ class RoundLog:
 
     def summary(self) -> Timing:
         """The cell's ``timing``: every sample, their statistics, and the overhead split."""
-        call, loop, workload = (np.asarray(x, dtype=float) for x in (self.call_seconds, self.loop_seconds, self.workload_seconds))
-        bridge, setup, call_median = float(np.median(call - workload)), float(np.median(workload - loop)), float(np.median(call))
+        workload, loop = np.asarray(self.workload_seconds, dtype=float), np.asarray(self.loop_seconds, dtype=float)
+        bridge, setup, call_median = self.bridge_seconds, float(np.median(workload - loop)), float(np.median(self.call_seconds))
+        alone = (float(np.median(np.subtract(self.alone_call_seconds, self.alone_workload_seconds)))
+                 if self.alone_call_seconds else None)
         return Timing(
             rounds=len(self.call_seconds), warmup_calls=self.warmup_calls,
             call=summarize(self.call_seconds), loop=summarize(self.loop_seconds), workload=summarize(self.workload_seconds),
@@ -128,8 +146,10 @@ class RoundLog:
             samples=TimingSamples(
                 tuple(self.call_seconds), tuple(self.loop_seconds), tuple(self.workload_seconds), tuple(self.gc_seconds),
                 tuple(self.peak_rss_bytes), tuple(self.floor_seconds), tuple(self.other_cpu_seconds), tuple(self.page_faults),
+                tuple(self.alone_call_seconds), tuple(self.alone_workload_seconds),
             ),
             floor=summarize(self.floor_seconds) if self.floor_seconds else None,
+            bridge_alone_seconds=alone,
         )
 
 
@@ -223,6 +243,10 @@ class TimingSamples(Stored):
     #: results, ``None`` for a round where they could not be read.
     other_cpu_seconds: tuple[float | None, ...] = field(default=(), metadata=codec(omit=_unmeasured("other_cpu_seconds")))
     page_faults: tuple[int | None, ...] = field(default=(), metadata=codec(omit=_unmeasured("page_faults")))
+    #: Side by side only: the round that read the bridge again with the machine to itself (:class:`RoundLog`), its call and
+    #: workload seconds; empty where the side-by-side bridge was within its bound, one at a time, and in older results.
+    alone_call_seconds: tuple[float, ...] = field(default=(), metadata=codec(omit=_unmeasured("alone_call_seconds")))
+    alone_workload_seconds: tuple[float, ...] = field(default=(), metadata=codec(omit=_unmeasured("alone_workload_seconds")))
 
 
 @dataclass(frozen=True)
@@ -246,6 +270,16 @@ class Timing(Stored):
     #: The calibration rounds' statistics: their CV is the machine's noise floor while this cell was timed. ``None``: not
     #: measured (a cell the spread target does not check, or a result written before the floor was measured).
     floor: Stats | None = None
+    #: Side by side, a bridge read over its bound beside the other lanes' calls is read again with the machine to itself
+    #: (:func:`harness.run.measure.time_cells`): that round's call - workload, the one the overhead target judges.
+    #: ``None`` where no such round ran.
+    bridge_alone_seconds: float | None = field(default=None, metadata=codec(omit=lambda timing: timing.bridge_alone_seconds is None))
+
+    @property
+    def judged_bridge_seconds(self) -> float:
+        """The bridge the overhead target judges: read with the machine to itself where the side-by-side one was read again,
+        else the timed rounds' own."""
+        return self.bridge_seconds if self.bridge_alone_seconds is None else self.bridge_alone_seconds
 
 
 #: Untimed calls per cell, the record call included: the record call loads the fixtures and writes

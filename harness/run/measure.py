@@ -12,7 +12,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from harness.errors import WorkerError
 from harness.judge.gemm_precision import amp_gemm_problem
 from harness.judge.record_check import judge_record
 from harness.judge.spread import spread_checked
+from harness.judge.targets import OVERHEAD_MAX_SECONDS
 from harness.model.efficiency import gemm_dtype
 from harness.model.result import CellResult, Peaks, Status
 from harness.model.timing import RoundLog, TimingProtocol
@@ -48,6 +49,8 @@ FLOOR_SIZING_STEPS = 10
 FLOOR_SHARE_OF_LOOP = 0.5
 
 Progress = Callable[[str], None]
+#: What a call after the record call is for (:func:`_one_round`).
+RoundKind = Literal["warm-up", "timed", "alone"]
 
 
 class _RoundFailed(Exception):
@@ -68,7 +71,13 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
     the lanes on the cores at once (:func:`harness.run.lanes.run_in_lanes`, as the record calls run), since all such
     rounds can give is each cell's own time (the run's limit adds them up) and its bridge; ``facts``: the workers'
     descriptions (which frontends may have a helper worker). Only the cells that have no untraced run already are timed
-    so (:func:`timed_cells`). Otherwise one at a time: a timed round has the machine to itself.
+    so (:func:`timed_cells`). A bridge read over its bound (:data:`~harness.judge.targets.OVERHEAD_MAX_SECONDS`) there is
+    read again once the lanes are done, in one more round with the machine to itself, and that reading is the one judged
+    (:attr:`~harness.model.timing.Timing.bridge_alone_seconds`): beside the other lane, two workers and the harness's lane
+    threads share the cores, and a single round's bridge carried their wait (R's first ``tiny`` cell, which runs beside
+    all of Python's, read 2.2-3 ms or 4-7 ms, 1 run in 4: the R worker woken 2-4 ms late, or its own handling stretched by
+    as much, while its share alone stayed 2.0-2.2 ms). A bridge the harness itself lengthened misses both readings.
+    Otherwise one at a time: a timed round has the machine to itself.
 
     A cell the spread target checks (:func:`harness.judge.spread.spread_checked`, over its last untimed call's loop) has
     the machine's noise floor timed beside it: one calibration round right after each of its timed rounds, in the same
@@ -86,10 +95,14 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
             for k in range(protocol.rounds):
                 if c.id in failed or (k > 0 and logs[c.id].spent >= protocol.max_seconds):
                     break
-                _one_round(pool, c, logs[c.id], failed, timed=True)
+                _one_round(pool, c, logs[c.id], failed, "timed")
             return c
 
         run_in_lanes(pool, timed, all_rounds, lambda c: progress(f"{c.id}: timed"), facts or {})
+        for c in timed:
+            if c.id not in failed and logs[c.id].call_seconds and logs[c.id].bridge_seconds > OVERHEAD_MAX_SECONDS:
+                progress(f"{c.id}: its bridge read again alone")
+                _one_round(pool, c, logs[c.id], failed, "alone")
         return [_with_timing(c, logs.get(c.id), failed.get(c.id)) for c in cells]
 
     def warm(c: CellResult) -> None:
@@ -106,7 +119,7 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
         if c.id in failed or (k > 0 and log.spent >= protocol.max_seconds):
             return
         progress(f"{c.id}: round {k + 1}/{protocol.rounds}")
-        if _one_round(pool, c, log, failed, timed=True) is not None and c.id in steps:
+        if _one_round(pool, c, log, failed, "timed") is not None and c.id in steps:
             if not _floor_round(pool, c, log, steps[c.id]):
                 del steps[c.id]
 
@@ -145,7 +158,7 @@ def _warm_up(pool: WorkerPool, c: CellResult, protocol: TimingProtocol, log: Rou
     extra = protocol.warmup_rounds - 1 if (c.wall_seconds or 0.0) < protocol.max_seconds else 0
     for k in range(extra):
         progress(f"{c.id}: warm-up {k + 2}/{protocol.warmup_rounds}")
-        seconds = _one_round(pool, c, log, failed, timed=False)
+        seconds = _one_round(pool, c, log, failed, "warm-up")
         if seconds is None:
             break
         loop_seconds = seconds
@@ -193,10 +206,13 @@ def _with_timing(cell: CellResult, log: RoundLog | None, failure: str | None) ->
     return dataclasses.replace(cell, timing=log.summary())
 
 
-def _one_round(pool: WorkerPool, cell: CellResult, log: RoundLog, failed: dict[str, str], timed: bool) -> float | None:
-    """One call without weights; kept in ``log`` when ``timed``. Its loop seconds, or ``None`` (the reason in ``failed``)
-    if it failed."""
-    what = f"timed round {len(log.call_seconds) + 1}" if timed else f"warm-up call {log.warmup_calls + 1}"
+def _one_round(pool: WorkerPool, cell: CellResult, log: RoundLog, failed: dict[str, str], kind: RoundKind) -> float | None:
+    """One call without weights, kept in ``log`` as ``kind`` says: an untimed ``warm-up`` call, a ``timed`` round (with what
+    else ran during it), or the round that reads a side-by-side bridge again ``alone``. Its loop seconds, or ``None`` (the
+    reason in ``failed``) if it failed."""
+    timed = kind == "timed"
+    what = {"warm-up": f"warm-up call {log.warmup_calls + 1}", "timed": f"timed round {len(log.call_seconds) + 1}",
+            "alone": "the round reading its bridge again alone"}[kind]
     try:
         before = read_load(pool.worker_pid(cell.frontend)) if timed else None
         start = time.perf_counter()
@@ -212,12 +228,15 @@ def _one_round(pool: WorkerPool, cell: CellResult, log: RoundLog, failed: dict[s
     if status is not Status.OK:
         failed[cell.id] = f"{what}: {problem}"
         return None
+    if kind == "warm-up":
+        log.warmup_calls += 1
+        return float(record["seconds_total"])
+    assert cell.record is not None
+    same = np.array_equal(np.asarray(record["losses"], dtype=float), np.asarray(cell.record.losses, dtype=float), equal_nan=True)
     if timed:
-        assert cell.record is not None
-        same = np.array_equal(np.asarray(record["losses"], dtype=float), np.asarray(cell.record.losses, dtype=float), equal_nan=True)
         log.add(seconds, record, pool.last_memory(cell.frontend).get("peak_rss_bytes"), same, load)
     else:
-        log.warmup_calls += 1
+        log.add_alone(seconds, record, same)
     return float(record["seconds_total"])
 
 

@@ -339,6 +339,13 @@ class _Checker:
         log = RoundLog(warmup_calls=timing.warmup_calls, differing_rounds=timing.differing_rounds)
         for call, loop, workload, gc in zip(*rounds, strict=True):
             log.add(call, {"seconds_total": loop, "seconds_workload": workload, "gc_seconds": gc}, None, True)
+        alone = [self.numbers(f"{where}.samples.{name}", getattr(samples, name))
+                 for name in ("alone_call_seconds", "alone_workload_seconds")]
+        if len(alone[0]) != len(alone[1]):
+            self.refuse(f"{where}.samples.alone_call_seconds", _Said(f"{len(alone[0])} rounds"),
+                        f"alone_workload_seconds has {len(alone[1])}")
+        for call, workload in zip(*alone, strict=True):
+            log.add_alone(call, {"seconds_workload": workload}, True)
         log.differing_rounds = timing.differing_rounds
         again = log.summary()
         self.same(f"{where}.rounds", timing.rounds, again.rounds, "the number of timed rounds in its samples")
@@ -346,7 +353,8 @@ class _Checker:
             stored, recomputed = getattr(timing, name), getattr(again, name)
             for stat in ("n", "median", "q1", "q3", "iqr", "min", "max", "mean", "cv"):
                 self.same(f"{where}.{name}.{stat}", getattr(stored, stat), getattr(recomputed, stat), f"the {stat} of its samples")
-        for name in ("overhead_seconds", "overhead_share", "setup_seconds", "setup_share", "bridge_seconds", "gc_seconds"):
+        for name in ("overhead_seconds", "overhead_share", "setup_seconds", "setup_share", "bridge_seconds", "gc_seconds",
+                     "bridge_alone_seconds"):
             self.same(f"{where}.{name}", getattr(timing, name), getattr(again, name), "recomputed from its samples, it")
         self.same(f"{where}.reproducible", timing.reproducible, timing.differing_rounds == 0, "with its differing_rounds, it")
 

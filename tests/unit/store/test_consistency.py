@@ -229,3 +229,24 @@ def test_a_spec_edited_after_the_run_is_refused(tmp_path: Path, field: str, valu
     edited.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(ResultError, match=r"edited\.json: spec is 'edited' but it hashes to \w+, not the spec_digest af6db19d3ad1d7cb"):
         load_result(edited)
+
+
+def _read_again_alone(call: float, workload: float, judged: float) -> Edit:
+    """Cell 3's timing given a round that read its bridge again alone (``call``, ``workload``) and a stored ``judged`` bridge."""
+    def edit(data: dict[str, Any]) -> None:
+        timing = data["cells"][3]["timing"]
+        timing["samples"] |= {"alone_call_seconds": [call], "alone_workload_seconds": [workload]}
+        timing["bridge_alone_seconds"] = judged
+    return edit
+
+
+def test_a_bridge_read_again_alone_is_checked_against_its_round(tmp_path: Path) -> None:
+    """The bridge read again with the machine to itself loads where it is its round's call − workload, and is what the overhead
+    target judges; one edited by hand (a long side-by-side bridge "read again" shorter) is refused, naming the field."""
+    loaded = load_result(_golden_copy(tmp_path, _read_again_alone(0.0525, 0.05, 0.0025)))
+    timing = loaded.cells[3].timing
+    assert timing is not None and timing.judged_bridge_seconds == pytest.approx(0.0025)
+    (tmp_path / "edited").mkdir()
+    with pytest.raises(ResultError,
+                       match=r"cells\[3\]\.timing\.bridge_alone_seconds is 0\.001 but recomputed from its samples, it is 0\.0025"):
+        load_result(_golden_copy(tmp_path / "edited", _read_again_alone(0.0525, 0.05, 0.001)))

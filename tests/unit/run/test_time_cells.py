@@ -1,19 +1,23 @@
-"""The noise floor timed beside the cells the spread target checks: after each of their timed rounds, in the same worker.
+"""The timed rounds after the record calls (:func:`harness.run.measure.time_cells`): the noise floor timed beside the cells
+the spread target checks (after each of their timed rounds, in the same worker), and side by side, a bridge over its bound
+read again with the machine to itself.
 
-A fake pool (the golden cells' records, answered at once) records every call in order, so the order of cell rounds and
-calibration rounds is known exactly. The real workers' calibration loops are tested in
+A fake pool (the golden cells' records, answered at once, or after a planted bridge) records every call in order, so the
+order of cell rounds and calibration rounds is known exactly. The real workers' calibration loops are tested in
 ``tests/unit/worker_side/test_calibration.py`` and ``tests/integration/test_r_worker.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any, cast
 
 import pytest
 
 from harness.errors import WorkerError
 from harness.judge.record_check import expected_injections
+from harness.judge.targets import OVERHEAD_MAX_SECONDS, check_targets
 from harness.model.record import RECORD_SCHEMA_VERSION
 from harness.model.result import CellResult, Status
 from harness.model.timing import TimingProtocol
@@ -22,7 +26,7 @@ from harness.run.pool import WorkerPool
 from harness.worker_side.calibration import SHAPE_FIELDS
 from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
-from tests.twins import by_mode, golden
+from tests.twins import by_mode, golden, replace_cells
 
 #: What one calibration step takes in the fake workers.
 _PER_STEP = 0.001
@@ -32,21 +36,29 @@ class _FakePool:
     """Answers cell calls with the golden cell's record at a given loop time, and calibrations at ``_PER_STEP`` a step;
     keeps every call, in order, as ``(frontend, what)``."""
 
-    def __init__(self, spec: WorkloadSpec, cells: list[CellResult], loops: dict[str, float], failing_calibration: bool = False):
+    def __init__(self, spec: WorkloadSpec, cells: list[CellResult], loops: dict[str, float], failing_calibration: bool = False,
+                 bridges: dict[str, list[float]] | None = None):
         self.spec = spec
         self.calls: list[tuple[str, str]] = []
         self._records = {c.id: c.record for c in cells}
         self._loops = loops
         self._failing = failing_calibration
+        self._bridges = bridges or {}
 
     def call_cell(self, cell: Cell, save_weights: bool = True) -> dict[str, Any]:
+        """The cell's record, at once; a cell of ``bridges`` waits its next planted bridge first and says its workload took
+        a tenth of a millisecond (so the call's time beyond it is that bridge)."""
         self.calls.append((cell.frontend, cell.id))
         record = self._records[cell.id]
         assert record is not None
         loop = self._loops[cell.id]
+        if cell.id in self._bridges:
+            time.sleep(self._bridges[cell.id].pop(0))
+            loop = 0.00005
         return record.to_json() | {
             "schema_version": RECORD_SCHEMA_VERSION, "optimizer": cell.optimizer, "injected_steps": expected_injections(self.spec, cell),
-            "switches": [], "seconds_total": loop, "seconds_workload": loop + 0.001, "gc_seconds": 0.0,
+            "switches": [], "seconds_total": loop, "seconds_workload": 2 * loop if cell.id in self._bridges else loop + 0.001,
+            "gc_seconds": 0.0,
         }
 
     def call(self, frontend: str, request: dict[str, Any]) -> Any:
@@ -170,3 +182,61 @@ def test_side_by_side_a_cell_whose_untraced_reconciled_run_gave_its_own_time_is_
     pool = _FakePool(dataclasses.replace(golden().spec, preset="bench"), cells, loops)
     timed = time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=1, rounds=3), lambda _: None)
     assert all(c.timing is not None and c.timing.rounds == 3 for c in timed)
+
+
+#: A bridge well over :data:`OVERHEAD_MAX_SECONDS`, planted in the fake worker's reply.
+_SLOW_BRIDGE = 2 * OVERHEAD_MAX_SECONDS
+
+
+def _bridge_check(timed: list[CellResult], cell: CellResult) -> Any:
+    """The overhead target's check of ``cell`` in the golden result with ``timed`` as its cells."""
+    result = replace_cells(golden(), {c.id: c for c in timed})
+    return next(c for c in check_targets(result) if c.name == "overhead per call" and c.subject == cell.id)
+
+
+def test_side_by_side_a_bridge_over_its_bound_is_read_again_alone_and_that_reading_is_judged() -> None:
+    """Side by side, R's cell reads a bridge of twice the bound (the other lane's wait, as R's first ``tiny`` cell beside all
+    of Python's did); once the lanes are done it runs one more round, alone, whose bridge (near nothing) is the one judged,
+    the side-by-side one shown beside it. The cells within their bound get no such round; the timed rounds stay one."""
+    cells, loops = _cells()
+    r_autocast = cells[2]
+    pool = _FakePool(golden().spec, cells, loops, bridges={r_autocast.id: [0.0, _SLOW_BRIDGE, 0.0]})  # its warm-up, round, re-read
+    said: list[str] = []
+    timed = time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=2, rounds=1), said.append)
+    assert pool.calls[-1] == ("r", r_autocast.id) and [what for _, what in pool.calls].count(r_autocast.id) == 3
+    assert said[-1] == f"{r_autocast.id}: its bridge read again alone"
+    timing = timed[2].timing
+    assert timing is not None and timing.rounds == 1 and timing.call.n == 1
+    assert timing.bridge_seconds > OVERHEAD_MAX_SECONDS and timing.bridge_alone_seconds is not None
+    assert timing.judged_bridge_seconds == timing.bridge_alone_seconds < OVERHEAD_MAX_SECONDS
+    assert len(timing.samples.alone_call_seconds) == len(timing.samples.alone_workload_seconds) == 1
+    check = _bridge_check(timed, r_autocast)
+    assert check.met and "with the machine to itself" in check.measured
+    assert f"{timing.bridge_seconds * 1e3:.2f} ms side by side" in check.measured
+    assert all(c.timing is not None and c.timing.bridge_alone_seconds is None for c in timed[:2])
+
+
+def test_a_bridge_the_harness_lengthened_misses_alone_too() -> None:
+    """A bridge that is long in every call (what a slower pipe or decoding would make) reads over the bound alone as well:
+    the target misses, naming the reading alone."""
+    cells, loops = _cells()
+    r_autocast = cells[2]
+    pool = _FakePool(golden().spec, cells, loops, bridges={r_autocast.id: [_SLOW_BRIDGE] * 3})
+    timed = time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=2, rounds=1), lambda _: None)
+    timing = timed[2].timing
+    assert timing is not None and timing.bridge_alone_seconds is not None and timing.bridge_alone_seconds > OVERHEAD_MAX_SECONDS
+    check = _bridge_check(timed, r_autocast)
+    assert not check.met and check.why is not None and check.why.startswith("missed by ")
+    assert check.measured.startswith(f"bridge {timing.bridge_alone_seconds * 1e3:.2f} ms with the machine to itself")
+
+
+def test_one_at_a_time_a_long_bridge_is_not_read_again() -> None:
+    """Rounds run one at a time have the machine to themselves already: a long bridge there is judged as it was read."""
+    cells, loops = _cells()
+    r_autocast = cells[2]
+    pool = _FakePool(dataclasses.replace(golden().spec, preset="bench"), cells, loops, failing_calibration=True,  # no floor rounds
+                     bridges={r_autocast.id: [0.0] + [_SLOW_BRIDGE] * 3})
+    timed = time_cells(cast(WorkerPool, pool), cells, TimingProtocol(warmup_rounds=2, rounds=3), lambda _: None)
+    timing = timed[2].timing
+    assert [what for _, what in pool.calls].count(r_autocast.id) == 4 and timing is not None and timing.bridge_alone_seconds is None
+    assert not _bridge_check(timed, r_autocast).met
