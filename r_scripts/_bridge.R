@@ -1,8 +1,9 @@
 #' The harness's entry point into R: what `harness/worker_side/r_handler.py` sources in its rpy2 worker.
 #'
 #' It loads the shared files (run_spec.R ... patches.R) from the folder the harness names in `amp_parity_r_dir` and defines `amp_parity_call()`,
-#' which the worker calls for every cell with the script's path, the run spec as JSON and the mode. Only plain data crosses: the
-#' spec comes in as JSON text and the record goes back as JSON text, the line the script prints in
+#' which the worker calls for every cell with the script's path, the run spec's fields as JSON and the mode. Only plain data
+#' crosses: the spec comes in as JSON text, a text per top-level field (`parse_run_spec()`), and the record goes back as JSON
+#' text, the line the script prints in
 #' shell mode. No Python twin: the Python worker imports the scripts (harness/worker_side/python_handler.py). It also defines
 #' `amp_parity_calibrate()`, the loop that measures the machine's noise floor, whose twin is harness/worker_side/calibration.py,
 #' and the three functions the worker calls them through (`amp_parity_reply_*()`). The worker loads this file, and it loads
@@ -39,8 +40,38 @@ options(cli.width = 10000L)
 #' Scripts the bridge has sourced, by path, each with the mtime it had then.
 sourced_scripts <- new.env(parent = emptyenv())
 
-#' The last run spec the bridge parsed, as JSON text and as a list.
-last_spec <- new.env(parent = emptyenv())
+#' Run-spec fields the bridge has parsed, by their JSON text (`json`, and `value` at the same place): see `parse_run_spec()`.
+parsed_fields <- new.env(parent = emptyenv())
+parsed_fields$json <- character()
+parsed_fields$value <- list()
+#' At most this many parsed fields are kept; past it the cache starts again. The main job's run specs have about 30 fields,
+#' and most are the same for every cell of a run (the modes, dtypes, record fields, patches, model): a few hundred distinct
+#' texts over its 680 cells, so a kept worker finds them all, while the one field unique to each record call (its weights
+#' path) cannot grow the cache without bound. A lookup is one `match()` over at most this many strings.
+PARSED_FIELDS_MAX <- 1024L
+
+#' The run spec from its fields' JSON texts (`fields`: a named character vector, a text per top-level field, in the spec's
+#' order), as `jsonlite::fromJSON(<the whole spec>, simplifyVector = TRUE)` would give it: fromJSON simplifies each field on
+#' its own, so parsing them one by one gives the same list (tests/integration/test_r_worker.py checks every run spec of the
+#' main job, identical()). Each text is parsed once per worker and kept: parsing the whole spec (3-5 kB) took 1-2.7 ms of a
+#' call's bridge in a worker (0.5-0.7 ms in a loop of parses alone), most of R's bridge; the fields that change from cell to
+#' cell are a few short ones. R copies on modify, so a script cannot change a kept value.
+parse_run_spec <- function(fields) {
+  at <- match(fields, parsed_fields$json)
+  fresh <- unique(fields[is.na(at)])
+  if (length(fresh) > 0L) {
+    if (length(parsed_fields$json) + length(fresh) > PARSED_FIELDS_MAX) { # start again: every field of this spec is fresh
+      parsed_fields$json <- character()
+      parsed_fields$value <- list()
+      fresh <- unique(fields)
+    }
+    # lapply keeps a field whose JSON is null as a NULL element, as fromJSON of the whole spec does
+    parsed_fields$value <- c(parsed_fields$value, lapply(unname(fresh), jsonlite::fromJSON, simplifyVector = TRUE))
+    parsed_fields$json <- c(parsed_fields$json, fresh)
+    at <- match(fields, parsed_fields$json)
+  }
+  stats::setNames(parsed_fields$value[at], names(fields))
+}
 
 #' What the harness's rpy2 worker calls: run one mode of one script and return its record as JSON.
 #'
@@ -48,17 +79,10 @@ last_spec <- new.env(parent = emptyenv())
 #' the shared files without sourcing them again. That environment is kept for the next call until the file
 #' changes: a script defines functions only, and sourcing it anew would add its parse time to
 #' every timed round's bridge overhead. R errors propagate unchanged: the worker keeps R's own message.
-amp_parity_call <- function(script_path, spec_json, mode) {
+amp_parity_call <- function(script_path, spec_fields, mode, spec = parse_run_spec(spec_fields)) {
   if (!file.exists(script_path)) {
     abort_cli("R script {.path {script_path}} does not exist.")
   }
-  # Timed rounds send the same spec again and again: parsed once (0.4 ms of bridge a call otherwise).
-  # R copies on modify, so a script cannot change the kept spec.
-  if (!identical(spec_json, last_spec$json)) {
-    last_spec$spec <- jsonlite::fromJSON(spec_json, simplifyVector = TRUE)
-    last_spec$json <- spec_json
-  }
-  spec <- last_spec$spec
   mtime <- file.mtime(script_path) # a POSIXct with sub-second digits; a tenth of file.info() and format()
   cached <- get0(script_path, envir = sourced_scripts, inherits = FALSE)
   if (is.null(cached) || !identical(cached$mtime, mtime)) {
@@ -93,8 +117,8 @@ amp_parity_call <- function(script_path, spec_json, mode) {
 #' view's storage offset (lantern's `_lantern_buffer_from_tensor`, src/lantern/src/Tensor.cpp at
 #' mlverse/torch e4de110), so for `data[i, , ]` with `i > 1` it would return the first batch's bytes
 #' (tests/integration/test_r_worker.py keeps a test of it).
-amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
-  run_spec <- jsonlite::fromJSON(spec_json)
+amp_parity_trace_call <- function(script_path, spec_fields, mode, record_points) {
+  run_spec <- parse_run_spec(spec_fields)
   on_cuda <- identical(run_spec$device, "cuda")
   # The contract's dtype names by libtorch's (what dtype_name() reads of the run spec), looked up once per point.
   contract_names <- vapply(run_spec$dtypes, function(d) d$libtorch, character(1))
@@ -176,7 +200,7 @@ amp_parity_trace_call <- function(script_path, spec_json, mode, record_points) {
   on.exit(set_trace_sink(NULL), add = TRUE)
   tryCatch(
     {
-      record <- amp_parity_call(script_path, spec_json, mode)
+      record <- amp_parity_call(script_path, spec_fields, mode, run_spec)
       flush()
       record
     },
@@ -300,18 +324,18 @@ amp_parity_reply_calibrate <- function(device, dtype, threads, iterations, batch
 #' converts it in one step, where a named list costs a conversion per name and per element (0.15 ms of every call's bridge).
 #' Defined here rather than by the worker, so that it is byte-compiled with this file: the JIT would compile it in a
 #' timed round (R compiles a small function at its second call).
-amp_parity_reply_call <- function(script_path, spec_json, mode) {
+amp_parity_reply_call <- function(script_path, spec_fields, mode) {
   tryCatch(
-    c("ok", amp_parity_call(script_path, spec_json, mode)),
+    c("ok", amp_parity_call(script_path, spec_fields, mode)),
     amp_parity_refused = function(e) c("refused", paste(conditionMessage(e), collapse = "\n")),
     error = function(e) c("error", paste(conditionMessage(e), collapse = "\n"))
   )
 }
 
 #' The same for a traced call (`amp_parity_trace_call()`), whose points go to `record_points`.
-amp_parity_reply_trace_call <- function(script_path, spec_json, mode, record_points) {
+amp_parity_reply_trace_call <- function(script_path, spec_fields, mode, record_points) {
   tryCatch(
-    c("ok", amp_parity_trace_call(script_path, spec_json, mode, record_points)),
+    c("ok", amp_parity_trace_call(script_path, spec_fields, mode, record_points)),
     amp_parity_refused = function(e) c("refused", paste(conditionMessage(e), collapse = "\n")),
     error = function(e) c("error", paste(conditionMessage(e), collapse = "\n"))
   )

@@ -124,10 +124,17 @@ class RHandler:
         path = request.get("script_path") or self._script_path(request["script"])
         if request.get("kind") == "trace":
             return self._trace(path, request)
-        kind, text = self._call(path, json.dumps(request["run_spec"]), request["mode"])
+        kind, text = self._call(path, self._spec_fields(request["run_spec"]), request["mode"])
         if kind != Reply.OK:
             raise RScriptFailed(text, refused=kind == Reply.REFUSED)
         return json.loads(text)
+
+    def _spec_fields(self, run_spec: dict[str, Any]) -> Any:
+        """The run spec as R's bridge takes it: a named character vector, each top-level field's JSON text (the bridge's
+        ``parse_run_spec()`` parses each text once per worker: most fields are the same for every cell of a run)."""
+        fields = self._ro.StrVector([json.dumps(value) for value in run_spec.values()])
+        fields.names = self._ro.StrVector(list(run_spec))
+        return fields
 
     def _describe(self, device: str, threads: int | None = None) -> dict[str, Any]:
         from harness.worker_side.installation_facts import installation_facts
@@ -205,7 +212,7 @@ class RHandler:
                 return ri.StrSexpVector(["cut", *sorted(recorder.kept_after_cut)])
             return ri.StrSexpVector(["go"])
 
-        kind, text = self._trace_call(path, json.dumps(request["run_spec"]), request["mode"], record_points)
+        kind, text = self._trace_call(path, self._spec_fields(request["run_spec"]), request["mode"], record_points)
         if kind != Reply.OK:
             raise RScriptFailed(text, refused=kind == Reply.REFUSED)
         return recorder.reply(json.loads(text))

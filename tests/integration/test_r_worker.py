@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -160,6 +162,36 @@ def test_the_r_worker_times_the_calibration_loop(r_worker: Worker, availability:
     with pytest.raises(WorkerError, match=r"could not answer its calibrate request: .*iterations must be a whole number of at least 1"):
         r_worker.call(request | {"iterations": 0}, timeout=120)
     assert r_worker.call(request, timeout=120)["iterations"] == 3
+
+
+def test_the_run_spec_parsed_field_by_field_is_the_whole_spec_parsed_at_once(r_worker: Worker) -> None:
+    """R's bridge parses each top-level field of a run spec once per worker and keeps it (``parse_run_spec()``): for every
+    distinct run spec of the main job (every script, optimizer row, feature and model, with and without weights), what it
+    gives is identical() to ``jsonlite::fromJSON`` of the whole spec, on a first parse and again from what was kept; and past
+    the cache's bound (a weights path per record call) it starts again and stays so (``tests/r_bridge/spec_check.R``). The
+    spec a call hands its script is the same."""
+    from harness.contract.modes import all_mode_names
+    from harness.run.prepare import prepare_run_spec
+    from harness.workload.features import FEATURES, NO_FEATURE
+    from harness.workload.matrix import cells_for
+    from harness.workload.model_designs import PRESET_MODELS
+    from harness.workload.optimizers import OPTIMIZERS
+    from harness.workload.spec import WorkloadSpec
+
+    spec = WorkloadSpec.from_preset("tiny")
+    specs: dict[str, dict[str, str]] = {}
+    for cell in cells_for(("r",), all_mode_names(), tuple(OPTIMIZERS), "cpu", (NO_FEATURE, *FEATURES), PRESET_MODELS["tiny"]):
+        for save in (False, True):
+            run_spec = prepare_run_spec(spec.for_model(cell.model), cell.script, cell.optimizer, weights_out=Path("w.safetensors"),
+                                        save_weights=save, feature=cell.feature)
+            specs[json.dumps(run_spec)] = {name: json.dumps(value) for name, value in run_spec.items()}
+    own = json.loads(next(iter(specs)))
+    fresh = 1100  # more than the bridge keeps (PARSED_FIELDS_MAX), beside the batch's own fields
+    request = {**_request("spec_check"), "run_spec": {**own, "own": json.dumps(own), "batch": json.dumps(list(specs.values())),
+                                                       "fresh": fresh}}
+    reply = r_worker.call(request, timeout=120)
+    assert reply == {"same": 3 * len(specs) + fresh, "checked": 3 * len(specs) + fresh, "given": True}
+    assert len(specs) > 100
 
 
 def test_r_torchs_buffer_ignores_a_views_storage_offset(availability: Availability) -> None:
