@@ -16,7 +16,7 @@ from harness.model.result import CellResult, MatrixResult
 from harness.model.verdicts import PairVerdict, Verdict
 from harness.workload.features import NO_FEATURE
 
-__all__ = ["SYMBOLS", "Glance", "column_key", "fold_key", "folded_label", "glance", "legend_of", "proven_known", "row_key",
+__all__ = ["FOLDED_KINDS", "SYMBOLS", "Glance", "column_key", "fold_key", "folded_label", "glance", "legend_of", "proven_known", "row_key",
            "symbol"]
 
 #: One symbol per pair verdict (``known_difference`` says whether the entries are proven and whether one is a bug).
@@ -112,20 +112,25 @@ class Glance:
 #: How a folded row is named: the loop feature, or the model, marked as cell ids mark them (``sgd+lr_step@gru``).
 FOLDED_ROW = "+{}"
 FOLDED_MODEL_ROW = "@{}"
+#: The rows of a grid folded by kind (:func:`glance`'s ``by_kind``): every loop feature's pairs, every model's.
+FOLDED_KINDS = {"+": "+loop features", "@": "@models"}
 
 
-def glance(result: MatrixResult, folded: bool = False) -> Glance:
+def glance(result: MatrixResult, folded: bool = False, by_kind: bool = False) -> Glance:
     """The grid of ``result``'s pairs, in matrix order (scripts, their modes, optimizers as the cells ran them).
 
     ``folded``: each loop feature's rows are one row (:data:`FOLDED_ROW`), and each model's beside the MLP one row
     (:data:`FOLDED_MODEL_ROW`), each entry its pairs' symbols counted (``16= 1B``): the main job's grid is 137 rows, 120 of
-    them a feature's, most of them empty.
+    them a feature's, most of them empty. ``by_kind`` (with ``folded``): every loop feature's pairs in one row and every
+    model's in one (:data:`FOLDED_KINDS`), for a view whose rows would not fit otherwise.
     """
     several = len({c.device for c in result.cells}) > 1
     columns = tuple(dict.fromkeys(column_key(c, several) for c in result.cells))
 
     def key_of(item: CellResult | PairVerdict) -> str:
         fold = fold_key(item) if folded else None
+        if fold is not None and by_kind:
+            return FOLDED_KINDS[fold[0]]
         return fold if fold is not None else row_key(item)
 
     keys = tuple(dict.fromkeys(key_of(c) for c in result.cells))

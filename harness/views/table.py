@@ -29,7 +29,7 @@ from harness.views.glance import glance, legend_of, proven_known, row_key
 from harness.views.reasons import Reason, reasons
 from harness.views.timing_sections import bf16_note, frontend_costs
 
-__all__ = ["FULL_PAIR_ROWS", "FULL_TABLE_CELLS", "RUN_MAX_LINES", "make_console", "print_result", "print_trace"]
+__all__ = ["FULL_PAIR_ROWS", "FULL_TABLE_CELLS", "QUIET_GLANCE_MAX_ROWS", "RUN_MAX_LINES", "make_console", "print_result", "print_trace"]
 
 _STATUS_STYLE: dict[str, str] = {Status.OK: "green", Status.SKIPPED: "yellow", Status.UNSUPPORTED: "magenta",
                                  Status.NUMERICAL_FAILURE: "red", Status.ERROR: "bold red"}
@@ -54,6 +54,12 @@ FULL_PAIR_ROWS = 12
 #: the verdict counts, the grid with each loop feature folded, a line per reason and one for what holds by design, where
 #: the result and the page are. ``tests/unit/views/test_quiet_terminal.py`` holds it on a result of the main job's shape.
 RUN_MAX_LINES = 60
+#: The most rows the quiet grid shows with each loop feature and each model one row: :data:`RUN_MAX_LINES` less the 17
+#: lines the main job prints around it where no cell needs a look (6 above it, its header, borders and legend 6, 5 below
+#: it), the main job's 17 optimizers, 23 loop features and 3 models. Past it, every loop feature's pairs are one row and
+#: every model's one (:data:`harness.views.glance.FOLDED_KINDS`), so a row added to the matrix never pushes the terminal
+#: past its budget; ``-v`` and the report keep every row.
+QUIET_GLANCE_MAX_ROWS = 43
 
 
 def make_console() -> Console:
@@ -317,10 +323,15 @@ def _print_pairs(result: MatrixResult, console: Console, quiet: bool = False) ->
 
 def _print_glance(result: MatrixResult, console: Console, folded: bool = False) -> None:
     """Every pair at a glance: optimizer × (script · mode), one symbol per pair (:mod:`harness.views.glance`); ``folded``:
-    each loop feature's rows one row, its entries counted."""
+    each loop feature's rows one row, its entries counted (past :data:`QUIET_GLANCE_MAX_ROWS` rows, every loop feature's one
+    row and every model's one)."""
     grid = glance(result, folded=folded)
+    by_kind = folded and len(grid.rows) > QUIET_GLANCE_MAX_ROWS
+    if by_kind:
+        grid = glance(result, folded=True, by_kind=True)
     kinds = {k[0] for k, _ in grid.rows if k[:1] in "+@"} if folded else set()
-    folds = {"+": ("+feature", "a loop feature's"), "@": ("@model", "a model's")}
+    folds = ({"+": ("+loop features", "every loop feature's"), "@": ("@models", "every model's")} if by_kind else
+             {"+": ("+feature", "a loop feature's"), "@": ("@model", "a model's")})
     named = [folds[k] for k in "+@" if k in kinds]  # one clause for both, so the legend stays one line under the grid
     caption = legend_of(grid) + (f"; {', '.join(n for n, _ in named)}: {', '.join(w for _, w in named)} pairs, counted"
                                  if named else "")

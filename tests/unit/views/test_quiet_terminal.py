@@ -7,13 +7,15 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
+from typing import Any
 
 import pytest
 from rich.console import Console
 
 from harness.contract.models import DEFAULT_MODEL
 from harness.model.verdicts import TargetCheck
-from harness.views.table import RUN_MAX_LINES, print_result
+from harness.views.glance import glance
+from harness.views.table import QUIET_GLANCE_MAX_ROWS, RUN_MAX_LINES, print_result
 from harness.workload.features import FEATURES
 from harness.workload.model_designs import PRESET_MODELS
 from tests.twins import golden, replace_cells, with_status
@@ -102,6 +104,34 @@ def test_the_main_job_prints_at_most_its_budget_by_default(with_r: bool) -> None
         assert any(line.startswith("parity: ") and "bitwise identical" in line and "proven known difference" in line for line in lines)
         assert not any("known_difference" in line for line in lines), "no row per proven known difference"
     assert sum("×default: none, by design" in line for line in lines) == 1
+
+
+def test_a_matrix_past_the_grids_rows_folds_every_loop_feature_into_one_row_and_every_model_into_one() -> None:
+    """Past :data:`QUIET_GLANCE_MAX_ROWS` (the main job's own rows: three loop features more are planted, each a copy of
+    ``lr_step``'s cells and pairs), the quiet grid tells every loop feature's pairs in one row and every model's in one, each
+    entry counted, so the main job stays within its budget as its matrix grows; -v keeps every row."""
+    result = main_job()
+    copies = [f"lr_step_copy{k}" for k in range(3)]
+
+    def relabel(item: Any, feature: str) -> Any:
+        cell = getattr(item, "cell", None)
+        if cell is not None:
+            return dataclasses.replace(item, cell=dataclasses.replace(cell, feature=feature))
+        return dataclasses.replace(item, feature=feature, pair=item.pair.replace("+lr_step", f"+{feature}"))
+
+    grown = dataclasses.replace(
+        result, cells=(*result.cells, *(relabel(c, f) for f in copies for c in result.cells if c.cell.feature == "lr_step")),
+        pairs=(*result.pairs, *(relabel(p, f) for f in copies for p in result.pairs if p.feature == "lr_step")))
+    rows = len(glance(grown, folded=True).rows)
+    assert rows == len(glance(result, folded=True).rows) + len(copies) > QUIET_GLANCE_MAX_ROWS  # a row per feature: past it
+    lines = _printed(grown, width=150)
+    assert len(lines) + _RUN_OWN_LINES <= RUN_MAX_LINES, "\n".join(lines)
+    assert [line.split()[1] for line in lines if line.startswith(("│ +", "│ @"))] == ["+loop", "@models"]
+    features = next(line for line in lines if line.startswith("│ +loop features "))
+    assert re.search(r"\d+= \d+B", features) and re.search(r"\d+B \d+U", features), features
+    assert any("+loop features, @models: every loop feature's, every model's pairs, counted" in line for line in lines)
+    assert sum(line.startswith("│ +lr_step_copy") for line in _printed(grown, width=150, verbose=True)) == 0  # -v: per optimizer
+    assert any(line.startswith("│ sgd · lr_step_copy2 ") for line in _printed(grown, width=150, verbose=True))
 
 
 def test_minus_v_prints_every_row_and_note() -> None:
