@@ -99,9 +99,8 @@ def time_cells(pool: WorkerPool, cells: Sequence[CellResult], protocol: TimingPr
             return c
 
         run_in_lanes(pool, timed, all_rounds, lambda c: progress(f"{c.id}: timed"), facts or {})
-        for c in timed:
+        for c in timed:  # part of the cell's timing, no unit of the phase's own (its bar counts the cells)
             if c.id not in failed and logs[c.id].call_seconds and logs[c.id].bridge_seconds > OVERHEAD_MAX_SECONDS:
-                progress(f"{c.id}: its bridge read again alone")
                 _one_round(pool, c, logs[c.id], failed, "alone")
         return [_with_timing(c, logs.get(c.id), failed.get(c.id)) for c in cells]
 
