@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.workload.features import FEATURES, NO_FEATURE, epoch_factor, micro_batches
+from harness.workload.features import FEATURES, NO_FEATURE, epoch_factor, micro_batches, second_group_weight_decay
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.spec import WorkloadSpec
 
@@ -42,12 +42,13 @@ def torch_float64_run(
         for param in [m for m in net if isinstance(m, torch.nn.Linear)][row.args["layer"]].parameters():
             param.requires_grad_(False)
     params: Any = net.parameters()
-    if row is not None and (row.kind == "param_groups" or row.groups):
+    if row is not None and row.two_groups:
         named = list(net.named_parameters())
         group_args = FEATURES["param_groups"].args
         biases = {"params": [p for n, p in named if n.endswith("bias")], "lr": args["lr"] * group_args["bias_lr_factor"]}
-        if "weight_decay" in args:
-            biases["weight_decay"] = group_args["bias_weight_decay"]
+        weight_decay = second_group_weight_decay(args)
+        if weight_decay is not None:
+            biases["weight_decay"] = weight_decay
         params = [{"params": [p for n, p in named if n.endswith("weight")]}, biases]
     linears = [m for m in net if isinstance(m, torch.nn.Linear)]
     multi = row is not None and row.kind == "multi_optimizer"

@@ -36,7 +36,7 @@ from harness.files.paths import CHECKOUT
 from harness.judge.divergence import TRIGGERS
 from harness.model.pair_trace import PairTrace
 from harness.model.result import CellResult
-from harness.workload.features import FEATURES, NO_FEATURE
+from harness.workload.features import FEATURES, NO_FEATURE, second_group_weight_decay
 from harness.workload.installations import LANGUAGES
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.patches import SWITCHES
@@ -123,11 +123,15 @@ class KnownDifference:
         """Why the entry cannot act on a run with the optimizer arguments ``args`` in the loop of ``feature`` (one it needs
         is 0), or ``None``. An argument ``args`` lacks is at both constructors' default, 0 for those an entry names (plain
         SGD's weight_decay: the row sets none, the search may draw one). A scheduler that cycles momentum (OneCycleLR)
-        sets each group's momentum at every step, whatever the row gave: there momentum is never 0."""
+        sets each group's momentum at every step, whatever the row gave: there momentum is never 0. A loop of two param
+        groups gives the second its own weight decay (:func:`~harness.workload.features.second_group_weight_decay`):
+        a weight-decay mechanism acts there where that one is not 0, whatever the row's."""
         row = FEATURES.get(feature)
         looped = {"momentum"} if row is not None and row.cycles_momentum else set()
+        second = second_group_weight_decay(args) if row is not None and row.two_groups else None
+        grouped = {"weight_decay"} if second else set()
         off = [a for a in self.acts_only_with
-               if a not in looped and not isinstance(args.get(a, 0), bool) and args.get(a, 0) == 0]
+               if a not in looped | grouped and not isinstance(args.get(a, 0), bool) and args.get(a, 0) == 0]
         return f"{off[0]} = 0, so its mechanism cannot act" if off else None
 
     #: The loop features (harness/workload/features.py) it covers: ``None``, every one (the plain loop included), as an

@@ -20,7 +20,7 @@ from harness.judge.models import reference_model
 from harness.judge.optimizer_updates import make_update
 from harness.model.efficiency import workload_flops
 from harness.model.verdicts import ReferenceDistance, finite_or_none
-from harness.workload.features import FEATURES, NO_FEATURE, Feature, epoch_factor
+from harness.workload.features import FEATURES, NO_FEATURE, Feature, epoch_factor, second_group_weight_decay
 from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.spec import WorkloadSpec
 
@@ -127,11 +127,13 @@ def _train(spec: WorkloadSpec, arrays: dict[str, np.ndarray], clip: bool, skippe
     loop = reference_loop(feature)  # what the feature's kind changes (harness/judge/loop_kinds.py)
     model = reference_model(spec.model)  # the model's loss and gradients (harness/judge/models/)
     bias_args: dict[str, Any] = {}
-    if loop.groups:  # the biases' own group: its lr (and weight decay, where the row has one)
+    if loop.groups:  # the biases' own group: its lr (and weight decay, where the optimizer takes one, as the scripts give it)
         group_args = FEATURES["param_groups"].args  # the param_groups row's, also where a scheduler runs over its groups
         bias_args = {"lr": float(update.args["lr"]) * float(group_args["bias_lr_factor"])}
-        if "weight_decay" in OPTIMIZERS[optimizer].args:
-            bias_args["weight_decay"] = float(group_args["bias_weight_decay"])
+        # the arguments the run is given (the row's and the spec's: the search's draws), not the update's defaults
+        weight_decay = second_group_weight_decay(OPTIMIZERS[optimizer].resolved_args(spec.lr, overrides.get(optimizer)))
+        if weight_decay is not None:
+            bias_args["weight_decay"] = weight_decay
     bias_update = make_update(optimizer, spec.lr, {**(overrides.get(optimizer) or {}), **bias_args}) if loop.groups else update
     row_lr = float(update.args["lr"])  # OneCycleLR's max_lr is a factor of the row's lr, the same for every group
     schedules = [_Schedule(feature, u, row_lr) for u in ((update, bias_update) if loop.groups else (update,))] \

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from harness.contract.modes import SCRIPTS
 from harness.search.example import Example, drawn_feature
-from harness.workload.features import FEATURES, NO_FEATURE
+from harness.workload.features import FEATURES, NO_FEATURE, second_group_weight_decay
 from harness.workload.optimizers import OPTIMIZERS
 
 __all__ = ["python_reproducer", "r_reproducer"]
@@ -72,7 +72,7 @@ def _schedule(example: Example) -> _Schedule | None:
     bias = None
     if groups is not None:
         bias = {"lr": f"{_args(example)['lr']!r} * {groups['bias_lr_factor']!r}"}
-        if "weight_decay" in _args(example):
+        if second_group_weight_decay(_args(example)) is not None:  # the scripts' rule; the value the example's row drew
             bias["weight_decay"] = repr(groups["bias_weight_decay"])
     return _Schedule(feature, [p.name for p in example.spec().parameters], bias)
 

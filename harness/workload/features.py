@@ -27,7 +27,8 @@ from harness.workload.optimizers import OPTIMIZERS
 from harness.workload.space import Space, between, choice
 
 __all__ = ["FEATURES", "KINDS", "LOOP_ARGS", "LR_LAMBDA_ARGS", "NO_FEATURE", "PRESET_FEATURES", "UNRUNNABLE_IN_R", "Cover", "Feature",
-           "Unrunnable", "check_feature", "epoch_factor", "explicit_scales", "micro_batches", "parse_features", "stopped_in_r"]
+           "Unrunnable", "check_feature", "epoch_factor", "explicit_scales", "micro_batches", "parse_features",
+           "second_group_weight_decay", "stopped_in_r"]
 
 #: The plain loop: no row, the matrix as it always was (its cells' ids carry no feature).
 NO_FEATURE = "none"
@@ -211,10 +212,16 @@ class Feature:
             return {}
         return {k: v * lr if k in self.lr_args else v for k, v in self.args.items() if k not in LOOP_ARGS}
 
+    @property
+    def two_groups(self) -> bool:
+        """Whether the loop builds its optimizer with the ``param_groups`` row's two groups (that row, or a scheduler that
+        reads per-group values)."""
+        return self.groups or self.kind == "param_groups"
+
     def run_spec(self, lr: float = 1.0) -> dict[str, Any]:
         """What a script receives to build the loop (the run spec's ``feature``), with the optimizer row's ``lr``."""
         args = self.scheduler_args(lr)
-        groups = FEATURES["param_groups"].args if self.groups or self.kind == "param_groups" else None
+        groups = FEATURES["param_groups"].args if self.two_groups else None
         return {
             "name": self.name, "kind": self.kind, "args": dict(self.args),
             "python": {"class": self.python, "args": {self.python_names.get(k, k): v for k, v in args.items()}},
@@ -628,11 +635,21 @@ _IGNITE = tuple(name for name, row in OPTIMIZERS.items() if row.family == "ignit
 UNRUNNABLE_IN_R: tuple[Unrunnable, ...] = (
     # libtorch's C++ Adagrad keeps no state for a second param group that R adds (docs/bugs/ignite-adagrad-param-group-state/)
     Unrunnable("ignite-adagrad-param-group-state", ("ignite_adagrad",),
-               tuple(name for name, row in FEATURES.items() if row.groups or row.kind == "param_groups")),
+               tuple(name for name, row in FEATURES.items() if row.two_groups)),
     # an ignite optimizer's zero_grad() takes no argument (docs/bugs/ignite-zero-grad-set-to-none/): the rows that pass one
     Unrunnable("ignite-zero-grad-set-to-none", _IGNITE,
                tuple(name for name, row in FEATURES.items() if row.kind == "sometimes_used" and row.args["set_to_none"] >= 0)),
 )
+
+
+def second_group_weight_decay(optimizer_args: Mapping[str, Any]) -> float | None:
+    """The weight decay of the second param group (the biases) where a loop runs the ``param_groups`` row's two groups
+    (:attr:`Feature.two_groups`), for an optimizer with the arguments ``optimizer_args`` (its row's and the spec's): the
+    row's ``bias_weight_decay`` where the optimizer takes a weight decay at all (it is given, even as 0), else ``None``.
+    What both scripts do (``make_optimizer`` in py_scripts/optimizer.py and r_scripts/optimizer.R), and so what the
+    float64 reference and a known difference's ``inert`` check read: the search draws plain SGD a weight decay of 0 and
+    the biases one of 0.0625, and R torch's weight-decay bug then acts on the biases alone."""
+    return float(FEATURES["param_groups"].args["bias_weight_decay"]) if "weight_decay" in optimizer_args else None
 
 
 def stopped_in_r(optimizer: str, feature: str) -> str | None:

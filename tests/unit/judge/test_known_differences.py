@@ -15,6 +15,7 @@ from harness.model.cell_trace import CellTrace
 from harness.model.pair_trace import PairTrace, PointDifference
 from harness.model.record_points import record_points as points_of_record
 from harness.model.result import CellResult
+from harness.workload.features import FEATURES
 from harness.workload.optimizers import OPTIMIZERS
 from tests.twins import by_mode, golden, nudge_one_ulp, twin_cell, with_record
 
@@ -228,6 +229,24 @@ def test_a_bug_that_cannot_act_is_inert_not_stale(tmp_path: Path) -> None:
     assert "inert: R torch bug sgd-weight-decay-index cannot act here: weight_decay = 0" in inert.explain()
     stale = compare_cells(cell, twin, trace=trace, known=[entry], optimizer_args={"weight_decay": 1e-2, "momentum": 0.9})
     assert stale.verdict == "stale_known_difference", stale.explain()
+
+
+def test_a_weight_decay_bug_acts_where_only_the_second_param_group_decays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search drew plain SGD a weight decay of 0 and the ``param_groups`` row's biases one of 0.0625 (its finding, seed
+    54): both scripts give the biases that decay, so sgd-weight-decay-index acts on them, and judged inert it left the pair
+    ``diverged``. Inert only where the second group's decay is 0 too, or where the optimizer is given no weight decay at
+    all (the scripts then give the biases none), or where the loop has one group."""
+    entry = _entry("sgd-weight-decay-index")
+    drawn = {**OPTIMIZERS["sgd"].args, "weight_decay": 0}
+    monkeypatch.setitem(FEATURES, "param_groups", dataclasses.replace(
+        FEATURES["param_groups"], args={**FEATURES["param_groups"].args, "bias_weight_decay": 0.0625}))
+    assert entry.inert(drawn, "param_groups") is None
+    assert entry.inert(drawn, "lr_lambda_groups") is None  # a scheduler over the same two groups
+    assert entry.inert(drawn, "lr_step") == "weight_decay = 0, so its mechanism cannot act"  # one group
+    assert entry.inert(dict(OPTIMIZERS["sgd"].args), "param_groups") == "weight_decay = 0, so its mechanism cannot act"
+    monkeypatch.setitem(FEATURES, "param_groups", dataclasses.replace(
+        FEATURES["param_groups"], args={**FEATURES["param_groups"].args, "bias_weight_decay": 0.0}))
+    assert entry.inert(drawn, "param_groups") == "weight_decay = 0, so its mechanism cannot act"
 
 
 def test_an_argument_the_run_does_not_set_is_at_its_default_so_plain_sgd_is_inert(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -84,6 +86,25 @@ def test_reference_follows_each_loop_feature_as_torch_does(
     same = np.allclose(ref.weights["layer0.weight"], plain.weights["layer0.weight"], rtol=1e-6, atol=0)
     # a custom autograd function computes a Linear layer's own arithmetic: only its rounding under autocast may differ
     assert same if row.kind == "custom_function" else not same
+
+
+def test_the_biases_decay_where_the_optimizer_is_given_a_weight_decay_of_0(
+    tiny_plain: tuple[WorkloadSpec, dict[str, np.ndarray], dict[str, Reference]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search drew plain SGD ``weight_decay`` 0 and the biases' group 0.0625 (seed 54): both scripts give the biases
+    that decay (the optimizer is given a weight decay), and the reference gave them none, reading the row, which sets
+    none. Now it reads the arguments the run was given, as torch float64 does; and the biases part from a run without it."""
+    spec, arrays, _ = tiny_plain
+    drawn = dataclasses.replace(spec, optimizer_args={"sgd": {"weight_decay": 0.0}})
+    monkeypatch.setitem(FEATURES, "param_groups", dataclasses.replace(
+        FEATURES["param_groups"], args={**FEATURES["param_groups"].args, "bias_weight_decay": 0.0625}))
+    ref = run_reference(drawn, arrays, clip=False, optimizer="sgd", feature="param_groups")
+    losses, weights = torch_float64_run(drawn, arrays, "sgd", overrides={"weight_decay": 0.0}, feature="param_groups")
+    np.testing.assert_allclose(ref.losses, losses, rtol=1e-10)
+    for name, value in weights.items():
+        np.testing.assert_allclose(ref.weights[name], value, rtol=1e-8, atol=1e-13)
+    undecayed = run_reference(spec, arrays, clip=False, optimizer="sgd", feature="param_groups")  # the row's: no weight decay
+    assert not np.allclose(ref.weights["layer0.bias"], undecayed.weights["layer0.bias"], rtol=1e-9, atol=0)
 
 
 def test_an_accumulated_skip_replays_the_group_update(tmp_path_factory: pytest.TempPathFactory) -> None:
