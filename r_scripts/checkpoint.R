@@ -93,9 +93,16 @@ load_checkpoint <- function(spec, prefix, net, opt, scheduler, scaler, at) {
       key <- sprintf("%s.%s", entries$name[[e]], order[[index]])
       count <- match(key, meta$count_names)
       if (isTRUE(entries$count[[e]]) && !is.na(count)) {
-        # R code keeps a step count as an R double, libtorch's C++ (ignite) as a one-element int64 tensor
+        # R code keeps a step count as an R double (optim_adamw as a 0-d float32 tensor: the row's `r_tensor`),
+        # libtorch's C++ (ignite) as a one-element int64 tensor
         value <- meta$count_values[[count]]
-        loaded[[entries$r[[e]]]] <- if (ignite) torch::torch_tensor(value, dtype = torch::torch_int64()) else as.numeric(value)
+        loaded[[entries$r[[e]]]] <- if (ignite) {
+          torch::torch_tensor(value, dtype = torch::torch_int64())
+        } else if (isTRUE(entries$r_tensor[[e]])) {
+          torch::torch_scalar_tensor(as.numeric(value), device = spec$device) # a double, as R torch starts it: float32
+        } else {
+          as.numeric(value)
+        }
       } else if (!is.null(tensors[[paste0("optim.", key)]])) {
         value <- tensors[[paste0("optim.", key)]]$to(device = spec$device)
         # an entry compared in a declared dtype (asgd's eta and mu) is an R double in R code: back to one

@@ -61,6 +61,9 @@ class StateEntry:
     double, libtorch a 64-bit integer), so it is recorded as the whole number it holds, which is the value the step used.
     ``dtype``: the entry is recorded in this dtype, the one every kernel that uses it rounds it to (ASGD's ``eta`` and
     ``mu``: float32 tensors in PyTorch, R doubles in R torch, used only as float32 kernel arguments on both sides).
+    ``r_tensor``: a count R torch's R code keeps in a 0-d float32 tensor, not an R double: ``optim_adamw``'s step
+    (R/optim-adamw.R starts it as ``torch_scalar_tensor(0)`` and steps it with ``step$add_(1)``), so a checkpoint gives it
+    back as one (r_scripts/checkpoint.R); ``harness search`` found AdamW resumed in R failing on an R double.
     """
 
     name: str
@@ -68,6 +71,7 @@ class StateEntry:
     r: str
     count: bool = False
     dtype: str | None = None
+    r_tensor: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Plain data for the run spec."""
@@ -126,11 +130,14 @@ class Optimizer:
         }
 
 
-def _entry(name: str, python: str | None = None, r: str | None = None, count: bool = False, dtype: str | None = None) -> StateEntry:
-    return StateEntry(name, python or name, r or name, count, dtype)
+def _entry(name: str, python: str | None = None, r: str | None = None, count: bool = False, dtype: str | None = None,
+           r_tensor: bool = False) -> StateEntry:
+    return StateEntry(name, python or name, r or name, count, dtype, r_tensor)
 
 
 _STEP = _entry("step", count=True)
+#: optim_adamw's step: a 0-d float32 tensor in R torch's R code too (:class:`StateEntry`'s ``r_tensor``).
+_TENSOR_STEP = _entry("step", count=True, r_tensor=True)
 #: Learning rates of the adaptive optimizers: their update is about lr per element whatever the gradient's size, so lr
 #: is set against the weights' scale (initial weights are U(±1/sqrt(in_size)), 0.088 at tiny): 1e-3 moves a weight by
 #: about 1 % of its size per step, enough to train visibly in 20 steps and far from overshooting.
@@ -226,7 +233,7 @@ OPTIMIZERS: dict[str, Optimizer] = {
             "adamw", "r", "AdamW", "optim_adamw",
             {"lr": _ADAPTIVE_LR, "betas": (0.9, 0.99), "eps": 1e-8, "weight_decay": _WEIGHT_DECAY},
             {"lr": "adaptive", "betas": "as adam", "eps": "the default", "weight_decay": _WD_REASON + " (decoupled: the weights shrink)"},
-            (_STEP, _entry("exp_avg"), _entry("exp_avg_sq")), title="AdamW (decoupled weight decay)",
+            (_TENSOR_STEP, _entry("exp_avg"), _entry("exp_avg_sq")), title="AdamW (decoupled weight decay)",
         ),
         Optimizer(
             "adagrad", "r", "Adagrad", "optim_adagrad",
