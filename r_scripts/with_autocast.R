@@ -57,6 +57,7 @@ train_step <- function(loop) {
     clip(loop, step)
   }
   for (opt in loop$opts) {
+    use_trace_names(opt) # R-only: the {param} names of this optimizer's parameters
     opt$step()
     trace_optimizer_state(step, opt, net, loop$spec)
   }

@@ -23,6 +23,7 @@ from harness.model.result import MatrixResult
 from harness.model.verdicts import PairVerdict
 from harness.run.availability import Availability
 from harness.run.runner import MatrixRunner
+from harness.workload.matrix import Cell
 from harness.workload.spec import WorkloadSpec
 from tests.planting import copy_scripts, plant
 from tests.support import kept_workers, require_r_torch
@@ -210,3 +211,24 @@ def test_param_groups_with_adam_are_the_known_first_moment_difference(
     assert by_optimizer["sgd"].verdict == "identical", by_optimizer["sgd"].explain()
     adam = by_optimizer["adam"]
     assert adam.verdict == "known_difference" and adam.details["known_difference"] == ["first-moment-lerp"], adam.explain()
+
+
+def test_two_optimizers_with_rs_adam_name_their_in_step_points_in_both_scripts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_spec: WorkloadSpec, availability: Availability
+) -> None:
+    """Loop feature ``multi_optimizer`` with R's Adam, whose step traces points inside itself (its bias corrections), named
+    by the parameters of the optimizer stepping: ``with_autocast.R`` stepped the first optimizer under the second's names
+    (the last built), and the traced record call failed, ``subscript out of bounds`` (``harness search``, seed 54; the
+    matrix's covering design runs the feature in the scaler script only, which named them). Both scripts: Adam's own
+    known difference, proven, in each."""
+    require_r_torch(availability)
+    copy_scripts(tmp_path)
+    monkeypatch.setenv(SCRIPTS_ENV, str(tmp_path))
+    with MatrixRunner(tiny_spec, ("python", "r"), timeout=300, availability=availability, staging=tmp_path, kept=kept_workers()) as runner:
+        cells = [Cell(f, script, mode, "adam", "cpu", "multi_optimizer")
+                 for script, mode in (("with_autocast", "default"), ("cuda_amp_grad_scaler", "autocast_scaler")) for f in ("python", "r")]
+        result = runner.run(("default", "autocast_scaler"), ("adam",), measure=False, features=("multi_optimizer",), only_cells=cells)
+    assert all(c.ok for c in result.cells), [c.reason for c in result.cells]
+    assert [(p.script, p.verdict, bool(p.details.get("proven"))) for p in result.pairs] == [
+        ("with_autocast", "known_difference", True), ("cuda_amp_grad_scaler", "known_difference", True)], \
+        [p.explain() for p in result.pairs]
