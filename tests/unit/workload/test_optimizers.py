@@ -47,9 +47,10 @@ def test_the_run_spec_names_each_languages_arguments_and_takes_the_spec_lr() -> 
     adam = OPTIMIZERS["adam"].run_spec(0.05, {"betas": (0.8, 0.9)})
     assert adam["python"]["args"]["lr"] == 1e-3  # an adaptive row keeps its own lr
     assert adam["python"]["args"]["betas"] == adam["r"]["args"]["betas"] == [0.8, 0.9]
-    assert adam["state"] == [{"name": "step", "python": "step", "r": "step", "count": True, "dtype": None, "r_tensor": False},
-                             {"name": "exp_avg", "python": "exp_avg", "r": "exp_avg", "count": False, "dtype": None, "r_tensor": False},
-                             {"name": "exp_avg_sq", "python": "exp_avg_sq", "r": "exp_avg_sq", "count": False, "dtype": None, "r_tensor": False}]
+    plain = {"dtype": None, "r_tensor": False}
+    assert adam["state"] == [{"name": "step", "python": "step", "r": "step", "count": True, **plain},
+                             {"name": "exp_avg", "python": "exp_avg", "r": "exp_avg", "count": False, **plain},
+                             {"name": "exp_avg_sq", "python": "exp_avg_sq", "r": "exp_avg_sq", "count": False, **plain}]
     # ASGD's eta and mu are recorded as the float32 every kernel rounds them to (R keeps them as doubles)
     assert [e["dtype"] for e in asgd["state"] if e["name"] in ("eta", "mu")] == ["float32", "float32"]
     assert json.loads(json.dumps(adam)) == adam
