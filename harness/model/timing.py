@@ -118,7 +118,7 @@ class RoundLog:
     @property
     def bridge_seconds(self) -> float:
         """The timed rounds' bridge so far: the median of their call − workload."""
-        return float(np.median(np.subtract(self.call_seconds, self.workload_seconds)))
+        return _bridge(self.call_seconds, self.workload_seconds)
 
     def add_floor(self, seconds: float) -> None:
         """Keep one calibration round (run right after a timed round, in the same worker)."""
@@ -133,8 +133,7 @@ class RoundLog:
         """The cell's ``timing``: every sample, their statistics, and the overhead split."""
         workload, loop = np.asarray(self.workload_seconds, dtype=float), np.asarray(self.loop_seconds, dtype=float)
         bridge, setup, call_median = self.bridge_seconds, float(np.median(workload - loop)), float(np.median(self.call_seconds))
-        alone = (float(np.median(np.subtract(self.alone_call_seconds, self.alone_workload_seconds)))
-                 if self.alone_call_seconds else None)
+        alone = _bridge(self.alone_call_seconds, self.alone_workload_seconds) if self.alone_call_seconds else None
         return Timing(
             rounds=len(self.call_seconds), warmup_calls=self.warmup_calls,
             call=summarize(self.call_seconds), loop=summarize(self.loop_seconds), workload=summarize(self.workload_seconds),
@@ -151,6 +150,11 @@ class RoundLog:
             floor=summarize(self.floor_seconds) if self.floor_seconds else None,
             bridge_alone_seconds=alone,
         )
+
+
+def _bridge(call_seconds: Sequence[float], workload_seconds: Sequence[float]) -> float:
+    """The bridge of some rounds: the median of their call − workload (the harness's part of each call)."""
+    return float(np.median(np.subtract(call_seconds, workload_seconds)))
 
 
 def summarize(samples: Sequence[float]) -> Stats:
